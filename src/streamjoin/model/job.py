@@ -1,0 +1,169 @@
+"""Streams, sinks and join queries as parsed from a job file (or built from Python).
+
+Expressions are kept as Spark SQL text (the dialect users write), with every column reference
+qualified by its side's alias (``b.price``), so that the runtime can hand them to Spark SQL as
+they are and the reference executor can evaluate the very same text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from streamjoin.model.types import SqlType
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A declared column of a stream."""
+
+    name: str
+    type: SqlType
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    """``WATERMARK FOR column AS column - INTERVAL 'n' SECOND``: event time and allowed disorder.
+
+    A row of the stream is *late* when its event time is strictly below the global watermark in
+    force at the start of its micro-batch; see `streamjoin.reference` for the exact rule.
+    """
+
+    column: str
+    delay_us: int
+
+    def __post_init__(self) -> None:
+        if self.delay_us < 0:
+            msg = f"watermark delay must be >= 0, got {self.delay_us} us for {self.column!r}"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDef:
+    """``CREATE STREAM name (columns, WATERMARK ...) WITH (options)``.
+
+    `options` holds every WITH option except `format`, keys lower-cased, values as strings, in the
+    order written (they are passed to the Spark reader as they are, except streamjoin's own:
+    `path` and `deadletter`).
+    """
+
+    name: str
+    columns: tuple[Column, ...]
+    format: str
+    options: tuple[tuple[str, str], ...] = ()
+    watermark: Watermark | None = None
+    line: int = 0
+
+    def __post_init__(self) -> None:
+        names = [c.name.lower() for c in self.columns]
+        if len(set(names)) != len(names):
+            msg = f"stream {self.name!r} declares a column twice: {names}"
+            raise ValueError(msg)
+        if self.watermark is not None:
+            col = self.column(self.watermark.column)
+            if col is None or col.type.name != "TIMESTAMP":
+                msg = (
+                    f"stream {self.name!r}: WATERMARK FOR {self.watermark.column!r} needs a "
+                    "declared TIMESTAMP column"
+                )
+                raise ValueError(msg)
+
+    def column(self, name: str) -> Column | None:
+        """The column called `name` (case-insensitive), or None."""
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        """The WITH option `key` (lower-case), or `default`."""
+        return dict(self.options).get(key, default)
+
+    @property
+    def event_time(self) -> str | None:
+        """The event-time column, if the stream declares a watermark."""
+        return self.watermark.column if self.watermark else None
+
+
+@dataclass(frozen=True, slots=True)
+class SinkDef:
+    """``CREATE SINK name WITH (format = ..., path = ...)``."""
+
+    name: str
+    format: str
+    options: tuple[tuple[str, str], ...] = ()
+    line: int = 0
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        """The WITH option `key` (lower-case), or `default`."""
+        return dict(self.options).get(key, default)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinSide:
+    """One input of a join: a stream under an alias (the alias is the stream name if none given)."""
+
+    stream: str
+    alias: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectItem:
+    """``expression AS alias`` in the SELECT list; `sql` is qualified Spark SQL text."""
+
+    sql: str
+    alias: str
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """``INSERT INTO sink SELECT items FROM left JOIN right ON predicate [WHERE ...]``.
+
+    `predicate` is the whole join condition (ON and WHERE conjuncts) as qualified Spark SQL text;
+    a pair (l, r) is in the result exactly when it evaluates to TRUE (NULL is not TRUE).
+    """
+
+    name: str
+    sink: str
+    left: JoinSide
+    right: JoinSide
+    predicate: str
+    select: tuple[SelectItem, ...]
+    line: int = 0
+
+    def __post_init__(self) -> None:
+        if self.left.alias.lower() == self.right.alias.lower():
+            msg = f"query {self.name!r}: both sides are called {self.left.alias!r}; alias one"
+            raise ValueError(msg)
+        aliases = [s.alias for s in self.select]
+        if len(set(aliases)) != len(aliases):
+            msg = f"query {self.name!r}: output column names repeat: {aliases}"
+            raise ValueError(msg)
+
+    @property
+    def sides(self) -> tuple[JoinSide, JoinSide]:
+        """(left, right)."""
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A whole job file: streams, sinks and queries, each name unique within its kind."""
+
+    streams: tuple[StreamDef, ...]
+    sinks: tuple[SinkDef, ...]
+    queries: tuple[Query, ...]
+    source: str = field(default="<string>", compare=False)
+
+    def stream(self, name: str) -> StreamDef:
+        """The stream called `name`; KeyError naming the known streams otherwise."""
+        for s in self.streams:
+            if s.name == name:
+                return s
+        msg = f"unknown stream {name!r}; known: {', '.join(s.name for s in self.streams)}"
+        raise KeyError(msg)
+
+    def sink(self, name: str) -> SinkDef:
+        """The sink called `name`; KeyError naming the known sinks otherwise."""
+        for s in self.sinks:
+            if s.name == name:
+                return s
+        msg = f"unknown sink {name!r}; known: {', '.join(s.name for s in self.sinks)}"
+        raise KeyError(msg)

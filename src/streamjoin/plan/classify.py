@@ -1,0 +1,315 @@
+"""Split a join predicate into the parts the engine can exploit.
+
+The engine always evaluates the *whole* predicate on the candidate pairs; classification only
+decides how candidates are found (hash keys, band buckets, a nested loop) and how long state is
+kept (the window). A conjunct the classifier does not understand is therefore never a risk to
+correctness, only to speed: it becomes part of the residual.
+
+Conventions: a join has a left side (alias ``a``) and a right side (alias ``b``). Bands and windows
+are stated as ``right - left ∈ [lo, hi]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+_UNIT_US = {
+    "MICROSECOND": 1,
+    "MILLISECOND": 1_000,
+    "SECOND": 1_000_000,
+    "MINUTE": 60_000_000,
+    "HOUR": 3_600_000_000,
+    "DAY": 86_400_000_000,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EquiKey:
+    """``left_sql = right_sql`` with each side's expression over one side only."""
+
+    left_sql: str
+    right_sql: str
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """``right_sql - left_sql ∈ [lo, hi]`` (numeric columns, or event times in microseconds)."""
+
+    left_sql: str
+    right_sql: str
+    lo: float
+    hi: float
+    temporal: bool = False
+
+    @property
+    def width(self) -> float:
+        """Bucket width: a band of width w spans at most two buckets of width w."""
+        span = self.hi - self.lo
+        return span if span > 0 else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """``right.ts - left.ts ∈ [lo_us, hi_us]`` on the event-time columns; None = unbounded."""
+
+    lo_us: int | None
+    hi_us: int | None
+
+    def describe(self) -> str:
+        """Human form, e.g. ``b.ts - a.ts in [-10s, +5s]``."""
+
+        def fmt(v: int | None, inf: str) -> str:
+            return inf if v is None else f"{v / 1e6:+g}s"
+
+        return f"[{fmt(self.lo_us, '-inf')}, {fmt(self.hi_us, '+inf')}]"
+
+
+@dataclass(frozen=True, slots=True)
+class PredicateParts:
+    """The classified conjuncts of one join predicate."""
+
+    equi: tuple[EquiKey, ...]
+    bands: tuple[Band, ...]
+    window: TimeWindow | None
+    residual: tuple[str, ...]
+
+
+@dataclass
+class _Bounds:
+    lo: float = -math.inf
+    hi: float = math.inf
+
+    def add(self, lo: float | None, hi: float | None) -> None:
+        if lo is not None:
+            self.lo = max(self.lo, lo)
+        if hi is not None:
+            self.hi = min(self.hi, hi)
+
+
+def classify_predicate(
+    predicate_sql: str,
+    left_alias: str,
+    right_alias: str,
+    left_time: str | None,
+    right_time: str | None,
+) -> PredicateParts:
+    """Classify the top-level conjuncts of `predicate_sql`.
+
+    Args:
+        predicate_sql: qualified Spark SQL boolean expression.
+        left_alias: alias of the left side.
+        right_alias: alias of the right side.
+        left_time: the left stream's event-time column, if it has a watermark.
+        right_time: the right stream's event-time column, if it has a watermark.
+
+    >>> p = classify_predicate(
+    ...     "a.k = b.k AND abs(a.x - b.y) <= 2 AND b.ts BETWEEN a.ts - INTERVAL '10' SECOND "
+    ...     "AND a.ts + INTERVAL '5' SECOND AND a.s <> b.s", "a", "b", "ts", "ts")
+    >>> p.equi
+    (EquiKey(left_sql='a.k', right_sql='b.k'),)
+    >>> (p.bands[0].lo, p.bands[0].hi)
+    (-2.0, 2.0)
+    >>> p.window
+    TimeWindow(lo_us=-10000000, hi_us=5000000)
+    >>> p.residual
+    ('a.s <> b.s',)
+    """
+    ctx = _Context(left_alias, right_alias, left_time, right_time)
+    tree = sqlglot.parse_one(predicate_sql, dialect="spark")
+    equi: list[EquiKey] = []
+    bands: dict[tuple[str, str], _Bounds] = {}
+    window = _Bounds()
+    has_window = False
+    residual: list[str] = []
+    for conjunct in _conjuncts(tree):
+        key = ctx.equi(conjunct)
+        if key is not None:
+            equi.append(key)
+            if ctx.is_time_pair(key.left_sql, key.right_sql):
+                window.add(0, 0)
+                has_window = True
+            continue
+        found = False
+        for left_sql, right_sql, lo, hi in ctx.ranges(conjunct):
+            found = True
+            if ctx.is_time_pair(left_sql, right_sql):
+                window.add(lo, hi)
+                has_window = True
+            else:
+                bands.setdefault((left_sql, right_sql), _Bounds()).add(lo, hi)
+        if not found:
+            residual.append(conjunct.sql(dialect="spark"))
+    return PredicateParts(
+        equi=tuple(equi),
+        bands=tuple(
+            Band(left_sql, right_sql, b.lo, b.hi)
+            for (left_sql, right_sql), b in bands.items()
+            if math.isfinite(b.lo) and math.isfinite(b.hi) and b.lo <= b.hi
+        ),
+        window=_window(window) if has_window else None,
+        residual=tuple(residual),
+    )
+
+
+def _window(b: _Bounds) -> TimeWindow:
+    return TimeWindow(
+        lo_us=None if math.isinf(b.lo) else math.ceil(b.lo),
+        hi_us=None if math.isinf(b.hi) else math.floor(b.hi),
+    )
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    # Only top-level conjuncts can be exploited: `a OR b` is not `b AND (a OR TRUE)`.
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+class _Context:
+    def __init__(
+        self, left: str, right: str, left_time: str | None, right_time: str | None
+    ) -> None:
+        self.left = left.lower()
+        self.right = right.lower()
+        self.left_time = f"{left}.{left_time}".lower() if left_time else None
+        self.right_time = f"{right}.{right_time}".lower() if right_time else None
+
+    def side(self, node: exp.Expr) -> str | None:
+        """'l' or 'r' when every column of `node` is from one side (and there is one), else None."""
+        tables = {c.table.lower() for c in node.find_all(exp.Column)}
+        if tables == {self.left}:
+            return "l"
+        if tables == {self.right}:
+            return "r"
+        return None
+
+    def is_time_pair(self, left_sql: str, right_sql: str) -> bool:
+        return (
+            self.left_time is not None
+            and self.right_time is not None
+            and left_sql.lower() == self.left_time
+            and right_sql.lower() == self.right_time
+        )
+
+    def equi(self, node: exp.Expr) -> EquiKey | None:
+        if not isinstance(node, exp.EQ):
+            return None
+        a, b = node.this, node.expression
+        sa, sb = self.side(a), self.side(b)
+        if sa == "l" and sb == "r":
+            return EquiKey(a.sql(dialect="spark"), b.sql(dialect="spark"))
+        if sa == "r" and sb == "l":
+            return EquiKey(b.sql(dialect="spark"), a.sql(dialect="spark"))
+        return None
+
+    def ranges(self, node: exp.Expr) -> list[tuple[str, str, float | None, float | None]]:
+        """Bounds ``(left_sql, right_sql, lo, hi)`` on ``right - left`` stated by `node`."""
+        if isinstance(node, exp.Between):
+            lo = self._offset_bound(node.this, node.args["low"])
+            hi = self._offset_bound(node.this, node.args["high"])
+            if lo is None or hi is None or lo[:2] != hi[:2]:
+                return []
+            # x BETWEEN y+c1 AND y+c2  <=>  x - y in [c1, c2]
+            return [self._orient(lo[0], lo[1], lo[2], hi[2])]
+        if isinstance(node, (exp.LTE, exp.LT, exp.GTE, exp.GT)):
+            found = self._offset_bound(node.this, node.expression)
+            if found is not None:
+                x, y, c = found  # node.this is x; node.expression is y + c
+                less = isinstance(node, (exp.LTE, exp.LT))
+                return [self._orient(x, y, None if less else c, c if less else None)]
+            band = self._abs_band(node)
+            return [band] if band is not None else []
+        return []
+
+    def _orient(
+        self, x: exp.Expr, y: exp.Expr, lo: float | None, hi: float | None
+    ) -> tuple[str, str, float | None, float | None]:
+        """Turn ``x - y in [lo, hi]`` into ``right - left in [...]``."""
+        xs, ys = x.sql(dialect="spark"), y.sql(dialect="spark")
+        if self.side(x) == "r":
+            return (ys, xs, lo, hi)
+        return (xs, ys, None if hi is None else -hi, None if lo is None else -lo)
+
+    def _offset_bound(self, x: exp.Expr, bound: exp.Expr) -> tuple[exp.Expr, exp.Expr, float] | None:
+        """``bound`` as ``y + c`` with x and y on opposite sides: (x, y, c); else None."""
+        base, offset = _split_offset(bound)
+        if offset is None:
+            return None
+        sx, sy = self.side(x), self.side(base)
+        if sx is None or sy is None or sx == sy:
+            return None
+        return (x, base, offset)
+
+    def _abs_band(self, node: exp.Expr) -> tuple[str, str, float | None, float | None] | None:
+        """``abs(x - y) <= c`` or ``c >= abs(x - y)``."""
+        if isinstance(node, (exp.LTE, exp.LT)):
+            target, limit = node.this, node.expression
+        else:
+            target, limit = node.expression, node.this
+        c = _number(limit)
+        if not isinstance(target, exp.Abs) or c is None:
+            return None
+        inner = target.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if not isinstance(inner, exp.Sub):
+            return None
+        x, y = inner.this, inner.expression
+        sx, sy = self.side(x), self.side(y)
+        if sx is None or sy is None or sx == sy:
+            return None
+        return self._orient(x, y, -c, c)
+
+
+def _number(node: exp.Expr) -> float | None:
+    """A numeric constant (possibly negated or parenthesised), or an interval in microseconds."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Neg):
+        inner = _number(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return float(node.this)
+    if isinstance(node, exp.Interval):
+        return _interval_us(node)
+    return None
+
+
+def _interval_us(node: exp.Interval) -> float | None:
+    unit = node.args.get("unit")
+    if unit is None:
+        return None
+    name = unit.name.upper().rstrip("S")
+    if name not in _UNIT_US:
+        return None
+    value = node.this
+    if not isinstance(value, exp.Literal):
+        return None
+    try:
+        return float(value.this) * _UNIT_US[name]
+    except ValueError:
+        return None
+
+
+def _split_offset(node: exp.Expr) -> tuple[exp.Expr, float | None]:
+    """``y + c`` → (y, c); ``y - c`` → (y, -c); ``y`` → (y, 0); otherwise (node, None)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, (exp.Add, exp.Sub)):
+        c = _number(node.expression)
+        if c is not None:
+            return node.this, c if isinstance(node, exp.Add) else -c
+        if isinstance(node, exp.Add):
+            c = _number(node.this)
+            if c is not None:
+                return node.expression, c
+        return node, None
+    if _number(node) is not None:
+        return node, None
+    return node, 0.0

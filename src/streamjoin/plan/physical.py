@@ -1,0 +1,155 @@
+"""The physical plan of a job: per query, how candidate pairs are found; per stream, its state.
+
+Strategies (chosen per query, in this order of preference):
+
+- ``hash``: the predicate has equality conjuncts; Spark SQL's batch join extracts them as hash
+  keys by itself, so the delta is simply joined with the state on the whole predicate.
+- ``band``: no equality, but a band ``right - left ∈ [lo, hi]`` (a value band, or else the
+  event-time window). Both sides get a bucket id ``floor(v / w)`` with ``w = hi - lo``; the delta
+  side is exploded to the (at most three) buckets its band overlaps, the state side is hashed on its
+  own bucket, and the whole predicate is rechecked on the candidates.
+- ``nested-loop``: nothing to hash on; the (small) delta is broadcast against the state.
+
+State retention follows from the windows: a left row can only meet right rows that are not yet
+late, i.e. with ``ts >= W`` (the global watermark), so it is needed while ``l.ts >= W - hi``; a
+right row while ``r.ts >= W + lo``. A stream's state keeps the loosest bound over all its uses.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
+
+if t.TYPE_CHECKING:
+    from streamjoin.model import Job, Query, StreamDef
+
+Strategy = t.Literal["hash", "band", "nested-loop"]
+"""How a query finds candidate pairs; see the module docstring."""
+
+_SECOND_US = 1_000_000
+_FULL_HISTORY_SLICE_US = 60 * _SECOND_US
+_SLICES_PER_RETENTION = 8
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """One query: its classified predicate and the chosen strategy."""
+
+    query: Query
+    parts: PredicateParts
+    strategy: Strategy
+    band: Band | None
+    left_time: str | None
+    right_time: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    """One active stream: its position in the unified input, and how its state is kept.
+
+    `retain_us` None means full history (nothing is ever dropped); otherwise a state row with event
+    time ``< W - retain_us`` can never join again and its slice is dropped once all its rows are.
+    """
+
+    stream: StreamDef
+    index: int
+    retain_us: int | None
+    slice_us: int
+
+    @property
+    def name(self) -> str:
+        """The stream's name."""
+        return self.stream.name
+
+    def horizon(self, watermark: int | None) -> int | None:
+        """Event time below which this stream's state is dead, or None while nothing is."""
+        if watermark is None or self.retain_us is None:
+            return None
+        return watermark - self.retain_us
+
+    def slice_of(self, ts_us: int) -> int:
+        """The slice holding event time `ts_us` (slices are ``[k*w, (k+1)*w)``)."""
+        return ts_us // self.slice_us
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """All queries and active streams of a job."""
+
+    job: Job
+    streams: tuple[StreamPlan, ...]
+    queries: tuple[QueryPlan, ...]
+
+    def stream(self, name: str) -> StreamPlan:
+        """The plan of active stream `name`."""
+        for s in self.streams:
+            if s.name == name:
+                return s
+        msg = f"stream {name!r} is not used by any query"
+        raise KeyError(msg)
+
+    def explain(self) -> str:
+        """The plan as text, for ``streamjoin explain``."""
+        from streamjoin.plan.explain import explain_plan
+
+        return explain_plan(self)
+
+
+def plan_job(job: Job) -> JobPlan:
+    """Classify every query's predicate and derive each active stream's state layout."""
+    queries = tuple(_plan_query(job, q) for q in job.queries)
+    used = {side.stream for q in job.queries for side in q.sides}
+    active = [s for s in job.streams if s.name in used]
+    retain: dict[str, list[int | None]] = {s.name: [] for s in active}
+    for qp in queries:
+        q, w = qp.query, qp.parts.window
+        left_wm, right_wm = qp.left_time is not None, qp.right_time is not None
+        # A left row waits for right rows: they arrive no earlier than W when the right side
+        # has a watermark, so the left row is needed while l.ts >= W - hi.
+        retain[q.left.stream].append(w.hi_us if w and right_wm and left_wm else None)
+        retain[q.right.stream].append(
+            None if not (w and left_wm and right_wm) or w.lo_us is None else -w.lo_us
+        )
+    max_delay = max((s.watermark.delay_us for s in active if s.watermark), default=0)
+    streams = []
+    for index, s in enumerate(active):
+        uses = retain[s.name]
+        keep = None if any(u is None for u in uses) else max(t.cast("list[int]", uses))
+        streams.append(
+            StreamPlan(s, index, keep, _slice_width(keep, max_delay) if s.watermark else 1)
+        )
+    return JobPlan(job, tuple(streams), queries)
+
+
+def _slice_width(retain_us: int | None, max_delay_us: int) -> int:
+    """Slices small enough that a partly dead slice costs little, large enough to be few."""
+    if retain_us is None:
+        return _FULL_HISTORY_SLICE_US
+    span = max(retain_us, 0) + max_delay_us
+    width = max(_SECOND_US, span // _SLICES_PER_RETENTION)
+    return (width // _SECOND_US) * _SECOND_US
+
+
+def _plan_query(job: Job, q: Query) -> QueryPlan:
+    left, right = job.stream(q.left.stream), job.stream(q.right.stream)
+    parts = classify_predicate(q.predicate, q.left.alias, q.right.alias, left.event_time, right.event_time)
+    band: Band | None = None
+    strategy: Strategy
+    if parts.equi:
+        strategy = "hash"
+    elif parts.bands:
+        strategy, band = "band", min(parts.bands, key=lambda b: b.width)
+    elif parts.window and parts.window.lo_us is not None and parts.window.hi_us is not None:
+        strategy = "band"
+        band = Band(
+            f"unix_micros({q.left.alias}.{left.event_time})",
+            f"unix_micros({q.right.alias}.{right.event_time})",
+            float(parts.window.lo_us),
+            float(parts.window.hi_us),
+            temporal=True,
+        )
+    else:
+        strategy = "nested-loop"
+    return QueryPlan(q, parts, strategy, band, left.event_time, right.event_time)

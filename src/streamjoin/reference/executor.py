@@ -1,0 +1,221 @@
+"""The reference run of a job: the semantics contract that the Spark engine implements.
+
+Input is a sequence of micro-batches; ``batches[i]`` maps a stream name to that stream's rows in
+micro-batch i (a stream may be absent from a batch).
+
+1. *Active streams* are the streams referenced by at least one query; only these are processed
+   (rows of other streams are ignored). The global watermark W starts as None (minus infinity).
+2. In batch i, for each active stream s with a watermark (``StreamDef.watermark``): a row whose
+   event-time value is None is *malformed*; a row whose event time is strictly below W (W as it
+   stood at the end of batch i-1; nothing is late while W is None) is *late*; every other row is
+   *on-time*. Every row of a stream without a watermark is on-time.
+3. After batch i, for each stream s with a watermark that had on-time rows in batch i:
+   ``wm_s = max(wm_s, max on-time event time of s in batch i - delay_s)``. Then
+   ``W = min(wm_s)`` over ALL active streams with a watermark, or None while any of them has no
+   wm_s yet. W never decreases. W (epoch microseconds) is recorded after every batch.
+4. Event times are epoch microseconds: ``(ts - 1970-01-01) // 1 µs`` on naive (UTC) datetimes.
+5. The result of query q (left stream L under alias a, right stream R under alias b, possibly
+   the same stream: a self-join) is every pair (l, r) of an on-time row l of L and an on-time row
+   r of R, from any batches, for which the predicate is TRUE (NULL is not TRUE) in the
+   environment {a: l, b: r}; each pair yields the tuple of the SELECT expressions. Duplicates are
+   kept (multiset semantics); a self-join includes (x, x) when the predicate holds.
+
+Rows are conformed to the declared schema before use: keys match column names
+case-insensitively, a missing column is NULL (as Spark's JSON reader would make it), an
+undeclared key is an error, a value of the wrong kind is an error (a float in a BIGINT column,
+a string in a TIMESTAMP column, …), an int in a DOUBLE column becomes a float, a number in a
+DECIMAL(p,s) column is cast to it (rounded HALF_UP to s places, NULL if too wide) and an aware
+datetime becomes naive UTC. Late and malformed
+rows are reported as given.
+
+The join is a nested loop over all pairs evaluating the whole predicate: no indexes, nothing
+clever, so that it stays obviously correct.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from streamjoin.model import Job, Query, SqlType, StreamDef
+from streamjoin.reference import casts
+from streamjoin.reference import values as v
+from streamjoin.reference.evaluate import compile_expression
+
+Row = Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    """What a reference run produced.
+
+    Attributes:
+        outputs: query name -> result rows, values in the query's SELECT order.
+        late: active stream name -> its late rows, in input order.
+        malformed: active stream name -> rows whose event-time column is None, in input order.
+        watermarks: the global watermark (epoch microseconds, None = not yet) after each batch.
+    """
+
+    outputs: dict[str, list[tuple[object, ...]]]
+    late: dict[str, list[Row]]
+    malformed: dict[str, list[Row]]
+    watermarks: list[int | None]
+
+
+def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> ReferenceResult:
+    """Run every query of `job` over `batches` by brute force (see the module docstring).
+
+    Args:
+        job: the streams and queries.
+        batches: micro-batch i maps stream name -> rows of that stream in batch i.
+
+    Returns:
+        The outputs of every query, the late and malformed rows of every active stream and the
+        global watermark after each batch.
+
+    Raises:
+        KeyError: a batch names a stream the job does not declare.
+        ValueError: a row has a key that is not a declared column of its stream.
+        TypeError: a value does not fit its column's type.
+    """
+    active = _active_streams(job)
+    known = {s.name for s in job.streams}
+    conform = {s.name: _conformer(s) for s in active}
+    on_time: dict[str, list[dict[str, object]]] = {s.name: [] for s in active}
+    late: dict[str, list[Row]] = {s.name: [] for s in active}
+    malformed: dict[str, list[Row]] = {s.name: [] for s in active}
+    stream_wm: dict[str, int] = {}
+    global_wm: int | None = None
+    watermarks: list[int | None] = []
+
+    for batch in batches:
+        unknown = set(batch) - known
+        if unknown:
+            msg = f"batch names unknown streams {sorted(unknown)}; known: {sorted(known)}"
+            raise KeyError(msg)
+        for stream in active:
+            wm = stream.watermark
+            newest: int | None = None
+            for raw in batch.get(stream.name, ()):
+                row = conform[stream.name](raw)
+                if wm is None:
+                    on_time[stream.name].append(row)
+                    continue
+                ts = row[wm.column.lower()]
+                if ts is None:
+                    malformed[stream.name].append(raw)
+                    continue
+                assert isinstance(ts, dt.datetime)  # guaranteed by the conformer
+                us = v.event_time_us(ts)
+                if global_wm is not None and us < global_wm:
+                    late[stream.name].append(raw)
+                    continue
+                on_time[stream.name].append(row)
+                newest = us if newest is None else max(newest, us)
+            if wm is not None and newest is not None:
+                candidate = newest - wm.delay_us
+                stream_wm[stream.name] = max(stream_wm.get(stream.name, candidate), candidate)
+        global_wm = _advance(global_wm, active, stream_wm)
+        watermarks.append(global_wm)
+
+    outputs = {
+        q.name: _join(q, on_time[q.left.stream], on_time[q.right.stream]) for q in job.queries
+    }
+    return ReferenceResult(outputs, late, malformed, watermarks)
+
+
+def reference_join(
+    job: Job, query_name: str, left_rows: Sequence[Row], right_rows: Sequence[Row]
+) -> list[tuple[object, ...]]:
+    """The result of one query over given rows, all of them on-time (no watermark applies).
+
+    Args:
+        job: the job declaring the query and its streams.
+        query_name: which query.
+        left_rows: rows of the query's left stream.
+        right_rows: rows of the query's right stream.
+
+    Returns:
+        The query's result rows (SELECT order), duplicates kept, in nested-loop order.
+    """
+    query = next((q for q in job.queries if q.name == query_name), None)
+    if query is None:
+        msg = f"unknown query {query_name!r}; known: {[q.name for q in job.queries]}"
+        raise KeyError(msg)
+    left = _conformer(job.stream(query.left.stream))
+    right = _conformer(job.stream(query.right.stream))
+    return _join(query, [left(r) for r in left_rows], [right(r) for r in right_rows])
+
+
+def _active_streams(job: Job) -> list[StreamDef]:
+    """Streams referenced by a query, in declaration order."""
+    used = {side.stream for q in job.queries for side in q.sides}
+    for name in used:
+        job.stream(name)  # KeyError naming the known streams if a query names an unknown one
+    return [s for s in job.streams if s.name in used]
+
+
+def _advance(current: int | None, active: list[StreamDef], stream_wm: dict[str, int]) -> int | None:
+    """The global watermark after a batch: min over watermarked active streams, never lower."""
+    watermarked = [s.name for s in active if s.watermark is not None]
+    if not watermarked or any(name not in stream_wm for name in watermarked):
+        return current
+    candidate = min(stream_wm[name] for name in watermarked)
+    return candidate if current is None else max(current, candidate)
+
+
+def _join(
+    query: Query, left: list[dict[str, object]], right: list[dict[str, object]]
+) -> list[tuple[object, ...]]:
+    """Nested loop over all pairs; keep those whose predicate is TRUE."""
+    predicate = compile_expression(query.predicate) if query.predicate.strip() else None
+    select = [compile_expression(item.sql) for item in query.select]
+    a, b = query.left.alias, query.right.alias
+    env: dict[str, Mapping[str, object]] = {}
+    out: list[tuple[object, ...]] = []
+    for lrow in left:
+        env[a] = lrow
+        for rrow in right:
+            env[b] = rrow
+            if predicate is None or predicate(env) is True:
+                out.append(tuple(f(env) for f in select))
+    return out
+
+
+def _conformer(stream: StreamDef) -> Callable[[Row], dict[str, object]]:
+    """A function bringing a raw row to the declared schema (lower-case keys, fitting types)."""
+    columns = {c.name.lower(): c for c in stream.columns}
+
+    def conform(raw: Row) -> dict[str, object]:
+        row: dict[str, object] = dict.fromkeys(columns)
+        for key, value in raw.items():
+            col = columns.get(key.lower())
+            if col is None:
+                msg = f"stream {stream.name!r} has no column {key!r}; declared: {list(columns)}"
+                raise ValueError(msg)
+            row[key.lower()] = _fit(stream.name, col.name, col.type, value)
+        return row
+
+    return conform
+
+
+def _fit(stream: str, column: str, sql_type: SqlType, value: object) -> object:
+    """`value` as Spark would hold it in a column of `sql_type`; TypeError if it cannot be."""
+    if value is None:
+        return None
+    name = sql_type.name
+    if v.category(value) != sql_type.category or (
+        name in ("BIGINT", "INT") and not isinstance(value, int)
+    ):
+        msg = f"stream {stream!r}: column {column!r} is {sql_type.ddl}, got {value!r}"
+        raise TypeError(msg)
+    if name == "DOUBLE" and isinstance(value, int):
+        return float(value)
+    if name == "DECIMAL":
+        assert sql_type.precision is not None and sql_type.scale is not None
+        # Rounded to the declared scale, NULL when too wide: what Spark's reader stores.
+        return casts.to_decimal(value, sql_type.precision, sql_type.scale)
+    if isinstance(value, dt.datetime):
+        return v.naive_utc(value)
+    return value

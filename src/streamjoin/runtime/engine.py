@@ -1,0 +1,166 @@
+"""`Engine`: run jobs on a SparkSession — the Python API the CLI is a thin shell over."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import typing as t
+
+from streamjoin.errors import JobError, StreamJoinError
+from streamjoin.plan import JobPlan, plan_job
+from streamjoin.runtime.batch import BatchProcessor, BatchReport
+from streamjoin.runtime.fs import FileStore
+from streamjoin.runtime.progress import ProgressLine, Summary
+from streamjoin.runtime.session import get_session
+from streamjoin.runtime.sources import conform, read_stream, schema_ddl, tag, unify
+from streamjoin.runtime.state import StateStore
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.model import Job
+
+
+class Engine:
+    """Runs streamjoin jobs on a SparkSession (the active one, or a new local one).
+
+    >>> engine = Engine()                                          # doctest: +SKIP
+    >>> summary = engine.run(Engine.parse(open("job.sql").read()), once=True)  # doctest: +SKIP
+    >>> summary.out                                                # doctest: +SKIP
+    {'q1': 1234}
+    """
+
+    def __init__(self, spark: SparkSession | None = None, *, master: str | None = None) -> None:
+        self.spark = spark or get_session(master)
+        # The engine's SQL follows Spark's non-ANSI rules (see session.LOCAL_CONF), also on a
+        # session the caller built.
+        self.spark.conf.set("spark.sql.ansi.enabled", "false")
+
+    @staticmethod
+    def parse(sql: str, source: str = "<string>") -> Job:
+        """Parse a job file's text (`JobError` names line, column and text on any mistake)."""
+        from streamjoin.sql import parse_job
+
+        return parse_job(sql, source)
+
+    def validate(self, job: Job) -> JobPlan:
+        """Plan `job` and let Spark analyse every query on empty inputs, so that a mistake only
+        Spark can see (an unknown function, say) is reported before the stream starts."""
+        plan = plan_job(job)
+        for qp in plan.queries:
+            q = qp.query
+            views = {}
+            for side in q.sides:
+                view = f"_sj_check_{side.alias}"
+                self.spark.createDataFrame([], schema=schema_ddl(job.stream(side.stream))).createOrReplaceTempView(view)
+                views[side.alias] = view
+            select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in q.select)
+            sql = (
+                f"SELECT {select} FROM {views[q.left.alias]} AS {q.left.alias} "
+                f"JOIN {views[q.right.alias]} AS {q.right.alias} ON ({q.predicate})"
+            )
+            try:
+                self.spark.sql(sql).schema  # noqa: B018 - forces analysis
+            except Exception as err:  # Spark's AnalysisException and friends
+                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                msg = f"Spark rejects query {q.name}: {first}"
+                raise JobError(msg, line=q.line, col=1, text="INSERT INTO " + q.sink, source=job.source) from None
+            finally:
+                for view in views.values():
+                    self.spark.catalog.dropTempView(view)
+        return plan
+
+    def processor(
+        self, job: Job, checkpoint: str, on_batch: Callable[[BatchReport], None] | None = None
+    ) -> BatchProcessor:
+        """The per-batch function of `job` over `checkpoint`, to drive batches by hand."""
+        plan = plan_job(job)
+        return BatchProcessor(self.spark, plan, StateStore(FileStore(self.spark), checkpoint), on_batch)
+
+    def unified(self, plan: JobPlan, frames: Mapping[str, DataFrame]) -> DataFrame:
+        """The unified input of `plan` from one DataFrame per active stream (static or streaming)."""
+        tagged = []
+        for sp in plan.streams:
+            if sp.name not in frames:
+                continue
+            tagged.append(tag(conform(frames[sp.name], sp.stream), sp))
+        if not tagged:
+            msg = "no input frames for any stream of the job"
+            raise StreamJoinError(msg)
+        return unify(tagged)
+
+    def run(
+        self,
+        job: Job,
+        *,
+        checkpoint: str | None = None,
+        once: bool = False,
+        trigger: str = "1 second",
+        sources: Mapping[str, DataFrame] | None = None,
+        progress: bool = True,
+        timeout: float | None = None,
+    ) -> Summary:
+        """Run `job` until stopped (Ctrl-C), or with ``once`` until all available input is done.
+
+        Args:
+            job: the parsed job.
+            checkpoint: state, manifests, dead letters and Spark's logs; a restart with the same
+                directory continues exactly where the last run committed. Default: a temporary
+                directory, removed at the end.
+            once: process everything available, then return.
+            trigger: micro-batch interval when not ``once`` (Spark's processingTime syntax).
+            sources: streaming DataFrames standing in for some streams (by name), instead of
+                the streams' WITH options.
+            progress: show the live line on a terminal.
+            timeout: stop after this many seconds (None: run until done or interrupted).
+        """
+        plan = self.validate(job)
+        temporary = checkpoint is None
+        ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")
+        line = ProgressLine() if progress else None
+        counted: list[BatchReport] = []
+
+        def on_batch(report: BatchReport) -> None:
+            counted.append(report)
+            if line is not None:
+                line(report)
+
+        store = StateStore(FileStore(self.spark), ckpt)
+        processor = BatchProcessor(self.spark, plan, store, on_batch)
+        given = dict(sources or {})
+        frames = {
+            sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
+            for sp in plan.streams
+        }
+        writer = (
+            self.unified(plan, frames)
+            .writeStream.foreachBatch(processor)
+            .option("checkpointLocation", store.path("spark"))
+        )
+        writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger)
+        started = time.monotonic()
+        query = writer.start()
+        try:
+            deadline = None if timeout is None else started + timeout
+            while query.isActive:
+                query.awaitTermination(0.5)
+                if deadline is not None and time.monotonic() > deadline:
+                    query.stop()
+        except KeyboardInterrupt:
+            query.stop()
+        finally:
+            if line is not None:
+                line.close()
+        if processor.error is not None:
+            raise processor.error
+        failure = query.exception()
+        if failure is not None:
+            msg = f"the stream stopped with an error: {failure}"
+            raise StreamJoinError(msg)
+        summary = Summary.from_manifest(store.latest(), ckpt, time.monotonic() - started, len(counted))
+        if temporary:
+            shutil.rmtree(ckpt, ignore_errors=True)
+        return summary

@@ -1,0 +1,77 @@
+"""Files the driver reads and writes itself (manifests), through Hadoop's FileSystem.
+
+Going through the JVM's FileSystem rather than Python's `open` keeps every path the engine writes
+on the same storage Spark writes to: a local directory, HDFS or an object store alike.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class FileStore:
+    """Small-file operations on Hadoop paths, for the driver."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _path(self, path: str) -> t.Any:
+        return self._jvm.org.apache.hadoop.fs.Path(path)
+
+    def _fs(self, path: t.Any) -> t.Any:
+        return path.getFileSystem(self._conf)
+
+    def exists(self, path: str) -> bool:
+        """Whether `path` exists."""
+        p = self._path(path)
+        return bool(self._fs(p).exists(p))
+
+    def list_names(self, path: str) -> list[str]:
+        """Names of the entries of directory `path` (empty if it does not exist)."""
+        p = self._path(path)
+        fs = self._fs(p)
+        if not fs.exists(p):
+            return []
+        return [str(s.getPath().getName()) for s in fs.listStatus(p)]
+
+    def read_text(self, path: str) -> str:
+        """The whole file as UTF-8 text."""
+        p = self._path(path)
+        stream = self._fs(p).open(p)
+        try:
+            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return bytes(data).decode("utf-8")
+
+    def write_text_atomic(self, path: str, text: str) -> None:
+        """Write `text` to `path` so that readers see the old file or the whole new one."""
+        final = self._path(path)
+        fs = self._fs(final)
+        tmp = self._path(f"{path}.tmp")
+        out = fs.create(tmp, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+        if fs.exists(final):
+            fs.delete(final, False)
+        if not fs.rename(tmp, final):
+            msg = f"could not move {tmp} to {final}"
+            raise OSError(msg)
+
+    def delete(self, path: str) -> None:
+        """Delete `path` recursively, if it exists."""
+        p = self._path(path)
+        fs = self._fs(p)
+        if fs.exists(p):
+            fs.delete(p, True)
+
+    def qualify(self, path: str) -> str:
+        """`path` made absolute on its file system (``file:/…``, ``hdfs://…``)."""
+        p = self._path(path)
+        return str(self._fs(p).makeQualified(p).toString())

@@ -1,0 +1,73 @@
+"""Spark SQL text for one half of the delta rule: a delta joined with the other side's state.
+
+The user's predicate runs as written; candidates come from Spark's own equi-join extraction
+(strategy ``hash``), from bucket equality (``band``) or from a broadcast nested loop. The bucket
+mapping ``B(v) = floor(double(v) / w)`` is monotone, so every v in ``[x + lo, x + hi]`` has
+``B(x + lo) <= B(v) <= B(x + hi)``; the delta row is exploded over that range of buckets and the
+state row is keyed by ``B(v)``. A small margin around double-valued bounds absorbs rounding in
+the predicate's own arithmetic; event times are integers and need none.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+if t.TYPE_CHECKING:
+    from streamjoin.plan import Band, QueryPlan
+
+Side = t.Literal["left", "right"]
+BUCKET = "_sj_bk"
+# Broadcasting the delta moves it to the state rather than the state to it; above this many rows
+# Spark's own choice (a shuffle join) is safer for the driver's memory.
+BROADCAST_MAX_ROWS = 2_000_000
+
+
+def _lit(v: float) -> str:
+    return f"CAST({v!r} AS DOUBLE)"
+
+
+def _bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
+    """(low bucket, high bucket) over the delta's columns, and the state side's bucket key."""
+    w = band.width
+    if delta == "left":
+        x, y = band.left_sql, band.right_sql
+        lo, hi = band.lo, band.hi
+    else:
+        # left - right ∈ [-hi, -lo]
+        x, y = band.right_sql, band.left_sql
+        lo, hi = -band.hi, -band.lo
+    if band.temporal:
+        lo_v = f"CAST(({x}) + ({int(lo)}) AS DOUBLE)"
+        hi_v = f"CAST(({x}) + ({int(hi)}) AS DOUBLE)"
+        w_s = f"{float(w)!r}D"
+    else:
+        xd = f"CAST(({x}) AS DOUBLE)"
+        margin = f"(1e-9D * (abs({xd}) + {abs(lo) + abs(hi) + 1.0!r}D))"
+        lo_v = f"({xd} + {_lit(lo)} - {margin})"
+        hi_v = f"({xd} + {_lit(hi)} + {margin})"
+        w_s = _lit(w)
+    key = f"floor(CAST(({y}) AS DOUBLE) / {w_s})"
+    return f"floor({lo_v} / {w_s})", f"floor({hi_v} / {w_s})", key
+
+
+def delta_join_sql(qp: QueryPlan, delta: Side, delta_view: str, state_view: str, *, broadcast: bool) -> str:
+    """SELECT … for ``Δdelta ⋈ other`` where `state_view` holds the other side's rows."""
+    q = qp.query
+    a, b = q.left.alias, q.right.alias
+    delta_alias = a if delta == "left" else b
+    select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    condition = f"({q.predicate})"
+    delta_from = f"{delta_view} AS {delta_alias}"
+    if qp.strategy == "band" and qp.band is not None:
+        low, high, key = _bucket_range(qp.band, delta)
+        delta_from = (
+            f"(SELECT {delta_alias}.*, explode(sequence(CAST({low} AS BIGINT), "
+            f"CAST({high} AS BIGINT))) AS {BUCKET} FROM {delta_view} AS {delta_alias}) "
+            f"AS {delta_alias}"
+        )
+        condition = f"{delta_alias}.{BUCKET} = {key} AND {condition}"
+    state_alias = b if delta == "left" else a
+    state_from = f"{state_view} AS {state_alias}"
+    left_from, right_from = (delta_from, state_from) if delta == "left" else (state_from, delta_from)
+    hint = f"/*+ BROADCAST({delta_alias}) */ " if broadcast else ""
+    return f"SELECT {hint}{select} FROM {left_from} JOIN {right_from} ON {condition}"

@@ -1,0 +1,112 @@
+"""The live progress line and the end-of-run summary."""
+
+from __future__ import annotations
+
+import sys
+import time
+import typing as t
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+if t.TYPE_CHECKING:
+    from streamjoin.runtime.batch import BatchReport
+    from streamjoin.runtime.manifest import Manifest
+
+
+def format_watermark(us: int | None) -> str:
+    """An epoch-microsecond watermark as UTC text ("-" while there is none)."""
+    if us is None:
+        return "-"
+    return datetime.fromtimestamp(us / 1e6, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+@dataclass
+class Summary:
+    """What a run did, in total over the checkpoint's life (counters survive restarts)."""
+
+    checkpoint: str
+    batches: int = 0
+    rows_in: dict[str, int] = field(default_factory=dict)
+    late: dict[str, int] = field(default_factory=dict)
+    malformed: dict[str, int] = field(default_factory=dict)
+    out: dict[str, int] = field(default_factory=dict)
+    state_rows: dict[str, int] = field(default_factory=dict)
+    watermark: int | None = None
+    seconds: float = 0.0
+    batches_this_run: int = 0
+
+    @property
+    def rows_joined(self) -> int:
+        """Result rows over all queries."""
+        return sum(self.out.values())
+
+    @staticmethod
+    def from_manifest(m: Manifest, checkpoint: str, seconds: float, batches_this_run: int) -> Summary:
+        """The summary a committed manifest implies."""
+        return Summary(
+            checkpoint=checkpoint,
+            batches=m.totals.batches,
+            rows_in=dict(m.totals.rows_in),
+            late=dict(m.totals.late),
+            malformed=dict(m.totals.malformed),
+            out=dict(m.totals.out),
+            state_rows=m.state_rows(),
+            watermark=m.global_wm,
+            seconds=seconds,
+            batches_this_run=batches_this_run,
+        )
+
+    def render(self) -> str:
+        """Multi-line text for the terminal."""
+        lines = [
+            f"streamjoin summary ({self.batches} batches in total, {self.batches_this_run} in this "
+            f"run, {self.seconds:.1f}s)",
+            f"  rows in:     {sum(self.rows_in.values())}  "
+            + " ".join(f"{k}={v}" for k, v in self.rows_in.items()),
+            f"  rows joined: {self.rows_joined}",
+            f"  late:        {sum(self.late.values())}  "
+            + " ".join(f"{k}={v}" for k, v in self.late.items() if v),
+            f"  malformed:   {sum(self.malformed.values())}  "
+            + " ".join(f"{k}={v}" for k, v in self.malformed.items() if v),
+            f"  state rows:  {sum(self.state_rows.values())}  "
+            + " ".join(f"{k}={v}" for k, v in self.state_rows.items()),
+            f"  watermark:   {format_watermark(self.watermark)}",
+            "  output per query:",
+        ]
+        lines += [f"    {name}: {n}" for name, n in self.out.items()] or ["    (none)"]
+        if sum(self.late.values()) + sum(self.malformed.values()):
+            lines.append(f"  dead letters under {self.checkpoint}/deadletter/ (or each stream's "
+                         "deadletter option)")
+        return "\n".join(lines)
+
+
+class ProgressLine:
+    """One line rewritten in place after each batch, when the output is a terminal."""
+
+    def __init__(self, stream: t.TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
+        self.started = time.monotonic()
+        self.rows_in = 0
+        self.rows_out = 0
+        self.batches = 0
+
+    def __call__(self, report: BatchReport) -> None:
+        self.batches += 1
+        self.rows_in += report.rows_in
+        self.rows_out += sum(report.out.values())
+        if not self.enabled:
+            return
+        rate = self.rows_in / max(time.monotonic() - self.started, 1e-9)
+        self.stream.write(
+            f"\rbatch {report.batch}  in {self.rows_in}  out {self.rows_out}  {rate:,.0f} rows/s"
+            f"  state {report.state_rows}  late {report.late}  watermark "
+            f"{format_watermark(report.watermark)}  ({report.seconds:.2f}s/batch)   "
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line so the summary starts on its own."""
+        if self.enabled and self.batches:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,137 @@
+"""Reading the declared streams and merging them into one tagged input.
+
+Spark hands foreachBatch one DataFrame per micro-batch, so all streams are read by one query: each
+stream is tagged with its index and its columns prefixed, and the streams are unioned by name. One
+batch thus carries the deltas of every stream, under one batch id — what the delta rule needs.
+
+Columns of the unified input:
+``_sj_src`` (stream index), ``_sj_raw`` (the unparsable record, or NULL), ``_sj_ts`` (event time in
+epoch microseconds, NULL when the stream has no watermark) and ``s<i>_<column>`` per column.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing as t
+
+from pyspark.sql import functions as F
+
+from streamjoin.errors import StreamJoinError
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from streamjoin.model import StreamDef
+    from streamjoin.plan import StreamPlan
+
+CORRUPT = "_sj_corrupt"
+_OWN_OPTIONS = ("path", "deadletter")
+_COLUMN_PREFIX = "column."
+FILE_FORMATS = ("json", "csv", "parquet")
+
+
+def prefixed(index: int, column: str) -> str:
+    """Name of `column` of stream `index` in the unified input."""
+    return f"s{index}_{column}"
+
+
+def schema_ddl(stream: StreamDef, *, corrupt: bool = False) -> str:
+    """The stream's columns as a Spark DDL schema, plus the corrupt-record column if asked."""
+    cols = [f"`{c.name}` {c.type.ddl}" for c in stream.columns]
+    if corrupt:
+        cols.append(f"`{CORRUPT}` STRING")
+    return ", ".join(cols)
+
+
+def reader_options(stream: StreamDef) -> dict[str, str]:
+    """Options passed to Spark's reader: all but streamjoin's own."""
+    return {
+        k: v
+        for k, v in stream.options
+        if k not in _OWN_OPTIONS and not k.startswith(_COLUMN_PREFIX)
+    }
+
+
+def _column_exprs(stream: StreamDef) -> dict[str, str]:
+    """``column.<name> = '<expr>'`` options: columns computed from the source's own columns."""
+    return {k[len(_COLUMN_PREFIX) :]: v for k, v in stream.options if k.startswith(_COLUMN_PREFIX)}
+
+
+def read_stream(spark: SparkSession, stream: StreamDef) -> DataFrame:
+    """A streaming DataFrame with the stream's declared columns (and `CORRUPT` where parsable)."""
+    fmt = stream.format
+    options = reader_options(stream)
+    reader = spark.readStream.options(**options)
+    if fmt in ("json", "csv"):
+        path = _path(stream)
+        return (
+            reader.format(fmt)
+            .schema(schema_ddl(stream, corrupt=True))
+            .option("columnNameOfCorruptRecord", CORRUPT)
+            .option("mode", "PERMISSIVE")
+            .load(path)
+        )
+    if fmt == "parquet":
+        return reader.format("parquet").schema(schema_ddl(stream)).load(_path(stream))
+    if fmt == "rate":
+        return conform(reader.format("rate").load(), stream)
+    if fmt == "kafka":
+        raw = reader.format("kafka").load()
+        parsed = raw.select(
+            F.from_json(
+                F.col("value").cast("string"),
+                schema_ddl(stream, corrupt=True),
+                {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"},
+            ).alias("v")
+        )
+        return parsed.select("v.*")
+    msg = f"stream {stream.name!r}: unsupported format {fmt!r}"
+    raise StreamJoinError(msg)
+
+
+def _path(stream: StreamDef) -> str:
+    path = stream.option("path")
+    if not path:
+        msg = f"stream {stream.name!r} (format {stream.format!r}) needs a path option"
+        raise StreamJoinError(msg)
+    return path
+
+
+def conform(df: DataFrame, stream: StreamDef) -> DataFrame:
+    """Select and cast `df`'s columns to the declared ones (``column.<name>`` options may derive
+    a column from others, e.g. ``'column.k' = 'value % 100'`` on the rate source)."""
+    exprs = _column_exprs(stream)
+    have = {c.lower(): c for c in df.columns}
+    cols: list[Column] = []
+    for c in stream.columns:
+        if c.name in exprs:
+            src = F.expr(exprs[c.name])
+        elif c.name.lower() in have:
+            src = F.col(f"`{have[c.name.lower()]}`")
+        else:
+            msg = (
+                f"stream {stream.name!r}: column {c.name!r} is not in the source "
+                f"(it has {', '.join(df.columns)}); add an option 'column.{c.name}' = '<expr>'"
+            )
+            raise StreamJoinError(msg)
+        cols.append(src.cast(c.type.ddl).alias(c.name))
+    if CORRUPT in df.columns:
+        cols.append(F.col(CORRUPT))
+    return df.select(*cols)
+
+
+def tag(df: DataFrame, sp: StreamPlan) -> DataFrame:
+    """`df` (declared columns, maybe `CORRUPT`) as rows of the unified input."""
+    s = sp.stream
+    raw = F.col(CORRUPT) if CORRUPT in df.columns else F.lit(None).cast("string")
+    ts = (
+        F.unix_micros(F.col(f"`{s.event_time}`")) if s.event_time else F.lit(None).cast("bigint")
+    )
+    cols = [F.lit(sp.index).alias("_sj_src"), raw.alias("_sj_raw"), ts.alias("_sj_ts")]
+    cols += [F.col(f"`{c.name}`").alias(prefixed(sp.index, c.name)) for c in s.columns]
+    return df.select(*cols)
+
+
+def unify(frames: list[DataFrame]) -> DataFrame:
+    """Union the tagged streams by name; each keeps NULL in the others' columns."""
+    return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)

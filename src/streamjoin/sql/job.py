@@ -1,0 +1,83 @@
+"""A whole job file: statements in, `Job` out."""
+
+from __future__ import annotations
+
+from streamjoin.model import Job, Query, SinkDef, StreamDef
+from streamjoin.sql.cursor import Cursor
+from streamjoin.sql.ddl import parse_create_sink, parse_create_stream
+from streamjoin.sql.positions import SourceText
+from streamjoin.sql.query import parse_insert
+from streamjoin.sql.statements import split_statements
+
+_EXPECTED = "expected CREATE STREAM, CREATE SINK or INSERT INTO"
+
+
+def parse_job(text: str, source: str = "<string>") -> Job:
+    """Parse a job file into streams, sinks and queries.
+
+    CREATE statements are read first, so an INSERT may use a stream or sink declared further
+    down the file; queries are named ``q1``, ``q2``, ... in the order of their INSERTs.
+
+    Args:
+        text: the job file's content.
+        source: the file name, for error messages.
+
+    Returns:
+        The job.
+
+    Raises:
+        JobError: for every mistake, with the line, column and text it was found at;
+            `UnsupportedError` for valid SQL that streamjoin does not run.
+    """
+    src = SourceText(text, source)
+    streams: list[StreamDef] = []
+    sinks: list[SinkDef] = []
+    inserts: list[Cursor] = []
+    for stmt in split_statements(src):
+        cur = Cursor(stmt)
+        kind = _kind(cur)
+        if kind == "insert":
+            inserts.append(cur)
+        elif kind == "stream":
+            stream = parse_create_stream(cur)
+            _check_unique(cur, "stream", stream.name, [s.name for s in streams])
+            streams.append(stream)
+        else:
+            sink = parse_create_sink(cur)
+            _check_unique(cur, "sink", sink.name, [s.name for s in sinks])
+            sinks.append(sink)
+    queries: list[Query] = []
+    for n, cur in enumerate(inserts, start=1):
+        try:
+            queries.append(parse_insert(cur, f"q{n}", streams, sinks))
+        except RecursionError:
+            # sqlglot and the checks recurse over the expression tree; absurd nesting ends here.
+            msg = "this statement nests too deeply (too many parentheses or operators)"
+            raise cur.error_at(msg, cur.tokens[0]) from None
+    return Job(streams=tuple(streams), sinks=tuple(sinks), queries=tuple(queries), source=source)
+
+
+def _kind(cur: Cursor) -> str:
+    """``stream``, ``sink`` or ``insert``, from the statement's first words."""
+    first = cur.peek()
+    if first is None:
+        raise cur.error_here(_EXPECTED)
+    word = first.text.upper()
+    if word == "INSERT":
+        return "insert"
+    if word == "CREATE":
+        second = cur.peek(1)
+        if second is not None and second.text.upper() in ("STREAM", "SINK"):
+            return second.text.lower()
+        if second is not None:
+            msg = f"expected STREAM or SINK after CREATE, found {cur.raw(second)!r}"
+            raise cur.error_at(msg, second)
+    msg = f"{_EXPECTED}, found {cur.raw(first)!r}"
+    raise cur.error_at(msg, first)
+
+
+def _check_unique(cur: Cursor, kind: str, name: str, known: list[str]) -> None:
+    """Fail at the statement's name if a `kind` called `name` exists already."""
+    if name.lower() in (k.lower() for k in known):
+        msg = f"{kind} {name!r} is defined twice"
+        raise cur.error_at(msg, cur.tokens[2])

@@ -1,0 +1,221 @@
+"""``INSERT INTO sink SELECT ... FROM a JOIN b ON ... [WHERE ...]`` into a `Query`."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.tokenizer_core import Token, TokenType
+
+from streamjoin.model import JoinSide, Query, SelectItem, SinkDef, StreamDef
+from streamjoin.sql.cursor import Cursor
+from streamjoin.sql.dialect import StreamJoinSpark, node_error, span
+from streamjoin.sql.positions import Statement
+from streamjoin.sql.relations import check_clauses, find_relations
+from streamjoin.sql.resolve import Resolver
+from streamjoin.sql.typecheck import TypeCheckError, infer_category
+
+_CLASS_REPR = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>")
+
+
+def parse_insert(
+    cur: Cursor, name: str, streams: Sequence[StreamDef], sinks: Sequence[SinkDef]
+) -> Query:
+    """Parse one INSERT statement into the query called `name`.
+
+    Args:
+        cur: a cursor over the statement's tokens, at its start.
+        name: the query's name (``q1``, ``q2``, ... in file order).
+        streams: the streams of the job.
+        sinks: the sinks of the job.
+
+    Returns:
+        The query, its expressions qualified by alias and rendered as Spark SQL.
+
+    Raises:
+        JobError: on syntax errors, unknown names, type mistakes.
+        UnsupportedError: on valid SQL that streamjoin does not run.
+    """
+    stmt = cur.stmt
+    cur.expect_word("INSERT")
+    overwrite = cur.match_word("OVERWRITE")
+    if overwrite is not None:
+        msg = "INSERT OVERWRITE is not supported; use INSERT INTO"
+        raise cur.error_at(msg, overwrite, unsupported=True)
+    cur.expect_word("INTO")
+    tree = _parse(stmt, cur.tokens)
+    if not isinstance(tree, exp.Insert) or tree.args.get("overwrite"):
+        msg = "expected INSERT INTO <sink> SELECT ... FROM <stream> JOIN <stream> ON ..."
+        raise cur.error_at(msg, cur.tokens[0], cur.tokens[-1])
+    sink = _sink(stmt, cur.tokens, tree, sinks)
+    select = _select(stmt, cur.tokens, tree)
+    check_clauses(stmt, cur.tokens, select)
+    rel = find_relations(stmt, cur.tokens, select, streams)
+    resolver = Resolver(stmt, rel.sides)
+    where_clause = select.args.get("where")
+    conditions: list[tuple[str, exp.Expr]] = [("ON", rel.on)]
+    if where_clause is not None:
+        conditions.append(("WHERE", where_clause.this))
+    for item in select.expressions:
+        resolver.qualify(item)
+    for _, condition in conditions:
+        resolver.qualify(condition)
+    try:
+        for item in select.expressions:
+            infer_category(item.this if isinstance(item, exp.Alias) else item, resolver.column_type)
+        for clause, condition in conditions:
+            category = infer_category(condition, resolver.column_type)
+            if category not in ("boolean", "null", "unknown"):
+                msg = f"the {clause} condition must be boolean, got {category}"
+                raise node_error(stmt, condition, msg)
+    except TypeCheckError as err:
+        raise node_error(stmt, err.node, err.message) from None
+    left, right = rel.sides
+    return Query(
+        name=name,
+        sink=sink.name,
+        left=JoinSide(left.stream.name, left.alias),
+        right=JoinSide(right.stream.name, right.alias),
+        predicate=_sql(_conjunction([c for _, c in conditions])),
+        select=_select_items(stmt, select),
+        line=stmt.line,
+    )
+
+
+def _parse(stmt: Statement, tokens: list[Token]) -> exp.Expr:
+    """sqlglot's tree of the statement, with its errors turned into `JobError`."""
+    try:
+        tree = sqlglot.parse_one(stmt.text, dialect=StreamJoinSpark)
+    except ParseError as err:
+        info = err.errors[0] if err.errors else {}
+        description = _CLASS_REPR.sub(r"\1", str(info.get("description") or err))
+        description = description.replace("Invalid expression / Unexpected token", "unexpected")
+        start, end = _error_span(stmt, tokens, info.get("line"), info.get("col"))
+        msg = f"syntax error near {stmt.text[start:end]!r}: {description}"
+        raise stmt.error(msg, start, end) from None
+    except RecursionError:
+        raise
+    except Exception as err:  # sqlglot may fail in many ways on odd input
+        msg = f"cannot parse this statement: {err}"
+        raise stmt.error(msg, tokens[0].start, tokens[0].end + 1) from None
+    return tree
+
+
+def _error_span(stmt: Statement, tokens: list[Token], line: object, col: object) -> tuple[int, int]:
+    """The statement offsets of the token sqlglot reports at (`line`, `col`) (its last char)."""
+    if isinstance(line, int) and isinstance(col, int):
+        for tok in tokens:
+            if tok.line == line and tok.col == col:
+                return tok.start, tok.end + 1
+        # Not a token boundary: find the character, then the token that covers it.
+        lines = stmt.text.split("\n")
+        if 1 <= line <= len(lines):
+            offset = sum(len(x) + 1 for x in lines[: line - 1]) + max(col - 1, 0)
+            for tok in tokens:
+                if tok.start <= offset <= tok.end:
+                    return tok.start, tok.end + 1
+    last = tokens[-1]
+    return last.start, last.end + 1
+
+
+def _sink(
+    stmt: Statement, tokens: list[Token], tree: exp.Insert, sinks: Sequence[SinkDef]
+) -> SinkDef:
+    target = tree.this
+    if isinstance(target, exp.Schema):
+        msg = "a column list after the sink name is not supported; name the outputs with AS"
+        where = span(target)
+        after = _token_after(tokens, where)
+        if where is None or after is None or after.token_type != TokenType.R_PAREN:
+            raise node_error(stmt, target, msg, unsupported=True)
+        raise stmt.error(msg, where[0], after.end + 1, unsupported=True)
+    if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
+        msg = "expected the name of a sink after INSERT INTO"
+        raise node_error(stmt, target, msg)
+    name = target.sql(dialect="spark") if target.args.get("db") else target.name
+    for sink in sinks:
+        if sink.name.lower() == name.lower():
+            return sink
+    known = ", ".join(s.name for s in sinks)
+    msg = f"unknown sink {name!r} " + (f"(sinks: {known})" if known else "(no sink is declared)")
+    raise node_error(stmt, target, msg)
+
+
+def _select(stmt: Statement, tokens: list[Token], tree: exp.Insert) -> exp.Select:
+    if tree.args.get("with_") is not None:
+        msg = "WITH (common table expressions) is not supported"
+        raise node_error(stmt, tree.args["with_"], msg, unsupported=True)
+    body = tree.expression
+    if isinstance(body, exp.SetOperation):
+        kind = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
+        word = kind.get(type(body), "UNION")
+        at = next((t for t in tokens if t.text.upper() == word), None)
+        msg = f"{word} is not supported; write one INSERT per query"
+        if at is None:
+            raise node_error(stmt, body, msg, unsupported=True)
+        raise stmt.error(msg, at.start, at.end + 1, unsupported=True)
+    if isinstance(body, exp.Subquery):
+        msg = "subqueries are not supported"
+        raise node_error(stmt, body, msg, unsupported=True)
+    if not isinstance(body, exp.Select):
+        msg = "expected SELECT ... FROM <stream> JOIN <stream> ON ... after the sink name"
+        after = _token_after(tokens, span(tree.this))
+        if after is None:
+            raise node_error(stmt, tree.this, msg)
+        raise stmt.error(msg, after.start, after.end + 1)
+    return body
+
+
+def _token_after(tokens: list[Token], where: tuple[int, int] | None) -> Token | None:
+    """The first token after the span `where`, if any."""
+    if where is None:
+        return None
+    return next((t for t in tokens if t.start >= where[1]), None)
+
+
+def _select_items(stmt: Statement, select: exp.Select) -> tuple[SelectItem, ...]:
+    items: list[SelectItem] = []
+    seen: dict[str, str] = {}
+    for item in select.expressions:
+        if isinstance(item, exp.Alias):
+            expr, alias, at = item.this, item.alias, item.args["alias"]
+        elif isinstance(item, exp.Column):
+            expr, alias, at = item, item.name, item
+        else:
+            where = span(item)
+            written = stmt.text[where[0] : where[1]] if where else _sql(item)
+            msg = f"give the expression a name: {written} AS name"
+            raise node_error(stmt, item, msg)
+        if alias.lower() in seen:
+            msg = f"output column {alias!r} is named twice; rename one with AS"
+            raise node_error(stmt, at, msg)
+        seen[alias.lower()] = alias
+        items.append(SelectItem(sql=_sql(expr), alias=alias))
+    return tuple(items)
+
+
+def _conjunction(conditions: list[exp.Expr]) -> exp.Expr:
+    """``c1 AND c2 AND ...`` over the flattened conjuncts of `conditions`."""
+    conjuncts: list[exp.Expr] = []
+    for condition in conditions:
+        conjuncts.extend(_conjuncts(condition))
+    if len(conditions) == 1:
+        return conditions[0]
+    parts = [exp.Paren(this=c) if isinstance(c, exp.Connector) else c for c in conjuncts]
+    return functools.reduce(lambda a, b: exp.And(this=a, expression=b), parts)
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _sql(node: exp.Expr) -> str:
+    return node.sql(dialect="spark", comments=False)

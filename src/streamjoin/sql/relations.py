@@ -1,0 +1,240 @@
+"""The shape of a join query: its clauses, its two relations and its one inner JOIN ... ON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.tokenizer_core import Token, TokenType
+
+from streamjoin.model import StreamDef
+from streamjoin.sql.dialect import node_error, span
+from streamjoin.sql.positions import Statement
+from streamjoin.sql.resolve import Side
+
+# Select clauses streamjoin does not run, with the token that introduces them and why.
+_CLAUSES: dict[str, tuple[TokenType, str]] = {
+    "distinct": (TokenType.DISTINCT, "SELECT DISTINCT is not supported yet"),
+    "group": (TokenType.GROUP_BY, "GROUP BY is not supported: aggregations are not supported yet"),
+    "having": (TokenType.HAVING, "HAVING is not supported: aggregations are not supported yet"),
+    "qualify": (TokenType.QUALIFY, "QUALIFY is not supported"),
+    "windows": (TokenType.WINDOW, "WINDOW is not supported: window functions are not supported"),
+    "order": (TokenType.ORDER_BY, "ORDER BY is not supported: a stream has no end to sort"),
+    "sort": (TokenType.SORT_BY, "SORT BY is not supported: a stream has no end to sort"),
+    "cluster": (TokenType.CLUSTER_BY, "CLUSTER BY is not supported"),
+    "distribute": (TokenType.DISTRIBUTE_BY, "DISTRIBUTE BY is not supported"),
+    "limit": (TokenType.LIMIT, "LIMIT is not supported on a continuous query"),
+    "offset": (TokenType.OFFSET, "OFFSET is not supported on a continuous query"),
+    "laterals": (TokenType.LATERAL, "LATERAL VIEW is not supported"),
+    "with_": (TokenType.WITH, "WITH (common table expressions) is not supported"),
+}
+_ALLOWED = frozenset({"expressions", "from_", "joins", "where", "hint"})
+_JOIN_WORDS = frozenset(
+    {
+        TokenType.JOIN,
+        TokenType.INNER,
+        TokenType.LEFT,
+        TokenType.RIGHT,
+        TokenType.FULL,
+        TokenType.OUTER,
+        TokenType.CROSS,
+        TokenType.SEMI,
+        TokenType.ANTI,
+        TokenType.NATURAL,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Relations:
+    """The two sides of the query and the ON condition of its JOIN."""
+
+    sides: tuple[Side, Side]
+    on: exp.Expr
+
+
+def check_clauses(stmt: Statement, tokens: list[Token], select: exp.Select) -> None:
+    """Reject clauses and expressions that a continuous two-way join does not support.
+
+    Raises:
+        UnsupportedError: naming the construct, at its keyword.
+    """
+    for arg, value in select.args.items():
+        if value is None or value is False or value == [] or arg in _ALLOWED:
+            continue
+        token_type, msg = _CLAUSES.get(arg, (None, f"this clause ({arg}) is not supported"))
+        if isinstance(value, list):
+            value = value[0]
+        node = value if isinstance(value, exp.Expr) else select
+        at = None if token_type is None else _keyword(tokens, {token_type}, span(node))
+        if at is None:
+            raise node_error(stmt, node, msg, unsupported=True)
+        raise stmt.error(msg, at.start, at.end + 1, unsupported=True)
+    for node in select.walk():
+        if node is select:
+            continue
+        problem = _unsupported_expression(node)
+        if problem is None:
+            continue
+        if isinstance(node, (exp.Subquery, exp.Select)):
+            where = _parenthesized(tokens, node.this if isinstance(node, exp.Subquery) else node)
+            if where is not None:
+                raise stmt.error(problem, where[0], where[1], unsupported=True)
+        raise node_error(stmt, node, problem, unsupported=True)
+    for item in select.expressions:
+        if isinstance(item, exp.Star) or (
+            isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+        ):
+            msg = "SELECT * is not supported: list the output columns (b.id AS bid, ...)"
+            raise node_error(stmt, item, msg, unsupported=True)
+
+
+def _parenthesized(tokens: list[Token], node: exp.Expr) -> tuple[int, int] | None:
+    """The span of ``( node )``: a subquery's parentheses are not part of any node's span."""
+    inner = span(node)
+    if inner is None:
+        return None
+    opening = [t for t in tokens if t.token_type == TokenType.L_PAREN and t.start < inner[0]]
+    closing = next(
+        (t for t in tokens if t.token_type == TokenType.R_PAREN and t.start >= inner[1]), None
+    )
+    if not opening or closing is None:
+        return None
+    return opening[-1].start, closing.end + 1
+
+
+def _unsupported_expression(node: exp.Expr) -> str | None:
+    if isinstance(node, (exp.Select, exp.Subquery, exp.Exists, exp.SetOperation)):
+        return "subqueries are not supported"
+    if isinstance(node, exp.Window):
+        return "window functions (OVER ...) are not supported"
+    if isinstance(node, exp.AggFunc):
+        return f"aggregate functions ({node.sql(dialect='spark')}) are not supported yet"
+    return None
+
+
+def find_relations(
+    stmt: Statement, tokens: list[Token], select: exp.Select, streams: Sequence[StreamDef]
+) -> Relations:
+    """The two streams of ``FROM a [AS x] [INNER] JOIN b [AS y] ON ...``.
+
+    Raises:
+        JobError: unknown stream, repeated alias, JOIN without ON.
+        UnsupportedError: one relation, three or more, outer/cross/comma joins, USING.
+    """
+    from_ = select.args.get("from_")
+    if from_ is None:
+        msg = "expected FROM <stream> JOIN <stream> ON <condition>"
+        raise stmt.error(msg, tokens[0].start, tokens[-1].end + 1)
+    first = from_.this
+    joins: list[exp.Join] = list(select.args.get("joins") or [])
+    if isinstance(first, exp.Table) and first.args.get("joins"):
+        joins = list(first.args["joins"]) + joins
+    left = _side(stmt, first, streams)
+    if not joins:
+        msg = (
+            "a query joins two streams: FROM a JOIN b ON ...; "
+            "single-stream queries are not supported yet"
+        )
+        raise node_error(stmt, first, msg, unsupported=True)
+    for join in joins:
+        _check_join_kind(stmt, tokens, join)
+    if len(joins) > 1:
+        msg = "multi-way joins are not supported yet: join two streams per query"
+        first_tok, last_tok = _join_keywords(tokens, joins[1])
+        raise stmt.error(msg, first_tok.start, last_tok.end + 1, unsupported=True)
+    join = joins[0]
+    right = _side(stmt, join.this, streams)
+    if right.alias.lower() == left.alias.lower():
+        msg = (
+            f"both sides are called {right.alias!r}; give them different aliases, "
+            f"e.g. FROM {left.stream.name} x JOIN {right.stream.name} y"
+        )
+        raise node_error(stmt, join.this, msg)
+    on = join.args.get("on")
+    if on is None:
+        first_tok, last_tok = _join_keywords(tokens, join)
+        after = span(join.this)
+        dangling = next((t for t in tokens if after and t.start >= after[1]), None)
+        if dangling is not None and dangling.token_type == TokenType.ON:
+            msg = "expected a condition after ON"
+            raise stmt.error(msg, dangling.start, dangling.end + 1)
+        msg = f"JOIN needs an ON condition: JOIN {right.stream.name} ON <condition>"
+        raise stmt.error(msg, first_tok.start, last_tok.end + 1)
+    return Relations(sides=(left, right), on=on)
+
+
+def _side(stmt: Statement, relation: exp.Expr, streams: Sequence[StreamDef]) -> Side:
+    if isinstance(relation, exp.Subquery):
+        msg = "subqueries are not supported: join declared streams"
+        raise node_error(stmt, relation, msg, unsupported=True)
+    if not isinstance(relation, exp.Table) or not isinstance(relation.this, exp.Identifier):
+        msg = "only declared streams can be joined"
+        raise node_error(stmt, relation, msg, unsupported=True)
+    alias = relation.args.get("alias")
+    if alias is not None and alias.columns:
+        msg = "column aliases on a stream are not supported"
+        raise node_error(stmt, alias, msg, unsupported=True)
+    for arg in ("pivots", "sample", "laterals", "version"):
+        if relation.args.get(arg):
+            msg = f"{arg} on a stream is not supported"
+            raise node_error(stmt, relation, msg, unsupported=True)
+    name = relation.name
+    for stream in streams:
+        if stream.name.lower() == name.lower() and not relation.args.get("db"):
+            return Side(alias=relation.alias or stream.name, stream=stream)
+    known = ", ".join(s.name for s in streams) or "none declared"
+    written = relation.sql(dialect="spark") if relation.args.get("db") else name
+    msg = f"unknown stream {written!r} (streams: {known})"
+    raise node_error(stmt, relation.this, msg)
+
+
+def _check_join_kind(stmt: Statement, tokens: list[Token], join: exp.Join) -> None:
+    first_tok, last_tok = _join_keywords(tokens, join)
+    words = " ".join(t.text.upper() for t in tokens if first_tok.start <= t.start <= last_tok.start)
+    msg = None
+    if first_tok.token_type == TokenType.COMMA:
+        msg = "comma joins are not supported: write FROM a JOIN b ON <condition>"
+    elif join.kind in ("SEMI", "ANTI", "CROSS") or join.method:
+        msg = f"{words} is not supported; use JOIN ... ON <condition>"
+    elif join.side or join.kind == "OUTER":
+        msg = f"outer joins are not supported yet ({words}); use JOIN ... ON"
+    elif join.kind not in ("", "INNER"):
+        msg = f"{words} is not supported; use JOIN ... ON <condition>"
+    if msg is not None:
+        raise stmt.error(msg, first_tok.start, last_tok.end + 1, unsupported=True)
+    using = join.args.get("using")
+    if using:
+        at = _keyword(tokens, {TokenType.USING}, span(using[0]))
+        msg = "JOIN ... USING is not supported; write ON a.col = b.col"
+        if at is None:
+            raise node_error(stmt, using[0], msg, unsupported=True)
+        raise stmt.error(msg, at.start, at.end + 1, unsupported=True)
+
+
+def _join_keywords(tokens: list[Token], join: exp.Join) -> tuple[Token, Token]:
+    """The first and last token of the keywords (or the comma) that introduce `join`."""
+    table_span = span(join.this)
+    index = next(
+        (i for i, t in enumerate(tokens) if table_span and t.start >= table_span[0]), len(tokens)
+    )
+    first = last = tokens[max(index - 1, 0)]
+    if last.token_type in _JOIN_WORDS:
+        i = index - 1
+        while i > 0 and tokens[i - 1].token_type in _JOIN_WORDS:
+            i -= 1
+        first = tokens[i]
+    return first, last
+
+
+def _keyword(
+    tokens: list[Token], types: set[TokenType], before: tuple[int, int] | None
+) -> Token | None:
+    """The last token of `types` before the span `before` (or the first one at all)."""
+    candidates = [
+        t for t in tokens if t.token_type in types and (before is None or t.start < before[0])
+    ]
+    if not candidates:
+        return None
+    return candidates[-1] if before is not None else candidates[0]

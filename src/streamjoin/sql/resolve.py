@@ -1,0 +1,114 @@
+"""Resolve the column references of a join query and qualify them with their side's alias."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.tokenizer_core import TokenType
+
+from streamjoin.model import Column, SqlType, StreamDef
+from streamjoin.sql.cursor import WORD_RE
+from streamjoin.sql.dialect import SPAN_KEY, StreamJoinSpark, node_error, span
+from streamjoin.sql.positions import Statement
+
+
+@dataclass(frozen=True)
+class Side:
+    """One input of the query: the stream and the alias it goes by."""
+
+    alias: str
+    stream: StreamDef
+
+
+class Resolver:
+    """Resolves columns against the two sides of one query.
+
+    Args:
+        stmt: the INSERT statement, for error positions.
+        sides: (left, right), with distinct aliases.
+    """
+
+    def __init__(self, stmt: Statement, sides: tuple[Side, Side]) -> None:
+        self.stmt = stmt
+        self.sides = sides
+
+    def qualify(self, root: exp.Expr) -> None:
+        """Rewrite every column under `root` in place to ``alias.column`` (declared spelling).
+
+        Raises:
+            JobError: an unknown alias, an unknown or ambiguous column.
+        """
+        for col in list(root.find_all(exp.Column)):
+            where = span(col)
+            if where is not None:
+                # The rewritten identifiers carry no position; keep the one written.
+                col.meta[SPAN_KEY] = where
+            side, column = self._resolve(col)
+            col.set("this", identifier(column.name))
+            col.set("table", identifier(side.alias))
+
+    def column_type(self, col: exp.Column) -> SqlType | None:
+        """The declared type of a qualified column, or None if it is not one of ours."""
+        for side in self.sides:
+            if side.alias.lower() == col.table.lower():
+                found = side.stream.column(col.name)
+                return None if found is None else found.type
+        return None
+
+    def _resolve(self, col: exp.Column) -> tuple[Side, Column]:
+        if col.args.get("db") is not None or not isinstance(col.this, exp.Identifier):
+            msg = f"expected alias.column or column, got {col.sql(dialect='spark')}"
+            raise node_error(self.stmt, col, msg)
+        name = col.name
+        table = col.args.get("table")
+        if table is not None:
+            side = self._side(table)
+            found = side.stream.column(name)
+            if found is None:
+                columns = ", ".join(c.name for c in side.stream.columns)
+                msg = f"unknown column {name!r} in stream {side.stream.name!r} (columns: {columns})"
+                raise node_error(self.stmt, col.this, msg)
+            return side, found
+        matches = [(s, c) for s in self.sides if (c := s.stream.column(name)) is not None]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            listing = "; ".join(
+                f"{s.alias}: {', '.join(c.name for c in s.stream.columns)}" for s in self.sides
+            )
+            msg = f"unknown column {name!r} (columns of {listing})"
+        else:
+            left, right = self.sides
+            msg = (
+                f"ambiguous column {name!r}: both {left.alias} and {right.alias} have it; "
+                f"write {left.alias}.{name} or {right.alias}.{name}"
+            )
+        raise node_error(self.stmt, col, msg)
+
+    def _side(self, table: exp.Expr) -> Side:
+        alias = table.name
+        for side in self.sides:
+            if side.alias.lower() == alias.lower():
+                return side
+        aliases = ", ".join(s.alias for s in self.sides)
+        msg = f"unknown alias {alias!r} (the query's aliases: {aliases})"
+        for side in self.sides:
+            if side.stream.name.lower() == alias.lower():
+                msg = f"{msg}; stream {side.stream.name!r} is called {side.alias!r} here"
+        raise node_error(self.stmt, table, msg)
+
+
+@functools.lru_cache(maxsize=1024)
+def _needs_quotes(name: str) -> bool:
+    if WORD_RE.fullmatch(name) is None:
+        return True
+    # A keyword as a bare name may not parse back (e.g. a column called `date`).
+    tokens = StreamJoinSpark().tokenize(name)
+    return len(tokens) != 1 or tokens[0].token_type != TokenType.VAR
+
+
+def identifier(name: str) -> exp.Identifier:
+    """`name` as an identifier, quoted if Spark SQL could not read it bare."""
+    return exp.Identifier(this=name, quoted=_needs_quotes(name))

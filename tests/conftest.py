@@ -1,0 +1,63 @@
+"""Shared test set-up: UTC everywhere, hypothesis profiles, folder markers, one Spark session."""
+
+from __future__ import annotations
+
+import os
+import time
+import typing as t
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Spark runs with session time zone UTC; make Python's datetime conversions agree with it.
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+if t.TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pyspark.sql import SparkSession
+
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests by folder: tests/spark → spark, tests/e2e → e2e (never by hand)."""
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(_HERE).parts
+        if parts and parts[0] == "spark":
+            item.add_marker(pytest.mark.spark)
+        elif parts and parts[0] == "e2e":
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One local Spark session for every Spark test (starting one costs ~10 s)."""
+    from streamjoin.errors import JavaMissingError
+    from streamjoin.runtime.session import check_java
+
+    try:
+        check_java()
+    except JavaMissingError as err:
+        pytest.skip(str(err))
+    from pyspark.sql import SparkSession
+
+    from streamjoin.runtime.session import LOCAL_CONF
+
+    builder = SparkSession.builder.master("local[2]").appName("streamjoin-tests")
+    for key, value in {**LOCAL_CONF, "spark.sql.shuffle.partitions": "2"}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

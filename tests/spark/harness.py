@@ -1,0 +1,49 @@
+"""Drive a job batch by batch through the engine and read back what it wrote."""
+
+from __future__ import annotations
+
+import typing as t
+from pathlib import Path
+
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.sources import schema_ddl
+
+from collections.abc import Mapping, Sequence
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streamjoin.model import Job
+    from streamjoin.runtime.batch import BatchReport
+
+Row = Mapping[str, object]
+Batches = Sequence[Mapping[str, Sequence[Row]]]
+
+
+def run_batches(
+    spark: SparkSession, job: Job, batches: Batches, checkpoint: Path, *, first_batch: int = 0
+) -> list[BatchReport]:
+    """Feed `batches` (stream → rows) to the job's batch processor, one micro-batch each."""
+    engine = Engine(spark)
+    processor = engine.processor(job, str(checkpoint))
+    reports = []
+    for i, batch in enumerate(batches):
+        frames = {}
+        for name, rows in batch.items():
+            stream = job.stream(name)
+            cols = [c.name for c in stream.columns]
+            data = [tuple(r.get(c) for c in cols) for r in rows]
+            frames[name] = spark.createDataFrame(data, schema=schema_ddl(stream))
+        if frames:
+            reports.append(processor.process(engine.unified(processor.plan, frames), first_batch + i))
+    return reports
+
+
+def read_sink(spark: SparkSession, job: Job, sink: str, columns: Sequence[str]) -> list[tuple[object, ...]]:
+    """All rows a parquet sink holds, as tuples in `columns` order (empty if nothing was written)."""
+    path = job.sink(sink).option("path")
+    assert path is not None
+    if not Path(path).exists() or not any(Path(path).glob("batch=*")):
+        return []
+    df = spark.read.parquet(path)
+    return [tuple(r[c] for c in columns) for r in df.select(*columns).collect()]
