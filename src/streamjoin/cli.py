@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import traceback
 import typing as t
 
 from streamjoin.errors import JavaMissingError, JobError, StreamJoinError
@@ -130,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NO_JAVA
     except StreamJoinError as err:
         print(f"error: {err}", file=sys.stderr)
+        if os.environ.get("STREAMJOIN_DEBUG"):
+            traceback.print_exc()
         return 1
     except KeyboardInterrupt:
         return 130

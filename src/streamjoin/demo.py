@@ -32,7 +32,7 @@ FROM bids b JOIN asks a
 INSERT INTO crossings
 SELECT b.id AS bid, a.id AS aid, b.price - a.price AS spread
 FROM bids b JOIN asks a
-  ON b.price > a.price + 1.9
+  ON b.price > a.price + 3
  AND a.ts BETWEEN b.ts - INTERVAL '2' SECOND AND b.ts + INTERVAL '2' SECOND;
 """
 
@@ -53,8 +53,8 @@ def generate(data_dir: str, rows: int, seed: int = 7) -> None:
             with open(path, "w", encoding="utf-8") as out:
                 for i in range(per_file):
                     n = f * per_file + i
-                    # Event times advance ~1 ms per row, with up to 2 s of disorder.
-                    ts = start + timedelta(milliseconds=n) - timedelta(seconds=rng.random() * 2)
+                    # Event times advance 50 ms per row, with up to 2 s of disorder.
+                    ts = start + timedelta(milliseconds=50 * n) - timedelta(seconds=rng.random() * 2)
                     row = {
                         "id": n,
                         "instrument": rng.choice(_INSTRUMENTS),

@@ -91,6 +91,8 @@ class BatchProcessor:
     def process(self, df: DataFrame, batch_id: int) -> BatchReport:
         """Run batch `batch_id` on the unified input `df`; idempotent for a given input."""
         started = time.monotonic()
+        # foreachBatch hands over a DataFrame of a cloned session: temp views must live there.
+        self.spark = df.sparkSession
         prev = self.store.previous(batch_id)
         classified = self._classify(df, prev.global_wm).persist(StorageLevel.MEMORY_AND_DISK)
         views: list[str] = []

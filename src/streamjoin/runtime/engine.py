@@ -154,8 +154,13 @@ class Engine:
         finally:
             if line is not None:
                 line.close()
-        if processor.error is not None:
+        if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
             raise processor.error
+        if processor.error is not None:
+            err = processor.error
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            msg = f"a batch failed ({type(err).__name__}): {first}"
+            raise StreamJoinError(msg) from err
         failure = query.exception()
         if failure is not None:
             msg = f"the stream stopped with an error: {failure}"

@@ -1,0 +1,50 @@
+"""Running the ``streamjoin`` command as a user would, in its own process group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import typing as t
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+
+def streamjoin(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    kill_when: Callable[[], bool] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m streamjoin ARGS``; with `kill_when`, SIGKILL the whole process group
+    (driver and its JVM, as a machine failure would) as soon as it returns True."""
+    full_env = {**os.environ, "TZ": "UTC", **(env or {})}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamjoin", *args],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None:
+            if kill_when is not None and kill_when():
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                raise TimeoutError(f"streamjoin {' '.join(args)} ran over {timeout}s")
+            time.sleep(0.2)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        # The JVM of a killed driver exits when its stdin closes; make sure of it.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
