@@ -33,7 +33,8 @@ _HERE = Path(__file__).parent
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark tests by folder: tests/spark → spark, tests/e2e → e2e (never by hand)."""
     for item in items:
-        parts = Path(str(item.fspath)).relative_to(_HERE).parts
+        path = Path(str(item.fspath))
+        parts = path.relative_to(_HERE).parts if path.is_relative_to(_HERE) else ()
         if parts and parts[0] == "spark":
             item.add_marker(pytest.mark.spark)
         elif parts and parts[0] == "e2e":

@@ -54,7 +54,9 @@ def generate(data_dir: str, rows: int, seed: int = 7) -> None:
                 for i in range(per_file):
                     n = f * per_file + i
                     # Event times advance 50 ms per row, with up to 2 s of disorder.
-                    ts = start + timedelta(milliseconds=50 * n) - timedelta(seconds=rng.random() * 2)
+                    ts = (
+                        start + timedelta(milliseconds=50 * n) - timedelta(seconds=rng.random() * 2)
+                    )
                     row = {
                         "id": n,
                         "instrument": rng.choice(_INSTRUMENTS),
@@ -90,6 +92,8 @@ def run_demo(directory: str, rows: int = 20_000, master: str | None = None) -> i
             print("  " + ", ".join(f"{k}={v}" for k, v in row.asDict().items()))
     print()
     print(summary.render())
-    print(f"\nresults: {out}   rerun: streamjoin run {job_path} --once --checkpoint "
-          f"{os.path.join(directory, 'checkpoint')}")
+    print(
+        f"\nresults: {out}   rerun: streamjoin run {job_path} --once --checkpoint "
+        f"{os.path.join(directory, 'checkpoint')}"
+    )
     return 0

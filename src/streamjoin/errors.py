@@ -43,7 +43,8 @@ class JobError(StreamJoinError):
 
 
 class UnsupportedError(JobError):
-    """A construct that is valid SQL but that streamjoin does not run (yet); the message says which."""
+    """A construct that is valid SQL but that streamjoin does not run (yet); the message
+    says which."""
 
 
 class JavaMissingError(StreamJoinError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -43,8 +44,6 @@ def streamjoin(
         out, err = proc.communicate(timeout=60)
     finally:
         # The JVM of a killed driver exits when its stdin closes; make sure of it.
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

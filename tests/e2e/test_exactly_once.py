@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import typing as t
+from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
+from tests.spark.streams import make_batches, stream_ddl
 
-from ..spark.streams import make_batches, stream_ddl
 from .cli import streamjoin
 from .files import read_json_rows, write_batches
-
-if t.TYPE_CHECKING:
-    from pathlib import Path
 
 COLUMNS = ("aid", "bid", "kx")
 
@@ -29,7 +26,8 @@ def _job(tmp_path: Path) -> str:
             f"CREATE SINK eq WITH (format = 'json', path = '{tmp_path / 'out' / 'eq'}');",
             f"CREATE SINK band WITH (format = 'json', path = '{tmp_path / 'out' / 'band'}');",
             "INSERT INTO eq SELECT a.id AS aid, b.id AS bid, a.k AS kx FROM A a JOIN B b "
-            "ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND;",
+            "ON a.k = b.k "
+            "AND b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND;",
             "INSERT INTO band SELECT a.id AS aid, b.id AS bid, b.k AS kx FROM A a JOIN B b "
             "ON abs(a.x - b.x) <= 0.5 AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND;",
         ]
@@ -48,14 +46,21 @@ def test_sigkill_at_four_points_then_more_input(tmp_path: Path) -> None:
 
     # Three kills at named points inside a batch, one from outside at an arbitrary moment.
     for fault in ("after-state:1", "after-sink:2", "after-commit:3"):
-        run = streamjoin("run", job_path, "--once", "--checkpoint", str(ckpt),
-                         env={"STREAMJOIN_FAULT": fault})
+        run = streamjoin(
+            "run", job_path, "--once", "--checkpoint", str(ckpt), env={"STREAMJOIN_FAULT": fault}
+        )
         assert run.returncode == -9, (fault, run.stderr[-2000:])
     killed = streamjoin(
-        "run", job_path, "--once", "--checkpoint", str(ckpt),
-        kill_when=lambda: len(list(manifests.glob("*.json"))) >= 2
-        and any(p.name.startswith("000000000005") for p in manifests.glob("*.json")) is False
-        and any(p.name.startswith("000000000004") for p in manifests.glob("*.json")),
+        "run",
+        job_path,
+        "--once",
+        "--checkpoint",
+        str(ckpt),
+        kill_when=lambda: (
+            len(list(manifests.glob("*.json"))) >= 2
+            and any(p.name.startswith("000000000005") for p in manifests.glob("*.json")) is False
+            and any(p.name.startswith("000000000004") for p in manifests.glob("*.json"))
+        ),
     )
     assert killed.returncode in (-9, 0), killed.stderr[-2000:]
     done = streamjoin("run", job_path, "--once", "--checkpoint", str(ckpt))
@@ -67,7 +72,7 @@ def test_sigkill_at_four_points_then_more_input(tmp_path: Path) -> None:
     assert more.returncode == 0, more.stderr[-3000:]
     assert "rows joined" in more.stdout
 
-    expected = run_reference(parse_job(open(job_path).read()), batches)
+    expected = run_reference(parse_job(Path(job_path).read_text(encoding="utf-8")), batches)
     for sink, query in (("eq", "q1"), ("band", "q2")):
         got = read_json_rows(tmp_path / "out" / sink, COLUMNS)
         assert normalize(got) == normalize(expected.outputs[query]), sink

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import typing as t
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.sources import schema_ddl
-
-from collections.abc import Mapping, Sequence
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,12 +34,17 @@ def run_batches(
             data = [tuple(r.get(c) for c in cols) for r in rows]
             frames[name] = spark.createDataFrame(data, schema=schema_ddl(stream))
         if frames:
-            reports.append(processor.process(engine.unified(processor.plan, frames), first_batch + i))
+            reports.append(
+                processor.process(engine.unified(processor.plan, frames), first_batch + i)
+            )
     return reports
 
 
-def read_sink(spark: SparkSession, job: Job, sink: str, columns: Sequence[str]) -> list[tuple[object, ...]]:
-    """All rows a parquet sink holds, as tuples in `columns` order (empty if nothing was written)."""
+def read_sink(
+    spark: SparkSession, job: Job, sink: str, columns: Sequence[str]
+) -> list[tuple[object, ...]]:
+    """All rows a parquet sink holds, as tuples in `columns` order (empty if nothing was
+    written)."""
     path = job.sink(sink).option("path")
     assert path is not None
     if not Path(path).exists() or not any(Path(path).glob("batch=*")):

@@ -35,7 +35,7 @@ def make_batches(
     for b in range(n_batches):
         batch: dict[str, list[dict[str, object]]] = {}
         for name in streams:
-            rows = []
+            rows: list[dict[str, object]] = []
             for _ in range(rng.randint(rows_per_batch // 2, rows_per_batch)):
                 uid += 1
                 rows.append(

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from streamjoin.model.job import Column, Job, JoinSide, Query, SelectItem, SinkDef, StreamDef, Watermark
+from streamjoin.model.job import (
+    Column,
+    Job,
+    JoinSide,
+    Query,
+    SelectItem,
+    SinkDef,
+    StreamDef,
+    Watermark,
+)
 from streamjoin.model.types import SqlType
 
 __all__ = [

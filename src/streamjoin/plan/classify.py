@@ -219,6 +219,12 @@ class _Context:
             return [self._orient(lo[0], lo[1], lo[2], hi[2])]
         if isinstance(node, (exp.LTE, exp.LT, exp.GTE, exp.GT)):
             found = self._offset_bound(node.this, node.expression)
+            if found is None:
+                # x + c OP y  <=>  x OP y - c
+                base, off = _split_offset(node.this)
+                mirrored = self._offset_bound(base, node.expression) if off else None
+                if mirrored is not None and off is not None:
+                    found = (mirrored[0], mirrored[1], mirrored[2] - off)
             if found is not None:
                 x, y, c = found  # node.this is x; node.expression is y + c
                 less = isinstance(node, (exp.LTE, exp.LT))
@@ -236,15 +242,21 @@ class _Context:
             return (ys, xs, lo, hi)
         return (xs, ys, None if hi is None else -hi, None if lo is None else -lo)
 
-    def _offset_bound(self, x: exp.Expr, bound: exp.Expr) -> tuple[exp.Expr, exp.Expr, float] | None:
-        """``bound`` as ``y + c`` with x and y on opposite sides: (x, y, c); else None."""
+    def _offset_bound(
+        self, x: exp.Expr, bound: exp.Expr
+    ) -> tuple[exp.Expr, exp.Expr, float] | None:
+        """``x' + c1 OP y + c2`` as ``(x', y, c2 - c1)``, i.e. ``x' OP y + c``, when x' and y
+        are on opposite sides; else None."""
         base, offset = _split_offset(bound)
         if offset is None:
             return None
-        sx, sy = self.side(x), self.side(base)
+        x_base, x_offset = _split_offset(x)
+        if x_offset is None:
+            x_base, x_offset = x, 0.0
+        sx, sy = self.side(x_base), self.side(base)
         if sx is None or sy is None or sx == sy:
             return None
-        return (x, base, offset)
+        return (x_base, base, offset - x_offset)
 
     def _abs_band(self, node: exp.Expr) -> tuple[str, str, float | None, float | None] | None:
         """``abs(x - y) <= c`` or ``c >= abs(x - y)``."""

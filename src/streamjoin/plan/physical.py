@@ -134,7 +134,9 @@ def _slice_width(retain_us: int | None, max_delay_us: int) -> int:
 
 def _plan_query(job: Job, q: Query) -> QueryPlan:
     left, right = job.stream(q.left.stream), job.stream(q.right.stream)
-    parts = classify_predicate(q.predicate, q.left.alias, q.right.alias, left.event_time, right.event_time)
+    parts = classify_predicate(
+        q.predicate, q.left.alias, q.right.alias, left.event_time, right.event_time
+    )
     band: Band | None = None
     strategy: Strategy
     if parts.equi:

@@ -130,7 +130,9 @@ class BatchProcessor:
     def _classify(self, df: DataFrame, watermark: int | None) -> DataFrame:
         timed = [sp.index for sp in self.plan.streams if sp.stream.watermark]
         late = "FALSE" if watermark is None else f"_sj_ts < {watermark}"
-        null_ts = f"_sj_src IN ({', '.join(map(str, timed))}) AND _sj_ts IS NULL" if timed else "FALSE"
+        null_ts = (
+            f"_sj_src IN ({', '.join(map(str, timed))}) AND _sj_ts IS NULL" if timed else "FALSE"
+        )
         status = (
             f"CASE WHEN _sj_raw IS NOT NULL THEN 'malformed' WHEN {null_ts} THEN 'malformed' "
             f"WHEN {late} THEN 'late' ELSE 'ok' END"
@@ -164,7 +166,11 @@ class BatchProcessor:
     def _stats(self, classified: DataFrame) -> dict[str, _StreamStats]:
         rows = (
             classified.groupBy("_sj_src", "_sj_status", "_sj_slice")
-            .agg(F.count(F.lit(1)).alias("n"), F.min("_sj_ts").alias("lo"), F.max("_sj_ts").alias("hi"))
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.min("_sj_ts").alias("lo"),
+                F.max("_sj_ts").alias("hi"),
+            )
             .collect()
         )
         by_index = {sp.index: sp for sp in self.plan.streams}
@@ -179,8 +185,12 @@ class BatchProcessor:
                 s.malformed += n
             else:
                 s.ok += n
-                s.min_ts = lo if s.min_ts is None else min(s.min_ts, lo) if lo is not None else s.min_ts
-                s.max_ts = hi if s.max_ts is None else max(s.max_ts, hi) if hi is not None else s.max_ts
+                s.min_ts = (
+                    lo if s.min_ts is None else min(s.min_ts, lo) if lo is not None else s.min_ts
+                )
+                s.max_ts = (
+                    hi if s.max_ts is None else max(s.max_ts, hi) if hi is not None else s.max_ts
+                )
                 s.slices.append(SliceFiles(sp.name, -1, int(r["_sj_slice"]), n, lo, hi))
         return stats
 
@@ -201,7 +211,9 @@ class BatchProcessor:
                 F.col("_sj_reason").alias("reason"),
                 F.coalesce(F.col("_sj_raw"), F.to_json(F.struct(*cols))).alias("record"),
                 F.expr("timestamp_micros(_sj_ts)").alias("event_time"),
-            ).write.mode("overwrite").json(f"{self.store.deadletter_dir(sp.stream)}/batch={batch_id}")
+            ).write.mode("overwrite").json(
+                f"{self.store.deadletter_dir(sp.stream)}/batch={batch_id}"
+            )
 
     def _append_state(
         self, classified: DataFrame, batch_id: int, stats: dict[str, _StreamStats], views: list[str]
@@ -279,7 +291,9 @@ class BatchProcessor:
             r_lo = s.min_ts + lo if timed and lo is not None and s.min_ts is not None else None
             r_hi = s.max_ts + hi if timed and hi is not None and s.max_ts is not None else None
             state = self._state_view(right, prev, r_lo, r_hi, deltas.get(q.right.stream), views)
-            sql = delta_join_sql(qp, "left", deltas[q.left.stream], state, broadcast=s.ok <= BROADCAST_MAX_ROWS)
+            sql = delta_join_sql(
+                qp, "left", deltas[q.left.stream], state, broadcast=s.ok <= BROADCAST_MAX_ROWS
+            )
             parts.append(self.spark.sql(sql))
         if q.right.stream in deltas:
             s = stats[q.right.stream]
@@ -287,7 +301,9 @@ class BatchProcessor:
             l_lo = s.min_ts - hi if timed and hi is not None and s.min_ts is not None else None
             l_hi = s.max_ts - lo if timed and lo is not None and s.max_ts is not None else None
             state = self._state_view(left, prev, l_lo, l_hi, None, views)
-            sql = delta_join_sql(qp, "right", deltas[q.right.stream], state, broadcast=s.ok <= BROADCAST_MAX_ROWS)
+            sql = delta_join_sql(
+                qp, "right", deltas[q.right.stream], state, broadcast=s.ok <= BROADCAST_MAX_ROWS
+            )
             parts.append(self.spark.sql(sql))
         return parts
 
@@ -339,13 +355,15 @@ class BatchProcessor:
                 dropped.append(f.path)
             else:
                 live.append(f)
-        old = prev.totals
+        before = prev.totals
         totals = Totals(
-            batches=old.batches + 1,
-            rows_in=_add(old.rows_in, {k: s.ok + s.late + s.malformed for k, s in stats.items()}),
-            late=_add(old.late, {k: s.late for k, s in stats.items()}),
-            malformed=_add(old.malformed, {k: s.malformed for k, s in stats.items()}),
-            out=_add(old.out, out),
+            batches=before.batches + 1,
+            rows_in=_add(
+                before.rows_in, {k: s.ok + s.late + s.malformed for k, s in stats.items()}
+            ),
+            late=_add(before.late, {k: s.late for k, s in stats.items()}),
+            malformed=_add(before.malformed, {k: s.malformed for k, s in stats.items()}),
+            out=_add(before.out, out),
         )
         return Manifest(batch_id, stream_wm, global_wm, live, dropped, totals)
 

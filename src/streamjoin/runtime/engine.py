@@ -55,7 +55,9 @@ class Engine:
             views = {}
             for side in q.sides:
                 view = f"_sj_check_{side.alias}"
-                self.spark.createDataFrame([], schema=schema_ddl(job.stream(side.stream))).createOrReplaceTempView(view)
+                self.spark.createDataFrame(
+                    [], schema=schema_ddl(job.stream(side.stream))
+                ).createOrReplaceTempView(view)
                 views[side.alias] = view
             select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in q.select)
             sql = (
@@ -67,7 +69,9 @@ class Engine:
             except Exception as err:  # Spark's AnalysisException and friends
                 first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                 msg = f"Spark rejects query {q.name}: {first}"
-                raise JobError(msg, line=q.line, col=1, text="INSERT INTO " + q.sink, source=job.source) from None
+                raise JobError(
+                    msg, line=q.line, col=1, text="INSERT INTO " + q.sink, source=job.source
+                ) from None
             finally:
                 for view in views.values():
                     self.spark.catalog.dropTempView(view)
@@ -78,10 +82,13 @@ class Engine:
     ) -> BatchProcessor:
         """The per-batch function of `job` over `checkpoint`, to drive batches by hand."""
         plan = plan_job(job)
-        return BatchProcessor(self.spark, plan, StateStore(FileStore(self.spark), checkpoint), on_batch)
+        return BatchProcessor(
+            self.spark, plan, StateStore(FileStore(self.spark), checkpoint), on_batch
+        )
 
     def unified(self, plan: JobPlan, frames: Mapping[str, DataFrame]) -> DataFrame:
-        """The unified input of `plan` from one DataFrame per active stream (static or streaming)."""
+        """The unified input of `plan` from one DataFrame per active stream (static or
+        streaming)."""
         tagged = []
         for sp in plan.streams:
             if sp.name not in frames:
@@ -140,17 +147,23 @@ class Engine:
             .writeStream.foreachBatch(processor)
             .option("checkpointLocation", store.path("spark"))
         )
-        writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger)
+        writer = (
+            writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger)
+        )
         started = time.monotonic()
         query = writer.start()
         try:
             deadline = None if timeout is None else started + timeout
             while query.isActive:
-                query.awaitTermination(0.5)
+                # Seconds as a float work at runtime; pyspark's hint says int.
+                query.awaitTermination(0.5)  # type: ignore[arg-type]
                 if deadline is not None and time.monotonic() > deadline:
                     query.stop()
         except KeyboardInterrupt:
             query.stop()
+        except Exception:  # a failed batch surfaces here; reported below
+            if processor.error is None and query.exception() is None:
+                raise
         finally:
             if line is not None:
                 line.close()
@@ -163,9 +176,12 @@ class Engine:
             raise StreamJoinError(msg) from err
         failure = query.exception()
         if failure is not None:
-            msg = f"the stream stopped with an error: {failure}"
+            first = (str(failure).strip().splitlines() or ["unknown error"])[0]
+            msg = f"the stream stopped with an error: {first}"
             raise StreamJoinError(msg)
-        summary = Summary.from_manifest(store.latest(), ckpt, time.monotonic() - started, len(counted))
+        summary = Summary.from_manifest(
+            store.latest(), ckpt, time.monotonic() - started, len(counted)
+        )
         if temporary:
             shutil.rmtree(ckpt, ignore_errors=True)
         return summary

@@ -16,7 +16,8 @@ class FileStore:
     """Small-file operations on Hadoop paths, for the driver."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self._jvm = spark.sparkContext._jvm
+        # py4j's JVM view is untyped (and Optional in pyspark's hints, though set once started).
+        self._jvm: t.Any = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
 
     def _path(self, path: str) -> t.Any:

@@ -50,7 +50,9 @@ def _bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
     return f"floor({lo_v} / {w_s})", f"floor({hi_v} / {w_s})", key
 
 
-def delta_join_sql(qp: QueryPlan, delta: Side, delta_view: str, state_view: str, *, broadcast: bool) -> str:
+def delta_join_sql(
+    qp: QueryPlan, delta: Side, delta_view: str, state_view: str, *, broadcast: bool
+) -> str:
     """SELECT … for ``Δdelta ⋈ other`` where `state_view` holds the other side's rows."""
     q = qp.query
     a, b = q.left.alias, q.right.alias
@@ -68,6 +70,8 @@ def delta_join_sql(qp: QueryPlan, delta: Side, delta_view: str, state_view: str,
         condition = f"{delta_alias}.{BUCKET} = {key} AND {condition}"
     state_alias = b if delta == "left" else a
     state_from = f"{state_view} AS {state_alias}"
-    left_from, right_from = (delta_from, state_from) if delta == "left" else (state_from, delta_from)
+    left_from, right_from = (
+        (delta_from, state_from) if delta == "left" else (state_from, delta_from)
+    )
     hint = f"/*+ BROADCAST({delta_alias}) */ " if broadcast else ""
     return f"SELECT {hint}{select} FROM {left_from} JOIN {right_from} ON {condition}"

@@ -41,7 +41,9 @@ class Summary:
         return sum(self.out.values())
 
     @staticmethod
-    def from_manifest(m: Manifest, checkpoint: str, seconds: float, batches_this_run: int) -> Summary:
+    def from_manifest(
+        m: Manifest, checkpoint: str, seconds: float, batches_this_run: int
+    ) -> Summary:
         """The summary a committed manifest implies."""
         return Summary(
             checkpoint=checkpoint,
@@ -75,8 +77,10 @@ class Summary:
         ]
         lines += [f"    {name}: {n}" for name, n in self.out.items()] or ["    (none)"]
         if sum(self.late.values()) + sum(self.malformed.values()):
-            lines.append(f"  dead letters under {self.checkpoint}/deadletter/ (or each stream's "
-                         "deadletter option)")
+            lines.append(
+                f"  dead letters under {self.checkpoint}/deadletter/ (or each stream's "
+                "deadletter option)"
+            )
         return "\n".join(lines)
 
 

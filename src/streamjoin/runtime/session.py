@@ -1,4 +1,5 @@
-"""Starting Spark: a clear line when Java is missing, and a local session tuned for small batches."""
+"""Starting Spark: a clear line when Java is missing, and a local session tuned for small
+batches."""
 
 from __future__ import annotations
 

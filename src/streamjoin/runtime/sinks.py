@@ -24,7 +24,8 @@ def sink_batch_path(sink: SinkDef, batch_id: int) -> str:
 
 
 def write_sink(sink: SinkDef, df: DataFrame, batch_id: int) -> None:
-    """Write `df` as batch `batch_id`'s output of `sink` (idempotent: the batch's dir is replaced)."""
+    """Write `df` as batch `batch_id`'s output of `sink` (idempotent: the batch's dir is
+    replaced)."""
     if sink.format == "console":
         rows = df.collect()
         print(f"-- {sink.name}, batch {batch_id}: {len(rows)} rows")

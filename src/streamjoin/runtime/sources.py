@@ -124,9 +124,7 @@ def tag(df: DataFrame, sp: StreamPlan) -> DataFrame:
     """`df` (declared columns, maybe `CORRUPT`) as rows of the unified input."""
     s = sp.stream
     raw = F.col(CORRUPT) if CORRUPT in df.columns else F.lit(None).cast("string")
-    ts = (
-        F.unix_micros(F.col(f"`{s.event_time}`")) if s.event_time else F.lit(None).cast("bigint")
-    )
+    ts = F.unix_micros(F.col(f"`{s.event_time}`")) if s.event_time else F.lit(None).cast("bigint")
     cols = [F.lit(sp.index).alias("_sj_src"), raw.alias("_sj_raw"), ts.alias("_sj_ts")]
     cols += [F.col(f"`{c.name}`").alias(prefixed(sp.index, c.name)) for c in s.columns]
     return df.select(*cols)
