@@ -22,6 +22,7 @@ W3 = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
 # name -> (FROM clause, predicate)
 QUERIES: dict[str, tuple[str, str]] = {
     "equi_window": ("A a JOIN B b", f"a.k = b.k AND {W3}"),
+    "equi_and_band": ("A a JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}"),
     "band_abs": ("A a JOIN B b", f"abs(a.x - b.x) <= 0.7 AND {W3}"),
     "band_between_asym": (
         "A a JOIN B b",

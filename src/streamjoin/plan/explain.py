@@ -59,6 +59,11 @@ def _query_lines(qp: QueryPlan) -> list[str]:
             "hash join on the equality keys (Spark SQL extracts them); "
             "the rest of the predicate is checked on each key match"
         )
+        if qp.band is not None:
+            how += (
+                f"; the band {qp.band.right_sql} - {qp.band.left_sql} in "
+                f"[{qp.band.lo:g}, {qp.band.hi:g}] adds a bucket key floor(v / {qp.band.width:g})"
+            )
     elif qp.strategy == "band" and qp.band is not None:
         band = qp.band
         unit = "us" if band.temporal else ""

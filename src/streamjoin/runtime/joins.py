@@ -60,7 +60,7 @@ def delta_join_sql(
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
     condition = f"({q.predicate})"
     delta_from = f"{delta_view} AS {delta_alias}"
-    if qp.strategy == "band" and qp.band is not None:
+    if qp.band is not None:
         low, high, key = _bucket_range(qp.band, delta)
         delta_from = (
             f"(SELECT {delta_alias}.*, explode(sequence(CAST({low} AS BIGINT), "

@@ -85,6 +85,7 @@ def test_strategies_and_retention() -> None:
     plan = plan_job(job)
     assert [q.strategy for q in plan.queries] == ["hash", "band", "band", "band"]
     assert plan.queries[2].band is not None and plan.queries[2].band.temporal
+    assert plan.queries[0].band is None  # equality keys and no value band: hash keys alone
     # A waits for B rows up to hi = 5 s; B waits for A rows up to -lo = 10 s.
     assert plan.stream("A").retain_us == 5_000_000
     assert plan.stream("B").retain_us == 10_000_000
