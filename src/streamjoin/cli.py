@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -94,6 +95,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.dir, rows=args.rows, master=args.master)
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    try:
+        from benchmarks.harness import run_workload, summary_line
+    except ImportError as err:
+        msg = f"the benchmarks need extra packages ({err.name}): pip install 'streamjoin[bench]'"
+        raise StreamJoinError(msg) from None
+    size = "quick" if args.quick else "tiny" if args.tiny else "full"
+    engines = args.engines.split(",") if args.engines else None
+    try:
+        report = run_workload(args.workload, size, engines=engines, progress=sys.stderr)
+    except ValueError as err:
+        raise StreamJoinError(str(err)) from None
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+    for line in summary_line(report):
+        print(line, file=sys.stderr)
+    print(json.dumps(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``streamjoin`` command."""
     parser = argparse.ArgumentParser(
@@ -116,6 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rows", type=int, default=20_000, help="rows per stream")
     demo.add_argument("--master", default=None)
     demo.set_defaults(func=_cmd_demo)
+    bench = sub.add_parser(
+        "bench",
+        help="run a benchmark workload: streamjoin and its Spark peer side by side",
+        description="Workloads: equi, band, theta, window-growth, tpch, nexmark. The last line "
+        "printed is one JSON object with every figure and the ratios to the peer.",
+    )
+    bench.add_argument("workload")
+    size = bench.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="development size (minutes)")
+    size.add_argument("--tiny", action="store_true", help="correctness size (seconds)")
+    bench.add_argument("--engines", help="comma-separated subset of engines to run")
+    bench.add_argument("--out", help="also write the JSON report to this file")
+    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

@@ -74,7 +74,7 @@ def test_explain_shows_classification_and_storage(tmp_path: Path) -> None:
     assert "bands:         a.price - b.price in [-0.5, 0.5]" in out
     assert "window:        a.ts - b.ts in [-10s, +10s]" in out
     assert "band join by bucket equality" in out
-    assert "time slices dropped whole" in out
+    assert "dropped whole once all its rows are older" in out
 
 
 def test_missing_java_is_one_clear_line(tmp_path: Path) -> None:

@@ -21,12 +21,10 @@ def _stream_line(sp: StreamPlan) -> str:
     )
     if sp.retain_us is None:
         keep = "full history (nothing expires)"
-        if s.watermark:
-            keep += f", {_duration(sp.slice_us)} slices"
     else:
         keep = (
-            f"kept while ts >= watermark - {_duration(sp.retain_us)}, in "
-            f"{_duration(sp.slice_us)} time slices dropped whole"
+            f"kept while ts >= watermark - {_duration(sp.retain_us)}; each batch's rows are "
+            "one unit, dropped whole once all its rows are older"
         )
     return f"  stream {s.name} [{s.format}]: {wm}; state {keep}"
 

@@ -28,10 +28,6 @@ if t.TYPE_CHECKING:
 Strategy = t.Literal["hash", "band", "nested-loop"]
 """How a query finds candidate pairs; see the module docstring."""
 
-_SECOND_US = 1_000_000
-_FULL_HISTORY_SLICE_US = 60 * _SECOND_US
-_SLICES_PER_RETENTION = 8
-
 
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
@@ -50,13 +46,13 @@ class StreamPlan:
     """One active stream: its position in the unified input, and how its state is kept.
 
     `retain_us` None means full history (nothing is ever dropped); otherwise a state row with event
-    time ``< W - retain_us`` can never join again and its slice is dropped once all its rows are.
+    time ``< W - retain_us`` can never join again. State is kept in units, the rows one batch
+    added to the stream, and a unit is dropped whole once all its rows are dead.
     """
 
     stream: StreamDef
     index: int
     retain_us: int | None
-    slice_us: int
 
     @property
     def name(self) -> str:
@@ -68,10 +64,6 @@ class StreamPlan:
         if watermark is None or self.retain_us is None:
             return None
         return watermark - self.retain_us
-
-    def slice_of(self, ts_us: int) -> int:
-        """The slice holding event time `ts_us` (slices are ``[k*w, (k+1)*w)``)."""
-        return ts_us // self.slice_us
 
 
 @dataclass(frozen=True)
@@ -112,24 +104,12 @@ def plan_job(job: Job) -> JobPlan:
         retain[q.right.stream].append(
             None if not (w and left_wm and right_wm) or w.lo_us is None else -w.lo_us
         )
-    max_delay = max((s.watermark.delay_us for s in active if s.watermark), default=0)
     streams = []
     for index, s in enumerate(active):
         uses = retain[s.name]
         keep = None if any(u is None for u in uses) else max(t.cast("list[int]", uses))
-        streams.append(
-            StreamPlan(s, index, keep, _slice_width(keep, max_delay) if s.watermark else 1)
-        )
+        streams.append(StreamPlan(s, index, keep))
     return JobPlan(job, tuple(streams), queries)
-
-
-def _slice_width(retain_us: int | None, max_delay_us: int) -> int:
-    """Slices small enough that a partly dead slice costs little, large enough to be few."""
-    if retain_us is None:
-        return _FULL_HISTORY_SLICE_US
-    span = max(retain_us, 0) + max_delay_us
-    width = max(_SECOND_US, span // _SLICES_PER_RETENTION)
-    return (width // _SECOND_US) * _SECOND_US
 
 
 def _plan_query(job: Job, q: Query) -> QueryPlan:

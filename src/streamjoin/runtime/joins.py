@@ -17,9 +17,6 @@ if t.TYPE_CHECKING:
 
 Side = t.Literal["left", "right"]
 BUCKET = "_sj_bk"
-# Broadcasting the delta moves it to the state rather than the state to it; above this many rows
-# Spark's own choice (a shuffle join) is safer for the driver's memory.
-BROADCAST_MAX_ROWS = 2_000_000
 
 
 def _lit(v: float) -> str:
@@ -50,9 +47,7 @@ def _bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
     return f"floor({lo_v} / {w_s})", f"floor({hi_v} / {w_s})", key
 
 
-def delta_join_sql(
-    qp: QueryPlan, delta: Side, delta_view: str, state_view: str, *, broadcast: bool
-) -> str:
+def delta_join_sql(qp: QueryPlan, delta: Side, delta_view: str, state_view: str) -> str:
     """SELECT … for ``Δdelta ⋈ other`` where `state_view` holds the other side's rows."""
     q = qp.query
     a, b = q.left.alias, q.right.alias
@@ -73,5 +68,6 @@ def delta_join_sql(
     left_from, right_from = (
         (delta_from, state_from) if delta == "left" else (state_from, delta_from)
     )
-    hint = f"/*+ BROADCAST({delta_alias}) */ " if broadcast else ""
-    return f"SELECT {hint}{select} FROM {left_from} JOIN {right_from} ON {condition}"
+    # No join hint: Spark broadcasts the smaller side by its size estimate (usually the delta,
+    # moving it to the state), and falls back to a shuffle join when both are large.
+    return f"SELECT {select} FROM {left_from} JOIN {right_from} ON {condition}"

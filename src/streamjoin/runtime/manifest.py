@@ -1,4 +1,4 @@
-"""The manifest: which state slices are live after a batch, the watermarks, and the run's totals.
+"""The manifest: which state units are live after a batch, the watermarks, and the run's totals.
 
 A batch is committed by writing its manifest (atomically, named by batch id). Batch b always starts
 from the manifest of the newest committed batch before b, so a batch that is replayed after a crash
@@ -12,13 +12,18 @@ import json
 from dataclasses import asdict, dataclass, field
 
 
+def batch_state_dir(batch: int) -> str:
+    """Where batch `batch` writes the state of all streams (one write, partitioned by stream),
+    relative to the checkpoint directory."""
+    return f"state/b={batch}"
+
+
 @dataclass(frozen=True, slots=True)
-class SliceFiles:
-    """The rows one batch appended to one time slice of one stream's state."""
+class StateUnit:
+    """The rows one batch appended to one stream's state, with their event-time range."""
 
     stream: str
     batch: int
-    slice: int
     rows: int
     min_ts: int | None
     max_ts: int | None
@@ -26,7 +31,7 @@ class SliceFiles:
     @property
     def path(self) -> str:
         """Location under the checkpoint directory."""
-        return f"state/{self.stream}/b={self.batch}/sj_slice={self.slice}"
+        return f"{batch_state_dir(self.batch)}/sj_stream={self.stream}"
 
     def overlaps(self, lo: int | None, hi: int | None) -> bool:
         """Whether any of its rows may have an event time in ``[lo, hi]`` (None = unbounded)."""
@@ -53,18 +58,18 @@ class Manifest:
     batch: int = -1
     stream_wm: dict[str, int | None] = field(default_factory=dict)
     global_wm: int | None = None
-    slices: list[SliceFiles] = field(default_factory=list)
+    units: list[StateUnit] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
 
-    def live(self, stream: str) -> list[SliceFiles]:
-        """The live slice files of `stream`."""
-        return [s for s in self.slices if s.stream == stream]
+    def live(self, stream: str) -> list[StateUnit]:
+        """The live state units of `stream`."""
+        return [u for u in self.units if u.stream == stream]
 
     def state_rows(self) -> dict[str, int]:
         """Live state rows per stream."""
         rows: dict[str, int] = {}
-        for s in self.slices:
+        for s in self.units:
             rows[s.stream] = rows.get(s.stream, 0) + s.rows
         return rows
 
@@ -80,7 +85,7 @@ class Manifest:
             batch=raw["batch"],
             stream_wm=raw["stream_wm"],
             global_wm=raw["global_wm"],
-            slices=[SliceFiles(**s) for s in raw["slices"]],
+            units=[StateUnit(**u) for u in raw["units"]],
             dropped=raw["dropped"],
             totals=Totals(**raw["totals"]),
         )

@@ -2,7 +2,7 @@
 
 Layout under ``<checkpoint>/``:
 ``spark/`` (Spark's offset and commit logs), ``manifests/<batch>.json``,
-``state/<stream>/b=<batch>/sj_slice=<k>/`` (the rows batch b added to slice k), and
+``state/b=<batch>/sj_stream=<stream>/`` (the rows batch b added to the stream's state), and
 ``deadletter/<stream>/batch=<batch>/``.
 """
 
@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.runtime.manifest import Manifest, manifest_name, parse_manifest_name
+from streamjoin.runtime.manifest import (
+    Manifest,
+    batch_state_dir,
+    manifest_name,
+    parse_manifest_name,
+)
 
 if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
@@ -29,9 +34,9 @@ class StateStore:
         """Absolute location of a path relative to the checkpoint."""
         return f"{self.root}/{relative}"
 
-    def batch_dir(self, stream: str, batch: int) -> str:
-        """Where batch `batch` appends stream `stream`'s rows."""
-        return self.path(f"state/{stream}/b={batch}")
+    def batch_dir(self, batch: int) -> str:
+        """Where batch `batch` appends the rows of every stream."""
+        return self.path(batch_state_dir(batch))
 
     def deadletter_dir(self, stream: StreamDef) -> str:
         """The stream's ``deadletter`` option, or ``<checkpoint>/deadletter/<stream>``."""
@@ -60,7 +65,7 @@ class StateStore:
     def commit(self, manifest: Manifest, prev: Manifest) -> None:
         """Make `manifest` the committed state, then delete what no replay can need any more.
 
-        A replay of this batch starts from `prev`, which still references the slices this batch
+        A replay of this batch starts from `prev`, which still references the state units this batch
         dropped, so those are kept; the ones `prev` dropped are referenced by neither and go.
         """
         self.fs.write_text_atomic(

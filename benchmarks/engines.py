@@ -1,0 +1,289 @@
+"""The engines a benchmark compares, each run on one job over one backlog in its own process.
+
+- ``streamjoin``: this project's engine (`streamjoin.Engine.run` with ``once``).
+- ``spark-native``: Spark's own stream-stream join: each stream read with ``withWatermark`` and
+  the query's SELECT … JOIN … ON run as Spark SQL over the streaming views (equi predicates only;
+  Spark refuses the rest).
+- ``spark-foreach``: what a Spark user writes today for a non-equi join: ``foreachBatch``, keep
+  past input in a Parquet table and join each batch against it with the query's condition.
+
+All three read the same Parquet files with the same ``maxFilesPerTrigger`` and write Parquet. A
+listener records each micro-batch's ``triggerExecution`` time, so batch times are measured the
+same way for all of them. Run as ``python -m benchmarks.engines ENGINE JOB WORKDIR RESULT``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import typing as t
+from dataclasses import asdict, dataclass, field
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.model import Job, Query, StreamDef
+
+ENGINES = ("streamjoin", "spark-native", "spark-foreach")
+
+
+@dataclass
+class EngineRun:
+    """What one engine did on one job: the figures the harness reports."""
+
+    engine: str
+    rows_in: int = 0
+    seconds: float = 0.0
+    batch_ms: list[float] = field(default_factory=list)
+    durations: list[dict[str, int]] = field(default_factory=list)
+    out: dict[str, int] = field(default_factory=dict)
+    state_rows: int = 0
+    state_bytes: int = 0
+    error: str | None = None
+
+
+class _Batches:
+    """A streaming listener collecting per-batch trigger times and the last state figures."""
+
+    def __init__(self) -> None:
+        from pyspark.sql.streaming.listener import StreamingQueryListener
+
+        outer = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: t.Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: t.Any) -> None:
+                p = event.progress
+                if p.numInputRows > 0:
+                    outer.batch_ms.append(float(p.durationMs.get("triggerExecution", 0)))
+                    outer.durations.append({k: int(v) for k, v in p.durationMs.items()})
+                    outer.rows += int(p.numInputRows)
+                ops = p.stateOperators or []
+                outer.state_rows = sum(int(op.numRowsTotal) for op in ops)
+                outer.state_bytes = sum(int(op.memoryUsedBytes) for op in ops)
+
+            def onQueryIdle(self, event: t.Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: t.Any) -> None:
+                pass
+
+        self.listener = Listener()
+        self.batch_ms: list[float] = []
+        self.durations: list[dict[str, int]] = []
+        self.rows = 0
+        self.state_rows = 0
+        self.state_bytes = 0
+
+
+def session() -> SparkSession:
+    """The local session every engine runs on (streamjoin's defaults, 2 shuffle partitions)."""
+    from streamjoin.runtime.session import get_session
+
+    spark = get_session("local[2]")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    return spark
+
+
+def run_engine(engine: str, job_text: str, workdir: str) -> EngineRun:
+    """Run `engine` on the job to the end of its input; results go under `workdir`."""
+    from streamjoin.sql import parse_job
+
+    job = parse_job(job_text, "<benchmark>")
+    spark = session()
+    batches = _Batches()
+    spark.streams.addListener(batches.listener)
+    run = EngineRun(engine)
+    started = time.monotonic()
+    try:
+        if engine == "streamjoin":
+            _run_streamjoin(spark, job, workdir, run)
+        elif engine == "spark-native":
+            _run_native(spark, job, workdir)
+        elif engine == "spark-foreach":
+            _run_foreach(spark, job, workdir)
+        else:
+            msg = f"unknown engine {engine!r} (one of {', '.join(ENGINES)})"
+            raise ValueError(msg)
+        run.seconds = time.monotonic() - started
+        time.sleep(1.0)  # the listener's last events arrive asynchronously
+    finally:
+        spark.streams.removeListener(batches.listener)
+    run.batch_ms = batches.batch_ms
+    run.durations = batches.durations
+    run.rows_in = run.rows_in or batches.rows
+    if engine == "spark-native":
+        run.state_rows, run.state_bytes = batches.state_rows, batches.state_bytes
+    if not run.out:
+        run.out = {q.name: _count(spark, _out_path(job, q)) for q in job.queries}
+    return run
+
+
+def _out_path(job: Job, q: Query) -> str:
+    path = job.sink(q.sink).option("path")
+    assert path is not None
+    return path if len(job.queries) == 1 else f"{path}/{q.name}"
+
+
+def _count(spark: SparkSession, path: str) -> int:
+    return spark.read.parquet(path).count() if os.path.exists(path) else 0
+
+
+def _run_streamjoin(spark: SparkSession, job: Job, workdir: str, run: EngineRun) -> None:
+    from streamjoin.runtime.engine import Engine
+
+    summary = Engine(spark).run(
+        job, checkpoint=os.path.join(workdir, "ckpt"), once=True, progress=False
+    )
+    run.rows_in = sum(summary.rows_in.values())
+    run.out = dict(summary.out)
+    run.state_rows = sum(summary.state_rows.values())
+    run.state_bytes = _dir_bytes(os.path.join(workdir, "ckpt", "state"))
+
+
+def _dir_bytes(root: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(d, f))
+        for d, _, files in os.walk(root)
+        for f in files
+        if not f.startswith((".", "_"))
+    )
+
+
+def _stream_frame(spark: SparkSession, s: StreamDef) -> DataFrame:
+    from streamjoin.runtime.sources import reader_options, schema_ddl
+
+    df = (
+        spark.readStream.format(s.format)
+        .options(**reader_options(s))
+        .schema(schema_ddl(s))
+        .load(s.option("path"))
+    )
+    if s.watermark is not None:
+        df = df.withWatermark(s.watermark.column, f"{s.watermark.delay_us} microseconds")
+    return df
+
+
+def _query_sql(q: Query, left: str, right: str) -> str:
+    select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    return (
+        f"SELECT {select} FROM {left} AS {q.left.alias} JOIN {right} AS {q.right.alias} "
+        f"ON ({q.predicate})"
+    )
+
+
+def _run_native(spark: SparkSession, job: Job, workdir: str) -> None:
+    queries = []
+    for q in job.queries:
+        views = {}
+        for side in q.sides:
+            view = f"native_{q.name}_{side.alias}"
+            _stream_frame(spark, job.stream(side.stream)).createOrReplaceTempView(view)
+            views[side.alias] = view
+        out = spark.sql(_query_sql(q, views[q.left.alias], views[q.right.alias]))
+        queries.append(
+            out.writeStream.format("parquet")
+            .option("path", _out_path(job, q))
+            .option("checkpointLocation", os.path.join(workdir, "ckpt", q.name))
+            .trigger(availableNow=True)
+            .start()
+        )
+    for query in queries:
+        query.awaitTermination()
+
+
+def _run_foreach(spark: SparkSession, job: Job, workdir: str) -> None:
+    """The straightforward foreachBatch join: every batch's new rows joined with all kept rows
+    (within the largest window any query needs), then appended to the kept rows."""
+    from pyspark.sql import functions as F
+
+    from streamjoin.plan import plan_job
+
+    plan = plan_job(job)
+    frames = []
+    for i, sp in enumerate(plan.streams):
+        df = _stream_frame(spark, sp.stream)
+        cols = [F.col(c.name).alias(f"{sp.name}__{c.name}") for c in sp.stream.columns]
+        frames.append(df.select(F.lit(i).alias("_src"), *cols))
+    union = frames[0]
+    for f in frames[1:]:
+        union = union.unionByName(f, allowMissingColumns=True)
+    kept = os.path.join(workdir, "kept")
+    stream_wm: dict[str, int] = {}
+    horizon: dict[str, int] = {}
+
+    def batch(df: DataFrame, batch_id: int) -> None:
+        s = df.sparkSession
+        df.persist()
+        new = {}
+        for i, sp in enumerate(plan.streams):
+            cols = [F.col(f"{sp.name}__{c.name}").alias(c.name) for c in sp.stream.columns]
+            new[sp.name] = df.where(F.col("_src") == i).select(*cols)
+            new[sp.name].createOrReplaceTempView(f"new_{sp.name}")
+            path = os.path.join(kept, sp.name)
+            old = (
+                s.read.parquet(path)
+                if os.path.exists(path)
+                else s.createDataFrame([], new[sp.name].schema)
+            )
+            ts = sp.stream.event_time
+            if sp.name in horizon and ts is not None:
+                # Rows no future row can join are filtered out (the kept table only grows).
+                old = old.where(F.col(ts) >= F.expr(f"timestamp_micros({horizon[sp.name]})"))
+            old.createOrReplaceTempView(f"old_{sp.name}")
+        for q in job.queries:
+            lv, rv = q.left.stream, q.right.stream
+            parts = [
+                _query_sql(
+                    q, f"new_{lv}", f"(SELECT * FROM old_{rv} UNION ALL SELECT * FROM new_{rv})"
+                ),
+                _query_sql(q, f"old_{lv}", f"new_{rv}"),
+            ]
+            s.sql(" UNION ALL ".join(f"({p})" for p in parts)).write.mode("append").parquet(
+                _out_path(job, q)
+            )
+        for sp in plan.streams:
+            new[sp.name].write.mode("append").parquet(os.path.join(kept, sp.name))
+            wm = sp.stream.watermark
+            if wm is not None:
+                hi = new[sp.name].agg(F.max(F.unix_micros(F.col(wm.column)))).first()
+                if hi is not None and hi[0] is not None:
+                    mark = int(hi[0]) - wm.delay_us
+                    stream_wm[sp.name] = max(stream_wm.get(sp.name, mark), mark)
+        timed = [sp for sp in plan.streams if sp.stream.watermark is not None]
+        if timed and all(sp.name in stream_wm for sp in timed):
+            global_wm = min(stream_wm[sp.name] for sp in timed)
+            for sp in plan.streams:
+                h = sp.horizon(global_wm)
+                if h is not None:
+                    horizon[sp.name] = h
+        df.unpersist()
+
+    (
+        union.writeStream.foreachBatch(batch)
+        .option("checkpointLocation", os.path.join(workdir, "ckpt", "foreach"))
+        .trigger(availableNow=True)
+        .start()
+        .awaitTermination()
+    )
+
+
+def main(argv: list[str]) -> int:
+    engine, job_file, workdir, result = argv
+    with open(job_file, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        run = run_engine(engine, text, workdir)
+    except Exception as err:  # reported to the harness, which prints it
+        run = EngineRun(engine, error=f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    with open(result, "w", encoding="utf-8") as f:
+        json.dump(asdict(run), f)
+    return 0 if run.error is None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,263 @@
+"""Run a workload: every case by our engine and its peer, side by side, then the figures.
+
+Each engine runs in a fresh Python + JVM process (so its peak memory is its own) on the same
+backlog; the parent samples the resident memory of that process tree. Results are checked
+against each other and against an exact batch join of the whole backlog computed by DuckDB (the
+backlogs carry no late rows, so the streaming result must equal it). The last line printed is
+one JSON object with every figure and the ratios.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import typing as t
+from dataclasses import dataclass
+
+from benchmarks.workloads import SIZES, WORKLOADS
+
+if t.TYPE_CHECKING:
+    from benchmarks.workloads import Case
+
+ROOT = os.path.join(tempfile.gettempdir(), "streamjoin-bench")
+
+
+@dataclass
+class _Peak:
+    rss: int = 0
+
+
+def _sample_tree(pid: int, peak: _Peak, done: threading.Event) -> None:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+    except psutil.Error:
+        return
+    while not done.is_set():
+        try:
+            procs = [proc, *proc.children(recursive=True)]
+            rss = 0
+            for p in procs:
+                with contextlib.suppress(psutil.Error):
+                    rss += p.memory_info().rss
+            peak.rss = max(peak.rss, rss)
+        except psutil.Error:
+            return
+        done.wait(0.2)
+
+
+def run_engine_process(engine: str, job: str, workdir: str) -> dict[str, t.Any]:
+    """One engine on one job in a child process; its EngineRun as a dict, plus peak memory."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    out = os.path.join(workdir, "out")
+    job_file = os.path.join(workdir, "job.sql")
+    with open(job_file, "w", encoding="utf-8") as f:
+        f.write(job.replace("{out}", out))
+    result = os.path.join(workdir, "result.json")
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.engines", engine, job_file, workdir, result],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak, done = _Peak(), threading.Event()
+    sampler = threading.Thread(target=_sample_tree, args=(proc.pid, peak, done), daemon=True)
+    sampler.start()
+    _, stderr = proc.communicate()
+    done.set()
+    sampler.join()
+    if not os.path.exists(result):
+        tail = "\n".join(stderr.strip().splitlines()[-5:])
+        return {"engine": engine, "error": f"exit {proc.returncode}: {tail}"}
+    with open(result, encoding="utf-8") as f:
+        run: dict[str, t.Any] = json.load(f)
+    run["peak_rss_mb"] = round(peak.rss / 2**20, 1)
+    return run
+
+
+def expected_counts(case: Case) -> dict[str, int]:
+    """The exact result size of each query: a batch join of the whole backlog in DuckDB."""
+    import duckdb
+    import sqlglot
+
+    from streamjoin.sql import parse_job
+
+    job = parse_job(case.job.replace("{out}", "/dev/null"), case.name)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for s in job.streams:
+        con.execute(
+            f"CREATE VIEW {s.name} AS SELECT * FROM read_parquet('{s.option('path')}/*.parquet')"
+        )
+    counts = {}
+    for q in job.queries:
+        on = sqlglot.transpile(q.predicate, read="spark", write="duckdb")[0]
+        sql = (
+            f"SELECT count(*) FROM {q.left.stream} AS {q.left.alias} "
+            f"JOIN {q.right.stream} AS {q.right.alias} ON {on}"
+        )
+        row = con.execute(sql).fetchone()
+        counts[q.name] = int(row[0]) if row else 0
+    return counts
+
+
+def _percentile(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    i = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[i]
+
+
+def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
+    """Throughput, batch-time percentiles and state cost per live tuple of one engine run."""
+    if run.get("error"):
+        return run
+    batch = run.get("batch_ms") or []
+    raw_per_row = sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
+    live = run.get("state_rows") or 0
+    state_bytes = run.get("state_bytes") or 0
+    return {
+        "engine": run["engine"],
+        "rows": run["rows_in"],
+        "seconds": round(run["seconds"], 2),
+        "throughput": round(run["rows_in"] / run["seconds"], 1) if run["seconds"] else None,
+        "batches": len(batch),
+        "batch_p50_ms": _percentile(batch, 50),
+        "batch_p95_ms": _percentile(batch, 95),
+        "batch_p99_ms": _percentile(batch, 99),
+        "batch_ms": batch,
+        "peak_rss_mb": run.get("peak_rss_mb"),
+        "out": run.get("out"),
+        "state_rows": live,
+        "state_bytes_per_tuple": round(state_bytes / live, 1) if live else None,
+        "state_to_raw": round(state_bytes / live / raw_per_row, 2) if live else None,
+    }
+
+
+def run_case(
+    case: Case,
+    size: str,
+    *,
+    engines: t.Sequence[str] | None = None,
+    progress: t.TextIO | None = None,
+) -> dict[str, t.Any]:
+    """Both engines on `case`, checked against each other and DuckDB, with the ratios."""
+    which = [e for e in ("streamjoin", case.peer) if engines is None or e in engines]
+    results = {}
+    for engine in which:
+        _say(progress, f"[{case.name}] running {engine} …")
+        run = run_engine_process(engine, case.job, os.path.join(ROOT, "work", case.name, engine))
+        results[engine] = figures(run, case)
+        _say(progress, f"[{case.name}] {engine}: {_brief(results[engine])}")
+    expected = expected_counts(case)
+    agree = all(r.get("out") == expected for r in results.values())
+    ours, peer = results.get("streamjoin", {}), results.get(case.peer, {})
+    ratios: dict[str, float | None] = {}
+    if ours.get("throughput") and peer.get("throughput"):
+        ratios["throughput"] = round(ours["throughput"] / peer["throughput"], 2)
+        if ours.get("batch_p99_ms") and peer.get("batch_p99_ms"):
+            ratios["batch_p99"] = round(ours["batch_p99_ms"] / peer["batch_p99_ms"], 2)
+    return {
+        "case": case.name,
+        "size": size,
+        "predicate": case.predicate,
+        "window_seconds": case.window_seconds,
+        "input_rows": case.backlog.total_rows,
+        "files": case.backlog.files,
+        "expected": expected,
+        "results_agree": agree,
+        "engines": results,
+        "ratios": ratios,
+    }
+
+
+def _say(progress: t.TextIO | None, text: str) -> None:
+    if progress is not None:
+        print(text, file=progress, flush=True)
+
+
+def _brief(r: dict[str, t.Any]) -> str:
+    if r.get("error"):
+        return f"ERROR {r['error']}"
+    return (
+        f"{r['throughput']} rows/s, {r['seconds']} s, batches p50/p99 "
+        f"{r['batch_p50_ms']}/{r['batch_p99_ms']} ms, out {r['out']}, peak {r['peak_rss_mb']} MB"
+    )
+
+
+def machine() -> dict[str, t.Any]:
+    """Cores, memory and versions, reported with every run."""
+    import psutil
+    import pyspark
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "cpu": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "java": (java.strip().splitlines() or ["?"])[0],
+    }
+
+
+def run_workload(
+    workload: str,
+    size: str = "quick",
+    *,
+    engines: t.Sequence[str] | None = None,
+    progress: t.TextIO | None = None,
+) -> dict[str, t.Any]:
+    """Every case of `workload` at `size`; the JSON object the CLI prints last.
+
+    `engines` limits the run to some of ``streamjoin`` and the peers; `progress` receives a line
+    per engine run.
+    """
+    if workload not in WORKLOADS:
+        msg = f"unknown workload {workload!r}; one of: {', '.join(WORKLOADS)}"
+        raise ValueError(msg)
+    if size not in SIZES:
+        msg = f"unknown size {size!r}; one of: {', '.join(SIZES)}"
+        raise ValueError(msg)
+    started = time.monotonic()
+    _say(progress, f"[{workload}] generating the {size} backlog …")
+    cases = WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size)
+    return {
+        "workload": workload,
+        "size": size,
+        "machine": machine(),
+        "cases": [run_case(c, size, engines=engines, progress=progress) for c in cases],
+        "wall_seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def summary_line(report: dict[str, t.Any]) -> list[str]:
+    """One human line per case: throughput of each engine, the ratio, and whether they agree."""
+    lines = []
+    for c in report["cases"]:
+        engines = ", ".join(
+            f"{name} {r.get('throughput')} rows/s" for name, r in c["engines"].items()
+        )
+        ratio = c["ratios"].get("throughput")
+        agree = "results agree" if c["results_agree"] else "RESULTS DIFFER"
+        lines.append(f"{c['case']}: {engines}; ratio {ratio}; {agree}")
+    return lines
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_workload(sys.argv[1], sys.argv[2], progress=sys.stderr)))

@@ -1,0 +1,290 @@
+"""Nexmark events (person, auction, bid) as Arrow tables, and the join jobs q3, q8 and q9.
+
+The data model follows the reference generator (nexmark/nexmark, ``GeneratorConfig``,
+``PersonGenerator``, ``AuctionGenerator``, ``BidGenerator``), vectorised with numpy: event i of
+every block of 50 is a person (offset 0), an auction (offsets 1-3) or a bid (offsets 4-49), and
+happens at ``base_time + i / events_per_second``. Two deliberate departures keep every join key
+valid: the generator's id "leads" (ids of people and auctions not created yet) are dropped, and a
+hot bidder is clamped to the last person created; so every seller, bidder and auction referenced by
+an event was created by an earlier event.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
+
+from benchmarks.tpch import TS, duckdb_count, epoch_us, job_text, schema, stream_ddl
+
+if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+    from datetime import datetime
+
+    from numpy.typing import NDArray
+
+    Ints = NDArray[np.int64]
+
+FIRST_PERSON_ID = 1000
+FIRST_AUCTION_ID = 1000
+FIRST_CATEGORY_ID = 10
+NUM_CATEGORIES = 5
+PERSON_PROPORTION, AUCTION_PROPORTION, BID_PROPORTION = 1, 3, 46
+TOTAL_PROPORTION = PERSON_PROPORTION + AUCTION_PROPORTION + BID_PROPORTION
+# Probabilities (GeneratorConfig): a seller/auction/bidder is hot with probability 1 - 1/ratio.
+HOT_SELLERS_RATIO, HOT_AUCTION_RATIO, HOT_BIDDERS_RATIO = 4, 2, 4
+# The hot one is the first id of the current batch of this many (the generators' constants).
+HOT_BATCH = 100
+NUM_ACTIVE_PEOPLE = 1000
+NUM_IN_FLIGHT_AUCTIONS = 100
+MAX_AUCTION_SECONDS = 10
+"""No auction lasts longer, so q9 may bound a bid's time by its auction's plus this."""
+
+US_STATES = ("AZ", "CA", "ID", "OR", "WA", "WY")
+US_CITIES = (
+    "Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland",
+    "Bend", "Redmond", "Seattle", "Kent", "Cheyenne",
+)  # fmt: skip
+FIRST_NAMES = (
+    "Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter",
+)  # fmt: skip
+LAST_NAMES = (
+    "Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris",
+)  # fmt: skip
+CHANNELS = ("Google", "Facebook", "Baidu", "Apple")
+
+PERSON_SCHEMA = schema(
+    "id BIGINT, name STRING, email STRING, credit_card STRING, city STRING, state STRING,"
+    " date_time TIMESTAMP"
+)
+AUCTION_SCHEMA = schema(
+    "id BIGINT, item_name STRING, initial_bid BIGINT, reserve BIGINT, date_time TIMESTAMP,"
+    " expires TIMESTAMP, seller BIGINT, category BIGINT"
+)
+BID_SCHEMA = schema(
+    "auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, date_time TIMESTAMP"
+)
+
+
+def nexmark_tables(
+    events: int,
+    *,
+    seed: int = 0,
+    events_per_second: float = 10_000.0,
+    base_time: datetime | None = None,
+) -> dict[str, pa.Table]:
+    """Events ``0 .. events-1`` split into the ``person``, ``auction`` and ``bid`` tables.
+
+    Each table is in event order (so its ``date_time`` never decreases); the same arguments
+    always give the same tables. A naive `base_time` is read as UTC.
+    """
+    if events < 0 or events_per_second <= 0:
+        msg = "events must be >= 0 and events_per_second > 0"
+        raise ValueError(msg)
+    base_us = epoch_us(base_time)
+    step_us = 1e6 / events_per_second
+    rng = np.random.default_rng(seed)
+    ev = np.arange(events, dtype=np.int64)
+    epoch, offset = np.divmod(ev, TOTAL_PROPORTION)
+    kind = np.where(
+        offset < PERSON_PROPORTION,
+        0,
+        np.where(offset < PERSON_PROPORTION + AUCTION_PROPORTION, 1, 2),
+    )
+    # floor(i * step) like GeneratorConfig.timestampForEvent, but in microseconds.
+    ts = base_us + np.floor(ev * step_us).astype(np.int64)
+    # Base-0 id of the last person / auction created at or before each event.
+    last_person = epoch * PERSON_PROPORTION + np.minimum(offset, PERSON_PROPORTION - 1)
+    last_auction = np.where(
+        offset < PERSON_PROPORTION,
+        epoch * AUCTION_PROPORTION - 1,
+        epoch * AUCTION_PROPORTION + np.minimum(offset - PERSON_PROPORTION, AUCTION_PROPORTION - 1),
+    )
+    p, a, b = (np.flatnonzero(kind == k) for k in range(3))
+    return {
+        "person": _persons(rng, last_person[p], ts[p]),
+        "auction": _auctions(rng, last_person[a], last_auction[a], ts[a], step_us),
+        "bid": _bids(rng, last_person[b], last_auction[b], ts[b]),
+    }
+
+
+def _persons(rng: np.random.Generator, ids: Ints, ts: Ints) -> pa.Table:
+    n = len(ids)
+    names = [f"{f} {last}" for f in FIRST_NAMES for last in LAST_NAMES]
+    name = rng.integers(0, len(FIRST_NAMES), n) * len(LAST_NAMES)
+    name += rng.integers(0, len(LAST_NAMES), n)
+    email = _strings(
+        _letters(rng, n, 3, 7), _literal(n, "@"), _letters(rng, n, 3, 5), _literal(n, ".com")
+    )
+    digits = rng.integers(ord("0"), ord("9") + 1, (n, 19), dtype=np.uint8)
+    digits[:, 4::5] = ord(" ")  # "dddd dddd dddd dddd", as the generator formats it
+    card = _strings((digits, np.full(n, 19, dtype=np.int64)))
+    columns = [
+        ids + FIRST_PERSON_ID,
+        pc.take(pa.array(names), pa.array(name)),
+        email,
+        card,
+        _pick(rng, US_CITIES, n),
+        _pick(rng, US_STATES, n),
+        pa.array(ts, TS),
+    ]
+    return pa.Table.from_arrays(columns, schema=PERSON_SCHEMA)
+
+
+def _auctions(
+    rng: np.random.Generator, last_person: Ints, ids: Ints, ts: Ints, step_us: float
+) -> pa.Table:
+    n = len(ids)
+    # AuctionGenerator.nextSellerIdWithRandom: mostly the hot seller of the current batch.
+    hot = rng.integers(0, HOT_SELLERS_RATIO, n) > 0
+    seller = np.where(hot, last_person // HOT_BATCH * HOT_BATCH, _active_person(rng, last_person))
+    initial = _prices(rng, n)
+    # nextAuctionLengthMs: 1 ms + up to twice the time until NUM_IN_FLIGHT_AUCTIONS more auctions
+    # exist, but never above MAX_AUCTION_SECONDS (uniform below it, not piled up at it).
+    horizon_us = int(NUM_IN_FLIGHT_AUCTIONS * TOTAL_PROPORTION // AUCTION_PROPORTION * step_us)
+    spread_ms = max(min(2 * (horizon_us // 1000), MAX_AUCTION_SECONDS * 1000 - 1), 1)
+    length_us = (1 + rng.integers(0, spread_ms, n)) * 1000
+    columns = [
+        ids + FIRST_AUCTION_ID,
+        _strings(_letters(rng, n, 3, 20)),
+        initial,
+        initial + _prices(rng, n),
+        pa.array(ts, TS),
+        pa.array(ts + length_us, TS),
+        seller + FIRST_PERSON_ID,
+        FIRST_CATEGORY_ID + rng.integers(0, NUM_CATEGORIES, n),
+    ]
+    return pa.Table.from_arrays(columns, schema=AUCTION_SCHEMA)
+
+
+def _bids(rng: np.random.Generator, last_person: Ints, last_auction: Ints, ts: Ints) -> pa.Table:
+    n = len(ts)
+    # BidGenerator.nextBid: hot auctions and bidders, else recent ones (no ids ahead of time).
+    hot = rng.integers(0, HOT_AUCTION_RATIO, n) > 0
+    low = np.maximum(last_auction - NUM_IN_FLIGHT_AUCTIONS, 0)
+    recent = low + rng.integers(0, last_auction - low + 1)
+    auction = np.where(hot, last_auction // HOT_BATCH * HOT_BATCH, recent)
+    hot = rng.integers(0, HOT_BIDDERS_RATIO, n) > 0
+    # The second of the batch, so hot bidders and hot sellers differ; clamped to exist already.
+    hot_bidder = np.minimum(last_person // HOT_BATCH * HOT_BATCH + 1, last_person)
+    bidder = np.where(hot, hot_bidder, _active_person(rng, last_person))
+    columns = [
+        auction + FIRST_AUCTION_ID,
+        bidder + FIRST_PERSON_ID,
+        _prices(rng, n),
+        _pick(rng, CHANNELS, n),
+        pa.array(ts, TS),
+    ]
+    return pa.Table.from_arrays(columns, schema=BID_SCHEMA)
+
+
+def _active_person(rng: np.random.Generator, last_person: Ints) -> Ints:
+    """PersonGenerator.nextBase0PersonId without the lead: one of the last active people."""
+    people = last_person + 1
+    active = np.minimum(people, NUM_ACTIVE_PEOPLE)
+    return t.cast("Ints", people - active + rng.integers(0, active))
+
+
+def _prices(rng: np.random.Generator, n: int) -> Ints:
+    """PriceGenerator.nextPrice: log-uniform in [10^2, 10^8] (cents, so $1 to $1M)."""
+    return np.rint(10.0 ** (rng.random(n) * 6.0) * 100.0).astype(np.int64)
+
+
+def _pick(rng: np.random.Generator, values: t.Sequence[str], n: int) -> pa.Array:
+    return pc.take(pa.array(values), pa.array(rng.integers(0, len(values), n)))
+
+
+Segment = tuple["NDArray[np.uint8]", "Ints"]
+"""Characters ``(n, width)`` and the length of each row's prefix that is used."""
+
+
+def _letters(rng: np.random.Generator, n: int, low: int, high: int) -> Segment:
+    """StringsGenerator.nextString: lower-case letters, length in ``[low, high)``."""
+    chars = rng.integers(ord("a"), ord("z") + 1, (n, high - 1), dtype=np.uint8)
+    return chars, rng.integers(low, high, n)
+
+
+def _literal(n: int, text: str) -> Segment:
+    chars = np.frombuffer(text.encode(), dtype=np.uint8)
+    return np.broadcast_to(chars, (n, len(chars))), np.full(n, len(chars), dtype=np.int64)
+
+
+def _strings(*segments: Segment) -> pa.Array:
+    """Concatenate the used prefixes of each segment, row by row, into a string array."""
+    n = len(segments[0][1])
+    chars = np.concatenate([c for c, _ in segments], axis=1)
+    used = np.concatenate([np.arange(c.shape[1]) < k[:, None] for c, k in segments], axis=1)
+    lengths = np.sum([k for _, k in segments], axis=0, dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.ascontiguousarray(chars[used])  # row-major: row by row, segment by segment
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+_QUERIES: dict[str, tuple[tuple[str, str], str, str]] = {
+    # Full history: a person may sell in category 10 at any later time.
+    "q3": (
+        ("person", "auction"),
+        "p.name AS name, p.city AS city, p.state AS state, a.id AS aid",
+        """person p JOIN auction a ON a.seller = p.id
+WHERE a.category = 10 AND p.state IN ('OR', 'ID', 'CA')""",
+    ),
+    # Same 10 s tumbling window; the BETWEEN is implied by it and lets state expire.
+    "q8": (
+        ("person", "auction"),
+        "p.id AS pid, p.name AS name, floor(unix_seconds(p.date_time) / 10) * 10 AS window_start",
+        """person p JOIN auction a
+  ON p.id = a.seller
+ AND floor(unix_seconds(p.date_time) / 10) = floor(unix_seconds(a.date_time) / 10)
+ AND a.date_time BETWEEN p.date_time - INTERVAL '10' SECOND
+                     AND p.date_time + INTERVAL '10' SECOND""",
+    ),
+    # Bids on open auctions. The second BETWEEN is implied (no auction outlasts the maximum);
+    # it is one range on date_time because the planner reads a window only from such ranges
+    # (``b.date_time <= a.date_time + ...`` alone leaves the window open below: bids kept forever).
+    "q9": (
+        ("auction", "bid"),
+        "a.id AS aid, b.bidder AS bidder, b.price AS price, b.date_time AS date_time",
+        f"""auction a JOIN bid b
+  ON b.auction = a.id
+ AND b.date_time BETWEEN a.date_time AND a.expires
+ AND b.date_time BETWEEN a.date_time
+                     AND a.date_time + INTERVAL '{MAX_AUCTION_SECONDS}' SECOND""",
+    ),
+}
+QUERIES = tuple(_QUERIES)
+_SCHEMAS = {"person": PERSON_SCHEMA, "auction": AUCTION_SCHEMA, "bid": BID_SCHEMA}
+
+
+def nexmark_job(
+    query: str,
+    paths: Mapping[str, str],
+    out: str,
+    options: Mapping[str, str] | None = None,
+) -> str:
+    """The job file of Nexmark `query` (``q3``, ``q8`` or ``q9``) over Parquet directories.
+
+    Args:
+        query: which query.
+        paths: directory of each stream the query reads (``person``, ``auction``, ``bid``).
+        out: directory of the Parquet sink ``out``.
+        options: extra WITH options of every stream, e.g. ``{"maxFilesPerTrigger": "1"}``.
+    """
+    streams, select, join = _query(query)
+    ddl = [stream_ddl(s, _SCHEMAS[s], "date_time", paths[s], options) for s in streams]
+    return job_text(f"Nexmark {query}", ddl, out, f"SELECT {select}\nFROM {join}")
+
+
+def expected_count(query: str, tables: Mapping[str, pa.Table]) -> int:
+    """The output rows of `query` over all of `tables`, by a batch join in DuckDB."""
+    join = _query(query)[2].replace("unix_seconds(", "epoch(")  # DuckDB's name for it
+    return duckdb_count(join, tables)
+
+
+def _query(query: str) -> tuple[tuple[str, str], str, str]:
+    if query not in _QUERIES:
+        msg = f"unknown Nexmark query {query!r}; expected one of {', '.join(QUERIES)}"
+        raise ValueError(msg)
+    return _QUERIES[query]

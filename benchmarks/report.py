@@ -1,0 +1,264 @@
+"""RESULTS.md and its plots from the JSON reports of full runs.
+
+``python -m benchmarks.report`` reads ``benchmarks/results/<workload>.json`` (written by
+``streamjoin bench WORKLOAD --out benchmarks/results/WORKLOAD.json``), checks each target of the
+benchmark issue against the numbers, and writes ``benchmarks/RESULTS.md`` with two plots beside
+it: throughput against window size, and the distribution of micro-batch times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import typing as t
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+ORDER = ("equi", "band", "theta", "window-growth", "tpch", "nexmark")
+
+Report = dict[str, t.Any]
+
+
+def load(folder: str = RESULTS) -> dict[str, Report]:
+    """The reports present, by workload."""
+    reports = {}
+    for name in ORDER:
+        path = os.path.join(folder, f"{name}.json")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                reports[name] = json.load(f)
+    return reports
+
+
+def _case(reports: dict[str, Report], workload: str, case: str) -> dict[str, t.Any] | None:
+    for c in reports.get(workload, {}).get("cases", []):
+        if c["case"] == case:
+            return t.cast("dict[str, t.Any]", c)
+    return None
+
+
+def _ours(case: dict[str, t.Any] | None, figure: str = "throughput") -> float | None:
+    if case is None:
+        return None
+    value = case["engines"].get("streamjoin", {}).get(figure)
+    return float(value) if value is not None else None
+
+
+def _peer(case: dict[str, t.Any] | None, figure: str = "throughput") -> float | None:
+    if case is None:
+        return None
+    for name, r in case["engines"].items():
+        if name != "streamjoin" and r.get(figure) is not None:
+            return float(r[figure])
+    return None
+
+
+def targets(reports: dict[str, Report]) -> list[tuple[str, str, bool | None]]:
+    """(target, the numbers, met?) for every target; None when its run is missing."""
+    rows: list[tuple[str, str, bool | None]] = []
+    equi = _case(reports, "equi", "equi")
+    ratio = equi["ratios"].get("throughput") if equi else None
+    p99 = equi["ratios"].get("batch_p99") if equi else None
+    rows.append(
+        (
+            "equi: throughput ≥ 2× Spark's native join, p99 batch time no worse",
+            f"throughput ×{ratio}, p99 ×{p99}",
+            None if ratio is None else ratio >= 2 and p99 is not None and p99 <= 1,
+        )
+    )
+    for kind in ("band", "theta"):
+        c = _case(reports, kind, kind)
+        r = c["ratios"].get("throughput") if c else None
+        rows.append(
+            (
+                f"{kind}: throughput ≥ 30× the foreachBatch join",
+                f"×{r}",
+                None if r is None else r >= 30,
+            )
+        )
+    band, eq = _ours(_case(reports, "band", "band")), _ours(equi)
+    rows.append(
+        (
+            "band: our band throughput ≥ 0.5× our equi throughput",
+            f"{band} vs {eq} rows/s" + (f" (×{band / eq:.2f})" if band and eq else ""),
+            None if not (band and eq) else band >= 0.5 * eq,
+        )
+    )
+    for kind in ("equi", "band"):
+        small = _ours(_case(reports, "window-growth", f"{kind}-10s"))
+        large = _ours(_case(reports, "window-growth", f"{kind}-100s"))
+        p_small = _peer(_case(reports, "window-growth", f"{kind}-10s"))
+        p_large = _peer(_case(reports, "window-growth", f"{kind}-100s"))
+        fall = small / large if small and large else None
+        peer_fall = p_small / p_large if p_small and p_large else None
+        rows.append(
+            (
+                f"window-growth ({kind}): our throughput falls < 2× from a 10 s to a 100 s window",
+                f"falls ×{fall:.2f}"
+                if fall
+                else "missing" + (f" (peer ×{peer_fall:.2f})" if peer_fall else ""),
+                None if fall is None else fall < 2,
+            )
+        )
+    worst = None
+    for report in reports.values():
+        for c in report["cases"]:
+            v = c["engines"].get("streamjoin", {}).get("state_to_raw")
+            if v is not None:
+                worst = v if worst is None else max(worst, v)
+    rows.append(
+        (
+            "state ≤ 2× the raw bytes of the live tuples",
+            f"worst ×{worst}",
+            None if worst is None else worst <= 2,
+        )
+    )
+    return rows
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if v >= 100 else f"{v:g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def table(reports: dict[str, Report]) -> list[str]:
+    """One markdown row per engine and case."""
+    head = (
+        "| workload | case | engine | rows | rows/s | ratio | batch p50 / p95 / p99 ms | "
+        "peak MB | state B/tuple (×raw) | results agree |"
+    )
+    lines = [head, "|" + "---|" * 10]
+    for name, report in reports.items():
+        for c in report["cases"]:
+            for engine, r in c["engines"].items():
+                ratio = c["ratios"].get("throughput") if engine == "streamjoin" else None
+                if r.get("error"):
+                    lines.append(f"| {name} | {c['case']} | {engine} | error: {r['error']} |")
+                    continue
+                batches = " / ".join(
+                    _fmt(r.get(k)) for k in ("batch_p50_ms", "batch_p95_ms", "batch_p99_ms")
+                )
+                state = (
+                    f"{_fmt(r.get('state_bytes_per_tuple'))} (×{_fmt(r.get('state_to_raw'))})"
+                    if r.get("state_bytes_per_tuple")
+                    else "–"
+                )
+                lines.append(
+                    f"| {name} | {c['case']} | {engine} | {_fmt(r.get('rows'))} | "
+                    f"{_fmt(r.get('throughput'))} | {_fmt(ratio)} | {batches} | "
+                    f"{_fmt(r.get('peak_rss_mb'))} | {state} | "
+                    f"{'yes' if c['results_agree'] else 'NO'} |"
+                )
+    return lines
+
+
+def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
+    """Write the PNG plots; return their file names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    growth = reports.get("window-growth")
+    if growth:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for kind in ("equi", "band"):
+            cases = [c for c in growth["cases"] if c["case"].startswith(f"{kind}-")]
+            cases.sort(key=lambda c: c["window_seconds"])
+            for engine in {e for c in cases for e in c["engines"]}:
+                xs = [c["window_seconds"] for c in cases if engine in c["engines"]]
+                ys = [
+                    c["engines"][engine].get("throughput") or 0
+                    for c in cases
+                    if engine in c["engines"]
+                ]
+                ax.plot(xs, ys, marker="o", label=f"{kind}: {engine}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("window half-width (s)")
+        ax.set_ylabel("input rows / s")
+        ax.set_title("Throughput against window size")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(folder, "window_growth.png"), dpi=110)
+        plt.close(fig)
+        written.append("window_growth.png")
+    series = []
+    for name in ("equi", "band", "theta"):
+        c = _case(reports, name, name)
+        if c:
+            for engine, r in c["engines"].items():
+                if r.get("batch_ms"):
+                    series.append((f"{name}\n{engine}", [v / 1000 for v in r["batch_ms"]]))
+    if series:
+        fig, ax = plt.subplots(figsize=(max(6, len(series) * 1.2), 4))
+        ax.boxplot([s for _, s in series], whis=(1, 99))
+        ax.set_xticks(range(1, len(series) + 1), [n for n, _ in series], fontsize=7)
+        ax.set_ylabel("micro-batch time (s)")
+        ax.set_yscale("log")
+        ax.set_title("Micro-batch times (whiskers: p1-p99)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(folder, "batch_times.png"), dpi=110)
+        plt.close(fig)
+        written.append("batch_times.png")
+    return written
+
+
+def render(reports: dict[str, Report], notes: str = "") -> str:
+    """The text of RESULTS.md."""
+    if not reports:
+        return "# Benchmark results\n\nNo full run recorded yet.\n"
+    machine = next(iter(reports.values()))["machine"]
+    lines = [
+        "# Benchmark results",
+        "",
+        "Latest full runs, one per workload, each engine in its own process on the same "
+        "Parquet backlog (`maxFilesPerTrigger = 1`). Reproduce with:",
+        "",
+        "```",
+        *(f"streamjoin bench {name} --out benchmarks/results/{name}.json" for name in reports),
+        "python -m benchmarks.report",
+        "```",
+        "",
+        f"Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu']}; "
+        f"Python {machine['python']}, PySpark {machine['pyspark']}, {machine['java']}; "
+        "`local[2]`, 2 shuffle partitions.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | met |",
+        "|---|---|---|",
+    ]
+    for name, numbers, met in targets(reports):
+        verdict = "–" if met is None else "yes" if met else "**no**"
+        lines.append(f"| {name} | {numbers} | {verdict} |")
+    lines += ["", "## All figures", "", *table(reports), ""]
+    for png in plots(reports):
+        lines += [f"![{png}]({png})", ""]
+    if notes:
+        lines += [notes.rstrip(), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    notes_path = os.path.join(HERE, "results", "NOTES.md")
+    notes = ""
+    if os.path.exists(notes_path):
+        with open(notes_path, encoding="utf-8") as f:
+            notes = f.read()
+    text = render(load(argv[0] if argv else RESULTS), notes)
+    with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

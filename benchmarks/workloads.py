@@ -1,0 +1,185 @@
+"""The benchmark workloads: backlogs, job texts and the peer each is measured against.
+
+Every workload has three sizes: ``tiny`` (the correctness test), ``quick`` (development, well
+under three minutes) and ``full`` (the record in RESULTS.md). A workload expands into cases; each
+case is one job run by our engine and by its peer on the same backlog.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+import pyarrow.compute as pc
+
+from benchmarks.data import two_streams, write_backlog
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from benchmarks.data import Backlog
+
+SIZES = ("tiny", "quick", "full")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One job measured by our engine and `peer`; `{out}` in the job is the result directory."""
+
+    name: str
+    job: str
+    peer: str
+    backlog: Backlog
+    window_seconds: float | None = None
+    predicate: str = ""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Size of a two-stream backlog: rows per stream, event-time span, number of files."""
+
+    rows: int
+    span_seconds: float
+    files: int
+
+    @property
+    def rate(self) -> float:
+        """Rows per second of event time, per stream."""
+        return self.rows / self.span_seconds
+
+
+TWO_STREAM_SHAPES = {
+    "tiny": Shape(1_500, 30.0, 3),
+    "quick": Shape(200_000, 100.0, 4),
+    "full": Shape(1_000_000, 500.0, 10),
+}
+X_RANGE = 1_000_000.0
+MATCHES_PER_ROW = 1.0
+WATERMARK_SECONDS = 2
+
+_STREAM = """CREATE STREAM {name} (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
+    WATERMARK FOR ts AS ts - INTERVAL '{wm}' SECOND)
+  WITH (format = 'parquet', path = '{path}', maxFilesPerTrigger = '1');
+"""
+
+
+def two_stream_job(backlog: Backlog, on: str) -> str:
+    """A job joining streams ``a l`` and ``b r`` of `backlog` on `on`, into ``{out}``."""
+    streams = "".join(
+        _STREAM.format(name=n, wm=WATERMARK_SECONDS, path=backlog.streams[n]) for n in ("a", "b")
+    )
+    return (
+        streams
+        + "CREATE SINK out WITH (format = 'parquet', path = '{out}');\n"
+        + f"INSERT INTO out SELECT l.id AS lid, r.id AS rid, l.k AS k, r.x - l.x AS dx\n"
+        f"FROM a l JOIN b r ON {on};\n"
+    )
+
+
+def _window(seconds: float) -> str:
+    s = int(seconds)
+    return f"r.ts BETWEEN l.ts - INTERVAL '{s}' SECOND AND l.ts + INTERVAL '{s}' SECOND"
+
+
+def _keys(shape: Shape, window: float) -> int:
+    """Key space giving `MATCHES_PER_ROW` matches per row: each row meets rate × 2W rows."""
+    return max(1, round(shape.rate * 2 * window / MATCHES_PER_ROW))
+
+
+def _predicates(kind: str, keys: int) -> str:
+    # One pair in `keys` matches, whichever the predicate: the same selectivity as equi.
+    if kind == "equi":
+        return "l.k = r.k"
+    if kind == "band":
+        return f"abs(l.x - r.x) <= {X_RANGE / keys / 2:.3f}"
+    if kind == "theta":
+        return f"l.x < r.x AND r.x < l.x + {X_RANGE / keys:.3f}"
+    msg = f"unknown predicate kind {kind!r}"
+    raise ValueError(msg)
+
+
+PEERS = {"equi": "spark-native", "band": "spark-foreach", "theta": "spark-foreach"}
+
+
+def two_stream_case(root: str, size: str, kind: str, window: float, name: str) -> Case:
+    shape = TWO_STREAM_SHAPES[size]
+    keys = _keys(shape, window)
+    tables = two_streams(
+        shape.rows, span_seconds=shape.span_seconds, keys=keys, x_range=X_RANGE, seed=7
+    )
+    backlog = write_backlog(f"{root}/{name}", tables, {"a": "ts", "b": "ts"}, shape.files)
+    on = f"{_predicates(kind, keys)} AND {_window(window)}"
+    return Case(name, two_stream_job(backlog, on), PEERS[kind], backlog, window, on)
+
+
+def _simple(kind: str) -> Callable[[str, str], list[Case]]:
+    def cases(root: str, size: str) -> list[Case]:
+        return [two_stream_case(root, size, kind, 10.0, kind)]
+
+    return cases
+
+
+def _window_growth(root: str, size: str) -> list[Case]:
+    return [
+        two_stream_case(root, size, kind, w, f"{kind}-{int(w)}s")
+        for kind in ("equi", "band")
+        for w in (1.0, 10.0, 100.0)
+    ]
+
+
+# TPC-H scale factor and event-time span per size; line items arrive 1-7 ms after their order.
+TPCH_SIZES = {"tiny": (0.001, 30.0, 3), "quick": (0.01, 60.0, 4), "full": (0.1, 300.0, 10)}
+TPCH_PEERS = {"equi": "spark-native", "band": "spark-foreach"}
+TINY_TPCH_ORDERKEY = 1200
+
+
+def _tpch(root: str, size: str) -> list[Case]:
+    from benchmarks.tpch import tpch_job, tpch_tables
+
+    sf, span, files = TPCH_SIZES[size]
+    tables = tpch_tables(sf, span_seconds=span)
+    if size == "tiny":
+        # The reference executor compares all pairs: keep the first orders only (scale 0.001
+        # is dbgen's smallest) and their line items.
+        tables = {
+            n: t.filter(pc.less(t["orderkey"], TINY_TPCH_ORDERKEY)) for n, t in tables.items()
+        }
+    backlog = write_backlog(f"{root}/tpch", tables, {n: "ts" for n in tables}, files)
+    return [
+        Case(
+            f"tpch-{q}",
+            tpch_job(q, backlog.streams, "{out}", _FILES_PER_TRIGGER),
+            TPCH_PEERS[q],
+            backlog,
+        )
+        for q in ("equi", "band")
+    ]
+
+
+# Nexmark events (person : auction : bid = 1 : 3 : 46) at 10,000 events per second of event time.
+NEXMARK_SIZES = {"tiny": (4_000, 3), "quick": (200_000, 4), "full": (2_000_000, 10)}
+
+
+def _nexmark(root: str, size: str) -> list[Case]:
+    from benchmarks.nexmark import nexmark_job, nexmark_tables
+
+    events, files = NEXMARK_SIZES[size]
+    tables = nexmark_tables(events, seed=1)
+    backlog = write_backlog(f"{root}/nexmark", tables, {n: "date_time" for n in tables}, files)
+    cases = []
+    for q in ("q3", "q8", "q9"):
+        job = nexmark_job(q, backlog.streams, "{out}", _FILES_PER_TRIGGER)
+        cases.append(Case(f"nexmark-{q}", job, "spark-native", backlog))
+    return cases
+
+
+_FILES_PER_TRIGGER = {"maxFilesPerTrigger": "1"}
+
+WORKLOADS: dict[str, Callable[[str, str], list[Case]]] = {
+    "equi": _simple("equi"),
+    "band": _simple("band"),
+    "theta": _simple("theta"),
+    "window-growth": _window_growth,
+    "tpch": _tpch,
+    "nexmark": _nexmark,
+}
