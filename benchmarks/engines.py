@@ -41,6 +41,7 @@ class EngineRun:
     out: dict[str, int] = field(default_factory=dict)
     state_rows: int = 0
     state_bytes: int = 0
+    stopped_early: bool = False
     error: str | None = None
 
 
@@ -62,6 +63,7 @@ class _Batches:
                     outer.batch_ms.append(float(p.durationMs.get("triggerExecution", 0)))
                     outer.durations.append({k: int(v) for k, v in p.durationMs.items()})
                     outer.rows += int(p.numInputRows)
+                    outer.last = time.monotonic()
                 ops = p.stateOperators or []
                 outer.state_rows = sum(int(op.numRowsTotal) for op in ops)
                 outer.state_bytes = sum(int(op.memoryUsedBytes) for op in ops)
@@ -76,6 +78,7 @@ class _Batches:
         self.batch_ms: list[float] = []
         self.durations: list[dict[str, int]] = []
         self.rows = 0
+        self.last: float | None = None
         self.state_rows = 0
         self.state_bytes = 0
 
@@ -89,8 +92,15 @@ def session() -> SparkSession:
     return spark
 
 
-def run_engine(engine: str, job_text: str, workdir: str) -> EngineRun:
-    """Run `engine` on the job to the end of its input; results go under `workdir`."""
+def run_engine(
+    engine: str, job_text: str, workdir: str, time_limit: float | None = None
+) -> EngineRun:
+    """Run `engine` on the job to the end of its input; results go under `workdir`.
+
+    With `time_limit` (seconds) a run still going is stopped after its current batch and marked
+    ``stopped_early``: its throughput is then that of the batches it finished (its first ones,
+    with the least state, so the figure favours the stopped engine).
+    """
     from streamjoin.sql import parse_job
 
     job = parse_job(job_text, "<benchmark>")
@@ -103,14 +113,17 @@ def run_engine(engine: str, job_text: str, workdir: str) -> EngineRun:
         if engine == "streamjoin":
             _run_streamjoin(spark, job, workdir, run)
         elif engine == "spark-native":
-            _run_native(spark, job, workdir)
+            run.stopped_early = _run_native(spark, job, workdir, time_limit)
         elif engine == "spark-foreach":
-            _run_foreach(spark, job, workdir)
+            run.stopped_early = _run_foreach(spark, job, workdir, time_limit)
         else:
             msg = f"unknown engine {engine!r} (one of {', '.join(ENGINES)})"
             raise ValueError(msg)
         run.seconds = time.monotonic() - started
         time.sleep(1.0)  # the listener's last events arrive asynchronously
+        if run.stopped_early and batches.last is not None:
+            # Count time up to the end of the last finished batch, with the rows it finished.
+            run.seconds = batches.last - started
     finally:
         spark.streams.removeListener(batches.listener)
     run.batch_ms = batches.batch_ms
@@ -176,7 +189,22 @@ def _query_sql(q: Query, left: str, right: str) -> str:
     )
 
 
-def _run_native(spark: SparkSession, job: Job, workdir: str) -> None:
+def _await(queries: list[t.Any], time_limit: float | None) -> bool:
+    """Wait for `queries` to end; past `time_limit` stop them. True if any was stopped."""
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    stopped = False
+    for query in queries:
+        while query.isActive:
+            query.awaitTermination(1)
+            if deadline is not None and time.monotonic() > deadline and query.isActive:
+                query.stop()
+                stopped = True
+        if query.exception() is not None and not stopped:
+            raise RuntimeError(str(query.exception()).splitlines()[0])
+    return stopped
+
+
+def _run_native(spark: SparkSession, job: Job, workdir: str, time_limit: float | None) -> bool:
     queries = []
     for q in job.queries:
         views = {}
@@ -192,11 +220,10 @@ def _run_native(spark: SparkSession, job: Job, workdir: str) -> None:
             .trigger(availableNow=True)
             .start()
         )
-    for query in queries:
-        query.awaitTermination()
+    return _await(queries, time_limit)
 
 
-def _run_foreach(spark: SparkSession, job: Job, workdir: str) -> None:
+def _run_foreach(spark: SparkSession, job: Job, workdir: str, time_limit: float | None) -> bool:
     """The straightforward foreachBatch join: every batch's new rows joined with all kept rows
     (within the largest window any query needs), then appended to the kept rows."""
     from pyspark.sql import functions as F
@@ -263,21 +290,21 @@ def _run_foreach(spark: SparkSession, job: Job, workdir: str) -> None:
                     horizon[sp.name] = h
         df.unpersist()
 
-    (
+    query = (
         union.writeStream.foreachBatch(batch)
         .option("checkpointLocation", os.path.join(workdir, "ckpt", "foreach"))
         .trigger(availableNow=True)
         .start()
-        .awaitTermination()
     )
+    return _await([query], time_limit)
 
 
 def main(argv: list[str]) -> int:
-    engine, job_file, workdir, result = argv
+    engine, job_file, workdir, result, limit = argv
     with open(job_file, encoding="utf-8") as f:
         text = f.read()
     try:
-        run = run_engine(engine, text, workdir)
+        run = run_engine(engine, text, workdir, float(limit) if limit != "none" else None)
     except Exception as err:  # reported to the harness, which prints it
         run = EngineRun(engine, error=f"{type(err).__name__}: {str(err).splitlines()[0]}")
     with open(result, "w", encoding="utf-8") as f:

@@ -153,7 +153,7 @@ def table(reports: dict[str, Report]) -> list[str]:
                     f"| {name} | {c['case']} | {engine} | {_fmt(r.get('rows'))} | "
                     f"{_fmt(r.get('throughput'))} | {_fmt(ratio)} | {batches} | "
                     f"{_fmt(r.get('peak_rss_mb'))} | {state} | "
-                    f"{'yes' if c['results_agree'] else 'NO'} |"
+                    f"{ {True: 'yes', False: 'NO', None: 'unchecked'}[c['results_agree']] } |"
                 )
     return lines
 
