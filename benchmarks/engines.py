@@ -9,7 +9,8 @@
 
 All three read the same Parquet files with the same ``maxFilesPerTrigger`` and write Parquet. A
 listener records each micro-batch's ``triggerExecution`` time, so batch times are measured the
-same way for all of them. Run as ``python -m benchmarks.engines ENGINE JOB WORKDIR RESULT``.
+same way for all of them. Run as ``python -m benchmarks.engines ENGINE PLAN RESULT`` (see
+`main`).
 """
 
 from __future__ import annotations
@@ -300,16 +301,22 @@ def _run_foreach(spark: SparkSession, job: Job, workdir: str, time_limit: float 
 
 
 def main(argv: list[str]) -> int:
-    engine, job_file, workdir, result, limit = argv
-    with open(job_file, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        run = run_engine(engine, text, workdir, float(limit) if limit != "none" else None)
-    except Exception as err:  # reported to the harness, which prints it
-        run = EngineRun(engine, error=f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    """``ENGINE PLAN RESULT``: run each job of the JSON plan in turn, write the runs as JSON."""
+    engine, plan_file, result = argv
+    with open(plan_file, encoding="utf-8") as f:
+        plan = json.load(f)
+    runs = []
+    for item in plan:
+        with open(item["job"], encoding="utf-8") as f:
+            text = f.read()
+        try:
+            run = run_engine(engine, text, item["workdir"], item["time_limit"])
+        except Exception as err:  # reported to the harness, which prints it
+            run = EngineRun(engine, error=f"{type(err).__name__}: {str(err).splitlines()[0]}")
+        runs.append(asdict(run))
     with open(result, "w", encoding="utf-8") as f:
-        json.dump(asdict(run), f)
-    return 0 if run.error is None else 1
+        json.dump(runs, f)
+    return 0 if all(r["error"] is None for r in runs) else 1
 
 
 if __name__ == "__main__":
