@@ -17,7 +17,15 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
 
-from benchmarks.tpch import TS, duckdb_count, epoch_us, job_text, schema, stream_ddl
+from benchmarks.tpch import (
+    TS,
+    QuerySpec,
+    duckdb_count,
+    epoch_us,
+    lookup_query,
+    query_job,
+    schema,
+)
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -223,7 +231,7 @@ def _strings(*segments: Segment) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
-_QUERIES: dict[str, tuple[tuple[str, str], str, str]] = {
+_QUERIES: dict[str, QuerySpec] = {
     # Full history: a person may sell in category 10 at any later time.
     "q3": (
         ("person", "auction"),
@@ -272,9 +280,7 @@ def nexmark_job(
         out: directory of the Parquet sink ``out``.
         options: extra WITH options of every stream, e.g. ``{"maxFilesPerTrigger": "1"}``.
     """
-    streams, select, join = _query(query)
-    ddl = [stream_ddl(s, _SCHEMAS[s], "date_time", paths[s], options) for s in streams]
-    return job_text(f"Nexmark {query}", ddl, out, f"SELECT {select}\nFROM {join}")
+    return query_job(f"Nexmark {query}", _query(query), _SCHEMAS, "date_time", paths, out, options)
 
 
 def expected_count(query: str, tables: Mapping[str, pa.Table]) -> int:
@@ -283,8 +289,5 @@ def expected_count(query: str, tables: Mapping[str, pa.Table]) -> int:
     return duckdb_count(join, tables)
 
 
-def _query(query: str) -> tuple[tuple[str, str], str, str]:
-    if query not in _QUERIES:
-        msg = f"unknown Nexmark query {query!r}; expected one of {', '.join(QUERIES)}"
-        raise ValueError(msg)
-    return _QUERIES[query]
+def _query(query: str) -> QuerySpec:
+    return lookup_query("Nexmark", _QUERIES, query)

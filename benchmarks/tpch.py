@@ -28,6 +28,7 @@ TS = pa.timestamp("us", tz="UTC")
 ARROW_TYPES = {"BIGINT": pa.int64(), "INT": pa.int32(), "DOUBLE": pa.float64()}
 ARROW_TYPES |= {"STRING": pa.string(), "BOOLEAN": pa.bool_(), "TIMESTAMP": TS}
 _DDL_TYPES = {arrow: name for name, arrow in ARROW_TYPES.items()}
+QuerySpec = tuple[tuple[str, ...], str, str]
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
@@ -173,7 +174,7 @@ EQUI_SECONDS = 10
 
 # The join clauses serve both the job files and DuckDB's expected counts: INTERVAL arithmetic on
 # timestamps and abs() mean the same in Spark SQL and DuckDB.
-_QUERIES: dict[str, tuple[tuple[str, ...], str, str]] = {
+_QUERIES: dict[str, QuerySpec] = {
     # Items follow their order within 7 ms: the window is implied, and lets state expire.
     "equi": (
         ("orders", "lineitem"),
@@ -215,9 +216,7 @@ def tpch_job(
         out: directory of the Parquet sink ``out``.
         options: extra WITH options of every stream, e.g. ``{"maxFilesPerTrigger": "1"}``.
     """
-    streams, select, join = _query(query)
-    ddl = [stream_ddl(s, _SCHEMAS[s], "ts", paths[s], options) for s in streams]
-    return job_text(f"TPC-H {query} join", ddl, out, f"SELECT {select}\nFROM {join}")
+    return query_job(f"TPC-H {query} join", _query(query), _SCHEMAS, "ts", paths, out, options)
 
 
 def expected_count(query: str, tables: Mapping[str, pa.Table]) -> int:
@@ -226,7 +225,27 @@ def expected_count(query: str, tables: Mapping[str, pa.Table]) -> int:
 
 
 def _query(query: str) -> tuple[tuple[str, ...], str, str]:
-    if query not in _QUERIES:
-        msg = f"unknown TPC-H query {query!r}; expected one of {', '.join(QUERIES)}"
+    return lookup_query("TPC-H", _QUERIES, query)
+
+
+def lookup_query(family: str, queries: Mapping[str, QuerySpec], query: str) -> QuerySpec:
+    """(streams read, SELECT list, FROM … ON …) of `query`; ValueError naming the choices."""
+    if query not in queries:
+        msg = f"unknown {family} query {query!r}; expected one of {', '.join(queries)}"
         raise ValueError(msg)
-    return _QUERIES[query]
+    return queries[query]
+
+
+def query_job(
+    title: str,
+    spec: QuerySpec,
+    schemas: Mapping[str, pa.Schema],
+    time_column: str,
+    paths: Mapping[str, str],
+    out: str,
+    options: Mapping[str, str] | None,
+) -> str:
+    """The job file of one query `spec` over Parquet directories (shared with Nexmark)."""
+    streams, select, join = spec
+    ddl = [stream_ddl(s, schemas[s], time_column, paths[s], options) for s in streams]
+    return job_text(title, ddl, out, f"SELECT {select}\nFROM {join}")
