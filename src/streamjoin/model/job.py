@@ -127,6 +127,7 @@ class Query:
     predicate: str
     select: tuple[SelectItem, ...]
     line: int = 0
+    options: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.left.alias.lower() == self.right.alias.lower():
@@ -141,6 +142,10 @@ class Query:
     def sides(self) -> tuple[JoinSide, JoinSide]:
         """(left, right)."""
         return (self.left, self.right)
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        """The query's WITH option `key` (lower-case), or `default`."""
+        return dict(self.options).get(key, default)
 
 
 @dataclass(frozen=True)

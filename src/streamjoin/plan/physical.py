@@ -20,6 +20,7 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass
 
+from streamjoin.errors import UnsupportedError
 from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
 
 if t.TYPE_CHECKING:
@@ -137,4 +138,24 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
         )
     else:
         strategy = "nested-loop"
+    _check_partitioning(job, q, parts, band)
     return QueryPlan(q, parts, strategy, band, left.event_time, right.event_time)
+
+
+def _check_partitioning(job: Job, q: Query, parts: PredicateParts, band: Band | None) -> None:
+    """A forced scheme must fit the predicate: hash routing needs an equality key, range
+    routing a band (content-insensitive schemes fit any predicate)."""
+    forced = q.option("partitioning", "auto")
+    need = None
+    if forced in ("hash", "contrand") and not parts.equi:
+        need = "an equality conjunct (a.x = b.y) to hash on"
+    elif forced == "range" and band is None:
+        need = "a band (abs(a.x - b.y) <= c, a BETWEEN, or an event-time window)"
+    if need is not None:
+        msg = (
+            f"query {q.name}: partitioning '{forced}' needs {need}; "
+            "use 'matrix' or 'biclique', which fit any predicate"
+        )
+        raise UnsupportedError(
+            msg, line=q.line, col=1, text=f"partitioning = '{forced}'", source=job.source
+        )

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
+from streamjoin.runtime.routing import QueryRouter, UnitStats
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed, schema_ddl
 
@@ -34,6 +35,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan, QueryPlan, StreamPlan
+    from streamjoin.runtime.joins import Side
     from streamjoin.runtime.state import StateStore
 
 
@@ -67,6 +69,10 @@ class BatchReport:
     seconds: float
     manifest: Manifest = field(repr=False)
     phases: dict[str, float] = field(default_factory=dict)
+    units: dict[str, UnitStats] = field(default_factory=dict)
+    """Per query: rows each unit of its join received (routed queries, and forced hash)."""
+    routing: dict[str, str] = field(default_factory=dict)
+    """Per query: the scheme the batch ran under, and any change decided for the next batch."""
 
 
 @dataclass
@@ -94,6 +100,8 @@ class BatchProcessor:
         self.store = store
         self.on_batch = on_batch
         self.error: BaseException | None = None
+        self.routers: dict[str, QueryRouter] = {}
+        self._unit_obs: dict[str, list[tuple[str, Observation, int]]] = {}
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
@@ -113,6 +121,7 @@ class BatchProcessor:
         for key, value in BATCH_CONF.items():
             self.spark.conf.set(key, value)
         classified = self._classify(df, prev.global_wm)
+        self._load_routers(prev)
         views: list[str] = []
         clock = _PhaseClock()
         try:
@@ -130,6 +139,7 @@ class BatchProcessor:
             self._write_deadletters(classified, batch_id, stats)
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
+            units, routing = self._adapt(batch_id, stats)
             manifest = self._next_manifest(prev, batch_id, stats, out)
             self.store.commit(manifest, prev)
             clock.mark("commit")
@@ -148,6 +158,8 @@ class BatchProcessor:
             seconds=time.monotonic() - started,
             manifest=manifest,
             phases=clock.phases,
+            units=units,
+            routing=routing,
         )
         if self.on_batch is not None:
             self.on_batch(report)
@@ -312,13 +324,128 @@ class BatchProcessor:
         left, right = self.plan.stream(q.left.stream), self.plan.stream(q.right.stream)
         # right rows that can meet the left delta: r.ts >= W + lo
         r_lo = wm + lo if wm is not None and lo is not None else None
-        state = self._state_view(right, prev, r_lo, deltas[q.right.stream], views)
-        parts = [self.spark.sql(delta_join_sql(qp, "left", deltas[q.left.stream], state))]
+        r_state = self._state_view(right, prev, r_lo, deltas[q.right.stream], views)
         # left rows that can meet the right delta: l.ts >= W - hi
         l_lo = wm - hi if wm is not None and hi is not None else None
-        state = self._state_view(left, prev, l_lo, None, views)
-        parts.append(self.spark.sql(delta_join_sql(qp, "right", deltas[q.right.stream], state)))
+        l_state = self._state_view(left, prev, l_lo, None, views)
+        router = self.routers[q.name]
+        placed = router.scheme is not None
+        shuffle = placed or q.option("partitioning") == "hash"
+        # On the automatic hash path the units are still observed (where the key's hash would
+        # send each row), so that skew is seen and the scheme can move away from hashing.
+        observe = shuffle or (bool(qp.parts.equi) and q.option("adapt", "true") == "true")
+        inputs: list[tuple[Side, str, str]] = [
+            ("left", deltas[q.left.stream], r_state),
+            ("right", deltas[q.right.stream], l_state),
+        ]
+        parts = []
+        for delta_side, delta_view, state_view in inputs:
+            if observe:
+                delta_view, state_view = self._routed_views(
+                    router, delta_side, delta_view, state_view, views
+                )
+            sql = delta_join_sql(
+                qp, delta_side, delta_view, state_view, placed=placed, shuffle=shuffle
+            )
+            parts.append(self.spark.sql(sql))
         return parts
+
+    def _routed_views(
+        self,
+        router: QueryRouter,
+        delta_side: Side,
+        delta_view: str,
+        state_view: str,
+        views: list[str],
+    ) -> tuple[str, str]:
+        """The delta routed to its probe places and the state to its store places (for the hash
+        path: as they are), each observed for its rows per unit."""
+        if router.key_types is None and router.qp.parts.equi:
+            router.key_types = self._key_types(router)
+        state_side: Side = "right" if delta_side == "left" else "left"
+        name = router.qp.query.name
+        out = []
+        roles: tuple[tuple[Side, str, t.Literal["probe", "store"]], ...] = (
+            (delta_side, delta_view, "probe"),
+            (state_side, state_view, "store"),
+        )
+        for side, view, role in roles:
+            df = self.spark.sql(router.routed(side, view, role))
+            unit = router.unit_sql(side)
+            aggs = [F.expr(f"count_if({unit} = {i})").alias(f"u{i}") for i in range(router.units)]
+            value = router.row_sql(side).value
+            ranges = int(router.params.get("units", 1))
+            if router.params.get("name") == "range" and value is not None and ranges > 1:
+                # Equi-depth bounds for the next batch, from the rows of this one.
+                qs = ", ".join(repr(i / ranges) for i in range(1, ranges))
+                aggs.append(F.expr(f"percentile_approx({value}, array({qs}))").alias("q"))
+            obs = Observation(f"sj_units_{name}_{len(views)}")
+            view_name = f"_sj_routed_{len(views)}"
+            df.observe(obs, *aggs).createOrReplaceTempView(view_name)
+            views.append(view_name)
+            self._unit_obs.setdefault(name, []).append((role, obs, router.units))
+            out.append(view_name)
+        return out[0], out[1]
+
+    def _key_types(self, router: QueryRouter) -> tuple[str, ...]:
+        """The type both sides of each equality key are compared in (Spark's own coercion), so
+        that equal keys hash equally whatever their declared types."""
+        q = router.qp.query
+        views = []
+        for alias, stream in ((q.left.alias, router.left), (q.right.alias, router.right)):
+            view = f"_sj_types_{alias}"
+            self.spark.createDataFrame([], schema=schema_ddl(stream)).createOrReplaceTempView(view)
+            views.append(f"{view} AS {alias}")
+        exprs = ", ".join(
+            f"coalesce({k.left_sql}, {k.right_sql}) AS k{i}"
+            for i, k in enumerate(router.qp.parts.equi)
+        )
+        schema = self.spark.sql(f"SELECT {exprs} FROM {views[0]} CROSS JOIN {views[1]}").schema
+        return tuple(f.dataType.simpleString() for f in schema.fields)
+
+    def _load_routers(self, prev: Manifest) -> None:
+        """Each query's router as the previous batch left it (its scheme and controllers)."""
+        default = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "4")
+        for qp in self.plan.queries:
+            q = qp.query
+            self.routers[q.name] = QueryRouter.restore(
+                qp,
+                self.plan.job.stream(q.left.stream),
+                self.plan.job.stream(q.right.stream),
+                prev.routing.get(q.name),
+                int(q.option("units") or default),
+            )
+        self._unit_obs = {}
+
+    def _adapt(
+        self, batch_id: int, stats: dict[str, _StreamStats]
+    ) -> tuple[dict[str, UnitStats], dict[str, str]]:
+        """Collect each query's per-unit rows and let its controllers choose the next scheme."""
+        units: dict[str, UnitStats] = {}
+        notes: dict[str, str] = {}
+        for qp in self.plan.queries:
+            q = qp.query
+            router = self.routers[q.name]
+            observed = self._unit_obs.get(q.name, [])
+            quantiles: list[float] = []
+            if observed:
+                probe = [0] * observed[0][2]
+                store = [0] * observed[0][2]
+                for role, obs, n in observed:
+                    got = obs.get
+                    target = probe if role == "probe" else store
+                    for i in range(n):
+                        target[i] += int(got.get(f"u{i}", 0))
+                    quantiles += [x for x in got.get("q") or [] if x is not None]
+                units[q.name] = UnitStats(tuple(probe), tuple(store))
+            notes[q.name] = router.after_batch(
+                batch_id,
+                stats[q.left.stream].ok,
+                stats[q.right.stream].ok,
+                units.get(q.name),
+                sorted(quantiles),
+            )
+        return units, notes
 
     def _state_view(
         self,
@@ -382,7 +509,8 @@ class BatchProcessor:
             malformed=_add(before.malformed, {k: s.malformed for k, s in stats.items()}),
             out=_add(before.out, out),
         )
-        return Manifest(batch_id, stream_wm, global_wm, live, dropped, totals)
+        routing = {name: r.state() for name, r in self.routers.items()}
+        return Manifest(batch_id, stream_wm, global_wm, live, dropped, totals, routing)
 
 
 class _Background:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.runtime.routing import PLACE
+
 if t.TYPE_CHECKING:
     from streamjoin.plan import Band, QueryPlan
 
@@ -47,27 +49,47 @@ def _bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
     return f"floor({lo_v} / {w_s})", f"floor({hi_v} / {w_s})", key
 
 
-def delta_join_sql(qp: QueryPlan, delta: Side, delta_view: str, state_view: str) -> str:
-    """SELECT … for ``Δdelta ⋈ other`` where `state_view` holds the other side's rows."""
+def delta_join_sql(
+    qp: QueryPlan,
+    delta: Side,
+    delta_view: str,
+    state_view: str,
+    *,
+    placed: bool = False,
+    shuffle: bool = False,
+) -> str:
+    """SELECT … for ``Δdelta ⋈ other`` where `state_view` holds the other side's rows.
+
+    `placed`: both views carry the place column (the delta routed to its probe places, the state
+    to its store places; see `routing`), and a pair must meet at a place, which it does exactly
+    once. `shuffle`: the join shuffles both sides (by place and keys) rather than broadcasting.
+    """
     q = qp.query
     a, b = q.left.alias, q.right.alias
     delta_alias = a if delta == "left" else b
+    state_alias = b if delta == "left" else a
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
     condition = f"({q.predicate})"
-    delta_from = f"{delta_view} AS {delta_alias}"
+    delta_src, state_src = delta_view, state_view
+    if placed:
+        condition = f"{delta_alias}.{PLACE} = {state_alias}.{PLACE} AND {condition}"
+    # A partitioned join shuffles both sides by place (or key): a broadcast of the delta would
+    # leave the state where the files put it and bypass the scheme.
+    hint = f"/*+ SHUFFLE_HASH({delta_alias}) */ " if shuffle else ""
+    delta_from = f"{delta_src} AS {delta_alias}"
     if qp.band is not None:
         low, high, key = _bucket_range(qp.band, delta)
         delta_from = (
             f"(SELECT {delta_alias}.*, explode(sequence(CAST({low} AS BIGINT), "
-            f"CAST({high} AS BIGINT))) AS {BUCKET} FROM {delta_view} AS {delta_alias}) "
+            f"CAST({high} AS BIGINT))) AS {BUCKET} FROM {delta_src} AS {delta_alias}) "
             f"AS {delta_alias}"
         )
         condition = f"{delta_alias}.{BUCKET} = {key} AND {condition}"
-    state_alias = b if delta == "left" else a
-    state_from = f"{state_view} AS {state_alias}"
+    state_from = f"{state_src} AS {state_alias}"
     left_from, right_from = (
         (delta_from, state_from) if delta == "left" else (state_from, delta_from)
     )
-    # No join hint: Spark broadcasts the smaller side by its size estimate (usually the delta,
-    # moving it to the state), and falls back to a shuffle join when both are large.
-    return f"SELECT {select} FROM {left_from} JOIN {right_from} ON {condition}"
+    # Without a scheme, no join hint: Spark broadcasts the smaller side by its size estimate
+    # (usually the delta, moving it to the state), and falls back to a shuffle join when both
+    # are large.
+    return f"SELECT {hint}{select} FROM {left_from} JOIN {right_from} ON {condition}"

@@ -9,6 +9,7 @@ state by the manifest), and every file it writes is keyed by the batch id and ov
 from __future__ import annotations
 
 import json
+import typing as t
 from dataclasses import asdict, dataclass, field
 
 
@@ -61,6 +62,8 @@ class Manifest:
     units: list[StateUnit] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
+    routing: dict[str, dict[str, t.Any]] = field(default_factory=dict)
+    """Per query: the partitioning scheme for the next batch and its controller's state."""
 
     def live(self, stream: str) -> list[StateUnit]:
         """The live state units of `stream`."""
@@ -88,6 +91,7 @@ class Manifest:
             units=[StateUnit(**u) for u in raw["units"]],
             dropped=raw["dropped"],
             totals=Totals(**raw["totals"]),
+            routing=raw.get("routing", {}),
         )
 
 

@@ -148,3 +148,53 @@ def _continues(cur: Cursor, last: Token, nxt: Token) -> bool:
         and text[last.end] == "'"
         and text[nxt.start] == "'"
     )
+
+
+PARTITIONINGS = ("auto", "hash", "matrix", "biclique", "contrand", "range")
+"""Values of a query's ``partitioning`` option (``auto``: chosen by the cost formulas)."""
+
+
+def parse_query_with(cur: Cursor) -> tuple[tuple[str, str], ...]:
+    """Parse a query's trailing ``WITH (partitioning = 'matrix', units = 8, adapt = true)``.
+
+    Raises:
+        JobError: naming the option and its value, for an unknown option or a bad value.
+    """
+    cur.expect_word("WITH")
+    cur.expect(TokenType.L_PAREN, "'(' after WITH")
+    options: list[Option] = []
+    if cur.match(TokenType.R_PAREN) is None:
+        while True:
+            option = _parse_option(cur)
+            if any(prior.key == option.key for prior in options):
+                msg = f"option {option.key!r} is given twice"
+                raise cur.error_at(msg, option.key_first, option.key_last)
+            _check_query_option(cur, option)
+            options.append(option)
+            if cur.match(TokenType.COMMA) is None:
+                cur.expect(TokenType.R_PAREN, "',' or ')' in the WITH options")
+                break
+    if not cur.at_end():
+        tok = cur.advance()
+        msg = "nothing may follow the query's WITH options"
+        raise cur.error_at(msg, tok)
+    return tuple((o.key, o.value.lower()) for o in options)
+
+
+def _check_query_option(cur: Cursor, o: Option) -> None:
+    value = o.value.lower()
+    if o.key == "partitioning":
+        if value not in PARTITIONINGS:
+            msg = f"unknown partitioning {o.value!r}; expected one of {', '.join(PARTITIONINGS)}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "units":
+        if not value.isdigit() or not 1 <= int(value) <= 4096:
+            msg = f"units must be a whole number from 1 to 4096, got {o.value!r}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "adapt":
+        if value not in ("true", "false"):
+            msg = f"adapt must be true or false, got {o.value!r}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
+    else:
+        msg = f"unknown query option {o.key!r}; expected partitioning, units or adapt"
+        raise cur.error_at(msg, o.key_first, o.key_last)

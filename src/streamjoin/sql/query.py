@@ -14,6 +14,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from streamjoin.model import JoinSide, Query, SelectItem, SinkDef, StreamDef
 from streamjoin.sql.cursor import Cursor
 from streamjoin.sql.dialect import StreamJoinSpark, node_error, span
+from streamjoin.sql.options import parse_query_with
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import check_clauses, find_relations
 from streamjoin.sql.resolve import Resolver
@@ -47,6 +48,7 @@ def parse_insert(
         msg = "INSERT OVERWRITE is not supported; use INSERT INTO"
         raise cur.error_at(msg, overwrite, unsupported=True)
     cur.expect_word("INTO")
+    stmt, options = _split_options(cur)
     tree = _parse(stmt, cur.tokens)
     if not isinstance(tree, exp.Insert) or tree.args.get("overwrite"):
         msg = "expected INSERT INTO <sink> SELECT ... FROM <stream> JOIN <stream> ON ..."
@@ -83,7 +85,30 @@ def parse_insert(
         predicate=_sql(_conjunction([c for _, c in conditions])),
         select=_select_items(stmt, select),
         line=stmt.line,
+        options=options,
     )
+
+
+def _split_options(cur: Cursor) -> tuple[Statement, tuple[tuple[str, str], ...]]:
+    """The statement without its trailing ``WITH (...)`` query options, and those options."""
+    stmt, tokens = cur.stmt, cur.tokens
+    depth, at = 0, None
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and tok.text.upper() == "WITH" and i > 2:
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            if nxt is not None and nxt.token_type == TokenType.L_PAREN:
+                at = i
+    if at is None:
+        return stmt, ()
+    opts = Cursor(stmt)
+    opts.pos = at
+    options = parse_query_with(opts)
+    cur.tokens = tokens[:at]
+    return Statement(stmt.src, stmt.start, stmt.text[: tokens[at].start]), options
 
 
 def _parse(stmt: Statement, tokens: list[Token]) -> exp.Expr:

@@ -1,0 +1,318 @@
+"""Routing a query's join inputs to units under its partitioning scheme, and the units' statistics.
+
+A scheme (``streamjoin.partition``) says, for every row, the places (unit ids) where it is stored
+and the places where it probes; a delta row meets a state row at exactly one common place. The
+runtime turns this into Spark SQL: each join input gets a ``_sj_place`` column by
+``explode(sequence(start, stop, step))`` and the join gains ``place = place``, so Spark's shuffle
+sends each place's rows to one task and a hot key is spread over the places its rows were routed
+to (content-insensitive schemes), instead of landing on the one task its hash picks.
+
+State is stored once per tuple, without a place: a row's places are a function of its content
+(a deterministic tag, ``xxhash64`` of its columns, never ``rand()``) and of the scheme in force,
+so they are computed when a batch reads the state. Every batch joins both sides under one
+scheme, so a reshape between batches needs no migration and loses or repeats no pair; the
+replication a join matrix implies (each left row at m places, each right row at n) is paid in the
+batch's shuffle, where it is measured (rows per place), not on disk.
+
+The ``hash`` scheme is the engine's own path (Spark's hash join on the equality keys), so it has no
+place column; ``auto`` starts there and the cost formulas move it when the observed per-unit input
+is skewed.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+
+from streamjoin.adapt import MatrixController
+from streamjoin.partition import (
+    BicliqueScheme,
+    ContRandScheme,
+    HashScheme,
+    MatrixScheme,
+    RangeScheme,
+    RowSql,
+    Scheme,
+    Stats,
+    candidates,
+    optimal_shape,
+)
+
+if t.TYPE_CHECKING:
+    from streamjoin.model import StreamDef
+    from streamjoin.plan import QueryPlan
+    from streamjoin.runtime.joins import Side
+
+PLACE = "_sj_place"
+_MASK = "9223372036854775807"
+
+
+@dataclass(frozen=True, slots=True)
+class UnitStats:
+    """Rows each place received in one batch: probing delta rows and stored rows read."""
+
+    probe: tuple[int, ...]
+    store: tuple[int, ...]
+
+    @property
+    def per_unit(self) -> tuple[int, ...]:
+        """Input rows per unit (what one task of the join reads)."""
+        return tuple(p + s for p, s in zip(self.probe, self.store, strict=True))
+
+    @property
+    def skew(self) -> float:
+        """Max / mean input per unit (1.0 = perfectly even)."""
+        loads = self.per_unit
+        mean = sum(loads) / len(loads) if loads else 0.0
+        return max(loads) / mean if mean else 1.0
+
+
+def scheme_from_params(params: dict[str, t.Any]) -> Scheme | None:
+    """The scheme described by `params` (as stored in the manifest); None for the hash path."""
+    name = params.get("name", "hash")
+    if name == "hash":
+        return None
+    if name == "matrix":
+        return MatrixScheme(int(params["n"]), int(params["m"]))
+    if name == "biclique":
+        return BicliqueScheme(int(params["left"]), int(params["right"]))
+    if name == "contrand":
+        return ContRandScheme(
+            int(params["left"]), int(params["right"]), int(params["d"]), int(params["e"])
+        )
+    if name == "range":
+        return RangeScheme(
+            tuple(float(b) for b in params["bounds"]), float(params["lo"]), float(params["hi"])
+        )
+    msg = f"unknown partitioning scheme {name!r} in the manifest"
+    raise ValueError(msg)
+
+
+def initial_params(qp: QueryPlan, units: int) -> dict[str, t.Any]:
+    """The scheme a query starts with: the forced one, or the engine's default path."""
+    forced = qp.query.option("partitioning", "auto")
+    if forced in ("auto", "hash"):
+        return {"name": "hash"}
+    if forced == "matrix":
+        n, m = optimal_shape(1.0, 1.0, _pow2_floor(units))
+        return {"name": "matrix", "n": n, "m": m}
+    if forced == "biclique":
+        half = max(1, units // 2)
+        return {"name": "biclique", "left": half, "right": max(1, units - half)}
+    if forced == "contrand":
+        half = max(1, units // 2)
+        return {
+            "name": "contrand",
+            "left": half,
+            "right": max(1, units - half),
+            "d": max(1, half // 2),
+            "e": max(1, (units - half) // 2),
+        }
+    band = qp.band
+    if band is None:  # the planner rejects this; kept for a hand-made plan
+        msg = f"query {qp.query.name}: range partitioning needs a band predicate"
+        raise ValueError(msg)
+    return {"name": "range", "bounds": [], "lo": band.lo, "hi": band.hi}
+
+
+def _pow2_floor(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+@dataclass
+class QueryRouter:
+    """The scheme in force for one query, and how its join inputs are routed under it."""
+
+    qp: QueryPlan
+    left: StreamDef
+    right: StreamDef
+    params: dict[str, t.Any]
+    key_types: tuple[str, ...] | None = None
+    history: list[dict[str, t.Any]] = field(default_factory=list)
+    controller: dict[str, t.Any] = field(default_factory=dict)
+
+    @property
+    def scheme(self) -> Scheme | None:
+        """The scheme object (None: the engine's hash path)."""
+        return scheme_from_params(self.params)
+
+    def row_sql(self, side: Side) -> RowSql:
+        """The tag, key and band value of a row of `side`, over its alias."""
+        q = self.qp.query
+        alias, stream = (q.left.alias, self.left) if side == "left" else (q.right.alias, self.right)
+        cols = ", ".join(f"{alias}.`{c.name}`" for c in stream.columns)
+        tag = f"(xxhash64({cols}) & {_MASK})"
+        key = None
+        if self.qp.parts.equi and self.key_types is not None:
+            exprs = [k.left_sql if side == "left" else k.right_sql for k in self.qp.parts.equi]
+            typed = ", ".join(
+                f"CAST(({e}) AS {ty})" for e, ty in zip(exprs, self.key_types, strict=True)
+            )
+            key = f"(xxhash64({typed}) & {_MASK})"
+        value = None
+        band = self.qp.band
+        if band is not None:
+            value = f"CAST(({band.left_sql if side == 'left' else band.right_sql}) AS DOUBLE)"
+        return RowSql(tag=tag, key=key, value=value)
+
+    @property
+    def units(self) -> int:
+        """Units of the join: its scheme's places, or the hash path's hash buckets."""
+        scheme = self.scheme
+        return scheme.places() if scheme is not None else int(self.params.get("units", 1))
+
+    def unit_sql(self, side: Side) -> str:
+        """The unit of a routed row of `side`: its place, or on the hash path its key's bucket
+        (where Spark's hash partitioning by the key would send it)."""
+        if self.scheme is not None:
+            return PLACE
+        key = self.row_sql(side).key
+        return f"pmod({key}, {self.units})" if key is not None else "0"
+
+    def routed(self, side: Side, view: str, role: t.Literal["probe", "store"]) -> str:
+        """SQL of `view` (rows of `side`) with one row per place it is routed to for `role`
+        (on the hash path: the rows as they are)."""
+        q = self.qp.query
+        alias = q.left.alias if side == "left" else q.right.alias
+        scheme = self.scheme
+        if scheme is None:
+            return f"SELECT {alias}.* FROM {view} AS {alias}"
+        row = self.row_sql(side)
+        places = scheme.probe(side, row) if role == "probe" else scheme.store(side, row)
+        return (
+            f"SELECT {alias}.*, explode(sequence(CAST({places.start} AS BIGINT), "
+            f"CAST({places.stop} AS BIGINT), CAST({places.step} AS BIGINT))) AS {PLACE} "
+            f"FROM {view} AS {alias}"
+        )
+
+    # -- adaptation -------------------------------------------------------------------------
+    @classmethod
+    def restore(
+        cls,
+        qp: QueryPlan,
+        left: StreamDef,
+        right: StreamDef,
+        saved: dict[str, t.Any] | None,
+        units: int,
+    ) -> QueryRouter:
+        """The router as the previous batch's manifest left it, or a fresh one."""
+        if saved is None:
+            params = initial_params(qp, units)
+            params.setdefault("units", units)
+            return cls(qp, left, right, params)
+        return cls(
+            qp,
+            left,
+            right,
+            dict(saved["params"]),
+            tuple(saved["key_types"]) if saved.get("key_types") else None,
+            list(saved.get("history", [])),
+            dict(saved.get("controller", {})),
+        )
+
+    def state(self) -> dict[str, t.Any]:
+        """What the manifest keeps of this router (JSON-able)."""
+        return {
+            "params": self.params,
+            "key_types": list(self.key_types) if self.key_types else None,
+            "history": self.history[-20:],
+            "controller": self.controller,
+        }
+
+    def after_batch(
+        self,
+        batch: int,
+        left_rows: int,
+        right_rows: int,
+        units: UnitStats | None,
+        quantiles: t.Sequence[float] | None = None,
+    ) -> str:
+        """Feed the batch's counts to the query's controllers, which may change the scheme from
+        the next batch on; returns a note for the progress line (the scheme this batch ran
+        under, and the change, if any)."""
+        before = self.describe()
+        name = self.params.get("name")
+        adapt = self.qp.query.option("adapt", "true") == "true"
+        forced = self.qp.query.option("partitioning", "auto")
+        if name == "matrix" and adapt:
+            self._reshape_matrix(batch, left_rows, right_rows)
+        elif name == "range" and quantiles:
+            bounds = sorted({float(x) for x in quantiles if x is not None})
+            self.params = {**self.params, "bounds": bounds}
+        elif forced == "auto" and name == "hash" and units is not None and adapt:
+            self._leave_hash_if_skewed(batch, units)
+        after = self.describe()
+        return before if after == before else f"{before} -> {after} from batch {batch + 1}"
+
+    def describe(self) -> str:
+        """The scheme in force, in words."""
+        scheme = self.scheme
+        return scheme.describe() if scheme is not None else f"hash on {self.units} units"
+
+    def _reshape_matrix(self, batch: int, left_rows: int, right_rows: int) -> None:
+        """Squall's doubling rule: once a side has doubled since the last decision, move to the
+        shape of least ILF for the new totals."""
+        if self.controller:
+            ctl = MatrixController.from_dict(self.controller)
+        else:
+            shape = (int(self.params["n"]), int(self.params["m"]))
+            ctl = MatrixController(shape[0] * shape[1], start=shape, warmup=_WARMUP)
+        step = ctl.observe(batch, left_rows, right_rows)
+        self.controller = ctl.to_dict()
+        if step is not None:
+            n, m = step.new_shape
+            self.params = {**self.params, "n": n, "m": m}
+            self.history.append(
+                {"batch": step.batch_effective, "scheme": self.describe(), "ilf": step.ilf_new}
+            )
+
+    def _leave_hash_if_skewed(self, batch: int, units: UnitStats) -> None:
+        """Hash partitioning while the keys are even; once one unit's input stands out, the
+        cheapest scheme by the cost formulas for the observed statistics (from the next batch)."""
+        loads = units.per_unit
+        total = sum(loads)
+        if total < _WARMUP or len(loads) < 2:
+            return
+        share = max(loads) / total
+        # One hot key puts share = top + (1 - top) / J on its unit: solve for top.
+        j = len(loads)
+        top = max(0.0, (share - 1 / j) / (1 - 1 / j))
+        probe, store = sum(units.probe), sum(units.store)
+        stats = Stats(
+            left_rows=store / 2,
+            right_rows=store / 2,
+            left_delta=probe / 2,
+            right_delta=probe / 2,
+            top_key_share=min(1.0, top),
+            units=j,
+        )
+        best = candidates(bool(self.qp.parts.equi), None, stats)[0].scheme
+        if not isinstance(best, HashScheme):
+            self.params = {**params_of(best), "units": j}
+            self.history.append({"batch": batch + 1, "scheme": self.describe(), "skew": top})
+
+
+_WARMUP = 1000
+"""Rows a controller sees before its first decision (Squall's default)."""
+
+
+def params_of(scheme: Scheme) -> dict[str, t.Any]:
+    """The manifest form of `scheme` (inverse of `scheme_from_params`)."""
+    if isinstance(scheme, MatrixScheme):
+        return {"name": "matrix", "n": scheme.n, "m": scheme.m}
+    if isinstance(scheme, BicliqueScheme):
+        return {"name": "biclique", "left": scheme.left_units, "right": scheme.right_units}
+    if isinstance(scheme, ContRandScheme):
+        return {
+            "name": "contrand",
+            "left": scheme.left_units,
+            "right": scheme.right_units,
+            "d": scheme.d,
+            "e": scheme.e,
+        }
+    if isinstance(scheme, RangeScheme):
+        return {"name": "range", "bounds": list(scheme.bounds), "lo": scheme.lo, "hi": scheme.hi}
+    return {"name": "hash"}
