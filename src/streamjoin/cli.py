@@ -103,14 +103,31 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise StreamJoinError(msg) from None
     size = "quick" if args.quick else "tiny" if args.tiny else "full"
     engines = args.engines.split(",") if args.engines else None
+    if args.duration is not None and args.rate is None:
+        msg = "--duration goes with --rate (the live mode)"
+        raise StreamJoinError(msg)
     try:
-        report = run_workload(args.workload, size, engines=engines, progress=sys.stderr)
+        if args.rate is not None:
+            from benchmarks.rate import run_rate, summary_lines
+
+            report = run_rate(
+                args.workload,
+                args.rate,
+                size,
+                duration=args.duration,
+                engines=engines,
+                progress=sys.stderr,
+            )
+            lines = summary_lines(report)
+        else:
+            report = run_workload(args.workload, size, engines=engines, progress=sys.stderr)
+            lines = summary_line(report)
     except ValueError as err:
         raise StreamJoinError(str(err)) from None
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)
-    for line in summary_line(report):
+    for line in lines:
         print(line, file=sys.stderr)
     print(json.dumps(report))
     return 0
@@ -150,6 +167,19 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--tiny", action="store_true", help="correctness size (seconds)")
     bench.add_argument("--engines", help="comma-separated subset of engines to run")
     bench.add_argument("--out", help="also write the JSON report to this file")
+    bench.add_argument(
+        "--rate",
+        type=float,
+        metavar="ROWS_PER_S",
+        help="live mode: feed each stream this many rows per second; report whether each "
+        "engine keeps up and its end-to-end latency",
+    )
+    bench.add_argument(
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="with --rate: how long to feed (default: tiny 10, quick 30, full 60)",
+    )
     bench.set_defaults(func=_cmd_bench)
     return parser
 

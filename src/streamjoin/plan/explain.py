@@ -78,6 +78,59 @@ def _query_lines(qp: QueryPlan) -> list[str]:
         f"  per batch: Δ{a.stream} ⋈ {b.stream}(state + Δ)  ∪  {a.stream}(state) ⋈ Δ{b.stream}"
         " — each pair exactly once",
     ]
+    return lines + _partitioning_lines(qp)
+
+
+EXPLAIN_UNITS = 4
+"""Units assumed by explain when the query names none (the engine uses Spark's shuffle
+partitions, 4 in its local session)."""
+
+
+def _partitioning_lines(qp: QueryPlan) -> list[str]:
+    """Every scheme that fits the query with its predicted cost, for even keys and for one hot
+    key, and the scheme the engine starts with."""
+    from streamjoin.partition import Stats, candidates
+
+    q = qp.query
+    forced = q.option("partitioning", "auto") or "auto"
+    units = int(q.option("units") or EXPLAIN_UNITS)
+    adapt = q.option("adapt", "true") == "true"
+    if forced == "auto":
+        start = (
+            "auto: the engine's own join (hash on the keys, or bucket / broadcast as above); "
+            + (
+                "the rows per unit are watched and a skewed key moves it to the cheapest "
+                "scheme below"
+                if qp.parts.equi and adapt
+                else "adaptation off"
+                if qp.parts.equi
+                else "no key to be skewed on"
+            )
+        )
+    else:
+        start = f"forced '{forced}' on {units} units" + (
+            "; the matrix shape follows Squall's doubling rule"
+            if forced == "matrix" and adapt
+            else ""
+        )
+    band = (qp.band.lo, qp.band.hi) if qp.band is not None else None
+    lines = [f"  partitioning: {start}"]
+    for title, share in (("even keys", 0.0), ("one key in half the rows", 0.5)):
+        if share and not qp.parts.equi:
+            continue
+        stats = Stats(1e6, 1e6, 1e4, 1e4, units=units, top_key_share=share)
+        lines.append(
+            f"    predicted per batch ({title}; 1,000,000 rows in state and 10,000 new per side):"
+        )
+        chosen = forced if forced != "auto" else "hash" if qp.parts.equi else None
+        for e in candidates(bool(qp.parts.equi), band, stats):
+            mark = "->" if e.scheme.name == chosen else "  "
+            lines.append(
+                f"    {mark}{e.scheme.describe():<44} busiest unit {e.max_unit_input:>10,.0f}"
+                f"  stored {e.stored_bytes:>10,.0f}  moved {e.moved_bytes:>8,.0f} rows  "
+                f"({e.reason})"
+            )
+    lines.append("    (-> the scheme the query starts with; costs in rows, tuple size 1)")
     return lines
 
 

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
-from streamjoin.runtime.routing import QueryRouter, UnitStats
+from streamjoin.runtime.routing import QueryRouter, UnitStats, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed, schema_ddl
 
@@ -101,7 +101,19 @@ class BatchProcessor:
         self.on_batch = on_batch
         self.error: BaseException | None = None
         self.routers: dict[str, QueryRouter] = {}
+        self._next_schemes: dict[str, dict[str, t.Any]] = {}
         self._unit_obs: dict[str, list[tuple[str, Observation, int]]] = {}
+
+    def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
+        """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
+        "matrix", "n": 2, "m": 4}``; see `routing.scheme_from_params`). The change is recorded
+        in that batch's manifest, so a replay or restart keeps it."""
+        names = [qp.query.name for qp in self.plan.queries]
+        if query not in names:
+            msg = f"unknown query {query!r}; the job's queries are {', '.join(names)}"
+            raise KeyError(msg)
+        scheme_from_params(params)  # fails early, naming the bad scheme
+        self._next_schemes[query] = dict(params)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
@@ -139,7 +151,7 @@ class BatchProcessor:
             self._write_deadletters(classified, batch_id, stats)
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
-            units, routing = self._adapt(batch_id, stats)
+            units, routing = self._adapt(batch_id, stats, prev)
             manifest = self._next_manifest(prev, batch_id, stats, out)
             self.store.commit(manifest, prev)
             clock.mark("commit")
@@ -342,7 +354,7 @@ class BatchProcessor:
         for delta_side, delta_view, state_view in inputs:
             if observe:
                 delta_view, state_view = self._routed_views(
-                    router, delta_side, delta_view, state_view, views
+                    router, delta_side, delta_view, state_view, views, shuffle=shuffle
                 )
             sql = delta_join_sql(
                 qp, delta_side, delta_view, state_view, placed=placed, shuffle=shuffle
@@ -357,6 +369,8 @@ class BatchProcessor:
         delta_view: str,
         state_view: str,
         views: list[str],
+        *,
+        shuffle: bool = True,
     ) -> tuple[str, str]:
         """The delta routed to its probe places and the state to its store places (for the hash
         path: as they are), each observed for its rows per unit."""
@@ -370,6 +384,11 @@ class BatchProcessor:
             (state_side, state_view, "store"),
         )
         for side, view, role in roles:
+            if not shuffle and role == "store":
+                # The automatic hash path watches the delta's keys only: skew shows there,
+                # and the state scan stays free of per-row hashing.
+                out.append(view)
+                continue
             df = self.spark.sql(router.routed(side, view, role))
             unit = router.unit_sql(side)
             aggs = [F.expr(f"count_if({unit} = {i})").alias(f"u{i}") for i in range(router.units)]
@@ -415,14 +434,20 @@ class BatchProcessor:
                 prev.routing.get(q.name),
                 int(q.option("units") or default),
             )
+            forced = self._next_schemes.pop(q.name, None)
+            if forced is not None:
+                router = self.routers[q.name]
+                router.params = {**forced, "units": router.params.get("units", default)}
+                router.controller = {}
         self._unit_obs = {}
 
     def _adapt(
-        self, batch_id: int, stats: dict[str, _StreamStats]
+        self, batch_id: int, stats: dict[str, _StreamStats], prev: Manifest
     ) -> tuple[dict[str, UnitStats], dict[str, str]]:
         """Collect each query's per-unit rows and let its controllers choose the next scheme."""
         units: dict[str, UnitStats] = {}
         notes: dict[str, str] = {}
+        state = prev.state_rows()
         for qp in self.plan.queries:
             q = qp.query
             router = self.routers[q.name]
@@ -444,6 +469,7 @@ class BatchProcessor:
                 stats[q.right.stream].ok,
                 units.get(q.name),
                 sorted(quantiles),
+                (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
             )
         return units, notes
 

@@ -229,6 +229,7 @@ class QueryRouter:
         right_rows: int,
         units: UnitStats | None,
         quantiles: t.Sequence[float] | None = None,
+        state_rows: tuple[int, int] = (0, 0),
     ) -> str:
         """Feed the batch's counts to the query's controllers, which may change the scheme from
         the next batch on; returns a note for the progress line (the scheme this batch ran
@@ -243,7 +244,7 @@ class QueryRouter:
             bounds = sorted({float(x) for x in quantiles if x is not None})
             self.params = {**self.params, "bounds": bounds}
         elif forced == "auto" and name == "hash" and units is not None and adapt:
-            self._leave_hash_if_skewed(batch, units)
+            self._leave_hash_if_skewed(batch, units, (left_rows, right_rows), state_rows)
         after = self.describe()
         return before if after == before else f"{before} -> {after} from batch {batch + 1}"
 
@@ -269,7 +270,9 @@ class QueryRouter:
                 {"batch": step.batch_effective, "scheme": self.describe(), "ilf": step.ilf_new}
             )
 
-    def _leave_hash_if_skewed(self, batch: int, units: UnitStats) -> None:
+    def _leave_hash_if_skewed(
+        self, batch: int, units: UnitStats, delta: tuple[int, int], state: tuple[int, int]
+    ) -> None:
         """Hash partitioning while the keys are even; once one unit's input stands out, the
         cheapest scheme by the cost formulas for the observed statistics (from the next batch)."""
         loads = units.per_unit
@@ -280,12 +283,11 @@ class QueryRouter:
         # One hot key puts share = top + (1 - top) / J on its unit: solve for top.
         j = len(loads)
         top = max(0.0, (share - 1 / j) / (1 - 1 / j))
-        probe, store = sum(units.probe), sum(units.store)
         stats = Stats(
-            left_rows=store / 2,
-            right_rows=store / 2,
-            left_delta=probe / 2,
-            right_delta=probe / 2,
+            left_rows=state[0],
+            right_rows=state[1],
+            left_delta=delta[0],
+            right_delta=delta[1],
             top_key_share=min(1.0, top),
             units=j,
         )
