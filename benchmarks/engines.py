@@ -11,6 +11,11 @@ All three read the same Parquet files with the same ``maxFilesPerTrigger`` and w
 listener records each micro-batch's ``triggerExecution`` time, so batch times are measured the
 same way for all of them. Run as ``python -m benchmarks.engines ENGINE PLAN RESULT`` (see
 `main`).
+
+With `Live` options (the ``--rate`` mode, `benchmarks.rate`) an engine runs with a
+processing-time trigger instead, writes ``ready`` in its workdir once its queries are started,
+and stops once every file the feeder lists in its ``done`` file has been committed (or when the
+drain limit has passed, marked ``stopped_early``).
 """
 
 from __future__ import annotations
@@ -84,6 +89,20 @@ class _Batches:
         self.state_bytes = 0
 
 
+@dataclass(frozen=True)
+class Live:
+    """A live run: `trigger` (Spark's processingTime text) until the feeder's `done` file (JSON:
+    ``{"files": [path, ...]}``) exists and every file it lists is in a committed batch of every
+    query, or until `drain_limit` seconds after it appeared. `warmup`: a job (``{out}`` for its
+    result directory) run to its end first, in the same process, so that the live run does not
+    measure a cold JVM's first batches."""
+
+    trigger: str
+    done: str
+    drain_limit: float
+    warmup: str | None = None
+
+
 def session() -> SparkSession:
     """The local session every engine runs on (streamjoin's defaults, 2 shuffle partitions)."""
     from streamjoin.runtime.session import get_session
@@ -94,17 +113,25 @@ def session() -> SparkSession:
 
 
 def run_engine(
-    engine: str, job_text: str, workdir: str, time_limit: float | None = None
+    engine: str,
+    job_text: str,
+    workdir: str,
+    time_limit: float | None = None,
+    live: Live | None = None,
 ) -> EngineRun:
     """Run `engine` on the job to the end of its input; results go under `workdir`.
 
     With `time_limit` (seconds) a run still going is stopped after its current batch and marked
     ``stopped_early``: its throughput is then that of the batches it finished (its first ones,
-    with the least state, so the figure favours the stopped engine).
+    with the least state, so the figure favours the stopped engine). With `live`, the engine
+    runs on a live source until the feeder is done and its files are processed (see `Live`).
     """
     from streamjoin.sql import parse_job
 
     job = parse_job(job_text, "<benchmark>")
+    if live is not None and live.warmup is not None:
+        warm = os.path.join(workdir, "warmup")
+        run_engine(engine, live.warmup.replace("{out}", os.path.join(warm, "out")), warm)
     spark = session()
     batches = _Batches()
     spark.streams.addListener(batches.listener)
@@ -112,11 +139,14 @@ def run_engine(
     started = time.monotonic()
     try:
         if engine == "streamjoin":
-            _run_streamjoin(spark, job, workdir, run)
+            if live is None:
+                _run_streamjoin(spark, job, workdir, run)
+            else:
+                run.stopped_early = _run_streamjoin_live(spark, job, workdir, run, live)
         elif engine == "spark-native":
-            run.stopped_early = _run_native(spark, job, workdir, time_limit)
+            run.stopped_early = _run_native(spark, job, workdir, time_limit, live)
         elif engine == "spark-foreach":
-            run.stopped_early = _run_foreach(spark, job, workdir, time_limit)
+            run.stopped_early = _run_foreach(spark, job, workdir, time_limit, live)
         else:
             msg = f"unknown engine {engine!r} (one of {', '.join(ENGINES)})"
             raise ValueError(msg)
@@ -144,19 +174,55 @@ def _out_path(job: Job, q: Query) -> str:
 
 
 def _count(spark: SparkSession, path: str) -> int:
-    return spark.read.parquet(path).count() if os.path.exists(path) else 0
+    written = any(f.endswith(".parquet") for _, _, files in os.walk(path) for f in files)
+    return spark.read.parquet(path).count() if written else 0
 
 
-def _run_streamjoin(spark: SparkSession, job: Job, workdir: str, run: EngineRun) -> None:
+def _run_streamjoin(
+    spark: SparkSession, job: Job, workdir: str, run: EngineRun, trigger: str | None = None
+) -> None:
     from streamjoin.runtime.engine import Engine
 
     summary = Engine(spark).run(
-        job, checkpoint=os.path.join(workdir, "ckpt"), once=True, progress=False
+        job,
+        checkpoint=os.path.join(workdir, "ckpt"),
+        once=trigger is None,
+        trigger=trigger or "1 second",
+        progress=False,
     )
     run.rows_in = sum(summary.rows_in.values())
     run.out = dict(summary.out)
     run.state_rows = sum(summary.state_rows.values())
     run.state_bytes = _dir_bytes(os.path.join(workdir, "ckpt", "state"))
+
+
+def _run_streamjoin_live(
+    spark: SparkSession, job: Job, workdir: str, run: EngineRun, live: Live
+) -> bool:
+    """`Engine.run` with a processing-time trigger in a thread; this thread watches the
+    checkpoint and stops the engine's query once the feed is processed."""
+    import threading
+
+    before = {q.id for q in spark.streams.active}
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            _run_streamjoin(spark, job, workdir, run, trigger=live.trigger)
+        except BaseException as err:  # re-raised in the calling thread
+            failure.append(err)
+
+    thread = threading.Thread(target=target, name="streamjoin-live", daemon=True)
+    thread.start()
+    queries: list[t.Any] = []
+    while not queries and thread.is_alive():
+        queries = [q for q in spark.streams.active if q.id not in before]
+        time.sleep(0.1)
+    stopped = _await_live(queries, workdir, live) if queries else False
+    thread.join()
+    if failure and not stopped:  # a batch cut short by the drain limit is no failure
+        raise failure[0]
+    return stopped
 
 
 def _dir_bytes(root: str) -> int:
@@ -205,7 +271,93 @@ def _await(queries: list[t.Any], time_limit: float | None) -> bool:
     return stopped
 
 
-def _run_native(spark: SparkSession, job: Job, workdir: str, time_limit: float | None) -> bool:
+def committed_files(checkpoint: str) -> dict[str, int]:
+    """Every input file of a Spark file-source query's checkpoint that is in a committed batch,
+    with the batch's id: the ``sources/<i>/<batch>`` logs (and their ``.compact`` files) list
+    each batch's files, ``commits/<batch>`` exists once the batch's output is committed."""
+    from urllib.parse import unquote, urlparse
+
+    commits = os.path.join(checkpoint, "commits")
+    done = {int(n) for n in os.listdir(commits) if n.isdigit()} if os.path.isdir(commits) else set()
+    files: dict[str, int] = {}
+    sources = os.path.join(checkpoint, "sources")
+    for d, _, names in os.walk(sources):
+        for name in names:
+            if name.startswith("."):
+                continue
+            with open(os.path.join(d, name), encoding="utf-8") as f:
+                lines = f.read().splitlines()[1:]
+            for line in lines:
+                if not line.strip():
+                    continue
+                entry = json.loads(line)
+                if int(entry["batchId"]) in done:
+                    files[unquote(urlparse(entry["path"]).path)] = int(entry["batchId"])
+    return files
+
+
+def query_checkpoints(workdir: str) -> list[str]:
+    """The Spark checkpoints under ``workdir/ckpt``: one per query (``commits`` beside
+    ``sources``), wherever each engine keeps it."""
+    found = []
+    for d, subdirs, _ in os.walk(os.path.join(workdir, "ckpt")):
+        if "commits" in subdirs and "offsets" in subdirs:
+            found.append(d)
+    return sorted(found)
+
+
+def _drained(workdir: str, fed: set[str]) -> bool:
+    """Every fed file of a stream a query reads is in one of its committed batches."""
+    checkpoints = query_checkpoints(workdir)
+    if not checkpoints:
+        return False
+    for ckpt in checkpoints:
+        seen = committed_files(ckpt)
+        dirs = {os.path.dirname(p) for p in seen}
+        want = {p for p in fed if os.path.dirname(p) in dirs}
+        if not dirs or not want <= seen.keys():
+            return False
+    return True
+
+
+def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
+    """Signal readiness, then wait until the feed is processed; past the drain limit, stop the
+    queries anyway. True if stopped before every fed file was processed."""
+    with open(os.path.join(workdir, "ready"), "w", encoding="utf-8") as f:
+        f.write(str(time.time()))
+    deadline: float | None = None
+    fed: set[str] = set()
+    stopped = False
+    while any(q.isActive for q in queries):
+        queries[0].awaitTermination(0.5)
+        if deadline is None and os.path.exists(live.done):
+            with open(live.done, encoding="utf-8") as f:
+                fed = {os.path.abspath(p) for p in json.load(f)["files"]}
+            deadline = time.monotonic() + live.drain_limit
+        if deadline is None:
+            continue
+        drained = _drained(workdir, fed)
+        if drained or time.monotonic() > deadline:
+            stopped = not drained
+            for q in queries:
+                q.stop()
+    for q in queries:
+        if q.exception() is not None and not stopped:
+            raise RuntimeError(str(q.exception()).splitlines()[0])
+    return stopped
+
+
+def _trigger(writer: t.Any, live: Live | None) -> t.Any:
+    return (
+        writer.trigger(availableNow=True)
+        if live is None
+        else writer.trigger(processingTime=live.trigger)
+    )
+
+
+def _run_native(
+    spark: SparkSession, job: Job, workdir: str, time_limit: float | None, live: Live | None
+) -> bool:
     queries = []
     for q in job.queries:
         views = {}
@@ -214,17 +366,19 @@ def _run_native(spark: SparkSession, job: Job, workdir: str, time_limit: float |
             _stream_frame(spark, job.stream(side.stream)).createOrReplaceTempView(view)
             views[side.alias] = view
         out = spark.sql(_query_sql(q, views[q.left.alias], views[q.right.alias]))
-        queries.append(
+        query = _trigger(
             out.writeStream.format("parquet")
             .option("path", _out_path(job, q))
-            .option("checkpointLocation", os.path.join(workdir, "ckpt", q.name))
-            .trigger(availableNow=True)
-            .start()
-        )
-    return _await(queries, time_limit)
+            .option("checkpointLocation", os.path.join(workdir, "ckpt", q.name)),
+            live,
+        ).start()
+        queries.append(query)
+    return _await(queries, time_limit) if live is None else _await_live(queries, workdir, live)
 
 
-def _run_foreach(spark: SparkSession, job: Job, workdir: str, time_limit: float | None) -> bool:
+def _run_foreach(
+    spark: SparkSession, job: Job, workdir: str, time_limit: float | None, live: Live | None
+) -> bool:
     """The straightforward foreachBatch join: every batch's new rows joined with all kept rows
     (within the largest window any query needs), then appended to the kept rows."""
     from pyspark.sql import functions as F
@@ -291,13 +445,13 @@ def _run_foreach(spark: SparkSession, job: Job, workdir: str, time_limit: float 
                     horizon[sp.name] = h
         df.unpersist()
 
-    query = (
-        union.writeStream.foreachBatch(batch)
-        .option("checkpointLocation", os.path.join(workdir, "ckpt", "foreach"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    return _await([query], time_limit)
+    query = _trigger(
+        union.writeStream.foreachBatch(batch).option(
+            "checkpointLocation", os.path.join(workdir, "ckpt", "foreach")
+        ),
+        live,
+    ).start()
+    return _await([query], time_limit) if live is None else _await_live([query], workdir, live)
 
 
 def main(argv: list[str]) -> int:
@@ -310,7 +464,8 @@ def main(argv: list[str]) -> int:
         with open(item["job"], encoding="utf-8") as f:
             text = f.read()
         try:
-            run = run_engine(engine, text, item["workdir"], item["time_limit"])
+            live = Live(**item["live"]) if item.get("live") else None
+            run = run_engine(engine, text, item["workdir"], item["time_limit"], live)
         except Exception as err:  # reported to the harness, which prints it
             run = EngineRun(engine, error=f"{type(err).__name__}: {str(err).splitlines()[0]}")
         runs.append(asdict(run))

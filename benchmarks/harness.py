@@ -62,10 +62,14 @@ PEER_TIME_LIMIT = {"tiny": None, "quick": 60.0, "full": 180.0}
 
 
 def run_engine_process(
-    engine: str, jobs: t.Sequence[tuple[str, str]], time_limit: float | None = None
+    engine: str,
+    jobs: t.Sequence[tuple[str, str]],
+    time_limit: float | None = None,
+    live: dict[str, t.Any] | None = None,
 ) -> list[dict[str, t.Any]]:
     """`engine` on each (job, workdir) of `jobs`, one after another in one child process; each
-    run's EngineRun as a dict, with the process's peak memory."""
+    run's EngineRun as a dict, with the process's peak memory. `live`: the fields of
+    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode)."""
     plan = []
     for job, workdir in jobs:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -73,7 +77,7 @@ def run_engine_process(
         job_file = os.path.join(workdir, "job.sql")
         with open(job_file, "w", encoding="utf-8") as f:
             f.write(job.replace("{out}", os.path.join(workdir, "out")))
-        plan.append({"job": job_file, "workdir": workdir, "time_limit": time_limit})
+        plan.append({"job": job_file, "workdir": workdir, "time_limit": time_limit, "live": live})
     first = jobs[0][1]
     plan_file, result = os.path.join(first, "plan.json"), os.path.join(first, "result.json")
     with open(plan_file, "w", encoding="utf-8") as f:

@@ -31,6 +31,52 @@ def load(folder: str = RESULTS) -> dict[str, Report]:
     return reports
 
 
+def load_rate(folder: str = RESULTS) -> dict[str, Report]:
+    """The ``--rate`` mode reports present (``rate-*.json``), by file name."""
+    if not os.path.isdir(folder):
+        return {}
+    reports = {}
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("rate-") and name.endswith(".json"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                reports[name] = json.load(f)
+    order = sorted(reports, key=lambda n: (reports[n]["workload"], reports[n]["rate_per_stream"]))
+    return {n: reports[n] for n in order}
+
+
+_SIZE_FLAG = {"quick": " --quick", "tiny": " --tiny"}
+
+
+def rate_table(reports: dict[str, Report]) -> list[str]:
+    """One markdown row per engine and case of every ``--rate`` report."""
+    lines = [
+        "| run | case | rows/s per stream | engine | keeps up | fed / processed rows/s | "
+        "latency p50 / p95 / p99 / max s | growth | backlog at end s | batch p50 / p99 ms | "
+        "results agree |",
+        "|" + "---|" * 11,
+    ]
+    for file, report in reports.items():
+        run = f"`{file}` ({report['size']}, {report['duration_s']:g} s)"
+        for c in report["cases"]:
+            for engine, r in c["engines"].items():
+                if r.get("error"):
+                    lines.append(f"| {run} | {c['case']} | | {engine} | error: {r['error']} |")
+                    continue
+                latency = " / ".join(
+                    _fmt(r.get(f"latency_{p}_s")) for p in ("p50", "p95", "p99", "max")
+                )
+                batches = " / ".join(_fmt(r.get(k)) for k in ("batch_p50_ms", "batch_p99_ms"))
+                agree = {True: "yes", False: "NO", None: "unchecked"}[c["results_agree"]]
+                lines.append(
+                    f"| {run} | {c['case']} | {_fmt(report['rate_per_stream'])} | {engine} | "
+                    f"{'yes' if r['keeps_up'] else '**no**'} | {_fmt(r.get('input_rate'))} / "
+                    f"{_fmt(r.get('processed_rate'))} | {latency} | "
+                    f"×{_fmt(r.get('latency_growth'))} | {_fmt(r.get('backlog_at_end_s'))} | "
+                    f"{batches} | {agree} |"
+                )
+    return lines
+
+
 def _case(reports: dict[str, Report], workload: str, case: str) -> dict[str, t.Any] | None:
     for c in reports.get(workload, {}).get("cases", []):
         if c["case"] == case:
@@ -211,7 +257,9 @@ def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
     return written
 
 
-def render(reports: dict[str, Report], notes: str = "") -> str:
+def render(
+    reports: dict[str, Report], notes: str = "", rate: dict[str, Report] | None = None
+) -> str:
     """The text of RESULTS.md."""
     if not reports:
         return "# Benchmark results\n\nNo full run recorded yet.\n"
@@ -242,6 +290,27 @@ def render(reports: dict[str, Report], notes: str = "") -> str:
     lines += ["", "## All figures", "", *table(reports), ""]
     for png in plots(reports):
         lines += [f"![{png}]({png})", ""]
+    if rate:
+        lines += [
+            "## Live rate mode",
+            "",
+            "Each engine fed a live source at a fixed rate (one Parquet file per stream every "
+            "tick, event times at wall-clock time), with a processing-time trigger; latency is "
+            "the commit time of a row's batch minus the time its file appeared; *keeps up* and "
+            "the other figures are defined in `benchmarks/rate.py`. Reproduce with:",
+            "",
+            "```",
+            *(
+                f"streamjoin bench {r['workload']} --rate {r['rate_per_stream']:g}"
+                f"{_SIZE_FLAG.get(r['size'], '')} --duration {r['duration_s']:g} "
+                f"--out benchmarks/results/{file}"
+                for file, r in rate.items()
+            ),
+            "```",
+            "",
+            *rate_table(rate),
+            "",
+        ]
     if notes:
         lines += [notes.rstrip(), ""]
     return "\n".join(lines)
@@ -253,7 +322,8 @@ def main(argv: list[str]) -> int:
     if os.path.exists(notes_path):
         with open(notes_path, encoding="utf-8") as f:
             notes = f.read()
-    text = render(load(argv[0] if argv else RESULTS), notes)
+    folder = argv[0] if argv else RESULTS
+    text = render(load(folder), notes, load_rate(folder))
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)
     print(text)
