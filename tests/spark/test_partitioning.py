@@ -60,7 +60,7 @@ def test_scheme_matches_reference(
 ) -> None:
     text, names = _job_text(tmp_path, scheme, units)
     job = parse_job(text)
-    batches = make_batches(units, n_batches=5, rows_per_batch=16, keys=3)
+    batches = make_batches(units, n_batches=4, rows_per_batch=16, keys=3)
     reports = run_batches(spark, job, batches, tmp_path / "ckpt")
     expected = run_reference(job, batches)
     for i, name in enumerate(names):

@@ -34,6 +34,7 @@ class Summary:
     watermark: int | None = None
     seconds: float = 0.0
     batches_this_run: int = 0
+    schemes: dict[str, str] = field(default_factory=dict)
 
     @property
     def rows_joined(self) -> int:
@@ -56,6 +57,7 @@ class Summary:
             watermark=m.global_wm,
             seconds=seconds,
             batches_this_run=batches_this_run,
+            schemes={name: _scheme_text(r) for name, r in m.routing.items()},
         )
 
     def render(self) -> str:
@@ -75,7 +77,10 @@ class Summary:
             f"  watermark:   {format_watermark(self.watermark)}",
             "  output per query:",
         ]
-        lines += [f"    {name}: {n}" for name, n in self.out.items()] or ["    (none)"]
+        lines += [
+            f"    {name}: {n}" + (f"  [{self.schemes[name]}]" if name in self.schemes else "")
+            for name, n in self.out.items()
+        ] or ["    (none)"]
         if sum(self.late.values()) + sum(self.malformed.values()):
             lines.append(
                 f"  dead letters under {self.checkpoint}/deadletter/ (or each stream's "
@@ -102,10 +107,16 @@ class ProgressLine:
         if not self.enabled:
             return
         rate = self.rows_in / max(time.monotonic() - self.started, 1e-9)
+        for name, note in report.routing.items():
+            if "->" in note:  # a scheme change: worth a line of its own
+                self.stream.write(f"\r{name}: partitioning {note}\n")
+        skew = max((u.skew for u in report.units.values()), default=None)
         self.stream.write(
             f"\rbatch {report.batch}  in {self.rows_in}  out {self.rows_out}  {rate:,.0f} rows/s"
             f"  state {report.state_rows}  late {report.late}  watermark "
-            f"{format_watermark(report.watermark)}  ({report.seconds:.2f}s/batch)   "
+            f"{format_watermark(report.watermark)}  ({report.seconds:.2f}s/batch)"
+            + (f"  units max/mean {skew:.2f}" if skew is not None else "")
+            + "   "
         )
         self.stream.flush()
 
@@ -114,3 +125,14 @@ class ProgressLine:
         if self.enabled and self.batches:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def _scheme_text(saved: dict[str, t.Any]) -> str:
+    """A query's scheme, as its saved routing state describes it."""
+    from streamjoin.runtime.routing import scheme_from_params
+
+    params = saved.get("params", {})
+    scheme = scheme_from_params(params)
+    if scheme is None:
+        return f"hash on {params.get('units', '?')} units"
+    return scheme.describe()
