@@ -129,3 +129,28 @@ def test_reshapes_between_batches_lose_and_repeat_nothing(
     assert seen[1].startswith("matrix 1×4")
     assert seen[2].startswith("biclique")
     assert seen[5].startswith("hash")
+
+
+def test_biclique_scales_out_when_units_fill(spark: SparkSession, tmp_path: Path) -> None:
+    """BiStream's elasticity: units over T_h of their capacity for three batches in a row get
+    company (Eq. 7), and the results stay exact across the step."""
+    out = tmp_path / "out"
+    job = parse_job(
+        "\n".join(
+            [
+                stream_ddl("A"),
+                stream_ddl("B"),
+                f"CREATE SINK o WITH (format = 'parquet', path = '{out}');",
+                f"INSERT INTO o SELECT {SELECT} FROM A a JOIN B b ON a.x < b.x AND a.k = b.k "
+                "WITH (partitioning = 'biclique', units = 2, unit_rows = 8);",
+            ]
+        )
+    )
+    batches = make_batches(5, n_batches=6, rows_per_batch=14, keys=3)
+    reports = run_batches(spark, job, batches, tmp_path / "ckpt")
+    expected = run_reference(job, batches).outputs["q1"]
+    assert normalize(read_sink(spark, job, "o", COLUMNS)) == normalize(expected)
+    places = [len(r.units["q1"].store) for r in reports]
+    assert places[0] == 2
+    assert places[-1] > 2, places  # full-history state outgrew 1+1 units of 8 rows
+    assert any("->" in r.routing["q1"] for r in reports)

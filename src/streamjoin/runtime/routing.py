@@ -24,7 +24,7 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, field
 
-from streamjoin.adapt import MatrixController
+from streamjoin.adapt import ElasticController, MatrixController
 from streamjoin.partition import (
     BicliqueScheme,
     ContRandScheme,
@@ -240,6 +240,8 @@ class QueryRouter:
         forced = self.qp.query.option("partitioning", "auto")
         if name == "matrix" and adapt:
             self._reshape_matrix(batch, left_rows, right_rows)
+        elif name == "biclique" and adapt and units is not None:
+            self._scale_biclique(batch, units)
         elif name == "range" and quantiles:
             bounds = sorted({float(x) for x in quantiles if x is not None})
             self.params = {**self.params, "bounds": bounds}
@@ -270,6 +272,35 @@ class QueryRouter:
                 {"batch": step.batch_effective, "scheme": self.describe(), "ilf": step.ilf_new}
             )
 
+    def _scale_biclique(self, batch: int, units: UnitStats) -> None:
+        """BiStream's elastic scaling, per side: a side whose units hold more than T_h of their
+        capacity (`unit_rows` rows) for N batches in a row gets units added, one under T_l
+        gets units removed (Eq. 7). Rows are routed when read, so added units fill and removed
+        ones empty at the next batch: no unit has to drain."""
+        capacity = float(self.qp.query.option("unit_rows") or _UNIT_ROWS)
+        counts = {"left": int(self.params["left"]), "right": int(self.params["right"])}
+        offsets = {"left": 0, "right": counts["left"]}
+        saved = self.controller.get("elastic", {})
+        elastic: dict[str, t.Any] = {}
+        for side in ("left", "right"):
+            k = counts[side]
+            ctl = (
+                ElasticController.from_dict(saved[side])
+                if side in saved
+                else ElasticController(side, k, max_units=_MAX_UNITS)
+            )
+            loads = {u: units.store[offsets[side] + u] / capacity for u in range(k)}
+            step = ctl.observe(batch, loads)
+            if step is not None:
+                counts[side] = len(step.units_after)
+                ctl = ElasticController(side, counts[side], max_units=_MAX_UNITS)
+                self.history.append(
+                    {"batch": step.batch_effective, "side": side, "units": counts[side]}
+                )
+            elastic[side] = ctl.to_dict()
+        self.controller = {**self.controller, "elastic": elastic}
+        self.params = {**self.params, "left": counts["left"], "right": counts["right"]}
+
     def _leave_hash_if_skewed(
         self, batch: int, units: UnitStats, delta: tuple[int, int], state: tuple[int, int]
     ) -> None:
@@ -296,6 +327,10 @@ class QueryRouter:
             self.params = {**params_of(best), "units": j}
             self.history.append({"batch": batch + 1, "scheme": self.describe(), "skew": top})
 
+
+_UNIT_ROWS = 1_000_000
+"""Default capacity of a biclique unit, in stored rows (the query option ``unit_rows``)."""
+_MAX_UNITS = 256
 
 _WARMUP = 1000
 """Rows a controller sees before its first decision (Squall's default)."""
