@@ -97,8 +97,8 @@ def initial_params(qp: QueryPlan, units: int) -> dict[str, t.Any]:
         n, m = optimal_shape(1.0, 1.0, _pow2_floor(units))
         return {"name": "matrix", "n": n, "m": m}
     if forced == "biclique":
-        half = max(1, units // 2)
-        return {"name": "biclique", "left": half, "right": max(1, units - half)}
+        left, right = _biclique_split(units)
+        return {"name": "biclique", "left": left, "right": right}
     if forced == "contrand":
         half = max(1, units // 2)
         return {
@@ -113,6 +113,12 @@ def initial_params(qp: QueryPlan, units: int) -> dict[str, t.Any]:
         msg = f"query {qp.query.name}: range partitioning needs a band predicate"
         raise ValueError(msg)
     return {"name": "range", "bounds": [], "lo": band.lo, "hi": band.hi}
+
+
+def _biclique_split(units: int) -> tuple[int, int]:
+    """Left and right units of a biclique over `units` places."""
+    half = max(1, units // 2)
+    return half, max(1, units - half)
 
 
 def _pow2_floor(n: int) -> int:
@@ -284,16 +290,26 @@ class QueryRouter:
         elastic: dict[str, t.Any] = {}
         for side in ("left", "right"):
             k = counts[side]
+            # Units are Spark tasks, not machines: never fewer than the query asked for (fewer
+            # would cut parallelism to save nothing), more when its units fill up.
+            floor = _biclique_split(int(self.params.get("units", 2)))[0 if side == "left" else 1]
             ctl = (
                 ElasticController.from_dict(saved[side])
                 if side in saved
-                else ElasticController(side, k, max_units=_MAX_UNITS)
+                else ElasticController(
+                    side, k, max_units=max(_MAX_UNITS, k), min_units=min(floor, k)
+                )
             )
             loads = {u: units.store[offsets[side] + u] / capacity for u in range(k)}
             step = ctl.observe(batch, loads)
             if step is not None:
                 counts[side] = len(step.units_after)
-                ctl = ElasticController(side, counts[side], max_units=_MAX_UNITS)
+                ctl = ElasticController(
+                    side,
+                    counts[side],
+                    max_units=max(_MAX_UNITS, counts[side]),
+                    min_units=min(floor, counts[side]),
+                )
                 self.history.append(
                     {"batch": step.batch_effective, "side": side, "units": counts[side]}
                 )
