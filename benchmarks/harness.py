@@ -275,6 +275,16 @@ def machine() -> dict[str, t.Any]:
     }
 
 
+def check_workload(workload: str, size: str) -> None:
+    """Raise ValueError naming `workload` or `size` when either is unknown."""
+    if workload not in WORKLOADS:
+        msg = f"unknown workload {workload!r}; one of: {', '.join(WORKLOADS)}"
+        raise ValueError(msg)
+    if size not in SIZES:
+        msg = f"unknown size {size!r}; one of: {', '.join(SIZES)}"
+        raise ValueError(msg)
+
+
 def run_workload(
     workload: str,
     size: str = "quick",
@@ -287,12 +297,7 @@ def run_workload(
     `engines` limits the run to some of ``streamjoin`` and the peers; `progress` receives a line
     per engine run.
     """
-    if workload not in WORKLOADS:
-        msg = f"unknown workload {workload!r}; one of: {', '.join(WORKLOADS)}"
-        raise ValueError(msg)
-    if size not in SIZES:
-        msg = f"unknown size {size!r}; one of: {', '.join(SIZES)}"
-        raise ValueError(msg)
+    check_workload(workload, size)
     started = time.monotonic()
     _say(progress, f"[{workload}] generating the {size} backlog …")
     cases = WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size)

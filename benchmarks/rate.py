@@ -60,11 +60,12 @@ from benchmarks.harness import (
     _engines,
     _percentile,
     _say,
+    check_workload,
     expected_counts,
     machine,
     run_engine_process,
 )
-from benchmarks.workloads import SIZES, WORKLOADS, Case
+from benchmarks.workloads import WORKLOADS, Case
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -401,12 +402,7 @@ def run_rate(
     the CLI prints last. `in_process` runs the engines on this process's Spark session (tests)
     instead of a process each; ``warmup=False`` skips the warm-up run (tests: quicker, but the
     figures then include a cold start)."""
-    if workload not in WORKLOADS:
-        msg = f"unknown workload {workload!r}; one of: {', '.join(WORKLOADS)}"
-        raise ValueError(msg)
-    if size not in SIZES:
-        msg = f"unknown size {size!r}; one of: {', '.join(SIZES)}"
-        raise ValueError(msg)
+    check_workload(workload, size)
     if rate <= 0:
         msg = f"--rate must be positive, not {rate}"
         raise ValueError(msg)

@@ -17,6 +17,8 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
+    from streamjoin.model import Job
+
 W3 = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
 # name -> (FROM clause, predicate, schemes that fit it)
 ANY = ("matrix", "biclique")
@@ -75,6 +77,20 @@ def test_scheme_matches_reference(
             assert sum(stats.probe) > 0
 
 
+def _one_query_job(tmp_path: Path, on_with: str) -> Job:
+    """Streams A and B, sink o (parquet under tmp_path/out), and one query ``ON on_with``."""
+    return parse_job(
+        "\n".join(
+            [
+                stream_ddl("A"),
+                stream_ddl("B"),
+                f"CREATE SINK o WITH (format = 'parquet', path = '{tmp_path / 'out'}');",
+                f"INSERT INTO o SELECT {SELECT} FROM A a JOIN B b ON {on_with};",
+            ]
+        )
+    )
+
+
 RESHAPES: list[dict[str, object]] = [
     {"name": "matrix", "n": 1, "m": 4},
     {"name": "biclique", "left": 2, "right": 3},
@@ -93,17 +109,9 @@ def test_reshapes_between_batches_lose_and_repeat_nothing(
     from streamjoin.runtime.engine import Engine
     from streamjoin.runtime.sources import schema_ddl
 
-    out = tmp_path / "out"
-    job = parse_job(
-        "\n".join(
-            [
-                stream_ddl("A"),
-                stream_ddl("B"),
-                f"CREATE SINK o WITH (format = 'parquet', path = '{out}');",
-                f"INSERT INTO o SELECT {SELECT} FROM A a JOIN B b ON a.k = b.k AND a.x < b.x "
-                "WITH (partitioning = 'matrix', units = 4, adapt = false);",
-            ]
-        )
+    job = _one_query_job(
+        tmp_path,
+        "a.k = b.k AND a.x < b.x WITH (partitioning = 'matrix', units = 4, adapt = false)",
     )
     batches = make_batches(11, n_batches=len(RESHAPES) + 1, rows_per_batch=14, keys=3)
     engine = Engine(spark)
@@ -134,17 +142,9 @@ def test_reshapes_between_batches_lose_and_repeat_nothing(
 def test_biclique_scales_out_when_units_fill(spark: SparkSession, tmp_path: Path) -> None:
     """BiStream's elasticity: units over T_h of their capacity for three batches in a row get
     company (Eq. 7), and the results stay exact across the step."""
-    out = tmp_path / "out"
-    job = parse_job(
-        "\n".join(
-            [
-                stream_ddl("A"),
-                stream_ddl("B"),
-                f"CREATE SINK o WITH (format = 'parquet', path = '{out}');",
-                f"INSERT INTO o SELECT {SELECT} FROM A a JOIN B b ON a.x < b.x AND a.k = b.k "
-                "WITH (partitioning = 'biclique', units = 2, unit_rows = 8);",
-            ]
-        )
+    job = _one_query_job(
+        tmp_path,
+        "a.x < b.x AND a.k = b.k WITH (partitioning = 'biclique', units = 2, unit_rows = 8)",
     )
     batches = make_batches(5, n_batches=6, rows_per_batch=14, keys=3)
     reports = run_batches(spark, job, batches, tmp_path / "ckpt")
