@@ -420,6 +420,8 @@ class BatchProcessor:
             for i, k in enumerate(router.qp.parts.equi)
         )
         schema = self.spark.sql(f"SELECT {exprs} FROM {views[0]} CROSS JOIN {views[1]}").schema
+        for alias in (q.left.alias, q.right.alias):
+            self.spark.catalog.dropTempView(f"_sj_types_{alias}")
         return tuple(f.dataType.simpleString() for f in schema.fields)
 
     def _load_routers(self, prev: Manifest) -> None:

@@ -70,22 +70,21 @@ def delta_join_sql(
     state_alias = b if delta == "left" else a
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
     condition = f"({q.predicate})"
-    delta_src, state_src = delta_view, state_view
     if placed:
         condition = f"{delta_alias}.{PLACE} = {state_alias}.{PLACE} AND {condition}"
     # A partitioned join shuffles both sides by place (or key): a broadcast of the delta would
     # leave the state where the files put it and bypass the scheme.
     hint = f"/*+ SHUFFLE_HASH({delta_alias}) */ " if shuffle else ""
-    delta_from = f"{delta_src} AS {delta_alias}"
+    delta_from = f"{delta_view} AS {delta_alias}"
     if qp.band is not None:
         low, high, key = _bucket_range(qp.band, delta)
         delta_from = (
             f"(SELECT {delta_alias}.*, explode(sequence(CAST({low} AS BIGINT), "
-            f"CAST({high} AS BIGINT))) AS {BUCKET} FROM {delta_src} AS {delta_alias}) "
+            f"CAST({high} AS BIGINT))) AS {BUCKET} FROM {delta_view} AS {delta_alias}) "
             f"AS {delta_alias}"
         )
         condition = f"{delta_alias}.{BUCKET} = {key} AND {condition}"
-    state_from = f"{state_src} AS {state_alias}"
+    state_from = f"{state_view} AS {state_alias}"
     left_from, right_from = (
         (delta_from, state_from) if delta == "left" else (state_from, delta_from)
     )
