@@ -10,6 +10,7 @@ and a batch join of all input is the exact expected result.
 from __future__ import annotations
 
 import os
+import shutil
 import typing as t
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,7 +48,9 @@ def write_backlog(
 ) -> Backlog:
     """Cut every table into `files` equal spans of event time and write them as Parquet files.
 
-    Every stream gets every file, empty or not, so the engines' batches stay aligned.
+    Every stream gets every file, empty or not, so the engines' batches stay aligned. Each
+    stream's folder is emptied first: a file left by an earlier run with more files would be
+    read as one more batch of rows that are late and of another key space.
     """
     lo = min(_ts_us(tab[ts_column[s]]).min() for s, tab in tables.items() if tab.num_rows)
     hi = max(_ts_us(tab[ts_column[s]]).max() for s, tab in tables.items() if tab.num_rows)
@@ -55,7 +58,8 @@ def write_backlog(
     dirs, rows, raw = {}, {}, {}
     for name, table in tables.items():
         folder = os.path.join(root, name)
-        os.makedirs(folder, exist_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
         chunk = (_ts_us(table[ts_column[name]]) - lo) // width
         order = np.argsort(chunk, kind="stable")
         table = table.take(pa.array(order))

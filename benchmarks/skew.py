@@ -56,7 +56,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.data import write_backlog as _write_backlog
+from benchmarks.data import write_backlog
 from benchmarks.skew_report import write_summary
 from benchmarks.zipf import (
     equi_pairs,
@@ -72,7 +72,6 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import DataFrame, SparkSession
 
-    from benchmarks.data import Backlog
     from streamjoin.model import Job
     from streamjoin.runtime.batch import BatchProcessor, BatchReport
 
@@ -208,14 +207,6 @@ def reference_by_key(
         assert not any(result.late.values()), "the reference saw late rows"
         out += result.outputs["q1"]
     return out
-
-
-def write_backlog(
-    root: str, tables: Mapping[str, pa.Table], ts_column: Mapping[str, str], files: int
-) -> Backlog:
-    """`benchmarks.data.write_backlog` into an emptied `root` (no files of an earlier run left)."""
-    shutil.rmtree(root, ignore_errors=True)
-    return _write_backlog(root, tables, ts_column, files)
 
 
 def _percentile(values: Sequence[float], p: float) -> float | None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import typing as t
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
 from benchmarks import nexmark, tpch
@@ -14,6 +16,8 @@ from streamjoin.plan import plan_job
 from streamjoin.sql import parse_job
 
 if t.TYPE_CHECKING:
+    from pathlib import Path
+
     from numpy.typing import NDArray
 
 EVENTS = 20_000
@@ -211,3 +215,17 @@ def test_tpch_names_the_missing_package(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr("glob.glob", lambda _: [])
     with pytest.raises(RuntimeError, match="duckdb-extension-tpch"):
         tpch.tpch_connection(0.001)
+
+
+def test_a_backlog_rewritten_with_fewer_files_leaves_no_stale_file(tmp_path: Path) -> None:
+    """A stale file of an earlier, longer backlog would be read as one more (late) batch."""
+    from benchmarks.data import two_streams, write_backlog
+
+    tables = two_streams(400, span_seconds=8.0, keys=50, seed=3)
+    write_backlog(str(tmp_path), tables, {"a": "ts", "b": "ts"}, 4)
+    backlog = write_backlog(str(tmp_path), tables, {"a": "ts", "b": "ts"}, 3)
+    for name, folder in backlog.streams.items():
+        files = sorted(os.listdir(folder))
+        assert files == [f"part-{i:05d}.parquet" for i in range(3)], name
+        rows = sum(pq.read_metadata(os.path.join(folder, f)).num_rows for f in files)
+        assert rows == tables[name].num_rows
