@@ -114,10 +114,12 @@ class SelectItem:
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """``INSERT INTO sink SELECT items FROM left JOIN right ON predicate [WHERE ...]``.
+    """``INSERT INTO sink SELECT items FROM left JOIN right ON ... [JOIN further ON ...] [WHERE]``.
 
-    `predicate` is the whole join condition (ON and WHERE conjuncts) as qualified Spark SQL text;
-    a pair (l, r) is in the result exactly when it evaluates to TRUE (NULL is not TRUE).
+    `predicate` is the whole join condition (every ON and WHERE conjunct) as qualified Spark SQL
+    text; a combination of one row per input is in the result exactly when it evaluates to TRUE
+    (NULL is not TRUE). `further` holds the third and later inputs of a multi-way join, in the
+    order written.
     """
 
     name: str
@@ -128,20 +130,29 @@ class Query:
     select: tuple[SelectItem, ...]
     line: int = 0
     options: tuple[tuple[str, str], ...] = ()
+    further: tuple[JoinSide, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.left.alias.lower() == self.right.alias.lower():
-            msg = f"query {self.name!r}: both sides are called {self.left.alias!r}; alias one"
-            raise ValueError(msg)
+        seen: set[str] = set()
+        for side in self.sides:
+            if side.alias.lower() in seen:
+                msg = f"query {self.name!r}: two inputs are called {side.alias!r}; alias one"
+                raise ValueError(msg)
+            seen.add(side.alias.lower())
         aliases = [s.alias for s in self.select]
         if len(set(aliases)) != len(aliases):
             msg = f"query {self.name!r}: output column names repeat: {aliases}"
             raise ValueError(msg)
 
     @property
-    def sides(self) -> tuple[JoinSide, JoinSide]:
-        """(left, right)."""
-        return (self.left, self.right)
+    def sides(self) -> tuple[JoinSide, ...]:
+        """Every input in the order written: (left, right, *further)."""
+        return (self.left, self.right, *self.further)
+
+    @property
+    def multiway(self) -> bool:
+        """True when the query joins three or more inputs."""
+        return bool(self.further)
 
     def option(self, key: str, default: str | None = None) -> str | None:
         """The query's WITH option `key` (lower-case), or `default`."""

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from streamjoin.plan.classify import Band, EquiKey, PredicateParts, TimeWindow, classify_predicate
+from streamjoin.plan.multiway import MultiwayPlan, ProbeOrder, Step, plan_multiway
 from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan, plan_job
 
 __all__ = [
     "Band",
     "EquiKey",
     "JobPlan",
+    "MultiwayPlan",
     "PredicateParts",
+    "ProbeOrder",
     "QueryPlan",
+    "Step",
     "StreamPlan",
     "TimeWindow",
     "classify_predicate",
     "plan_job",
+    "plan_multiway",
 ]

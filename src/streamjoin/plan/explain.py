@@ -5,6 +5,7 @@ from __future__ import annotations
 import typing as t
 
 if t.TYPE_CHECKING:
+    from streamjoin.plan.multiway import MultiwayPlan
     from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan
 
 
@@ -138,7 +139,32 @@ def explain_plan(plan: JobPlan) -> str:
     """Every stream's state layout and every query's classification and strategy."""
     out = ["streams:"]
     out += [_stream_line(sp) for sp in plan.streams]
-    for qp in plan.queries:
+    for q in plan.job.queries:
         out.append("")
-        out += _query_lines(qp)
+        qp = next((x for x in plan.queries if x.query is q), None)
+        if qp is not None:
+            out += _query_lines(qp)
+            continue
+        mp = next(x for x in plan.multiway if x.query is q)
+        out += _multiway_lines(mp)
     return "\n".join(out)
+
+
+def _multiway_lines(mp: MultiwayPlan) -> list[str]:
+    q, aliases = mp.query, mp.aliases
+    inputs = "  ".join(f"{s.alias} = {s.stream}" for s in q.sides)
+    lines = [
+        f"query {q.name} (line {q.line}): INSERT INTO {q.sink}",
+        f"  {len(aliases)}-way join of  {inputs}",
+        f"  predicate: {q.predicate}",
+        "  delta rule: each new combination once, in the term of its first input (as written)",
+        "  that holds a new row; later inputs are probed with their new rows, earlier ones without",
+        "  probe orders (Δ = the input's new rows):",
+    ]
+    lines += [f"    {order.describe(aliases)}" for order in mp.orders]
+    keep = ", ".join(
+        f"{a}: {'full history' if r is None else f'ts >= watermark - {_duration(r)}'}"
+        for a, r in zip(aliases, mp.retain_us, strict=True)
+    )
+    lines.append(f"  state needed: {keep}")
+    return lines

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
+from streamjoin.plan.multiway import MultiwayPlan, plan_multiway
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query, StreamDef
@@ -69,11 +70,13 @@ class StreamPlan:
 
 @dataclass(frozen=True)
 class JobPlan:
-    """All queries and active streams of a job."""
+    """All queries and active streams of a job: two-way queries in `queries`, queries over three
+    or more inputs in `multiway`."""
 
     job: Job
     streams: tuple[StreamPlan, ...]
     queries: tuple[QueryPlan, ...]
+    multiway: tuple[MultiwayPlan, ...] = ()
 
     def stream(self, name: str) -> StreamPlan:
         """The plan of active stream `name`."""
@@ -92,10 +95,14 @@ class JobPlan:
 
 def plan_job(job: Job) -> JobPlan:
     """Classify every query's predicate and derive each active stream's state layout."""
-    queries = tuple(_plan_query(job, q) for q in job.queries)
+    queries = tuple(_plan_query(job, q) for q in job.queries if not q.multiway)
+    multiway = tuple(_plan_multiway(job, q) for q in job.queries if q.multiway)
     used = {side.stream for q in job.queries for side in q.sides}
     active = [s for s in job.streams if s.name in used]
     retain: dict[str, list[int | None]] = {s.name: [] for s in active}
+    for mp in multiway:
+        for side, keep in zip(mp.query.sides, mp.retain_us, strict=True):
+            retain[side.stream].append(keep)
     for qp in queries:
         q, w = qp.query, qp.parts.window
         left_wm, right_wm = qp.left_time is not None, qp.right_time is not None
@@ -110,7 +117,20 @@ def plan_job(job: Job) -> JobPlan:
         uses = retain[s.name]
         keep = None if any(u is None for u in uses) else max(t.cast("list[int]", uses))
         streams.append(StreamPlan(s, index, keep))
-    return JobPlan(job, tuple(streams), queries)
+    return JobPlan(job, tuple(streams), queries, multiway)
+
+
+def _plan_multiway(job: Job, q: Query) -> MultiwayPlan:
+    forced = q.option("partitioning", "auto")
+    if forced not in ("auto", "hash"):
+        msg = (
+            f"query {q.name}: partitioning '{forced}' is for two-way joins; a join of "
+            f"{len(q.sides)} inputs runs by probe orders (leave partitioning out)"
+        )
+        raise UnsupportedError(
+            msg, line=q.line, col=1, text=f"partitioning = '{forced}'", source=job.source
+        )
+    return plan_multiway(job, q)
 
 
 def _plan_query(job: Job, q: Query) -> QueryPlan:

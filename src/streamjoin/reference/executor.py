@@ -14,11 +14,12 @@ micro-batch i (a stream may be absent from a batch).
    ``W = min(wm_s)`` over ALL active streams with a watermark, or None while any of them has no
    wm_s yet. W never decreases. W (epoch microseconds) is recorded after every batch.
 4. Event times are epoch microseconds: ``(ts - 1970-01-01) // 1 µs`` on naive (UTC) datetimes.
-5. The result of query q (left stream L under alias a, right stream R under alias b, possibly
-   the same stream: a self-join) is every pair (l, r) of an on-time row l of L and an on-time row
-   r of R, from any batches, for which the predicate is TRUE (NULL is not TRUE) in the
-   environment {a: l, b: r}; each pair yields the tuple of the SELECT expressions. Duplicates are
-   kept (multiset semantics); a self-join includes (x, x) when the predicate holds.
+5. The result of query q (inputs: stream S1 under alias a1, S2 under a2, ... in the order
+   written, two or more, a stream possibly appearing twice: a self-join) is every combination
+   (r1, r2, ...) of on-time rows ri of Si, from any batches, for which the predicate is TRUE
+   (NULL is not TRUE) in the environment {a1: r1, a2: r2, ...}; each combination yields the tuple
+   of the SELECT expressions. Duplicates are kept (multiset semantics); a self-join includes
+   (x, x) when the predicate holds.
 
 Rows are conformed to the declared schema before use: keys match column names
 case-insensitively, a missing column is NULL (as Spark's JSON reader would make it), an
@@ -28,8 +29,10 @@ DECIMAL(p,s) column is cast to it (rounded HALF_UP to s places, NULL if too wide
 datetime becomes naive UTC. Late and malformed
 rows are reported as given.
 
-The join is a nested loop over all pairs evaluating the whole predicate: no indexes, nothing
-clever, so that it stays obviously correct.
+The join is a nested loop over all combinations, no indexes, nothing clever, so that it stays
+obviously correct. The one shortcut is exact: a conjunction is TRUE only when every conjunct is,
+so a conjunct is checked as soon as the inputs it names are bound, and a combination is given up
+at the first conjunct that is not TRUE.
 """
 
 from __future__ import annotations
@@ -38,10 +41,13 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import sqlglot
+from sqlglot import exp
+
 from streamjoin.model import Job, Query, SqlType, StreamDef
 from streamjoin.reference import casts
 from streamjoin.reference import values as v
-from streamjoin.reference.evaluate import compile_expression
+from streamjoin.reference.evaluate import Evaluator, compile_expression
 
 Row = Mapping[str, object]
 
@@ -119,9 +125,7 @@ def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> R
         global_wm = _advance(global_wm, active, stream_wm)
         watermarks.append(global_wm)
 
-    outputs = {
-        q.name: _join(q, on_time[q.left.stream], on_time[q.right.stream]) for q in job.queries
-    }
+    outputs = {q.name: _join(q, [on_time[side.stream] for side in q.sides]) for q in job.queries}
     return ReferenceResult(outputs, late, malformed, watermarks)
 
 
@@ -145,7 +149,10 @@ def reference_join(
         raise KeyError(msg)
     left = _conformer(job.stream(query.left.stream))
     right = _conformer(job.stream(query.right.stream))
-    return _join(query, [left(r) for r in left_rows], [right(r) for r in right_rows])
+    if query.multiway:
+        msg = f"reference_join takes a two-way query; {query_name!r} joins {len(query.sides)}"
+        raise ValueError(msg)
+    return _join(query, [[left(r) for r in left_rows], [right(r) for r in right_rows]])
 
 
 def _active_streams(job: Job) -> list[StreamDef]:
@@ -165,21 +172,51 @@ def _advance(current: int | None, active: list[StreamDef], stream_wm: dict[str, 
     return candidate if current is None else max(current, candidate)
 
 
-def _join(
-    query: Query, left: list[dict[str, object]], right: list[dict[str, object]]
-) -> list[tuple[object, ...]]:
-    """Nested loop over all pairs; keep those whose predicate is TRUE."""
-    predicate = compile_expression(query.predicate) if query.predicate.strip() else None
+def _join(query: Query, inputs: list[list[dict[str, object]]]) -> list[tuple[object, ...]]:
+    """Nested loop over every combination of `inputs` (one list per side, in `query.sides`
+    order); keep those whose predicate is TRUE."""
+    aliases = [side.alias for side in query.sides]
+    checks: list[list[Evaluator]] = [[] for _ in aliases]
+    for depth, conjunct in _conjuncts_by_depth(query.predicate, aliases):
+        checks[depth].append(compile_expression(conjunct))
     select = [compile_expression(item.sql) for item in query.select]
-    a, b = query.left.alias, query.right.alias
     env: dict[str, Mapping[str, object]] = {}
     out: list[tuple[object, ...]] = []
-    for lrow in left:
-        env[a] = lrow
-        for rrow in right:
-            env[b] = rrow
-            if predicate is None or predicate(env) is True:
+
+    def bind(depth: int) -> None:
+        for row in inputs[depth]:
+            env[aliases[depth]] = row
+            if any(check(env) is not True for check in checks[depth]):
+                continue
+            if depth + 1 < len(inputs):
+                bind(depth + 1)
+            else:
                 out.append(tuple(f(env) for f in select))
+
+    bind(0)
+    return out
+
+
+def _conjuncts_by_depth(predicate: str, aliases: list[str]) -> list[tuple[int, str]]:
+    """Each top-level conjunct of `predicate` with the position of the last input it names (it
+    can be checked once the inputs up to that one are bound)."""
+    if not predicate.strip():
+        return []
+    position = {alias.lower(): i for i, alias in enumerate(aliases)}
+    node = sqlglot.parse_one(predicate, dialect="spark")
+    stack, conjuncts = [node], []
+    while stack:
+        item = stack.pop()
+        while isinstance(item, exp.Paren):
+            item = item.this
+        if isinstance(item, exp.And):
+            stack += [item.expression, item.this]
+        else:
+            conjuncts.append(item)
+    out = []
+    for conjunct in conjuncts:
+        named = [position.get(col.table.lower(), 0) for col in conjunct.find_all(exp.Column)]
+        out.append((max(named, default=0), conjunct.sql(dialect="spark")))
     return out
 
 

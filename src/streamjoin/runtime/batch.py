@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
+from streamjoin.runtime.multiway import multiway_terms
 from streamjoin.runtime.routing import QueryRouter, UnitStats, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed, schema_ddl
@@ -34,7 +35,8 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import DataFrame, SparkSession
 
-    from streamjoin.plan import JobPlan, QueryPlan, StreamPlan
+    from streamjoin.model import Query
+    from streamjoin.plan import JobPlan, MultiwayPlan, QueryPlan, StreamPlan
     from streamjoin.runtime.joins import Side
     from streamjoin.runtime.state import StateStore
 
@@ -303,16 +305,21 @@ class BatchProcessor:
         views: list[str],
     ) -> dict[str, int]:
         per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
-        for qp in self.plan.queries:
-            parts = self._query_parts(qp, prev, deltas, views)
+        every: list[tuple[Query, list[DataFrame]]] = [
+            (qp.query, self._query_parts(qp, prev, deltas, views)) for qp in self.plan.queries
+        ]
+        every += [
+            (mp.query, self._multiway_parts(mp, prev, deltas, views)) for mp in self.plan.multiway
+        ]
+        for q, parts in every:
             if not parts:
                 continue
             out = parts[0]
             for p in parts[1:]:
                 out = out.unionAll(p)
-            obs = Observation(f"sj_{qp.query.name}_{batch_id}")
+            obs = Observation(f"sj_{q.name}_{batch_id}")
             out = out.observe(obs, F.count(F.lit(1)).alias("rows"))
-            per_sink.setdefault(qp.query.sink, []).append((qp.query.name, out, obs))
+            per_sink.setdefault(q.sink, []).append((q.name, out, obs))
         counts: dict[str, int] = {}
         for sink_name, outputs in per_sink.items():
             sink_df = outputs[0][1]
@@ -361,6 +368,19 @@ class BatchProcessor:
             )
             parts.append(self.spark.sql(sql))
         return parts
+
+    def _multiway_parts(
+        self, mp: MultiwayPlan, prev: Manifest, deltas: dict[str, str], views: list[str]
+    ) -> list[DataFrame]:
+        """One DataFrame per term of the multi-way delta rule (`plan.multiway`)."""
+        sides = [self.plan.stream(side.stream) for side in mp.query.sides]
+
+        def store(i: int, lo: int | None, with_new: bool) -> str:
+            delta = deltas[sides[i].name] if with_new else None
+            return self._state_view(sides[i], prev, lo, delta, views)
+
+        terms = multiway_terms(mp, [sp.stream for sp in sides], deltas, store, prev.global_wm)
+        return [self.spark.sql(sql) for sql in terms]
 
     def _routed_views(
         self,

@@ -50,8 +50,7 @@ class Engine:
         """Plan `job` and let Spark analyse every query on empty inputs, so that a mistake only
         Spark can see (an unknown function, say) is reported before the stream starts."""
         plan = plan_job(job)
-        for qp in plan.queries:
-            q = qp.query
+        for q in job.queries:
             views = {}
             for side in q.sides:
                 view = f"_sj_check_{side.alias}"
@@ -60,10 +59,8 @@ class Engine:
                 ).createOrReplaceTempView(view)
                 views[side.alias] = view
             select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in q.select)
-            sql = (
-                f"SELECT {select} FROM {views[q.left.alias]} AS {q.left.alias} "
-                f"JOIN {views[q.right.alias]} AS {q.right.alias} ON ({q.predicate})"
-            )
+            inputs = ", ".join(f"{views[side.alias]} AS {side.alias}" for side in q.sides)
+            sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
             try:
                 self.spark.sql(sql).schema  # noqa: B018 - forces analysis
             except Exception as err:  # Spark's AnalysisException and friends

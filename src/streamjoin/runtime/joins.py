@@ -25,7 +25,7 @@ def _lit(v: float) -> str:
     return f"CAST({v!r} AS DOUBLE)"
 
 
-def _bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
+def bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
     """(low bucket, high bucket) over the delta's columns, and the state side's bucket key."""
     w = band.width
     if delta == "left":
@@ -77,7 +77,7 @@ def delta_join_sql(
     hint = f"/*+ SHUFFLE_HASH({delta_alias}) */ " if shuffle else ""
     delta_from = f"{delta_view} AS {delta_alias}"
     if qp.band is not None:
-        low, high, key = _bucket_range(qp.band, delta)
+        low, high, key = bucket_range(qp.band, delta)
         delta_from = (
             f"(SELECT {delta_alias}.*, explode(sequence(CAST({low} AS BIGINT), "
             f"CAST({high} AS BIGINT))) AS {BUCKET} FROM {delta_view} AS {delta_alias}) "

@@ -1,4 +1,5 @@
-"""``INSERT INTO sink SELECT ... FROM a JOIN b ON ... [WHERE ...]`` into a `Query`."""
+"""``INSERT INTO sink SELECT ... FROM a JOIN b ON ... [JOIN c ON ...] [WHERE ...]`` into a
+`Query`."""
 
 from __future__ import annotations
 
@@ -59,13 +60,15 @@ def parse_insert(
     rel = find_relations(stmt, cur.tokens, select, streams)
     resolver = Resolver(stmt, rel.sides)
     where_clause = select.args.get("where")
-    conditions: list[tuple[str, exp.Expr]] = [("ON", rel.on)]
+    conditions: list[tuple[str, exp.Expr]] = [("ON", on) for on in rel.ons]
+    for i, on in enumerate(rel.ons):
+        # An ON sees the inputs joined before it (and its own), as in SQL.
+        Resolver(stmt, rel.sides[: i + 2], rel.sides[i + 2 :]).qualify(on)
     if where_clause is not None:
         conditions.append(("WHERE", where_clause.this))
+        resolver.qualify(where_clause.this)
     for item in select.expressions:
         resolver.qualify(item)
-    for _, condition in conditions:
-        resolver.qualify(condition)
     try:
         for item in select.expressions:
             infer_category(item.this if isinstance(item, exp.Alias) else item, resolver.column_type)
@@ -76,16 +79,17 @@ def parse_insert(
                 raise node_error(stmt, condition, msg)
     except TypeCheckError as err:
         raise node_error(stmt, err.node, err.message) from None
-    left, right = rel.sides
+    left, right, *further = (JoinSide(s.stream.name, s.alias) for s in rel.sides)
     return Query(
         name=name,
         sink=sink.name,
-        left=JoinSide(left.stream.name, left.alias),
-        right=JoinSide(right.stream.name, right.alias),
+        left=left,
+        right=right,
         predicate=_sql(_conjunction([c for _, c in conditions])),
         select=_select_items(stmt, select),
         line=stmt.line,
         options=options,
+        further=tuple(further),
     )
 
 

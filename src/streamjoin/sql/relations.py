@@ -1,4 +1,4 @@
-"""The shape of a join query: its clauses, its two relations and its one inner JOIN ... ON."""
+"""The shape of a join query: its clauses, its relations and the inner JOIN ... ON of each."""
 
 from __future__ import annotations
 
@@ -48,10 +48,11 @@ _JOIN_WORDS = frozenset(
 
 @dataclass(frozen=True)
 class Relations:
-    """The two sides of the query and the ON condition of its JOIN."""
+    """The inputs of the query in the order written, and the ON condition of each JOIN
+    (``ons[i]`` joins ``sides[i + 1]`` to the inputs before it)."""
 
-    sides: tuple[Side, Side]
-    on: exp.Expr
+    sides: tuple[Side, ...]
+    ons: tuple[exp.Expr, ...]
 
 
 def check_clauses(stmt: Statement, tokens: list[Token], select: exp.Select) -> None:
@@ -117,11 +118,11 @@ def _unsupported_expression(node: exp.Expr) -> str | None:
 def find_relations(
     stmt: Statement, tokens: list[Token], select: exp.Select, streams: Sequence[StreamDef]
 ) -> Relations:
-    """The two streams of ``FROM a [AS x] [INNER] JOIN b [AS y] ON ...``.
+    """The streams of ``FROM a [AS x] [INNER] JOIN b [AS y] ON ... [JOIN c ON ...]...``.
 
     Raises:
         JobError: unknown stream, repeated alias, JOIN without ON.
-        UnsupportedError: one relation, three or more, outer/cross/comma joins, USING.
+        UnsupportedError: one relation, outer/cross/comma joins, USING.
     """
     from_ = select.args.get("from_")
     if from_ is None:
@@ -131,38 +132,37 @@ def find_relations(
     joins: list[exp.Join] = list(select.args.get("joins") or [])
     if isinstance(first, exp.Table) and first.args.get("joins"):
         joins = list(first.args["joins"]) + joins
-    left = _side(stmt, first, streams)
+    sides = [_side(stmt, first, streams)]
     if not joins:
         msg = (
             "a query joins two streams: FROM a JOIN b ON ...; "
             "single-stream queries are not supported yet"
         )
         raise node_error(stmt, first, msg, unsupported=True)
+    ons: list[exp.Expr] = []
     for join in joins:
         _check_join_kind(stmt, tokens, join)
-    if len(joins) > 1:
-        msg = "multi-way joins are not supported yet: join two streams per query"
-        first_tok, last_tok = _join_keywords(tokens, joins[1])
-        raise stmt.error(msg, first_tok.start, last_tok.end + 1, unsupported=True)
-    join = joins[0]
-    right = _side(stmt, join.this, streams)
-    if right.alias.lower() == left.alias.lower():
-        msg = (
-            f"both sides are called {right.alias!r}; give them different aliases, "
-            f"e.g. FROM {left.stream.name} x JOIN {right.stream.name} y"
-        )
-        raise node_error(stmt, join.this, msg)
-    on = join.args.get("on")
-    if on is None:
-        first_tok, last_tok = _join_keywords(tokens, join)
-        after = span(join.this)
-        dangling = next((t for t in tokens if after and t.start >= after[1]), None)
-        if dangling is not None and dangling.token_type == TokenType.ON:
-            msg = "expected a condition after ON"
-            raise stmt.error(msg, dangling.start, dangling.end + 1)
-        msg = f"JOIN needs an ON condition: JOIN {right.stream.name} ON <condition>"
-        raise stmt.error(msg, first_tok.start, last_tok.end + 1)
-    return Relations(sides=(left, right), on=on)
+        side = _side(stmt, join.this, streams)
+        taken = next((s for s in sides if s.alias.lower() == side.alias.lower()), None)
+        if taken is not None:
+            msg = (
+                f"two inputs are called {side.alias!r}; give them different aliases, "
+                f"e.g. FROM {taken.stream.name} x JOIN {side.stream.name} y"
+            )
+            raise node_error(stmt, join.this, msg)
+        on = join.args.get("on")
+        if on is None:
+            first_tok, last_tok = _join_keywords(tokens, join)
+            after = span(join.this)
+            dangling = next((t for t in tokens if after and t.start >= after[1]), None)
+            if dangling is not None and dangling.token_type == TokenType.ON:
+                msg = "expected a condition after ON"
+                raise stmt.error(msg, dangling.start, dangling.end + 1)
+            msg = f"JOIN needs an ON condition: JOIN {side.stream.name} ON <condition>"
+            raise stmt.error(msg, first_tok.start, last_tok.end + 1)
+        sides.append(side)
+        ons.append(on)
+    return Relations(sides=tuple(sides), ons=tuple(ons))
 
 
 def _side(stmt: Statement, relation: exp.Expr, streams: Sequence[StreamDef]) -> Side:

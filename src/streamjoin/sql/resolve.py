@@ -23,16 +23,20 @@ class Side:
 
 
 class Resolver:
-    """Resolves columns against the two sides of one query.
+    """Resolves columns against the inputs of one query (those in scope where a column is).
 
     Args:
         stmt: the INSERT statement, for error positions.
-        sides: (left, right), with distinct aliases.
+        sides: the inputs in scope, with distinct aliases.
+        later: inputs joined after the scope (named in the error if a column uses one).
     """
 
-    def __init__(self, stmt: Statement, sides: tuple[Side, Side]) -> None:
+    def __init__(
+        self, stmt: Statement, sides: tuple[Side, ...], later: tuple[Side, ...] = ()
+    ) -> None:
         self.stmt = stmt
         self.sides = sides
+        self.later = later
 
     def qualify(self, root: exp.Expr) -> None:
         """Rewrite every column under `root` in place to ``alias.column`` (declared spelling).
@@ -80,11 +84,10 @@ class Resolver:
             )
             msg = f"unknown column {name!r} (columns of {listing})"
         else:
-            left, right = self.sides
-            msg = (
-                f"ambiguous column {name!r}: both {left.alias} and {right.alias} have it; "
-                f"write {left.alias}.{name} or {right.alias}.{name}"
-            )
+            having = [s.alias for s, _ in matches]
+            owners = f"both {having[0]} and {having[1]}" if len(having) == 2 else ", ".join(having)
+            qualified = " or ".join(f"{a}.{name}" for a in having)
+            msg = f"ambiguous column {name!r}: {owners} have it; write {qualified}"
         raise node_error(self.stmt, col, msg)
 
     def _side(self, table: exp.Expr) -> Side:
@@ -94,6 +97,11 @@ class Resolver:
                 return side
         aliases = ", ".join(s.alias for s in self.sides)
         msg = f"unknown alias {alias!r} (the query's aliases: {aliases})"
+        if any(side.alias.lower() == alias.lower() for side in self.later):
+            msg = (
+                f"{alias!r} is joined after this ON: an ON condition can use only the inputs "
+                f"joined before it ({aliases}); move the condition to a later ON or to WHERE"
+            )
         for side in self.sides:
             if side.stream.name.lower() == alias.lower():
                 msg = f"{msg}; stream {side.stream.name!r} is called {side.alias!r} here"

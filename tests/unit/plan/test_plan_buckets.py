@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from streamjoin.plan import Band
 from streamjoin.reference import compile_expression
-from streamjoin.runtime.joins import Side, _bucket_range
+from streamjoin.runtime.joins import Side, bucket_range
 
 
 def _ev(sql: str, env: Mapping[str, Mapping[str, object]]) -> int:
@@ -33,7 +33,7 @@ def test_numeric_band_buckets_cover_the_band(x: float, lo: float, span: float, t
         return  # rounding pushed it out of the band: the predicate would reject it too
     env = {"a": {"x": x}, "b": {"y": y}}
     for side in SIDES:  # delta on the left (state right), and the other way round
-        low, high, key = _bucket_range(band, side)
+        low, high, key = bucket_range(band, side)
         assert _ev(low, env) <= _ev(key, env) <= _ev(high, env)
         assert _ev(high, env) - _ev(low, env) <= 3
 
@@ -52,5 +52,5 @@ def test_temporal_band_buckets_cover_the_window(base: int, lo: int, span: int, t
     b_ts = a_ts + timedelta(microseconds=lo + math.floor(t * span))
     env = {"a": {"ts": a_ts}, "b": {"ts": b_ts}}
     for side in SIDES:
-        low, high, key = _bucket_range(band, side)
+        low, high, key = bucket_range(band, side)
         assert _ev(low, env) <= _ev(key, env) <= _ev(high, env)

@@ -81,7 +81,7 @@ def test_self_join_needs_distinct_aliases() -> None:
     assert (err.line, err.col, err.text) == (7, 18, "bids X")
     err = _error("INSERT INTO matches SELECT bids.id AS i\nFROM bids JOIN bids ON bids.id = 1")
     assert (err.line, err.col, err.text) == (7, 16, "bids")
-    assert "both sides are called 'bids'" in err.message
+    assert "two inputs are called 'bids'" in err.message
 
 
 def test_join_without_on() -> None:
@@ -165,14 +165,20 @@ def test_comma_join() -> None:
     assert "comma joins are not supported" in err.message
 
 
-def test_multi_way_join() -> None:
-    err = _unsupported(
+def test_multi_way_on_sees_only_the_inputs_joined_before_it() -> None:
+    err = _error(
         "INSERT INTO matches SELECT b.id AS i\n"
-        "FROM bids b JOIN asks a ON b.id = a.id\n"
+        "FROM bids b JOIN asks a ON c.id = a.id\n"
         "JOIN bids c ON c.id = a.id"
     )
-    assert (err.line, err.col, err.text) == (8, 1, "JOIN")
-    assert "multi-way joins are not supported yet" in err.message
+    assert (err.line, err.col, err.text) == (7, 28, "c")
+    assert "'c' is joined after this ON" in err.message
+    err = _error(
+        "INSERT INTO matches SELECT b.id AS i\n"
+        "FROM bids b JOIN asks a ON b.id = a.id\n"
+        "JOIN bids a ON b.id = a.id"
+    )
+    assert "two inputs are called 'a'" in err.message
 
 
 def test_single_stream() -> None:

@@ -209,3 +209,18 @@ def test_timestamp_compared_with_string_literal_is_allowed() -> None:
         "ON b.id = a.id AND b.ts > '2024-01-01 00:00:00' AND a.ts < TIMESTAMP '2030-01-01'"
     )
     assert "b.ts > '2024-01-01 00:00:00'" in q.predicate
+
+
+def test_multi_way_join_keeps_every_input_and_every_on() -> None:
+    q = _query(
+        "INSERT INTO matches SELECT b.id AS bid, a.id AS aid, c.id AS cid\n"
+        "FROM bids b JOIN asks a ON b.id = a.id\n"
+        "JOIN bids c ON c.price = a.price AND c.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND\n"
+        "WHERE b.name = 'x';"
+    )
+    assert q.sides == (JoinSide("bids", "b"), JoinSide("asks", "a"), JoinSide("bids", "c"))
+    assert q.multiway and q.further == (JoinSide("bids", "c"),)
+    assert q.predicate == (
+        "b.id = a.id AND c.price = a.Price AND "
+        "c.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND AND b.name = 'x'"
+    )

@@ -1,0 +1,303 @@
+"""Multi-way joins: the delta rule over k inputs, probe orders, and how long state is kept.
+
+A query over inputs 1..k (in the order written) gets, per batch, the new combinations
+
+    Δ(⋈ Si) = ∪_j  Δj ⋈ [Si_old for i < j] ⋈ [Si_old ∪ Δi for i > j]
+
+Each new combination appears in exactly one term: the one of its first input (in written order)
+that holds a new row. This is the micro-batch form of CLASH's rule that a tuple probes only
+stores of tuples that arrived before it; the written order is the tie-break within a batch.
+
+Term j is executed as a *probe order*: Δj probes the other inputs' stores one at a time, each
+step joining the rows built so far with one more store on the conjuncts that become checkable
+at that step. A step finds its candidates by hash (an equality conjunct with an input already
+bound), by band buckets (a value band or an event-time window with one), or by a nested loop.
+
+State retention: a pair window ``ts_j - ts_i ∈ [lo, hi]`` bounds ``ts_j <= ts_i + hi`` and
+``ts_i <= ts_j - lo``; the tightest bound between any two inputs is a shortest path over these
+edges. A stored row of input i can still be in a result only with some new row x (``ts_x >=
+W``), so it is dead once ``ts_i < W - max_x dist(i, x)``; an input that some other input does not
+bound (no path of windows, or no watermark) keeps its full history.
+"""
+
+from __future__ import annotations
+
+import math
+import typing as t
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
+
+if t.TYPE_CHECKING:
+    from streamjoin.model import Job, Query
+
+Method = t.Literal["hash", "band", "nested-loop"]
+"""How one probe step finds its candidates."""
+
+
+def column_name(position: int, column: str) -> str:
+    """The name of input `position`'s `column` inside a multi-way join (unique across inputs)."""
+    return f"_sj{position}_{column}"
+
+
+@dataclass(frozen=True, slots=True)
+class Conjunct:
+    """One top-level conjunct of the predicate and the inputs (positions) it names."""
+
+    sql: str
+    inputs: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Join one more input's store into the rows built so far.
+
+    `conditions` are rewritten to the unique column names (`column_name`); `band`, when the
+    method is ``band``, is oriented ``store - probe ∈ [lo, hi]`` over those names too.
+    """
+
+    input: int
+    method: Method
+    conditions: tuple[str, ...]
+    band: Band | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOrder:
+    """Term `start` of the delta rule: Δstart filtered by `filters`, then `steps` in order."""
+
+    start: int
+    filters: tuple[str, ...]
+    steps: tuple[Step, ...]
+
+    def describe(self, aliases: t.Sequence[str]) -> str:
+        """E.g. ``Δa -> b (hash) -> c (band)``."""
+        parts = [f"Δ{aliases[self.start]}"]
+        parts += [f"{aliases[s.input]} ({s.method})" for s in self.steps]
+        return " -> ".join(parts)
+
+
+@dataclass(frozen=True)
+class MultiwayPlan:
+    """A query over three or more inputs: its conjuncts, probe orders and state bounds."""
+
+    query: Query
+    times: tuple[str | None, ...]
+    """Each input's event-time column (None without a watermark)."""
+    conjuncts: tuple[Conjunct, ...]
+    orders: tuple[ProbeOrder, ...]
+    """One per input, in written order: ``orders[j].start == j``."""
+    retain_us: tuple[int | None, ...]
+    """Per input: a stored row with event time < W - retain can no longer join (None: never
+    dead)."""
+    select: tuple[tuple[str, str], ...]
+    """(SQL over the unique column names, output name)."""
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """The inputs' aliases, in written order."""
+        return tuple(side.alias for side in self.query.sides)
+
+
+def plan_multiway(
+    job: Job, q: Query, orders: dict[int, tuple[int, ...]] | None = None
+) -> MultiwayPlan:
+    """Plan query `q` (three or more inputs).
+
+    Args:
+        job: the job declaring `q`'s streams.
+        q: the query.
+        orders: for some starting inputs, the order in which to probe the others (e.g. from the
+            optimizer); the rest get a greedy order (hash steps first, then bands, never a
+            cross product while a connected input remains).
+    """
+    aliases = [s.alias for s in q.sides]
+    position = {a.lower(): i for i, a in enumerate(aliases)}
+    times = tuple(job.stream(s.stream).event_time for s in q.sides)
+    conjuncts = tuple(_conjuncts(q.predicate, position))
+    pairs = _pair_parts(conjuncts, aliases, times)
+    retain = _retention(len(aliases), pairs, times)
+    fixed = orders or {}
+    plans = []
+    for start in range(len(aliases)):
+        sequence = fixed.get(start) or _greedy_order(start, len(aliases), conjuncts, pairs)
+        plans.append(_probe_order(start, sequence, conjuncts, pairs, aliases, times))
+    select = tuple((rename(item.sql, position), item.alias) for item in q.select)
+    return MultiwayPlan(q, times, conjuncts, tuple(plans), retain, select)
+
+
+def rename(sql: str, position: dict[str, int]) -> str:
+    """`sql` with every ``alias.column`` replaced by its unique name (`column_name`)."""
+    tree = sqlglot.parse_one(sql, dialect="spark")
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.table:
+            name = column_name(position[node.table.lower()], node.name)
+            return exp.Column(this=exp.Identifier(this=name, quoted=True))
+        return node
+
+    return tree.transform(swap).sql(dialect="spark")
+
+
+def _conjuncts(predicate: str, position: dict[str, int]) -> list[Conjunct]:
+    if not predicate.strip():
+        return []
+    stack: list[exp.Expr] = [sqlglot.parse_one(predicate, dialect="spark")]
+    out = []
+    while stack:
+        node = stack.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            stack += [node.expression, node.this]
+            continue
+        named = frozenset(position[c.table.lower()] for c in node.find_all(exp.Column))
+        out.append(Conjunct(node.sql(dialect="spark"), named))
+    return out
+
+
+def _pair_parts(
+    conjuncts: t.Sequence[Conjunct], aliases: list[str], times: tuple[str | None, ...]
+) -> dict[tuple[int, int], PredicateParts]:
+    """For each pair i < j named together by some conjunct: the classified conjuncts naming
+    exactly that pair (left = i, right = j)."""
+    grouped: dict[tuple[int, int], list[str]] = {}
+    for c in conjuncts:
+        if len(c.inputs) == 2:
+            i, j = sorted(c.inputs)
+            grouped.setdefault((i, j), []).append(f"({c.sql})")
+    return {
+        (i, j): classify_predicate(" AND ".join(sqls), aliases[i], aliases[j], times[i], times[j])
+        for (i, j), sqls in grouped.items()
+    }
+
+
+def _retention(
+    k: int, pairs: dict[tuple[int, int], PredicateParts], times: tuple[str | None, ...]
+) -> tuple[int | None, ...]:
+    """Per input, the largest ``ts_x - ts_i`` bound over every other input x (see the module
+    docstring); None when an input is unbounded from it or has no watermark."""
+    inf = math.inf
+    dist = [[0.0 if i == j else inf for j in range(k)] for i in range(k)]
+    for (i, j), parts in pairs.items():
+        w = parts.window
+        if w is None or times[i] is None or times[j] is None:
+            continue
+        if w.hi_us is not None:
+            dist[i][j] = min(dist[i][j], w.hi_us)
+        if w.lo_us is not None:
+            dist[j][i] = min(dist[j][i], -w.lo_us)
+    for m in range(k):
+        for i in range(k):
+            for j in range(k):
+                if dist[i][m] + dist[m][j] < dist[i][j]:
+                    dist[i][j] = dist[i][m] + dist[m][j]
+    out: list[int | None] = []
+    for i in range(k):
+        if any(x is None for x in times):
+            out.append(None)
+            continue
+        worst = max(dist[i][x] for x in range(k) if x != i)
+        out.append(None if math.isinf(worst) else int(worst))
+    return tuple(out)
+
+
+def _method(new: int, bound: set[int], pairs: dict[tuple[int, int], PredicateParts]) -> Method:
+    best: Method = "nested-loop"
+    for b in bound:
+        parts = pairs.get((min(b, new), max(b, new)))
+        if parts is None:
+            continue
+        if parts.equi:
+            return "hash"
+        if parts.bands or (
+            parts.window and parts.window.lo_us is not None and parts.window.hi_us is not None
+        ):
+            best = "band"
+    return best
+
+
+def _greedy_order(
+    start: int,
+    k: int,
+    conjuncts: t.Sequence[Conjunct],
+    pairs: dict[tuple[int, int], PredicateParts],
+) -> tuple[int, ...]:
+    """Hash-connected inputs first, then band-connected, then any conjunct-connected input, and a
+    cross product only when nothing else is left; ties go to the written order."""
+    rank = {"hash": 0, "band": 1, "nested-loop": 2}
+    bound, order = {start}, []
+    while len(bound) < k:
+
+        def score(n: int) -> tuple[int, int, int]:
+            connected = any(n in c.inputs and c.inputs & bound for c in conjuncts)
+            return (0 if connected else 1, rank[_method(n, bound, pairs)], n)
+
+        nxt = min((n for n in range(k) if n not in bound), key=score)
+        order.append(nxt)
+        bound.add(nxt)
+    return tuple(order)
+
+
+def _probe_order(
+    start: int,
+    sequence: tuple[int, ...],
+    conjuncts: t.Sequence[Conjunct],
+    pairs: dict[tuple[int, int], PredicateParts],
+    aliases: list[str],
+    times: tuple[str | None, ...],
+) -> ProbeOrder:
+    k = len(aliases)
+    if sorted((start, *sequence)) != list(range(k)):
+        got = [aliases[i] for i in sequence]
+        msg = f"the probe order from {aliases[start]!r} must visit every other input once: {got}"
+        raise ValueError(msg)
+    position = {a.lower(): i for i, a in enumerate(aliases)}
+    bound = {start}
+    filters = tuple(rename(c.sql, position) for c in conjuncts if c.inputs <= bound)
+    steps = []
+    for new in sequence:
+        now = bound | {new}
+        conditions = tuple(
+            rename(c.sql, position) for c in conjuncts if c.inputs <= now and not c.inputs <= bound
+        )
+        method = _method(new, bound, pairs)
+        band = _step_band(new, bound, pairs, aliases, times) if method == "band" else None
+        steps.append(Step(new, method, conditions, band))
+        bound = now
+    return ProbeOrder(start, filters, tuple(steps))
+
+
+def _step_band(
+    new: int,
+    bound: set[int],
+    pairs: dict[tuple[int, int], PredicateParts],
+    aliases: list[str],
+    times: tuple[str | None, ...],
+) -> Band:
+    """The narrowest band between `new` and a bound input, as ``store - probe ∈ [lo, hi]``."""
+    position = {a.lower(): i for i, a in enumerate(aliases)}
+    found: list[Band] = []
+    for b in sorted(bound):
+        i, j = min(b, new), max(b, new)
+        parts = pairs.get((i, j))
+        if parts is None:
+            continue
+        candidates = list(parts.bands)
+        w = parts.window
+        if w is not None and w.lo_us is not None and w.hi_us is not None:
+            # The pair's event-time window as a band on microseconds (classify's convention:
+            # right - left, with left = input i).
+            li = f"unix_micros({aliases[i]}.{times[i]})"
+            ri = f"unix_micros({aliases[j]}.{times[j]})"
+            candidates.append(Band(li, ri, float(w.lo_us), float(w.hi_us), temporal=True))
+        for band in candidates:
+            left, right = rename(band.left_sql, position), rename(band.right_sql, position)
+            if b == i:  # probe is the left side: store - probe = right - left
+                found.append(Band(left, right, band.lo, band.hi, band.temporal))
+            else:  # probe is the right side: left - right ∈ [-hi, -lo]
+                found.append(Band(right, left, -band.hi, -band.lo, band.temporal))
+    return min(found, key=lambda band: band.width)
