@@ -63,7 +63,7 @@ def _job_text(tmp_path: Path) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("seed", [3])
 def test_multi_way_joins_match_reference(spark: SparkSession, tmp_path: Path, seed: int) -> None:
     job = parse_job(_job_text(tmp_path))
     batches = make_batches(seed, streams=("A", "B", "C", "D"), n_batches=6, keys=3)

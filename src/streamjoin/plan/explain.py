@@ -147,6 +147,10 @@ def explain_plan(plan: JobPlan) -> str:
             continue
         mp = next(x for x in plan.multiway if x.query is q)
         out += _multiway_lines(mp)
+    if plan.clash is not None:
+        out += ["", "multi-way queries, planned together (CLASH's ILP over base stores):"]
+        out += [f"  {line}" for line in plan.clash.plan.describe()]
+        out += [f"  {name}: greedy orders ({why})" for name, why in plan.clash.left_out.items()]
     return "\n".join(out)
 
 

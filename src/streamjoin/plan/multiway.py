@@ -129,6 +129,15 @@ def plan_multiway(
     return MultiwayPlan(q, times, conjuncts, tuple(plans), retain, select)
 
 
+def pair_parts(job: Job, q: Query) -> dict[tuple[int, int], PredicateParts]:
+    """For each pair of input positions i < j that some conjunct names together: the classified
+    conjuncts naming exactly that pair (left = i, right = j)."""
+    position = {s.alias.lower(): i for i, s in enumerate(q.sides)}
+    times = tuple(job.stream(s.stream).event_time for s in q.sides)
+    aliases = [s.alias for s in q.sides]
+    return _pair_parts(_conjuncts(q.predicate, position), aliases, times)
+
+
 def rename(sql: str, position: dict[str, int]) -> str:
     """`sql` with every ``alias.column`` replaced by its unique name (`column_name`)."""
     tree = sqlglot.parse_one(sql, dialect="spark")

@@ -21,8 +21,9 @@ import typing as t
 from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
+from streamjoin.plan.clash import ClashPlan, plan_clash
 from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
-from streamjoin.plan.multiway import MultiwayPlan, plan_multiway
+from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query, StreamDef
@@ -77,6 +78,8 @@ class JobPlan:
     streams: tuple[StreamPlan, ...]
     queries: tuple[QueryPlan, ...]
     multiway: tuple[MultiwayPlan, ...] = ()
+    clash: ClashPlan | None = None
+    """The ILP's global plan for the multi-way queries (their probe orders come from it)."""
 
     def stream(self, name: str) -> StreamPlan:
         """The plan of active stream `name`."""
@@ -96,7 +99,12 @@ class JobPlan:
 def plan_job(job: Job) -> JobPlan:
     """Classify every query's predicate and derive each active stream's state layout."""
     queries = tuple(_plan_query(job, q) for q in job.queries if not q.multiway)
-    multiway = tuple(_plan_multiway(job, q) for q in job.queries if q.multiway)
+    many = [q for q in job.queries if q.multiway]
+    for q in many:
+        _check_multiway_options(job, q)
+    clash = plan_clash(job, many, {q.name: pair_parts(job, q) for q in many}) if many else None
+    fixed = clash.orders if clash is not None else {}
+    multiway = tuple(plan_multiway(job, q, fixed.get(q.name)) for q in many)
     used = {side.stream for q in job.queries for side in q.sides}
     active = [s for s in job.streams if s.name in used]
     retain: dict[str, list[int | None]] = {s.name: [] for s in active}
@@ -117,10 +125,10 @@ def plan_job(job: Job) -> JobPlan:
         uses = retain[s.name]
         keep = None if any(u is None for u in uses) else max(t.cast("list[int]", uses))
         streams.append(StreamPlan(s, index, keep))
-    return JobPlan(job, tuple(streams), queries, multiway)
+    return JobPlan(job, tuple(streams), queries, multiway, clash)
 
 
-def _plan_multiway(job: Job, q: Query) -> MultiwayPlan:
+def _check_multiway_options(job: Job, q: Query) -> None:
     forced = q.option("partitioning", "auto")
     if forced not in ("auto", "hash"):
         msg = (
@@ -130,7 +138,6 @@ def _plan_multiway(job: Job, q: Query) -> MultiwayPlan:
         raise UnsupportedError(
             msg, line=q.line, col=1, text=f"partitioning = '{forced}'", source=job.source
         )
-    return plan_multiway(job, q)
 
 
 def _plan_query(job: Job, q: Query) -> QueryPlan:

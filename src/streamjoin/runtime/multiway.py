@@ -53,7 +53,13 @@ def term_sql(
             store = f"SELECT *, CAST({key} AS BIGINT) AS {store_bucket} FROM ({store})"
             conditions.insert(0, f"{probe_bucket} = {store_bucket}")
         on = " AND ".join(conditions) or "TRUE"
-        rows = f"SELECT * FROM ({rows}) AS _sj_p{n} JOIN ({store}) AS _sj_s{n} ON {on}"
+        # The rows so far stem from one batch's delta: they go to the store (broadcast), the
+        # store stays where its files are. Without the hint Spark's size estimate of a join
+        # output is a product and it would shuffle and sort the whole store instead.
+        rows = (
+            f"SELECT /*+ BROADCAST(_sj_p{n}) */ * FROM ({rows}) AS _sj_p{n} "
+            f"JOIN ({store}) AS _sj_s{n} ON {on}"
+        )
     select = ", ".join(f"{sql} AS `{alias}`" for sql, alias in mp.select)
     return f"SELECT {select} FROM ({rows}) AS _sj_rows"
 

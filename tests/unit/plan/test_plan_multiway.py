@@ -1,0 +1,96 @@
+"""Multi-way plans: the delta rule's probe orders, state retention, and the ILP's choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamjoin.errors import UnsupportedError
+from streamjoin.plan import plan_job
+from streamjoin.sql import parse_job
+
+
+def _stream(name: str) -> str:
+    return (
+        f"CREATE STREAM {name} (id BIGINT, k BIGINT, j BIGINT, x DOUBLE, ts TIMESTAMP, "
+        "WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) "
+        f"WITH (format = 'json', path = '/in/{name}');"
+    )
+
+
+def _job(*queries: str) -> str:
+    sinks = "".join(
+        f"CREATE SINK o{i} WITH (format = 'json', path = '/out/{i}');" for i in range(len(queries))
+    )
+    inserts = "".join(f"INSERT INTO o{i} SELECT a.id AS i {q};" for i, q in enumerate(queries))
+    return "\n".join(_stream(s) for s in "abcd") + sinks + inserts
+
+
+def _w(x: str, y: str, lo: int, hi: int) -> str:
+    return f"{y}.ts BETWEEN {x}.ts + INTERVAL '{lo}' SECOND AND {x}.ts + INTERVAL '{hi}' SECOND"
+
+
+def test_retention_is_the_longest_shortest_window_path() -> None:
+    plan = plan_job(
+        parse_job(
+            _job(
+                f"FROM a JOIN b ON a.k = b.k AND {_w('a', 'b', -5, 5)} "
+                f"JOIN c ON abs(c.x - b.x) <= 1.5 AND {_w('b', 'c', 0, 3)}"
+            )
+        )
+    )
+    (mp,) = plan.multiway
+    # a -> b <= 5, b -> c <= 3: a needs 8 s; b needs max(5, 3); c -> b <= 0, then b -> a <= 5.
+    assert mp.retain_us == (8_000_000, 5_000_000, 5_000_000)
+    assert {s.name: s.retain_us for s in plan.streams} == {
+        "a": 8_000_000,
+        "b": 5_000_000,
+        "c": 5_000_000,
+    }
+    # Every start probes every other input once, hash before band.
+    assert [o.describe(mp.aliases) for o in mp.orders] == [
+        "Δa -> b (hash) -> c (band)",
+        "Δb -> a (hash) -> c (band)",
+        "Δc -> b (band) -> a (hash)",
+    ]
+
+
+def test_an_input_without_a_window_path_keeps_full_history() -> None:
+    plan = plan_job(parse_job(_job(f"FROM a JOIN b ON {_w('a', 'b', -1, 1)} JOIN c ON c.k = b.k")))
+    assert plan.multiway[0].retain_us == (None, None, None)
+
+
+def test_probe_orders_are_the_ilps_and_shared_prefixes_are_reported() -> None:
+    plan = plan_job(
+        parse_job(
+            _job(
+                "FROM a JOIN b ON a.k = b.k JOIN c ON c.j = b.j",
+                "FROM a JOIN b ON a.k = b.k JOIN d ON d.j = b.j",
+            )
+        )
+    )
+    assert plan.clash is not None
+    for mp in plan.multiway:
+        chosen = plan.clash.orders[mp.query.name]
+        assert {o.start: tuple(s.input for s in o.steps) for o in mp.orders} == chosen
+    # Both queries start a's new rows with the same step a -> b on a.k = b.k: run once.
+    assert any(
+        set(s.users) >= {"q1/a", "q2/a"} or set(s.users) >= {"q1/b", "q2/b"}
+        for s in plan.clash.plan.shared
+    )
+    text = plan.explain()
+    assert "ILP (tight form)" in text and "shared steps" in text
+
+
+def test_self_joins_keep_greedy_orders_and_say_why() -> None:
+    job = _job("FROM a JOIN a b ON a.k = b.k JOIN c ON c.k = b.k")
+    job = job.replace("JOIN a b ON", "JOIN a AS b ON")
+    plan = plan_job(parse_job(job))
+    assert plan.clash is None or "q1" not in plan.clash.orders
+    mp = plan.multiway[0]
+    assert mp.orders[0].describe(mp.aliases) == "Δa -> b (hash) -> c (hash)"
+
+
+def test_two_way_partitioning_schemes_are_refused_on_multi_way_queries() -> None:
+    job = _job("FROM a JOIN b ON a.k = b.k JOIN c ON c.k = b.k WITH (partitioning = 'matrix')")
+    with pytest.raises(UnsupportedError, match="partitioning 'matrix' is for two-way joins"):
+        plan_job(parse_job(job))
