@@ -3,6 +3,8 @@
 - `MatrixController`: Squall's doubling rule for the (n, m) shape of a join matrix.
 - `ElasticController`: BiStream's two-phase scaling of a group of store units.
 - `EpochLog`: the epochs (scheme and parameters from a batch on) that both feed.
+- `ReorderController`: CLASH's epochs for multi-way probe orders (statistics of epoch e, new
+  orders from epoch e + 2).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from streamjoin.adapt.matrix import (
     Shape,
     default_shape,
 )
+from streamjoin.adapt.reorder import Orders, ReorderController
 
 __all__ = [
     "DEFAULT_WARMUP",
@@ -25,7 +28,9 @@ __all__ = [
     "Epoch",
     "EpochLog",
     "MatrixController",
+    "Orders",
     "ParamValue",
+    "ReorderController",
     "Reshape",
     "ScaleStep",
     "Shape",

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
-from streamjoin.runtime.multiway import multiway_terms
+from streamjoin.runtime.multiway import Reorderer, multiway_terms
 from streamjoin.runtime.routing import QueryRouter, UnitStats, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed, schema_ddl
@@ -105,6 +105,8 @@ class BatchProcessor:
         self.routers: dict[str, QueryRouter] = {}
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
         self._unit_obs: dict[str, list[tuple[str, Observation, int]]] = {}
+        default = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+        self.reorder = Reorderer(plan, default)
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -136,6 +138,7 @@ class BatchProcessor:
             self.spark.conf.set(key, value)
         classified = self._classify(df, prev.global_wm)
         self._load_routers(prev)
+        self.reorder.restore(prev.multiway)
         views: list[str] = []
         clock = _PhaseClock()
         try:
@@ -154,6 +157,7 @@ class BatchProcessor:
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
             units, routing = self._adapt(batch_id, stats, prev)
+            routing |= self.reorder.after_batch(batch_id, {k: s.ok for k, s in stats.items()})
             manifest = self._next_manifest(prev, batch_id, stats, out)
             self.store.commit(manifest, prev)
             clock.mark("commit")
@@ -309,7 +313,8 @@ class BatchProcessor:
             (qp.query, self._query_parts(qp, prev, deltas, views)) for qp in self.plan.queries
         ]
         every += [
-            (mp.query, self._multiway_parts(mp, prev, deltas, views)) for mp in self.plan.multiway
+            (mp.query, self._multiway_parts(mp, prev, deltas, views))
+            for mp in self.reorder.plans(batch_id)
         ]
         for q, parts in every:
             if not parts:
@@ -558,7 +563,9 @@ class BatchProcessor:
             out=_add(before.out, out),
         )
         routing = {name: r.state() for name, r in self.routers.items()}
-        return Manifest(batch_id, stream_wm, global_wm, live, dropped, totals, routing)
+        return Manifest(
+            batch_id, stream_wm, global_wm, live, dropped, totals, routing, self.reorder.state()
+        )
 
 
 class _Background:

@@ -64,6 +64,8 @@ class Manifest:
     totals: Totals = field(default_factory=Totals)
     routing: dict[str, dict[str, t.Any]] = field(default_factory=dict)
     """Per query: the partitioning scheme for the next batch and its controller's state."""
+    multiway: dict[str, t.Any] = field(default_factory=dict)
+    """The multi-way queries' re-planning state (`adapt.reorder.ReorderController`)."""
 
     def live(self, stream: str) -> list[StateUnit]:
         """The live state units of `stream`."""
@@ -92,6 +94,7 @@ class Manifest:
             dropped=raw["dropped"],
             totals=Totals(**raw["totals"]),
             routing=raw.get("routing", {}),
+            multiway=raw.get("multiway", {}),
         )
 
 

@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.plan.multiway import column_name
+from streamjoin.adapt.reorder import ReorderController
+from streamjoin.plan.clash import plan_clash
+from streamjoin.plan.multiway import column_name, pair_parts, plan_multiway
 from streamjoin.runtime.joins import bucket_range
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from streamjoin.adapt.reorder import Orders
     from streamjoin.model import StreamDef
-    from streamjoin.plan import MultiwayPlan, ProbeOrder
+    from streamjoin.plan import JobPlan, MultiwayPlan, ProbeOrder
+
+DEFAULT_EPOCH = 10
+"""Batches per statistics epoch of the multi-way re-planning (query option ``epoch``)."""
 
 
 def renamed(view: str, position: int, stream: StreamDef) -> str:
@@ -101,3 +107,69 @@ def multiway_terms(
             inputs[step.input] = view(step.input, step.input > j)
         terms.append(term_sql(mp, order, inputs, by_position))
     return terms
+
+
+class Reorderer:
+    """The multi-way queries' plans batch by batch: probe orders re-planned by CLASH's ILP on
+    each epoch's measured rates, in force two epochs later (`adapt.reorder`)."""
+
+    def __init__(self, plan: JobPlan, parallelism: int) -> None:
+        self.plan = plan
+        self.parallelism = parallelism
+        self.queries = [mp.query for mp in plan.multiway]
+        self.pairs = {q.name: pair_parts(plan.job, q) for q in self.queries}
+        self.adaptive = any(q.option("adapt", "true") == "true" for q in self.queries)
+        length = min((int(q.option("epoch") or DEFAULT_EPOCH) for q in self.queries), default=1)
+        initial = plan.clash.orders if plan.clash is not None else {}
+        self.controller = ReorderController(length, initial)
+        self._built: dict[str, tuple[dict[int, tuple[int, ...]], MultiwayPlan]] = {
+            mp.query.name: (initial.get(mp.query.name, {}), mp) for mp in plan.multiway
+        }
+
+    def restore(self, saved: Mapping[str, t.Any] | None) -> None:
+        """Continue from the controller state a manifest saved (None: from the job's plan)."""
+        if saved:
+            self.controller = ReorderController.from_dict(saved)
+        else:
+            initial = self.plan.clash.orders if self.plan.clash is not None else {}
+            self.controller = ReorderController(self.controller.length, initial)
+
+    def plans(self, batch: int) -> list[MultiwayPlan]:
+        """Each multi-way query's plan under the orders in force for `batch`."""
+        orders = self.controller.orders_at(batch)
+        out = []
+        for q in self.queries:
+            wanted = orders.get(q.name, {})
+            built, mp = self._built[q.name]
+            if wanted != built:
+                mp = plan_multiway(self.plan.job, q, wanted or None)
+                self._built[q.name] = (wanted, mp)
+            out.append(mp)
+        return out
+
+    def after_batch(self, batch: int, rows: Mapping[str, int]) -> dict[str, str]:
+        """Count the batch's rows; at an epoch's end re-plan. A note per query when its orders
+        change (for the progress line)."""
+        note = ""
+        if self.adaptive:
+            note = self.controller.after_batch(batch, rows, self._optimize)
+        self.controller.prune(batch)
+        if not note:
+            return {}
+        first = self.controller.epochs[-1][0]
+        return {
+            mp.query.name: "probe orders -> "
+            + "; ".join(o.describe(mp.aliases) for o in mp.orders)
+            + f" ({note})"
+            for mp in self.plans(first)
+        }
+
+    def state(self) -> dict[str, t.Any]:
+        """What the next batch needs (saved in the manifest)."""
+        return self.controller.to_dict()
+
+    def _optimize(self, rates: dict[str, float]) -> Orders:
+        clash = plan_clash(
+            self.plan.job, self.queries, self.pairs, rates=rates, parallelism=self.parallelism
+        )
+        return clash.orders if clash is not None else {}

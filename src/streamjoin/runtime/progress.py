@@ -108,8 +108,9 @@ class ProgressLine:
             return
         rate = self.rows_in / max(time.monotonic() - self.started, 1e-9)
         for name, note in report.routing.items():
-            if "->" in note:  # a scheme change: worth a line of its own
-                self.stream.write(f"\r{name}: partitioning {note}\n")
+            if "->" in note:  # a scheme or probe-order change: worth a line of its own
+                what = "" if note.startswith("probe orders") else "partitioning "
+                self.stream.write(f"\r{name}: {what}{note}\n")
         skew = max((u.skew for u in report.units.values()), default=None)
         self.stream.write(
             f"\rbatch {report.batch}  in {self.rows_in}  out {self.rows_out}  {rate:,.0f} rows/s"

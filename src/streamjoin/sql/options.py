@@ -191,14 +191,17 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         if not value.isdigit() or not 1 <= int(value) <= 4096:
             msg = f"units must be a whole number from 1 to 4096, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
-    elif o.key == "unit_rows":
+    elif o.key in ("unit_rows", "epoch"):
         if not value.isdigit() or int(value) < 1:
-            msg = f"unit_rows must be a whole number >= 1, got {o.value!r}"
+            msg = f"{o.key} must be a whole number >= 1, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "adapt":
         if value not in ("true", "false"):
             msg = f"adapt must be true or false, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
     else:
-        msg = f"unknown query option {o.key!r}; expected partitioning, units, unit_rows or adapt"
+        msg = (
+            f"unknown query option {o.key!r}; "
+            "expected partitioning, units, unit_rows, adapt or epoch"
+        )
         raise cur.error_at(msg, o.key_first, o.key_last)
