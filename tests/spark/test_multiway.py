@@ -3,11 +3,14 @@ the brute-force reference over disordered micro-batches with late rows."""
 
 from __future__ import annotations
 
+import shutil
 import typing as t
 
 import pytest
 
+from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.multiway import batch_terms
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches
@@ -66,7 +69,7 @@ def _job_text(tmp_path: Path) -> str:
 @pytest.mark.parametrize("seed", [3])
 def test_multi_way_joins_match_reference(spark: SparkSession, tmp_path: Path, seed: int) -> None:
     job = parse_job(_job_text(tmp_path))
-    batches = make_batches(seed, streams=("A", "B", "C", "D"), n_batches=6, keys=3)
+    batches = make_batches(seed, streams=("A", "B", "C", "D"), n_batches=5, keys=3)
     reports = run_batches(spark, job, batches, tmp_path / "ckpt")
     expected = run_reference(job, batches)
     for i, (name, (_, select)) in enumerate(QUERIES.items()):
@@ -104,3 +107,49 @@ def test_probe_orders_change_at_epoch_boundaries_and_results_stay_exact(
     assert normalize(got) == normalize(expected.outputs["q1"])
     changes = [r.batch for r in reports if "probe orders" in r.routing.get("q1", "")]
     assert len(changes) >= 2, [r.routing for r in reports]
+
+
+def test_queries_sharing_a_probe_prefix_compute_it_once_and_stay_exact(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Two queries join A and B the same way, then different third streams: the A ⋈ B prefix
+    of their terms is one shared view per batch; results equal the reference either way."""
+    ab = f"FROM A a JOIN B b ON a.k = b.k AND {_w('a', 'b', -3, 3)} "
+    text = "\n".join(stream_ddl(s) for s in ("A", "B", "C", "D")) + "\n"
+    for name in ("o1", "o2", "o3"):
+        text += f"CREATE SINK {name} WITH (format = 'parquet', path = '{tmp_path / name}');\n"
+    text += (
+        f"INSERT INTO o1 SELECT a.id AS i1, b.id AS i2, c.id AS i3 {ab}"
+        f"JOIN C c ON c.k = b.k AND {_w('b', 'c', -2, 2)};\n"
+        f"INSERT INTO o2 SELECT a.id AS i1, b.id AS i2, d.id AS i3 {ab}"
+        f"JOIN D d ON abs(d.x - a.x) <= 2.0 AND {_w('a', 'd', -2, 2)};\n"
+        # The same query twice: every prefix shared, both sinks get the full result.
+        f"INSERT INTO o3 SELECT a.id AS i1, b.id AS i2, c.id AS i3 {ab}"
+        f"JOIN C c ON c.k = b.k AND {_w('b', 'c', -2, 2)};\n"
+    )
+    job = parse_job(text)
+    plan = plan_job(job)
+    batches = make_batches(6, streams=("A", "B", "C", "D"), n_batches=3, keys=3)
+    views = iter(range(1000))
+    built = batch_terms(
+        plan.multiway,
+        lambda mp: [job.stream(s.stream) for s in mp.query.sides],
+        {s: f"delta_{s}" for s in ("A", "B", "C", "D")},
+        lambda stream, lo, new: f"store_{stream}_{next(views)}",
+        None,
+    )
+    # q1 and q3 share everything; q1/q2 share Δa ⋈ B and Δb ⋈ A (when their orders agree).
+    assert built.shared and max(built.users.values()) >= 3, built.users
+    for share in ("true", "false"):
+        spark.conf.set("streamjoin.multiway.share", share)
+        try:
+            for name in ("o1", "o2", "o3"):
+                shutil.rmtree(tmp_path / name, ignore_errors=True)
+            run_batches(spark, job, batches, tmp_path / f"ckpt-{share}")
+        finally:
+            spark.conf.unset("streamjoin.multiway.share")
+        expected = run_reference(job, batches)
+        for i, name in enumerate(("o1", "o2", "o3")):
+            got = read_sink(spark, job, name, ["i1", "i2", "i3"])
+            want = expected.outputs[f"q{i + 1}"]
+            assert want and normalize(got) == normalize(want), (share, name)

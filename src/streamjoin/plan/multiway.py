@@ -38,9 +38,26 @@ Method = t.Literal["hash", "band", "nested-loop"]
 """How one probe step finds its candidates."""
 
 
-def column_name(position: int, column: str) -> str:
-    """The name of input `position`'s `column` inside a multi-way join (unique across inputs)."""
-    return f"_sj{position}_{column}"
+def column_name(slot: str, column: str) -> str:
+    """The name of `column` of the input in `slot` inside a multi-way join (see `slots`)."""
+    return f"_sj_{slot}_{column}"
+
+
+def slots(q: Query) -> tuple[str, ...]:
+    """Per input, the name its columns go by: its stream's name (lower case), with ``_<n>`` for
+    the n-th repeat of a stream (self-joins). Named by stream rather than alias or position, so
+    that two queries joining the same streams the same way write the same SQL: that is how a
+    shared probe prefix is recognised (`runtime.multiway`)."""
+    seen: dict[str, int] = {}
+    out = []
+    for side in q.sides:
+        name = side.stream.lower()
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        out.append(name if n == 0 else f"{name}_{n}")
+    if len(set(out)) != len(out):  # a stream named like another's repeat ("a_1"): by position
+        return tuple(f"{i}" for i in range(len(out)))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +112,8 @@ class MultiwayPlan:
     dead)."""
     select: tuple[tuple[str, str], ...]
     """(SQL over the unique column names, output name)."""
+    slots: tuple[str, ...] = ()
+    """Per input, the name its columns go by (`slots`)."""
 
     @property
     def aliases(self) -> tuple[str, ...]:
@@ -124,9 +143,14 @@ def plan_multiway(
     plans = []
     for start in range(len(aliases)):
         sequence = fixed.get(start) or _greedy_order(start, len(aliases), conjuncts, pairs)
-        plans.append(_probe_order(start, sequence, conjuncts, pairs, aliases, times))
-    select = tuple((rename(item.sql, position), item.alias) for item in q.select)
-    return MultiwayPlan(q, times, conjuncts, tuple(plans), retain, select)
+        plans.append(_probe_order(start, sequence, conjuncts, pairs, aliases, times, _naming(q)))
+    naming = _naming(q)
+    select = tuple((rename(item.sql, naming), item.alias) for item in q.select)
+    return MultiwayPlan(q, times, conjuncts, tuple(plans), retain, select, slots(q))
+
+
+def _naming(q: Query) -> dict[str, str]:
+    return {side.alias.lower(): slot for side, slot in zip(q.sides, slots(q), strict=True)}
 
 
 def pair_parts(job: Job, q: Query) -> dict[tuple[int, int], PredicateParts]:
@@ -138,13 +162,14 @@ def pair_parts(job: Job, q: Query) -> dict[tuple[int, int], PredicateParts]:
     return _pair_parts(_conjuncts(q.predicate, position), aliases, times)
 
 
-def rename(sql: str, position: dict[str, int]) -> str:
-    """`sql` with every ``alias.column`` replaced by its unique name (`column_name`)."""
+def rename(sql: str, naming: dict[str, str]) -> str:
+    """`sql` with every ``alias.column`` replaced by its unique name (`column_name`); `naming`
+    maps each lower-case alias to its slot."""
     tree = sqlglot.parse_one(sql, dialect="spark")
 
     def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.table:
-            name = column_name(position[node.table.lower()], node.name)
+            name = column_name(naming[node.table.lower()], node.name)
             return exp.Column(this=exp.Identifier(this=name, quoted=True))
         return node
 
@@ -258,23 +283,23 @@ def _probe_order(
     pairs: dict[tuple[int, int], PredicateParts],
     aliases: list[str],
     times: tuple[str | None, ...],
+    naming: dict[str, str],
 ) -> ProbeOrder:
     k = len(aliases)
     if sorted((start, *sequence)) != list(range(k)):
         got = [aliases[i] for i in sequence]
         msg = f"the probe order from {aliases[start]!r} must visit every other input once: {got}"
         raise ValueError(msg)
-    position = {a.lower(): i for i, a in enumerate(aliases)}
     bound = {start}
-    filters = tuple(rename(c.sql, position) for c in conjuncts if c.inputs <= bound)
+    filters = tuple(rename(c.sql, naming) for c in conjuncts if c.inputs <= bound)
     steps = []
     for new in sequence:
         now = bound | {new}
         conditions = tuple(
-            rename(c.sql, position) for c in conjuncts if c.inputs <= now and not c.inputs <= bound
+            rename(c.sql, naming) for c in conjuncts if c.inputs <= now and not c.inputs <= bound
         )
         method = _method(new, bound, pairs)
-        band = _step_band(new, bound, pairs, aliases, times) if method == "band" else None
+        band = _step_band(new, bound, pairs, aliases, times, naming) if method == "band" else None
         steps.append(Step(new, method, conditions, band))
         bound = now
     return ProbeOrder(start, filters, tuple(steps))
@@ -286,9 +311,9 @@ def _step_band(
     pairs: dict[tuple[int, int], PredicateParts],
     aliases: list[str],
     times: tuple[str | None, ...],
+    naming: dict[str, str],
 ) -> Band:
     """The narrowest band between `new` and a bound input, as ``store - probe ∈ [lo, hi]``."""
-    position = {a.lower(): i for i, a in enumerate(aliases)}
     found: list[Band] = []
     for b in sorted(bound):
         i, j = min(b, new), max(b, new)
@@ -304,7 +329,7 @@ def _step_band(
             ri = f"unix_micros({aliases[j]}.{times[j]})"
             candidates.append(Band(li, ri, float(w.lo_us), float(w.hi_us), temporal=True))
         for band in candidates:
-            left, right = rename(band.left_sql, position), rename(band.right_sql, position)
+            left, right = rename(band.left_sql, naming), rename(band.right_sql, naming)
             if b == i:  # probe is the left side: store - probe = right - left
                 found.append(Band(left, right, band.lo, band.hi, band.temporal))
             else:  # probe is the right side: left - right ∈ [-hi, -lo]

@@ -25,17 +25,18 @@ from pyspark.sql import functions as F
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
-from streamjoin.runtime.multiway import Reorderer, multiway_terms
+from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.routing import QueryRouter, UnitStats, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed, schema_ddl
+from streamjoin.runtime.threads import Background, PhaseClock
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
     from pyspark.sql import DataFrame, SparkSession
 
-    from streamjoin.model import Query
+    from streamjoin.model import Query, StreamDef
     from streamjoin.plan import JobPlan, MultiwayPlan, QueryPlan, StreamPlan
     from streamjoin.runtime.joins import Side
     from streamjoin.runtime.state import StateStore
@@ -107,6 +108,7 @@ class BatchProcessor:
         self._unit_obs: dict[str, list[tuple[str, Observation, int]]] = {}
         default = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         self.reorder = Reorderer(plan, default)
+        self._cached: list[DataFrame] = []
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -139,13 +141,18 @@ class BatchProcessor:
         classified = self._classify(df, prev.global_wm)
         self._load_routers(prev)
         self.reorder.restore(prev.multiway)
+        optimizer = self.spark.conf.get("streamjoin.multiway.optimizer", "ilp")
+        if optimizer not in ("ilp", "greedy"):
+            msg = f"streamjoin.multiway.optimizer must be 'ilp' or 'greedy', got {optimizer!r}"
+            raise ValueError(msg)
+        self.reorder.greedy = optimizer == "greedy"
         views: list[str] = []
-        clock = _PhaseClock()
+        clock = PhaseClock()
         try:
             # The state write and the joins are independent (the joins read the batch's input,
             # not the new state files): run them as concurrent Spark jobs, so that one's driver
             # overhead overlaps the other's tasks (measured: a third off the batch time).
-            state_job = _Background(lambda: self._append_state(classified, batch_id))
+            state_job = Background(lambda: self._append_state(classified, batch_id))
             deltas = self._delta_views(classified, views)
             out = self._join_and_write(batch_id, prev, deltas, views)
             clock.mark("join")
@@ -165,6 +172,9 @@ class BatchProcessor:
         finally:
             for view in views:
                 self.spark.catalog.dropTempView(view)
+            for cached in self._cached:
+                cached.unpersist()
+            self._cached = []
         report = BatchReport(
             batch=batch_id,
             rows_in=sum(s.ok + s.late + s.malformed for s in stats.values()),
@@ -312,10 +322,8 @@ class BatchProcessor:
         every: list[tuple[Query, list[DataFrame]]] = [
             (qp.query, self._query_parts(qp, prev, deltas, views)) for qp in self.plan.queries
         ]
-        every += [
-            (mp.query, self._multiway_parts(mp, prev, deltas, views))
-            for mp in self.reorder.plans(batch_id)
-        ]
+        multiway = self._multiway_parts(batch_id, prev, deltas, views)
+        every += [(q, multiway.get(q.name, [])) for q in self.plan.job.queries if q.multiway]
         for q, parts in every:
             if not parts:
                 continue
@@ -375,17 +383,27 @@ class BatchProcessor:
         return parts
 
     def _multiway_parts(
-        self, mp: MultiwayPlan, prev: Manifest, deltas: dict[str, str], views: list[str]
-    ) -> list[DataFrame]:
-        """One DataFrame per term of the multi-way delta rule (`plan.multiway`)."""
-        sides = [self.plan.stream(side.stream) for side in mp.query.sides]
+        self, batch_id: int, prev: Manifest, deltas: dict[str, str], views: list[str]
+    ) -> dict[str, list[DataFrame]]:
+        """Per multi-way query, one DataFrame per term of its delta rule (`plan.multiway`);
+        probe prefixes that several terms run are computed once and cached for the batch."""
 
-        def store(i: int, lo: int | None, with_new: bool) -> str:
-            delta = deltas[sides[i].name] if with_new else None
-            return self._state_view(sides[i], prev, lo, delta, views)
+        def streams(mp: MultiwayPlan) -> list[StreamDef]:
+            return [self.plan.job.stream(side.stream) for side in mp.query.sides]
 
-        terms = multiway_terms(mp, [sp.stream for sp in sides], deltas, store, prev.global_wm)
-        return [self.spark.sql(sql) for sql in terms]
+        def store(stream: str, lo: int | None, with_new: bool) -> str:
+            delta = deltas[stream] if with_new else None
+            return self._state_view(self.plan.stream(stream), prev, lo, delta, views)
+
+        plans = self.reorder.plans(batch_id)
+        share = self.spark.conf.get("streamjoin.multiway.share", "true") != "false"
+        built = batch_terms(plans, streams, deltas, store, prev.global_wm, share=share)
+        for name, sql in built.shared.items():
+            df = self.spark.sql(sql).persist()
+            df.createOrReplaceTempView(name)
+            views.append(name)
+            self._cached.append(df)
+        return {name: [self.spark.sql(sql) for sql in terms] for name, terms in built.terms.items()}
 
     def _routed_views(
         self,
@@ -566,45 +584,6 @@ class BatchProcessor:
         return Manifest(
             batch_id, stream_wm, global_wm, live, dropped, totals, routing, self.reorder.state()
         )
-
-
-class _Background:
-    """A function run in a thread that carries Spark's local properties (`InheritableThread`);
-    `result()` waits and re-raises its error."""
-
-    def __init__(self, fn: Callable[[], t.Any]) -> None:
-        from pyspark import InheritableThread
-
-        self._value: t.Any = None
-        self._error: BaseException | None = None
-
-        def target() -> None:
-            try:
-                self._value = fn()
-            except BaseException as err:
-                self._error = err
-
-        self._thread = InheritableThread(target=target, daemon=True)
-        self._thread.start()
-
-    def result(self) -> t.Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-class _PhaseClock:
-    """Seconds spent in each phase of a batch: where per-batch time goes, for profiling."""
-
-    def __init__(self) -> None:
-        self.phases: dict[str, float] = {}
-        self._last = time.monotonic()
-
-    def mark(self, phase: str) -> None:
-        now = time.monotonic()
-        self.phases[phase] = round(now - self._last, 3)
-        self._last = now
 
 
 def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

@@ -1,15 +1,21 @@
-"""Spark SQL text for one term of a multi-way join's delta rule (see `plan.multiway`).
+"""Spark SQL text for the terms of the multi-way joins' delta rule (see `plan.multiway`).
 
-Every input's columns are renamed to names unique across the inputs (``_sj<i>_<column>``), so
-that each probe step can be written as ``SELECT * FROM (rows so far) JOIN (store) ON ...`` and
+Every input's columns are renamed to names unique across the inputs (``_sj_<stream>_<column>``),
+so that each probe step can be written as ``SELECT * FROM (rows so far) JOIN (store) ON ...`` and
 nested: Spark keeps the nesting as the join order, which is the probe order. A band step
 explodes the rows so far over the buckets their band overlaps and keys the store by its own
 bucket, as the two-way band join does (`joins.bucket_range`).
+
+Sharing (CLASH): the names come from the streams, not the query, so two terms that start from
+the same stream's new rows and probe the same stores on the same conditions write the same
+prefix SQL. Such a prefix becomes one view, computed once per batch, that every term running it
+reads (`BatchTerms.shared`).
 """
 
 from __future__ import annotations
 
 import typing as t
+from dataclasses import dataclass, field
 
 from streamjoin.adapt.reorder import ReorderController
 from streamjoin.plan.clash import plan_clash
@@ -21,92 +27,130 @@ if t.TYPE_CHECKING:
 
     from streamjoin.adapt.reorder import Orders
     from streamjoin.model import StreamDef
-    from streamjoin.plan import JobPlan, MultiwayPlan, ProbeOrder
+    from streamjoin.plan import JobPlan, MultiwayPlan, Step
 
 DEFAULT_EPOCH = 10
 """Batches per statistics epoch of the multi-way re-planning (query option ``epoch``)."""
 
 
-def renamed(view: str, position: int, stream: StreamDef) -> str:
-    """``SELECT`` of `view`'s columns under input `position`'s unique names."""
-    cols = ", ".join(f"`{c.name}` AS `{column_name(position, c.name)}`" for c in stream.columns)
+def renamed(view: str, slot: str, stream: StreamDef) -> str:
+    """``SELECT`` of `view`'s columns under their names in `slot` (`plan.multiway.slots`)."""
+    cols = ", ".join(f"`{c.name}` AS `{column_name(slot, c.name)}`" for c in stream.columns)
     return f"SELECT {cols} FROM {view}"
 
 
-def term_sql(
-    mp: MultiwayPlan,
-    order: ProbeOrder,
-    inputs: Mapping[int, str],
-    streams: Mapping[int, StreamDef],
-) -> str:
-    """SELECT … for the term of `order`: ``inputs[order.start]`` holds the delta of the start
-    input, ``inputs[i]`` the store input i is probed in (old rows, with or without the new ones,
-    as the delta rule says)."""
-    start = order.start
-    rows = renamed(inputs[start], start, streams[start])
-    if order.filters:
-        rows = f"SELECT * FROM ({rows}) WHERE " + " AND ".join(f"({f})" for f in order.filters)
-    for n, step in enumerate(order.steps):
-        store = renamed(inputs[step.input], step.input, streams[step.input])
-        conditions = [f"({c})" for c in step.conditions]
-        if step.band is not None:
-            low, high, key = bucket_range(step.band, "left")
-            probe_bucket, store_bucket = f"_sj_pb{n}", f"_sj_sb{n}"
-            rows = (
-                f"SELECT *, explode(sequence(CAST({low} AS BIGINT), CAST({high} AS BIGINT))) "
-                f"AS {probe_bucket} FROM ({rows})"
-            )
-            store = f"SELECT *, CAST({key} AS BIGINT) AS {store_bucket} FROM ({store})"
-            conditions.insert(0, f"{probe_bucket} = {store_bucket}")
-        on = " AND ".join(conditions) or "TRUE"
-        # The rows so far stem from one batch's delta: they go to the store (broadcast), the
-        # store stays where its files are. Without the hint Spark's size estimate of a join
-        # output is a product and it would shuffle and sort the whole store instead.
+def _step_sql(rows: str, n: int, step: Step, store: str) -> str:
+    """The rows so far joined with one more store (step `n` of a probe order)."""
+    conditions = [f"({c})" for c in step.conditions]
+    if step.band is not None:
+        low, high, key = bucket_range(step.band, "left")
+        probe_bucket, store_bucket = f"_sj_pb{n}", f"_sj_sb{n}"
         rows = (
-            f"SELECT /*+ BROADCAST(_sj_p{n}) */ * FROM ({rows}) AS _sj_p{n} "
-            f"JOIN ({store}) AS _sj_s{n} ON {on}"
+            f"SELECT *, explode(sequence(CAST({low} AS BIGINT), CAST({high} AS BIGINT))) "
+            f"AS {probe_bucket} FROM ({rows})"
         )
-    select = ", ".join(f"{sql} AS `{alias}`" for sql, alias in mp.select)
-    return f"SELECT {select} FROM ({rows}) AS _sj_rows"
+        store = f"SELECT *, CAST({key} AS BIGINT) AS {store_bucket} FROM ({store})"
+        conditions.insert(0, f"{probe_bucket} = {store_bucket}")
+    on = " AND ".join(conditions) or "TRUE"
+    # The rows so far stem from one batch's delta: they go to the store (broadcast), the store
+    # stays where its files are. Without the hint Spark's size estimate of a join output is a
+    # product and it would shuffle and sort the whole store instead.
+    return (
+        f"SELECT /*+ BROADCAST(_sj_p{n}) */ * FROM ({rows}) AS _sj_p{n} "
+        f"JOIN ({store}) AS _sj_s{n} ON {on}"
+    )
 
 
-def multiway_terms(
-    mp: MultiwayPlan,
-    streams: Sequence[StreamDef],
+@dataclass
+class _Term:
+    query: str
+    select: str
+    stores: list[str]
+    steps: list[Step]
+    prefixes: list[str]
+    """The rows after the start (0) and after each step (n + 1), as written without sharing."""
+
+
+@dataclass
+class BatchTerms:
+    """The SQL of every multi-way term of one batch, and the shared prefixes they read."""
+
+    terms: dict[str, list[str]] = field(default_factory=dict)
+    """Per query, one SELECT per term of its delta rule."""
+    shared: dict[str, str] = field(default_factory=dict)
+    """View name -> SQL of a probe prefix that several terms run: computed once, fanned out."""
+    users: dict[str, int] = field(default_factory=dict)
+    """View name -> how many terms read it."""
+
+
+def batch_terms(
+    plans: Sequence[MultiwayPlan],
+    streams: Callable[[MultiwayPlan], Sequence[StreamDef]],
     deltas: Mapping[str, str],
-    store: Callable[[int, int | None, bool], str],
+    store: Callable[[str, int | None, bool], str],
     watermark: int | None,
-) -> list[str]:
-    """The SQL of every term of `mp`'s delta rule for one batch.
+    *,
+    share: bool = True,
+) -> BatchTerms:
+    """Every term of every multi-way query's delta rule for one batch.
 
     Args:
-        mp: the plan.
-        streams: each input's stream, in written order.
+        plans: the multi-way queries' plans.
+        streams: each plan's input streams, in written order.
         deltas: stream name -> view of the batch's new rows.
-        store: ``store(i, lo, with_new)`` -> a view of input i's stored rows with event time
-            >= lo (None: all), plus its new rows when `with_new`.
+        store: ``store(stream, lo, with_new)`` -> a view of the stream's stored rows with event
+            time >= lo (None: all), plus its new rows when `with_new`.
         watermark: W, the global watermark the batch started with.
+        share: compute a probe prefix that several terms run once (CLASH's shared steps).
     """
-    views: dict[tuple[int, bool], str] = {}
+    views: dict[tuple[str, int | None, bool], str] = {}
 
-    def view(i: int, with_new: bool) -> str:
-        if (i, with_new) not in views:
-            # A stored row of input i older than W - retain cannot meet any new row.
-            keep = mp.retain_us[i]
-            lo = watermark - keep if watermark is not None and keep is not None else None
-            views[i, with_new] = store(i, lo, with_new)
-        return views[i, with_new]
+    def view(stream: str, lo: int | None, with_new: bool) -> str:
+        if (stream, lo, with_new) not in views:
+            views[stream, lo, with_new] = store(stream, lo, with_new)
+        return views[stream, lo, with_new]
 
-    by_position = dict(enumerate(streams))
     terms = []
-    for order in mp.orders:
-        j = order.start
-        inputs = {j: deltas[streams[j].name]}
-        for step in order.steps:
-            # Inputs written after the start are probed with their new rows, earlier ones not.
-            inputs[step.input] = view(step.input, step.input > j)
-        terms.append(term_sql(mp, order, inputs, by_position))
-    return terms
+    for mp in plans:
+        inputs = streams(mp)
+        select = ", ".join(f"{sql} AS `{alias}`" for sql, alias in mp.select)
+        for order in mp.orders:
+            j = order.start
+            rows = renamed(deltas[inputs[j].name], mp.slots[j], inputs[j])
+            if order.filters:
+                condition = " AND ".join(f"({f})" for f in order.filters)
+                rows = f"SELECT * FROM ({rows}) WHERE {condition}"
+            prefixes, stores = [rows], []
+            for n, step in enumerate(order.steps):
+                i = step.input
+                # A stored row older than W - retain cannot meet any new row; inputs written
+                # after the start are probed with their new rows, earlier ones without.
+                keep = mp.retain_us[i]
+                lo = watermark - keep if watermark is not None and keep is not None else None
+                stored = renamed(view(inputs[i].name, lo, i > j), mp.slots[i], inputs[i])
+                stores.append(stored)
+                prefixes.append(_step_sql(prefixes[-1], n, step, stored))
+            terms.append(_Term(mp.query.name, select, stores, list(order.steps), prefixes))
+    runs: dict[str, int] = {}
+    for term in terms:
+        for prefix in term.prefixes[1:]:
+            runs[prefix] = runs.get(prefix, 0) + 1
+    out = BatchTerms()
+    names: dict[str, str] = {}
+    for term in terms:
+        rows = term.prefixes[0]
+        for n, step in enumerate(term.steps):
+            rows = _step_sql(rows, n, step, term.stores[n])
+            prefix = term.prefixes[n + 1]
+            if share and runs[prefix] > 1:
+                if prefix not in names:
+                    names[prefix] = f"_sj_shared_{len(names)}"
+                    out.shared[names[prefix]] = rows
+                name = names[prefix]
+                out.users[name] = out.users.get(name, 0) + 1
+                rows = f"SELECT * FROM {name}"
+        out.terms.setdefault(term.query, []).append(f"SELECT {term.select} FROM ({rows})")
+    return out
 
 
 class Reorderer:
@@ -119,6 +163,9 @@ class Reorderer:
         self.queries = [mp.query for mp in plan.multiway]
         self.pairs = {q.name: pair_parts(plan.job, q) for q in self.queries}
         self.adaptive = any(q.option("adapt", "true") == "true" for q in self.queries)
+        self.greedy = False
+        """Greedy probe orders, no ILP (Spark conf ``streamjoin.multiway.optimizer=greedy``,
+        the benchmark's "simple sharing" baseline)."""
         length = min((int(q.option("epoch") or DEFAULT_EPOCH) for q in self.queries), default=1)
         initial = plan.clash.orders if plan.clash is not None else {}
         self.controller = ReorderController(length, initial)
@@ -136,7 +183,7 @@ class Reorderer:
 
     def plans(self, batch: int) -> list[MultiwayPlan]:
         """Each multi-way query's plan under the orders in force for `batch`."""
-        orders = self.controller.orders_at(batch)
+        orders = {} if self.greedy else self.controller.orders_at(batch)
         out = []
         for q in self.queries:
             wanted = orders.get(q.name, {})
@@ -151,7 +198,7 @@ class Reorderer:
         """Count the batch's rows; at an epoch's end re-plan. A note per query when its orders
         change (for the progress line)."""
         note = ""
-        if self.adaptive:
+        if self.adaptive and not self.greedy:
             note = self.controller.after_batch(batch, rows, self._optimize)
         self.controller.prune(batch)
         if not note:

@@ -1,0 +1,48 @@
+"""Helpers of a batch: a Spark job run in the background, and a clock of the batch's phases."""
+
+from __future__ import annotations
+
+import time
+import typing as t
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+class Background:
+    """A function run in a thread that carries Spark's local properties (`InheritableThread`);
+    `result()` waits and re-raises its error."""
+
+    def __init__(self, fn: Callable[[], t.Any]) -> None:
+        from pyspark import InheritableThread
+
+        self._value: t.Any = None
+        self._error: BaseException | None = None
+
+        def target() -> None:
+            try:
+                self._value = fn()
+            except BaseException as err:
+                self._error = err
+
+        self._thread = InheritableThread(target=target, daemon=True)
+        self._thread.start()
+
+    def result(self) -> t.Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class PhaseClock:
+    """Seconds spent in each phase of a batch: where per-batch time goes, for profiling."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def mark(self, phase: str) -> None:
+        now = time.monotonic()
+        self.phases[phase] = round(now - self._last, 3)
+        self._last = now
