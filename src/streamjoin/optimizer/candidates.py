@@ -27,6 +27,7 @@ import typing as t
 from dataclasses import dataclass
 from functools import cached_property
 
+from streamjoin.optimizer.problem import connected
 from streamjoin.optimizer.stores import Column, ProbeOrder, Store, StoreLabel, among, canonical
 
 if t.TYPE_CHECKING:
@@ -108,19 +109,6 @@ def _joined(a: frozenset[str], b: frozenset[str], predicates: tuple[JoinPredicat
     return any((p.left in a and p.right in b) or (p.right in a and p.left in b) for p in predicates)
 
 
-def _is_connected(members: frozenset[str], predicates: tuple[JoinPredicate, ...]) -> bool:
-    inner = among(predicates, members)
-    first = min(members)
-    seen, todo = {first}, [first]
-    while todo:
-        here = todo.pop()
-        for p in inner:
-            if p.touches(here) and p.other(here) not in seen:
-                seen.add(p.other(here))
-                todo.append(p.other(here))
-    return seen == members
-
-
 def mirs_of(relations: frozenset[str], predicates: tuple[JoinPredicate, ...]) -> tuple[Store, ...]:
     """The MIR stores of a (sub)query: its connected sub-joins of 2 to n-1 relations."""
     out = []
@@ -128,7 +116,7 @@ def mirs_of(relations: frozenset[str], predicates: tuple[JoinPredicate, ...]) ->
     for size in range(2, len(names)):
         for combo in itertools.combinations(names, size):
             members = frozenset(combo)
-            if _is_connected(members, predicates):
+            if connected(members, among(predicates, members)):
                 out.append(Store.mir(members, predicates))
     return tuple(out)
 

@@ -169,7 +169,8 @@ class JoinPredicate:
         return f"{text} [{self.label}]" if self.label else text
 
 
-def _connected(relations: Iterable[str], predicates: Iterable[JoinPredicate]) -> bool:
+def connected(relations: Iterable[str], predicates: Iterable[JoinPredicate]) -> bool:
+    """True when `predicates` join every one of `relations` to the others."""
     names = list(relations)
     if not names:
         return True
@@ -223,7 +224,7 @@ class Query:
                 msg = f"query {self.name} lists predicate {pred} twice"
                 raise OptimizerError(msg)
             seen.add(pred.identity)
-        if not _connected(self.relations, self.predicates):
+        if not connected(self.relations, self.predicates):
             msg = (
                 f"query {self.name} is a cross product: its predicates do not connect "
                 f"{', '.join(self.relations)}"

@@ -125,7 +125,7 @@ def classify_predicate(
     window = _Bounds()
     has_window = False
     residual: list[str] = []
-    for conjunct in _conjuncts(tree):
+    for conjunct in conjuncts(tree):
         key = ctx.equi(conjunct)
         if key is not None:
             equi.append(key)
@@ -162,12 +162,13 @@ def _window(b: _Bounds) -> TimeWindow:
     )
 
 
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The top-level conjuncts of `node` (parentheses looked through)."""
     # Only top-level conjuncts can be exploited: `a OR b` is not `b AND (a OR TRUE)`.
     if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
+        return conjuncts(node.this)
     if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
+        return conjuncts(node.this) + conjuncts(node.expression)
     return [node]
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
+from streamjoin.plan.classify import Band, PredicateParts, classify_predicate, conjuncts
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query
@@ -179,15 +179,8 @@ def rename(sql: str, naming: dict[str, str]) -> str:
 def _conjuncts(predicate: str, position: dict[str, int]) -> list[Conjunct]:
     if not predicate.strip():
         return []
-    stack: list[exp.Expr] = [sqlglot.parse_one(predicate, dialect="spark")]
     out = []
-    while stack:
-        node = stack.pop()
-        while isinstance(node, exp.Paren):
-            node = node.this
-        if isinstance(node, exp.And):
-            stack += [node.expression, node.this]
-            continue
+    for node in conjuncts(sqlglot.parse_one(predicate, dialect="spark")):
         named = frozenset(position[c.table.lower()] for c in node.find_all(exp.Column))
         out.append(Conjunct(node.sql(dialect="spark"), named))
     return out
