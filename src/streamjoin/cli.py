@@ -1,4 +1,5 @@
-"""``streamjoin`` command line: run, explain, demo. A thin shell over the Python API."""
+"""``streamjoin`` command line: run, explain, demo, bench, cluster. A thin shell over the Python
+API."""
 
 from __future__ import annotations
 
@@ -102,6 +103,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         msg = f"the benchmarks need extra packages ({err.name}): pip install 'streamjoin[bench]'"
         raise StreamJoinError(msg) from None
     size = "quick" if args.quick else "tiny" if args.tiny else "full"
+    if args.workload == "multiquery":  # its own modes and report: benchmarks/multiquery.py
+        from benchmarks.multiquery import main as multiquery
+
+        return multiquery([f"--{size}"] * (size != "full") + ["--out", args.out] * bool(args.out))
     engines = args.engines.split(",") if args.engines else None
     if args.duration is not None and args.rate is None:
         msg = "--duration goes with --rate (the live mode)"
@@ -133,6 +138,26 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    from streamjoin.cluster import LocalCluster
+
+    if args.action == "start":
+        cluster = LocalCluster(args.dir, workers=args.workers, cores=args.cores, memory=args.memory)
+        cluster.start()
+        print(cluster.master_url)
+        print(f"web UI {cluster.webui_url}; logs under {cluster.dir / 'logs'}", file=sys.stderr)
+        return 0
+    cluster = LocalCluster.load(args.dir)
+    if args.action == "stop":
+        cluster.stop()
+        return 0
+    if not cluster.alive():
+        print(f"{cluster.master_url}: not running")
+        return 1
+    print(f"{cluster.master_url}: {cluster.alive_workers()} of {cluster.workers} workers alive")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``streamjoin`` command."""
     parser = argparse.ArgumentParser(
@@ -158,8 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark workload: streamjoin and its Spark peer side by side",
-        description="Workloads: equi, band, theta, window-growth, tpch, nexmark. The last line "
-        "printed is one JSON object with every figure and the ratios to the peer.",
+        description="Workloads: equi, band, theta, window-growth, tpch, nexmark, multiquery. The "
+        "last line printed is one JSON object with every figure and the ratios to the peer.",
     )
     bench.add_argument("workload")
     size = bench.add_mutually_exclusive_group()
@@ -181,6 +206,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --rate: how long to feed (default: tiny 10, quick 30, full 60)",
     )
     bench.set_defaults(func=_cmd_bench)
+    cluster = sub.add_parser(
+        "cluster",
+        help="a Spark standalone cluster on this machine (master + workers on 127.0.0.1)",
+        description="start prints the master URL to pass to run --master; stop ends exactly "
+        "the processes start began; status says how many workers are alive.",
+    )
+    cluster.add_argument("action", choices=("start", "stop", "status"))
+    cluster.add_argument("--dir", required=True, help="logs, work dirs and the cluster's state")
+    cluster.add_argument("--workers", type=int, default=2)
+    cluster.add_argument("--cores", type=int, default=1, help="cores per worker")
+    cluster.add_argument("--memory", default="2g", help="memory per worker")
+    cluster.set_defaults(func=_cmd_cluster)
     return parser
 
 

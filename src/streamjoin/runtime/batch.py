@@ -536,7 +536,9 @@ class BatchProcessor:
                 # A unit spans its whole batch's event times; keep only rows that can meet.
                 state = state.where(f"unix_micros(`{ts}`) >= {lo}")
         else:
-            state = self.spark.createDataFrame([], schema=ddl)
+            # An empty relation of the JVM's own: `createDataFrame([])` would start a Python
+            # worker on every executor (seconds each, and a Python there at all on a cluster).
+            state = self.spark.read.schema(ddl).parquet()
         if delta_view is not None:
             state = state.unionByName(self.spark.table(delta_view))
         view = f"_sj_state_{len(views)}"

@@ -1,11 +1,12 @@
-"""Starting Spark: a clear line when Java is missing, and a local session tuned for small
-batches."""
+"""Starting Spark: a clear line when Java is missing, and a session tuned for small batches —
+in local mode, on a cluster (``--master spark://…``), or under ``spark-submit``."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 import typing as t
 
 from streamjoin.errors import JavaMissingError
@@ -53,16 +54,45 @@ LOCAL_CONF: dict[str, str] = {
 
 
 def get_session(master: str | None = None, app_name: str = "streamjoin") -> SparkSession:
-    """The active session, or a new one on `master` (default ``local[*]``) with `LOCAL_CONF`."""
+    """The active session, or a new one with `LOCAL_CONF`.
+
+    The master is `master` if given; else, under ``spark-submit``, the one it was given;
+    else ``local[*]``. Under ``spark-submit`` its ``--conf`` settings win over `LOCAL_CONF`.
+    """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     check_java()
-    builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
+    submitted = _submitted_conf()
+    if not submitted:
+        # Executors start Python workers with the driver's PYSPARK_PYTHON (default "python3",
+        # whichever that is on the PATH): make it the interpreter streamjoin runs in.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    if "spark.app.name" not in submitted:
+        builder = builder.appName(app_name)
+    if master or "spark.master" not in submitted:
+        builder = builder.master(master or "local[*]")
     for key, value in LOCAL_CONF.items():
-        builder = builder.config(key, value)
+        if key not in submitted:
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _submitted_conf() -> dict[str, str]:
+    """The settings ``spark-submit`` started this driver with (empty when Python started it).
+
+    spark-submit runs the driver's JVM first and hands its gateway to Python in
+    ``PYSPARK_GATEWAY_PORT``; the JVM's system properties then hold the master and every
+    ``--conf``.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
