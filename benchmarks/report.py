@@ -3,7 +3,8 @@
 ``python -m benchmarks.report`` reads ``benchmarks/results/<workload>.json`` (written by
 ``streamjoin bench WORKLOAD --out benchmarks/results/WORKLOAD.json``), checks each target of the
 benchmark issue against the numbers, and writes ``benchmarks/RESULTS.md`` with two plots beside
-it: throughput against window size, and the distribution of micro-batch times.
+it: throughput against window size, and the distribution of micro-batch times. The ``--rate``
+and ``multiquery`` reports (``rate-*.json``, ``multiquery-*.json``) get a section each.
 """
 
 from __future__ import annotations
@@ -45,6 +46,74 @@ def load_rate(folder: str = RESULTS) -> dict[str, Report]:
 
 
 _SIZE_FLAG = {"quick": " --quick", "tiny": " --tiny"}
+
+
+def load_multiquery(folder: str = RESULTS) -> dict[str, Report]:
+    """The ``multiquery`` reports present (``multiquery-<size>.json``), by file name."""
+    if not os.path.isdir(folder):
+        return {}
+    reports = {}
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("multiquery-") and name.endswith(".json"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                reports[name] = json.load(f)
+    return reports
+
+
+def multiquery_lines(reports: dict[str, Report]) -> list[str]:
+    """The section of the ``multiquery`` benchmark: a row per query count and mode."""
+    lines = [
+        "## Many queries (multiquery)",
+        "",
+        "N three-relation joins over TPC-H streams, from four templates sharing sub-joins, run "
+        "as CLASH's three baselines: each query *alone* in its own job (times summed), one job "
+        "with *simple* sharing (greedy orders, no shared prefixes), and the *global* plan (the "
+        "ILP's orders, shared prefixes). Rows/s: the backlog's input rows over the mode's wall "
+        "time; CPU s: of the mode's process and its JVM, steadier on a shared machine. "
+        "Predicted probe load: CLASH's model at the engine's start statistics (global / "
+        "unshared / each query planned alone). See `benchmarks/multiquery.py`. Reproduce with:",
+        "",
+        "```",
+        *(
+            f"python -m benchmarks.multiquery{_SIZE_FLAG.get(r['size'], '')} "
+            f"--queries {','.join(str(x['queries']) for x in r['runs'])}"
+            for r in reports.values()
+        ),
+        "```",
+        "",
+        "| run | queries | mode | seconds (CPU s) | rows/s | global ÷ this | batch p50 / p99 ms | "
+        "peak MB | state bytes | results | predicted load |",
+        "|" + "---|" * 11,
+    ]
+    for file, report in reports.items():
+        load = report.get("load_average", {}).get("before", [])
+        run = f"`{file}` ({report['size']}, load {_fmt(load[0]) if load else '?'})"
+        for r in report["runs"]:
+            check = "exact" if r["exact"] else "agree" if r["results_agree"] else "**DIFFER**"
+            p = r["probe_load"].get("default", {})
+            predicted = " / ".join(_fmt(p.get(k)) for k in ("global", "unshared", "alone"))
+            best = r["modes"].get("global", {}).get("throughput")
+            for mode, f in r["modes"].items():
+                if f.get("error"):
+                    lines.append(f"| {run} | {r['queries']} | {mode} | error: {f['error']} |")
+                    continue
+                gap = round(best / f["throughput"], 2) if best and f.get("throughput") else None
+                batches = f"{_fmt(f.get('batch_p50_ms'))} / {_fmt(f.get('batch_p99_ms'))}"
+                lines.append(
+                    f"| {run} | {r['queries']} | {mode} | {_fmt(f['seconds'])} "
+                    f"({_fmt(f.get('cpu_seconds'))}) | "
+                    f"{_fmt(f['throughput'])} | ×{_fmt(gap)} | {batches} | "
+                    f"{_fmt(f.get('peak_rss_mb'))} | {_fmt(f.get('state_bytes'))} | {check} | "
+                    f"{predicted if mode == 'global' else ''} |"
+                )
+        met = report["targets"].get("at_10_queries_ge_2_5")
+        widens = report["targets"].get("gap_widens")
+        lines.append(
+            f"| {run} | target | global ≥ 2.5× alone at 10 queries: "
+            f"{ {True: 'met', False: '**not met**', None: '–'}[met] }; gap widens with N: "
+            f"{ {True: 'yes', False: '**no**', None: '–'}[widens] } |"
+        )
+    return [*lines, ""]
 
 
 def rate_table(reports: dict[str, Report]) -> list[str]:
@@ -258,9 +327,14 @@ def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
 
 
 def render(
-    reports: dict[str, Report], notes: str = "", rate: dict[str, Report] | None = None
+    reports: dict[str, Report],
+    notes: str = "",
+    rate: dict[str, Report] | None = None,
+    multiquery: dict[str, Report] | None = None,
+    *,
+    plot: bool = True,
 ) -> str:
-    """The text of RESULTS.md."""
+    """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
     if not reports:
         return "# Benchmark results\n\nNo full run recorded yet.\n"
     machine = next(iter(reports.values()))["machine"]
@@ -288,7 +362,8 @@ def render(
         verdict = "–" if met is None else "yes" if met else "**no**"
         lines.append(f"| {name} | {numbers} | {verdict} |")
     lines += ["", "## All figures", "", *table(reports), ""]
-    for png in plots(reports):
+    kept = [p for p in ("window_growth.png", "batch_times.png") if os.path.exists(f"{HERE}/{p}")]
+    for png in plots(reports) if plot else kept:
         lines += [f"![{png}]({png})", ""]
     if rate:
         lines += [
@@ -311,22 +386,28 @@ def render(
             *rate_table(rate),
             "",
         ]
+    if multiquery:
+        lines += multiquery_lines(multiquery)
     if notes:
         lines += [notes.rstrip(), ""]
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
+def write(folder: str = RESULTS, *, plot: bool = True) -> str:
+    """Regenerate RESULTS.md (and, with `plot`, its plots) from the reports in `folder`."""
     notes_path = os.path.join(HERE, "results", "NOTES.md")
     notes = ""
     if os.path.exists(notes_path):
         with open(notes_path, encoding="utf-8") as f:
             notes = f.read()
-    folder = argv[0] if argv else RESULTS
-    text = render(load(folder), notes, load_rate(folder))
+    text = render(load(folder), notes, load_rate(folder), load_multiquery(folder), plot=plot)
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)
-    print(text)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    print(write(argv[0] if argv else RESULTS))
     return 0
 
 

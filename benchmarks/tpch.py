@@ -1,8 +1,11 @@
-"""TPC-H orders and lineitem as event streams (DuckDB's dbgen), and the equi and band join jobs.
+"""TPC-H tables as event streams (DuckDB's dbgen), and the equi and band join jobs.
 
 TPC-H has no event time, so one is made up: orders arrive in o_orderkey order, evenly spread over
-`span_seconds`, and each line item arrives ``l_linenumber`` milliseconds after its order. Dates
-become INT days since 1970-01-01 and decimals DOUBLE, types every engine under test reads alike.
+`span_seconds`, and each line item arrives ``l_linenumber`` milliseconds after its order. The
+other tables (``customer``, ``part``, ``partsupp``, ``supplier``, on request) arrive in key order,
+evenly spread over the same span: a row of one meets the orders or line items of its key only
+where their times fall within a query's window. Dates become INT days since 1970-01-01 and
+decimals DOUBLE, types every engine under test reads alike.
 
 The job-file helpers (`schema`, `stream_ddl`, `job_text`) and `duckdb_count` live here and are
 shared with `benchmarks.nexmark`; this module imports DuckDB only when it generates or counts.
@@ -110,6 +113,31 @@ SELECT l_orderkey::BIGINT AS orderkey, l_partkey::BIGINT AS partkey,
        l_shipmode AS shipmode, l_shipinstruct AS shipinstruct
 FROM lineitem ORDER BY l_orderkey, l_linenumber
 """
+# The other tables as streams: (schema, query in key order).
+KEYED_TABLES: dict[str, tuple[pa.Schema, str]] = {
+    "customer": (
+        schema("custkey BIGINT, nationkey INT, acctbal DOUBLE, mktsegment STRING, ts TIMESTAMP"),
+        "SELECT c_custkey::BIGINT AS custkey, c_nationkey::INTEGER AS nationkey,"
+        " c_acctbal::DOUBLE AS acctbal, c_mktsegment AS mktsegment FROM customer"
+        " ORDER BY c_custkey",
+    ),
+    "part": (
+        schema("partkey BIGINT, brand STRING, size INT, retailprice DOUBLE, ts TIMESTAMP"),
+        "SELECT p_partkey::BIGINT AS partkey, p_brand AS brand, p_size::INTEGER AS size,"
+        " p_retailprice::DOUBLE AS retailprice FROM part ORDER BY p_partkey",
+    ),
+    "partsupp": (
+        schema("partkey BIGINT, suppkey BIGINT, availqty BIGINT, supplycost DOUBLE, ts TIMESTAMP"),
+        "SELECT ps_partkey::BIGINT AS partkey, ps_suppkey::BIGINT AS suppkey,"
+        " ps_availqty::BIGINT AS availqty, ps_supplycost::DOUBLE AS supplycost FROM partsupp"
+        " ORDER BY ps_partkey, ps_suppkey",
+    ),
+    "supplier": (
+        schema("suppkey BIGINT, nationkey INT, acctbal DOUBLE, ts TIMESTAMP"),
+        "SELECT s_suppkey::BIGINT AS suppkey, s_nationkey::INTEGER AS nationkey,"
+        " s_acctbal::DOUBLE AS acctbal FROM supplier ORDER BY s_suppkey",
+    ),
+}
 
 
 def tpch_connection(sf: float) -> t.Any:
@@ -137,30 +165,48 @@ def tpch_connection(sf: float) -> t.Any:
 
 
 def tpch_tables(
-    sf: float, *, span_seconds: float, base_time: datetime | None = None
+    sf: float,
+    *,
+    span_seconds: float,
+    base_time: datetime | None = None,
+    extra: Sequence[str] = (),
 ) -> dict[str, pa.Table]:
-    """``orders`` and ``lineitem`` at scale factor `sf`, each with the event-time column ``ts``.
+    """``orders`` and ``lineitem`` at scale factor `sf`, each with the event-time column ``ts``,
+    and the `extra` tables of `KEYED_TABLES` likewise.
 
     Order k (0-based, in o_orderkey order) of n happens at ``base + k / n * span_seconds``; its
     line items 1-7 ms later. Rows are in (order key, line number) order, so lineitem's ts is out
-    of order by at most 7 ms.
+    of order by at most 7 ms. Row k of n of an extra table happens at ``base + k / n * span``.
     """
     if span_seconds <= 0:
         msg = "span_seconds must be > 0"
         raise ValueError(msg)
+    unknown = [name for name in extra if name not in KEYED_TABLES]
+    if unknown:
+        msg = f"unknown TPC-H tables {unknown}; extra tables are {', '.join(KEYED_TABLES)}"
+        raise ValueError(msg)
     with tpch_connection(sf) as con:
         orders = con.sql(ORDERS_SQL).to_arrow_table()
         lineitem = con.sql(LINEITEM_SQL).to_arrow_table()
-    n = orders.num_rows
-    # Multiply before dividing, so the last order stays below base + span.
-    rank_us = np.arange(n, dtype=np.float64) * (span_seconds * 1e6) / max(n, 1)
-    order_ts = epoch_us(base_time) + np.floor(rank_us).astype(np.int64)
+        others = {name: con.sql(KEYED_TABLES[name][1]).to_arrow_table() for name in extra}
+    order_ts = _spread(orders.num_rows, span_seconds, base_time)
     item_order = np.searchsorted(np.asarray(orders["orderkey"]), np.asarray(lineitem["orderkey"]))
     item_ts = order_ts[item_order] + np.asarray(lineitem["linenumber"]).astype(np.int64) * 1000
-    return {
+    tables = {
         "orders": orders.append_column("ts", pa.array(order_ts, TS)),
         "lineitem": lineitem.append_column("ts", pa.array(item_ts, TS)),
     }
+    for name, table in others.items():
+        ts = _spread(table.num_rows, span_seconds, base_time)
+        tables[name] = table.append_column("ts", pa.array(ts, TS))
+    return tables
+
+
+def _spread(n: int, span_seconds: float, base_time: datetime | None) -> np.ndarray[t.Any, t.Any]:
+    """Epoch microseconds of `n` events evenly spread over the span, the k-th at k / n of it."""
+    # Multiply before dividing, so the last event stays below base + span.
+    rank_us = np.arange(n, dtype=np.float64) * (span_seconds * 1e6) / max(n, 1)
+    return epoch_us(base_time) + np.floor(rank_us).astype(np.int64)
 
 
 # The band job's filters, tuned so that at sf=0.01 over 60 s its output is ~0.3x its input
