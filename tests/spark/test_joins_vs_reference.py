@@ -55,7 +55,9 @@ def _job_text(tmp_path: Path, queries: dict[str, tuple[str, str]]) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+# One seed: the CI budget (25 min on 2 cores) has no room for a second 110 s run; the
+# generated-predicate property test (test_property.py) varies the inputs further.
+@pytest.mark.parametrize("seed", [1])
 def test_every_predicate_class_matches_reference(
     spark: SparkSession, tmp_path: Path, seed: int
 ) -> None:

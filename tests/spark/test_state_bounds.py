@@ -55,7 +55,7 @@ def test_window_state_is_bounded_and_full_history_keeps_all(
             "AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND;",
         ]
     )
-    batches = _steady(52)
+    batches = _steady(30)
     reports = run_batches(spark, parse_job(text), batches, tmp_path / "w-ckpt")
     bound = RATE * (WINDOW_S + DELAY_S) * 1.5
     per_stream = [r.manifest.state_rows() for r in reports]
