@@ -82,11 +82,24 @@ def run_engine_process(
     plan_file, result = os.path.join(first, "plan.json"), os.path.join(first, "result.json")
     with open(plan_file, "w", encoding="utf-8") as f:
         json.dump(plan, f)
-    env = dict(os.environ)
+    code, tail, peak_mb = run_child(["benchmarks.engines", engine, plan_file, result])
+    if not os.path.exists(result):
+        return [{"engine": engine, "error": f"exit {code}: {tail}"} for _ in jobs]
+    with open(result, encoding="utf-8") as f:
+        runs: list[dict[str, t.Any]] = json.load(f)
+    for run in runs:
+        run["peak_rss_mb"] = peak_mb
+    return runs
+
+
+def run_child(args: t.Sequence[str], paths: t.Sequence[str] = ()) -> tuple[int, str, float]:
+    """``python -m *args`` with this checkout's benchmarks (and `paths`) first on the path,
+    sampling its process tree's memory: (exit code, last lines of stderr, peak RSS in MB)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *paths, env.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.engines", engine, plan_file, result],
+        [sys.executable, "-m", *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -98,14 +111,8 @@ def run_engine_process(
     _, stderr = proc.communicate()
     done.set()
     sampler.join()
-    if not os.path.exists(result):
-        tail = "\n".join(stderr.strip().splitlines()[-5:])
-        return [{"engine": engine, "error": f"exit {proc.returncode}: {tail}"} for _ in jobs]
-    with open(result, encoding="utf-8") as f:
-        runs: list[dict[str, t.Any]] = json.load(f)
-    for run in runs:
-        run["peak_rss_mb"] = round(peak.rss / 2**20, 1)
-    return runs
+    tail = "\n".join(stderr.strip().splitlines()[-5:])
+    return proc.returncode, tail, round(peak.rss / 2**20, 1)
 
 
 def expected_counts(case: Case) -> dict[str, int] | None:

@@ -37,14 +37,12 @@ import itertools
 import json
 import os
 import shutil
-import subprocess
 import sys
-import threading
 import time
 import typing as t
 from dataclasses import asdict
 
-from benchmarks.harness import ROOT, _Peak, _percentile, _sample_tree, machine
+from benchmarks.harness import ROOT, _percentile, machine, run_child
 from benchmarks.multiquery_jobs import SIZES, exact_counts, job_text, make_backlog, probe_loads
 from benchmarks.multiquery_jobs import query_specs as make_specs
 
@@ -144,28 +142,13 @@ def run_mode_process(mode: str, jobs: Jobs, warmup: tuple[str, str] | None) -> d
 
     # The child imports the same benchmarks and streamjoin as this process, whatever another
     # editable install of the package may point to.
-    paths = (os.path.dirname(HERE), os.path.dirname(os.path.dirname(streamjoin.__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.multiquery", "--child", plan, result],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    peak, done = _Peak(), threading.Event()
-    sampler = threading.Thread(target=_sample_tree, args=(proc.pid, peak, done), daemon=True)
-    sampler.start()
-    _, stderr = proc.communicate()
-    done.set()
-    sampler.join()
-    if proc.returncode != 0 or not os.path.exists(result):
-        tail = "\n".join(stderr.strip().splitlines()[-5:])
-        return {"error": f"exit {proc.returncode}: {tail}"}
+    src = os.path.dirname(os.path.dirname(streamjoin.__file__))
+    code, tail, peak_mb = run_child(["benchmarks.multiquery", "--child", plan, result], [src])
+    if code != 0 or not os.path.exists(result):
+        return {"error": f"exit {code}: {tail}"}
     with open(result, encoding="utf-8") as f:
         measured: dict[str, t.Any] = json.load(f)
-    return measured | {"peak_rss_mb": round(peak.rss / 2**20, 1)}
+    return measured | {"peak_rss_mb": peak_mb}
 
 
 def _child(plan_file: str, result_file: str) -> int:
