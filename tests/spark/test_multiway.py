@@ -109,23 +109,26 @@ def test_probe_orders_change_at_epoch_boundaries_and_results_stay_exact(
     assert len(changes) >= 2, [r.routing for r in reports]
 
 
-def test_queries_sharing_a_probe_prefix_compute_it_once_and_stay_exact(
+def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Two queries join A and B the same way, then different third streams: the A ⋈ B prefix
-    of their terms is one shared view per batch; results equal the reference either way."""
+    """o1, o3 and o4 join A, B and C the same way and differ only in their selections (none,
+    on c, on a and b): one unfiltered run of that core per batch, which each filters. o2 joins
+    A and B the same way, then D: the A ⋈ B prefixes of its terms and the core's are shared
+    views. Results equal the reference with and without sharing."""
     ab = f"FROM A a JOIN B b ON a.k = b.k AND {_w('a', 'b', -3, 3)} "
+    abc = f"{ab}JOIN C c ON c.k = b.k AND {_w('b', 'c', -2, 2)}"
+    sinks = ("o1", "o2", "o3", "o4")
     text = "\n".join(stream_ddl(s) for s in ("A", "B", "C", "D")) + "\n"
-    for name in ("o1", "o2", "o3"):
+    for name in sinks:
         text += f"CREATE SINK {name} WITH (format = 'parquet', path = '{tmp_path / name}');\n"
     text += (
-        f"INSERT INTO o1 SELECT a.id AS i1, b.id AS i2, c.id AS i3 {ab}"
-        f"JOIN C c ON c.k = b.k AND {_w('b', 'c', -2, 2)};\n"
+        f"INSERT INTO o1 SELECT a.id AS i1, b.id AS i2, c.id AS i3 {abc};\n"
         f"INSERT INTO o2 SELECT a.id AS i1, b.id AS i2, d.id AS i3 {ab}"
         f"JOIN D d ON abs(d.x - a.x) <= 2.0 AND {_w('a', 'd', -2, 2)};\n"
-        # The same query twice: every prefix shared, both sinks get the full result.
-        f"INSERT INTO o3 SELECT a.id AS i1, b.id AS i2, c.id AS i3 {ab}"
-        f"JOIN C c ON c.k = b.k AND {_w('b', 'c', -2, 2)};\n"
+        f"INSERT INTO o3 SELECT c.id AS i1, b.id AS i2, a.id AS i3 {abc} WHERE c.x > 5.0;\n"
+        f"INSERT INTO o4 SELECT a.id AS i1, b.id AS i2, c.id AS i3 {abc} "
+        "WHERE a.x < 8.0 AND b.x >= 2.0;\n"
     )
     job = parse_job(text)
     plan = plan_job(job)
@@ -138,18 +141,23 @@ def test_queries_sharing_a_probe_prefix_compute_it_once_and_stay_exact(
         lambda stream, lo, new: f"store_{stream}_{next(views)}",
         None,
     )
-    # q1 and q3 share everything; q1/q2 share Δa ⋈ B and Δb ⋈ A (when their orders agree).
-    assert built.shared and max(built.users.values()) >= 3, built.users
+    assert list(built.cores.values()) == [["q1", "q3", "q4"]], built.cores
+    core = next(iter(built.cores))
+    assert all(built.terms[q] == [built.terms[q][0]] for q in ("q1", "q3", "q4"))
+    assert core in built.terms["q4"][0] and "WHERE" in built.terms["q4"][0]
+    assert len(built.terms["q2"]) == 3
+    prefixes = [v for v in built.shared if v not in built.cores]
+    assert prefixes and all(built.users[v] >= 2 for v in prefixes), built.users
     for share in ("true", "false"):
         spark.conf.set("streamjoin.multiway.share", share)
         try:
-            for name in ("o1", "o2", "o3"):
+            for name in sinks:
                 shutil.rmtree(tmp_path / name, ignore_errors=True)
             run_batches(spark, job, batches, tmp_path / f"ckpt-{share}")
         finally:
             spark.conf.unset("streamjoin.multiway.share")
         expected = run_reference(job, batches)
-        for i, name in enumerate(("o1", "o2", "o3")):
+        for i, name in enumerate(sinks):
             got = read_sink(spark, job, name, ["i1", "i2", "i3"])
             want = expected.outputs[f"q{i + 1}"]
             assert want and normalize(got) == normalize(want), (share, name)

@@ -149,6 +149,35 @@ def plan_multiway(
     return MultiwayPlan(q, times, conjuncts, tuple(plans), retain, select, slots(q))
 
 
+def local_filters(mp: MultiwayPlan) -> tuple[str, ...]:
+    """The conjuncts of `mp` that name at most one input (selections), over the unique column
+    names, as they appear in its probe orders' filters and conditions."""
+    naming = _naming(mp.query)
+    return tuple(rename(c.sql, naming) for c in mp.conjuncts if len(c.inputs) <= 1)
+
+
+def join_core(mp: MultiwayPlan) -> tuple[t.Hashable, ...]:
+    """What `mp` joins, without its selections: the inputs' slots and streams, and the
+    conjuncts that name two or more inputs. Queries with equal cores differ only in their
+    selections and select lists, so one unfiltered run of the core's delta rule can answer
+    them all, each filtering it afterwards (σf distributes over the delta rule: it is checked
+    per combination of rows)."""
+    naming = _naming(mp.query)
+    joins = sorted(rename(c.sql, naming) for c in mp.conjuncts if len(c.inputs) > 1)
+    streams = tuple(side.stream.lower() for side in mp.query.sides)
+    return (mp.slots, streams, tuple(joins))
+
+
+def without_filters(order: ProbeOrder, filters: t.Collection[str]) -> ProbeOrder:
+    """`order` with the conditions in `filters` left out (see `join_core`)."""
+    steps = tuple(
+        Step(s.input, s.method, tuple(c for c in s.conditions if c not in filters), s.band)
+        for s in order.steps
+    )
+    kept = tuple(f for f in order.filters if f not in filters)
+    return ProbeOrder(order.start, kept, steps)
+
+
 def _naming(q: Query) -> dict[str, str]:
     return {side.alias.lower(): slot for side, slot in zip(q.sides, slots(q), strict=True)}
 

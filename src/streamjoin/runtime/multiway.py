@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 
 from streamjoin.adapt.reorder import ReorderController
 from streamjoin.plan.clash import plan_clash
-from streamjoin.plan.multiway import column_name, pair_parts, plan_multiway
+from streamjoin.plan.multiway import (
+    column_name,
+    join_core,
+    local_filters,
+    pair_parts,
+    plan_multiway,
+    without_filters,
+)
 from streamjoin.runtime.joins import bucket_range
 
 if t.TYPE_CHECKING:
@@ -27,7 +34,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.adapt.reorder import Orders
     from streamjoin.model import StreamDef
-    from streamjoin.plan import JobPlan, MultiwayPlan, Step
+    from streamjoin.plan import JobPlan, MultiwayPlan, ProbeOrder, Step
 
 DEFAULT_EPOCH = 10
 """Batches per statistics epoch of the multi-way re-planning (query option ``epoch``)."""
@@ -63,7 +70,8 @@ def _step_sql(rows: str, n: int, step: Step, store: str) -> str:
 
 @dataclass
 class _Term:
-    query: str
+    owner: str
+    """The query the term answers, or the name of a shared core (`join_core`)."""
     select: str
     stores: list[str]
     steps: list[Step]
@@ -73,14 +81,17 @@ class _Term:
 
 @dataclass
 class BatchTerms:
-    """The SQL of every multi-way term of one batch, and the shared prefixes they read."""
+    """The SQL of every multi-way term of one batch, and the shared views they read."""
 
     terms: dict[str, list[str]] = field(default_factory=dict)
-    """Per query, one SELECT per term of its delta rule."""
+    """Per query, one SELECT per term of its delta rule (one in all when its core is shared)."""
     shared: dict[str, str] = field(default_factory=dict)
-    """View name -> SQL of a probe prefix that several terms run: computed once, fanned out."""
+    """View name -> SQL of a probe prefix that several terms run, or of a core several queries
+    filter: computed once, fanned out (in dependency order)."""
     users: dict[str, int] = field(default_factory=dict)
-    """View name -> how many terms read it."""
+    """View name -> how many terms (prefix) or queries (core) read it."""
+    cores: dict[str, list[str]] = field(default_factory=dict)
+    """Core view name -> the queries that filter it."""
 
 
 def batch_terms(
@@ -94,6 +105,10 @@ def batch_terms(
 ) -> BatchTerms:
     """Every term of every multi-way query's delta rule for one batch.
 
+    With `share`, queries whose joins are the same and differ only in their selections (equal
+    `join_core`) run the core's delta rule once, unfiltered, and each filters its rows; and a
+    probe prefix that several terms run is computed once (CLASH's shared steps).
+
     Args:
         plans: the multi-way queries' plans.
         streams: each plan's input streams, in written order.
@@ -101,7 +116,7 @@ def batch_terms(
         store: ``store(stream, lo, with_new)`` -> a view of the stream's stored rows with event
             time >= lo (None: all), plus its new rows when `with_new`.
         watermark: W, the global watermark the batch started with.
-        share: compute a probe prefix that several terms run once (CLASH's shared steps).
+        share: share cores and probe prefixes across queries.
     """
     views: dict[tuple[str, int | None, bool], str] = {}
 
@@ -110,11 +125,32 @@ def batch_terms(
             views[stream, lo, with_new] = store(stream, lo, with_new)
         return views[stream, lo, with_new]
 
-    terms = []
+    out = BatchTerms()
+    groups: dict[t.Hashable, list[MultiwayPlan]] = {}
     for mp in plans:
+        groups.setdefault(join_core(mp) if share else mp.query.name, []).append(mp)
+    terms: list[_Term] = []
+    filtered: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+    """Query -> (core view, its select, its selections) for queries answered from a core."""
+    for members in groups.values():
+        mp = members[0]
         inputs = streams(mp)
-        select = ", ".join(f"{sql} AS `{alias}`" for sql, alias in mp.select)
-        for order in mp.orders:
+        orders: Sequence[ProbeOrder] = mp.orders
+        owner, select = mp.query.name, ", ".join(f"{sql} AS `{a}`" for sql, a in mp.select)
+        if len(members) > 1:
+            owner = f"_sj_core_{len(out.cores)}"
+            out.cores[owner] = [m.query.name for m in members]
+            dropped = set(local_filters(mp))
+            orders = [without_filters(o, dropped) for o in mp.orders]
+            select = ", ".join(
+                f"`{column_name(slot, c.name)}`"
+                for slot, stream in zip(mp.slots, inputs, strict=True)
+                for c in stream.columns
+            )
+            for m in members:
+                chosen = ", ".join(f"{sql} AS `{a}`" for sql, a in m.select)
+                filtered[m.query.name] = (owner, chosen, local_filters(m))
+        for order in orders:
             j = order.start
             rows = renamed(deltas[inputs[j].name], mp.slots[j], inputs[j])
             if order.filters:
@@ -130,13 +166,13 @@ def batch_terms(
                 stored = renamed(view(inputs[i].name, lo, i > j), mp.slots[i], inputs[i])
                 stores.append(stored)
                 prefixes.append(_step_sql(prefixes[-1], n, step, stored))
-            terms.append(_Term(mp.query.name, select, stores, list(order.steps), prefixes))
+            terms.append(_Term(owner, select, stores, list(order.steps), prefixes))
     runs: dict[str, int] = {}
     for term in terms:
         for prefix in term.prefixes[1:]:
             runs[prefix] = runs.get(prefix, 0) + 1
-    out = BatchTerms()
     names: dict[str, str] = {}
+    selects: dict[str, list[str]] = {}
     for term in terms:
         rows = term.prefixes[0]
         for n, step in enumerate(term.steps):
@@ -149,7 +185,16 @@ def batch_terms(
                 name = names[prefix]
                 out.users[name] = out.users.get(name, 0) + 1
                 rows = f"SELECT * FROM {name}"
-        out.terms.setdefault(term.query, []).append(f"SELECT {term.select} FROM ({rows})")
+        selects.setdefault(term.owner, []).append(f"SELECT {term.select} FROM ({rows})")
+    for owner, parts in selects.items():
+        if owner in out.cores:
+            out.shared[owner] = " UNION ALL ".join(parts)
+            out.users[owner] = len(out.cores[owner])
+        else:
+            out.terms[owner] = parts
+    for query, (core, select, selections) in filtered.items():
+        where = " AND ".join(f"({f})" for f in selections) or "TRUE"
+        out.terms[query] = [f"SELECT {select} FROM {core} WHERE {where}"]
     return out
 
 

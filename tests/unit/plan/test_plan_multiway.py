@@ -94,3 +94,35 @@ def test_two_way_partitioning_schemes_are_refused_on_multi_way_queries() -> None
     job = _job("FROM a JOIN b ON a.k = b.k JOIN c ON c.k = b.k WITH (partitioning = 'matrix')")
     with pytest.raises(UnsupportedError, match="partitioning 'matrix' is for two-way joins"):
         plan_job(parse_job(job))
+
+
+def test_queries_differing_only_in_selections_have_one_join_core() -> None:
+    """Selections (conjuncts naming one input) are what `join_core` leaves out: they may sit in
+    ON or WHERE, on any input; a different join conjunct is a different core."""
+    from streamjoin.plan.multiway import join_core, local_filters, without_filters
+
+    core = f"FROM a JOIN b ON a.k = b.k AND {_w('a', 'b', -2, 2)} JOIN c ON c.j = b.j"
+    plan = plan_job(
+        parse_job(
+            _job(
+                core,
+                f"{core} WHERE c.x > 0.5",
+                f"FROM a JOIN b ON a.k = b.k AND a.x < 1.0 AND {_w('a', 'b', -2, 2)} "
+                "JOIN c ON c.j = b.j WHERE b.x >= 0.2",
+                f"FROM a JOIN b ON a.k = b.k AND {_w('a', 'b', -2, 2)} JOIN c ON c.j = a.j",
+            )
+        )
+    )
+    plain, on_c, on_a_b, other = plan.multiway
+    assert join_core(plain) == join_core(on_c) == join_core(on_a_b) != join_core(other)
+    assert local_filters(plain) == ()
+    assert len(local_filters(on_a_b)) == 2
+    for mp in (on_c, on_a_b):
+        dropped = set(local_filters(mp))
+        stripped = [without_filters(o, dropped) for o in mp.orders]
+        # What is left of every order is the unfiltered query's order.
+        assert stripped == list(plain.orders)
+        kept = {
+            c for o in mp.orders for c in (*o.filters, *(x for s in o.steps for x in s.conditions))
+        }
+        assert dropped <= kept
