@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.plan.multiway import join_core
+
 if t.TYPE_CHECKING:
     from streamjoin.plan.multiway import MultiwayPlan
     from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan
@@ -151,7 +153,23 @@ def explain_plan(plan: JobPlan) -> str:
         out += ["", "multi-way queries, planned together (CLASH's ILP over base stores):"]
         out += [f"  {line}" for line in plan.clash.plan.describe()]
         out += [f"  {name}: greedy orders ({why})" for name, why in plan.clash.left_out.items()]
+    out += _core_lines(plan.multiway)
     return "\n".join(out)
+
+
+def _core_lines(plans: t.Sequence[MultiwayPlan]) -> list[str]:
+    """Queries that join alike and differ only in selections: one run of the core serves all."""
+    groups: dict[t.Hashable, list[MultiwayPlan]] = {}
+    for mp in plans:
+        groups.setdefault(join_core(mp), []).append(mp)
+    shared = [g for g in groups.values() if len(g) > 1]
+    if not shared:
+        return []
+    out = ["", "shared join cores (each run once per batch, unfiltered; each query filters it):"]
+    for members in shared:
+        names = ", ".join(m.query.name for m in members)
+        out.append(f"  {names}: probe orders of {members[0].query.name}, selections after")
+    return out
 
 
 def _multiway_lines(mp: MultiwayPlan) -> list[str]:

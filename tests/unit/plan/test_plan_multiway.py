@@ -126,3 +126,5 @@ def test_queries_differing_only_in_selections_have_one_join_core() -> None:
             c for o in mp.orders for c in (*o.filters, *(x for s in o.steps for x in s.conditions))
         }
         assert dropped <= kept
+    text = plan.explain()
+    assert "shared join cores" in text and "q1, q2, q3: probe orders of q1" in text
