@@ -67,8 +67,10 @@ def multiquery_lines(reports: dict[str, Report]) -> list[str]:
         "",
         "N three-relation joins over TPC-H streams, from four templates sharing sub-joins, run "
         "as CLASH's three baselines: each query *alone* in its own job (times summed), one job "
-        "with *simple* sharing (greedy orders, no shared prefixes), and the *global* plan (the "
-        "ILP's orders, shared prefixes). Rows/s: the backlog's input rows over the mode's wall "
+        "with *simple* sharing (greedy orders, nothing shared between queries), and the "
+        "*global* plan (the ILP's orders, shared probe prefixes, and one unfiltered run of each "
+        "join core that queries differing only in selections filter). Rows/s: the backlog's "
+        "input rows over the mode's wall "
         "time; CPU s: of the mode's process and its JVM, steadier on a shared machine. "
         "Predicted probe load: CLASH's model at the engine's start statistics (global / "
         "unshared / each query planned alone). See `benchmarks/multiquery.py`. Reproduce with:",
