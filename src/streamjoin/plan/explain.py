@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.plan.multiway import join_core
+from streamjoin.plan.multiway import core_groups
 
 if t.TYPE_CHECKING:
     from streamjoin.plan.multiway import MultiwayPlan
@@ -159,10 +159,7 @@ def explain_plan(plan: JobPlan) -> str:
 
 def _core_lines(plans: t.Sequence[MultiwayPlan]) -> list[str]:
     """Queries that join alike and differ only in selections: one run of the core serves all."""
-    groups: dict[t.Hashable, list[MultiwayPlan]] = {}
-    for mp in plans:
-        groups.setdefault(join_core(mp), []).append(mp)
-    shared = [g for g in groups.values() if len(g) > 1]
+    shared = [g for g in core_groups(plans) if len(g) > 1]
     if not shared:
         return []
     out = ["", "shared join cores (each run once per batch, unfiltered; each query filters it):"]

@@ -168,6 +168,14 @@ def join_core(mp: MultiwayPlan) -> tuple[t.Hashable, ...]:
     return (mp.slots, streams, tuple(joins))
 
 
+def core_groups(plans: t.Sequence[MultiwayPlan]) -> list[list[MultiwayPlan]]:
+    """`plans` grouped by `join_core`, in first-seen order (a group of one shares nothing)."""
+    groups: dict[t.Hashable, list[MultiwayPlan]] = {}
+    for mp in plans:
+        groups.setdefault(join_core(mp), []).append(mp)
+    return list(groups.values())
+
+
 def without_filters(order: ProbeOrder, filters: t.Collection[str]) -> ProbeOrder:
     """`order` with the conditions in `filters` left out (see `join_core`)."""
     steps = tuple(

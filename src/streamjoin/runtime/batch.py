@@ -296,10 +296,8 @@ class BatchProcessor:
             delta = ok.where(F.col("_sj_src") == sp.index).select(*cols)
             if self.plan.multiway:
                 # Multi-way terms read each delta many times, and the batch's input is one RDD
-                # of every stream's rows that no filter can prune: every read would scan all
-                # of it. Kept once per batch instead (measured at 10 queries: about a fifth
-                # off the batch). A single two-way query reads it twice: re-reading is cheaper
-                # than building the cache there.
+                # of every stream's rows that no filter prunes: each read would scan all of it.
+                # (Two-way queries read it twice: re-reading costs less than a cache there.)
                 delta = delta.coalesce(self.reorder.parallelism).persist()
                 self._cached.append(delta)
             delta.createOrReplaceTempView(view)

@@ -21,7 +21,7 @@ from streamjoin.adapt.reorder import ReorderController
 from streamjoin.plan.clash import plan_clash
 from streamjoin.plan.multiway import (
     column_name,
-    join_core,
+    core_groups,
     local_filters,
     pair_parts,
     plan_multiway,
@@ -126,13 +126,11 @@ def batch_terms(
         return views[stream, lo, with_new]
 
     out = BatchTerms()
-    groups: dict[t.Hashable, list[MultiwayPlan]] = {}
-    for mp in plans:
-        groups.setdefault(join_core(mp) if share else mp.query.name, []).append(mp)
+    groups = core_groups(plans) if share else [[mp] for mp in plans]
     terms: list[_Term] = []
     filtered: dict[str, tuple[str, str, tuple[str, ...]]] = {}
     """Query -> (core view, its select, its selections) for queries answered from a core."""
-    for members in groups.values():
+    for members in groups:
         mp = members[0]
         inputs = streams(mp)
         orders: Sequence[ProbeOrder] = mp.orders
