@@ -26,7 +26,7 @@ from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
 from streamjoin.runtime.multiway import Reorderer, batch_terms
-from streamjoin.runtime.routing import QueryRouter, UnitStats, scheme_from_params
+from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed, schema_ddl
 from streamjoin.runtime.threads import Background, PhaseClock
@@ -427,7 +427,7 @@ class BatchProcessor:
         """The delta routed to its probe places and the state to its store places (for the hash
         path: as they are), each observed for its rows per unit."""
         if router.key_types is None and router.qp.parts.equi:
-            router.key_types = self._key_types(router)
+            router.key_types = key_types(self.spark, router)
         state_side: Side = "right" if delta_side == "left" else "left"
         name = router.qp.query.name
         out = []
@@ -457,24 +457,6 @@ class BatchProcessor:
             self._unit_obs.setdefault(name, []).append((role, obs, router.units))
             out.append(view_name)
         return out[0], out[1]
-
-    def _key_types(self, router: QueryRouter) -> tuple[str, ...]:
-        """The type both sides of each equality key are compared in (Spark's own coercion), so
-        that equal keys hash equally whatever their declared types."""
-        q = router.qp.query
-        views = []
-        for alias, stream in ((q.left.alias, router.left), (q.right.alias, router.right)):
-            view = f"_sj_types_{alias}"
-            self.spark.createDataFrame([], schema=schema_ddl(stream)).createOrReplaceTempView(view)
-            views.append(f"{view} AS {alias}")
-        exprs = ", ".join(
-            f"coalesce({k.left_sql}, {k.right_sql}) AS k{i}"
-            for i, k in enumerate(router.qp.parts.equi)
-        )
-        schema = self.spark.sql(f"SELECT {exprs} FROM {views[0]} CROSS JOIN {views[1]}").schema
-        for alias in (q.left.alias, q.right.alias):
-            self.spark.catalog.dropTempView(f"_sj_types_{alias}")
-        return tuple(f.dataType.simpleString() for f in schema.fields)
 
     def _load_routers(self, prev: Manifest) -> None:
         """Each query's router as the previous batch left it (its scheme and controllers)."""

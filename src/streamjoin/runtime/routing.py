@@ -37,8 +37,11 @@ from streamjoin.partition import (
     candidates,
     optimal_shape,
 )
+from streamjoin.runtime.sources import schema_ddl
 
 if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from streamjoin.model import StreamDef
     from streamjoin.plan import QueryPlan
     from streamjoin.runtime.joins import Side
@@ -369,3 +372,21 @@ def params_of(scheme: Scheme) -> dict[str, t.Any]:
     if isinstance(scheme, RangeScheme):
         return {"name": "range", "bounds": list(scheme.bounds), "lo": scheme.lo, "hi": scheme.hi}
     return {"name": "hash"}
+
+
+def key_types(spark: SparkSession, router: QueryRouter) -> tuple[str, ...]:
+    """The type both sides of each equality key of `router`'s query are compared in (Spark's
+    own coercion), so that equal keys hash equally whatever their declared types."""
+    q = router.qp.query
+    views = []
+    for alias, stream in ((q.left.alias, router.left), (q.right.alias, router.right)):
+        view = f"_sj_types_{alias}"
+        spark.createDataFrame([], schema=schema_ddl(stream)).createOrReplaceTempView(view)
+        views.append(f"{view} AS {alias}")
+    exprs = ", ".join(
+        f"coalesce({k.left_sql}, {k.right_sql}) AS k{i}" for i, k in enumerate(router.qp.parts.equi)
+    )
+    schema = spark.sql(f"SELECT {exprs} FROM {views[0]} CROSS JOIN {views[1]}").schema
+    for alias in (q.left.alias, q.right.alias):
+        spark.catalog.dropTempView(f"_sj_types_{alias}")
+    return tuple(f.dataType.simpleString() for f in schema.fields)
