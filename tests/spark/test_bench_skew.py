@@ -28,8 +28,9 @@ def test_skew_tiny(spark: SparkSession, tmp_path: Path) -> None:
         assert case["hash"]["out"] == case["auto"]["out"] == case["expected_out"]
         assert case["reference_out"] == case["expected_out"]
     flat, hot = result["cases"][0], result["cases"][-1]
-    assert flat["auto"]["ended_on"].startswith("hash"), "uniform keys: auto stays on hash"
-    assert not hot["auto"]["ended_on"].startswith("hash"), "z = 2: auto leaves hash"
+    assert flat["auto"]["ended_on"] == "hash on 8 units", "uniform keys: auto stays on hash"
+    assert hot["auto"]["switched_from_batch"] is not None, "z = 2: auto leaves plain hashing"
+    assert hot["auto"]["ended_on"] != "hash on 8 units"
     assert hot["hash"]["skew_mean"] > 2.0
     assert hot["auto"]["skew_after_switch"] < 1.5
 

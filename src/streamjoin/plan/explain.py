@@ -65,6 +65,15 @@ def _query_lines(qp: QueryPlan) -> list[str]:
                 f"; the band {qp.band.right_sql} - {qp.band.left_sql} in "
                 f"[{qp.band.lo:g}, {qp.band.hi:g}] adds a bucket key floor(v / {qp.band.width:g})"
             )
+        elif qp.time_band is not None:
+            mode = q.option("time_buckets") or "auto"
+            width = f"floor(unix_micros(ts) / {qp.time_band.width:g})"
+            how += {
+                "auto": f"; once a few keys carry most rows, the window's time bucket {width} "
+                "joins the keys (time_buckets = auto)",
+                "true": f"; the window's time bucket {width} joins the keys (time_buckets = true)",
+                "false": "; the window's time bucket never joins the keys (time_buckets = false)",
+            }[mode]
     elif qp.strategy == "band" and qp.band is not None:
         band = qp.band
         unit = "us" if band.temporal else ""

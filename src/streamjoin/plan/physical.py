@@ -3,7 +3,9 @@
 Strategies (chosen per query, in this order of preference):
 
 - ``hash``: the predicate has equality conjuncts; Spark SQL's batch join extracts them as hash
-  keys by itself, so the delta is simply joined with the state on the whole predicate.
+  keys by itself, so the delta is simply joined with the state on the whole predicate. A value
+  band's bucket joins the keys; so may the event-time window's (``time_band``) when a few hot keys
+  would leave long candidate lists (the query option ``time_buckets``).
 - ``band``: no equality, but a band ``right - left ∈ [lo, hi]`` (a value band, or else the
   event-time window). Both sides get a bucket id ``floor(v / w)`` with ``w = hi - lo``; the delta
   side is exploded to the (at most three) buckets its band overlaps, the state side is hashed on its
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.plan.clash import ClashPlan, plan_clash
-from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
+from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 
 if t.TYPE_CHECKING:
@@ -42,6 +44,10 @@ class QueryPlan:
     band: Band | None
     left_time: str | None
     right_time: str | None
+    time_band: Band | None = None
+    """For an equi join with a bounded event-time window and no value band: the window as a
+    temporal band, whose bucket may join the hash keys when few keys carry most rows (the
+    query option ``time_buckets``; see `runtime.routing.QueryRouter.band`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,27 +152,46 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
         q.predicate, q.left.alias, q.right.alias, left.event_time, right.event_time
     )
     band: Band | None = None
+    time_band: Band | None = None
+    window = parts.window
+    if window is not None and (window.lo_us is None or window.hi_us is None):
+        window = None
     strategy: Strategy
     if parts.equi:
         # Equality keys of few distinct values leave many candidates per key; a value band's
         # bucket joins the hash keys and cuts them down (measured: the demo's 5 instruments).
         strategy = "hash"
         band = min(parts.bands, key=lambda b: b.width) if parts.bands else None
+        if band is None and window is not None:
+            time_band = _window_band(q, left, right, window)
     elif parts.bands:
         strategy, band = "band", min(parts.bands, key=lambda b: b.width)
-    elif parts.window and parts.window.lo_us is not None and parts.window.hi_us is not None:
-        strategy = "band"
-        band = Band(
-            f"unix_micros({q.left.alias}.{left.event_time})",
-            f"unix_micros({q.right.alias}.{right.event_time})",
-            float(parts.window.lo_us),
-            float(parts.window.hi_us),
-            temporal=True,
-        )
+    elif window is not None:
+        strategy, band = "band", _window_band(q, left, right, window)
     else:
         strategy = "nested-loop"
     _check_partitioning(job, q, parts, band)
-    return QueryPlan(q, parts, strategy, band, left.event_time, right.event_time)
+    if q.option("time_buckets", "auto") == "true" and time_band is None:
+        msg = (
+            f"query {q.name}: time_buckets = true needs an equality key and an event-time window "
+            "bounded on both sides, and no value band (which is bucketed already)"
+        )
+        raise UnsupportedError(
+            msg, line=q.line, col=1, text="time_buckets = 'true'", source=job.source
+        )
+    return QueryPlan(q, parts, strategy, band, left.event_time, right.event_time, time_band)
+
+
+def _window_band(q: Query, left: StreamDef, right: StreamDef, window: TimeWindow) -> Band:
+    """The event-time window ``right.ts - left.ts ∈ [lo, hi]`` as a band in microseconds."""
+    assert window.lo_us is not None and window.hi_us is not None
+    return Band(
+        f"unix_micros({q.left.alias}.{left.event_time})",
+        f"unix_micros({q.right.alias}.{right.event_time})",
+        float(window.lo_us),
+        float(window.hi_us),
+        temporal=True,
+    )
 
 
 def _check_partitioning(job: Job, q: Query, parts: PredicateParts, band: Band | None) -> None:

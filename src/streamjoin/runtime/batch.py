@@ -18,17 +18,20 @@ from __future__ import annotations
 import time
 import typing as t
 from dataclasses import dataclass, field
+from functools import partial
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.runtime.faults import maybe_crash
+from streamjoin.runtime.intake import classify, write_deadletters
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
 from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed, schema_ddl
+from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
 from streamjoin.runtime.threads import Background, PhaseClock
 
 if t.TYPE_CHECKING:
@@ -138,7 +141,7 @@ class BatchProcessor:
         prev = self.store.previous(batch_id)
         for key, value in BATCH_CONF.items():
             self.spark.conf.set(key, value)
-        classified = self._classify(df, prev.global_wm)
+        classified = classify(df, self.plan, prev.global_wm)
         self._load_routers(prev)
         self.reorder.restore(prev.multiway)
         optimizer = self.spark.conf.get("streamjoin.multiway.optimizer", "ilp")
@@ -160,7 +163,8 @@ class BatchProcessor:
             stats = state_job.result()
             clock.mark("state")
             maybe_crash("after-state", batch_id)
-            self._write_deadletters(classified, batch_id, stats)
+            rejected = {name: st.late + st.malformed for name, st in stats.items()}
+            write_deadletters(classified, self.plan, self.store, batch_id, rejected)
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
             units, routing = self._adapt(batch_id, stats, prev)
@@ -192,35 +196,6 @@ class BatchProcessor:
         if self.on_batch is not None:
             self.on_batch(report)
         return report
-
-    # -- 1. classification -------------------------------------------------------------------
-    def _classify(self, df: DataFrame, watermark: int | None) -> DataFrame:
-        timed = [sp.index for sp in self.plan.streams if sp.stream.watermark]
-        late = "FALSE" if watermark is None else f"_sj_ts < {watermark}"
-        null_ts = (
-            f"_sj_src IN ({', '.join(map(str, timed))}) AND _sj_ts IS NULL" if timed else "FALSE"
-        )
-        status = (
-            f"CASE WHEN _sj_raw IS NOT NULL THEN 'malformed' WHEN {null_ts} THEN 'malformed' "
-            f"WHEN {late} THEN 'late' ELSE 'ok' END"
-        )
-        wm_text = "" if watermark is None else f"timestamp_micros({watermark})"
-        reason = (
-            "CASE WHEN _sj_raw IS NOT NULL THEN 'unparsable record or wrong type' "
-            f"WHEN {null_ts} THEN 'null event time' "
-            + (
-                f"WHEN {late} THEN concat('late: event time behind the watermark ', "
-                f"CAST({wm_text} AS STRING)) "
-                if watermark is not None
-                else ""
-            )
-            + "END"
-        )
-        return df.select(
-            "*",
-            F.expr(status).alias("_sj_status"),
-            F.expr(reason).alias("_sj_reason"),
-        )
 
     # -- 2. state, and the batch's statistics ---------------------------------------------------
     def _append_state(self, classified: DataFrame, batch_id: int) -> dict[str, _StreamStats]:
@@ -264,27 +239,6 @@ class BatchProcessor:
                 s.unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
             stats[sp.name] = s
         return stats
-
-    # -- 3. dead letters --------------------------------------------------------------
-    def _write_deadletters(
-        self, classified: DataFrame, batch_id: int, stats: dict[str, _StreamStats]
-    ) -> None:
-        for sp in self.plan.streams:
-            s = stats[sp.name]
-            if s.late + s.malformed == 0:
-                continue
-            cols = [F.col(prefixed(sp.index, c.name)).alias(c.name) for c in sp.stream.columns]
-            bad = classified.where((F.col("_sj_src") == sp.index) & (F.col("_sj_status") != "ok"))
-            bad.select(
-                F.lit(sp.name).alias("stream"),
-                F.lit(batch_id).alias("batch"),
-                F.col("_sj_status").alias("kind"),
-                F.col("_sj_reason").alias("reason"),
-                F.coalesce(F.col("_sj_raw"), F.to_json(F.struct(*cols))).alias("record"),
-                F.expr("timestamp_micros(_sj_ts)").alias("event_time"),
-            ).write.mode("overwrite").json(
-                f"{self.store.deadletter_dir(sp.stream)}/batch={batch_id}"
-            )
 
     def _delta_views(self, classified: DataFrame, views: list[str]) -> dict[str, str]:
         """A temp view of each stream's ok rows of this batch."""
@@ -340,15 +294,27 @@ class BatchProcessor:
             obs = Observation(f"sj_{q.name}_{batch_id}")
             out = out.observe(obs, F.count(F.lit(1)).alias("rows"))
             per_sink.setdefault(q.sink, []).append((q.name, out, obs))
-        counts: dict[str, int] = {}
+        writes = []
         for sink_name, outputs in per_sink.items():
             sink_df = outputs[0][1]
             for _, df, _ in outputs[1:]:
                 sink_df = sink_df.unionByName(df)
-            write_sink(self.plan.job.sink(sink_name), sink_df, batch_id)
-            for name, _, obs in outputs:
-                counts[name] = int(obs.get.get("rows", 0))
-        return counts
+            sink = self.plan.job.sink(sink_name)
+            if len(per_sink) == 1 or sink.format == "console":  # (console: in order, on stdout)
+                write_sink(sink, sink_df, batch_id)
+            else:
+                # Each sink is its own Spark job whose driver work (planning, the file commit)
+                # leaves the cores idle: run them together so one's overhead overlaps another's
+                # tasks.
+                writes.append(Background(partial(write_sink, sink, sink_df, batch_id)))
+        results = [w.wait() for w in writes]  # all of them, even after a failure
+        for error in filter(None, results):
+            raise error
+        return {
+            name: int(obs.get.get("rows", 0))
+            for outputs in per_sink.values()
+            for name, _, obs in outputs
+        }
 
     def _query_parts(
         self, qp: QueryPlan, prev: Manifest, deltas: dict[str, str], views: list[str]
@@ -384,7 +350,13 @@ class BatchProcessor:
                     router, delta_side, delta_view, state_view, views, shuffle=shuffle
                 )
             sql = delta_join_sql(
-                qp, delta_side, delta_view, state_view, placed=placed, shuffle=shuffle
+                qp,
+                delta_side,
+                delta_view,
+                state_view,
+                placed=placed,
+                shuffle=shuffle,
+                band=router.band,
             )
             parts.append(self.spark.sql(sql))
         return parts
@@ -473,7 +445,10 @@ class BatchProcessor:
             forced = self._next_schemes.pop(q.name, None)
             if forced is not None:
                 router = self.routers[q.name]
-                router.params = {**forced, "units": router.params.get("units", default)}
+                keep: dict[str, t.Any] = {
+                    k: router.params[k] for k in ("units", "time_bucket") if k in router.params
+                }
+                router.params = {"units": default, **forced, **keep}
                 router.controller = {}
         self._unit_obs = {}
 
@@ -525,7 +500,7 @@ class BatchProcessor:
             ts = sp.stream.event_time
             if ts is not None and lo is not None:
                 # A unit spans its whole batch's event times; keep only rows that can meet.
-                state = state.where(f"unix_micros(`{ts}`) >= {lo}")
+                state = state.where(f"{as_decimal(f'unix_micros(`{ts}`)')} >= {batch_constant(lo)}")
         else:
             # An empty relation of the JVM's own: `createDataFrame([])` would start a Python
             # worker on every executor (seconds each, and a Python there at all on a cluster).

@@ -57,12 +57,14 @@ def delta_join_sql(
     *,
     placed: bool = False,
     shuffle: bool = False,
+    band: Band | None = None,
 ) -> str:
     """SELECT … for ``Δdelta ⋈ other`` where `state_view` holds the other side's rows.
 
     `placed`: both views carry the place column (the delta routed to its probe places, the state
     to its store places; see `routing`), and a pair must meet at a place, which it does exactly
     once. `shuffle`: the join shuffles both sides (by place and keys) rather than broadcasting.
+    `band`: the band whose bucket joins the keys (`QueryRouter.band`).
     """
     q = qp.query
     a, b = q.left.alias, q.right.alias
@@ -76,8 +78,8 @@ def delta_join_sql(
     # leave the state where the files put it and bypass the scheme.
     hint = f"/*+ SHUFFLE_HASH({delta_alias}) */ " if shuffle else ""
     delta_from = f"{delta_view} AS {delta_alias}"
-    if qp.band is not None:
-        low, high, key = bucket_range(qp.band, delta)
+    if band is not None:
+        low, high, key = bucket_range(band, delta)
         delta_from = (
             f"(SELECT {delta_alias}.*, explode(sequence(CAST({low} AS BIGINT), "
             f"CAST({high} AS BIGINT))) AS {BUCKET} FROM {delta_view} AS {delta_alias}) "

@@ -43,7 +43,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.model import StreamDef
-    from streamjoin.plan import QueryPlan
+    from streamjoin.plan import Band, QueryPlan
     from streamjoin.runtime.joins import Side
 
 PLACE = "_sj_place"
@@ -94,8 +94,9 @@ def scheme_from_params(params: dict[str, t.Any]) -> Scheme | None:
 def initial_params(qp: QueryPlan, units: int) -> dict[str, t.Any]:
     """The scheme a query starts with: the forced one, or the engine's default path."""
     forced = qp.query.option("partitioning", "auto")
+    timed = qp.query.option("time_buckets", "auto") == "true"
     if forced in ("auto", "hash"):
-        return {"name": "hash"}
+        return {"name": "hash", "time_bucket": True} if timed else {"name": "hash"}
     if forced == "matrix":
         n, m = optimal_shape(1.0, 1.0, _pow2_floor(units))
         return {"name": "matrix", "n": n, "m": m}
@@ -168,6 +169,14 @@ class QueryRouter:
         return RowSql(tag=tag, key=key, value=value)
 
     @property
+    def band(self) -> Band | None:
+        """The band whose bucket joins the query's keys: a value band, or the event-time window
+        once the router has turned time buckets on."""
+        if self.qp.band is not None:
+            return self.qp.band
+        return self.qp.time_band if self.params.get("time_bucket") else None
+
+    @property
     def units(self) -> int:
         """Units of the join: its scheme's places, or the hash path's hash buckets."""
         scheme = self.scheme
@@ -179,7 +188,14 @@ class QueryRouter:
         if self.scheme is not None:
             return PLACE
         key = self.row_sql(side).key
-        return f"pmod({key}, {self.units})" if key is not None else "0"
+        if key is None:
+            return "0"
+        band = self.band
+        if band is not None and band is self.qp.time_band:
+            # A shuffle on keys and bucket sends the row by both: a stored row by its own bucket.
+            v = band.left_sql if side == "left" else band.right_sql
+            key = f"(xxhash64({key}, floor(CAST(({v}) AS DOUBLE) / {band.width!r}D)) & {_MASK})"
+        return f"pmod({key}, {self.units})"
 
     def routed(self, side: Side, view: str, role: t.Literal["probe", "store"]) -> str:
         """SQL of `view` (rows of `side`) with one row per place it is routed to for `role`
@@ -262,7 +278,10 @@ class QueryRouter:
     def describe(self) -> str:
         """The scheme in force, in words."""
         scheme = self.scheme
-        return scheme.describe() if scheme is not None else f"hash on {self.units} units"
+        text = scheme.describe() if scheme is not None else f"hash on {self.units} units"
+        if self.params.get("time_bucket") and self.qp.time_band is not None:
+            text += f", keyed by event-time bucket too ({self.qp.time_band.width / 1e6:g} s)"
+        return text
 
     def _reshape_matrix(self, batch: int, left_rows: int, right_rows: int) -> None:
         """Squall's doubling rule: once a side has doubled since the last decision, move to the
@@ -324,7 +343,10 @@ class QueryRouter:
         self, batch: int, units: UnitStats, delta: tuple[int, int], state: tuple[int, int]
     ) -> None:
         """Hash partitioning while the keys are even; once one unit's input stands out, the
-        cheapest scheme by the cost formulas for the observed statistics (from the next batch)."""
+        window's time bucket joins the keys if the query has one (a hot key's rows spread over
+        the buckets of their event times, and each meets only the rows of its own and the
+        neighbouring buckets), else the cheapest scheme by the cost formulas for the observed
+        statistics (from the next batch)."""
         loads = units.per_unit
         total = sum(loads)
         if total < _WARMUP or len(loads) < 2:
@@ -342,9 +364,15 @@ class QueryRouter:
             units=j,
         )
         best = candidates(bool(self.qp.parts.equi), None, stats)[0].scheme
-        if not isinstance(best, HashScheme):
-            self.params = {**params_of(best), "units": j}
-            self.history.append({"batch": batch + 1, "scheme": self.describe(), "skew": top})
+        if isinstance(best, HashScheme):
+            return
+        timed = self.qp.query.option("time_buckets", "auto") == "auto"
+        if timed and self.qp.time_band is not None and not self.params.get("time_bucket"):
+            self.params = {**self.params, "time_bucket": True}
+        else:
+            timed_now = bool(self.params.get("time_bucket"))
+            self.params = {**params_of(best), "units": j, "time_bucket": timed_now}
+        self.history.append({"batch": batch + 1, "scheme": self.describe(), "skew": top})
 
 
 _UNIT_ROWS = 1_000_000

@@ -29,10 +29,14 @@ class Background:
         self._thread.start()
 
     def result(self) -> t.Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
+        if self.wait() is not None:
+            raise t.cast("BaseException", self._error)
         return self._value
+
+    def wait(self) -> BaseException | None:
+        """Wait for the function to end; its error, if it raised one."""
+        self._thread.join()
+        return self._error
 
 
 class PhaseClock:

@@ -199,9 +199,13 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         if value not in ("true", "false"):
             msg = f"adapt must be true or false, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "time_buckets":
+        if value not in ("auto", "true", "false"):
+            msg = f"time_buckets must be auto, true or false, got {o.value!r}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
     else:
         msg = (
             f"unknown query option {o.key!r}; "
-            "expected partitioning, units, unit_rows, adapt or epoch"
+            "expected partitioning, units, unit_rows, adapt, time_buckets or epoch"
         )
         raise cur.error_at(msg, o.key_first, o.key_last)

@@ -1,0 +1,71 @@
+"""A batch's input rows sorted into ok, late and malformed, and the rejected ones written out.
+
+Every row of the unified input (`sources`) gets a status: ``malformed`` (unparsable, or no event
+time on a stream with a watermark), ``late`` (event time behind the watermark the batch started
+with) or ``ok``; the join and the state take the ok rows, the dead-letter directory of each
+stream the others, with the reason.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from pyspark.sql import functions as F
+
+from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
+
+if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pyspark.sql import DataFrame
+
+    from streamjoin.plan import JobPlan
+    from streamjoin.runtime.state import StateStore
+
+
+def classify(df: DataFrame, plan: JobPlan, watermark: int | None) -> DataFrame:
+    """`df` with ``_sj_status`` (ok / late / malformed) and ``_sj_reason`` for the others."""
+    timed = [sp.index for sp in plan.streams if sp.stream.watermark]
+    late = "FALSE" if watermark is None else f"{as_decimal('_sj_ts')} < {batch_constant(watermark)}"
+    null_ts = f"_sj_src IN ({', '.join(map(str, timed))}) AND _sj_ts IS NULL" if timed else "FALSE"
+    status = (
+        f"CASE WHEN _sj_raw IS NOT NULL THEN 'malformed' WHEN {null_ts} THEN 'malformed' "
+        f"WHEN {late} THEN 'late' ELSE 'ok' END"
+    )
+    reason = (
+        "CASE WHEN _sj_raw IS NOT NULL THEN 'unparsable record or wrong type' "
+        f"WHEN {null_ts} THEN 'null event time' "
+        + (
+            f"WHEN {late} THEN concat('late: event time behind the watermark ', "
+            f"CAST(timestamp_micros({watermark}) AS STRING)) "
+            if watermark is not None
+            else ""
+        )
+        + "END"
+    )
+    return df.select("*", F.expr(status).alias("_sj_status"), F.expr(reason).alias("_sj_reason"))
+
+
+def write_deadletters(
+    classified: DataFrame,
+    plan: JobPlan,
+    store: StateStore,
+    batch_id: int,
+    rejected: Mapping[str, int],
+) -> None:
+    """Write each stream's late and malformed rows (`rejected` counts them) as JSON lines under
+    its dead-letter directory, one directory per batch (replaced when the batch is replayed)."""
+    for sp in plan.streams:
+        if not rejected.get(sp.name):
+            continue
+        cols = [F.col(prefixed(sp.index, c.name)).alias(c.name) for c in sp.stream.columns]
+        bad = classified.where((F.col("_sj_src") == sp.index) & (F.col("_sj_status") != "ok"))
+        bad.select(
+            F.lit(sp.name).alias("stream"),
+            F.lit(batch_id).alias("batch"),
+            F.col("_sj_status").alias("kind"),
+            F.col("_sj_reason").alias("reason"),
+            F.coalesce(F.col("_sj_raw"), F.to_json(F.struct(*cols))).alias("record"),
+            F.expr("timestamp_micros(_sj_ts)").alias("event_time"),
+        ).write.mode("overwrite").json(f"{store.deadletter_dir(sp.stream)}/batch={batch_id}")
