@@ -364,14 +364,19 @@ class QueryRouter:
             units=j,
         )
         best = candidates(bool(self.qp.parts.equi), None, stats)[0].scheme
-        if isinstance(best, HashScheme):
-            return
         timed = self.qp.query.option("time_buckets", "auto") == "auto"
-        if timed and self.qp.time_band is not None and not self.params.get("time_bucket"):
+        can_bucket = timed and self.qp.time_band is not None and not self.params.get("time_bucket")
+        # A delta row meets, on average, top * top * (the other side's stored and new rows) of
+        # the hot key, every one a candidate checked against the window; time buckets cut that
+        # to the rows of two buckets for the price of one more probe row per delta row.
+        hot = top * top * (sum(state) + sum(delta)) / 2 >= _HOT_CANDIDATES
+        if can_bucket and (hot or not isinstance(best, HashScheme)):
             self.params = {**self.params, "time_bucket": True}
-        else:
+        elif not isinstance(best, HashScheme):
             timed_now = bool(self.params.get("time_bucket"))
             self.params = {**params_of(best), "units": j, "time_bucket": timed_now}
+        else:
+            return
         self.history.append({"batch": batch + 1, "scheme": self.describe(), "skew": top})
 
 
@@ -381,6 +386,9 @@ _MAX_UNITS = 256
 
 _WARMUP = 1000
 """Rows a controller sees before its first decision (Squall's default)."""
+
+_HOT_CANDIDATES = 8.0
+"""Candidates of the hot key per delta row above which its window's time bucket joins the key."""
 
 
 def params_of(scheme: Scheme) -> dict[str, t.Any]:
