@@ -170,9 +170,10 @@ def _mem_md(r: dict[str, t.Any]) -> list[str]:
         "## memory: full-history band join, biclique vs matrix",
         "",
         f"`{r['command']}` ({r['wall_seconds']} s). `{r['predicate']}`, {r['rows']['a']:,} + "
-        f"{r['rows']['b']:,} rows, {r['units']} units. Stored bytes per unit = rows each unit "
-        "reads of the state in a final batch without input (`BatchReport.units[q].store`) × bytes "
-        "per tuple of the state files on disk.",
+        f"{r['rows']['b']:,} rows, {r['units']} units. Stored bytes per unit: the runtime's "
+        "statistic `BatchReport.units[q].store_bytes` in a final batch without input, the rows "
+        "each unit reads of the state × the mean bytes of a stored row (the state files' sizes, "
+        "recorded in the manifest; checked within 1% of the files on disk).",
         "",
         "| scheme | layout | stored bytes (sum of units) | formula | measured/formula | "
         "bytes per unit | formula per unit | on-disk state bytes |",

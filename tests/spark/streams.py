@@ -67,3 +67,18 @@ CREATE STREAM {name} (id BIGINT, k BIGINT, x DOUBLE, s STRING, ts TIMESTAMP,
 def stream_ddl(name: str, path: str = "/unused") -> str:
     """The CREATE STREAM statement of a generated stream."""
     return STREAM_DDL.format(name=name, path=path)
+
+
+def window_join_job(sink_path: str, seconds: int) -> str:
+    """Streams A and B, a parquet sink `w`, and the equi join of A and B on `k` within ±`seconds`
+    of event time."""
+    return "\n".join(
+        [
+            stream_ddl("A"),
+            stream_ddl("B"),
+            f"CREATE SINK w WITH (format = 'parquet', path = '{sink_path}');",
+            "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k AND "
+            f"b.ts BETWEEN a.ts - INTERVAL '{seconds}' SECOND "
+            f"AND a.ts + INTERVAL '{seconds}' SECOND;",
+        ]
+    )

@@ -8,7 +8,7 @@ import typing as t
 from streamjoin.sql import parse_job
 
 from .harness import run_batches
-from .streams import stream_ddl, ts
+from .streams import ts, window_join_job
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -34,16 +34,7 @@ def _batch(b: int) -> dict[str, list[dict[str, object]]]:
 def test_a_window_join_compiles_no_new_code_once_the_watermark_moves(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    text = "\n".join(
-        [
-            stream_ddl("A"),
-            stream_ddl("B"),
-            f"CREATE SINK w WITH (format = 'parquet', path = '{tmp_path / 'w'}');",
-            "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k "
-            "AND b.ts BETWEEN a.ts - INTERVAL '5' SECOND AND a.ts + INTERVAL '5' SECOND;",
-        ]
-    )
-    job = parse_job(text)
+    job = parse_job(window_join_job(str(tmp_path / "w"), 5))
     # Batch 0 has no watermark yet and batch 1 is the first with one: both compile.
     run_batches(spark, job, [_batch(0), _batch(1)], tmp_path / "ckpt")
     before = _compilations(spark)

@@ -8,7 +8,7 @@ import typing as t
 from streamjoin.sql import parse_job
 
 from .harness import run_batches
-from .streams import stream_ddl, ts
+from .streams import ts, window_join_job
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -46,15 +46,7 @@ def _steady(n_batches: int) -> list[dict[str, list[dict[str, object]]]]:
 def test_window_state_is_bounded_and_full_history_keeps_all(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    text = "\n".join(
-        [
-            stream_ddl("A"),
-            stream_ddl("B"),
-            f"CREATE SINK w WITH (format = 'parquet', path = '{tmp_path / 'w'}');",
-            "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k "
-            "AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND;",
-        ]
-    )
+    text = window_join_job(str(tmp_path / "w"), 2)
     batches = _steady(30)
     reports = run_batches(spark, parse_job(text), batches, tmp_path / "w-ckpt")
     bound = RATE * (WINDOW_S + DELAY_S) * 1.5

@@ -236,7 +236,10 @@ class BatchProcessor:
                 max_ts=got[f"hi_{i}"],
             )
             if s.ok:
-                s.unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
+                unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
+                # One metadata call per stream: the bytes per unit in the statistics.
+                size = self.store.fs.size(self.store.path(unit.path))
+                s.unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts, size)
             stats[sp.name] = s
         return stats
 
@@ -473,7 +476,10 @@ class BatchProcessor:
                     for i in range(n):
                         target[i] += int(got.get(f"u{i}", 0))
                     quantiles += [x for x in got.get("q") or [] if x is not None]
-                units[q.name] = UnitStats(tuple(probe), tuple(store))
+                live = [u for side in q.sides for u in prev.live(side.stream) if u.bytes]
+                rows = sum(u.rows for u in live)
+                row_bytes = sum(u.bytes for u in live) / rows if rows else 0.0
+                units[q.name] = UnitStats(tuple(probe), tuple(store), row_bytes)
             notes[q.name] = router.after_batch(
                 batch_id,
                 stats[q.left.stream].ok,

@@ -39,6 +39,12 @@ class FileStore:
             return []
         return [str(s.getPath().getName()) for s in fs.listStatus(p)]
 
+    def size(self, path: str) -> int:
+        """Bytes of the files under `path` (0 if it does not exist)."""
+        p = self._path(path)
+        fs = self._fs(p)
+        return int(fs.getContentSummary(p).getLength()) if fs.exists(p) else 0
+
     def read_text(self, path: str) -> str:
         """The whole file as UTF-8 text."""
         p = self._path(path)

@@ -28,6 +28,8 @@ class StateUnit:
     rows: int
     min_ts: int | None
     max_ts: int | None
+    bytes: int = 0
+    """Bytes of its files (0: not measured; manifests written before it was)."""
 
     @property
     def path(self) -> str:

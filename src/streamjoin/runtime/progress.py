@@ -112,11 +112,13 @@ class ProgressLine:
                 what = "" if note.startswith("probe orders") else "partitioning "
                 self.stream.write(f"\r{name}: {what}{note}\n")
         skew = max((u.skew for u in report.units.values()), default=None)
+        unit_bytes = max((max(u.store_bytes, default=0) for u in report.units.values()), default=0)
         self.stream.write(
             f"\rbatch {report.batch}  in {self.rows_in}  out {self.rows_out}  {rate:,.0f} rows/s"
             f"  state {report.state_rows}  late {report.late}  watermark "
             f"{format_watermark(report.watermark)}  ({report.seconds:.2f}s/batch)"
             + (f"  units max/mean {skew:.2f}" if skew is not None else "")
+            + (f", state read {unit_bytes / 1e6:.1f} MB/unit max" if unit_bytes else "")
             + "   "
         )
         self.stream.flush()
@@ -134,6 +136,5 @@ def _scheme_text(saved: dict[str, t.Any]) -> str:
 
     params = saved.get("params", {})
     scheme = scheme_from_params(params)
-    if scheme is None:
-        return f"hash on {params.get('units', '?')} units"
-    return scheme.describe()
+    text = f"hash on {params.get('units', '?')} units" if scheme is None else scheme.describe()
+    return text + (", keyed by event-time bucket too" if params.get("time_bucket") else "")

@@ -56,6 +56,13 @@ class UnitStats:
 
     probe: tuple[int, ...]
     store: tuple[int, ...]
+    row_bytes: float = 0.0
+    """Mean bytes of a stored row of the query's streams (their state files' bytes / rows)."""
+
+    @property
+    def store_bytes(self) -> tuple[int, ...]:
+        """State bytes each unit read: its stored rows at the mean bytes of a stored row."""
+        return tuple(round(s * self.row_bytes) for s in self.store)
 
     @property
     def per_unit(self) -> tuple[int, ...]:
