@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import typing as t
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from pyspark.sql import Observation
@@ -238,8 +238,7 @@ class BatchProcessor:
             if s.ok:
                 unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
                 # One metadata call per stream: the bytes per unit in the statistics.
-                size = self.store.fs.size(self.store.path(unit.path))
-                s.unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts, size)
+                s.unit = replace(unit, bytes=self.store.fs.size(self.store.path(unit.path)))
             stats[sp.name] = s
         return stats
 
