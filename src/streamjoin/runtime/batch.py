@@ -30,7 +30,7 @@ from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
 from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
-from streamjoin.runtime.sources import prefixed, schema_ddl
+from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
 from streamjoin.runtime.threads import Background, PhaseClock
 
@@ -44,6 +44,9 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.joins import Side
     from streamjoin.runtime.state import StateStore
 
+
+_INPUT_VIEW = "_sj_input"
+"""The batch's classified input (`intake.classify`), as a temp view."""
 
 # Settings of the session foreachBatch hands over (a clone: the caller's session is untouched).
 BATCH_CONF = {
@@ -112,6 +115,8 @@ class BatchProcessor:
         default = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         self.reorder = Reorderer(plan, default)
         self._cached: list[DataFrame] = []
+        self._unit_views: dict[tuple[str, ...], str] = {}
+        """This batch's views of state units, by stream and files."""
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -179,6 +184,7 @@ class BatchProcessor:
             for cached in self._cached:
                 cached.unpersist()
             self._cached = []
+            self._unit_views = {}
         report = BatchReport(
             batch=batch_id,
             rows_in=sum(s.ok + s.late + s.malformed for s in stats.values()),
@@ -243,35 +249,51 @@ class BatchProcessor:
         return stats
 
     def _delta_views(self, classified: DataFrame, views: list[str]) -> dict[str, str]:
-        """A temp view of each stream's ok rows of this batch."""
+        """Each stream's ok rows of this batch, as a relation for SQL text.
+
+        The relations are subqueries of one temp view of the batch's input: each classic PySpark
+        DataFrame call is a round trip with an analysis in the JVM (5-25 ms, measured; tens of
+        them a batch), where a subquery in the join's SQL text is analysed with it."""
+        classified.createOrReplaceTempView(_INPUT_VIEW)
+        views.append(_INPUT_VIEW)
         deltas: dict[str, str] = {}
-        ok = classified.where(F.col("_sj_status") == "ok")
         for sp in self.plan.streams:
-            cols = [F.col(prefixed(sp.index, c.name)).alias(c.name) for c in sp.stream.columns]
-            view = f"_sj_delta_{sp.index}"
-            delta = ok.where(F.col("_sj_src") == sp.index).select(*cols)
+            cols = ", ".join(
+                f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
+            )
+            rows = (
+                f"SELECT {cols} FROM {_INPUT_VIEW} WHERE _sj_status = 'ok' AND _sj_src = {sp.index}"
+            )
             if self.plan.multiway:
                 # Multi-way terms read each delta many times, and the batch's input is one RDD
                 # of every stream's rows that no filter prunes: each read would scan all of it.
                 # (Two-way queries read it twice: re-reading costs less than a cache there.)
-                delta = delta.coalesce(self.reorder.parallelism).persist()
+                view = f"_sj_delta_{sp.index}"
+                delta = self.spark.sql(rows).coalesce(self.reorder.parallelism).persist()
                 self._cached.append(delta)
-            delta.createOrReplaceTempView(view)
-            views.append(view)
-            deltas[sp.name] = view
+                delta.createOrReplaceTempView(view)
+                views.append(view)
+                deltas[sp.name] = view
+            else:
+                deltas[sp.name] = f"({rows})"
         return deltas
 
-    def _read_units(self, sp: StreamPlan, units: list[StateUnit]) -> DataFrame:
-        """The rows of `units` of stream `sp`, under the stream's own column names."""
-        # State files hold every stream's columns under their unified names (one write per
-        # batch for all streams); this stream's are read and renamed.
-        stored = ", ".join(
-            f"`{prefixed(sp.index, c.name)}` {c.type.ddl}" for c in sp.stream.columns
-        )
-        state = self.spark.read.schema(stored).parquet(*[self.store.path(u.path) for u in units])
-        return state.select(
-            *[F.col(prefixed(sp.index, c.name)).alias(c.name) for c in sp.stream.columns]
-        )
+    def _units_view(self, sp: StreamPlan, units: list[StateUnit], views: list[str]) -> str:
+        """A temp view of the rows of `units` of stream `sp`, under their stored names (one per
+        set of units and batch: queries reading the same units share it)."""
+        paths = tuple(self.store.path(u.path) for u in units)
+        view = self._unit_views.get((sp.name, *paths))
+        if view is None:
+            # State files hold every stream's columns under their unified names (one write per
+            # batch for all streams); this stream's are read.
+            stored = ", ".join(
+                f"`{prefixed(sp.index, c.name)}` {c.type.ddl}" for c in sp.stream.columns
+            )
+            view = f"_sj_units_{len(views)}"
+            self.spark.read.schema(stored).parquet(*paths).createOrReplaceTempView(view)
+            views.append(view)
+            self._unit_views[sp.name, *paths] = view
+        return view
 
     # -- 4./5. joins and sinks ------------------------------------------------------------------
     def _join_and_write(
@@ -313,7 +335,7 @@ class BatchProcessor:
         for error in filter(None, results):
             raise error
         return {
-            name: int(obs.get.get("rows", 0))
+            name: int(metrics(obs).get("rows", 0))
             for outputs in per_sink.values()
             for name, _, obs in outputs
         }
@@ -470,7 +492,7 @@ class BatchProcessor:
                 probe = [0] * observed[0][2]
                 store = [0] * observed[0][2]
                 for role, obs, n in observed:
-                    got = obs.get
+                    got = metrics(obs)
                     target = probe if role == "probe" else store
                     for i in range(n):
                         target[i] += int(got.get(f"u{i}", 0))
@@ -497,25 +519,22 @@ class BatchProcessor:
         delta_view: str | None,
         views: list[str],
     ) -> str:
-        """A view of `sp`'s committed state with event times >= lo, plus `delta_view`."""
+        """A relation (SQL text) of `sp`'s committed state with event times >= lo, plus the
+        rows of `delta_view`."""
         units = [u for u in prev.live(sp.name) if u.overlaps(lo, None)]
-        ddl = schema_ddl(sp.stream)
-        if units:
-            state = self._read_units(sp, units)
-            ts = sp.stream.event_time
-            if ts is not None and lo is not None:
-                # A unit spans its whole batch's event times; keep only rows that can meet.
-                state = state.where(f"{as_decimal(f'unix_micros(`{ts}`)')} >= {batch_constant(lo)}")
-        else:
-            # An empty relation of the JVM's own: `createDataFrame([])` would start a Python
-            # worker on every executor (seconds each, and a Python there at all on a cluster).
-            state = self.spark.read.schema(ddl).parquet()
+        # No units: a scan of no files, which the optimizer cannot prove empty. (A relation it
+        # can, like `empty_relation`, is pruned with the observations on its plan, which then
+        # never report.)
+        cols = ", ".join(f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns)
+        state = f"SELECT {cols} FROM {self._units_view(sp, units, views)}"
+        ts = sp.stream.event_time
+        if units and ts is not None and lo is not None:
+            # A unit spans its whole batch's event times; keep only rows that can meet.
+            bound = f"{as_decimal(f'unix_micros(`{ts}`)')} >= {batch_constant(lo)}"
+            state = f"SELECT * FROM ({state}) WHERE {bound}"
         if delta_view is not None:
-            state = state.unionByName(self.spark.table(delta_view))
-        view = f"_sj_state_{len(views)}"
-        state.createOrReplaceTempView(view)
-        views.append(view)
-        return view
+            state = f"{state} UNION ALL SELECT * FROM {delta_view}"
+        return f"({state})"
 
     # -- 6. commit ------------------------------------------------------------------------------
     def _next_manifest(
@@ -557,6 +576,16 @@ class BatchProcessor:
         return Manifest(
             batch_id, stream_wm, global_wm, live, dropped, totals, routing, self.reorder.state()
         )
+
+
+def metrics(obs: Observation) -> dict[str, t.Any]:
+    """`obs`'s metrics, or none when the optimizer removed the observed plan (it does so with
+    the operands of a join it proves empty, e.g. under a contradictory predicate; PySpark's
+    `Observation.get` then fails on the empty row)."""
+    # `_jo`: PySpark's handle of the JVM Observation; there is no public test for "no metrics".
+    if obs._jo is not None and obs._jo.getRow().size() == 0:
+        return {}
+    return obs.get
 
 
 def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

@@ -13,7 +13,7 @@ from streamjoin.runtime.batch import BatchProcessor, BatchReport
 from streamjoin.runtime.fs import FileStore
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
-from streamjoin.runtime.sources import conform, read_stream, schema_ddl, tag, unify
+from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
 from streamjoin.runtime.state import StateStore
 
 if t.TYPE_CHECKING:
@@ -51,15 +51,12 @@ class Engine:
         Spark can see (an unknown function, say) is reported before the stream starts."""
         plan = plan_job(job)
         for q in job.queries:
-            views = {}
-            for side in q.sides:
-                view = f"_sj_check_{side.alias}"
-                self.spark.createDataFrame(
-                    [], schema=schema_ddl(job.stream(side.stream))
-                ).createOrReplaceTempView(view)
-                views[side.alias] = view
+            # Each input is an empty relation of the stream's declared columns, inline in the
+            # one SQL text: one analysis, no temp views.
+            inputs = ", ".join(
+                f"({empty_relation(job.stream(side.stream))}) AS {side.alias}" for side in q.sides
+            )
             select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in q.select)
-            inputs = ", ".join(f"{views[side.alias]} AS {side.alias}" for side in q.sides)
             sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
             try:
                 self.spark.sql(sql).schema  # noqa: B018 - forces analysis
@@ -69,9 +66,6 @@ class Engine:
                 raise JobError(
                     msg, line=q.line, col=1, text="INSERT INTO " + q.sink, source=job.source
                 ) from None
-            finally:
-                for view in views.values():
-                    self.spark.catalog.dropTempView(view)
         return plan
 
     def processor(

@@ -37,7 +37,7 @@ from streamjoin.partition import (
     candidates,
     optimal_shape,
 )
-from streamjoin.runtime.sources import schema_ddl
+from streamjoin.runtime.sources import empty_relation
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -421,15 +421,12 @@ def key_types(spark: SparkSession, router: QueryRouter) -> tuple[str, ...]:
     """The type both sides of each equality key of `router`'s query are compared in (Spark's
     own coercion), so that equal keys hash equally whatever their declared types."""
     q = router.qp.query
-    views = []
-    for alias, stream in ((q.left.alias, router.left), (q.right.alias, router.right)):
-        view = f"_sj_types_{alias}"
-        spark.createDataFrame([], schema=schema_ddl(stream)).createOrReplaceTempView(view)
-        views.append(f"{view} AS {alias}")
+    left, right = (
+        f"({empty_relation(stream)}) AS {alias}"
+        for alias, stream in ((q.left.alias, router.left), (q.right.alias, router.right))
+    )
     exprs = ", ".join(
         f"coalesce({k.left_sql}, {k.right_sql}) AS k{i}" for i, k in enumerate(router.qp.parts.equi)
     )
-    schema = spark.sql(f"SELECT {exprs} FROM {views[0]} CROSS JOIN {views[1]}").schema
-    for alias in (q.left.alias, q.right.alias):
-        spark.catalog.dropTempView(f"_sj_types_{alias}")
+    schema = spark.sql(f"SELECT {exprs} FROM {left} CROSS JOIN {right}").schema
     return tuple(f.dataType.simpleString() for f in schema.fields)

@@ -50,6 +50,9 @@ LOCAL_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    # PySpark's call-site capture costs three JVM round trips per column function (a batch
+    # makes hundreds); the engine's errors name the job's own lines instead.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 

@@ -43,6 +43,13 @@ def schema_ddl(stream: StreamDef, *, corrupt: bool = False) -> str:
     return ", ".join(cols)
 
 
+def empty_relation(stream: StreamDef) -> str:
+    """SQL of a relation with `stream`'s declared columns and no rows: Spark's own, where
+    ``createDataFrame([])`` costs a second on a cold JVM and starts Python workers."""
+    cols = ", ".join(f"CAST(NULL AS {c.type.ddl}) AS `{c.name}`" for c in stream.columns)
+    return f"SELECT {cols} WHERE false"
+
+
 def reader_options(stream: StreamDef) -> dict[str, str]:
     """Options passed to Spark's reader: all but streamjoin's own."""
     return {
