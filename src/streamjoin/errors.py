@@ -47,5 +47,10 @@ class UnsupportedError(JobError):
     says which."""
 
 
+class StreamJoinWarning(UserWarning):
+    """Something a user should know that does not stop the job (e.g. a query added at a restart
+    that finds less history than its window reaches)."""
+
+
 class JavaMissingError(StreamJoinError):
     """No Java runtime to start Spark with."""

@@ -7,6 +7,7 @@ they are and the reference executor can evaluate the very same text.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from streamjoin.model.types import SqlType
@@ -157,6 +158,18 @@ class Query:
     def option(self, key: str, default: str | None = None) -> str | None:
         """The query's WITH option `key` (lower-case), or `default`."""
         return dict(self.options).get(key, default)
+
+    @property
+    def signature(self) -> str:
+        """A digest of what the query joins and how it runs: its inputs (stream and alias, in
+        order), its predicate and its WITH options (not its sink or SELECT list). Queries are
+        named by position (``q1``, ``q2``, ...), so after an edit of the job file a name may
+        stand for another query; run state saved under the name (partitioning, probe orders)
+        carries over only to a query of equal signature."""
+        sides = ", ".join(f"{s.stream} {s.alias}" for s in self.sides)
+        options = ", ".join(f"{k}={v}" for k, v in sorted(self.options))
+        text = f"{sides} ON {self.predicate} WITH ({options})"
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

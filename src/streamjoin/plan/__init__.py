@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streamjoin.plan.classify import Band, EquiKey, PredicateParts, TimeWindow, classify_predicate
 from streamjoin.plan.multiway import MultiwayPlan, ProbeOrder, Step, plan_multiway
-from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan, plan_job
+from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan, plan_job, query_retention
 
 __all__ = [
     "Band",
@@ -20,4 +20,5 @@ __all__ = [
     "classify_predicate",
     "plan_job",
     "plan_multiway",
+    "query_retention",
 ]

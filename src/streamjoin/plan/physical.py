@@ -114,24 +114,39 @@ def plan_job(job: Job) -> JobPlan:
     used = {side.stream for q in job.queries for side in q.sides}
     active = [s for s in job.streams if s.name in used]
     retain: dict[str, list[int | None]] = {s.name: [] for s in active}
-    for mp in multiway:
-        for side, keep in zip(mp.query.sides, mp.retain_us, strict=True):
-            retain[side.stream].append(keep)
-    for qp in queries:
-        q, w = qp.query, qp.parts.window
-        left_wm, right_wm = qp.left_time is not None, qp.right_time is not None
-        # A left row waits for right rows: they arrive no earlier than W when the right side
-        # has a watermark, so the left row is needed while l.ts >= W - hi.
-        retain[q.left.stream].append(w.hi_us if w and right_wm and left_wm else None)
-        retain[q.right.stream].append(
-            None if not (w and left_wm and right_wm) or w.lo_us is None else -w.lo_us
-        )
+    plans: list[QueryPlan | MultiwayPlan] = [*queries, *multiway]
+    for plan in plans:
+        for stream, keep in query_retention(plan).items():
+            retain[stream].append(keep)
     streams = []
     for index, s in enumerate(active):
-        uses = retain[s.name]
-        keep = None if any(u is None for u in uses) else max(t.cast("list[int]", uses))
-        streams.append(StreamPlan(s, index, keep))
+        streams.append(StreamPlan(s, index, _loosest(retain[s.name])))
     return JobPlan(job, tuple(streams), queries, multiway, clash)
+
+
+def query_retention(plan: QueryPlan | MultiwayPlan) -> dict[str, int | None]:
+    """How long one query needs each stream it reads kept: a stored row of the stream with
+    event time ``< W - retain`` can no longer be in its results (None: always can). A stream
+    that the query reads twice gets the looser bound. A stream's state keeps the loosest bound
+    over the job's queries (`StreamPlan.retain_us`)."""
+    uses: dict[str, list[int | None]] = {}
+    if isinstance(plan, MultiwayPlan):
+        for side, keep in zip(plan.query.sides, plan.retain_us, strict=True):
+            uses.setdefault(side.stream, []).append(keep)
+    else:
+        q, w = plan.query, plan.parts.window
+        timed = w is not None and plan.left_time is not None and plan.right_time is not None
+        # A left row waits for right rows: they arrive no earlier than W when the right side
+        # has a watermark, so the left row is needed while l.ts >= W - hi.
+        uses.setdefault(q.left.stream, []).append(w.hi_us if timed and w else None)
+        uses.setdefault(q.right.stream, []).append(
+            -w.lo_us if timed and w and w.lo_us is not None else None
+        )
+    return {stream: _loosest(keeps) for stream, keeps in uses.items()}
+
+
+def _loosest(keeps: list[int | None]) -> int | None:
+    return None if any(k is None for k in keeps) else max(t.cast("list[int]", keeps))
 
 
 def _check_multiway_options(job: Job, q: Query) -> None:

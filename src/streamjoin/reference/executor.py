@@ -20,6 +20,10 @@ micro-batch i (a stream may be absent from a batch).
    (NULL is not TRUE) in the environment {a1: r1, a2: r2, ...}; each combination yields the tuple
    of the SELECT expressions. Duplicates are kept (multiset semantics); a self-join includes
    (x, x) when the predicate holds.
+6. A result *arrives* in the batch of its last-arriving row: the largest batch index among its
+   rows (`ReferenceResult.arrivals`). An engine emits it in that batch, so the results a query
+   added to a job from batch b on must give are those arriving in b or later
+   (`ReferenceResult.since`).
 
 Rows are conformed to the declared schema before use: keys match column names
 case-insensitively, a missing column is NULL (as Spark's JSON reader would make it), an
@@ -39,7 +43,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -61,12 +65,24 @@ class ReferenceResult:
         late: active stream name -> its late rows, in input order.
         malformed: active stream name -> rows whose event-time column is None, in input order.
         watermarks: the global watermark (epoch microseconds, None = not yet) after each batch.
+        arrivals: query name -> for each row of its output (same order), the batch in which
+            the result arrives: the largest batch index of the rows it combines.
     """
 
     outputs: dict[str, list[tuple[object, ...]]]
     late: dict[str, list[Row]]
     malformed: dict[str, list[Row]]
     watermarks: list[int | None]
+    arrivals: dict[str, list[int]] = field(default_factory=dict)
+
+    def since(self, query: str, batch: int) -> list[tuple[object, ...]]:
+        """The results of `query` that arrive in batch `batch` or later: what a query added to
+        the job at batch `batch` (a restart from the same checkpoint) must produce."""
+        if query not in self.arrivals:
+            msg = f"unknown query {query!r}; known: {sorted(self.arrivals)}"
+            raise KeyError(msg)
+        rows = self.outputs[query]
+        return [row for row, b in zip(rows, self.arrivals[query], strict=True) if b >= batch]
 
 
 def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> ReferenceResult:
@@ -89,13 +105,15 @@ def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> R
     known = {s.name for s in job.streams}
     conform = {s.name: _conformer(s) for s in active}
     on_time: dict[str, list[dict[str, object]]] = {s.name: [] for s in active}
+    arrived: dict[str, list[int]] = {s.name: [] for s in active}
+    """Per stream, the batch index of each of its on-time rows."""
     late: dict[str, list[Row]] = {s.name: [] for s in active}
     malformed: dict[str, list[Row]] = {s.name: [] for s in active}
     stream_wm: dict[str, int] = {}
     global_wm: int | None = None
     watermarks: list[int | None] = []
 
-    for batch in batches:
+    for index, batch in enumerate(batches):
         unknown = set(batch) - known
         if unknown:
             msg = f"batch names unknown streams {sorted(unknown)}; known: {sorted(known)}"
@@ -107,6 +125,7 @@ def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> R
                 row = conform[stream.name](raw)
                 if wm is None:
                     on_time[stream.name].append(row)
+                    arrived[stream.name].append(index)
                     continue
                 ts = row[wm.column.lower()]
                 if ts is None:
@@ -118,6 +137,7 @@ def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> R
                     late[stream.name].append(raw)
                     continue
                 on_time[stream.name].append(row)
+                arrived[stream.name].append(index)
                 newest = us if newest is None else max(newest, us)
             if wm is not None and newest is not None:
                 candidate = newest - wm.delay_us
@@ -125,8 +145,15 @@ def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> R
         global_wm = _advance(global_wm, active, stream_wm)
         watermarks.append(global_wm)
 
-    outputs = {q.name: _join(q, [on_time[side.stream] for side in q.sides]) for q in job.queries}
-    return ReferenceResult(outputs, late, malformed, watermarks)
+    outputs: dict[str, list[tuple[object, ...]]] = {}
+    arrivals: dict[str, list[int]] = {}
+    for q in job.queries:
+        joined = _join(
+            q, [on_time[s.stream] for s in q.sides], [arrived[s.stream] for s in q.sides]
+        )
+        outputs[q.name] = [row for row, _ in joined]
+        arrivals[q.name] = [b for _, b in joined]
+    return ReferenceResult(outputs, late, malformed, watermarks, arrivals)
 
 
 def reference_join(
@@ -152,7 +179,8 @@ def reference_join(
     if query.multiway:
         msg = f"reference_join takes a two-way query; {query_name!r} joins {len(query.sides)}"
         raise ValueError(msg)
-    return _join(query, [[left(r) for r in left_rows], [right(r) for r in right_rows]])
+    inputs = [[left(r) for r in left_rows], [right(r) for r in right_rows]]
+    return [row for row, _ in _join(query, inputs, [[0] * len(rows) for rows in inputs])]
 
 
 def _active_streams(job: Job) -> list[StreamDef]:
@@ -172,28 +200,31 @@ def _advance(current: int | None, active: list[StreamDef], stream_wm: dict[str, 
     return candidate if current is None else max(current, candidate)
 
 
-def _join(query: Query, inputs: list[list[dict[str, object]]]) -> list[tuple[object, ...]]:
+def _join(
+    query: Query, inputs: list[list[dict[str, object]]], batches: list[list[int]]
+) -> list[tuple[tuple[object, ...], int]]:
     """Nested loop over every combination of `inputs` (one list per side, in `query.sides`
-    order); keep those whose predicate is TRUE."""
+    order); keep those whose predicate is TRUE, each with the largest batch index of its rows
+    (`batches` holds each input row's batch index, parallel to `inputs`)."""
     aliases = [side.alias for side in query.sides]
     checks: list[list[Evaluator]] = [[] for _ in aliases]
     for depth, conjunct in _conjuncts_by_depth(query.predicate, aliases):
         checks[depth].append(compile_expression(conjunct))
     select = [compile_expression(item.sql) for item in query.select]
     env: dict[str, Mapping[str, object]] = {}
-    out: list[tuple[object, ...]] = []
+    out: list[tuple[tuple[object, ...], int]] = []
 
-    def bind(depth: int) -> None:
-        for row in inputs[depth]:
+    def bind(depth: int, last: int) -> None:
+        for row, batch in zip(inputs[depth], batches[depth], strict=True):
             env[aliases[depth]] = row
             if any(check(env) is not True for check in checks[depth]):
                 continue
             if depth + 1 < len(inputs):
-                bind(depth + 1)
+                bind(depth + 1, max(last, batch))
             else:
-                out.append(tuple(f(env) for f in select))
+                out.append((tuple(f(env) for f in select), max(last, batch)))
 
-    bind(0)
+    bind(0, -1)
     return out
 
 

@@ -28,6 +28,7 @@ from streamjoin.runtime.intake import classify, write_deadletters
 from streamjoin.runtime.joins import delta_join_sql
 from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
 from streamjoin.runtime.multiway import Reorderer, batch_terms
+from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
@@ -117,6 +118,9 @@ class BatchProcessor:
         self._cached: list[DataFrame] = []
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
+        # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
+        # serve it, and warn of new queries whose windows reach dropped state.
+        check_restart(plan, store.latest(), store.root)
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -555,11 +559,13 @@ class BatchProcessor:
             global_wm = new if global_wm is None else max(global_wm, new)
         live: list[StateUnit] = []
         dropped: list[str] = []
+        expired = dict(prev.expired)
         new_units = [s.unit for s in stats.values() if s.unit is not None]
         for u in prev.units + new_units:
             horizon = self.plan.stream(u.stream).horizon(global_wm)
             if horizon is not None and u.max_ts is not None and u.max_ts < horizon:
                 dropped.append(u.path)
+                expired[u.stream] = max(expired.get(u.stream, u.max_ts), u.max_ts)
             else:
                 live.append(u)
         before = prev.totals
@@ -574,7 +580,16 @@ class BatchProcessor:
         )
         routing = {name: r.state() for name, r in self.routers.items()}
         return Manifest(
-            batch_id, stream_wm, global_wm, live, dropped, totals, routing, self.reorder.state()
+            batch_id,
+            stream_wm,
+            global_wm,
+            live,
+            dropped,
+            totals,
+            routing,
+            self.reorder.state(),
+            streams=[sp.name for sp in self.plan.streams],
+            expired=expired,
         )
 
 

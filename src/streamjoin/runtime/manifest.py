@@ -68,6 +68,12 @@ class Manifest:
     """Per query: the partitioning scheme for the next batch and its controller's state."""
     multiway: dict[str, t.Any] = field(default_factory=dict)
     """The multi-way queries' re-planning state (`adapt.reorder.ReorderController`)."""
+    streams: list[str] = field(default_factory=list)
+    """The streams the job read, in the order of their index: the names of their columns in
+    the state files and the order of Spark's sources (empty: written before it was kept)."""
+    expired: dict[str, int] = field(default_factory=dict)
+    """Per stream: the newest event time of any row its state has dropped (absent: none yet).
+    The state holds every on-time row of the stream that is newer; see `runtime.restart`."""
 
     def live(self, stream: str) -> list[StateUnit]:
         """The live state units of `stream`."""
@@ -97,6 +103,8 @@ class Manifest:
             totals=Totals(**raw["totals"]),
             routing=raw.get("routing", {}),
             multiway=raw.get("multiway", {}),
+            streams=raw.get("streams", []),
+            expired=raw.get("expired", {}),
         )
 
 

@@ -209,20 +209,49 @@ class Reorderer:
         self.greedy = False
         """Greedy probe orders, no ILP (Spark conf ``streamjoin.multiway.optimizer=greedy``,
         the benchmark's "simple sharing" baseline)."""
-        length = min((int(q.option("epoch") or DEFAULT_EPOCH) for q in self.queries), default=1)
+        self.length = min(
+            (int(q.option("epoch") or DEFAULT_EPOCH) for q in self.queries), default=1
+        )
         initial = plan.clash.orders if plan.clash is not None else {}
-        self.controller = ReorderController(length, initial)
+        self.controller = ReorderController(self.length, initial)
         self._built: dict[str, tuple[dict[int, tuple[int, ...]], MultiwayPlan]] = {
             mp.query.name: (initial.get(mp.query.name, {}), mp) for mp in plan.multiway
         }
 
     def restore(self, saved: Mapping[str, t.Any] | None) -> None:
-        """Continue from the controller state a manifest saved (None: from the job's plan)."""
-        if saved:
-            self.controller = ReorderController.from_dict(saved)
-        else:
-            initial = self.plan.clash.orders if self.plan.clash is not None else {}
-            self.controller = ReorderController(self.controller.length, initial)
+        """Continue from the controller state a manifest saved (None: from the job's plan).
+
+        The job may have been edited since the state was saved (`runtime.restart`): saved
+        orders carry over to the queries of the same signature (under their names now), the
+        other queries (new or changed) take the job plan's, and the epoch length is the
+        job's. (A manifest from before signatures were saved carries orders over by name.)"""
+        planned = self.plan.clash.orders if self.plan.clash is not None else {}
+        if not saved:
+            self.controller = ReorderController(self.length, planned)
+            return
+        restored = ReorderController.from_dict(saved)
+        signatures: Mapping[str, str] | None = saved.get("signatures")
+        queries = {q.name: q for q in self.queries}
+        named: dict[str, list[str]] = {}
+        for q in self.queries:
+            named.setdefault(q.signature if signatures is not None else q.name, []).append(q.name)
+
+        def carried(orders: Orders) -> Orders:
+            out = {name: planned[name] for name in queries if name in planned}
+            for old, by_start in orders.items():
+                key = signatures.get(old, "") if signatures is not None else old
+                for name in named.get(key, []):
+                    k = len(queries[name].sides)
+                    if all(sorted((s, *o)) == list(range(k)) for s, o in by_start.items()):
+                        out[name] = by_start
+            return out
+
+        self.controller = ReorderController(
+            self.length,
+            carried(restored.initial),
+            restored.rows,
+            [(first, carried(orders)) for first, orders in restored.epochs],
+        )
 
     def plans(self, batch: int) -> list[MultiwayPlan]:
         """Each multi-way query's plan under the orders in force for `batch`."""
@@ -255,8 +284,9 @@ class Reorderer:
         }
 
     def state(self) -> dict[str, t.Any]:
-        """What the next batch needs (saved in the manifest)."""
-        return self.controller.to_dict()
+        """What the next batch needs (saved in the manifest), with each query's signature."""
+        signatures = {q.name: q.signature for q in self.queries}
+        return self.controller.to_dict() | {"signatures": signatures}
 
     def _optimize(self, rates: dict[str, float]) -> Orders:
         clash = plan_clash(

@@ -230,8 +230,11 @@ class QueryRouter:
         saved: dict[str, t.Any] | None,
         units: int,
     ) -> QueryRouter:
-        """The router as the previous batch's manifest left it, or a fresh one."""
-        if saved is None:
+        """The router as the previous batch's manifest left it, or a fresh one (also when the
+        state was saved for another query of the same name: the job was edited between runs,
+        see `runtime.restart`)."""
+        signature = saved.get("signature", qp.query.signature) if saved else None
+        if saved is None or signature != qp.query.signature:
             params = initial_params(qp, units)
             params.setdefault("units", units)
             return cls(qp, left, right, params)
@@ -252,6 +255,7 @@ class QueryRouter:
             "key_types": list(self.key_types) if self.key_types else None,
             "history": self.history[-20:],
             "controller": self.controller,
+            "signature": self.qp.query.signature,
         }
 
     def after_batch(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
@@ -229,6 +229,26 @@ def test_time_window_join_over_batches() -> None:
     assert normalize(run_reference(j, batches).outputs["q"]) == [(1, 10), (1, 11), (2, 12)]
 
 
+def test_a_result_arrives_in_the_batch_of_its_last_row() -> None:
+    a = stream("A", *ID_TS, watermark=("ts", 10))
+    b = stream("B", *ID_TS, watermark=("ts", 10))
+    window = "b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND"
+    j = job([a, b], query("q", "A a", "B b", window, ("a.id", "a"), ("b.id", "b")))
+    batches = [
+        {"A": [{"id": 1, "ts": t(10)}], "B": [{"id": 10, "ts": t(12)}]},
+        {"B": [{"id": 11, "ts": t(8)}]},
+        {"A": [{"id": 2, "ts": t(20)}], "B": [{"id": 12, "ts": t(19)}]},
+    ]
+    result = run_reference(j, batches)
+    got = dict(zip(result.outputs["q"], result.arrivals["q"], strict=True))
+    assert got == {(1, 10): 0, (1, 11): 1, (2, 12): 2}
+    assert normalize(result.since("q", 1)) == [(1, 11), (2, 12)]
+    assert result.since("q", 3) == []
+    assert normalize(result.since("q", 0)) == normalize(result.outputs["q"])
+    with pytest.raises(KeyError, match="unknown query"):
+        result.since("nope", 0)
+
+
 # ---------------------------------------------------------------------------------- normalize
 
 
@@ -357,3 +377,32 @@ def test_three_way_join_is_every_combination_whose_whole_predicate_holds(
         if whole({"a": ra, "b": rb, "c": rc}) is True
     ]
     assert normalize(got) == normalize(want)
+
+
+@given(a=_THREE, b=_THREE, cut=st.integers(0, 3), parts=st.integers(1, 3))
+@settings(max_examples=40, deadline=None)
+def test_results_since_a_batch_are_all_results_but_those_of_the_batches_before(
+    a: list[tuple[int, int]], b: list[tuple[int, int]], cut: int, parts: int
+) -> None:
+    """Without watermarks every row is on time, so the results arriving from batch `cut` on are
+    the whole input's results minus those of the input before `cut` (as multisets)."""
+    cols: tuple[tuple[str, TypeName], ...] = (("k", "BIGINT"), ("x", "BIGINT"))
+    q = Query(
+        "q",
+        "out",
+        JoinSide("A", "a"),
+        JoinSide("B", "b"),
+        "a.k = b.k AND c.x >= b.x",
+        (SelectItem("a.x", "ax"), SelectItem("b.x", "bx"), SelectItem("c.x", "cx")),
+        further=(JoinSide("A", "c"),),
+    )
+    j = job([stream("A", *cols), stream("B", *cols)], q)
+
+    def rows(pairs: list[tuple[int, int]]) -> list[dict[str, object]]:
+        return [{"k": k, "x": x} for k, x in pairs]
+
+    batches = [{"A": rows(a[i::parts]), "B": rows(b[i::parts])} for i in range(parts)]
+    everything = run_reference(j, batches)
+    before = Counter(normalize(run_reference(j, batches[:cut]).outputs["q"]))
+    want = Counter(normalize(everything.outputs["q"])) - before
+    assert Counter(normalize(everything.since("q", cut))) == want
