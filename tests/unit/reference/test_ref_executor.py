@@ -217,11 +217,16 @@ def test_rows_are_conformed_to_the_schema() -> None:
         reference_join(j, "nope", [], [])
 
 
-def test_time_window_join_over_batches() -> None:
+def _window_job() -> Job:
+    """A ⋈ B within ±2 s, selecting both ids; both streams with a 10 s watermark delay."""
     a = stream("A", *ID_TS, watermark=("ts", 10))
     b = stream("B", *ID_TS, watermark=("ts", 10))
     window = "b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND"
-    j = job([a, b], query("q", "A a", "B b", window, ("a.id", "a"), ("b.id", "b")))
+    return job([a, b], query("q", "A a", "B b", window, ("a.id", "a"), ("b.id", "b")))
+
+
+def test_time_window_join_over_batches() -> None:
+    j = _window_job()
     batches = [
         {"A": [{"id": 1, "ts": t(10)}], "B": [{"id": 10, "ts": t(12)}]},
         {"A": [{"id": 2, "ts": t(20)}], "B": [{"id": 11, "ts": t(8)}, {"id": 12, "ts": t(19)}]},
@@ -230,10 +235,7 @@ def test_time_window_join_over_batches() -> None:
 
 
 def test_a_result_arrives_in_the_batch_of_its_last_row() -> None:
-    a = stream("A", *ID_TS, watermark=("ts", 10))
-    b = stream("B", *ID_TS, watermark=("ts", 10))
-    window = "b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND"
-    j = job([a, b], query("q", "A a", "B b", window, ("a.id", "a"), ("b.id", "b")))
+    j = _window_job()
     batches = [
         {"A": [{"id": 1, "ts": t(10)}], "B": [{"id": 10, "ts": t(12)}]},
         {"B": [{"id": 11, "ts": t(8)}]},
