@@ -15,6 +15,7 @@ Per batch, with W the global watermark committed by the previous batch:
 
 from __future__ import annotations
 
+import threading
 import time
 import typing as t
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,10 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.joins import Side
     from streamjoin.runtime.state import StateStore
 
+
+_CONCURRENT_WRITES = 8
+"""Sink writes run at once. Unbounded, a job of 100 sinks queued so many Spark jobs on the
+cores that broadcasts waited past Spark's 300 s timeout and the batch failed (measured)."""
 
 _INPUT_VIEW = "_sj_input"
 """The batch's classified input (`intake.classify`), as a temp view."""
@@ -323,6 +328,7 @@ class BatchProcessor:
             out = out.observe(obs, F.count(F.lit(1)).alias("rows"))
             per_sink.setdefault(q.sink, []).append((q.name, out, obs))
         writes = []
+        slots = threading.BoundedSemaphore(_CONCURRENT_WRITES)
         for sink_name, outputs in per_sink.items():
             sink_df = outputs[0][1]
             for _, df, _ in outputs[1:]:
@@ -334,7 +340,7 @@ class BatchProcessor:
                 # Each sink is its own Spark job whose driver work (planning, the file commit)
                 # leaves the cores idle: run them together so one's overhead overlaps another's
                 # tasks.
-                writes.append(Background(partial(write_sink, sink, sink_df, batch_id)))
+                writes.append(Background(partial(write_sink, sink, sink_df, batch_id), slots))
         results = [w.wait() for w in writes]  # all of them, even after a failure
         for error in filter(None, results):
             raise error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import typing as t
 
@@ -11,9 +12,10 @@ if t.TYPE_CHECKING:
 
 class Background:
     """A function run in a thread that carries Spark's local properties (`InheritableThread`);
-    `result()` waits and re-raises its error."""
+    `result()` waits and re-raises its error. With `slots`, the function runs only while it
+    holds one of them: at most that many run at once."""
 
-    def __init__(self, fn: Callable[[], t.Any]) -> None:
+    def __init__(self, fn: Callable[[], t.Any], slots: threading.Semaphore | None = None) -> None:
         from pyspark import InheritableThread
 
         self._value: t.Any = None
@@ -21,7 +23,11 @@ class Background:
 
         def target() -> None:
             try:
-                self._value = fn()
+                if slots is None:
+                    self._value = fn()
+                else:
+                    with slots:
+                        self._value = fn()
             except BaseException as err:
                 self._error = err
 
