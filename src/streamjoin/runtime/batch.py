@@ -31,10 +31,11 @@ from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
 from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
+from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
-from streamjoin.runtime.threads import Background, PhaseClock
+from streamjoin.runtime.threads import Background, PhaseClock, metrics
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,21 +54,6 @@ cores that broadcasts waited past Spark's 300 s timeout and the batch failed (me
 
 _INPUT_VIEW = "_sj_input"
 """The batch's classified input (`intake.classify`), as a temp view."""
-
-# Settings of the session foreachBatch hands over (a clone: the caller's session is untouched).
-BATCH_CONF = {
-    # The joins broadcast a small delta; adaptive re-planning adds about 0.3 s per query and
-    # batch (measured) and has nothing to adapt.
-    "spark.sql.adaptive.enabled": "false",
-    # INT96 timestamps (Spark's default) go through a calendar rebase per value: a tenth of the
-    # batch's CPU in a profile of the equi benchmark. Plain int64 microseconds need none.
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
-    # Writing one directory per stream needs no sort of the batch when each task keeps a
-    # writer open per stream.
-    "spark.sql.optimizer.plannedWrite.enabled": "false",
-    "spark.sql.maxConcurrentOutputFileWriters": "16",
-}
 
 
 @dataclass(frozen=True)
@@ -597,16 +583,6 @@ class BatchProcessor:
             streams=[sp.name for sp in self.plan.streams],
             expired=expired,
         )
-
-
-def metrics(obs: Observation) -> dict[str, t.Any]:
-    """`obs`'s metrics, or none when the optimizer removed the observed plan (it does so with
-    the operands of a join it proves empty, e.g. under a contradictory predicate; PySpark's
-    `Observation.get` then fails on the empty row)."""
-    # `_jo`: PySpark's handle of the JVM Observation; there is no public test for "no metrics".
-    if obs._jo is not None and obs._jo.getRow().size() == 0:
-        return {}
-    return obs.get
 
 
 def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

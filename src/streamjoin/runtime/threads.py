@@ -1,4 +1,5 @@
-"""Helpers of a batch: a Spark job run in the background, and a clock of the batch's phases."""
+"""Helpers of a batch: a Spark job run in the background, an observation's metrics, and a clock
+of the batch's phases."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import typing as t
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
+
+    from pyspark.sql import Observation
 
 
 class Background:
@@ -43,6 +46,16 @@ class Background:
         """Wait for the function to end; its error, if it raised one."""
         self._thread.join()
         return self._error
+
+
+def metrics(obs: Observation) -> dict[str, t.Any]:
+    """`obs`'s metrics, or none when the optimizer removed the observed plan (it does so with
+    the operands of a join it proves empty, e.g. under a contradictory predicate; PySpark's
+    `Observation.get` then fails on the empty row)."""
+    # `_jo`: PySpark's handle of the JVM Observation; there is no public test for "no metrics".
+    if obs._jo is not None and obs._jo.getRow().size() == 0:
+        return {}
+    return obs.get
 
 
 class PhaseClock:
