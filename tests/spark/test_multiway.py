@@ -3,6 +3,7 @@ the brute-force reference over disordered micro-batches with late rows."""
 
 from __future__ import annotations
 
+import math
 import shutil
 import typing as t
 
@@ -10,7 +11,8 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.multiway import batch_terms
+from streamjoin.runtime import selectivity
+from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches
@@ -20,6 +22,9 @@ if t.TYPE_CHECKING:
     from pathlib import Path
 
     from pyspark.sql import SparkSession
+
+    from streamjoin.plan import MultiwayPlan
+    from streamjoin.plan.multiway import Mir
 
 
 def _w(x: str, y: str, lo: int, hi: int) -> str:
@@ -109,6 +114,16 @@ def test_probe_orders_change_at_epoch_boundaries_and_results_stay_exact(
     assert len(changes) >= 2, [r.routing for r in reports]
 
 
+class _NamedMirs:
+    """MIR store views by name only (`runtime.multiway.MirViews`), for reading the SQL."""
+
+    def view(self, mp: MultiwayPlan, mir: Mir, newer: int) -> str:
+        return f"mir_{'_'.join(mir.slots)}_{newer}"
+
+    def new_pairs(self, mp: MultiwayPlan, mir: Mir, start: int) -> str:
+        return f"(SELECT * FROM new_{'_'.join(mir.slots)}_{start})"
+
+
 def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -140,6 +155,7 @@ def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact
         {s: f"delta_{s}" for s in ("A", "B", "C", "D")},
         lambda stream, lo, new: f"store_{stream}_{next(views)}",
         None,
+        mirs=_NamedMirs(),
     )
     assert list(built.cores.values()) == [["q1", "q3", "q4"]], built.cores
     core = next(iter(built.cores))
@@ -161,3 +177,57 @@ def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact
             got = read_sink(spark, job, name, ["i1", "i2", "i3"])
             want = expected.outputs[f"q{i + 1}"]
             assert want and normalize(got) == normalize(want), (share, name)
+
+
+@pytest.mark.parametrize(
+    ("sample", "rows_per_batch", "tolerance"), [(None, 16, 1e-9), (60, 240, 0.3)]
+)
+def test_measured_selectivities_give_back_each_pair_joins_new_results(
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sample: int | None,
+    rows_per_batch: int,
+    tolerance: float,
+) -> None:
+    """At an epoch's last batch every pair join is counted on a sample of the batch:
+    rate x rate x the product of a pair's measured selectivities estimates the number of the
+    pair join's results that arrive in that batch (by the reference): exactly when the batch is
+    smaller than the sample, closely from a quarter of it."""
+    if sample is not None:
+        monkeypatch.setattr(selectivity, "SAMPLE_ROWS", sample)
+    ab = f"A a JOIN B b ON a.k = b.k AND {_w('a', 'b', -3, 3)}"
+    bc = f"B b JOIN C c ON abs(c.x - b.x) <= 1.0 AND {_w('b', 'c', 0, 4)}"
+    three = f"{ab} JOIN C c ON abs(c.x - b.x) <= 1.0 AND {_w('b', 'c', 0, 4)}"
+    streams = "\n".join(stream_ddl(s) for s in ("A", "B", "C")) + "\n"
+    texts = []
+    for name, (joins, ids) in {
+        "o": (three, "a.id AS i1, b.id AS i2, c.id AS i3"),
+        "ab": (ab, "a.id AS i1, b.id AS i2"),
+        "bc": (bc, "b.id AS i1, c.id AS i2"),
+    }.items():
+        texts.append(
+            f"CREATE SINK {name} WITH (format = 'parquet', path = '{tmp_path / name}');\n"
+            f"INSERT INTO {name} SELECT {ids} FROM {joins} WITH (epoch = 2);\n"
+        )
+    job = parse_job(streams + texts[0])
+    batches = make_batches(
+        11, streams=("A", "B", "C"), n_batches=4, rows_per_batch=rows_per_batch, keys=3
+    )
+    reports = run_batches(spark, job, batches, tmp_path / "ckpt")
+    # The pair joins alone, by brute force (the three-way one too when it is small).
+    expected = run_reference(parse_job(streams + texts[1] + texts[2]), batches)
+    manifest = reports[-1].manifest
+    measured = manifest.multiway["selectivities"]
+    measures = Reorderer(plan_job(job), 4).measures
+    assert [(m.left, m.right) for m in measures] == [(0, 1), (1, 2)]
+    for m, pair, names in zip(measures, ("q1", "q2"), ("AB", "BC"), strict=True):
+        rows = [sum(u.rows for u in manifest.live(s) if u.batch == 3) for s in names]
+        keys = [*m.equality_keys, *([m.label_key] if m.label_key else [])]
+        arrived = sum(1 for b in expected.arrivals[pair] if b == 3)
+        assert arrived > 0 and all(rows)
+        estimate = rows[0] * rows[1] * math.prod(measured[k] for k in keys)
+        assert math.isclose(estimate, arrived, rel_tol=tolerance), (pair, estimate, arrived)
+    if sample is None:
+        got = read_sink(spark, job, "o", ["i1", "i2", "i3"])
+        assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"])

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-Orders = dict[str, dict[int, tuple[int, ...]]]
-"""Per query, per starting input position: the positions of the other inputs, in probe order."""
+Orders = dict[str, dict[int, tuple[int | tuple[int, ...], ...]]]
+"""Per query, per starting input position: the stores of the other inputs, in probe order: an
+input's position, or the positions of the inputs an MIR store joins (`plan.multiway.Target`)."""
 
 
 @dataclass
@@ -109,9 +110,18 @@ class ReorderController:
         )
 
 
-def _dump(orders: Orders) -> dict[str, dict[str, list[int]]]:
-    return {q: {str(s): list(o) for s, o in by.items()} for q, by in orders.items()}
+def _dump(orders: Orders) -> dict[str, dict[str, list[t.Any]]]:
+    return {
+        q: {str(s): [x if isinstance(x, int) else list(x) for x in o] for s, o in by.items()}
+        for q, by in orders.items()
+    }
 
 
-def _load(data: Mapping[str, Mapping[str, list[int]]]) -> Orders:
-    return {q: {int(s): tuple(o) for s, o in by.items()} for q, by in data.items()}
+def _load(data: Mapping[str, Mapping[str, list[t.Any]]]) -> Orders:
+    return {
+        q: {
+            int(s): tuple(int(x) if isinstance(x, int) else tuple(x) for x in o)
+            for s, o in by.items()
+        }
+        for q, by in data.items()
+    }

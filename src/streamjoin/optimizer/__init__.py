@@ -80,6 +80,7 @@ def plan_queries(
     time_limit: float = 1.0,
     *,
     allow_mirs: bool = True,
+    max_mir: int | None = None,
     gap: float = 0.0,
     form: Formulation = "tight",
 ) -> GlobalPlan:
@@ -90,12 +91,13 @@ def plan_queries(
         time_limit: seconds the solver may run; when hit, the best plan found so far is used
             (``plan.report.time_limit_hit`` says so).
         allow_mirs: False plans over base stores only (no materialized intermediate results).
+        max_mir: the most relations an MIR store may join (None: any sub-join).
         gap: relative optimality gap at which the solver may stop (0: optimal).
         form: the ILP formulation, ``"tight"`` or the paper's row by row, ``"paper"`` (same
             optimum; see :mod:`.ilp`).
     """
     began = time.perf_counter()
-    candidates = enumerate_candidates(problem, allow_mirs=allow_mirs)
+    candidates = enumerate_candidates(problem, allow_mirs=allow_mirs, max_mir=max_mir)
     model = build_ilp(candidates, form)
     built = time.perf_counter() - began
     chosen, report = solve_ilp(model, time_limit=time_limit, gap=gap, build_seconds=built)

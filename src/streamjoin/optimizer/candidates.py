@@ -109,11 +109,17 @@ def _joined(a: frozenset[str], b: frozenset[str], predicates: tuple[JoinPredicat
     return any((p.left in a and p.right in b) or (p.right in a and p.left in b) for p in predicates)
 
 
-def mirs_of(relations: frozenset[str], predicates: tuple[JoinPredicate, ...]) -> tuple[Store, ...]:
-    """The MIR stores of a (sub)query: its connected sub-joins of 2 to n-1 relations."""
+def mirs_of(
+    relations: frozenset[str],
+    predicates: tuple[JoinPredicate, ...],
+    max_size: int | None = None,
+) -> tuple[Store, ...]:
+    """The MIR stores of a (sub)query: its connected sub-joins of 2 to n-1 relations (at most
+    `max_size`)."""
     out = []
     names = sorted(relations)
-    for size in range(2, len(names)):
+    top = len(names) if max_size is None else min(len(names), max_size + 1)
+    for size in range(2, top):
         for combo in itertools.combinations(names, size):
             members = frozenset(combo)
             if connected(members, among(predicates, members)):
@@ -150,13 +156,13 @@ def probe_sequences(
     return out
 
 
-def _mir_keys(problem: Problem) -> dict[Store, set[Column]]:
+def _mir_keys(problem: Problem, max_size: int | None) -> dict[Store, set[Column]]:
     """Each MIR store's candidate keys: attributes of its relations that join a relation
     outside it, over every query containing it (the paper's rule, unioned over queries)."""
     keys: dict[Store, set[Column]] = {}
     for query in problem.queries:
         preds = canonical(query.predicates)
-        for mir in mirs_of(frozenset(query.relations), preds):
+        for mir in mirs_of(frozenset(query.relations), preds, max_size):
             found = keys.setdefault(mir, set())
             for p in preds:
                 if not p.is_equality or (p.left in mir.members) == (p.right in mir.members):
@@ -168,19 +174,22 @@ def _mir_keys(problem: Problem) -> dict[Store, set[Column]]:
     return keys
 
 
-def enumerate_candidates(problem: Problem, *, allow_mirs: bool = True) -> Candidates:
+def enumerate_candidates(
+    problem: Problem, *, allow_mirs: bool = True, max_mir: int | None = None
+) -> Candidates:
     """All candidate probe orders of `problem`, decorated with partitionings.
 
     Args:
         problem: the queries and statistics.
         allow_mirs: False plans over base stores only (the paper's §V-2 example does this).
+        max_mir: the most relations an MIR store may join (None: any sub-join).
     """
     keys: dict[Store, tuple[Column | None, ...]] = {}
     for rel in problem.relations:
         cols = tuple(Column(rel.name, a) for a in rel.attributes)
         keys[Store.base(rel.name)] = cols or (None,)
     if allow_mirs:
-        for mir, cols_set in _mir_keys(problem).items():
+        for mir, cols_set in _mir_keys(problem, max_mir).items():
             keys[mir] = tuple(sorted(cols_set, key=str)) or (None,)
 
     cache: dict[tuple[str, frozenset[str], tuple[JoinPredicate, ...]], tuple[ProbeOrder, ...]] = {}
@@ -190,7 +199,7 @@ def enumerate_candidates(problem: Problem, *, allow_mirs: bool = True) -> Candid
     ) -> tuple[ProbeOrder, ...]:
         memo = (start, members, preds)
         if memo not in cache:
-            mirs = mirs_of(members, preds) if allow_mirs else ()
+            mirs = mirs_of(members, preds, max_mir) if allow_mirs else ()
             orders = []
             for seq in probe_sequences(start, members, preds, mirs):
                 for combo in itertools.product(*(keys[store] for store in seq)):

@@ -159,7 +159,8 @@ def explain_plan(plan: JobPlan) -> str:
         mp = next(x for x in plan.multiway if x.query is q)
         out += _multiway_lines(mp)
     if plan.clash is not None:
-        out += ["", "multi-way queries, planned together (CLASH's ILP over base stores):"]
+        title = "multi-way queries, planned together (CLASH's ILP; MIR stores join two streams):"
+        out += ["", title]
         out += [f"  {line}" for line in plan.clash.plan.describe()]
         out += [f"  {name}: greedy orders ({why})" for name, why in plan.clash.left_out.items()]
     out += _core_lines(plan.multiway)

@@ -37,6 +37,16 @@ if t.TYPE_CHECKING:
 Method = t.Literal["hash", "band", "nested-loop"]
 """How one probe step finds its candidates."""
 
+Target = int | tuple[int, ...]
+"""A store a probe order visits: one input (its position), or the MIR store of several inputs
+(their positions, ascending): the join of their streams on the conjuncts among them, kept up
+to date batch by batch (`runtime.mirs`), so that one step binds them all."""
+
+
+def flat(sequence: t.Sequence[Target]) -> tuple[int, ...]:
+    """The input positions a probe sequence visits, in order."""
+    return tuple(i for x in sequence for i in ((x,) if isinstance(x, int) else x))
+
 
 def column_name(slot: str, column: str) -> str:
     """The name of `column` of the input in `slot` inside a multi-way join (see `slots`)."""
@@ -69,6 +79,27 @@ class Conjunct:
 
 
 @dataclass(frozen=True, slots=True)
+class Mir:
+    """The MIR store of some inputs of a query: their streams' join on the conjuncts among them.
+
+    Queries share an MIR store when they join the same streams on the same conjuncts: `key`
+    holds the streams' slots and the conjuncts (over the unique column names), not positions.
+    """
+
+    inputs: tuple[int, ...]
+    """The inputs' positions in the query, ascending."""
+    slots: tuple[str, ...]
+    """Their slots (`slots`), in the same order."""
+    conditions: tuple[str, ...]
+    """The conjuncts among them, sorted."""
+
+    @property
+    def key(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What makes two MIR stores the same."""
+        return (tuple(sorted(self.slots)), self.conditions)
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """Join one more input's store into the rows built so far.
 
@@ -80,6 +111,9 @@ class Step:
     method: Method
     conditions: tuple[str, ...]
     band: Band | None = None
+    mir: Mir | None = None
+    """The MIR store the step probes (binding every input of it), or None: input `input`'s
+    own store."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +127,11 @@ class ProbeOrder:
     def describe(self, aliases: t.Sequence[str]) -> str:
         """E.g. ``Δa -> b (hash) -> c (band)``."""
         parts = [f"Δ{aliases[self.start]}"]
-        parts += [f"{aliases[s.input]} ({s.method})" for s in self.steps]
+        for s in self.steps:
+            store = aliases[s.input]
+            if s.mir is not None:
+                store = "(" + " ⋈ ".join(aliases[i] for i in s.mir.inputs) + ")"
+            parts.append(f"{store} ({s.method})")
         return " -> ".join(parts)
 
 
@@ -122,16 +160,16 @@ class MultiwayPlan:
 
 
 def plan_multiway(
-    job: Job, q: Query, orders: dict[int, tuple[int, ...]] | None = None
+    job: Job, q: Query, orders: t.Mapping[int, tuple[Target, ...]] | None = None
 ) -> MultiwayPlan:
     """Plan query `q` (three or more inputs).
 
     Args:
         job: the job declaring `q`'s streams.
         q: the query.
-        orders: for some starting inputs, the order in which to probe the others (e.g. from the
-            optimizer); the rest get a greedy order (hash steps first, then bands, never a
-            cross product while a connected input remains).
+        orders: for some starting inputs, the order in which to probe the others' stores (base
+            or MIR; e.g. from the optimizer); the rest get a greedy order (hash steps first,
+            then bands, never a cross product while a connected input remains).
     """
     aliases = [s.alias for s in q.sides]
     position = {a.lower(): i for i, a in enumerate(aliases)}
@@ -179,11 +217,38 @@ def core_groups(plans: t.Sequence[MultiwayPlan]) -> list[list[MultiwayPlan]]:
 def without_filters(order: ProbeOrder, filters: t.Collection[str]) -> ProbeOrder:
     """`order` with the conditions in `filters` left out (see `join_core`)."""
     steps = tuple(
-        Step(s.input, s.method, tuple(c for c in s.conditions if c not in filters), s.band)
+        Step(s.input, s.method, tuple(c for c in s.conditions if c not in filters), s.band, s.mir)
         for s in order.steps
     )
     kept = tuple(f for f in order.filters if f not in filters)
     return ProbeOrder(order.start, kept, steps)
+
+
+def pair_step(mp: MultiwayPlan, probe: int, store: int) -> Step:
+    """Input `probe`'s rows joined with input `store`'s on the conjuncts naming just those two
+    (the pair's own join, as a first probe step finds it): the step that measures the pair's
+    selectivity (`runtime.selectivity`)."""
+    aliases = list(mp.aliases)
+    naming = _naming(mp.query)
+    pairs = _pair_parts(mp.conjuncts, aliases, mp.times)
+    conditions = tuple(
+        rename(c.sql, naming) for c in mp.conjuncts if c.inputs == frozenset((probe, store))
+    )
+    method = _method(store, {probe}, pairs)
+    band = None
+    if method == "band":
+        band = _step_band(store, {probe}, pairs, aliases, mp.times, naming)
+    return Step(store, method, conditions, band)
+
+
+def pair_mir(mp: MultiwayPlan, a: int, b: int) -> Mir:
+    """The MIR store of inputs `a` and `b` of `mp` (whether or not a plan keeps it)."""
+    return _mir(tuple(sorted((a, b))), mp.conjuncts, list(mp.aliases), _naming(mp.query))
+
+
+def renamed_sql(q: Query, sql: str) -> str:
+    """`sql` over `q`'s aliases, rewritten to the unique column names (`column_name`)."""
+    return rename(sql, _naming(q))
 
 
 def _naming(q: Query) -> dict[str, str]:
@@ -308,7 +373,7 @@ def _greedy_order(
 
 def _probe_order(
     start: int,
-    sequence: tuple[int, ...],
+    sequence: tuple[Target, ...],
     conjuncts: t.Sequence[Conjunct],
     pairs: dict[tuple[int, int], PredicateParts],
     aliases: list[str],
@@ -316,23 +381,45 @@ def _probe_order(
     naming: dict[str, str],
 ) -> ProbeOrder:
     k = len(aliases)
-    if sorted((start, *sequence)) != list(range(k)):
-        got = [aliases[i] for i in sequence]
+    if sorted((start, *flat(sequence))) != list(range(k)):
+        got = [aliases[i] for i in flat(sequence)]
         msg = f"the probe order from {aliases[start]!r} must visit every other input once: {got}"
         raise ValueError(msg)
     bound = {start}
     filters = tuple(rename(c.sql, naming) for c in conjuncts if c.inputs <= bound)
     steps = []
-    for new in sequence:
-        now = bound | {new}
+    rank = {"hash": 0, "band": 1, "nested-loop": 2}
+    for target in sequence:
+        group = (target,) if isinstance(target, int) else tuple(sorted(target))
+        now = bound | set(group)
+        mir = _mir(group, conjuncts, aliases, naming) if len(group) > 1 else None
+        # An MIR holds its inputs' join, not their selections: those are checked here.
+        inside = [c for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)]
         conditions = tuple(
-            rename(c.sql, naming) for c in conjuncts if c.inputs <= now and not c.inputs <= bound
+            rename(c.sql, naming)
+            for c in conjuncts
+            if c.inputs <= now and not c.inputs <= bound and (mir is None or c not in inside)
         )
+        # The best way into any of the group's inputs finds the candidates.
+        new = min(group, key=lambda n: (rank[_method(n, bound, pairs)], n))
         method = _method(new, bound, pairs)
         band = _step_band(new, bound, pairs, aliases, times, naming) if method == "band" else None
-        steps.append(Step(new, method, conditions, band))
+        steps.append(Step(new, method, conditions, band, mir))
         bound = now
     return ProbeOrder(start, filters, tuple(steps))
+
+
+def _mir(
+    group: tuple[int, ...],
+    conjuncts: t.Sequence[Conjunct],
+    aliases: list[str],
+    naming: dict[str, str],
+) -> Mir:
+    inside = sorted(
+        rename(c.sql, naming) for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)
+    )
+    slots = tuple(naming[aliases[i].lower()] for i in group)
+    return Mir(group, slots, tuple(inside))
 
 
 def _step_band(

@@ -24,13 +24,16 @@ from functools import partial
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
+from streamjoin.runtime.commit import StreamStats, next_manifest
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.intake import classify, write_deadletters
 from streamjoin.runtime.joins import delta_join_sql
-from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
+from streamjoin.runtime.manifest import Manifest, StateUnit
+from streamjoin.runtime.mirs import MirStores
 from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
+from streamjoin.runtime.selectivity import start_measures
 from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
@@ -76,16 +79,6 @@ class BatchReport:
     """Per query: the scheme the batch ran under, and any change decided for the next batch."""
 
 
-@dataclass
-class _StreamStats:
-    ok: int = 0
-    late: int = 0
-    malformed: int = 0
-    min_ts: int | None = None
-    max_ts: int | None = None
-    unit: StateUnit | None = None
-
-
 class BatchProcessor:
     """The foreachBatch function of a job (also callable directly with a unified DataFrame)."""
 
@@ -107,6 +100,10 @@ class BatchProcessor:
         default = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         self.reorder = Reorderer(plan, default)
         self._cached: list[DataFrame] = []
+        self._measures: Background | None = None
+        self._mirs: MirStores | None = None
+        """The batch's MIR stores (`runtime.mirs`)."""
+        """The selectivity counts running beside an epoch's last batch (`runtime.selectivity`)."""
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
         # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
@@ -168,12 +165,22 @@ class BatchProcessor:
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
             units, routing = self._adapt(batch_id, stats, prev)
-            routing |= self.reorder.after_batch(batch_id, {k: s.ok for k, s in stats.items()})
-            manifest = self._next_manifest(prev, batch_id, stats, out)
+            counts = self._measures.result() if self._measures is not None else None
+            rows = {k: s.ok for k, s in stats.items()}
+            routing |= self.reorder.after_batch(batch_id, rows, counts)
+            carried = ({n: r.state() for n, r in self.routers.items()}, self.reorder.state())
+            assert self._mirs is not None  # (set by the joins)
+            manifest = next_manifest(
+                self.plan, prev, batch_id, stats, out, carried, self._mirs.finish
+            )
             self.store.commit(manifest, prev)
             clock.mark("commit")
             maybe_crash("after-commit", batch_id)
         finally:
+            for running in (self._measures, self._mirs):  # (they read the views)
+                if running is not None:
+                    running.wait()
+            self._measures = self._mirs = None
             for view in views:
                 self.spark.catalog.dropTempView(view)
             for cached in self._cached:
@@ -199,7 +206,7 @@ class BatchProcessor:
         return report
 
     # -- 2. state, and the batch's statistics ---------------------------------------------------
-    def _append_state(self, classified: DataFrame, batch_id: int) -> dict[str, _StreamStats]:
+    def _append_state(self, classified: DataFrame, batch_id: int) -> dict[str, StreamStats]:
         """Append every stream's ok rows to its state in one Spark job, observing per stream the
         ok / late / malformed counts and the ok rows' event-time range on the way."""
         aggs = []
@@ -229,7 +236,7 @@ class BatchProcessor:
         stats = {}
         for sp in self.plan.streams:
             i = sp.index
-            s = _StreamStats(
+            s = StreamStats(
                 ok=int(got[f"ok_{i}"]),
                 late=int(got[f"late_{i}"]),
                 malformed=int(got[f"bad_{i}"]),
@@ -395,8 +402,25 @@ class BatchProcessor:
             return self._state_view(self.plan.stream(stream), prev, lo, delta, views)
 
         plans = self.reorder.plans(batch_id)
+        self._mirs = MirStores(
+            self.spark,
+            self.store,
+            prev,
+            batch_id,
+            streams,
+            deltas,
+            lambda stream: store(stream, None, False),
+            views,
+            self._cached,
+            self.reorder.parallelism,
+        )
+        if self.reorder.measuring(batch_id):
+            args = (self.spark, self.reorder, batch_id, plans, streams, deltas, store)
+            self._measures = start_measures(*args)
         share = self.spark.conf.get("streamjoin.multiway.share", "true") != "false"
-        built = batch_terms(plans, streams, deltas, store, prev.global_wm, share=share)
+        built = batch_terms(
+            plans, streams, deltas, store, prev.global_wm, share=share, mirs=self._mirs
+        )
         for name, sql in built.shared.items():
             # A join's output has as many partitions as its store's files and the batch's input
             # together (tens); every reader of the view would run a task for each.
@@ -473,7 +497,7 @@ class BatchProcessor:
         self._unit_obs = {}
 
     def _adapt(
-        self, batch_id: int, stats: dict[str, _StreamStats], prev: Manifest
+        self, batch_id: int, stats: dict[str, StreamStats], prev: Manifest
     ) -> tuple[dict[str, UnitStats], dict[str, str]]:
         """Collect each query's per-unit rows and let its controllers choose the next scheme."""
         units: dict[str, UnitStats] = {}
@@ -531,59 +555,3 @@ class BatchProcessor:
         if delta_view is not None:
             state = f"{state} UNION ALL SELECT * FROM {delta_view}"
         return f"({state})"
-
-    # -- 6. commit ------------------------------------------------------------------------------
-    def _next_manifest(
-        self, prev: Manifest, batch_id: int, stats: dict[str, _StreamStats], out: dict[str, int]
-    ) -> Manifest:
-        stream_wm = dict(prev.stream_wm)
-        for sp in self.plan.streams:
-            s, wm = stats[sp.name], sp.stream.watermark
-            if wm is not None and s.max_ts is not None:
-                candidate = s.max_ts - wm.delay_us
-                old = stream_wm.get(sp.name)
-                stream_wm[sp.name] = candidate if old is None else max(old, candidate)
-        timed = [sp.name for sp in self.plan.streams if sp.stream.watermark]
-        marks = [stream_wm.get(name) for name in timed]
-        global_wm = prev.global_wm
-        if timed and all(m is not None for m in marks):
-            new = min(t.cast("list[int]", marks))
-            global_wm = new if global_wm is None else max(global_wm, new)
-        live: list[StateUnit] = []
-        dropped: list[str] = []
-        expired = dict(prev.expired)
-        new_units = [s.unit for s in stats.values() if s.unit is not None]
-        for u in prev.units + new_units:
-            horizon = self.plan.stream(u.stream).horizon(global_wm)
-            if horizon is not None and u.max_ts is not None and u.max_ts < horizon:
-                dropped.append(u.path)
-                expired[u.stream] = max(expired.get(u.stream, u.max_ts), u.max_ts)
-            else:
-                live.append(u)
-        before = prev.totals
-        totals = Totals(
-            batches=before.batches + 1,
-            rows_in=_add(
-                before.rows_in, {k: s.ok + s.late + s.malformed for k, s in stats.items()}
-            ),
-            late=_add(before.late, {k: s.late for k, s in stats.items()}),
-            malformed=_add(before.malformed, {k: s.malformed for k, s in stats.items()}),
-            out=_add(before.out, out),
-        )
-        routing = {name: r.state() for name, r in self.routers.items()}
-        return Manifest(
-            batch_id,
-            stream_wm,
-            global_wm,
-            live,
-            dropped,
-            totals,
-            routing,
-            self.reorder.state(),
-            streams=[sp.name for sp in self.plan.streams],
-            expired=expired,
-        )
-
-
-def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    return {k: a.get(k, 0) + b.get(k, 0) for k in sorted(set(a) | set(b))}

@@ -43,6 +43,31 @@ class StateUnit:
         return (lo is None or self.max_ts >= lo) and (hi is None or self.min_ts <= hi)
 
 
+@dataclass(frozen=True, slots=True)
+class MirUnit:
+    """The rows one batch appended to an MIR store (`runtime.mirs`)."""
+
+    name: str
+    batch: int
+    rows: int
+    streams: tuple[str, ...]
+    """The streams it joins, in the store's column order."""
+    max_ts: tuple[int | None, ...]
+    """Per stream, the newest event time of its rows in the unit (None: no event time)."""
+
+    @property
+    def path(self) -> str:
+        """Location under the checkpoint directory."""
+        return f"mir/b={self.batch}/{self.name}"
+
+    @staticmethod
+    def of(raw: dict[str, t.Any]) -> MirUnit:
+        """Inverse of `dataclasses.asdict`."""
+        return MirUnit(
+            raw["name"], raw["batch"], raw["rows"], tuple(raw["streams"]), tuple(raw["max_ts"])
+        )
+
+
 @dataclass
 class Totals:
     """Counters over the whole run (across restarts: they live in the manifest)."""
@@ -74,6 +99,8 @@ class Manifest:
     expired: dict[str, int] = field(default_factory=dict)
     """Per stream: the newest event time of any row its state has dropped (absent: none yet).
     The state holds every on-time row of the stream that is newer; see `runtime.restart`."""
+    mirs: dict[str, list[MirUnit]] = field(default_factory=dict)
+    """Per MIR store kept up to date through this batch: its live units."""
 
     def live(self, stream: str) -> list[StateUnit]:
         """The live state units of `stream`."""
@@ -105,6 +132,7 @@ class Manifest:
             multiway=raw.get("multiway", {}),
             streams=raw.get("streams", []),
             expired=raw.get("expired", {}),
+            mirs={k: [MirUnit.of(u) for u in v] for k, v in raw.get("mirs", {}).items()},
         )
 
 

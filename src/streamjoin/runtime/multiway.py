@@ -18,11 +18,13 @@ import typing as t
 from dataclasses import dataclass, field
 
 from streamjoin.adapt.reorder import ReorderController
-from streamjoin.plan.clash import plan_clash
+from streamjoin.plan.clash import measured_selectivities, pair_measures, plan_clash
 from streamjoin.plan.multiway import (
     column_name,
     core_groups,
+    flat,
     local_filters,
+    pair_mir,
     pair_parts,
     plan_multiway,
     without_filters,
@@ -35,6 +37,7 @@ if t.TYPE_CHECKING:
     from streamjoin.adapt.reorder import Orders
     from streamjoin.model import StreamDef
     from streamjoin.plan import JobPlan, MultiwayPlan, ProbeOrder, Step
+    from streamjoin.plan.multiway import Mir, Target
 
 DEFAULT_EPOCH = 10
 """Batches per statistics epoch of the multi-way re-planning (query option ``epoch``)."""
@@ -46,8 +49,9 @@ def renamed(view: str, slot: str, stream: StreamDef) -> str:
     return f"SELECT {cols} FROM {view}"
 
 
-def _step_sql(rows: str, n: int, step: Step, store: str) -> str:
-    """The rows so far joined with one more store (step `n` of a probe order)."""
+def step_sql(rows: str, n: int, step: Step, store: str, *, broadcast: bool = True) -> str:
+    """The rows so far joined with one more store (step `n` of a probe order). `broadcast`:
+    the rows so far are small (they stem from a batch's delta) and go to the store."""
     conditions = [f"({c})" for c in step.conditions]
     if step.band is not None:
         low, high, key = bucket_range(step.band, "left")
@@ -62,9 +66,19 @@ def _step_sql(rows: str, n: int, step: Step, store: str) -> str:
     # The rows so far stem from one batch's delta: they go to the store (broadcast), the store
     # stays where its files are. Without the hint Spark's size estimate of a join output is a
     # product and it would shuffle and sort the whole store instead.
-    return (
-        f"SELECT /*+ BROADCAST(_sj_p{n}) */ * FROM ({rows}) AS _sj_p{n} "
-        f"JOIN ({store}) AS _sj_s{n} ON {on}"
+    hint = f"/*+ BROADCAST(_sj_p{n}) */ " if broadcast else ""
+    return f"SELECT {hint}* FROM ({rows}) AS _sj_p{n} JOIN ({store}) AS _sj_s{n} ON {on}"
+
+
+def newer_bits(mir: Mir, start: int) -> int:
+    """Which of an MIR's inputs a term starting at input `start` takes with their new rows (the
+    inputs written after the start; see `plan.multiway`): bit b for the b-th of its slots in
+    sorted order, the order the MIR store tags its new rows in (`runtime.mirs`)."""
+    canonical = sorted(mir.slots)
+    return sum(
+        1 << canonical.index(slot)
+        for i, slot in zip(mir.inputs, mir.slots, strict=True)
+        if i > start
     )
 
 
@@ -77,6 +91,23 @@ class _Term:
     steps: list[Step]
     prefixes: list[str]
     """The rows after the start (0) and after each step (n + 1), as written without sharing."""
+    direct: list[str | None]
+    """Per step, the rows after it when they are read rather than joined (an MIR store's new
+    pairs), else None."""
+
+
+class MirViews(t.Protocol):
+    """What `batch_terms` reads of the batch's MIR stores (`runtime.mirs.MirStores`)."""
+
+    def view(self, mp: MultiwayPlan, mir: Mir, newer: int) -> str:
+        """The store's rows for a term of `mp`: its stored pairs, plus the batch's new ones
+        whose new inputs are all among the bits of `newer` (`newer_bits`)."""
+        ...
+
+    def new_pairs(self, mp: MultiwayPlan, mir: Mir, start: int) -> str:
+        """The batch's new pairs of the store that term `start` of `mp` finds in its first
+        step: the start's row is new, and the other's only when it is written later."""
+        ...
 
 
 @dataclass
@@ -102,6 +133,7 @@ def batch_terms(
     watermark: int | None,
     *,
     share: bool = True,
+    mirs: MirViews | None = None,
 ) -> BatchTerms:
     """Every term of every multi-way query's delta rule for one batch.
 
@@ -117,6 +149,10 @@ def batch_terms(
             time >= lo (None: all), plus its new rows when `with_new`.
         watermark: W, the global watermark the batch started with.
         share: share cores and probe prefixes across queries.
+        mirs: the batch's MIR stores (`runtime.mirs`); needed when a step probes one. A
+            term whose first step joins the two inputs of an MIR store that the batch keeps
+            reads that step's pairs from the store's new pairs, which the store computes anyway
+            (CLASH: the maintenance step and the probe step are one shared step).
     """
     views: dict[tuple[str, int | None, bool], str] = {}
 
@@ -125,6 +161,7 @@ def batch_terms(
             views[stream, lo, with_new] = store(stream, lo, with_new)
         return views[stream, lo, with_new]
 
+    kept = {s.mir.key for mp in plans for o in mp.orders for s in o.steps if s.mir is not None}
     out = BatchTerms()
     groups = core_groups(plans) if share else [[mp] for mp in plans]
     terms: list[_Term] = []
@@ -155,16 +192,39 @@ def batch_terms(
                 condition = " AND ".join(f"({f})" for f in order.filters)
                 rows = f"SELECT * FROM ({rows}) WHERE {condition}"
             prefixes, stores = [rows], []
+            direct: list[str | None] = []
             for n, step in enumerate(order.steps):
                 i = step.input
-                # A stored row older than W - retain cannot meet any new row; inputs written
-                # after the start are probed with their new rows, earlier ones without.
-                keep = mp.retain_us[i]
-                lo = watermark - keep if watermark is not None and keep is not None else None
-                stored = renamed(view(inputs[i].name, lo, i > j), mp.slots[i], inputs[i])
+                pair = pair_mir(mp, j, i) if n == 0 and step.mir is None else None
+                if mirs is not None and pair is not None and pair.key in kept:
+                    # The first step's pairs are the MIR store's new pairs from Δj.
+                    given = (*order.filters, *step.conditions)
+                    rest = [c for c in given if c not in pair.conditions]
+                    found = mirs.new_pairs(mp, pair, j)
+                    if rest:
+                        found = f"SELECT * FROM {found} WHERE " + " AND ".join(
+                            f"({c})" for c in rest
+                        )
+                    stores.append("")
+                    direct.append(found)
+                    prefixes.append(found)
+                    continue
+                if step.mir is not None:
+                    if mirs is None:
+                        msg = f"{mp.query.name} probes an MIR store, and none was given"
+                        raise ValueError(msg)
+                    stored = mirs.view(mp, step.mir, newer_bits(step.mir, j))
+                else:
+                    # A stored row older than W - retain cannot meet any new row; inputs
+                    # written after the start are probed with their new rows, earlier ones
+                    # without.
+                    keep = mp.retain_us[i]
+                    lo = watermark - keep if watermark is not None and keep is not None else None
+                    stored = renamed(view(inputs[i].name, lo, i > j), mp.slots[i], inputs[i])
                 stores.append(stored)
-                prefixes.append(_step_sql(prefixes[-1], n, step, stored))
-            terms.append(_Term(owner, select, stores, list(order.steps), prefixes))
+                direct.append(None)
+                prefixes.append(step_sql(prefixes[-1], n, step, stored))
+            terms.append(_Term(owner, select, stores, list(order.steps), prefixes, direct))
     runs: dict[str, int] = {}
     for term in terms:
         for prefix in term.prefixes[1:]:
@@ -174,7 +234,8 @@ def batch_terms(
     for term in terms:
         rows = term.prefixes[0]
         for n, step in enumerate(term.steps):
-            rows = _step_sql(rows, n, step, term.stores[n])
+            read = term.direct[n]
+            rows = read if read is not None else step_sql(rows, n, step, term.stores[n])
             prefix = term.prefixes[n + 1]
             if share and runs[prefix] > 1:
                 if prefix not in names:
@@ -205,6 +266,9 @@ class Reorderer:
         self.parallelism = parallelism
         self.queries = [mp.query for mp in plan.multiway]
         self.pairs = {q.name: pair_parts(plan.job, q) for q in self.queries}
+        self.measures = pair_measures(self.queries, self.pairs)
+        self.selectivities: dict[str, float] = {}
+        """Measured at the last epoch's end, by `plan.clash.selectivity_key`."""
         self.adaptive = any(q.option("adapt", "true") == "true" for q in self.queries)
         self.greedy = False
         """Greedy probe orders, no ILP (Spark conf ``streamjoin.multiway.optimizer=greedy``,
@@ -214,7 +278,7 @@ class Reorderer:
         )
         initial = plan.clash.orders if plan.clash is not None else {}
         self.controller = ReorderController(self.length, initial)
-        self._built: dict[str, tuple[dict[int, tuple[int, ...]], MultiwayPlan]] = {
+        self._built: dict[str, tuple[dict[int, tuple[Target, ...]], MultiwayPlan]] = {
             mp.query.name: (initial.get(mp.query.name, {}), mp) for mp in plan.multiway
         }
 
@@ -226,6 +290,7 @@ class Reorderer:
         other queries (new or changed) take the job plan's, and the epoch length is the
         job's. (A manifest from before signatures were saved carries orders over by name.)"""
         planned = self.plan.clash.orders if self.plan.clash is not None else {}
+        self.selectivities = dict((saved or {}).get("selectivities", {}))
         if not saved:
             self.controller = ReorderController(self.length, planned)
             return
@@ -242,7 +307,7 @@ class Reorderer:
                 key = signatures.get(old, "") if signatures is not None else old
                 for name in named.get(key, []):
                     k = len(queries[name].sides)
-                    if all(sorted((s, *o)) == list(range(k)) for s, o in by_start.items()):
+                    if all(sorted((s, *flat(o))) == list(range(k)) for s, o in by_start.items()):
                         out[name] = by_start
             return out
 
@@ -266,9 +331,35 @@ class Reorderer:
             out.append(mp)
         return out
 
-    def after_batch(self, batch: int, rows: Mapping[str, int]) -> dict[str, str]:
-        """Count the batch's rows; at an epoch's end re-plan. A note per query when its orders
-        change (for the progress line)."""
+    def measuring(self, batch: int) -> bool:
+        """True when `batch` ends an epoch whose statistics the optimizer will read: the batch
+        then measures the pairs' selectivities (`runtime.selectivity`)."""
+        return (
+            self.adaptive
+            and not self.greedy
+            and bool(self.measures)
+            and (batch + 1) % self.length == 0
+        )
+
+    def expected_rows(self, batch: int) -> dict[str, float]:
+        """Rows per batch per stream so far in `batch`'s epoch (empty at its first batch)."""
+        seen = batch % self.length
+        return {s: n / seen for s, n in self.controller.rows.items()} if seen else {}
+
+    def after_batch(
+        self,
+        batch: int,
+        rows: Mapping[str, int],
+        counts: Mapping[int, tuple[float | None, float]] | None = None,
+    ) -> dict[str, str]:
+        """Count the batch's rows and take its measured pair counts (`measuring`); at an
+        epoch's end re-plan. A note per query when its orders change (for the progress line)."""
+        queries = {q.name: q for q in self.queries}
+        for index, (equal, total) in (counts or {}).items():
+            m = self.measures[index]
+            inputs = [side.stream for side in queries[m.query].sides]
+            pair = (rows.get(inputs[m.left], 0), rows.get(inputs[m.right], 0))
+            self.selectivities.update(measured_selectivities(m, equal, total, pair))
         note = ""
         if self.adaptive and not self.greedy:
             note = self.controller.after_batch(batch, rows, self._optimize)
@@ -286,10 +377,18 @@ class Reorderer:
     def state(self) -> dict[str, t.Any]:
         """What the next batch needs (saved in the manifest), with each query's signature."""
         signatures = {q.name: q.signature for q in self.queries}
-        return self.controller.to_dict() | {"signatures": signatures}
+        return self.controller.to_dict() | {
+            "signatures": signatures,
+            "selectivities": dict(self.selectivities),
+        }
 
     def _optimize(self, rates: dict[str, float]) -> Orders:
         clash = plan_clash(
-            self.plan.job, self.queries, self.pairs, rates=rates, parallelism=self.parallelism
+            self.plan.job,
+            self.queries,
+            self.pairs,
+            rates=rates,
+            selectivities=self.selectivities,
+            parallelism=self.parallelism,
         )
         return clash.orders if clash is not None else {}

@@ -152,7 +152,11 @@ def test_saved_probe_orders_carry_over_only_to_the_query_they_were_saved_for() -
     v1, v2 = _plan(ABC), _plan(four, ABC)
     before = Reorderer(v1, 4)
     before.restore(None)
-    chosen: dict[int, tuple[int, ...]] = {0: (2, 1), 1: (2, 0), 2: (0, 1)}  # not the plan's
+    chosen: dict[int, tuple[int | tuple[int, ...], ...]] = {
+        0: (2, 1),
+        1: (2, 0),
+        2: (0, 1),
+    }  # not the plan's
     before.controller.initial = {"q1": chosen}
     saved = before.state()
 

@@ -1,0 +1,101 @@
+"""A batch's next manifest: new watermarks, live and expired state units, the run's totals, and
+what the controllers carry to the next batch (see `runtime.manifest`)."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from streamjoin.plan import JobPlan
+    from streamjoin.runtime.manifest import MirUnit
+
+
+@dataclass
+class StreamStats:
+    """One stream's rows in a batch: counts, on-time event-time range, its new state unit."""
+
+    ok: int = 0
+    late: int = 0
+    malformed: int = 0
+    min_ts: int | None = None
+    max_ts: int | None = None
+    unit: StateUnit | None = None
+
+
+def next_manifest(
+    plan: JobPlan,
+    prev: Manifest,
+    batch_id: int,
+    stats: dict[str, StreamStats],
+    out: dict[str, int],
+    carried: tuple[dict[str, dict[str, t.Any]], dict[str, t.Any]],
+    mirs: Callable[[Callable[[str], int | None]], tuple[dict[str, list[MirUnit]], list[str]]],
+) -> Manifest:
+    """The manifest after batch `batch_id`.
+
+    Args:
+        plan: the job's plan.
+        prev: the manifest the batch started from.
+        batch_id: the batch.
+        stats: per stream, the batch's rows.
+        out: per query, the rows the batch wrote.
+        carried: the routers' state per query, and the multi-way re-planning state.
+        mirs: given each stream's horizon, the MIR stores' live units and the paths of the
+            dropped ones (`runtime.mirs.MirStores.finish`).
+    """
+    stream_wm = dict(prev.stream_wm)
+    for sp in plan.streams:
+        s, wm = stats[sp.name], sp.stream.watermark
+        if wm is not None and s.max_ts is not None:
+            candidate = s.max_ts - wm.delay_us
+            old = stream_wm.get(sp.name)
+            stream_wm[sp.name] = candidate if old is None else max(old, candidate)
+    timed = [sp.name for sp in plan.streams if sp.stream.watermark]
+    marks = [stream_wm.get(name) for name in timed]
+    global_wm = prev.global_wm
+    if timed and all(m is not None for m in marks):
+        new = min(t.cast("list[int]", marks))
+        global_wm = new if global_wm is None else max(global_wm, new)
+    live: list[StateUnit] = []
+    dropped: list[str] = []
+    expired = dict(prev.expired)
+    new_units = [s.unit for s in stats.values() if s.unit is not None]
+    for u in prev.units + new_units:
+        horizon = plan.stream(u.stream).horizon(global_wm)
+        if horizon is not None and u.max_ts is not None and u.max_ts < horizon:
+            dropped.append(u.path)
+            expired[u.stream] = max(expired.get(u.stream, u.max_ts), u.max_ts)
+        else:
+            live.append(u)
+    kept, gone = mirs(lambda stream: plan.stream(stream).horizon(global_wm))
+    before = prev.totals
+    totals = Totals(
+        batches=before.batches + 1,
+        rows_in=_add(before.rows_in, {k: s.ok + s.late + s.malformed for k, s in stats.items()}),
+        late=_add(before.late, {k: s.late for k, s in stats.items()}),
+        malformed=_add(before.malformed, {k: s.malformed for k, s in stats.items()}),
+        out=_add(before.out, out),
+    )
+    routing, multiway = carried
+    return Manifest(
+        batch_id,
+        stream_wm,
+        global_wm,
+        live,
+        dropped + gone,
+        totals,
+        routing,
+        multiway,
+        streams=[sp.name for sp in plan.streams],
+        expired=expired,
+        mirs=kept,
+    )
+
+
+def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in sorted(set(a) | set(b))}
