@@ -193,7 +193,9 @@ def _run_streamjoin(
     run.rows_in = sum(summary.rows_in.values())
     run.out = dict(summary.out)
     run.state_rows = sum(summary.state_rows.values())
-    run.state_bytes = _dir_bytes(os.path.join(workdir, "ckpt", "state"))
+    # Stream stores and MIR stores (multi-way joins).
+    stores = ("state", "mir")
+    run.state_bytes = sum(_dir_bytes(os.path.join(workdir, "ckpt", s)) for s in stores)
 
 
 def _run_streamjoin_live(

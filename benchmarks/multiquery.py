@@ -12,7 +12,9 @@ The modes, CLASH's three baselines on our engine, all on the same backlog:
 - ``simple``: one job with all queries, greedy probe orders and no shared probe prefixes
   (``streamjoin.multiway.optimizer = greedy``, ``streamjoin.multiway.share = false``);
 - ``global``: one job with all queries, the ILP's probe orders and shared prefixes (the
-  defaults, ``ilp`` and ``true``).
+  defaults, ``ilp`` and ``true``), with the MIR stores the ILP picks;
+- ``base`` (on request): as ``global``, but over base stores only
+  (``streamjoin.multiway.mirs = false``): what the MIR stores gain or cost.
 
 Each mode runs in a fresh Python + JVM process (its peak memory is its own) that first runs one
 query over a one-file backlog, so that no mode measures a cold JVM. Throughput is the backlog's
@@ -55,12 +57,15 @@ if t.TYPE_CHECKING:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-MODES = ("alone", "simple", "global")
+MODES = ("alone", "simple", "global", "base")
+DEFAULT_MODES = ("alone", "simple", "global")
+"""CLASH's three baselines; ``base`` (the global plan without MIR stores) on request."""
 _ILP = {"streamjoin.multiway.optimizer": "ilp", "streamjoin.multiway.share": "true"}
 MODE_CONF: dict[str, dict[str, str]] = {
     "alone": _ILP,
     "simple": {"streamjoin.multiway.optimizer": "greedy", "streamjoin.multiway.share": "false"},
     "global": _ILP,
+    "base": _ILP | {"streamjoin.multiway.mirs": "false"},
 }
 """The session settings each mode runs under (read by the engine at every batch)."""
 
@@ -333,7 +338,7 @@ def targets(runs: Sequence[dict[str, t.Any]]) -> dict[str, t.Any]:
 def run(
     size: str = "quick",
     queries: Sequence[int] | None = None,
-    modes: Sequence[str] = MODES,
+    modes: Sequence[str] = DEFAULT_MODES,
     *,
     root: str | None = None,
     in_process: bool = False,
@@ -407,7 +412,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     group.add_argument("--quick", dest="size", action="store_const", const="quick")
     group.add_argument("--tiny", dest="size", action="store_const", const="tiny")
     parser.add_argument("--queries", help="comma-separated query counts (default by size)")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    parser.add_argument(
+        "--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}"
+    )
     parser.add_argument("--root", help="where backlogs and work directories go")
     parser.add_argument("--out", help="JSON file (default: results/multiquery-<size>.json)")
     parser.add_argument("--child", nargs=2, metavar=("PLAN", "RESULT"), help=argparse.SUPPRESS)

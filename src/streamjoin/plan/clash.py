@@ -65,6 +65,7 @@ def plan_clash(
     selectivities: Mapping[str, float] | None = None,
     parallelism: int = 4,
     time_limit: float = 1.0,
+    mirs: bool = True,
 ) -> ClashPlan | None:
     """Solve CLASH's ILP over `queries` (three or more inputs each); None if none fits.
 
@@ -76,6 +77,7 @@ def plan_clash(
         selectivities: measured selectivities by `selectivity_key` (the rest: defaults).
         parallelism: units per store (the broadcast factor).
         time_limit: seconds for the solver; the best plan so far is used when it is hit.
+        mirs: whether the plan may keep MIR stores (of two streams, `MAX_MIR`).
     """
     planned, left_out = optimizer_queries(queries, pairs, selectivities or {})
     if not planned:
@@ -93,7 +95,7 @@ def plan_clash(
     )
     problem = Problem(relations, tuple(planned), parallelism)
     # The runtime keeps MIR stores of two streams (`runtime.mirs`).
-    plan = plan_queries(problem, time_limit, allow_mirs=True, max_mir=MAX_MIR)
+    plan = plan_queries(problem, time_limit, allow_mirs=mirs, max_mir=MAX_MIR)
     orders: dict[str, dict[int, tuple[Target, ...]]] = {}
     for p in planned:
         q = next(x for x in queries if x.name == p.name)

@@ -146,6 +146,7 @@ class BatchProcessor:
             msg = f"streamjoin.multiway.optimizer must be 'ilp' or 'greedy', got {optimizer!r}"
             raise ValueError(msg)
         self.reorder.greedy = optimizer == "greedy"
+        self.reorder.mirs = self.spark.conf.get("streamjoin.multiway.mirs", "true") != "false"
         views: list[str] = []
         clock = PhaseClock()
         try:

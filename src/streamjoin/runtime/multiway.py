@@ -273,6 +273,9 @@ class Reorderer:
         self.greedy = False
         """Greedy probe orders, no ILP (Spark conf ``streamjoin.multiway.optimizer=greedy``,
         the benchmark's "simple sharing" baseline)."""
+        self.mirs = True
+        """False: no MIR stores (Spark conf ``streamjoin.multiway.mirs=false``): orders of the
+        ILP that probe one are replaced by greedy ones, and re-planning leaves them out."""
         self.length = min(
             (int(q.option("epoch") or DEFAULT_EPOCH) for q in self.queries), default=1
         )
@@ -324,6 +327,8 @@ class Reorderer:
         out = []
         for q in self.queries:
             wanted = orders.get(q.name, {})
+            if not self.mirs:
+                wanted = {s: o for s, o in wanted.items() if all(isinstance(x, int) for x in o)}
             built, mp = self._built[q.name]
             if wanted != built:
                 mp = plan_multiway(self.plan.job, q, wanted or None)
@@ -390,5 +395,6 @@ class Reorderer:
             rates=rates,
             selectivities=self.selectivities,
             parallelism=self.parallelism,
+            mirs=self.mirs,
         )
         return clash.orders if clash is not None else {}
