@@ -70,6 +70,10 @@ def step_sql(rows: str, n: int, step: Step, store: str, *, broadcast: bool = Tru
     return f"SELECT {hint}* FROM ({rows}) AS _sj_p{n} JOIN ({store}) AS _sj_s{n} ON {on}"
 
 
+def _sorted(slots: Sequence[str], *inputs: int) -> tuple[str, ...]:
+    return tuple(sorted(slots[i] for i in inputs))
+
+
 def newer_bits(mir: Mir, start: int) -> int:
     """Which of an MIR's inputs a term starting at input `start` takes with their new rows (the
     inputs written after the start; see `plan.multiway`): bit b for the b-th of its slots in
@@ -162,6 +166,7 @@ def batch_terms(
         return views[stream, lo, with_new]
 
     kept = {s.mir.key for mp in plans for o in mp.orders for s in o.steps if s.mir is not None}
+    kept_slots = {slots for slots, _ in kept}
     out = BatchTerms()
     groups = core_groups(plans) if share else [[mp] for mp in plans]
     terms: list[_Term] = []
@@ -195,7 +200,10 @@ def batch_terms(
             direct: list[str | None] = []
             for n, step in enumerate(order.steps):
                 i = step.input
-                pair = pair_mir(mp, j, i) if n == 0 and step.mir is None else None
+                pair = None
+                # (`pair_mir` parses the conjuncts: only for a pair of streams a store joins.)
+                if n == 0 and step.mir is None and _sorted(mp.slots, j, i) in kept_slots:
+                    pair = pair_mir(mp, j, i)
                 if mirs is not None and pair is not None and pair.key in kept:
                     # The first step's pairs are the MIR store's new pairs from Δj.
                     given = (*order.filters, *step.conditions)
