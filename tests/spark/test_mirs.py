@@ -1,6 +1,6 @@
 """MIR stores (CLASH): two queries sharing a pair join probe one materialized store of it, which
-is filled from the stores' history when the plan first picks it, reloaded after a restart and
-expired with its streams; results equal the brute-force reference throughout."""
+is filled from the stores' history when the plan first picks it and again at a restart, and
+expires with its streams; results equal the brute-force reference throughout."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _job(tmp_path: Path) -> str:
     return text
 
 
-def test_queries_share_an_mir_store_filled_from_history_kept_across_restarts_and_expired(
+def test_queries_share_an_mir_store_filled_from_history_refilled_at_restarts_and_expired(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     job = parse_job(_job(tmp_path))
@@ -55,7 +55,8 @@ def test_queries_share_an_mir_store_filled_from_history_kept_across_restarts_and
     assert probing == {("q1", 0): ("b", "c"), ("q2", 2): ("b", "c")}, probing
     batches = make_batches(21, streams=tuple("ABCD"), n_batches=8, keys=3)
     # Batches 0-1 run without the ILP (greedy orders: no MIR store); batch 2 picks the store
-    # up and fills it from the stored rows; batch 5 starts a new processor (a restart).
+    # up and fills it from the stored rows; batch 5 starts a new processor (a restart), which
+    # fills it again (an edited job may keep its streams longer than its units did).
     spark.conf.set("streamjoin.multiway.optimizer", "greedy")
     try:
         first = run_batches(spark, job, batches[:2], tmp_path / "ckpt")
@@ -69,6 +70,9 @@ def test_queries_share_an_mir_store_filled_from_history_kept_across_restarts_and
     assert all(len(m) == 1 for m in kept), kept
     (units,) = kept[0].values()
     assert [u.batch for u in units] == [2] and units[0].rows > 0
+    (before,), (after,) = kept[2].values(), kept[3].values()
+    assert [u.batch for u in after] == [5]
+    assert {u.path for u in before} <= set(last[0].manifest.dropped)
     # Units leave with their streams' windows: never all batches' units at the end.
     (final,) = kept[-1].values()
     assert final and len(final) < len(reports) - 2

@@ -46,8 +46,8 @@ DEFAULT_SELECTIVITY = {"equality": 0.01, "band": 0.05, "theta": 0.3}
 
 @dataclass(frozen=True)
 class ClashPlan:
-    """The ILP's answer for the job: its global plan, and per query the probe order (input
-    positions after the start) for each start position."""
+    """The ILP's answer for the job: its global plan, and per query the probe order (the stores
+    to probe after the start) for each start position."""
 
     plan: GlobalPlan
     orders: dict[str, dict[int, tuple[Target, ...]]]

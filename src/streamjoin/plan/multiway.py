@@ -92,11 +92,13 @@ class Mir:
     """Their slots (`slots`), in the same order."""
     conditions: tuple[str, ...]
     """The conjuncts among them, sorted."""
+    streams: tuple[str, ...] = ()
+    """Their streams (lower case), in the same order."""
 
     @property
-    def key(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """What makes two MIR stores the same."""
-        return (tuple(sorted(self.slots)), self.conditions)
+    def key(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+        """What makes two MIR stores the same: (slot, stream) pairs and the conditions."""
+        return (tuple(sorted(zip(self.slots, self.streams, strict=True))), self.conditions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +183,8 @@ def plan_multiway(
     plans = []
     for start in range(len(aliases)):
         sequence = fixed.get(start) or _greedy_order(start, len(aliases), conjuncts, pairs)
-        plans.append(_probe_order(start, sequence, conjuncts, pairs, aliases, times, _naming(q)))
+        order = _probe_order(start, sequence, conjuncts, pairs, aliases, times, _naming(q), q)
+        plans.append(order)
     naming = _naming(q)
     select = tuple((rename(item.sql, naming), item.alias) for item in q.select)
     return MultiwayPlan(q, times, conjuncts, tuple(plans), retain, select, slots(q))
@@ -243,7 +246,8 @@ def pair_step(mp: MultiwayPlan, probe: int, store: int) -> Step:
 
 def pair_mir(mp: MultiwayPlan, a: int, b: int) -> Mir:
     """The MIR store of inputs `a` and `b` of `mp` (whether or not a plan keeps it)."""
-    return _mir(tuple(sorted((a, b))), mp.conjuncts, list(mp.aliases), _naming(mp.query))
+    q = mp.query
+    return _mir(tuple(sorted((a, b))), mp.conjuncts, q, _naming(q))
 
 
 def renamed_sql(q: Query, sql: str) -> str:
@@ -379,6 +383,7 @@ def _probe_order(
     aliases: list[str],
     times: tuple[str | None, ...],
     naming: dict[str, str],
+    q: Query,
 ) -> ProbeOrder:
     k = len(aliases)
     if sorted((start, *flat(sequence))) != list(range(k)):
@@ -392,7 +397,7 @@ def _probe_order(
     for target in sequence:
         group = (target,) if isinstance(target, int) else tuple(sorted(target))
         now = bound | set(group)
-        mir = _mir(group, conjuncts, aliases, naming) if len(group) > 1 else None
+        mir = _mir(group, conjuncts, q, naming) if len(group) > 1 else None
         # An MIR holds its inputs' join, not their selections: those are checked here.
         inside = [c for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)]
         conditions = tuple(
@@ -410,16 +415,14 @@ def _probe_order(
 
 
 def _mir(
-    group: tuple[int, ...],
-    conjuncts: t.Sequence[Conjunct],
-    aliases: list[str],
-    naming: dict[str, str],
+    group: tuple[int, ...], conjuncts: t.Sequence[Conjunct], q: Query, naming: dict[str, str]
 ) -> Mir:
     inside = sorted(
         rename(c.sql, naming) for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)
     )
-    slots = tuple(naming[aliases[i].lower()] for i in group)
-    return Mir(group, slots, tuple(inside))
+    sides = [q.sides[i] for i in group]
+    slots = tuple(naming[side.alias.lower()] for side in sides)
+    return Mir(group, slots, tuple(inside), tuple(side.stream.lower() for side in sides))
 
 
 def _step_band(

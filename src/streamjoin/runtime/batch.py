@@ -101,9 +101,11 @@ class BatchProcessor:
         self.reorder = Reorderer(plan, default)
         self._cached: list[DataFrame] = []
         self._measures: Background | None = None
+        """The selectivity counts running beside an epoch's last batch (`runtime.selectivity`)."""
         self._mirs: MirStores | None = None
         """The batch's MIR stores (`runtime.mirs`)."""
-        """The selectivity counts running beside an epoch's last batch (`runtime.selectivity`)."""
+        self._started = False
+        """True once this processor ran a batch (MIR stores are refilled at a (re)start)."""
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
         # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
@@ -414,7 +416,9 @@ class BatchProcessor:
             views,
             self._cached,
             self.reorder.parallelism,
+            refill=not self._started,
         )
+        self._started = True
         if self.reorder.measuring(batch_id):
             args = (self.spark, self.reorder, batch_id, plans, streams, deltas, store)
             self._measures = start_measures(*args)

@@ -14,10 +14,12 @@ rule stays exact, so a result is still produced once, in the batch its last row 
 
 A store not kept up to date through the previous batch (at the start, or in the epoch where
 the optimizer first picks it) is filled from the streams' stores, once: M_old = R_old ⋈ S_old.
+So is every store at a restart: an edited job may keep a stream longer than the store's units
+did (a new query with a wider window), and the streams' stores hold every row it needs.
 (CLASH starts a new store empty and lets probes visit the old epoch's stores until they
 expire; a micro-batch engine can fill it with one join of the stored rows, and from then on
 every probe reads one store.) A unit of M expires when the newest event time of one of its
-streams is past that stream's horizon: none of its pairs can meet a new row. A store that no
+streams is older than that stream's horizon: none of its pairs can meet a new row. A store that no
 term reads in a batch is dropped.
 """
 
@@ -87,13 +89,17 @@ class MirStores:
         views: list[str],
         cached: list[DataFrame],
         parallelism: int,
+        *,
+        refill: bool = False,
     ) -> None:
         """`streams`: a plan's input streams in written order; `deltas`: stream -> view of its
         new rows; `stored`: stream -> its stored rows (SQL); `views` and `cached`: the batch's
-        temp views and cached frames (the batch releases them)."""
+        temp views and cached frames (the batch releases them); `refill`: fill every store
+        from the streams' stores, whatever the previous batch kept (at a restart)."""
         self.spark, self.store, self.prev, self.batch = spark, store, prev, batch
         self.streams, self.deltas, self.stored = streams, deltas, stored
         self.views, self.cached, self.parallelism = views, cached, parallelism
+        self.refill = refill
         self._kept: dict[t.Hashable, _Kept] = {}
         self._writes: dict[str, tuple[Background, Observation, _Kept]] = {}
 
@@ -138,7 +144,7 @@ class MirStores:
             f"SELECT {columns}, 3 AS {NEW} FROM ({step_sql(d0, 0, forward, d1)})",
         ]
         new = self._cache(" UNION ALL ".join(pieces), "new")
-        units = self.prev.mirs.get(name)
+        units = None if self.refill else self.prev.mirs.get(name)
         if units is not None:
             schema = ", ".join(
                 f"`{column_name(s, c.name)}` {c.type.ddl}"
@@ -209,7 +215,10 @@ class MirStores:
             newest = tuple(
                 got.get(f"ts{i}") if c is not None else None for i, c in enumerate(kept.times)
             )
-            units = [] if kept.filled else list(self.prev.mirs.get(name, []))
+            units = list(self.prev.mirs.get(name, []))
+            if kept.filled:  # (its old units, if any, are replaced)
+                dropped += [u.path for u in units]
+                units = []
             unit = MirUnit(name, self.batch, int(got.get("rows", 0)), streams, newest)
             if unit.rows:
                 units.append(unit)

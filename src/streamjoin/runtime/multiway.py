@@ -70,8 +70,10 @@ def step_sql(rows: str, n: int, step: Step, store: str, *, broadcast: bool = Tru
     return f"SELECT {hint}* FROM ({rows}) AS _sj_p{n} JOIN ({store}) AS _sj_s{n} ON {on}"
 
 
-def _sorted(slots: Sequence[str], *inputs: int) -> tuple[str, ...]:
-    return tuple(sorted(slots[i] for i in inputs))
+def _pair_slots(mp: MultiwayPlan, *inputs: int) -> tuple[tuple[str, str], ...]:
+    """The (slot, stream) pairs of `inputs`, as `Mir.key` holds them."""
+    sides = mp.query.sides
+    return tuple(sorted((mp.slots[i], sides[i].stream.lower()) for i in inputs))
 
 
 def newer_bits(mir: Mir, start: int) -> int:
@@ -202,7 +204,7 @@ def batch_terms(
                 i = step.input
                 pair = None
                 # (`pair_mir` parses the conjuncts: only for a pair of streams a store joins.)
-                if n == 0 and step.mir is None and _sorted(mp.slots, j, i) in kept_slots:
+                if n == 0 and step.mir is None and _pair_slots(mp, j, i) in kept_slots:
                     pair = pair_mir(mp, j, i)
                 if mirs is not None and pair is not None and pair.key in kept:
                     # The first step's pairs are the MIR store's new pairs from Δj.

@@ -47,13 +47,16 @@ def fraction(expected_rows: float | None) -> float:
     return SAMPLE_ROWS / expected_rows
 
 
-def _sample(view: str, stream: StreamDef, f: float) -> str:
+def _hashable(stream: StreamDef) -> str:
+    """The columns a sample hashes: all but maps (Spark has no hash of a map). The event time
+    alone would do, but many rows share one."""
+    return ", ".join(f"`{c.name}`" for c in stream.columns if not c.type.ddl.startswith("MAP"))
+
+
+def _sample(view: str, columns: str, f: float) -> str:
     if f >= 1.0:
         return view
-    # Hashable columns only (a map has no hash in Spark); the event time alone would do, but
-    # many rows share one.
-    cols = ", ".join(f"`{c.name}`" for c in stream.columns if not c.type.ddl.startswith("MAP"))
-    return f"(SELECT * FROM {view} WHERE pmod(xxhash64({cols}), 1000000) < {int(f * 1e6)})"
+    return f"(SELECT * FROM {view} WHERE pmod(xxhash64({columns}), 1000000) < {int(f * 1e6)})"
 
 
 def measure_sql(
@@ -83,8 +86,10 @@ def measure_sql(
         (measure.right, measure.left, False),
     ):
         p, s = streams[probe], streams[other]
-        f = fractions.get(p.name, 1.0)
-        rows = renamed(_sample(deltas[p.name], p, f), mp.slots[probe], p)
+        columns = _hashable(p)
+        f = fractions.get(p.name, 1.0) if columns else 1.0  # (nothing to hash: all rows)
+        f = min(1.0, int(f * 1e6) / 1e6)  # the share the hash test keeps, exactly
+        rows = renamed(_sample(deltas[p.name], columns, f), mp.slots[probe], p)
         stored = renamed(store(s.name, with_new), mp.slots[other], s)
         step = pair_step(mp, probe, other)
         if measure.equalities:
