@@ -95,6 +95,11 @@ class Mir:
     streams: tuple[str, ...] = ()
     """Their streams (lower case), in the same order."""
 
+    def bit(self, i: int) -> int:
+        """The tag bit of input `i` in the store's rows (`runtime.mirs`): its slot's place
+        among the slots in sorted order, the same in every query sharing the store."""
+        return 1 << sorted(self.slots).index(self.slots[self.inputs.index(i)])
+
     @property
     def key(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
         """What makes two MIR stores the same: (slot, stream) pairs and the conditions."""

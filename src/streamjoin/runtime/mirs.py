@@ -106,7 +106,7 @@ class MirStores:
     def view(self, mp: MultiwayPlan, mir: Mir, newer: int) -> str:
         """The rows of `mir` a term of `mp` reads: the stored pairs, plus the new ones whose new
         inputs are among the bits of `newer`."""
-        kept = self._kept.get(mir.key) or self._keep(mp, mir)
+        kept = self._keep(mp, mir)
         parts = [f"SELECT {kept.columns} FROM {kept.old}"]
         if newer:
             parts.append(f"SELECT {kept.columns} FROM {kept.new} WHERE ({NEW} & {3 & ~newer}) = 0")
@@ -115,17 +115,18 @@ class MirStores:
     def new_pairs(self, mp: MultiwayPlan, mir: Mir, start: int) -> str:
         """The batch's new pairs of `mir` that term `start` of `mp` finds in its first step:
         the start's row is new; the other row may be new only when written after the start."""
-        kept = self._kept.get(mir.key) or self._keep(mp, mir)
-        canonical = sorted(mir.slots)
-        bits = {i: 1 << canonical.index(s) for i, s in zip(mir.inputs, mir.slots, strict=True)}
+        kept = self._keep(mp, mir)
         (other,) = (i for i in mir.inputs if i != start)
-        old_only = bits[other] if other < start else 0
+        old_only = mir.bit(other) if other < start else 0
         return (
             f"(SELECT {kept.columns} FROM {kept.new} "
-            f"WHERE ({NEW} & {bits[start]}) != 0 AND ({NEW} & {old_only}) = 0)"
+            f"WHERE ({NEW} & {mir.bit(start)}) != 0 AND ({NEW} & {old_only}) = 0)"
         )
 
     def _keep(self, mp: MultiwayPlan, mir: Mir) -> _Kept:
+        """The store of `mir`, set up (its views and its write) on its first use this batch."""
+        if mir.key in self._kept:
+            return self._kept[mir.key]
         if len(mir.inputs) != 2:
             msg = f"MIR stores join two streams, got {len(mir.inputs)} in {mp.query.name}"
             raise ValueError(msg)
@@ -133,8 +134,8 @@ class MirStores:
         # Store order: by slot name, the same in every query that shares the store.
         (s0, p0), (s1, p1) = sorted(zip(mir.slots, mir.inputs, strict=True))
         st0, st1 = (self.streams(mp)[p] for p in (p0, p1))
-        cols = [column_name(s, c.name) for s, st in ((s0, st0), (s1, st1)) for c in st.columns]
-        columns = ", ".join(f"`{c}`" for c in cols)
+        both = ((s0, st0), (s1, st1))
+        columns = ", ".join(f"`{column_name(s, c.name)}`" for s, st in both for c in st.columns)
         d0, d1 = renamed(self.deltas[st0.name], s0, st0), renamed(self.deltas[st1.name], s1, st1)
         o0, o1 = renamed(self.stored(st0.name), s0, st0), renamed(self.stored(st1.name), s1, st1)
         forward, back = pair_step(mp, p0, p1), pair_step(mp, p1, p0)
@@ -147,9 +148,7 @@ class MirStores:
         units = None if self.refill else self.prev.mirs.get(name)
         if units is not None:
             schema = ", ".join(
-                f"`{column_name(s, c.name)}` {c.type.ddl}"
-                for s, st in ((s0, st0), (s1, st1))
-                for c in st.columns
+                f"`{column_name(s, c.name)}` {c.type.ddl}" for s, st in both for c in st.columns
             )
             paths = [self.store.path(u.path) for u in units]
             # No units: a scan of no files (see `BatchProcessor._state_view`).
@@ -162,8 +161,7 @@ class MirStores:
             fill = step_sql(o0, 0, forward, o1, broadcast=False)
             old = self._cache(f"SELECT {columns}, 0 AS {NEW} FROM ({fill})", "fill")
         times = tuple(
-            column_name(s, st.event_time) if st.event_time is not None else None
-            for s, st in ((s0, st0), (s1, st1))
+            column_name(s, st.event_time) if st.event_time is not None else None for s, st in both
         )
         kept = _Kept(name, (st0, st1), columns, old, new, units is None, times)
         self._kept[mir.key] = kept

@@ -80,12 +80,7 @@ def newer_bits(mir: Mir, start: int) -> int:
     """Which of an MIR's inputs a term starting at input `start` takes with their new rows (the
     inputs written after the start; see `plan.multiway`): bit b for the b-th of its slots in
     sorted order, the order the MIR store tags its new rows in (`runtime.mirs`)."""
-    canonical = sorted(mir.slots)
-    return sum(
-        1 << canonical.index(slot)
-        for i, slot in zip(mir.inputs, mir.slots, strict=True)
-        if i > start
-    )
+    return sum(mir.bit(i) for i in mir.inputs if i > start)
 
 
 @dataclass
