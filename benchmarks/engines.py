@@ -325,6 +325,8 @@ def _drained(workdir: str, fed: set[str]) -> bool:
 def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
     """Signal readiness, then wait until the feed is processed; past the drain limit, stop the
     queries anyway. True if stopped before every fed file was processed."""
+    from streamjoin.runtime.engine import interrupted
+
     with open(os.path.join(workdir, "ready"), "w", encoding="utf-8") as f:
         f.write(str(time.time()))
     deadline: float | None = None
@@ -344,7 +346,9 @@ def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
             for q in queries:
                 q.stop()
     for q in queries:
-        if q.exception() is not None and not stopped:
+        # Stopping interrupts whatever a query was doing (with watermarks, Spark may be planning
+        # a no-data batch); an error that interruption raises is the stop's, not the run's.
+        if q.exception() is not None and not stopped and not interrupted(q):
             raise RuntimeError(str(q.exception()).splitlines()[0])
     return stopped
 

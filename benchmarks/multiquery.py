@@ -15,6 +15,12 @@ The modes, CLASH's three baselines on our engine, all on the same backlog:
   defaults, ``ilp`` and ``true``), with the MIR stores the ILP picks;
 - ``base`` (on request): as ``global``, but over base stores only
   (``streamjoin.multiway.mirs = false``): what the MIR stores gain or cost.
+- ``broadcast`` (on request): as ``global``, but every probe goes to every partition of a store
+  read from its files (``streamjoin.multiway.partitioned = false``): what partitioned, cached
+  stores gain or cost.
+- ``routed`` (on request): as ``global``, but every probe that carries its store's attribute
+  goes to that one partition, however small the batch (``streamjoin.multiway.routeRows = 1``;
+  by default a delta under 100,000 rows is broadcast).
 
 Each mode runs in a fresh Python + JVM process (its peak memory is its own) that first runs one
 query over a one-file backlog, so that no mode measures a cold JVM. Throughput is the backlog's
@@ -57,15 +63,17 @@ if t.TYPE_CHECKING:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-MODES = ("alone", "simple", "global", "base")
+MODES = ("alone", "simple", "global", "base", "broadcast", "routed")
 DEFAULT_MODES = ("alone", "simple", "global")
-"""CLASH's three baselines; ``base`` (the global plan without MIR stores) on request."""
+"""CLASH's three baselines; ``base``, ``broadcast`` and ``routed`` on request."""
 _ILP = {"streamjoin.multiway.optimizer": "ilp", "streamjoin.multiway.share": "true"}
 MODE_CONF: dict[str, dict[str, str]] = {
     "alone": _ILP,
     "simple": {"streamjoin.multiway.optimizer": "greedy", "streamjoin.multiway.share": "false"},
     "global": _ILP,
     "base": _ILP | {"streamjoin.multiway.mirs": "false"},
+    "broadcast": _ILP | {"streamjoin.multiway.partitioned": "false"},
+    "routed": _ILP | {"streamjoin.multiway.routeRows": "1"},
 }
 """The session settings each mode runs under (read by the engine at every batch)."""
 

@@ -26,17 +26,20 @@ def run_batches(
     engine = Engine(spark)
     processor = engine.processor(job, str(checkpoint))
     reports = []
-    for i, batch in enumerate(batches):
-        frames = {}
-        for name, rows in batch.items():
-            stream = job.stream(name)
-            cols = [c.name for c in stream.columns]
-            data = [tuple(r.get(c) for c in cols) for r in rows]
-            frames[name] = spark.createDataFrame(data, schema=schema_ddl(stream))
-        if frames:
-            reports.append(
-                processor.process(engine.unified(processor.plan, frames), first_batch + i)
-            )
+    try:
+        for i, batch in enumerate(batches):
+            frames = {}
+            for name, rows in batch.items():
+                stream = job.stream(name)
+                cols = [c.name for c in stream.columns]
+                data = [tuple(r.get(c) for c in cols) for r in rows]
+                frames[name] = spark.createDataFrame(data, schema=schema_ddl(stream))
+            if frames:
+                reports.append(
+                    processor.process(engine.unified(processor.plan, frames), first_batch + i)
+                )
+    finally:
+        processor.close()
     return reports
 
 

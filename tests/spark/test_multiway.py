@@ -153,7 +153,7 @@ def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact
         plan.multiway,
         lambda mp: [job.stream(s.stream) for s in mp.query.sides],
         {s: f"delta_{s}" for s in ("A", "B", "C", "D")},
-        lambda stream, lo, new: f"store_{stream}_{next(views)}",
+        lambda stream, lo, new, column: f"store_{stream}_{next(views)}",
         None,
         mirs=_NamedMirs(),
     )

@@ -1,5 +1,6 @@
-"""Property: a three-way join equals the reference under any sequence of probe orders, each
-changing at an epoch boundary, over base stores and MIR stores alike (CLASH's plans)."""
+"""Property: a three- or four-way join (chain, star, cycle) equals the reference under any
+sequence of probe orders, each changing at an epoch boundary, over base stores and MIR stores
+alike (CLASH's plans)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import tempfile
 import typing as t
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,65 +43,113 @@ PAIR = st.sampled_from(
     ]
 )
 WINDOW = st.sampled_from([None, 1, 3])
-ALIASES = ("a", "b", "c")
+ALIASES = ("a", "b", "c", "d")
+SHAPES: dict[int, dict[str, list[tuple[int, int]]]] = {
+    3: {"chain": [(0, 1), (1, 2)], "cycle": [(0, 1), (1, 2), (0, 2)]},
+    4: {
+        "chain": [(0, 1), (1, 2), (2, 3)],
+        "star": [(0, 1), (0, 2), (0, 3)],
+        "cycle": [(0, 1), (1, 2), (2, 3), (0, 3)],
+    },
+}
+
+
+Pair = tuple[tuple[int, int], tuple[str, int | None]]
+"""Two joined inputs (i < j), the predicate joining them and its window (seconds, or None)."""
 
 
 @st.composite
-def _orders(draw: st.DrawFn) -> dict[int, tuple[Target, ...]]:
-    """Per start, the other two inputs one by one (either order) or as one MIR store."""
+def _orders(draw: st.DrawFn, n: int, edges: list[tuple[int, int]]) -> dict[int, tuple[Target, ...]]:
+    """Per start, the other inputs in any order, two neighbours in it possibly probed as one
+    MIR store when a conjunct joins them (the runtime keeps MIRs of two streams)."""
     out: dict[int, tuple[Target, ...]] = {}
-    for start in range(3):
-        x, y = (i for i in range(3) if i != start)
-        choices: list[tuple[Target, ...]] = [(x, y), (y, x), ((x, y),)]
-        out[start] = draw(st.sampled_from(choices))
+    for start in range(n):
+        rest: list[int] = draw(st.permutations([i for i in range(n) if i != start]))
+        order: list[Target] = list(rest)
+        joined = [p for p in range(len(rest) - 1) if (*sorted(rest[p : p + 2]),) in edges]
+        mir: bool = draw(st.booleans())
+        if joined and mir:
+            p: int = draw(st.sampled_from(joined))
+            order[p : p + 2] = [(*sorted(rest[p : p + 2]),)]
+        out[start] = tuple(order)
     return out
 
 
-@settings(max_examples=3, deadline=None)
-@given(
-    pairs=st.lists(st.tuples(PAIR, WINDOW), min_size=3, max_size=3),
-    cycle=st.booleans(),
-    plans=st.lists(_orders(), min_size=3, max_size=3),
-    seed=st.integers(0, 2**16),
-)
-def test_any_probe_orders_changing_at_epochs_match_reference(
-    spark: SparkSession,
-    pairs: list[tuple[str, int | None]],
-    cycle: bool,
-    plans: list[dict[int, tuple[Target, ...]]],
-    seed: int,
-) -> None:
-    """A chain a-b-c (or a cycle, with a-c joined too). The ILP's answer at each epoch's end
-    (epochs of one batch) is replaced by the next generated orders, in force two batches
-    later; MIR stores appear, are filled from history, and are dropped as orders change."""
-    edges = [(0, 1), (1, 2), (0, 2)][: 3 if cycle else 2]
-    on: dict[int, list[str]] = {1: [], 2: []}
-    for (i, j), (pred, window) in zip(edges, pairs, strict=False):
-        parts = [pred.format(x=ALIASES[i], y=ALIASES[j])]
-        if window is not None:
-            parts.append(_w(ALIASES[i], ALIASES[j], window))
-        on[j] += parts
-    sql = (
-        f"SELECT a.id AS i1, b.id AS i2, c.id AS i3 FROM A a JOIN B b ON {' AND '.join(on[1])} "
-        f"JOIN C c ON {' AND '.join(on[2])} WITH (epoch = 1)"
+@st.composite
+def _case(draw: st.DrawFn, n: int) -> tuple[list[Pair], list[tuple[Orders, dict[str, str]]]]:
+    """A shape of `n` inputs, a predicate per joined pair, and three plans: per query its
+    orders, and the column each stream's store is partitioned on (some streams none)."""
+    shape: str = draw(st.sampled_from(sorted(SHAPES[n])))
+    edges = SHAPES[n][shape]
+    size = len(edges)
+    pairs: list[tuple[str, int | None]] = draw(
+        st.lists(st.tuples(PAIR, WINDOW), min_size=size, max_size=size)
     )
-    upcoming: itertools.cycle[Orders] = itertools.cycle({"q1": p} for p in plans)
+    plans: list[dict[int, tuple[Target, ...]]] = draw(
+        st.lists(_orders(n, edges), min_size=3, max_size=3)
+    )
+    columns = st.dictionaries(st.sampled_from("ABCD"[:n]), st.sampled_from(["k", "s", "x"]))
+    partitionings: list[dict[str, str]] = draw(st.lists(columns, min_size=3, max_size=3))
+    return list(zip(edges, pairs, strict=True)), [
+        ({"q1": p}, c) for p, c in zip(plans, partitionings, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("n", [3, 4])
+@settings(max_examples=2, deadline=None)
+@given(data=st.data(), seed=st.integers(0, 2**16))
+def test_any_probe_orders_changing_at_epochs_match_reference(
+    spark: SparkSession, n: int, data: st.DataObject, seed: int
+) -> None:
+    """`n` inputs joined as a chain, star or cycle, by generated pair predicates. The ILP's
+    answer at each epoch's end (epochs of one batch) is replaced by the next generated orders,
+    in force two batches later; MIR stores appear, are filled from history, and are dropped as
+    orders change. Each plan also partitions some stores on a drawn column: the probes that
+    carry it go to one partition of the cached store, and a store partitioned anew is cached
+    again."""
+    joined, plans = data.draw(_case(n))
+    on: dict[int, list[str]] = {j: [] for j in range(1, n)}
+    for (i, j), (pred, window) in joined:
+        on[j].append(pred.format(x=ALIASES[i], y=ALIASES[j]))
+        if window is not None:
+            on[j].append(_w(ALIASES[i], ALIASES[j], window))
+    names = "ABCD"[:n]
+    sql = "SELECT " + ", ".join(f"{ALIASES[i]}.id AS i{i + 1}" for i in range(n))
+    sql += " FROM A a" + "".join(
+        f" JOIN {names[j]} {ALIASES[j]} ON {' AND '.join(on[j])}" for j in range(1, n)
+    )
+    sql += " WITH (epoch = 1)"
+    upcoming = itertools.cycle(plans)
+
+    def replanned(self: Reorderer, rates: dict[str, float]) -> Orders:
+        orders, partitioning = next(upcoming)
+        self._proposed = partitioning
+        return orders
+
     optimize = Reorderer._optimize
-    Reorderer._optimize = lambda self, rates: next(upcoming)  # type: ignore[method-assign]
+    Reorderer._optimize = replanned  # type: ignore[method-assign]
+    # Even these tiny deltas go to one partition of a store partitioned on what they carry.
+    spark.conf.set("streamjoin.multiway.routeRows", "1")
     tmp = Path(tempfile.mkdtemp(prefix="sj-mwprop-"))
     try:
-        text = "\n".join(stream_ddl(s) for s in "ABC")
+        text = "\n".join(stream_ddl(s) for s in names)
         text += f"\nCREATE SINK o WITH (format = 'parquet', path = '{tmp / 'o'}');\n"
         text += f"INSERT INTO o {sql};"
         job = parse_job(text)
-        batches = make_batches(seed, streams=tuple("ABC"), n_batches=5, rows_per_batch=8, keys=3)
+        # Four inputs: fewer rows and batches (the CI budget); the plans still change twice.
+        rows, count = (8, 5) if n == 3 else (5, 4)
+        batches = make_batches(
+            seed, streams=tuple(names), n_batches=count, rows_per_batch=rows, keys=3
+        )
         reports = run_batches(spark, job, batches, tmp / "ckpt")
-        got = read_sink(spark, job, "o", ["i1", "i2", "i3"])
+        got = read_sink(spark, job, "o", [f"i{i + 1}" for i in range(n)])
         assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"]), sql
         # Batch b >= 2 ran plans[b - 2]: it kept an MIR store exactly when that plan has one.
         for r in reports[2:]:
-            wanted = any(not isinstance(x, int) for o in plans[r.batch - 2].values() for x in o)
+            orders = plans[r.batch - 2][0]["q1"]
+            wanted = any(not isinstance(x, int) for o in orders.values() for x in o)
             assert bool(r.manifest.mirs) == wanted, (r.batch, plans, r.manifest.mirs)
     finally:
         Reorderer._optimize = optimize  # type: ignore[method-assign]
+        spark.conf.unset("streamjoin.multiway.routeRows")
         shutil.rmtree(tmp, ignore_errors=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import typing as t
+from types import SimpleNamespace
 
 from streamjoin import parse_job
 from streamjoin.reference import normalize, run_reference
@@ -49,3 +51,45 @@ def test_run_once_with_a_dataframe_source(spark: SparkSession, tmp_path: Path) -
     assert summary.out == {"q1": len(expected.outputs["q1"])}
     assert sum(summary.late.values()) == sum(len(v) for v in expected.late.values())
     assert "rows joined" in summary.render()
+
+
+def test_only_an_interruption_counts_as_a_stop(spark: SparkSession, tmp_path: Path) -> None:
+    """`interrupted` tells a query's error raised by `stop()` (an InterruptedException somewhere
+    in its causes, as Spark reports it when a stop lands while a batch is being planned) from a
+    real failure."""
+    from pyspark.errors import PythonException, StreamingQueryException
+
+    from streamjoin.runtime.engine import interrupted
+
+    def fail(df: t.Any, batch_id: int) -> None:
+        msg = f"batch {batch_id} failed"
+        raise ValueError(msg)
+
+    failing = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 10)
+        .load()
+        .writeStream.foreachBatch(fail)
+        .option("checkpointLocation", str(tmp_path / "failing"))
+        .start()
+    )
+    with contextlib.suppress(StreamingQueryException, PythonException):
+        failing.awaitTermination(60)
+    assert failing.exception() is not None
+    assert not interrupted(failing)
+
+    # Spark's report of a stop that interrupted a batch's planning, and real errors, built as
+    # JVM exceptions: what `query._jsq.exception()` holds.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+
+    def query_failed_with(error: t.Any) -> t.Any:
+        option = jvm.scala.Option.apply(error)
+        return SimpleNamespace(_jsq=SimpleNamespace(exception=lambda: option))
+
+    stop = jvm.org.apache.spark.SparkException(
+        "Exception thrown in awaitResult: ", jvm.java.lang.InterruptedException()
+    )
+    assert interrupted(query_failed_with(stop))
+    assert interrupted(query_failed_with(jvm.java.lang.IllegalStateException("x", stop)))
+    assert not interrupted(query_failed_with(jvm.java.lang.IllegalStateException("x")))

@@ -47,7 +47,7 @@ def test_window_state_is_bounded_and_full_history_keeps_all(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     text = window_join_job(str(tmp_path / "w"), 2)
-    batches = _steady(30)
+    batches = _steady(20)  # ten batches of warm-up, ten steady ones (the CI budget)
     reports = run_batches(spark, parse_job(text), batches, tmp_path / "w-ckpt")
     bound = RATE * (WINDOW_S + DELAY_S) * 1.5
     per_stream = [r.manifest.state_rows() for r in reports]
@@ -59,6 +59,6 @@ def test_window_state_is_bounded_and_full_history_keeps_all(
     full = text.replace(
         " AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND", ""
     ).replace(str(tmp_path / "w"), str(tmp_path / "f"))
-    few = batches[:12]
+    few = batches[:8]
     reports = run_batches(spark, parse_job(full), few, tmp_path / "f-ckpt")
     assert reports[-1].manifest.state_rows() == {s: sum(len(b[s]) for b in few) for s in ("A", "B")}

@@ -232,6 +232,32 @@ def without_filters(order: ProbeOrder, filters: t.Collection[str]) -> ProbeOrder
     return ProbeOrder(order.start, kept, steps)
 
 
+def carries(step: Step, probe_slots: t.Collection[str], store_slot: str, column: str) -> bool:
+    """Whether `step` joins on an equality between the store's `column` (the store's input in
+    `store_slot`) and an expression of the rows so far alone (inputs in `probe_slots`): the
+    probe then goes to the one partition of a store partitioned on that column (CLASH)."""
+    store_column = column_name(store_slot, column)
+    prefixes = tuple(column_name(slot, "") for slot in probe_slots)
+    own = column_name(store_slot, "")
+    for condition in step.conditions:
+        tree = sqlglot.parse_one(condition, dialect="spark")
+        parts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+        for part in parts:
+            part = part.unnest()
+            if not isinstance(part, exp.EQ):
+                continue
+            for mine, other in ((part.this, part.expression), (part.expression, part.this)):
+                names = [c.name for c in other.find_all(exp.Column)]
+                if (
+                    isinstance(mine, exp.Column)
+                    and mine.name == store_column
+                    and names
+                    and all(n.startswith(prefixes) and not n.startswith(own) for n in names)
+                ):
+                    return True
+    return False
+
+
 def pair_step(mp: MultiwayPlan, probe: int, store: int) -> Step:
     """Input `probe`'s rows joined with input `store`'s on the conjuncts naming just those two
     (the pair's own join, as a first probe step finds it): the step that measures the pair's

@@ -37,7 +37,14 @@ from streamjoin.runtime.selectivity import start_measures
 from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
+from streamjoin.runtime.stores import (
+    PARTITIONED_CONF,
+    PARTITIONED_STORE_CONF,
+    ROUTE_ROWS,
+    ROUTE_ROWS_CONF,
+    SPARK_DEFAULTS,
+    StoreViews,
+)
 from streamjoin.runtime.threads import Background, PhaseClock, metrics
 
 if t.TYPE_CHECKING:
@@ -46,7 +53,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.model import Query, StreamDef
-    from streamjoin.plan import JobPlan, MultiwayPlan, QueryPlan, StreamPlan
+    from streamjoin.plan import JobPlan, MultiwayPlan, QueryPlan
     from streamjoin.runtime.joins import Side
     from streamjoin.runtime.state import StateStore
 
@@ -106,11 +113,15 @@ class BatchProcessor:
         """The batch's MIR stores (`runtime.mirs`)."""
         self._started = False
         """True once this processor ran a batch (MIR stores are refilled at a (re)start)."""
-        self._unit_views: dict[tuple[str, ...], str] = {}
-        """This batch's views of state units, by stream and files."""
+        self.stores = StoreViews(store, self.reorder.parallelism)
+        """The streams' stored rows as relations of the batch's SQL (`runtime.stores`)."""
         # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
         # serve it, and warn of new queries whose windows reach dropped state.
         check_restart(plan, store.latest(), store.root)
+
+    def close(self) -> None:
+        """Release what the processor keeps cached between batches."""
+        self.stores.partitioned.clear()
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -138,7 +149,8 @@ class BatchProcessor:
         # foreachBatch hands over a DataFrame of a cloned session: temp views must live there.
         self.spark = df.sparkSession
         prev = self.store.previous(batch_id)
-        for key, value in BATCH_CONF.items():
+        # (`_multiway_parts` switches to PARTITIONED_STORE_CONF when a step routes.)
+        for key, value in (BATCH_CONF | SPARK_DEFAULTS).items():
             self.spark.conf.set(key, value)
         classified = classify(df, self.plan, prev.global_wm)
         self._load_routers(prev)
@@ -189,7 +201,7 @@ class BatchProcessor:
             for cached in self._cached:
                 cached.unpersist()
             self._cached = []
-            self._unit_views = {}
+            self.stores.end_batch()
         report = BatchReport(
             batch=batch_id,
             rows_in=sum(s.ok + s.late + s.malformed for s in stats.values()),
@@ -283,23 +295,6 @@ class BatchProcessor:
                 deltas[sp.name] = f"({rows})"
         return deltas
 
-    def _units_view(self, sp: StreamPlan, units: list[StateUnit], views: list[str]) -> str:
-        """A temp view of the rows of `units` of stream `sp`, under their stored names (one per
-        set of units and batch: queries reading the same units share it)."""
-        paths = tuple(self.store.path(u.path) for u in units)
-        view = self._unit_views.get((sp.name, *paths))
-        if view is None:
-            # State files hold every stream's columns under their unified names (one write per
-            # batch for all streams); this stream's are read.
-            stored = ", ".join(
-                f"`{prefixed(sp.index, c.name)}` {c.type.ddl}" for c in sp.stream.columns
-            )
-            view = f"_sj_units_{len(views)}"
-            self.spark.read.schema(stored).parquet(*paths).createOrReplaceTempView(view)
-            views.append(view)
-            self._unit_views[sp.name, *paths] = view
-        return view
-
     # -- 4./5. joins and sinks ------------------------------------------------------------------
     def _join_and_write(
         self,
@@ -359,10 +354,10 @@ class BatchProcessor:
         left, right = self.plan.stream(q.left.stream), self.plan.stream(q.right.stream)
         # right rows that can meet the left delta: r.ts >= W + lo
         r_lo = wm + lo if wm is not None and lo is not None else None
-        r_state = self._state_view(right, prev, r_lo, deltas[q.right.stream], views)
+        r_state = self.stores.state(self.spark, right, prev, r_lo, deltas[q.right.stream], views)
         # left rows that can meet the right delta: l.ts >= W - hi
         l_lo = wm - hi if wm is not None and hi is not None else None
-        l_state = self._state_view(left, prev, l_lo, None, views)
+        l_state = self.stores.state(self.spark, left, prev, l_lo, None, views)
         router = self.routers[q.name]
         placed = router.scheme is not None
         shuffle = placed or q.option("partitioning") == "hash"
@@ -400,10 +395,22 @@ class BatchProcessor:
         def streams(mp: MultiwayPlan) -> list[StreamDef]:
             return [self.plan.job.stream(side.stream) for side in mp.query.sides]
 
-        def store(stream: str, lo: int | None, with_new: bool) -> str:
+        def store(stream: str, lo: int | None, with_new: bool, column: str | None = None) -> str:
             delta = deltas[stream] if with_new else None
-            return self._state_view(self.plan.stream(stream), prev, lo, delta, views)
+            sp = self.plan.stream(stream)
+            return self.stores.state(self.spark, sp, prev, lo, delta, views, column)
 
+        partitioning: dict[str, str] = {}
+        if self.spark.conf.get(PARTITIONED_CONF, "true") != "false":
+            partitioning = self.reorder.partitioning(batch_id)
+        self.stores.partitioned.retain(partitioning, prev)
+        # A small delta is broadcast to every partition, a large one routed to its partition
+        # (DESIGN: move the delta to the state). Its size: the stream's rows in the last batch.
+        threshold = _route_rows(self.spark.conf.get(ROUTE_ROWS_CONF, None))
+        large = {u.stream for u in prev.units if u.batch == prev.batch and u.rows >= threshold}
+        if partitioning and large:
+            for key, value in PARTITIONED_STORE_CONF.items():
+                self.spark.conf.set(key, value)
         plans = self.reorder.plans(batch_id)
         self._mirs = MirStores(
             self.spark,
@@ -424,7 +431,15 @@ class BatchProcessor:
             self._measures = start_measures(*args)
         share = self.spark.conf.get("streamjoin.multiway.share", "true") != "false"
         built = batch_terms(
-            plans, streams, deltas, store, prev.global_wm, share=share, mirs=self._mirs
+            plans,
+            streams,
+            deltas,
+            store,
+            prev.global_wm,
+            share=share,
+            mirs=self._mirs,
+            partitioning=partitioning,
+            routed=large,
         )
         for name, sql in built.shared.items():
             # A join's output has as many partitions as its store's files and the batch's input
@@ -536,27 +551,13 @@ class BatchProcessor:
             )
         return units, notes
 
-    def _state_view(
-        self,
-        sp: StreamPlan,
-        prev: Manifest,
-        lo: int | None,
-        delta_view: str | None,
-        views: list[str],
-    ) -> str:
-        """A relation (SQL text) of `sp`'s committed state with event times >= lo, plus the
-        rows of `delta_view`."""
-        units = [u for u in prev.live(sp.name) if u.overlaps(lo, None)]
-        # No units: a scan of no files, which the optimizer cannot prove empty. (A relation it
-        # can, like `empty_relation`, is pruned with the observations on its plan, which then
-        # never report.)
-        cols = ", ".join(f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns)
-        state = f"SELECT {cols} FROM {self._units_view(sp, units, views)}"
-        ts = sp.stream.event_time
-        if units and ts is not None and lo is not None:
-            # A unit spans its whole batch's event times; keep only rows that can meet.
-            bound = f"{as_decimal(f'unix_micros(`{ts}`)')} >= {batch_constant(lo)}"
-            state = f"SELECT * FROM ({state}) WHERE {bound}"
-        if delta_view is not None:
-            state = f"{state} UNION ALL SELECT * FROM {delta_view}"
-        return f"({state})"
+
+def _route_rows(value: str | None) -> int:
+    """The `ROUTE_ROWS_CONF` setting, checked."""
+    if value is None:
+        return ROUTE_ROWS
+    try:
+        return int(value)
+    except ValueError:
+        msg = f"{ROUTE_ROWS_CONF} must be a whole number of rows, got {value!r}"
+        raise ValueError(msg) from None

@@ -158,7 +158,7 @@ class MirStores:
             )
             self.views.append(old)
         else:
-            fill = step_sql(o0, 0, forward, o1, broadcast=False)
+            fill = step_sql(o0, 0, forward, o1, probe="planner")
             old = self._cache(f"SELECT {columns}, 0 AS {NEW} FROM ({fill})", "fill")
         times = tuple(
             column_name(s, st.event_time) if st.event_time is not None else None for s, st in both

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from streamjoin.adapt.reorder import ReorderController
 from streamjoin.plan.clash import measured_selectivities, pair_measures, plan_clash
 from streamjoin.plan.multiway import (
+    carries,
     column_name,
     core_groups,
     flat,
@@ -32,11 +33,12 @@ from streamjoin.plan.multiway import (
 from streamjoin.runtime.joins import bucket_range
 
 if t.TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from streamjoin.adapt.reorder import Orders
     from streamjoin.model import StreamDef
     from streamjoin.plan import JobPlan, MultiwayPlan, ProbeOrder, Step
+    from streamjoin.plan.clash import ClashPlan
     from streamjoin.plan.multiway import Mir, Target
 
 DEFAULT_EPOCH = 10
@@ -49,9 +51,17 @@ def renamed(view: str, slot: str, stream: StreamDef) -> str:
     return f"SELECT {cols} FROM {view}"
 
 
-def step_sql(rows: str, n: int, step: Step, store: str, *, broadcast: bool = True) -> str:
-    """The rows so far joined with one more store (step `n` of a probe order). `broadcast`:
-    the rows so far are small (they stem from a batch's delta) and go to the store."""
+Probe = t.Literal["broadcast", "route", "planner"]
+"""How a probe step's rows so far reach the store (`step_sql`)."""
+
+
+def step_sql(rows: str, n: int, step: Step, store: str, *, probe: Probe = "broadcast") -> str:
+    """The rows so far joined with one more store (step `n` of a probe order).
+
+    `probe`: ``broadcast`` sends the rows so far (small: they stem from a batch's delta) to
+    every partition of the store; ``route`` sends each to the one partition of a store
+    partitioned on a column this step's equality carries (CLASH), the store staying where it
+    is and streaming through the rows' hash table; ``planner`` leaves the choice to Spark."""
     conditions = [f"({c})" for c in step.conditions]
     if step.band is not None:
         low, high, key = bucket_range(step.band, "left")
@@ -63,10 +73,13 @@ def step_sql(rows: str, n: int, step: Step, store: str, *, broadcast: bool = Tru
         store = f"SELECT *, CAST({key} AS BIGINT) AS {store_bucket} FROM ({store})"
         conditions.insert(0, f"{probe_bucket} = {store_bucket}")
     on = " AND ".join(conditions) or "TRUE"
-    # The rows so far stem from one batch's delta: they go to the store (broadcast), the store
-    # stays where its files are. Without the hint Spark's size estimate of a join output is a
-    # product and it would shuffle and sort the whole store instead.
-    hint = f"/*+ BROADCAST(_sj_p{n}) */ " if broadcast else ""
+    # Without a hint Spark's size estimate of a join output is a product, and it would shuffle
+    # and sort the whole store instead of moving the rows so far.
+    hint = {
+        "broadcast": f"/*+ BROADCAST(_sj_p{n}) */ ",
+        "route": f"/*+ SHUFFLE_HASH(_sj_p{n}) */ ",
+        "planner": "",
+    }[probe]
     return f"SELECT {hint}* FROM ({rows}) AS _sj_p{n} JOIN ({store}) AS _sj_s{n} ON {on}"
 
 
@@ -95,6 +108,8 @@ class _Term:
     direct: list[str | None]
     """Per step, the rows after it when they are read rather than joined (an MIR store's new
     pairs), else None."""
+    probes: list[Probe]
+    """Per step, how the rows so far reach the store (`step_sql`)."""
 
 
 class MirViews(t.Protocol):
@@ -130,11 +145,13 @@ def batch_terms(
     plans: Sequence[MultiwayPlan],
     streams: Callable[[MultiwayPlan], Sequence[StreamDef]],
     deltas: Mapping[str, str],
-    store: Callable[[str, int | None, bool], str],
+    store: Callable[[str, int | None, bool, str | None], str],
     watermark: int | None,
     *,
     share: bool = True,
     mirs: MirViews | None = None,
+    partitioning: Mapping[str, str] | None = None,
+    routed: Collection[str] = (),
 ) -> BatchTerms:
     """Every term of every multi-way query's delta rule for one batch.
 
@@ -146,21 +163,28 @@ def batch_terms(
         plans: the multi-way queries' plans.
         streams: each plan's input streams, in written order.
         deltas: stream name -> view of the batch's new rows.
-        store: ``store(stream, lo, with_new)`` -> a view of the stream's stored rows with event
-            time >= lo (None: all), plus its new rows when `with_new`.
+        store: ``store(stream, lo, with_new, column)`` -> a view of the stream's stored rows
+            with event time >= lo (None: all), plus its new rows when `with_new`,
+            hash-partitioned on `column` when it is not None.
         watermark: W, the global watermark the batch started with.
         share: share cores and probe prefixes across queries.
         mirs: the batch's MIR stores (`runtime.mirs`); needed when a step probes one. A
             term whose first step joins the two inputs of an MIR store that the batch keeps
             reads that step's pairs from the store's new pairs, which the store computes anyway
             (CLASH: the maintenance step and the probe step are one shared step).
+        partitioning: stream -> the column its store is partitioned on: a step whose equality
+            carries that column sends the rows so far to that one partition (reading the store
+            partitioned on it), any other step to all of them.
+        routed: the streams whose deltas are large enough to send to one partition (see
+            `partitioning`); the terms starting from any other stream broadcast every step.
     """
-    views: dict[tuple[str, int | None, bool], str] = {}
+    partitioned = partitioning or {}
+    views: dict[tuple[str, int | None, bool, str | None], str] = {}
 
-    def view(stream: str, lo: int | None, with_new: bool) -> str:
-        if (stream, lo, with_new) not in views:
-            views[stream, lo, with_new] = store(stream, lo, with_new)
-        return views[stream, lo, with_new]
+    def view(stream: str, lo: int | None, with_new: bool, column: str | None) -> str:
+        if (stream, lo, with_new, column) not in views:
+            views[stream, lo, with_new, column] = store(stream, lo, with_new, column)
+        return views[stream, lo, with_new, column]
 
     kept = {s.mir.key for mp in plans for o in mp.orders for s in o.steps if s.mir is not None}
     kept_slots = {slots for slots, _ in kept}
@@ -195,6 +219,8 @@ def batch_terms(
                 rows = f"SELECT * FROM ({rows}) WHERE {condition}"
             prefixes, stores = [rows], []
             direct: list[str | None] = []
+            probes: list[Probe] = []
+            bound = [mp.slots[j]]
             for n, step in enumerate(order.steps):
                 i = step.input
                 pair = None
@@ -213,23 +239,36 @@ def batch_terms(
                     stores.append("")
                     direct.append(found)
                     prefixes.append(found)
+                    probes.append("broadcast")
+                    bound.append(mp.slots[i])
                     continue
                 if step.mir is not None:
                     if mirs is None:
                         msg = f"{mp.query.name} probes an MIR store, and none was given"
                         raise ValueError(msg)
                     stored = mirs.view(mp, step.mir, newer_bits(step.mir, j))
+                    probe: Probe = "broadcast"
                 else:
                     # A stored row older than W - retain cannot meet any new row; inputs
                     # written after the start are probed with their new rows, earlier ones
                     # without.
                     keep = mp.retain_us[i]
                     lo = watermark - keep if watermark is not None and keep is not None else None
-                    stored = renamed(view(inputs[i].name, lo, i > j), mp.slots[i], inputs[i])
+                    column = partitioned.get(inputs[i].name)
+                    route = (
+                        column is not None
+                        and inputs[j].name in routed
+                        and carries(step, bound, mp.slots[i], column)
+                    )
+                    probe = "route" if route else "broadcast"
+                    rows_of = view(inputs[i].name, lo, i > j, column if route else None)
+                    stored = renamed(rows_of, mp.slots[i], inputs[i])
                 stores.append(stored)
                 direct.append(None)
-                prefixes.append(step_sql(prefixes[-1], n, step, stored))
-            terms.append(_Term(owner, select, stores, list(order.steps), prefixes, direct))
+                probes.append(probe)
+                bound += [mp.slots[x] for x in ((i,) if step.mir is None else step.mir.inputs)]
+                prefixes.append(step_sql(prefixes[-1], n, step, stored, probe=probe))
+            terms.append(_Term(owner, select, stores, list(order.steps), prefixes, direct, probes))
     runs: dict[str, int] = {}
     for term in terms:
         for prefix in term.prefixes[1:]:
@@ -240,7 +279,11 @@ def batch_terms(
         rows = term.prefixes[0]
         for n, step in enumerate(term.steps):
             read = term.direct[n]
-            rows = read if read is not None else step_sql(rows, n, step, term.stores[n])
+            rows = (
+                read
+                if read is not None
+                else step_sql(rows, n, step, term.stores[n], probe=term.probes[n])
+            )
             prefix = term.prefixes[n + 1]
             if share and runs[prefix] > 1:
                 if prefix not in names:
@@ -286,6 +329,10 @@ class Reorderer:
         )
         initial = plan.clash.orders if plan.clash is not None else {}
         self.controller = ReorderController(self.length, initial)
+        self.partitionings: list[tuple[int, dict[str, str]]] = [(0, self._planned_partitioning())]
+        """(first batch, stream -> the attribute its store is partitioned on) of the ILP's plans,
+        in force from that batch on, as the orders are (CLASH: one partitioning per store)."""
+        self._proposed: dict[str, str] = {}
         self._built: dict[str, tuple[dict[int, tuple[Target, ...]], MultiwayPlan]] = {
             mp.query.name: (initial.get(mp.query.name, {}), mp) for mp in plan.multiway
         }
@@ -299,6 +346,11 @@ class Reorderer:
         job's. (A manifest from before signatures were saved carries orders over by name.)"""
         planned = self.plan.clash.orders if self.plan.clash is not None else {}
         self.selectivities = dict((saved or {}).get("selectivities", {}))
+        streams = {sp.name for sp in self.plan.streams}
+        self.partitionings = [
+            (int(first), {s: c for s, c in by.items() if s in streams})
+            for first, by in (saved or {}).get("partitionings", [])
+        ] or [(0, self._planned_partitioning())]
         if not saved:
             self.controller = ReorderController(self.length, planned)
             return
@@ -341,6 +393,20 @@ class Reorderer:
             out.append(mp)
         return out
 
+    def partitioning(self, batch: int) -> dict[str, str]:
+        """Stream -> the column its store is partitioned on for `batch` (the plan's; none for
+        greedy orders, whose probes all go to every partition)."""
+        if self.greedy:
+            return {}
+        current: dict[str, str] = {}
+        for first, by in self.partitionings:
+            if first <= batch:
+                current = by
+        return current
+
+    def _planned_partitioning(self) -> dict[str, str]:
+        return _base_partitioning(self.plan, self.plan.clash)
+
     def measuring(self, batch: int) -> bool:
         """True when `batch` ends an epoch whose statistics the optimizer will read: the batch
         then measures the pairs' selectivities (`runtime.selectivity`)."""
@@ -374,9 +440,15 @@ class Reorderer:
         if self.adaptive and not self.greedy:
             note = self.controller.after_batch(batch, rows, self._optimize)
         self.controller.prune(batch)
-        if not note:
+        first = self.controller.epochs[-1][0] if note else None
+        if first is not None:
+            kept = [(b, p) for b, p in self.partitionings if b < first]
+            self.partitionings = [*kept, (first, self._proposed)]
+        # Keep the partitioning in force now and any that starts later (the manifest stays small).
+        now = max((b for b, _ in self.partitionings if b <= batch), default=0)
+        self.partitionings = [(b, p) for b, p in self.partitionings if b >= now]
+        if first is None:
             return {}
-        first = self.controller.epochs[-1][0]
         return {
             mp.query.name: "probe orders -> "
             + "; ".join(o.describe(mp.aliases) for o in mp.orders)
@@ -390,6 +462,7 @@ class Reorderer:
         return self.controller.to_dict() | {
             "signatures": signatures,
             "selectivities": dict(self.selectivities),
+            "partitionings": [[b, dict(p)] for b, p in self.partitionings],
         }
 
     def _optimize(self, rates: dict[str, float]) -> Orders:
@@ -402,4 +475,14 @@ class Reorderer:
             parallelism=self.parallelism,
             mirs=self.mirs,
         )
+        self._proposed = _base_partitioning(self.plan, clash)
         return clash.orders if clash is not None else {}
+
+
+def _base_partitioning(plan: JobPlan, clash: ClashPlan | None) -> dict[str, str]:
+    """Stream -> the attribute `clash`'s plan partitions its store on (MIR stores, and
+    round-robin stores, which every probe reaches by broadcast, are left out)."""
+    if clash is None:
+        return {}
+    streams = {sp.name for sp in plan.streams}
+    return {s: c for s, c in clash.plan.partitioning().items() if s in streams and c != "*"}

@@ -1,0 +1,186 @@
+"""The streams' stored rows as relations of a batch's SQL, read from their files or from memory.
+
+A stream's store is the union of its live state units (the rows each batch appended, one
+Parquet directory per stream and batch, `runtime.state`). Two-way joins and most multi-way steps
+read the units' files. Multi-way stores are also partitioned as CLASH's plan says: the ILP gives
+each store one attribute; a probe step whose equality carries it, from a delta large enough to
+route, reads the store as units cached in executor memory hash-partitioned on that attribute,
+with the batch's new rows shuffled the same way (`PartitionedUnits`). Spark keeps a union of
+children partitioned alike as partitioned, so the step moves only the rows so far, each to its
+one partition; any other step broadcasts them to every partition (`runtime.multiway.step_sql`).
+
+The files remain the durable copy: a cached block Spark loses is read back from them, and a
+restarted processor starts with nothing cached.
+"""
+
+from __future__ import annotations
+
+import itertools
+import typing as t
+from typing import NamedTuple
+
+from pyspark import StorageLevel
+
+from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.plan import StreamPlan
+    from streamjoin.runtime.manifest import Manifest, StateUnit
+    from streamjoin.runtime.state import StateStore
+
+PARTITIONED_CONF = "streamjoin.multiway.partitioned"
+"""Spark conf: ``false`` reads multi-way stores from their files and broadcasts every probe."""
+ROUTE_ROWS_CONF = "streamjoin.multiway.routeRows"
+"""Spark conf: the rows a stream's last batch had from which its probes carrying a store's
+attribute go to one partition; smaller deltas are broadcast to every partition."""
+ROUTE_ROWS = 100_000
+"""Default of `ROUTE_ROWS_CONF`: about Spark's own broadcast limit (10 MB) of ~100-byte rows."""
+PARTITIONED_STORE_CONF = {
+    # Spark keeps a union of hash-partitioned cached units partitioned, unless inferred IS NOT
+    # NULL filters give its children's columns differing nullability (it then re-shuffles the
+    # whole store: seen in the plans).
+    "spark.sql.constraintPropagation.enabled": "false",
+    # A store partitioned on one key serves a step joining on that key and more.
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+}
+"""Settings of a batch that may route a step to partitioned stores; other batches keep Spark's
+defaults (`SPARK_DEFAULTS`)."""
+SPARK_DEFAULTS = {key: "true" for key in PARTITIONED_STORE_CONF}
+
+
+def _stored_schema(sp: StreamPlan) -> str:
+    """DDL of `sp`'s columns under their stored names (state files hold every stream's columns
+    under their unified names, one write per batch for all streams; a stream reads its own)."""
+    return ", ".join(f"`{prefixed(sp.index, c.name)}` {c.type.ddl}" for c in sp.stream.columns)
+
+
+class _Cached(NamedTuple):
+    column: str
+    rows: DataFrame
+    view: str
+
+
+_processors = itertools.count()
+
+
+class PartitionedUnits:
+    """State units of multi-way stores cached hash-partitioned on a column, by (stream, batch)."""
+
+    def __init__(self, parallelism: int) -> None:
+        self.parallelism = parallelism
+        self._units: dict[tuple[str, int], _Cached] = {}
+        self._prefix = f"_sj_part_{next(_processors)}"
+
+    def view(
+        self, spark: SparkSession, store: StateStore, sp: StreamPlan, unit: StateUnit, column: str
+    ) -> str:
+        """A temp view of `unit`'s rows (stored names) hash-partitioned on `column` (a column
+        of `sp`), cached the first time it is asked for.
+
+        The view lives as long as the unit: dropping a temp view also uncaches the data it
+        shows, so it is not one of the batch's views. It is registered in the session of the
+        DataFrame (foreachBatch hands every batch of a query run the same JVM session)."""
+        cached = self._units.get((sp.name, unit.batch))
+        if cached is None:
+            rows = spark.read.schema(_stored_schema(sp)).parquet(store.path(unit.path))
+            on = rows[f"`{prefixed(sp.index, column)}`"]
+            partitioned = rows.repartition(self.parallelism, on).persist(
+                StorageLevel.MEMORY_AND_DISK_DESER
+            )
+            cached = _Cached(column, partitioned, f"{self._prefix}_{sp.index}_{unit.batch}")
+            cached.rows.createOrReplaceTempView(cached.view)
+            self._units[sp.name, unit.batch] = cached
+        return cached.view
+
+    def retain(self, partitioning: t.Mapping[str, str], manifest: Manifest) -> None:
+        """Keep only the live units (after `manifest`) of the streams `partitioning` partitions,
+        on the column it names: a store the plan partitions on another attribute from now on
+        is cached again on it (its files do not move), one it no longer partitions is read from
+        its files."""
+        live = {(u.stream, u.batch) for u in manifest.units}
+        for key, cached in list(self._units.items()):
+            if key not in live or partitioning.get(key[0]) != cached.column:
+                self._release(key)
+
+    def clear(self) -> None:
+        """Release every unit (the processor is done)."""
+        for key in list(self._units):
+            self._release(key)
+
+    def _release(self, key: tuple[str, int]) -> None:
+        cached = self._units.pop(key)
+        cached.rows.sparkSession.catalog.dropTempView(cached.view)
+        cached.rows.unpersist()
+
+
+class StoreViews:
+    """The relations of one batch's joins over the streams' stored rows (`state`)."""
+
+    def __init__(self, store: StateStore, parallelism: int) -> None:
+        self.store = store
+        self.partitioned = PartitionedUnits(parallelism)
+        self._unit_views: dict[tuple[str, ...], str] = {}
+        """This batch's views of state units, by stream and files."""
+
+    def end_batch(self) -> None:
+        """Forget the batch's views (the batch drops them)."""
+        self._unit_views = {}
+
+    def state(
+        self,
+        spark: SparkSession,
+        sp: StreamPlan,
+        prev: Manifest,
+        lo: int | None,
+        delta_view: str | None,
+        views: list[str],
+        column: str | None = None,
+    ) -> str:
+        """A relation (SQL text) of `sp`'s committed state with event times >= lo, plus the
+        rows of `delta_view`. With `column`, hash-partitioned on it (`PartitionedUnits`)."""
+        units = [u for u in prev.live(sp.name) if u.overlaps(lo, None)]
+        if column is not None and units:
+            parts = [
+                self._rows(sp, self.partitioned.view(spark, self.store, sp, u, column), lo)
+                for u in units
+            ]
+            if delta_view is not None:
+                n = self.partitioned.parallelism
+                parts.append(f"SELECT /*+ REPARTITION({n}, `{column}`) */ * FROM {delta_view}")
+            return "(" + " UNION ALL ".join(parts) + ")"
+        # No units: a scan of no files, which the optimizer cannot prove empty. (A relation it
+        # can, like `empty_relation`, is pruned with the observations on its plan, which then
+        # never report.)
+        state = self._rows(sp, self._files_view(spark, sp, units, views), lo if units else None)
+        if delta_view is not None:
+            state = f"{state} UNION ALL SELECT * FROM {delta_view}"
+        return f"({state})"
+
+    def _files_view(
+        self, spark: SparkSession, sp: StreamPlan, units: list[StateUnit], views: list[str]
+    ) -> str:
+        """A temp view of the files of `units` of `sp`, under their stored names (one per set
+        of units and batch: queries reading the same units share it)."""
+        paths = tuple(self.store.path(u.path) for u in units)
+        view = self._unit_views.get((sp.name, *paths))
+        if view is None:
+            view = f"_sj_units_{len(views)}"
+            spark.read.schema(_stored_schema(sp)).parquet(*paths).createOrReplaceTempView(view)
+            views.append(view)
+            self._unit_views[sp.name, *paths] = view
+        return view
+
+    @staticmethod
+    def _rows(sp: StreamPlan, view: str, lo: int | None) -> str:
+        """SELECT of `sp`'s stored rows in `view` under their own names, event times >= lo."""
+        cols = ", ".join(f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns)
+        rows = f"SELECT {cols} FROM {view}"
+        ts = sp.stream.event_time
+        if ts is not None and lo is not None:
+            # A unit spans its whole batch's event times; keep only rows that can meet.
+            bound = f"{as_decimal(f'unix_micros(`{ts}`)')} >= {batch_constant(lo)}"
+            rows = f"SELECT * FROM ({rows}) WHERE {bound}"
+        return rows
