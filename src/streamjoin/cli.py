@@ -111,6 +111,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.duration is not None and args.rate is None:
         msg = "--duration goes with --rate (the live mode)"
         raise StreamJoinError(msg)
+    if args.peer_limit is not None and args.rate is not None:
+        msg = "--peer-limit goes with a backlog run, not --rate (a live run ends with its feed)"
+        raise StreamJoinError(msg)
     try:
         if args.rate is not None:
             from benchmarks.rate import run_rate, summary_lines
@@ -125,7 +128,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             )
             lines = summary_lines(report)
         else:
-            report = run_workload(args.workload, size, engines=engines, progress=sys.stderr)
+            report = run_workload(
+                args.workload,
+                size,
+                engines=engines,
+                progress=sys.stderr,
+                peer_limit=args.peer_limit,
+            )
             lines = summary_line(report)
     except ValueError as err:
         raise StreamJoinError(str(err)) from None
@@ -204,6 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="with --rate: how long to feed (default: tiny 10, quick 30, full 60)",
+    )
+    bench.add_argument(
+        "--peer-limit",
+        type=float,
+        metavar="SECONDS",
+        help="stop a peer's run after this long, 0 for never (default: quick 60, full 3600); "
+        "a stopped peer's throughput is that of its finished batches and its result is unchecked",
     )
     bench.set_defaults(func=_cmd_bench)
     cluster = sub.add_parser(

@@ -368,7 +368,7 @@ class BatchProcessor:
             ("left", deltas[q.left.stream], r_state),
             ("right", deltas[q.right.stream], l_state),
         ]
-        parts = []
+        sqls = []
         for delta_side, delta_view, state_view in inputs:
             if observe:
                 delta_view, state_view = self._routed_views(
@@ -383,8 +383,9 @@ class BatchProcessor:
                 shuffle=shuffle,
                 band=router.band,
             )
-            parts.append(self.spark.sql(sql))
-        return parts
+            sqls.append(sql)
+        # One SQL text for both terms: one analysis in the JVM instead of two and a union.
+        return [self.spark.sql(" UNION ALL ".join(f"({sql})" for sql in sqls))]
 
     def _multiway_parts(
         self, batch_id: int, prev: Manifest, deltas: dict[str, str], views: list[str]

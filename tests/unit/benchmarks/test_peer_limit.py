@@ -1,0 +1,28 @@
+"""How long a peer may run: the size's default, an override, none at all, and a bad value named
+before any backlog is generated."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.harness import PEER_TIME_LIMIT, peer_time_limit, run_workload
+from streamjoin.cli import main
+
+
+def test_the_default_is_the_sizes_and_zero_means_no_limit() -> None:
+    assert peer_time_limit("full") == PEER_TIME_LIMIT["full"] == 3600.0
+    assert peer_time_limit("quick") == 60.0
+    assert peer_time_limit("tiny") is None
+    assert peer_time_limit("full", 0) is None
+    assert peer_time_limit("quick", 12.5) == 12.5
+
+
+def test_a_negative_limit_is_refused_with_its_value() -> None:
+    with pytest.raises(ValueError, match=r"--peer-limit .* not -5"):
+        run_workload("equi", "tiny", peer_limit=-5)
+
+
+def test_peer_limit_with_rate_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "equi", "--tiny", "--rate", "100", "--peer-limit", "10"])
+    assert code != 0
+    assert "--peer-limit goes with a backlog run" in capsys.readouterr().err
