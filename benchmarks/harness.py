@@ -189,6 +189,7 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
         "batch_p99_ms": _percentile(batch, 99),
         "batch_ms": batch,
         "peak_rss_mb": run.get("peak_rss_mb"),
+        "jvm_flags": run.get("jvm_flags"),
         "out": run.get("out"),
         "stopped_early": run.get("stopped_early", False),
         "state_rows": live,

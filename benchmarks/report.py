@@ -243,6 +243,27 @@ OLD_PEER_LIMIT = 180.0
 """The full-size peer time limit of the reports written before they recorded theirs."""
 
 
+def jvm_line(reports: t.Mapping[str, Report]) -> str:
+    """Which ``-XX`` flags each engine's driver JVM ran with, over every report."""
+    flags: dict[str, set[str]] = {}
+    for report in reports.values():
+        for case in report["cases"]:
+            for name, run in case["engines"].items():
+                flags.setdefault(name, set()).add(run.get("jvm_flags") or "")
+    parts = []
+    for name, seen in flags.items():
+        shown = " / ".join(
+            f"`{f}`" if f else "the JVM's defaults (or not recorded)" for f in sorted(seen)
+        )
+        parts.append(f"{name} {shown}")
+    return (
+        "Driver JVM flags: "
+        + "; ".join(parts)
+        + " (each peer runs with the settings it is fastest with: "
+        "`benchmarks.engines.PEER_CONF`)."
+    )
+
+
 def _peer_flag(report: Report) -> str:
     """The ``--peer-limit`` that reproduces `report` (none for the size's default)."""
     from benchmarks.harness import peer_time_limit
@@ -377,6 +398,8 @@ def render(
         f"Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu']}; "
         f"Python {machine['python']}, PySpark {machine['pyspark']}, {machine['java']}; "
         "`local[2]`, 2 shuffle partitions.",
+        "",
+        jvm_line(reports),
         "",
         "## Targets",
         "",

@@ -79,11 +79,15 @@ BATCH_CONF = {
 }
 
 
-def get_session(master: str | None = None, app_name: str = "streamjoin") -> SparkSession:
-    """The active session, or a new one with `LOCAL_CONF`.
+def get_session(
+    master: str | None = None,
+    app_name: str = "streamjoin",
+    conf: t.Mapping[str, str] | None = None,
+) -> SparkSession:
+    """The active session, or a new one with `LOCAL_CONF`, updated by `conf`.
 
     The master is `master` if given; else, under ``spark-submit``, the one it was given;
-    else ``local[*]``. Under ``spark-submit`` its ``--conf`` settings win over `LOCAL_CONF`.
+    else ``local[*]``. Under ``spark-submit`` its ``--conf`` settings win over both.
     """
     from pyspark.sql import SparkSession
 
@@ -101,7 +105,7 @@ def get_session(master: str | None = None, app_name: str = "streamjoin") -> Spar
         builder = builder.appName(app_name)
     if master or "spark.master" not in submitted:
         builder = builder.master(master or "local[*]")
-    for key, value in LOCAL_CONF.items():
+    for key, value in (LOCAL_CONF | dict(conf or {})).items():
         if key not in submitted:
             builder = builder.config(key, value)
     spark = builder.getOrCreate()

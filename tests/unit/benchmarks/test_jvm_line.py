@@ -1,0 +1,27 @@
+"""RESULTS.md says which JVM flags each engine ran with, from the reports themselves."""
+
+from __future__ import annotations
+
+from benchmarks.report import jvm_line
+
+
+def _report(**flags: str | None) -> dict[str, object]:
+    engines = {name: {"jvm_flags": f} for name, f in flags.items()}
+    return {"cases": [{"engines": engines}]}
+
+
+def test_each_engine_names_its_flags_and_defaults_are_said_so() -> None:
+    line = jvm_line(
+        {
+            "equi": _report(streamjoin="-XX:TieredStopAtLevel=1", **{"spark-native": "-XX:A"}),
+            "band": _report(streamjoin="-XX:TieredStopAtLevel=1", **{"spark-foreach": ""}),
+        }
+    )
+    assert "streamjoin `-XX:TieredStopAtLevel=1`;" in line
+    assert "spark-native `-XX:A`" in line
+    assert "spark-foreach the JVM's defaults" in line
+
+
+def test_reports_that_disagree_show_every_setting() -> None:
+    line = jvm_line({"a": _report(streamjoin="-XX:B"), "b": _report(streamjoin=None)})
+    assert "streamjoin the JVM's defaults (or not recorded) / `-XX:B`" in line
