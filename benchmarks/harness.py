@@ -190,6 +190,7 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
         "batch_ms": batch,
         "peak_rss_mb": run.get("peak_rss_mb"),
         "jvm_flags": run.get("jvm_flags"),
+        "settings": run.get("settings") or {},
         "out": run.get("out"),
         "stopped_early": run.get("stopped_early", False),
         "state_rows": live,

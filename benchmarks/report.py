@@ -264,6 +264,23 @@ def jvm_line(reports: t.Mapping[str, Report]) -> str:
     )
 
 
+def settings_line(reports: t.Mapping[str, Report]) -> str:
+    """The Spark settings each engine ran with over streamjoin's local defaults, and in which
+    reports (reports from before settings were recorded name none)."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for key, report in reports.items():
+        for case in report["cases"]:
+            for name, run in case["engines"].items():
+                for k, v in sorted((run.get("settings") or {}).items()):
+                    where = seen.setdefault((name, f"{k}={v}"), [])
+                    if key not in where:
+                        where.append(key)
+    if not seen:
+        return "Spark settings: every engine ran with streamjoin's local defaults."
+    parts = [f"{name} `{kv}` ({', '.join(where)})" for (name, kv), where in seen.items()]
+    return "Spark settings over streamjoin's local defaults: " + "; ".join(parts) + "."
+
+
 def _peer_flag(report: Report) -> str:
     """The ``--peer-limit`` that reproduces `report` (none for the size's default)."""
     from benchmarks.harness import peer_time_limit
@@ -400,6 +417,7 @@ def render(
         "`local[2]`, 2 shuffle partitions.",
         "",
         jvm_line(reports),
+        settings_line(reports),
         "",
         "## Targets",
         "",

@@ -1,8 +1,8 @@
-"""RESULTS.md says which JVM flags each engine ran with, from the reports themselves."""
+"""RESULTS.md says which JVM flags and Spark settings each engine ran with, from the reports."""
 
 from __future__ import annotations
 
-from benchmarks.report import jvm_line
+from benchmarks.report import jvm_line, settings_line
 
 
 def _report(**flags: str | None) -> dict[str, object]:
@@ -25,3 +25,12 @@ def test_each_engine_names_its_flags_and_defaults_are_said_so() -> None:
 def test_reports_that_disagree_show_every_setting() -> None:
     line = jvm_line({"a": _report(streamjoin="-XX:B"), "b": _report(streamjoin=None)})
     assert "streamjoin the JVM's defaults (or not recorded) / `-XX:B`" in line
+
+
+def test_settings_over_the_defaults_are_named_per_engine() -> None:
+    native = {"spark-native": {"settings": {"spark.x": "1"}}, "streamjoin": {"settings": {}}}
+    line = settings_line({"equi": {"cases": [{"engines": native}]}})
+    assert "spark-native `spark.x=1` (equi)" in line
+    assert line.count("`") == 2  # (streamjoin took nothing over its defaults: not listed)
+    bare = settings_line({"equi": {"cases": [{"engines": {"streamjoin": {}}}]}})
+    assert bare == "Spark settings: every engine ran with streamjoin's local defaults."
