@@ -64,8 +64,8 @@ class _Batches:
     event, counted), Python work that shares the interpreter with streamjoin's driver thread,
     which Spark's native join does not need during a batch. A measuring tool should not load
     one engine more than another. (On the full equi backlog the difference is within this
-    machine's noise: streamjoin 20.1 / 20.1 s with PySpark's listener, 19.5-21.6 s, mean 20.6,
-    with this one, 18.7-20.7 s, mean 19.8, with none; session 12.)"""
+    machine's noise. streamjoin: 20.1 / 20.1 s with PySpark's listener; 19.5-21.6 s, mean
+    20.6, with this one; 18.7-20.7 s, mean 19.8, with none. Session 12.)"""
 
     def __init__(self) -> None:
         self.batch_ms: list[float] = []
@@ -147,20 +147,22 @@ class Live:
     warmup: str | None = None
 
 
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+"""(Reported as the JVM's flags, `EngineRun.jvm_flags`, not among an engine's settings.)"""
+
 PEER_CONF: dict[str, dict[str, str]] = {
     # The foreachBatch join is a nested loop whose cost is task code: the JVM's optimising
     # compiler (C2), which streamjoin's local session leaves off, runs it much faster (band,
     # full size: 986 s with it, still running after 1,560 s without; measured, session 11).
     # Spark's native join is as fast or faster with streamjoin's settings (27.6 / 26.7 s
     # with the JVM's defaults, 24.7 / 26.2 s with them), so it keeps them.
-    "spark-foreach": {"spark.driver.extraJavaOptions": ""},
+    "spark-foreach": {_JAVA_OPTIONS: ""},
     # Spark's default checkpoint manager renames through Hadoop's FileContext, which on a local
     # disk starts a `readlink` process per file status; the native join writes its state store
     # through it (901 such processes in the full equi run, 469 for the state store, strace'd).
     # The FileSystem-based manager makes no such calls: the full equi backlog 24.96 / 23.45 s
-    # -> 21.35 / 20.99 s (measured, session 12).
-    # streamjoin gains nothing from it (19.50 against 19.29 s, mean of five pairs), so its
-    # local defaults leave it alone.
+    # -> 21.35 / 20.99 s (measured, session 12). streamjoin gains nothing from it (19.50
+    # against 19.29 s, mean of five pairs), so its local defaults leave it alone.
     "spark-native": {
         "spark.sql.streaming.checkpointFileManagerClass": "org.apache.spark.sql.execution."
         "streaming.checkpointing.FileSystemBasedCheckpointFileManager"
@@ -234,10 +236,6 @@ def run_engine(
     if not run.out:
         run.out = {q.name: _count(spark, _out_path(job, q)) for q in job.queries}
     return run
-
-
-_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-"""(Reported as the JVM's flags, `EngineRun.jvm_flags`.)"""
 
 
 def _jvm_flags(spark: SparkSession) -> str:
