@@ -178,11 +178,17 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
     raw_per_row = sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
     live = run.get("state_rows") or 0
     state_bytes = run.get("state_bytes") or 0
+    cpu = run.get("cpu_seconds")
     return {
         "engine": run["engine"],
         "rows": run["rows_in"],
         "seconds": round(run["seconds"], 2),
         "throughput": round(run["rows_in"] / run["seconds"], 1) if run["seconds"] else None,
+        # CPU of the driver JVM and its Python process over the run (`engines.CpuClock`): the
+        # cores it kept busy (2 at most on the benchmark machine), and rows per CPU second.
+        "cpu_seconds": cpu,
+        "cores_busy": round(cpu / run["seconds"], 2) if cpu and run["seconds"] else None,
+        "rows_per_cpu_second": round(run["rows_in"] / cpu, 1) if cpu else None,
         "batches": len(batch),
         "batch_p50_ms": _percentile(batch, 50),
         "batch_p95_ms": _percentile(batch, 95),
@@ -251,6 +257,10 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         ratios["throughput"] = round(ours["throughput"] / peer["throughput"], 2)
         if ours.get("batch_p99_ms") and peer.get("batch_p99_ms"):
             ratios["batch_p99"] = round(ours["batch_p99_ms"] / peer["batch_p99_ms"], 2)
+    if ours.get("rows_per_cpu_second") and peer.get("rows_per_cpu_second"):
+        ratios["rows_per_cpu_second"] = round(
+            ours["rows_per_cpu_second"] / peer["rows_per_cpu_second"], 2
+        )
     return {
         "case": case.name,
         "size": size,
@@ -275,7 +285,8 @@ def _brief(r: dict[str, t.Any]) -> str:
         return f"ERROR {r['error']}"
     early = " (stopped early at its time limit)" if r.get("stopped_early") else ""
     return (
-        f"{r['throughput']} rows/s{early}, {r['seconds']} s, batches p50/p99 "
+        f"{r['throughput']} rows/s{early}, {r['seconds']} s, "
+        f"CPU {r.get('cpu_seconds')} s, batches p50/p99 "
         f"{r['batch_p50_ms']}/{r['batch_p99_ms']} ms, out {r['out']}, peak {r['peak_rss_mb']} MB"
     )
 

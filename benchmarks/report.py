@@ -304,10 +304,10 @@ def _fmt(v: object) -> str:
 def table(reports: dict[str, Report]) -> list[str]:
     """One markdown row per engine and case."""
     head = (
-        "| workload | case | engine | rows | rows/s | ratio | batch p50 / p95 / p99 ms | "
-        "peak MB | state B/tuple (×raw) | results agree |"
+        "| workload | case | engine | rows | rows/s | ratio | CPU s (cores) | "
+        "batch p50 / p95 / p99 ms | peak MB | state B/tuple (×raw) | results agree |"
     )
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 11]
     for name, report in reports.items():
         for c in report["cases"]:
             for engine, r in c["engines"].items():
@@ -324,9 +324,14 @@ def table(reports: dict[str, Report]) -> list[str]:
                     else "–"
                 )
                 stopped = " (stopped at its time limit)" if r.get("stopped_early") else ""
+                cpu = (
+                    f"{_fmt(r['cpu_seconds'])} ({_fmt(r.get('cores_busy'))})"
+                    if r.get("cpu_seconds")
+                    else "–"
+                )
                 lines.append(
                     f"| {name} | {c['case']} | {engine}{stopped} | {_fmt(r.get('rows'))} | "
-                    f"{_fmt(r.get('throughput'))} | {_fmt(ratio)} | {batches} | "
+                    f"{_fmt(r.get('throughput'))} | {_fmt(ratio)} | {cpu} | {batches} | "
                     f"{_fmt(r.get('peak_rss_mb'))} | {state} | "
                     f"{ {True: 'yes', False: 'NO', None: 'unchecked'}[c['results_agree']] } |"
                 )
