@@ -156,15 +156,17 @@ class QueryRouter:
         """The scheme object (None: the engine's hash path)."""
         return scheme_from_params(self.params)
 
-    def row_sql(self, side: Side) -> RowSql:
-        """The tag, key and band value of a row of `side`, over its alias."""
+    def row_sql(self, side: Side, keys: t.Sequence[str] | None = None) -> RowSql:
+        """The tag, key and band value of a row of `side`, over its alias (`keys`: the SQL of
+        the side's equality keys over other names, e.g. a batch's stored columns)."""
         q = self.qp.query
         alias, stream = (q.left.alias, self.left) if side == "left" else (q.right.alias, self.right)
         cols = ", ".join(f"{alias}.`{c.name}`" for c in stream.columns)
         tag = f"(xxhash64({cols}) & {_MASK})"
         key = None
         if self.qp.parts.equi and self.key_types is not None:
-            exprs = [k.left_sql if side == "left" else k.right_sql for k in self.qp.parts.equi]
+            equi = self.qp.parts.equi
+            exprs = keys or [k.left_sql if side == "left" else k.right_sql for k in equi]
             typed = ", ".join(
                 f"CAST(({e}) AS {ty})" for e, ty in zip(exprs, self.key_types, strict=True)
             )
@@ -189,12 +191,12 @@ class QueryRouter:
         scheme = self.scheme
         return scheme.places() if scheme is not None else int(self.params.get("units", 1))
 
-    def unit_sql(self, side: Side) -> str:
+    def unit_sql(self, side: Side, keys: t.Sequence[str] | None = None) -> str:
         """The unit of a routed row of `side`: its place, or on the hash path its key's bucket
-        (where Spark's hash partitioning by the key would send it)."""
+        (where Spark's hash partitioning by the key would send it). `keys`: see `row_sql`."""
         if self.scheme is not None:
             return PLACE
-        key = self.row_sql(side).key
+        key = self.row_sql(side, keys).key
         if key is None:
             return "0"
         band = self.band
