@@ -46,6 +46,7 @@ from streamjoin.runtime.stores import (
     StoreViews,
 )
 from streamjoin.runtime.threads import Background, PhaseClock, metrics
+from streamjoin.runtime.unitcounts import InputUnitCounts
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
@@ -111,10 +112,8 @@ class BatchProcessor:
         """The selectivity counts running beside an epoch's last batch (`runtime.selectivity`)."""
         self._mirs: MirStores | None = None
         """The batch's MIR stores (`runtime.mirs`)."""
-        self._input_units: dict[str, list[tuple[int, str]]] = {}
-        """Queries whose units the state job counts: each side's stream and unit SQL."""
-        self._input_counts: dict[str, list[int]] = {}
-        """Their rows per unit in this batch, from the state job."""
+        self._input_units = InputUnitCounts()
+        """Queries whose rows per unit the state job counts (`runtime.unitcounts`)."""
         self._started = False
         """True once this processor ran a batch (MIR stores are refilled at a (re)start)."""
         self.stores = StoreViews(store, self.reorder.parallelism)
@@ -158,7 +157,7 @@ class BatchProcessor:
             self.spark.conf.set(key, value)
         classified = classify(df, self.plan, prev.global_wm)
         self._load_routers(prev)
-        self._input_units = self._input_unit_sql()
+        self._input_units.choose(self.spark, self.plan, self.routers)
         self.reorder.restore(prev.multiway)
         optimizer = self.spark.conf.get("streamjoin.multiway.optimizer", "ilp")
         if optimizer not in ("ilp", "greedy"):
@@ -239,17 +238,10 @@ class BatchProcessor:
                 F.expr(f"min(CASE WHEN {ok} THEN _sj_ts END)").alias(f"lo_{i}"),
                 F.expr(f"max(CASE WHEN {ok} THEN _sj_ts END)").alias(f"hi_{i}"),
             ]
-        units = []
-        for qi, (name, sides) in enumerate(self._input_units.items()):
-            n = self.routers[name].units
-            for j, (src, unit_sql) in enumerate(sides):
-                col = f"_sj_unit_{qi}_{j}"
-                ok = f"_sj_src = {src} AND _sj_status = 'ok'"
-                units.append(F.expr(f"CASE WHEN {ok} THEN {unit_sql} END").alias(col))
-                for u in range(n):
-                    aggs.append(F.expr(f"count_if({col} = {u})").alias(f"u_{qi}_{j}_{u}"))
+        units = self._input_units.columns()
         if units:
             classified = classified.select("*", *units)
+            aggs += self._input_units.aggregates(self.routers)
         obs = Observation(f"sj_input_{batch_id}")
         names = " ".join(f"WHEN {sp.index} THEN '{sp.name}'" for sp in self.plan.streams)
         data = [prefixed(sp.index, c.name) for sp in self.plan.streams for c in sp.stream.columns]
@@ -264,13 +256,7 @@ class BatchProcessor:
             "false",
         ).parquet(self.store.batch_dir(batch_id))
         got = obs.get
-        self._input_counts = {
-            name: [
-                sum(int(got[f"u_{qi}_{j}_{u}"]) for j in range(len(sides)))
-                for u in range(self.routers[name].units)
-            ]
-            for qi, (name, sides) in enumerate(self._input_units.items())
-        }
+        self._input_units.read(got, self.routers)
         stats = {}
         for sp in self.plan.streams:
             i = sp.index
@@ -519,39 +505,6 @@ class BatchProcessor:
             out.append(view_name)
         return out[0], out[1]
 
-    def _input_unit_sql(self) -> dict[str, list[tuple[int, str]]]:
-        """The queries on the automatic hash path whose equality keys are columns, with each
-        side's stream and the unit of its rows (where the key's hash sends a row) over the
-        batch's stored column names.
-
-        Their deltas' rows per unit, which show skew, are counted in the state job's
-        observation, which reads those rows anyway: observed deltas in the join cost three
-        DataFrames and a view per side, each analysed in the JVM, and a `CollectMetrics` in the
-        join's plan, 6% of a small-batch run (nexmark q3, measured)."""
-        found: dict[str, list[tuple[int, str]]] = {}
-        for qp in self.plan.queries:
-            q = qp.query
-            router = self.routers[q.name]
-            automatic = router.scheme is None and q.option("partitioning", "auto") == "auto"
-            if not (automatic and qp.parts.equi and router.band is None):
-                continue
-            if q.option("adapt", "true") != "true":
-                continue
-            sides: list[tuple[int, str]] = []
-            for side, ref in (("left", q.left), ("right", q.right)):
-                sp = self.plan.stream(ref.stream)
-                exprs = [k.left_sql if side == "left" else k.right_sql for k in qp.parts.equi]
-                columns = [_column(e, ref.alias) for e in exprs]
-                if any(c is None for c in columns):
-                    break
-                if router.key_types is None:
-                    router.key_types = key_types(self.spark, router)
-                keys = [f"`{prefixed(sp.index, c)}`" for c in columns if c is not None]
-                sides.append((sp.index, router.unit_sql(t.cast("Side", side), keys)))
-            else:
-                found[q.name] = sides
-        return found
-
     def _load_routers(self, prev: Manifest) -> None:
         """Each query's router as the previous batch left it (its scheme and controllers)."""
         default = int(self.spark.conf.get("spark.sql.shuffle.partitions") or "4")
@@ -585,7 +538,7 @@ class BatchProcessor:
             q = qp.query
             router = self.routers[q.name]
             observed = self._unit_obs.get(q.name, [])
-            counted = self._input_counts.get(q.name)
+            counted = self._input_units.counts.get(q.name)
             quantiles: list[float] = []
             if counted is not None:
                 probe, store = list(counted), [0] * len(counted)
@@ -612,13 +565,6 @@ class BatchProcessor:
                 (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
             )
         return units, notes
-
-
-def _column(sql: str, alias: str) -> str | None:
-    """`col` when `sql` is the bare column ``alias.col`` (either part may be quoted)."""
-    head, dot, tail = sql.partition(".")
-    head, tail = head.strip("`"), tail.strip("`")
-    return tail if dot and head == alias and tail.isidentifier() else None
 
 
 def _route_rows(value: str | None) -> int:

@@ -1,6 +1,7 @@
-"""The automatic hash path's rows per unit, counted in the state job (`runtime.batch`): which key
-expressions it can read off a batch's stored columns, and the unit SQL over those columns (no
-JVM: the SQL is text; Spark's side is `tests/spark/test_partitioning`'s hot-key test)."""
+"""The automatic hash path's rows per unit, counted in the state job (`runtime.unitcounts`):
+which key expressions it can read off a batch's stored columns, and the unit SQL over those
+columns (no JVM: the SQL is text; Spark's side is `tests/spark/test_partitioning`'s hot-key
+test)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import typing as t
 import pytest
 
 from streamjoin.plan import plan_job
-from streamjoin.runtime.batch import _column
 from streamjoin.runtime.routing import QueryRouter
+from streamjoin.runtime.unitcounts import column_of
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 
@@ -34,7 +35,7 @@ if t.TYPE_CHECKING:
 def test_only_bare_columns_of_the_side_are_read_off_the_stored_batch(
     sql: str, alias: str, column: str | None
 ) -> None:
-    assert _column(sql, alias) == column
+    assert column_of(sql, alias) == column
 
 
 def test_unit_sql_over_stored_columns_is_the_join_side_unit_with_the_keys_renamed() -> None:
