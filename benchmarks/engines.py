@@ -304,6 +304,8 @@ def _run_streamjoin(
     spark: SparkSession, job: Job, workdir: str, run: EngineRun, trigger: str | None = None
 ) -> None:
     from streamjoin.runtime.engine import Engine
+    from streamjoin.runtime.fs import FileStore
+    from streamjoin.runtime.state import StateStore
 
     summary = Engine(spark).run(
         job,
@@ -315,9 +317,12 @@ def _run_streamjoin(
     run.rows_in = sum(summary.rows_in.values())
     run.out = dict(summary.out)
     run.state_rows = sum(summary.state_rows.values())
-    # Stream stores and MIR stores (multi-way joins).
+    # Stream stores and MIR stores (multi-way joins), and the input files live units of file
+    # streams are read back from (`streamjoin.runtime.sourcefiles`).
     stores = ("state", "mir")
     run.state_bytes = sum(_dir_bytes(os.path.join(workdir, "ckpt", s)) for s in stores)
+    latest = StateStore(FileStore(spark), os.path.join(workdir, "ckpt")).latest()
+    run.state_bytes += sum(u.bytes for u in latest.units if u.files)
 
 
 def _run_streamjoin_live(

@@ -4,8 +4,9 @@ Per batch, with W the global watermark committed by the previous batch:
 
 1. every input row is ok, malformed (unparsable, or NULL event time) or late (event time < W);
 2. one Spark job appends the ok rows of every stream to the state, as new files keyed by the batch
-   id and partitioned by stream (a unit of state); the same job observes, per stream, the row
-   counts and the event-time range, which feed watermarks, pruning and counters;
+   id and partitioned by stream (a unit of state), or, for a file stream whose state is read back
+   from its input files, notes those files; the same job observes, per stream, the row counts and
+   the event-time range, which feed watermarks, pruning and counters (`runtime.statejob`);
 3. bad rows, if any, go to the dead-letter location;
 4. each query computes ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` (each new pair exactly once), reading
    only the state units whose event times can meet the delta's;
@@ -18,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 import typing as t
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 
 from pyspark.sql import Observation
@@ -28,7 +29,7 @@ from streamjoin.runtime.commit import StreamStats, next_manifest
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.intake import classify, write_deadletters
 from streamjoin.runtime.joins import delta_join_sql
-from streamjoin.runtime.manifest import Manifest, StateUnit
+from streamjoin.runtime.manifest import Manifest
 from streamjoin.runtime.mirs import MirStores
 from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.restart import check_restart
@@ -37,6 +38,7 @@ from streamjoin.runtime.selectivity import start_measures
 from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.statejob import StateJob
 from streamjoin.runtime.stores import (
     PARTITIONED_CONF,
     PARTITIONED_STORE_CONF,
@@ -114,6 +116,8 @@ class BatchProcessor:
         """The batch's MIR stores (`runtime.mirs`)."""
         self._input_units = InputUnitCounts()
         """Queries whose rows per unit the state job counts (`runtime.unitcounts`)."""
+        self.state_job = StateJob(plan, store)
+        """Step 2 of each batch (`runtime.statejob`)."""
         self._started = False
         """True once this processor ran a batch (MIR stores are refilled at a (re)start)."""
         self.stores = StoreViews(store, self.reorder.parallelism)
@@ -125,6 +129,7 @@ class BatchProcessor:
     def close(self) -> None:
         """Release what the processor keeps cached between batches."""
         self.stores.partitioned.clear()
+        self.stores.sourced.clear()
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -171,7 +176,8 @@ class BatchProcessor:
             # The state write and the joins are independent (the joins read the batch's input,
             # not the new state files): run them as concurrent Spark jobs, so that one's driver
             # overhead overlaps the other's tasks (measured: a third off the batch time).
-            state_job = Background(lambda: self._append_state(classified, batch_id))
+            append = partial(self.state_job.run, classified, batch_id, prev.global_wm)
+            state_job = Background(lambda: append(self._input_units, self.routers))
             deltas = self._delta_views(classified, views)
             out = self._join_and_write(batch_id, prev, deltas, views)
             clock.mark("join")
@@ -223,56 +229,6 @@ class BatchProcessor:
         if self.on_batch is not None:
             self.on_batch(report)
         return report
-
-    # -- 2. state, and the batch's statistics ---------------------------------------------------
-    def _append_state(self, classified: DataFrame, batch_id: int) -> dict[str, StreamStats]:
-        """Append every stream's ok rows to its state in one Spark job, observing per stream the
-        ok / late / malformed counts and the ok rows' event-time range on the way."""
-        aggs = []
-        for sp in self.plan.streams:
-            i, ok = sp.index, f"_sj_src = {sp.index} AND _sj_status = 'ok'"
-            aggs += [
-                F.expr(f"count_if({ok})").alias(f"ok_{i}"),
-                F.expr(f"count_if(_sj_src = {i} AND _sj_status = 'late')").alias(f"late_{i}"),
-                F.expr(f"count_if(_sj_src = {i} AND _sj_status = 'malformed')").alias(f"bad_{i}"),
-                F.expr(f"min(CASE WHEN {ok} THEN _sj_ts END)").alias(f"lo_{i}"),
-                F.expr(f"max(CASE WHEN {ok} THEN _sj_ts END)").alias(f"hi_{i}"),
-            ]
-        units = self._input_units.columns()
-        if units:
-            classified = classified.select("*", *units)
-            aggs += self._input_units.aggregates(self.routers)
-        obs = Observation(f"sj_input_{batch_id}")
-        names = " ".join(f"WHEN {sp.index} THEN '{sp.name}'" for sp in self.plan.streams)
-        data = [prefixed(sp.index, c.name) for sp in self.plan.streams for c in sp.stream.columns]
-        # State files keep the unified column names of every stream (all NULL but the owner's,
-        # which Parquet stores in a few bytes): one write serves all streams.
-        classified.observe(obs, *aggs).where(F.col("_sj_status") == "ok").select(
-            *data, F.expr(f"CASE _sj_src {names} END").alias("sj_stream")
-        ).write.mode("overwrite").partitionBy("sj_stream").option(
-            # State files are read back a few times and dropped: dictionary pages cost more to
-            # build (hash maps per column, a profile's top item) than they save.
-            "parquet.enable.dictionary",
-            "false",
-        ).parquet(self.store.batch_dir(batch_id))
-        got = obs.get
-        self._input_units.read(got, self.routers)
-        stats = {}
-        for sp in self.plan.streams:
-            i = sp.index
-            s = StreamStats(
-                ok=int(got[f"ok_{i}"]),
-                late=int(got[f"late_{i}"]),
-                malformed=int(got[f"bad_{i}"]),
-                min_ts=got[f"lo_{i}"],
-                max_ts=got[f"hi_{i}"],
-            )
-            if s.ok:
-                unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
-                # One metadata call per stream: the bytes per unit in the statistics.
-                s.unit = replace(unit, bytes=self.store.fs.size(self.store.path(unit.path)))
-            stats[sp.name] = s
-        return stats
 
     def _delta_views(self, classified: DataFrame, views: list[str]) -> dict[str, str]:
         """Each stream's ok rows of this batch, as a relation for SQL text.

@@ -13,6 +13,7 @@ from streamjoin.runtime.batch import BatchProcessor, BatchReport
 from streamjoin.runtime.fs import FileStore
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
+from streamjoin.runtime.sourcefiles import SOURCE_STATE_CONF, SourceLog, sourced_streams
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
 from streamjoin.runtime.state import StateStore
 
@@ -130,6 +131,10 @@ class Engine:
         store = StateStore(FileStore(self.spark), ckpt)
         processor = BatchProcessor(self.spark, plan, store, on_batch)
         given = dict(sources or {})
+        read = [sp.name for sp in plan.streams if sp.name not in given]
+        sourced = sourced_streams(plan, read, self.spark.conf.get(SOURCE_STATE_CONF, None))
+        if sourced:
+            processor.state_job.source_log = SourceLog(store.fs, store.path("spark"), sourced)
         frames = {
             sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
             for sp in plan.streams

@@ -50,6 +50,12 @@ class FileStore:
         fs = self._fs(p)
         return int(fs.getContentSummary(p).getLength()) if fs.exists(p) else 0
 
+    def file_size(self, path: str) -> int | None:
+        """Bytes of the file `path`, or None if there is none."""
+        p = self._path(path)
+        fs = self._fs(p)
+        return int(fs.getFileStatus(p).getLen()) if fs.exists(p) else None
+
     def read_text(self, path: str) -> str:
         """The whole file as UTF-8 text."""
         p = self._path(path)

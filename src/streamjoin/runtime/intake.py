@@ -16,7 +16,7 @@ from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from pyspark.sql import DataFrame
 
@@ -24,15 +24,29 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state import StateStore
 
 
-def classify(df: DataFrame, plan: JobPlan, watermark: int | None) -> DataFrame:
-    """`df` with ``_sj_status`` (ok / late / malformed) and ``_sj_reason`` for the others."""
-    timed = [sp.index for sp in plan.streams if sp.stream.watermark]
+def _tests(timed: Sequence[int], watermark: int | None) -> tuple[str, str]:
+    """SQL of the late and the null-event-time tests of a unified input row."""
     late = "FALSE" if watermark is None else f"{as_decimal('_sj_ts')} < {batch_constant(watermark)}"
     null_ts = f"_sj_src IN ({', '.join(map(str, timed))}) AND _sj_ts IS NULL" if timed else "FALSE"
-    status = (
+    return late, null_ts
+
+
+def status_sql(timed: Sequence[int], watermark: int | None) -> str:
+    """SQL of a unified input row's status (ok / late / malformed), for the streams `timed`
+    (their indexes) having event times and a batch that started at `watermark`. (The state of
+    a file stream read back from its files takes its rows by the same test, `runtime.stores`.)"""
+    late, null_ts = _tests(timed, watermark)
+    return (
         f"CASE WHEN _sj_raw IS NOT NULL THEN 'malformed' WHEN {null_ts} THEN 'malformed' "
         f"WHEN {late} THEN 'late' ELSE 'ok' END"
     )
+
+
+def classify(df: DataFrame, plan: JobPlan, watermark: int | None) -> DataFrame:
+    """`df` with ``_sj_status`` (ok / late / malformed) and ``_sj_reason`` for the others."""
+    timed = [sp.index for sp in plan.streams if sp.stream.watermark]
+    late, null_ts = _tests(timed, watermark)
+    status = status_sql(timed, watermark)
     reason = (
         "CASE WHEN _sj_raw IS NOT NULL THEN 'unparsable record or wrong type' "
         f"WHEN {null_ts} THEN 'null event time' "

@@ -30,6 +30,22 @@ class StateUnit:
     max_ts: int | None
     bytes: int = 0
     """Bytes of its files (0: not measured; manifests written before it was)."""
+    files: tuple[str, ...] = ()
+    """The stream's own input files its rows are read back from (`runtime.sourcefiles`), as
+    Spark named them; empty when the rows were copied under `path`."""
+    sizes: tuple[int, ...] = ()
+    """Bytes of each of `files` when the batch read them: a changed file is not read back."""
+    watermark: int | None = None
+    """For rows read back from `files`: the watermark their batch started with (the files'
+    rows behind it were late, and are not state)."""
+
+    @staticmethod
+    def of(raw: dict[str, t.Any]) -> StateUnit:
+        """Inverse of `dataclasses.asdict`."""
+        seqs: dict[str, tuple[t.Any, ...]] = {
+            k: tuple(raw[k]) for k in ("files", "sizes") if k in raw
+        }
+        return StateUnit(**{**raw, **seqs})
 
     @property
     def path(self) -> str:
@@ -125,7 +141,7 @@ class Manifest:
             batch=raw["batch"],
             stream_wm=raw["stream_wm"],
             global_wm=raw["global_wm"],
-            units=[StateUnit(**u) for u in raw["units"]],
+            units=[StateUnit.of(u) for u in raw["units"]],
             dropped=raw["dropped"],
             totals=Totals(**raw["totals"]),
             routing=raw.get("routing", {}),

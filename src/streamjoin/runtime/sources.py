@@ -19,13 +19,16 @@ from pyspark.sql import functions as F
 from streamjoin.errors import StreamJoinError
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
+    from pyspark.sql.streaming.readwriter import DataStreamReader
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import StreamPlan
 
+    R = t.TypeVar("R", DataFrameReader, DataStreamReader)
+
 CORRUPT = "_sj_corrupt"
-_OWN_OPTIONS = ("path", "deadletter")
+_OWN_OPTIONS = ("path", "deadletter", "state")
 _COLUMN_PREFIX = "column."
 FILE_FORMATS = ("json", "csv", "parquet")
 
@@ -59,7 +62,7 @@ def reader_options(stream: StreamDef) -> dict[str, str]:
     }
 
 
-def _column_exprs(stream: StreamDef) -> dict[str, str]:
+def column_exprs(stream: StreamDef) -> dict[str, str]:
     """``column.<name> = '<expr>'`` options: columns computed from the source's own columns."""
     return {k[len(_COLUMN_PREFIX) :]: v for k, v in stream.options if k.startswith(_COLUMN_PREFIX)}
 
@@ -67,19 +70,9 @@ def _column_exprs(stream: StreamDef) -> dict[str, str]:
 def read_stream(spark: SparkSession, stream: StreamDef) -> DataFrame:
     """A streaming DataFrame with the stream's declared columns (and `CORRUPT` where parsable)."""
     fmt = stream.format
-    options = reader_options(stream)
-    reader = spark.readStream.options(**options)
-    if fmt in ("json", "csv"):
-        path = _path(stream)
-        return (
-            reader.format(fmt)
-            .schema(schema_ddl(stream, corrupt=True))
-            .option("columnNameOfCorruptRecord", CORRUPT)
-            .option("mode", "PERMISSIVE")
-            .load(path)
-        )
-    if fmt == "parquet":
-        return reader.format("parquet").schema(schema_ddl(stream)).load(_path(stream))
+    reader = spark.readStream.options(**reader_options(stream))
+    if fmt in FILE_FORMATS:
+        return file_reader(reader, stream).load(_path(stream))
     if fmt == "rate":
         return conform(reader.format("rate").load(), stream)
     if fmt == "kafka":
@@ -96,6 +89,19 @@ def read_stream(spark: SparkSession, stream: StreamDef) -> DataFrame:
     raise StreamJoinError(msg)
 
 
+def file_reader(reader: R, stream: StreamDef) -> R:
+    """`reader` (a streaming or batch one, with the stream's options) set to parse a file
+    stream's format into its declared columns, and `CORRUPT` where a record can be unparsable."""
+    if stream.format == "parquet":
+        return reader.format("parquet").schema(schema_ddl(stream))
+    return (
+        reader.format(stream.format)
+        .schema(schema_ddl(stream, corrupt=True))
+        .option("columnNameOfCorruptRecord", CORRUPT)
+        .option("mode", "PERMISSIVE")
+    )
+
+
 def _path(stream: StreamDef) -> str:
     path = stream.option("path")
     if not path:
@@ -107,7 +113,7 @@ def _path(stream: StreamDef) -> str:
 def conform(df: DataFrame, stream: StreamDef) -> DataFrame:
     """Select and cast `df`'s columns to the declared ones (``column.<name>`` options may derive
     a column from others, e.g. ``'column.k' = 'value % 100'`` on the rate source)."""
-    exprs = _column_exprs(stream)
+    exprs = column_exprs(stream)
     have = {c.lower(): c for c in df.columns}
     cols: list[Column] = []
     for c in stream.columns:

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from pyspark import StorageLevel
 
+from streamjoin.runtime.sourcefiles import SourcedUnits
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
 
@@ -49,6 +50,10 @@ PARTITIONED_STORE_CONF = {
 """Settings of a batch that may route a step to partitioned stores; other batches keep Spark's
 defaults (`SPARK_DEFAULTS`)."""
 SPARK_DEFAULTS = {key: "true" for key in PARTITIONED_STORE_CONF}
+
+
+def _union(views: list[str]) -> str:
+    return "(" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in views) + ")"
 
 
 def _stored_schema(sp: StreamPlan) -> str:
@@ -122,12 +127,14 @@ class StoreViews:
     def __init__(self, store: StateStore, parallelism: int) -> None:
         self.store = store
         self.partitioned = PartitionedUnits(parallelism)
+        self.sourced = SourcedUnits(store.fs)
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
 
     def end_batch(self) -> None:
         """Forget the batch's views (the batch drops them)."""
         self._unit_views = {}
+        self.sourced.end_batch()
 
     def state(
         self,
@@ -162,14 +169,20 @@ class StoreViews:
     def _files_view(
         self, spark: SparkSession, sp: StreamPlan, units: list[StateUnit], views: list[str]
     ) -> str:
-        """A temp view of the files of `units` of `sp`, under their stored names (one per set
-        of units and batch: queries reading the same units share it)."""
+        """A relation of the rows of `units` of `sp`, under their stored names: a temp view of
+        the copied units' files (one per set of units and batch: queries reading the same units
+        share it), and the views of units read back from the stream's own files."""
         paths = tuple(self.store.path(u.path) for u in units)
         view = self._unit_views.get((sp.name, *paths))
         if view is None:
-            view = f"_sj_units_{len(views)}"
-            spark.read.schema(_stored_schema(sp)).parquet(*paths).createOrReplaceTempView(view)
-            views.append(view)
+            parts = [self.sourced.view(spark, sp, u) for u in units if u.files]
+            copied = [self.store.path(u.path) for u in units if not u.files]
+            if copied or not parts:
+                name = f"_sj_units_{len(views)}"
+                spark.read.schema(_stored_schema(sp)).parquet(*copied).createOrReplaceTempView(name)
+                views.append(name)
+                parts.append(name)
+            view = parts[0] if len(parts) == 1 else _union(parts)
             self._unit_views[sp.name, *paths] = view
         return view
 

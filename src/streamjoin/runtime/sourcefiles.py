@@ -1,0 +1,252 @@
+"""State read back from a file stream's own input files instead of a copy in the checkpoint.
+
+A file stream's input already sits in files that Spark lists once and reads in one batch, and
+Spark's file source asks that a file does not change once it is there. A state unit (the rows
+one batch added to a stream) can then be those files and the batch's watermark: read back, the
+files give the same rows, and the status test of `runtime.intake` with that watermark keeps the
+same ok rows. The batch skips writing them. On the full equi backlog that write was a seventh
+of the run's CPU (benchmarks/results/NOTES.md, session 15).
+
+The price is that the files must stay until the state no longer needs them, which is bounded
+only when the stream's state is: a stream is *sourced* when it is read by the engine from a
+``json``, ``csv`` or ``parquet`` path without wildcards, has an event time and a watermark, and
+every query over it is a two-way join with a window both ways (so a unit is dropped once the
+watermark passes its rows' window). Spark's ``cleanSource`` (which moves or deletes files after
+their batch), the stream option ``state = 'copy'`` and the Spark conf `SOURCE_STATE_CONF` =
+``false`` keep the copy. A unit's files are checked before each read: a file that is gone or
+changed stops the batch with an error naming it, never a silently smaller state.
+
+Which files a batch read is what Spark's own checkpoint says (`SourceLog`), read before the
+batch's state job: a stream whose files the logs do not tell is copied for that batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import typing as t
+from urllib.parse import unquote
+
+from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.intake import status_sql
+from streamjoin.runtime.sources import (
+    CORRUPT,
+    FILE_FORMATS,
+    column_exprs,
+    file_reader,
+    prefixed,
+    reader_options,
+)
+
+if t.TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.plan import JobPlan, StreamPlan
+    from streamjoin.runtime.fs import FileStore
+    from streamjoin.runtime.manifest import StateUnit
+
+SOURCE_STATE_CONF = "streamjoin.state.fromSource"
+"""Spark conf: ``false`` copies every stream's state into the checkpoint."""
+STATE_OPTION = "state"
+"""Stream option: ``auto`` (the default: read back from the source's files where it can) or
+``copy``."""
+_STATE_CHOICES = ("auto", "copy")
+_processors = itertools.count()
+
+
+def sourced_streams(plan: JobPlan, read: Collection[str], setting: str | None) -> list[StreamPlan]:
+    """The streams of `plan` whose state units are their input files (see the module's text);
+    `read` names the streams the engine reads itself, `setting` is `SOURCE_STATE_CONF`."""
+    for sp in plan.streams:
+        choice = (sp.stream.option(STATE_OPTION) or "auto").lower()
+        if choice not in _STATE_CHOICES:
+            msg = (
+                f"stream {sp.name!r}: option {STATE_OPTION} must be one of "
+                f"{', '.join(map(repr, _STATE_CHOICES))}, got {choice!r}"
+            )
+            raise StreamJoinError(msg)
+    if (setting or "true").lower() == "false" or set(read) != {sp.name for sp in plan.streams}:
+        # (A stream given as a DataFrame may be any number of Spark sources: the source
+        # indexes of the others would not be known.)
+        return []
+    multiway = {side.stream for mp in plan.multiway for side in mp.query.sides}
+    return [sp for sp in plan.streams if sp.name not in multiway and _file_backed(sp)]
+
+
+def _file_backed(sp: StreamPlan) -> bool:
+    s = sp.stream
+    path = s.option("path") or ""
+    return (
+        s.format in FILE_FORMATS
+        and (s.option(STATE_OPTION) or "auto").lower() == "auto"
+        and (s.option("cleansource") or "off").lower() == "off"
+        and not any(c in path for c in "*?[{")
+        and s.watermark is not None
+        and s.event_time is not None
+        and sp.retain_us is not None
+    )
+
+
+class SourceLog:
+    """The files each sourced stream's file source read in a batch, from Spark's checkpoint:
+    ``offsets/<batch>`` holds each source's log offset after the batch (one line per source, in
+    the order of the engine's streams), ``sources/<i>/<offset>`` (or a ``.compact`` file that
+    took it in) the files of that offset. Those logs are how Spark itself replays a batch."""
+
+    def __init__(self, fs: FileStore, checkpoint: str, streams: Collection[StreamPlan]) -> None:
+        self.fs = fs
+        self.root = checkpoint.rstrip("/")
+        self.streams = {
+            sp.name: (sp.index, fs.qualify(sp.stream.option("path") or "")) for sp in streams
+        }
+        """Each sourced stream's source index and qualified path."""
+        self._offsets: dict[int, list[int | None] | None] = {}
+
+    def files(self, batch: int) -> dict[str, list[str]]:
+        """Per sourced stream, the files it read in `batch` (Hadoop paths, each under the
+        stream's path). A stream is left out when no file was read or the logs do not tell
+        which: its rows are then copied."""
+        end, start = self._offsets_of(batch), self._offsets_of(batch - 1) if batch else []
+        found: dict[str, list[str]] = {}
+        for name, (i, path) in self.streams.items():
+            hi = end[i] if end is not None and i < len(end) else None
+            lo = -1 if batch == 0 else (start[i] if start is not None and i < len(start) else None)
+            if hi is None or (lo is None and batch):
+                continue
+            lo = -1 if lo is None else lo
+            files: list[str] = []
+            for offset in range(lo + 1, hi + 1):
+                logged = self._logged(i, offset)
+                if logged is None:
+                    files = []
+                    break
+                files += logged
+            under = path.rstrip("/") + "/"
+            if files and all(_bare(f).startswith(_bare(under)) for f in files):
+                found[name] = sorted(files)
+        self._offsets = {b: o for b, o in self._offsets.items() if b >= batch - 1}
+        return found
+
+    def _offsets_of(self, batch: int) -> list[int | None] | None:
+        if batch not in self._offsets:
+            self._offsets[batch] = self._read_offsets(batch)
+        return self._offsets[batch]
+
+    def _read_offsets(self, batch: int) -> list[int | None] | None:
+        path = f"{self.root}/offsets/{batch}"
+        if batch < 0 or not self.fs.exists(path):
+            return None
+        out: list[int | None] = []
+        for line in self.fs.read_text(path).splitlines()[2:]:  # (a version, the batch's conf)
+            try:
+                offset = json.loads(line).get("logOffset") if line.startswith("{") else None
+            except ValueError:
+                offset = None
+            out.append(offset if isinstance(offset, int) else None)
+        return out
+
+    def _logged(self, index: int, offset: int) -> list[str] | None:
+        """The files of log offset `offset` of source `index`, or None if not found."""
+        d = f"{self.root}/sources/{index}"
+        name = str(offset)
+        if not self.fs.exists(f"{d}/{name}"):
+            # Every tenth entry is a compaction of all before it; older single ones go later.
+            done = [n for n in self.fs.list_names(d) if n.endswith(".compact")]
+            later = sorted(int(n[: -len(".compact")]) for n in done if n[:-8].isdigit())
+            later = [b for b in later if b >= offset]
+            if not later:
+                return None
+            name = f"{later[0]}.compact"
+        files = []
+        for line in self.fs.read_text(f"{d}/{name}").splitlines()[1:]:  # (after the version)
+            entry = json.loads(line)
+            if entry.get("batchId") == offset and isinstance(entry.get("path"), str):
+                files.append(unquote(entry["path"]))
+        return files
+
+
+def _bare(path: str) -> str:
+    """`path` without its scheme's slashes (``file:///a`` and ``file:/a`` alike)."""
+    scheme, _, rest = path.partition(":")
+    return f"{scheme}:/{rest.lstrip('/')}" if "/" not in scheme else path
+
+
+def check_files(fs: FileStore, sp: StreamPlan, unit: StateUnit) -> None:
+    """Raise if any file of `unit` is gone or changed since its batch read it."""
+    for path, size in zip(unit.files, unit.sizes, strict=True):
+        now = fs.file_size(path)
+        if now != size:
+            what = "is gone" if now is None else f"changed ({now} bytes, {size} when read)"
+            msg = (
+                f"stream {sp.name!r}: its state from batch {unit.batch} is read back from the "
+                f"input file {path}, which {what}. A file stream's input files must stay as they "
+                "are until the watermark passes their rows' window; to copy the state into the "
+                f"checkpoint instead, set WITH ({STATE_OPTION} = 'copy') on the stream"
+            )
+            raise StreamJoinError(msg)
+
+
+class SourcedUnits:
+    """Temp views of state units read back from their streams' files, each kept from the first
+    batch that reads it to the first that does not: a unit is read by the batches after its own
+    until it expires, and building its view (a file listing, an analysis) costs about as much
+    as the batch's other driver work (80 ms a unit, measured)."""
+
+    def __init__(self, fs: FileStore) -> None:
+        self.fs = fs
+        self._views: dict[tuple[str, int], tuple[str, DataFrame]] = {}
+        self._used: set[tuple[str, int]] = set()
+        self._prefix = f"_sj_sourced_{next(_processors)}"
+
+    def view(self, spark: SparkSession, sp: StreamPlan, unit: StateUnit) -> str:
+        """A relation (SQL text) of `unit`'s rows under their stored names, once its files are
+        checked."""
+        check_files(self.fs, sp, unit)
+        key = (sp.name, unit.batch)
+        self._used.add(key)
+        if key not in self._views:
+            name = f"{self._prefix}_{sp.index}_{unit.batch}"
+            s = sp.stream
+            reader = file_reader(spark.read.options(**reader_options(s)), s)
+            # The stream's directory as the base: partition columns come out as the stream's.
+            raw = reader.option("basePath", s.option("path") or "").load(list(unit.files))
+            raw.createOrReplaceTempView(name)
+            self._views[key] = (name, raw)
+        return stored_sql(sp, self._views[key][0], unit.watermark)
+
+    def clear(self) -> None:
+        """Drop every view (the processor is done)."""
+        self._used = set()
+        self.end_batch()
+
+    def end_batch(self) -> None:
+        """Drop the views no batch read since the last call."""
+        for key in set(self._views) - self._used:
+            name, rows = self._views.pop(key)
+            rows.sparkSession.catalog.dropTempView(name)
+        self._used = set()
+
+
+def stored_sql(sp: StreamPlan, view: str, watermark: int | None) -> str:
+    """SQL of the ok rows of `view` (the stream's files as its reader parses them) under their
+    stored names, for a batch that started at `watermark`: what `runtime.sources.conform` and
+    `tag` make of a stream's rows, and `runtime.intake`'s status test, as one SQL text (each
+    DataFrame call would be an analysis in the JVM)."""
+    s = sp.stream
+    derived = column_exprs(s)
+    cols = {
+        c.name: f"CAST({derived.get(c.name, f'`{c.name}`')} AS {c.type.ddl})" for c in s.columns
+    }
+    assert s.event_time is not None  # (sourced streams have one)
+    raw = "CAST(NULL AS STRING)" if s.format == "parquet" else f"`{CORRUPT}`"
+    tagged = [
+        f"{sp.index} AS _sj_src",
+        f"{raw} AS _sj_raw",
+        f"unix_micros({cols[s.event_time]}) AS _sj_ts",
+    ]
+    tagged += [f"{cols[c.name]} AS `{prefixed(sp.index, c.name)}`" for c in s.columns]
+    data = ", ".join(f"`{prefixed(sp.index, c.name)}`" for c in s.columns)
+    ok = status_sql([sp.index], watermark)
+    return f"(SELECT {data} FROM (SELECT {', '.join(tagged)} FROM {view}) WHERE ({ok}) = 'ok')"

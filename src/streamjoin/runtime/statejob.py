@@ -1,0 +1,136 @@
+"""Step 2 of a batch (`runtime.batch`): the streams' new state units, and the batch's statistics.
+
+One Spark job reads the batch's classified input once. It writes the ok rows of every stream that
+keeps a copy of its state (Parquet under the checkpoint, one directory per stream and batch), and
+observes on the way, per stream, the ok / late / malformed counts and the ok rows' event-time
+range (which feed watermarks, pruning and counters) and, for queries on the automatic hash path,
+each side's rows per unit (`runtime.unitcounts`). A stream whose state is read back from its own
+input files (`runtime.sourcefiles`) writes nothing: its unit is the files Spark's logs name. When
+no stream writes, the statistics are a plain aggregate.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import replace
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.commit import StreamStats
+from streamjoin.runtime.manifest import StateUnit
+from streamjoin.runtime.sources import prefixed
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from streamjoin.plan import JobPlan, StreamPlan
+    from streamjoin.runtime.routing import QueryRouter
+    from streamjoin.runtime.sourcefiles import SourceLog
+    from streamjoin.runtime.state import StateStore
+    from streamjoin.runtime.unitcounts import InputUnitCounts
+
+
+class StateJob:
+    """The state job of each batch of one job plan."""
+
+    def __init__(self, plan: JobPlan, store: StateStore) -> None:
+        self.plan = plan
+        self.store = store
+        self.source_log: SourceLog | None = None
+        """Where the files of streams whose state is read back from them are named
+        (`runtime.sourcefiles`): set by the engine, which reads the streams itself."""
+
+    def run(
+        self,
+        classified: DataFrame,
+        batch_id: int,
+        watermark: int | None,
+        input_units: InputUnitCounts,
+        routers: dict[str, QueryRouter],
+    ) -> dict[str, StreamStats]:
+        """Append every copied stream's ok rows of the batch `classified` (which started at
+        `watermark`) to its state in one Spark job, observing per stream the ok / late /
+        malformed counts and the ok rows' event-time range on the way, and `input_units`'
+        rows per unit for the queries of `routers`."""
+        aggs = []
+        for sp in self.plan.streams:
+            i, ok = sp.index, f"_sj_src = {sp.index} AND _sj_status = 'ok'"
+            aggs += [
+                F.expr(f"count_if({ok})").alias(f"ok_{i}"),
+                F.expr(f"count_if(_sj_src = {i} AND _sj_status = 'late')").alias(f"late_{i}"),
+                F.expr(f"count_if(_sj_src = {i} AND _sj_status = 'malformed')").alias(f"bad_{i}"),
+                F.expr(f"min(CASE WHEN {ok} THEN _sj_ts END)").alias(f"lo_{i}"),
+                F.expr(f"max(CASE WHEN {ok} THEN _sj_ts END)").alias(f"hi_{i}"),
+            ]
+        units = input_units.columns()
+        if units:
+            classified = classified.select("*", *units)
+            aggs += input_units.aggregates(routers)
+        # Streams whose files Spark's logs name keep their units there, not in a copy.
+        files = self.source_log.files(batch_id) if self.source_log is not None else {}
+        copied = [sp for sp in self.plan.streams if sp.name not in files]
+        if copied:
+            obs = Observation(f"sj_input_{batch_id}")
+            self._write_state(classified.observe(obs, *aggs), copied, batch_id)
+            got = obs.get
+        else:
+            # Nothing to write: a plain aggregate, which Spark compiles (an observation's
+            # aggregates are interpreted row by row).
+            got = classified.agg(*aggs).collect()[0].asDict()
+        input_units.read(got, routers)
+        stats = {}
+        for sp in self.plan.streams:
+            i = sp.index
+            s = StreamStats(
+                ok=int(got[f"ok_{i}"]),
+                late=int(got[f"late_{i}"]),
+                malformed=int(got[f"bad_{i}"]),
+                min_ts=got[f"lo_{i}"],
+                max_ts=got[f"hi_{i}"],
+            )
+            if s.ok:
+                unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
+                if sp.name in files:
+                    unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
+                else:
+                    # One metadata call per stream: the bytes per unit in the statistics.
+                    unit = replace(unit, bytes=self.store.fs.size(self.store.path(unit.path)))
+                s.unit = unit
+            stats[sp.name] = s
+        return stats
+
+    def _write_state(self, classified: DataFrame, streams: list[StreamPlan], batch_id: int) -> None:
+        """Write the ok rows of `streams` as this batch's state units, in one job."""
+        names = " ".join(f"WHEN {sp.index} THEN '{sp.name}'" for sp in streams)
+        data = [prefixed(sp.index, c.name) for sp in self.plan.streams for c in sp.stream.columns]
+        ok = F.col("_sj_status") == "ok"
+        if len(streams) < len(self.plan.streams):
+            ok = ok & F.col("_sj_src").isin([sp.index for sp in streams])
+        # State files keep the unified column names of every stream (all NULL but the owner's,
+        # which Parquet stores in a few bytes): one write serves all streams.
+        classified.where(ok).select(
+            *data, F.expr(f"CASE _sj_src {names} END").alias("sj_stream")
+        ).write.mode("overwrite").partitionBy("sj_stream").option(
+            # State files are read back a few times and dropped: dictionary pages cost more to
+            # build (hash maps per column, a profile's top item) than they save.
+            "parquet.enable.dictionary",
+            "false",
+        ).parquet(self.store.batch_dir(batch_id))
+
+    def _sourced_unit(
+        self, unit: StateUnit, sp: StreamPlan, files: list[str], watermark: int | None
+    ) -> StateUnit:
+        """`unit` kept as the stream's input `files` it was read from (`runtime.sourcefiles`)."""
+        sizes = [self.store.fs.file_size(f) for f in files]
+        gone = [f for f, n in zip(files, sizes, strict=True) if n is None]
+        if gone:
+            msg = (
+                f"stream {sp.name!r}: input file {gone[0]} went away as batch {unit.batch} read it"
+            )
+            raise StreamJoinError(msg)
+        known = [n or 0 for n in sizes]
+        return replace(
+            unit, files=tuple(files), sizes=tuple(known), watermark=watermark, bytes=sum(known)
+        )
