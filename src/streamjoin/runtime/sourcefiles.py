@@ -108,14 +108,13 @@ class SourceLog:
         """Per sourced stream, the files it read in `batch` (Hadoop paths, each under the
         stream's path). A stream is left out when no file was read or the logs do not tell
         which: its rows are then copied."""
-        end, start = self._offsets_of(batch), self._offsets_of(batch - 1) if batch else []
+        end, start = self._offsets_of(batch), self._offsets_of(batch - 1)
         found: dict[str, list[str]] = {}
         for name, (i, path) in self.streams.items():
-            hi = end[i] if end is not None and i < len(end) else None
-            lo = -1 if batch == 0 else (start[i] if start is not None and i < len(start) else None)
-            if hi is None or (lo is None and batch):
+            hi = _at(end, i)
+            lo = _at(start, i) if batch else -1
+            if hi is None or lo is None:
                 continue
-            lo = -1 if lo is None else lo
             files: list[str] = []
             for offset in range(lo + 1, hi + 1):
                 logged = self._logged(i, offset)
@@ -153,9 +152,9 @@ class SourceLog:
         name = str(offset)
         if not self.fs.exists(f"{d}/{name}"):
             # Every tenth entry is a compaction of all before it; older single ones go later.
-            done = [n for n in self.fs.list_names(d) if n.endswith(".compact")]
-            later = sorted(int(n[: -len(".compact")]) for n in done if n[:-8].isdigit())
-            later = [b for b in later if b >= offset]
+            names = self.fs.list_names(d)
+            stems = [n.removesuffix(".compact") for n in names if n.endswith(".compact")]
+            later = sorted(b for b in map(int, filter(str.isdigit, stems)) if b >= offset)
             if not later:
                 return None
             name = f"{later[0]}.compact"
@@ -165,6 +164,11 @@ class SourceLog:
             if entry.get("batchId") == offset and isinstance(entry.get("path"), str):
                 files.append(unquote(entry["path"]))
         return files
+
+
+def _at(offsets: list[int | None] | None, index: int) -> int | None:
+    """Source `index`'s offset in `offsets` (None: not known)."""
+    return offsets[index] if offsets is not None and index < len(offsets) else None
 
 
 def _bare(path: str) -> str:

@@ -89,13 +89,21 @@ def test_an_offset_folded_into_a_compaction_is_read_from_it() -> None:
         {
             f"{CKPT}/offsets/8": _offsets(8, 8),
             f"{CKPT}/offsets/9": _offsets(9, 9),
+            f"{CKPT}/offsets/4": _offsets(4, 4),
+            f"{CKPT}/offsets/5": _offsets(5, 5),
+            # Offset 5's own file went after the compaction; later single ones are no help.
+            f"{CKPT}/sources/0/8": _entries(("file:///in/a/p8.parquet", 8)),
+            f"{CKPT}/sources/0/10": _entries(("file:///in/a/p10.parquet", 10)),
             f"{CKPT}/sources/0/9.compact": _entries(
-                ("file:///in/a/p8.parquet", 8), ("file:///in/a/p9.parquet", 9)
+                ("file:///in/a/p5.parquet", 5),
+                ("file:///in/a/p8.parquet", 8),
+                ("file:///in/a/p9.parquet", 9),
             ),
             f"{CKPT}/sources/1/9.compact": _entries(("file:///in/b/p9.parquet", 9)),
         }
     )
     assert log.files(9) == {"a": ["file:///in/a/p9.parquet"], "b": ["file:///in/b/p9.parquet"]}
+    assert log.files(5) == {"a": ["file:///in/a/p5.parquet"]}
 
 
 def test_streams_whose_files_the_logs_do_not_tell_are_left_out() -> None:
