@@ -16,6 +16,7 @@ from streamjoin.runtime.session import get_session
 from streamjoin.runtime.sourcefiles import SOURCE_STATE_CONF, SourceLog, sourced_streams
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
 from streamjoin.runtime.state import StateStore
+from streamjoin.runtime.warmup import Warmup
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -117,6 +118,25 @@ class Engine:
             progress: show the live line on a terminal.
             timeout: stop after this many seconds (None: run until done or interrupted).
         """
+        given = dict(sources or {})
+        # A cold JVM is warmed by the job's own pipeline while Spark starts the stream.
+        warmup = Warmup.start(self.spark, job, [s.name for s in job.streams if s.name not in given])
+        try:
+            return self._run(job, checkpoint, once, trigger, given, progress, timeout)
+        finally:
+            if warmup is not None:
+                warmup.stop()
+
+    def _run(
+        self,
+        job: Job,
+        checkpoint: str | None,
+        once: bool,
+        trigger: str,
+        given: dict[str, DataFrame],
+        progress: bool,
+        timeout: float | None,
+    ) -> Summary:
         plan = self.validate(job)
         temporary = checkpoint is None
         ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")
@@ -130,7 +150,6 @@ class Engine:
 
         store = StateStore(FileStore(self.spark), ckpt)
         processor = BatchProcessor(self.spark, plan, store, on_batch)
-        given = dict(sources or {})
         read = [sp.name for sp in plan.streams if sp.name not in given]
         sourced = sourced_streams(plan, read, self.spark.conf.get(SOURCE_STATE_CONF, None))
         if sourced:

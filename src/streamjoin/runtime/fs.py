@@ -44,6 +44,20 @@ class FileStore:
             return []
         return [str(s.getPath().getName()) for s in fs.listStatus(p)]
 
+    def oldest_file(self, path: str) -> str | None:
+        """The oldest visible file directly under directory `path` (by modification time, then
+        name: the first a file stream reads), or None if there is none."""
+        p = self._path(path)
+        fs = self._fs(p)
+        if not fs.exists(p) or not fs.getFileStatus(p).isDirectory():
+            return None
+        files = [
+            (int(s.getModificationTime()), str(s.getPath().toString()))
+            for s in fs.listStatus(p)
+            if s.isFile() and not str(s.getPath().getName()).startswith(("_", "."))
+        ]
+        return min(files)[1] if files else None
+
     def size(self, path: str) -> int:
         """Bytes of the files under `path` (0 if it does not exist)."""
         p = self._path(path)
