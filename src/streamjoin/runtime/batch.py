@@ -9,7 +9,9 @@ Per batch, with W the global watermark committed by the previous batch:
    the event-time range, which feed watermarks, pruning and counters (`runtime.statejob`);
 3. bad rows, if any, go to the dead-letter location;
 4. each query computes ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` (each new pair exactly once), reading
-   only the state units whose event times can meet the delta's;
+   only the state units whose event times can meet the delta's (where no scheme places the rows
+   and no band buckets them, as the one join ``(L_old ∪ ΔL) ⋈ (R_old ∪ ΔR)`` less the pairs of
+   two old rows: `joins.pairs_sql`);
 5. each sink receives its queries' rows under ``<path>/batch=<id>/`` (overwritten on replay);
 6. the manifest for the batch is written: this is the commit.
 """
@@ -28,7 +30,7 @@ from pyspark.sql import functions as F
 from streamjoin.runtime.commit import StreamStats, next_manifest
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.intake import classify, write_deadletters
-from streamjoin.runtime.joins import delta_join_sql
+from streamjoin.runtime.joins import OLD, delta_join_sql, pairs_sql
 from streamjoin.runtime.manifest import Manifest
 from streamjoin.runtime.mirs import MirStores
 from streamjoin.runtime.multiway import Reorderer, batch_terms
@@ -319,10 +321,8 @@ class BatchProcessor:
         left, right = self.plan.stream(q.left.stream), self.plan.stream(q.right.stream)
         # right rows that can meet the left delta: r.ts >= W + lo
         r_lo = wm + lo if wm is not None and lo is not None else None
-        r_state = self.stores.state(self.spark, right, prev, r_lo, deltas[q.right.stream], views)
         # left rows that can meet the right delta: l.ts >= W - hi
         l_lo = wm - hi if wm is not None and hi is not None else None
-        l_state = self.stores.state(self.spark, left, prev, l_lo, None, views)
         router = self.routers[q.name]
         placed = router.scheme is not None
         shuffle = placed or q.option("partitioning") == "hash"
@@ -330,6 +330,18 @@ class BatchProcessor:
         # send each row), so that skew is seen and the scheme can move away from hashing.
         observe = shuffle or (bool(qp.parts.equi) and q.option("adapt", "true") == "true")
         observe = observe and q.name not in self._input_units
+        if not (observe or shuffle or router.band):
+            # Both halves of the delta rule as one join (`joins.pairs_sql`).
+            sides = []
+            for sp, bound in ((left, l_lo), (right, r_lo)):
+                state = self.stores.state(self.spark, sp, prev, bound, None, views)
+                sides.append(
+                    f"(SELECT *, FALSE AS {OLD} FROM {deltas[sp.name]} "
+                    f"UNION ALL SELECT *, TRUE AS {OLD} FROM {state})"
+                )
+            return [self.spark.sql(pairs_sql(qp, *sides))]
+        r_state = self.stores.state(self.spark, right, prev, r_lo, deltas[q.right.stream], views)
+        l_state = self.stores.state(self.spark, left, prev, l_lo, None, views)
         inputs: list[tuple[Side, str, str]] = [
             ("left", deltas[q.left.stream], r_state),
             ("right", deltas[q.right.stream], l_state),

@@ -1,4 +1,7 @@
-"""Spark SQL text for one half of the delta rule: a delta joined with the other side's state.
+"""Spark SQL text for the delta rule: one half (a delta joined with the other side's state), or
+both halves as one join of each side's state and delta without the pairs of two old rows
+(`pairs_sql`, the plain broadcast path: measured on the equi benchmark, 6% less time and 7% less
+CPU than the two halves, three interleaved pairs).
 
 The user's predicate runs as written; candidates come from Spark's own equi-join extraction
 (strategy ``hash``), from bucket equality (``band``) or from a broadcast nested loop. The bucket
@@ -94,3 +97,21 @@ def delta_join_sql(
     # (usually the delta, moving it to the state), and falls back to a shuffle join when both
     # are large.
     return f"SELECT {hint}{select} FROM {left_from} JOIN {right_from} ON {condition}"
+
+
+OLD = "_sj_old"
+"""Whether a row of `pairs_sql`'s inputs is committed state (TRUE) or the batch's delta."""
+
+
+def pairs_sql(qp: QueryPlan, left_view: str, right_view: str) -> str:
+    """SELECT … of the delta rule's new pairs as one join: ``L ⋈ R`` over each side's state and
+    delta together (`left_view`, `right_view`, each row tagged with `OLD`), without the pairs of
+    two old rows, which earlier batches emitted. The same pairs as ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old
+    ⋈ ΔR``, in one broadcast and one probe instead of two of each."""
+    q = qp.query
+    a, b = q.left.alias, q.right.alias
+    select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    return (
+        f"SELECT {select} FROM {left_view} AS {a} JOIN {right_view} AS {b} "
+        f"ON ({q.predicate}) AND NOT ({a}.{OLD} AND {b}.{OLD})"
+    )
