@@ -1,0 +1,46 @@
+"""When the delta rule's two halves run as one join (`runtime.batch._one_join`): while the pairs
+of old rows it meets and drops are no more than the pairs the halves meet. No JVM; Spark's side
+(the one join's results against the reference) is `tests/spark/test_joins_vs_reference`."""
+
+from __future__ import annotations
+
+from streamjoin.plan import plan_job
+from streamjoin.runtime.batch import _one_join
+from streamjoin.runtime.manifest import Manifest, StateUnit
+from streamjoin.sql import parse_job
+
+JOB = """
+CREATE STREAM A (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH (format = 'json', path = '/a');
+CREATE STREAM B (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+  WITH (format = 'json', path = '/b');
+CREATE SINK w WITH (format = 'json', path = '/w');
+INSERT INTO w SELECT a.k AS k FROM A a JOIN B b ON a.k = b.k
+  AND b.ts BETWEEN a.ts - INTERVAL '10' SECOND AND a.ts + INTERVAL '10' SECOND;
+"""
+SECOND = 1_000_000
+
+
+def _manifest(batches: int, rows: int = 100) -> Manifest:
+    """State after `batches` batches of `rows` rows per stream, batch i covering [10i, 10i+10) s."""
+    units = [
+        StateUnit(s, i, rows, i * 10 * SECOND, (i * 10 + 10) * SECOND - 1)
+        for i in range(batches)
+        for s in "AB"
+    ]
+    return Manifest(batch=batches - 1, units=units)
+
+
+def test_a_state_of_a_batch_or_two_is_joined_in_one_and_a_deep_state_in_two_halves() -> None:
+    plan = plan_job(parse_job(JOB, "<test>"))
+    a, b = plan.stream("A"), plan.stream("B")
+    # No bound (every unit can meet): the state's depth decides.
+    assert _one_join(_manifest(1), a, None, b, None)  # 1·1 <= 1·2 + 1·1
+    assert _one_join(_manifest(2), a, None, b, None)  # 2·2 <= 1·3 + 2·1
+    assert not _one_join(_manifest(3), a, None, b, None)  # 3·3 > 1·4 + 3·1
+    assert not _one_join(_manifest(10), a, None, b, None)
+    # Bounds that leave only the last batch's unit of a deep state: one join again.
+    bound = 90 * SECOND
+    assert _one_join(_manifest(10), a, bound, b, bound)
+    # Nothing stored yet: nothing to drop.
+    assert _one_join(Manifest(), a, None, b, None)
