@@ -119,7 +119,7 @@ class Engine:
             timeout: stop after this many seconds (None: run until done or interrupted).
         """
         given = dict(sources or {})
-        # A cold JVM is warmed by the job's own pipeline while Spark starts the stream.
+        # A cold JVM is warmed by the job's own joins while Spark starts the stream.
         warmup = Warmup.start(self.spark, job, [s.name for s in job.streams if s.name not in given])
         try:
             return self._run(job, checkpoint, once, trigger, given, progress, timeout)
