@@ -127,6 +127,8 @@ class Warmup:
                 fmt = sink.format if sink.format in FILE_FORMATS else "parquet"
                 path = f"{self.scratch}/{qp.query.name}"
                 self.spark.sql(sql).write.format(fmt).save(path)
+                # Read back: a scan and an aggregate, the kind of job a batch's statistics
+                # run; the count is what the tests check the sample join by.
                 self.rows += self.spark.read.format(fmt).load(path).count()
         except BaseException as err:  # a warm-up that fails costs only itself
             self.error = err
