@@ -1,6 +1,7 @@
 """State read back from a file stream's own input files (`runtime.sourcefiles`): the same
 results as the copy in the checkpoint and as the reference, with late and malformed rows in the
-files; and a file gone from under the state stops the run, naming it."""
+files, each batch's delta read from its files too and the one join shuffled or not; and a file
+gone from under the state stops the run, naming it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from streamjoin.errors import StreamJoinError
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.joins import SHUFFLE_ROWS_CONF
 from streamjoin.runtime.manifest import Manifest
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
@@ -71,14 +73,22 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
     assert any(r["k"] == 1 and abs(time(r) - time(late)) <= WINDOW for r in batches[5]["B"])
     write_batches(tmp_path / "in", batches, extra_lines={(3, "A"): ['{"id": "x", "k": 1']})
     results = {}
-    for name, options in (("sourced", ""), ("copied", ", state = 'copy'")):
+    # "shuffled": the one join of the delta rule as a shuffled hash join from the second batch
+    # on (`runtime.joins.one_join`), where it would broadcast this small a state.
+    runs = (("sourced", "", None), ("copied", ", state = 'copy'", None), ("shuffled", "", "0"))
+    for name, options, shuffle_rows in runs:
         job = parse_job(_job(tmp_path, name, options, seconds=10), "<test>")
-        Engine(spark).run(job, checkpoint=str(tmp_path / name), once=True, progress=False)
+        if shuffle_rows is not None:
+            spark.conf.set(SHUFFLE_ROWS_CONF, shuffle_rows)
+        try:
+            Engine(spark).run(job, checkpoint=str(tmp_path / name), once=True, progress=False)
+        finally:
+            spark.conf.unset(SHUFFLE_ROWS_CONF)
         results[name] = read_sink(spark, job, "w", COLUMNS)
         units = _units(tmp_path / name)
         assert units, name
         kept = [u for u in units if u.get("files")]
-        if name == "sourced":
+        if name != "copied":
             assert len(kept) == len(units)
             assert all(f.startswith("file:") and "/in/" in f for u in kept for f in u["files"])
             # Nothing was copied into the checkpoint.
@@ -90,6 +100,7 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
     assert not [pair for pair in expected if pair[0] == late["id"]]
     assert normalize(results["sourced"]) == normalize(expected)
     assert normalize(results["copied"]) == normalize(expected)
+    assert normalize(results["shuffled"]) == normalize(expected)
     assert expected
 
 

@@ -1,7 +1,8 @@
 """Spark SQL text for the delta rule: one half (a delta joined with the other side's state), or
 both halves as one join of each side's state and delta without the pairs of two old rows
-(`pairs_sql`, the plain broadcast path: measured on the equi benchmark, 6% less time and 7% less
-CPU than the two halves, three interleaved pairs).
+(`pairs_sql`, where no scheme places the rows and no band buckets them: measured on the equi
+benchmark, 6% less time and 7% less CPU than the two halves, three interleaved pairs), a
+shuffled hash join when both sides are large (`one_join`).
 
 The user's predicate runs as written; candidates come from Spark's own equi-join extraction
 (strategy ``hash``), from bucket equality (``band``) or from a broadcast nested loop. The bucket
@@ -18,7 +19,8 @@ import typing as t
 from streamjoin.runtime.routing import PLACE
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import Band, QueryPlan
+    from streamjoin.plan import Band, QueryPlan, StreamPlan
+    from streamjoin.runtime.manifest import Manifest
 
 Side = t.Literal["left", "right"]
 BUCKET = "_sj_bk"
@@ -103,15 +105,56 @@ OLD = "_sj_old"
 """Whether a row of `pairs_sql`'s inputs is committed state (TRUE) or the batch's delta."""
 
 
-def pairs_sql(qp: QueryPlan, left_view: str, right_view: str) -> str:
+def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, shuffle: bool = False) -> str:
     """SELECT … of the delta rule's new pairs as one join: ``L ⋈ R`` over each side's state and
     delta together (`left_view`, `right_view`, each row tagged with `OLD`), without the pairs of
     two old rows, which earlier batches emitted. The same pairs as ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old
-    ⋈ ΔR``, in one broadcast and one probe instead of two of each."""
+    ⋈ ΔR``, in one join instead of two. `shuffle`: a shuffled hash join (both sides large, see
+    `one_join`); else Spark's choice, a broadcast of the smaller side."""
     q = qp.query
     a, b = q.left.alias, q.right.alias
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    hint = f"/*+ SHUFFLE_HASH({b}) */ " if shuffle else ""
     return (
-        f"SELECT {select} FROM {left_view} AS {a} JOIN {right_view} AS {b} "
+        f"SELECT {hint}{select} FROM {left_view} AS {a} JOIN {right_view} AS {b} "
         f"ON ({q.predicate}) AND NOT ({a}.{OLD} AND {b}.{OLD})"
     )
+
+
+SHUFFLE_ROWS_CONF = "streamjoin.join.shuffleRows"
+"""Spark conf: the rows on each side of `pairs_sql` from which it shuffles both sides."""
+SHUFFLE_ROWS = 100_000
+"""Default of `SHUFFLE_ROWS_CONF`: about Spark's broadcast limit (10 MB) of ~100-byte rows.
+Over it, Spark without adaptive execution plans a sort-merge join, which sorts both sides; a
+shuffled hash join does not (equi benchmark, three interleaved pairs: 16.15 s against 17.2 s;
+benchmarks/results/NOTES.md, session 17)."""
+
+
+def one_join(
+    prev: Manifest,
+    left: StreamPlan,
+    l_lo: int | None,
+    right: StreamPlan,
+    r_lo: int | None,
+    shuffle_rows: int = SHUFFLE_ROWS,
+) -> t.Literal["auto", "shuffle"] | None:
+    """How `pairs_sql` runs the delta rule's two halves as one join, or None when the two halves
+    cost less.
+
+    The one join meets every pair of old rows only to drop it: |L_old|·|R_old| candidates,
+    against the |ΔL|·|R| + |L_old|·|ΔR| the halves meet, and it saves a join. It is taken while
+    the pairs it drops are no more than those (state about the size of a batch: the equi
+    benchmark's ±10 s window over 10 s batches); a state many batches deep (a window of 100 s,
+    say) keeps the halves. Old rows are counted by the units that can meet (`StateUnit.rows`),
+    the deltas by the streams' last batch. ``shuffle`` when both sides reach `shuffle_rows`,
+    else ``auto`` (Spark broadcasts the smaller side)."""
+
+    def rows(sp: StreamPlan, lo: int | None) -> tuple[int, int]:
+        old = sum(u.rows for u in prev.live(sp.name) if u.overlaps(lo, None))
+        last = sum(u.rows for u in prev.units if u.stream == sp.name and u.batch == prev.batch)
+        return old, last
+
+    (l_old, l_new), (r_old, r_new) = rows(left, l_lo), rows(right, r_lo)
+    if l_old * r_old > l_new * (r_old + r_new) + l_old * r_new:
+        return None
+    return "shuffle" if min(l_old + l_new, r_old + r_new) >= shuffle_rows else "auto"

@@ -208,17 +208,35 @@ class SourcedUnits:
         """A relation (SQL text) of `unit`'s rows under their stored names, once its files are
         checked."""
         check_files(self.fs, sp, unit)
-        key = (sp.name, unit.batch)
+        return self._stored(spark, sp, unit.batch, unit.files, unit.watermark)
+
+    def batch_view(
+        self, spark: SparkSession, sp: StreamPlan, batch: int, files: list[str], wm: int | None
+    ) -> str:
+        """A relation of the ok rows of `files`, which batch `batch` (started at `wm`) reads
+        now: the rows the batch's classified input holds for `sp`, and its unit from the next
+        batch on, which then reuses the view."""
+        return self._stored(spark, sp, batch, files, wm)
+
+    def _stored(
+        self,
+        spark: SparkSession,
+        sp: StreamPlan,
+        batch: int,
+        files: Collection[str],
+        watermark: int | None,
+    ) -> str:
+        key = (sp.name, batch)
         self._used.add(key)
         if key not in self._views:
-            name = f"{self._prefix}_{sp.index}_{unit.batch}"
+            name = f"{self._prefix}_{sp.index}_{batch}"
             s = sp.stream
             reader = file_reader(spark.read.options(**reader_options(s)), s)
             # The stream's directory as the base: partition columns come out as the stream's.
-            raw = reader.option("basePath", s.option("path") or "").load(list(unit.files))
+            raw = reader.option("basePath", s.option("path") or "").load(list(files))
             raw.createOrReplaceTempView(name)
             self._views[key] = (name, raw)
-        return stored_sql(sp, self._views[key][0], unit.watermark)
+        return stored_sql(sp, self._views[key][0], watermark)
 
     def clear(self) -> None:
         """Drop every view (the processor is done)."""

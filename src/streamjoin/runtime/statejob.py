@@ -49,11 +49,13 @@ class StateJob:
         watermark: int | None,
         input_units: InputUnitCounts,
         routers: dict[str, QueryRouter],
+        files: dict[str, list[str]],
     ) -> dict[str, StreamStats]:
         """Append every copied stream's ok rows of the batch `classified` (which started at
         `watermark`) to its state in one Spark job, observing per stream the ok / late /
         malformed counts and the ok rows' event-time range on the way, and `input_units`'
-        rows per unit for the queries of `routers`."""
+        rows per unit for the queries of `routers`. The streams in `files` (`batch_files`)
+        keep their units in those files instead."""
         aggs = []
         for sp in self.plan.streams:
             i, ok = sp.index, f"_sj_src = {sp.index} AND _sj_status = 'ok'"
@@ -69,7 +71,6 @@ class StateJob:
             classified = classified.select("*", *units)
             aggs += input_units.aggregates(routers)
         # Streams whose files Spark's logs name keep their units there, not in a copy.
-        files = self.source_log.files(batch_id) if self.source_log is not None else {}
         copied = [sp for sp in self.plan.streams if sp.name not in files]
         if copied:
             obs = Observation(f"sj_input_{batch_id}")
@@ -100,6 +101,11 @@ class StateJob:
                 s.unit = unit
             stats[sp.name] = s
         return stats
+
+    def batch_files(self, batch_id: int) -> dict[str, list[str]]:
+        """Per stream whose state is read back from its input files, the files batch
+        `batch_id` reads (`runtime.sourcefiles.SourceLog`); the others are left out."""
+        return self.source_log.files(batch_id) if self.source_log is not None else {}
 
     def _write_state(self, classified: DataFrame, streams: list[StreamPlan], batch_id: int) -> None:
         """Write the ok rows of `streams` as this batch's state units, in one job."""

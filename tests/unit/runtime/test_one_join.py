@@ -1,11 +1,12 @@
-"""When the delta rule's two halves run as one join (`runtime.batch._one_join`): while the pairs
-of old rows it meets and drops are no more than the pairs the halves meet. No JVM; Spark's side
+"""When the delta rule's two halves run as one join (`runtime.joins.one_join`): while the pairs
+of old rows it meets and drops are no more than the pairs the halves meet; shuffled when both
+sides are large. No JVM; Spark's side
 (the one join's results against the reference) is `tests/spark/test_joins_vs_reference`."""
 
 from __future__ import annotations
 
 from streamjoin.plan import plan_job
-from streamjoin.runtime.batch import _one_join
+from streamjoin.runtime.joins import SHUFFLE_ROWS, one_join
 from streamjoin.runtime.manifest import Manifest, StateUnit
 from streamjoin.sql import parse_job
 
@@ -35,12 +36,23 @@ def test_a_state_of_a_batch_or_two_is_joined_in_one_and_a_deep_state_in_two_halv
     plan = plan_job(parse_job(JOB, "<test>"))
     a, b = plan.stream("A"), plan.stream("B")
     # No bound (every unit can meet): the state's depth decides.
-    assert _one_join(_manifest(1), a, None, b, None)  # 1·1 <= 1·2 + 1·1
-    assert _one_join(_manifest(2), a, None, b, None)  # 2·2 <= 1·3 + 2·1
-    assert not _one_join(_manifest(3), a, None, b, None)  # 3·3 > 1·4 + 3·1
-    assert not _one_join(_manifest(10), a, None, b, None)
+    assert one_join(_manifest(1), a, None, b, None)  # 1·1 <= 1·2 + 1·1
+    assert one_join(_manifest(2), a, None, b, None)  # 2·2 <= 1·3 + 2·1
+    assert not one_join(_manifest(3), a, None, b, None)  # 3·3 > 1·4 + 3·1
+    assert not one_join(_manifest(10), a, None, b, None)
     # Bounds that leave only the last batch's unit of a deep state: one join again.
     bound = 90 * SECOND
-    assert _one_join(_manifest(10), a, bound, b, bound)
+    assert one_join(_manifest(10), a, bound, b, bound)
     # Nothing stored yet: nothing to drop.
-    assert _one_join(Manifest(), a, None, b, None)
+    assert one_join(Manifest(), a, None, b, None) == "auto"
+
+
+def test_the_one_join_shuffles_both_sides_once_each_reaches_shuffle_rows() -> None:
+    plan = plan_job(parse_job(JOB, "<test>"))
+    a, b = plan.stream("A"), plan.stream("B")
+    # Each side: one stored unit and the last batch's rows again as its delta.
+    assert one_join(_manifest(1, SHUFFLE_ROWS // 2 - 1), a, None, b, None) == "auto"
+    assert one_join(_manifest(1, SHUFFLE_ROWS // 2), a, None, b, None) == "shuffle"
+    # Only the units that can meet count: a bound past them leaves the last batch's.
+    assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, 10 * SECOND, b, 10 * SECOND) == "shuffle"
+    assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, 20 * SECOND, b, 20 * SECOND) == "auto"
