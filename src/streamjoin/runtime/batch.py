@@ -368,7 +368,8 @@ class BatchProcessor:
                     f"(SELECT *, FALSE AS {OLD} FROM {deltas[sp.name]} "
                     f"UNION ALL SELECT *, TRUE AS {OLD} FROM {state})"
                 )
-            return [self.spark.sql(pairs_sql(qp, *sides, shuffle=how == "shuffle"))]
+            build = None if how == "auto" else how
+            return [self.spark.sql(pairs_sql(qp, *sides, build=build))]
         r_state = self.stores.state(self.spark, right, prev, r_lo, deltas[q.right.stream], views)
         l_state = self.stores.state(self.spark, left, prev, l_lo, None, views)
         inputs: list[tuple[Side, str, str]] = [

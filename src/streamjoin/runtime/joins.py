@@ -105,16 +105,17 @@ OLD = "_sj_old"
 """Whether a row of `pairs_sql`'s inputs is committed state (TRUE) or the batch's delta."""
 
 
-def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, shuffle: bool = False) -> str:
+def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, build: Side | None = None) -> str:
     """SELECT … of the delta rule's new pairs as one join: ``L ⋈ R`` over each side's state and
     delta together (`left_view`, `right_view`, each row tagged with `OLD`), without the pairs of
     two old rows, which earlier batches emitted. The same pairs as ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old
-    ⋈ ΔR``, in one join instead of two. `shuffle`: a shuffled hash join (both sides large, see
-    `one_join`); else Spark's choice, a broadcast of the smaller side."""
+    ⋈ ΔR``, in one join instead of two. `build`: a shuffled hash join building its tables on that
+    side (both sides large, see `one_join`); else Spark's choice, a broadcast of the smaller
+    side."""
     q = qp.query
     a, b = q.left.alias, q.right.alias
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
-    hint = f"/*+ SHUFFLE_HASH({b}) */ " if shuffle else ""
+    hint = f"/*+ SHUFFLE_HASH({a if build == 'left' else b}) */ " if build else ""
     return (
         f"SELECT {hint}{select} FROM {left_view} AS {a} JOIN {right_view} AS {b} "
         f"ON ({q.predicate}) AND NOT ({a}.{OLD} AND {b}.{OLD})"
@@ -126,8 +127,8 @@ SHUFFLE_ROWS_CONF = "streamjoin.join.shuffleRows"
 SHUFFLE_ROWS = 100_000
 """Default of `SHUFFLE_ROWS_CONF`: about Spark's broadcast limit (10 MB) of ~100-byte rows.
 Over it, Spark without adaptive execution plans a sort-merge join, which sorts both sides; a
-shuffled hash join does not (equi benchmark, three interleaved pairs: 16.15 s against 17.2 s;
-benchmarks/results/NOTES.md, session 17)."""
+shuffled hash join, its tables on the smaller side, does not (equi benchmark, three
+interleaved pairs: 16.15 s against 17.2 s; benchmarks/results/NOTES.md, session 17)."""
 
 
 def one_join(
@@ -137,7 +138,7 @@ def one_join(
     right: StreamPlan,
     r_lo: int | None,
     shuffle_rows: int = SHUFFLE_ROWS,
-) -> t.Literal["auto", "shuffle"] | None:
+) -> t.Literal["auto", "left", "right"] | None:
     """How `pairs_sql` runs the delta rule's two halves as one join, or None when the two halves
     cost less.
 
@@ -146,8 +147,9 @@ def one_join(
     the pairs it drops are no more than those (state about the size of a batch: the equi
     benchmark's ±10 s window over 10 s batches); a state many batches deep (a window of 100 s,
     say) keeps the halves. Old rows are counted by the units that can meet (`StateUnit.rows`),
-    the deltas by the streams' last batch. ``shuffle`` when both sides reach `shuffle_rows`,
-    else ``auto`` (Spark broadcasts the smaller side)."""
+    the deltas by the streams' last batch. When both sides reach `shuffle_rows`, the side with
+    fewer rows, to build a shuffled hash join's tables on; else ``auto`` (Spark broadcasts the
+    smaller side)."""
 
     def rows(sp: StreamPlan, lo: int | None) -> tuple[int, int]:
         old = sum(u.rows for u in prev.live(sp.name) if u.overlaps(lo, None))
@@ -157,4 +159,7 @@ def one_join(
     (l_old, l_new), (r_old, r_new) = rows(left, l_lo), rows(right, r_lo)
     if l_old * r_old > l_new * (r_old + r_new) + l_old * r_new:
         return None
-    return "shuffle" if min(l_old + l_new, r_old + r_new) >= shuffle_rows else "auto"
+    left_rows, right_rows = l_old + l_new, r_old + r_new
+    if min(left_rows, right_rows) < shuffle_rows:
+        return "auto"
+    return "left" if left_rows < right_rows else "right"

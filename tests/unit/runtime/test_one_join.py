@@ -47,12 +47,15 @@ def test_a_state_of_a_batch_or_two_is_joined_in_one_and_a_deep_state_in_two_halv
     assert one_join(Manifest(), a, None, b, None) == "auto"
 
 
-def test_the_one_join_shuffles_both_sides_once_each_reaches_shuffle_rows() -> None:
+def test_the_one_join_shuffles_once_both_sides_reach_shuffle_rows_building_on_the_smaller() -> None:
     plan = plan_job(parse_job(JOB, "<test>"))
     a, b = plan.stream("A"), plan.stream("B")
     # Each side: one stored unit and the last batch's rows again as its delta.
     assert one_join(_manifest(1, SHUFFLE_ROWS // 2 - 1), a, None, b, None) == "auto"
-    assert one_join(_manifest(1, SHUFFLE_ROWS // 2), a, None, b, None) == "shuffle"
+    assert one_join(_manifest(1, SHUFFLE_ROWS // 2), a, None, b, None) == "right"
     # Only the units that can meet count: a bound past them leaves the last batch's.
-    assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, 10 * SECOND, b, 10 * SECOND) == "shuffle"
+    assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, 10 * SECOND, b, 10 * SECOND) == "right"
     assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, 20 * SECOND, b, 20 * SECOND) == "auto"
+    # The hash tables go on the side with fewer rows: here the left, bounded to one unit.
+    assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, 10 * SECOND, b, None) == "left"
+    assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, None, b, 10 * SECOND) == "right"
