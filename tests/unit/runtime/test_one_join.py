@@ -1,7 +1,7 @@
 """When the delta rule's two halves run as one join (`runtime.joins.one_join`): while the pairs
 of old rows it meets and drops are no more than the pairs the halves meet; shuffled when both
-sides are large. No JVM; Spark's side
-(the one join's results against the reference) is `tests/spark/test_joins_vs_reference`."""
+sides are large. No JVM; Spark's side (the one join's results against the reference) is
+`tests/spark/test_joins_vs_reference` and, shuffled, `tests/spark/test_sourced_state`."""
 
 from __future__ import annotations
 
