@@ -261,15 +261,14 @@ class BatchProcessor:
         views.append(_INPUT_VIEW)
         deltas: dict[str, str] = {}
         for sp in self.plan.streams:
+            if sp.name in files:
+                deltas[sp.name] = self.stores.sourced_delta(
+                    self.spark, sp, batch_id, files[sp.name], watermark
+                )
+                continue
             cols = ", ".join(
                 f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
             )
-            if sp.name in files:
-                read = self.stores.sourced.batch_view(
-                    self.spark, sp, batch_id, files[sp.name], watermark
-                )
-                deltas[sp.name] = f"(SELECT {cols} FROM {read})"
-                continue
             rows = (
                 f"SELECT {cols} FROM {_INPUT_VIEW} WHERE _sj_status = 'ok' AND _sj_src = {sp.index}"
             )

@@ -208,17 +208,9 @@ class SourcedUnits:
         """A relation (SQL text) of `unit`'s rows under their stored names, once its files are
         checked."""
         check_files(self.fs, sp, unit)
-        return self._stored(spark, sp, unit.batch, unit.files, unit.watermark)
+        return self.batch_view(spark, sp, unit.batch, unit.files, unit.watermark)
 
     def batch_view(
-        self, spark: SparkSession, sp: StreamPlan, batch: int, files: list[str], wm: int | None
-    ) -> str:
-        """A relation of the ok rows of `files`, which batch `batch` (started at `wm`) reads
-        now: the rows the batch's classified input holds for `sp`, and its unit from the next
-        batch on, which then reuses the view."""
-        return self._stored(spark, sp, batch, files, wm)
-
-    def _stored(
         self,
         spark: SparkSession,
         sp: StreamPlan,
@@ -226,6 +218,9 @@ class SourcedUnits:
         files: Collection[str],
         watermark: int | None,
     ) -> str:
+        """A relation of the ok rows of `files`, which batch `batch` (started at `watermark`)
+        read: the rows its classified input held for `sp`. Batch `batch` itself reads them as
+        its delta; the batches after it, as its unit, through the same view."""
         key = (sp.name, batch)
         self._used.add(key)
         if key not in self._views:

@@ -166,6 +166,13 @@ class StoreViews:
             state = f"{state} UNION ALL SELECT * FROM {delta_view}"
         return f"({state})"
 
+    def sourced_delta(
+        self, spark: SparkSession, sp: StreamPlan, batch: int, files: list[str], wm: int | None
+    ) -> str:
+        """A relation (SQL text) of `sp`'s ok rows of batch `batch` (started at `wm`) under their
+        own names, read from the input `files` the batch reads (`SourcedUnits.batch_view`)."""
+        return f"({self._rows(sp, self.sourced.batch_view(spark, sp, batch, files, wm), None)})"
+
     def _files_view(
         self, spark: SparkSession, sp: StreamPlan, units: list[StateUnit], views: list[str]
     ) -> str:
