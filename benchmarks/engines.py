@@ -197,16 +197,6 @@ PEER_CONF: dict[str, dict[str, str]] = {
     # Spark's native join is as fast or faster with streamjoin's settings (27.6 / 26.7 s
     # with the JVM's defaults, 24.7 / 26.2 s with them), so it keeps them.
     "spark-foreach": {_JAVA_OPTIONS: ""},
-    # Spark's default checkpoint manager renames through Hadoop's FileContext, which on a local
-    # disk starts a `readlink` process per file status; the native join writes its state store
-    # through it (901 such processes in the full equi run, 469 for the state store, strace'd).
-    # The FileSystem-based manager makes no such calls: the full equi backlog 24.96 / 23.45 s
-    # -> 21.35 / 20.99 s (measured, session 12). streamjoin gains nothing from it (19.50
-    # against 19.29 s, mean of five pairs), so its local defaults leave it alone.
-    "spark-native": {
-        "spark.sql.streaming.checkpointFileManagerClass": "org.apache.spark.sql.execution."
-        "streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-    },
 }
 """Settings an engine's session takes over streamjoin's local defaults: each peer runs as it
 runs fastest, so a ratio never comes from slowing the peer down."""
