@@ -6,21 +6,25 @@ gone from under the state stops the run, naming it."""
 from __future__ import annotations
 
 import json
+import os
+import random
 import typing as t
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.joins import SHUFFLE_ROWS_CONF
 from streamjoin.runtime.manifest import Manifest
+from streamjoin.runtime.sourcefiles import event_time_floor
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink
-from tests.spark.streams import make_batches, stream_ddl
+from tests.spark.streams import make_batches, stream_ddl, ts
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,3 +126,68 @@ def test_an_input_file_gone_from_under_the_state_stops_the_run_naming_it(
         Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
     assert str(gone) in str(err.value)
     assert "is gone" in str(err.value)
+
+
+def _parquet_batches(root: Path, batches: list[dict[str, list[dict[str, object]]]]) -> None:
+    """Batch i of stream s as ``root/s/part-<i>.parquet`` (UTC microsecond event times), in
+    modification-time order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {"id": pa.int64(), "k": pa.int64(), "x": pa.float64(), "s": pa.string()}
+    for i, batch in enumerate(batches):
+        for stream, rows in batch.items():
+            (root / stream).mkdir(parents=True, exist_ok=True)
+            columns = {c: pa.array([r[c] for r in rows], kind) for c, kind in types.items()}
+            columns["ts"] = pa.array([r["ts"] for r in rows], pa.timestamp("us", tz="UTC"))
+            path = root / stream / f"part-{i:05d}.parquet"
+            pq.write_table(pa.table(columns), path)
+            os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+
+
+def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Parquet streams: each side's state is bounded by the *other* side's delta, from its files'
+    footers (`sourcefiles.event_time_floor`), not by the watermark alone. In batch 2 A's delta
+    starts at 40 s and B's at 25 s, both far past the watermark (about 18 s): the A row at 16 s
+    meets the B row at 25 s, and a bound taken from A's delta (40 - 10 s) or from B's latest
+    time would drop it."""
+    rng = random.Random(5)
+    spans = [
+        {"A": (0, 9), "B": (0, 9)},
+        {"A": (10, 19), "B": (10, 19)},
+        {"A": (40, 45), "B": (25, 30)},
+    ]
+    batches: list[dict[str, list[dict[str, object]]]] = []
+    uid = 0
+    for span in spans:
+        batch: dict[str, list[dict[str, object]]] = {}
+        for s, (lo, hi) in span.items():
+            rows = []
+            for _ in range(12):
+                uid += 1
+                when = ts(lo + rng.uniform(0, hi - lo))
+                rows.append({"id": uid, "k": rng.randrange(3), "x": 1.0, "s": "p", "ts": when})
+            batch[s] = rows
+        batches.append(batch)
+    batches[1]["A"].append({"id": 900, "k": 7, "x": 1.0, "s": "p", "ts": ts(16)})
+    batches[2]["B"] += [
+        {"id": 901, "k": 7, "x": 1.0, "s": "p", "ts": ts(25)},
+        {"id": 902, "k": 0, "x": 1.0, "s": "p", "ts": ts(30)},
+    ]
+    _parquet_batches(tmp_path / "in", batches)
+    text = _job(tmp_path, "floor", seconds=10).replace("format = 'json'", "format = 'parquet'")
+    job = parse_job(text, "<test>")
+    ckpt = tmp_path / "ckpt"
+    Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
+    units = _units(ckpt)
+    assert units and all(u.get("files") for u in units)  # (read back from the input files)
+    plan = plan_job(job)
+    last = [f"file:{p}" for p in sorted((tmp_path / "in" / "B").glob("part-00002.parquet"))]
+    assert event_time_floor(plan.stream("B"), last) == round(
+        ts(25).replace(tzinfo=UTC).timestamp() * 1e6
+    )
+    expected = run_reference(job, batches).outputs["q1"]
+    assert (900, 901) in {(p[0], p[1]) for p in expected}
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)

@@ -1,0 +1,104 @@
+"""A sourced Parquet stream's least event time from its files' footers
+(`runtime.sourcefiles.event_time_floor`): the minimum over every row group and file, in
+microseconds, and None wherever the footers cannot bound what Spark reads. No JVM; that the
+bound keeps every pair is `tests/spark/test_sourced_state`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamjoin.plan import StreamPlan, plan_job
+from streamjoin.runtime.sourcefiles import event_time_floor
+from streamjoin.sql import parse_job
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+EPOCH_2026 = 1_767_225_600_000_000
+"""2026-01-01T00:00:00Z in microseconds."""
+
+
+def _stream(path: Path, options: str = "") -> StreamPlan:
+    job = parse_job(
+        f"""
+        CREATE STREAM A (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+          WITH (format = 'parquet', path = '{path}'{options});
+        CREATE SINK w WITH (format = 'json', path = '/w');
+        INSERT INTO w SELECT a.k AS k FROM A a JOIN A b ON a.k = b.k
+          AND b.ts BETWEEN a.ts - INTERVAL '10' SECOND AND a.ts + INTERVAL '10' SECOND;
+        """,
+        "<test>",
+    )
+    return plan_job(job).stream("A")
+
+
+def _write(
+    path: Path, micros: Sequence[int | None], unit: str = "us", tz: str | None = "UTC"
+) -> str:
+    scale = {"ms": 1_000, "us": 1, "ns": 0}[unit]
+    values = [None if m is None else (m // scale if scale else m * 1_000) for m in micros]
+    table = pa.table(
+        {
+            "k": pa.array(range(len(micros)), pa.int64()),
+            "ts": pa.array(values, pa.int64()).cast(pa.timestamp(unit, tz=tz)),
+        }
+    )
+    pq.write_table(table, path, row_group_size=3)
+    return f"file:{path}"
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 10**12) | st.none(), min_size=1, max_size=8).filter(
+            lambda xs: any(x is not None for x in xs)
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.sampled_from(["ms", "us", "ns"]),
+)
+def test_the_floor_is_the_least_event_time_of_every_file_and_row_group(
+    tmp_path_factory: pytest.TempPathFactory, files: list[list[int | None]], unit: str
+) -> None:
+    root = tmp_path_factory.mktemp("floor")
+    # Whole milliseconds: every unit holds them exactly.
+    files = [[None if m is None else EPOCH_2026 + m * 1_000 for m in f] for f in files]
+    paths = [_write(root / f"part-{i}.parquet", f, unit) for i, f in enumerate(files)]
+    least = min(m for f in files for m in f if m is not None)
+    assert event_time_floor(_stream(root), paths) == least
+    assert datetime.fromtimestamp(least / 1e6, tz=UTC).year == 2026
+
+
+def test_no_floor_where_the_footers_cannot_bound_what_spark_reads(tmp_path: Path) -> None:
+    sp = _stream(tmp_path)
+    micros = [EPOCH_2026, EPOCH_2026 + 5]
+    utc = _write(tmp_path / "utc.parquet", micros)
+    assert event_time_floor(sp, [utc]) == EPOCH_2026
+    # A local timestamp (not adjusted to UTC): Spark reads it in the session's time zone.
+    assert event_time_floor(sp, [_write(tmp_path / "ntz.parquet", micros, tz=None)]) is None
+    # A row group of NULL event times only (never ok rows) leaves the others' floor; a file
+    # written without statistics has none.
+    nulls = _write(tmp_path / "nulls.parquet", [EPOCH_2026 + 9, None, None, None, None, None])
+    assert event_time_floor(sp, [nulls]) == EPOCH_2026 + 9
+    bare = tmp_path / "bare.parquet"
+    pq.write_table(pq.read_table(utc[len("file:") :]), bare, write_statistics=False)
+    assert event_time_floor(sp, [utc, f"file:{bare}"]) is None
+    # Not a local file, a file that is gone, no files at all.
+    assert event_time_floor(sp, ["hdfs://nn/a/part-0.parquet"]) is None
+    assert event_time_floor(sp, [f"file:{tmp_path / 'gone.parquet'}"]) is None
+    assert event_time_floor(sp, []) is None
+    # An event time computed from other columns, or stored under another type.
+    computed = _stream(tmp_path, ", column.ts = 'k'")
+    assert event_time_floor(computed, [utc]) is None
+    text = tmp_path / "text.parquet"
+    pq.write_table(pa.table({"k": [1], "ts": ["2026-01-01 00:00:00"]}), text)
+    assert event_time_floor(sp, [f"file:{text}"]) is None
