@@ -19,23 +19,38 @@ def write_batches(
     *,
     first: int = 0,
     extra_lines: Mapping[tuple[int, str], Sequence[str]] | None = None,
+    parquet: bool = False,
 ) -> None:
-    """Write batch i of stream s to ``root/s/part-<first+i>.json``.
+    """Write batch i of stream s to ``root/s/part-<first+i>.json`` (``.parquet`` with
+    `parquet`: the generated streams' columns, ``ts`` as a UTC microsecond timestamp).
 
     With ``maxFilesPerTrigger = '1'`` each file becomes one micro-batch (file sources take files
     in modification-time order, set here to the batch order). `extra_lines` adds raw lines
-    (malformed records) to a (batch, stream) file.
+    (malformed records) to a (batch, stream) JSON file.
     """
     for i, batch in enumerate(batches):
         n = first + i
         for stream, rows in batch.items():
             folder = root / stream
             folder.mkdir(parents=True, exist_ok=True)
-            lines = [json.dumps({**r, "ts": _iso(r["ts"])}) for r in rows]
-            lines += list((extra_lines or {}).get((i, stream), ()))
-            path = folder / f"part-{n:05d}.json"
-            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            path = folder / f"part-{n:05d}.{'parquet' if parquet else 'json'}"
+            if parquet:
+                _write_parquet(path, rows)
+            else:
+                lines = [json.dumps({**r, "ts": _iso(r["ts"])}) for r in rows]
+                lines += list((extra_lines or {}).get((i, stream), ()))
+                path.write_text("\n".join(lines) + "\n", encoding="utf-8")
             os.utime(path, (_EPOCH + n, _EPOCH + n))
+
+
+def _write_parquet(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    types = {"id": pa.int64(), "k": pa.int64(), "x": pa.float64(), "s": pa.string()}
+    columns = {c: pa.array([r[c] for r in rows], kind) for c, kind in types.items()}
+    columns["ts"] = pa.array([r["ts"] for r in rows], pa.timestamp("us", tz="UTC"))
+    pq.write_table(pa.table(columns), path)
 
 
 def _iso(value: object) -> object:

@@ -6,7 +6,6 @@ gone from under the state stops the run, naming it."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import typing as t
 from datetime import UTC, datetime, timedelta
@@ -128,23 +127,6 @@ def test_an_input_file_gone_from_under_the_state_stops_the_run_naming_it(
     assert "is gone" in str(err.value)
 
 
-def _parquet_batches(root: Path, batches: list[dict[str, list[dict[str, object]]]]) -> None:
-    """Batch i of stream s as ``root/s/part-<i>.parquet`` (UTC microsecond event times), in
-    modification-time order."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    types = {"id": pa.int64(), "k": pa.int64(), "x": pa.float64(), "s": pa.string()}
-    for i, batch in enumerate(batches):
-        for stream, rows in batch.items():
-            (root / stream).mkdir(parents=True, exist_ok=True)
-            columns = {c: pa.array([r[c] for r in rows], kind) for c, kind in types.items()}
-            columns["ts"] = pa.array([r["ts"] for r in rows], pa.timestamp("us", tz="UTC"))
-            path = root / stream / f"part-{i:05d}.parquet"
-            pq.write_table(pa.table(columns), path)
-            os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
-
-
 def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -176,7 +158,7 @@ def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
         {"id": 901, "k": 7, "x": 1.0, "s": "p", "ts": ts(25)},
         {"id": 902, "k": 0, "x": 1.0, "s": "p", "ts": ts(30)},
     ]
-    _parquet_batches(tmp_path / "in", batches)
+    write_batches(tmp_path / "in", batches, parquet=True)
     text = _job(tmp_path, "floor", seconds=10).replace("format = 'json'", "format = 'parquet'")
     job = parse_job(text, "<test>")
     ckpt = tmp_path / "ckpt"
