@@ -27,6 +27,8 @@ import time
 import typing as t
 from dataclasses import asdict, dataclass, field
 
+from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS
+
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -187,7 +189,7 @@ class Live:
     warmup: str | None = None
 
 
-_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_JAVA_OPTIONS = DRIVER_JAVA_OPTIONS
 """(Reported as the JVM's flags, `EngineRun.jvm_flags`, not among an engine's settings.)"""
 
 PEER_CONF: dict[str, dict[str, str]] = {

@@ -24,6 +24,7 @@ import typing as t
 from dataclasses import dataclass
 
 from benchmarks.workloads import SIZES, WORKLOADS
+from streamjoin.runtime.classarchive import CACHE_ENV, SWITCH_ENV, archives
 
 if t.TYPE_CHECKING:
     from benchmarks.workloads import Case
@@ -76,10 +77,14 @@ def run_engine_process(
     jobs: t.Sequence[tuple[str, str]],
     time_limit: float | None = None,
     live: dict[str, t.Any] | None = None,
+    *,
+    class_archive: bool = False,
 ) -> list[dict[str, t.Any]]:
     """`engine` on each (job, workdir) of `jobs`, one after another in one child process; each
     run's EngineRun as a dict, with the process's peak memory. `live`: the fields of
-    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode)."""
+    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode). With
+    `class_archive` the process's JVM maps the engine's class archive (`class_cache_env`), or
+    writes it at exit if there is none yet."""
     plan = []
     for job, workdir in jobs:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -92,7 +97,8 @@ def run_engine_process(
     plan_file, result = os.path.join(first, "plan.json"), os.path.join(first, "result.json")
     with open(plan_file, "w", encoding="utf-8") as f:
         json.dump(plan, f)
-    code, tail, peak_mb = run_child(["benchmarks.engines", engine, plan_file, result])
+    args = ["benchmarks.engines", engine, plan_file, result]
+    code, tail, peak_mb = run_child(args, env=class_cache_env(engine, class_archive))
     if not os.path.exists(result):
         return [{"engine": engine, "error": f"exit {code}: {tail}"} for _ in jobs]
     with open(result, encoding="utf-8") as f:
@@ -102,11 +108,14 @@ def run_engine_process(
     return runs
 
 
-def run_child(args: t.Sequence[str], paths: t.Sequence[str] = ()) -> tuple[int, str, float]:
-    """``python -m *args`` with this checkout's benchmarks (and `paths`) first on the path,
-    sampling its process tree's memory: (exit code, last lines of stderr, peak RSS in MB)."""
+def run_child(
+    args: t.Sequence[str], paths: t.Sequence[str] = (), env: t.Mapping[str, str] | None = None
+) -> tuple[int, str, float]:
+    """``python -m *args`` with this checkout's benchmarks (and `paths`) first on the path and
+    `env` in its environment, sampling its process tree's memory: (exit code, last lines of
+    stderr, peak RSS in MB)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ)
+    env = dict(os.environ, **(env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *paths, env.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen(
         [sys.executable, "-m", *args],
@@ -123,6 +132,38 @@ def run_child(args: t.Sequence[str], paths: t.Sequence[str] = ()) -> tuple[int, 
     sampler.join()
     tail = "\n".join(stderr.strip().splitlines()[-5:])
     return proc.returncode, tail, round(peak.rss / 2**20, 1)
+
+
+def class_cache_env(engine: str, class_archive: bool = True) -> dict[str, str]:
+    """Each engine keeps its driver JVM's class archive (`streamjoin.runtime.classarchive`) in
+    a cache of its own, so that the archive an engine maps holds the classes its own runs load,
+    never the other engine's. Without `class_archive` its JVMs start without one."""
+    if not class_archive:
+        return {SWITCH_ENV: "off"}
+    return {CACHE_ENV: os.path.join(ROOT, "jvm", engine)}
+
+
+# Files of each stream a priming run reads: enough for the first batches' code paths (the first
+# shuffle, the first state) in every engine.
+_PRIMING_FILES = 3
+
+
+def prime_class_archive(engine: str, case: Case) -> None:
+    """Make `engine`'s class archive, if it has none, by a run of `case` over the first files of
+    each stream: the measured run then starts as every later run on a machine does, with the
+    JVM's classes mapped from the archive, not as the once-per-machine run that writes it."""
+    prime = os.path.join(ROOT, "prime", engine)
+    shutil.rmtree(prime, ignore_errors=True)
+    job = case.job
+    for stream, folder in case.backlog.streams.items():
+        first = os.path.join(prime, "input", stream)
+        os.makedirs(first)
+        # (Links keep the files' modification times, the order Spark's file source reads in.)
+        names = sorted(os.listdir(folder), key=lambda n: os.path.getmtime(os.path.join(folder, n)))
+        for name in [n for n in names if n.endswith(".parquet")][:_PRIMING_FILES]:
+            os.link(os.path.join(folder, name), os.path.join(first, name))
+        job = job.replace(f"'{folder}'", f"'{first}'")
+    run_engine_process(engine, [(job, os.path.join(prime, "work"))], class_archive=True)
 
 
 def expected_counts(case: Case) -> dict[str, int] | None:
@@ -230,13 +271,18 @@ def run_cases(
         groups += [(engine, [c]) for c in mine] if size == "full" else [(engine, mine)]
     for engine, group in groups:
         names = ", ".join(c.name for c in group)
+        # (Tiny runs check results only: they start their JVMs without archives.)
+        if size != "tiny" and not archives(class_cache_env(engine)[CACHE_ENV]):
+            _say(progress, f"[{names}] making {engine}'s JVM class archive (once) …")
+            prime_class_archive(engine, group[0])
         _say(progress, f"[{names}] running {engine} …")
         limit = None if engine == "streamjoin" else peer_time_limit(size, peer_limit)
         if limit is not None and len(group) > 1:
             # One budget for the group, so that a quick run stays quick.
             limit = max(20.0, limit / len(group))
         jobs = [(c.job, os.path.join(ROOT, "work", c.name, engine)) for c in group]
-        for case, run in zip(group, run_engine_process(engine, jobs, limit), strict=True):
+        runs = run_engine_process(engine, jobs, limit, class_archive=size != "tiny")
+        for case, run in zip(group, runs, strict=True):
             results[case.name][engine] = figures(run, case)
             _say(progress, f"[{case.name}] {engine}: {_brief(results[case.name][engine])}")
     return [_checked(c, size, results[c.name]) for c in cases]

@@ -13,6 +13,9 @@ from hypothesis import HealthCheck, settings
 # Spark runs with session time zone UTC; make Python's datetime conversions agree with it.
 os.environ["TZ"] = "UTC"
 time.tzset()
+# The driver JVMs tests start (the CLI's, in child processes) write no class archive into the
+# user's cache; tests/e2e/test_class_archive.py turns archives on in a folder of its own.
+os.environ["STREAMJOIN_JVM_ARCHIVE"] = "off"
 
 settings.register_profile(
     "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -3,6 +3,7 @@ in local mode, on a cluster (``--master spark://…``), or under ``spark-submit`
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import typing as t
 
 from streamjoin.errors import JavaMissingError
+from streamjoin.runtime.classarchive import ClassArchive, plan_archive
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,6 +36,9 @@ def check_java() -> str:
     return java
 
 
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+"""The setting that carries the driver JVM's flags."""
+
 LOCAL_CONF: dict[str, str] = {
     # Event times are wall-clock instants; a fixed zone keeps output independent of the machine.
     "spark.sql.session.timeZone": "UTC",
@@ -55,7 +60,7 @@ LOCAL_CONF: dict[str, str] = {
     # back: that benchmark ran in 20 s instead of 23.5 s, Spark's native join 25-27 s instead of
     # 27 s (measured, session 11). The parallel collector needs no concurrent GC threads. This
     # is for local mode; under spark-submit, or with a driver of one's own, its flags apply.
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
+    DRIVER_JAVA_OPTIONS: "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     # Spark's default checkpoint manager renames through Hadoop's FileContext, which on a local
     # disk without Hadoop's native library starts a `readlink` process per file status: about
@@ -104,8 +109,13 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    check_java()
+    java = check_java()
     submitted = _submitted_conf()
+    settings = LOCAL_CONF | dict(conf or {})
+    archive = None if submitted else _class_archive(java, settings)
+    if archive is not None:
+        options = settings.get(DRIVER_JAVA_OPTIONS, "")
+        settings[DRIVER_JAVA_OPTIONS] = f"{options} {archive.java_options()}".strip()
     if not submitted:
         # Executors start Python workers with the driver's PYSPARK_PYTHON (default "python3",
         # whichever that is on the PATH): make it the interpreter streamjoin runs in.
@@ -115,12 +125,50 @@ def get_session(
         builder = builder.appName(app_name)
     if master or "spark.master" not in submitted:
         builder = builder.master(master or "local[*]")
-    for key, value in (LOCAL_CONF | dict(conf or {})).items():
+    for key, value in settings.items():
         if key not in submitted:
             builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except BaseException:
+        if archive is not None:
+            archive.finish(lambda: None)  # (releases it for another session)
+        raise
     spark.sparkContext.setLogLevel("ERROR")
+    if archive is not None:
+        _finish_at_exit(spark, archive)
     return spark
+
+
+def _class_archive(java: str, settings: t.Mapping[str, str]) -> ClassArchive | None:
+    """The class archive for the driver JVM this session is about to start (None if a JVM is
+    already running in this process: its flags are set)."""
+    from pyspark import SparkContext
+    from pyspark.find_spark_home import _find_spark_home
+
+    if SparkContext._gateway is not None:
+        return None
+    # (The heap's size is part of what an archive is valid for: it sets how pointers are kept.)
+    heap = settings.get("spark.driver.memory")
+    flags = settings.get(DRIVER_JAVA_OPTIONS, "") + (f" -Xmx{heap}" if heap else "")
+    return plan_archive(java, _find_spark_home(), flags)
+
+
+def _finish_at_exit(spark: SparkSession, archive: ClassArchive) -> None:
+    """When Python exits: stop the session, let the JVM exit (it dumps the archive on its
+    way out) and publish what it wrote."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+
+    def jvm_exit() -> int | None:
+        if proc is None:
+            return None
+        spark.stop()
+        proc.stdin.close()  # the gateway exits when its stdin closes
+        return int(proc.wait(timeout=900))
+
+    atexit.register(archive.finish, jvm_exit)
 
 
 def _submitted_conf() -> dict[str, str]:

@@ -1,0 +1,167 @@
+"""A class-data sharing archive for the driver JVM that streamjoin starts itself.
+
+A cold driver loads, parses and verifies some twenty thousand Spark classes during its first
+batches, on the same two cores the batches run on. The JVM can instead map them, already
+parsed and verified, from an archive of the classes an earlier run of the same JVM, Spark and
+flags loaded (Java's dynamic class-data sharing, ``-XX:ArchiveClassesAtExit`` and
+``-XX:SharedArchiveFile``). The first session on a machine writes the archive when its JVM
+exits; later ones map it.
+
+The archive is an optimisation only: a JVM that cannot use it (another Java, Spark's jars
+changed, a partial file) starts as it would have without it, and its warnings are silenced.
+Set ``STREAMJOIN_JVM_ARCHIVE=off`` to start without one, ``STREAMJOIN_CACHE_DIR`` to keep
+archives somewhere other than ``~/.cache/streamjoin``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import time
+import typing as t
+import uuid
+from dataclasses import dataclass
+
+SWITCH_ENV = "STREAMJOIN_JVM_ARCHIVE"
+CACHE_ENV = "STREAMJOIN_CACHE_DIR"
+
+# A writer that died mid-dump leaves its lock behind; after this long it no longer counts.
+_STALE_LOCK_SECONDS = 3600.0
+# Archives not mapped for this long (a Java or Spark upgrade ago) are removed when a new one is
+# written: each is 150-200 MB.
+_UNUSED_SECONDS = 30 * 86400.0
+# The first bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, little-endian).
+_MAGIC = (0xF00BABA8).to_bytes(4, "little")
+# CDS reports every class it cannot archive (hundreds of generated accessors) as a warning on
+# the JVM's stdout; none of them matters to the user.
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    """Where the archive for one JVM configuration lives, and whether this session writes it."""
+
+    path: str
+    """The finished archive (present when `writing` is None)."""
+    writing: str | None = None
+    """The file this session's JVM dumps into at exit, renamed to `path` when complete."""
+
+    @property
+    def lock(self) -> str:
+        return self.path + ".lock"
+
+    def java_options(self) -> str:
+        """The driver flags that map the archive, or make this JVM dump one at exit."""
+        if self.writing is None:
+            return f"-XX:SharedArchiveFile={self.path} {_QUIET}"
+        return f"-XX:ArchiveClassesAtExit={self.writing} {_QUIET}"
+
+    def finish(self, wait_for_exit: t.Callable[[], int | None]) -> None:
+        """After the session stopped: let the JVM exit (`wait_for_exit`), then publish the
+        archive it dumped. Renaming makes the archive appear whole or not at all."""
+        if self.writing is None:
+            return
+        try:
+            print(
+                "streamjoin: saving the driver JVM's classes for faster starts (once)...",
+                file=sys.stderr,
+                flush=True,
+            )
+            if wait_for_exit() == 0 and _is_archive(self.writing):
+                _remove_unused(os.path.dirname(self.path))
+                os.replace(self.writing, self.path)
+        finally:
+            for leftover in (self.writing, self.lock):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+
+
+def cache_dir(root: str | None = None) -> str:
+    """Where archives are kept: under `root`, else ``STREAMJOIN_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/streamjoin`` (``~/.cache/streamjoin``)."""
+    root = root or os.environ.get(CACHE_ENV)
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "streamjoin")
+    return os.path.join(root, "jvm")
+
+
+def archives(root: str | None = None) -> list[str]:
+    """The finished archives in the cache under `root` (see `cache_dir`)."""
+    directory = cache_dir(root)
+    names = os.listdir(directory) if os.path.isdir(directory) else []
+    return sorted(os.path.join(directory, n) for n in names if n.endswith(".jsa"))
+
+
+def plan_archive(java: str, spark_home: str, java_options: str) -> ClassArchive | None:
+    """The archive for a driver started with `java`, the jars of `spark_home` and
+    `java_options` (its flags and heap size): the finished one, or one for this session to
+    write; None when archives are switched off, the driver's flags already choose an archive,
+    another session is writing this one, or the cache directory cannot be written."""
+    if os.environ.get(SWITCH_ENV, "").strip().lower() in {"off", "0", "false", "no"}:
+        return None
+    if "SharedArchive" in java_options or "ArchiveClasses" in java_options:
+        return None
+    directory = cache_dir()
+    path = os.path.join(directory, configuration_key(java, spark_home, java_options) + ".jsa")
+    if os.path.exists(path):
+        with contextlib.suppress(OSError):
+            os.utime(path)  # (in use: see `_remove_unused`)
+        return ClassArchive(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        if not _take_lock(path + ".lock"):
+            return None
+        # Holding the lock, no one else writes this archive: a part file is a dead writer's.
+        for name in os.listdir(directory):
+            if name.startswith(os.path.basename(path) + ".") and name.endswith(".part"):
+                os.remove(os.path.join(directory, name))
+    except OSError:
+        return None
+    return ClassArchive(path, writing=f"{path}.{uuid.uuid4().hex[:8]}.part")
+
+
+def configuration_key(java: str, spark_home: str, java_options: str) -> str:
+    """A digest of everything an archive is only valid for: the java binary, Spark's jars (the
+    JVM's class path) and the driver's flags."""
+    digest = hashlib.sha256()
+    real = os.path.realpath(java)
+    stat = os.stat(real)
+    digest.update(f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{java_options}\0".encode())
+    jars = os.path.join(spark_home, "jars")
+    for name in sorted(os.listdir(jars)) if os.path.isdir(jars) else ():
+        jar = os.stat(os.path.join(jars, name))
+        digest.update(f"{name}\0{jar.st_size}\0{jar.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def _is_archive(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(_MAGIC)) == _MAGIC
+    except OSError:
+        return False
+
+
+def _remove_unused(directory: str) -> None:
+    now = time.time()
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        with contextlib.suppress(OSError):
+            if name.endswith(".jsa") and now - os.path.getmtime(path) > _UNUSED_SECONDS:
+                os.remove(path)
+
+
+def _take_lock(lock: str) -> bool:
+    try:
+        if time.time() - os.path.getmtime(lock) > _STALE_LOCK_SECONDS:
+            os.remove(lock)
+    except OSError:
+        pass
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
