@@ -98,7 +98,7 @@ def run_engine_process(
     with open(plan_file, "w", encoding="utf-8") as f:
         json.dump(plan, f)
     args = ["benchmarks.engines", engine, plan_file, result]
-    code, tail, peak_mb = run_child(args, env=class_cache_env(engine, class_archive))
+    code, tail, peak_mb = run_child(args, extra_env=class_cache_env(engine, class_archive))
     if not os.path.exists(result):
         return [{"engine": engine, "error": f"exit {code}: {tail}"} for _ in jobs]
     with open(result, encoding="utf-8") as f:
@@ -109,13 +109,13 @@ def run_engine_process(
 
 
 def run_child(
-    args: t.Sequence[str], paths: t.Sequence[str] = (), env: t.Mapping[str, str] | None = None
+    args: t.Sequence[str], paths: t.Sequence[str] = (), extra_env: t.Mapping[str, str] | None = None
 ) -> tuple[int, str, float]:
     """``python -m *args`` with this checkout's benchmarks (and `paths`) first on the path and
-    `env` in its environment, sampling its process tree's memory: (exit code, last lines of
+    `extra_env` in its environment, sampling its process tree's memory: (exit code, last lines of
     stderr, peak RSS in MB)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, **(env or {}))
+    env = dict(os.environ, **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *paths, env.get("PYTHONPATH", "")) if p)
     proc = subprocess.Popen(
         [sys.executable, "-m", *args],
@@ -140,7 +140,7 @@ def class_cache_env(engine: str, class_archive: bool = True) -> dict[str, str]:
     never the other engine's. Without `class_archive` its JVMs start without one."""
     if not class_archive:
         return {SWITCH_ENV: "off"}
-    return {CACHE_ENV: os.path.join(ROOT, "jvm", engine)}
+    return {SWITCH_ENV: "on", CACHE_ENV: os.path.join(ROOT, "jvm", engine)}
 
 
 # Files of each stream a priming run reads: enough for the first batches' code paths (the first
@@ -160,10 +160,18 @@ def prime_class_archive(engine: str, case: Case) -> None:
         os.makedirs(first)
         # (Links keep the files' modification times, the order Spark's file source reads in.)
         names = sorted(os.listdir(folder), key=lambda n: os.path.getmtime(os.path.join(folder, n)))
-        for name in [n for n in names if n.endswith(".parquet")][:_PRIMING_FILES]:
-            os.link(os.path.join(folder, name), os.path.join(first, name))
+        # (Spark's file source skips names starting with "." or "_", as this does.)
+        for name in [n for n in names if not n.startswith((".", "_"))][:_PRIMING_FILES]:
+            try:
+                os.link(os.path.join(folder, name), os.path.join(first, name))
+            except OSError:  # (another file system)
+                shutil.copy2(os.path.join(folder, name), os.path.join(first, name))
+        # (A backlog may hold a stream the case's job does not read: the replace is then none.)
         job = job.replace(f"'{folder}'", f"'{first}'")
-    run_engine_process(engine, [(job, os.path.join(prime, "work"))], class_archive=True)
+    runs = run_engine_process(engine, [(job, os.path.join(prime, "work"))], class_archive=True)
+    if any(r.get("error") for r in runs) or not archives(class_cache_env(engine)[CACHE_ENV]):
+        msg = f"{engine}: the priming run on {case.name} made no class archive: {runs}"
+        raise RuntimeError(msg)
 
 
 def expected_counts(case: Case) -> dict[str, int] | None:

@@ -4,6 +4,7 @@ in local mode, on a cluster (``--master spark://…``), or under ``spark-submit`
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import subprocess
@@ -132,7 +133,12 @@ def get_session(
         spark = builder.getOrCreate()
     except BaseException:
         if archive is not None:
-            archive.finish(lambda: None)  # (releases it for another session)
+            from pyspark import SparkContext
+
+            if SparkContext._gateway is not None:  # (the JVM started: it dumps when it exits)
+                atexit.register(archive.finish, _jvm_exit(None))
+            else:
+                archive.finish(lambda: None)  # (releases it for another session)
         raise
     spark.sparkContext.setLogLevel("ERROR")
     if archive is not None:
@@ -151,24 +157,44 @@ def _class_archive(java: str, settings: t.Mapping[str, str]) -> ClassArchive | N
     # (The heap's size is part of what an archive is valid for: it sets how pointers are kept.)
     heap = settings.get("spark.driver.memory")
     flags = settings.get(DRIVER_JAVA_OPTIONS, "") + (f" -Xmx{heap}" if heap else "")
-    return plan_archive(java, _find_spark_home(), flags)
+    # (`_find_spark_home` is PySpark's own way to find the jars its JVM will load.)
+    return plan_archive(java, _find_spark_home(), flags, settings)
 
 
 def _finish_at_exit(spark: SparkSession, archive: ClassArchive) -> None:
     """When Python exits: stop the session, let the JVM exit (it dumps the archive on its
     way out) and publish what it wrote."""
+    atexit.register(archive.finish, _jvm_exit(spark))
+
+
+def _jvm_exit(spark: SparkSession | None) -> t.Callable[[], int | None]:
+    """A call that stops `spark`, lets the gateway's JVM exit and returns its exit code (None
+    if there is no such process, or it had to be killed)."""
     from pyspark import SparkContext
 
     proc = getattr(SparkContext._gateway, "proc", None)
 
     def jvm_exit() -> int | None:
-        if proc is None:
+        if proc is None or proc.poll() is not None:
+            return None if proc is None else proc.returncode
+        print(
+            "streamjoin: saving the driver JVM's classes for faster starts (once)...",
+            file=sys.stderr,
+            flush=True,
+        )
+        if spark is not None:
+            with contextlib.suppress(Exception):  # (a JVM gone already: nothing to stop)
+                spark.stop()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # the gateway exits when its stdin closes
+        try:
+            return int(proc.wait(timeout=300))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             return None
-        spark.stop()
-        proc.stdin.close()  # the gateway exits when its stdin closes
-        return int(proc.wait(timeout=900))
 
-    atexit.register(archive.finish, jvm_exit)
+    return jvm_exit
 
 
 def _submitted_conf() -> dict[str, str]:

@@ -60,7 +60,7 @@ def test_first_session_writes_the_archive_and_later_ones_map_it(java: str, spark
     assert ca.plan_archive(java, spark_home, "-XX:+UseParallelGC") is None
     first.finish(_dumps(first.writing))
     assert ca.archives() == [first.path]
-    assert not os.path.exists(first.lock) and not os.path.exists(first.writing)
+    assert not os.path.exists(first.writing)
 
     later = ca.plan_archive(java, spark_home, "-XX:+UseParallelGC")
     assert later == ca.ClassArchive(first.path)
@@ -73,39 +73,56 @@ def test_first_session_writes_the_archive_and_later_ones_map_it(java: str, spark
     [(MAGIC + b"classes", 1), (b"\0\0\0\0partial", 0), (b"", 0)],
     ids=["jvm-failed", "no-header", "empty"],
 )
-def test_a_failed_or_partial_dump_is_not_published(
+def test_a_failed_or_partial_dump_is_not_published_nor_retried_for_a_week(
     java: str, spark_home: str, data: bytes, code: int
 ) -> None:
     archive = ca.plan_archive(java, spark_home, "")
     assert archive is not None and archive.writing is not None
     archive.finish(_dumps(archive.writing, data, code))
     assert ca.archives() == []
-    assert os.listdir(os.path.dirname(archive.path)) == []
-    # The next session tries again.
+    assert not os.path.exists(archive.writing)
+    assert ca.plan_archive(java, spark_home, "") is None
+    week_ago = time.time() - 8 * 86400
+    os.utime(archive.path + ".failed", (week_ago, week_ago))
     again = ca.plan_archive(java, spark_home, "")
     assert again is not None and again.writing is not None
 
 
-def test_a_dead_writers_lock_and_part_file_are_taken_over(
+def test_a_jvm_that_could_not_be_awaited_marks_nothing(java: str, spark_home: str) -> None:
+    archive = ca.plan_archive(java, spark_home, "")
+    assert archive is not None
+    archive.finish(lambda: None)
+    again = ca.plan_archive(java, spark_home, "")
+    assert again is not None and again.writing is not None
+
+
+def test_a_dead_writers_part_file_is_removed_by_the_next(
     java: str, spark_home: str, cache: Path
 ) -> None:
     dead = ca.plan_archive(java, spark_home, "")
-    assert dead is not None and dead.writing is not None
+    assert dead is not None and dead.writing is not None and dead.lock_fd is not None
     with open(dead.writing, "wb") as f:
         f.write(MAGIC)  # (it died mid-dump, never renamed)
     assert ca.plan_archive(java, spark_home, "") is None
-    old = time.time() - 2 * 3600
-    os.utime(dead.lock, (old, old))
+    os.close(dead.lock_fd)  # (its process ended: the kernel lets go of its lock)
     taker = ca.plan_archive(java, spark_home, "")
     assert taker is not None and taker.writing not in (None, dead.writing)
     assert not os.path.exists(dead.writing)
-    assert sorted(os.listdir(cache)) == [os.path.basename(dead.lock)]
+    assert [n for n in os.listdir(cache) if not n.endswith(".lock")] == []
 
 
-def test_the_key_follows_java_jars_and_flags(java: str, spark_home: str) -> None:
+def test_the_key_follows_java_jars_flags_settings_and_environment(
+    java: str, spark_home: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     key = ca.configuration_key(java, spark_home, "-Xmx2g")
     assert ca.configuration_key(java, spark_home, "-Xmx2g") == key
     assert ca.configuration_key(java, spark_home, "-Xmx4g") != key
+    extra = {"spark.driver.extraClassPath": "/opt/mine.jar"}
+    assert ca.configuration_key(java, spark_home, "-Xmx2g", extra) != key
+    assert ca.configuration_key(java, spark_home, "-Xmx2g", {"spark.ui.enabled": "x"}) == key
+    monkeypatch.setenv("SPARK_CONF_DIR", "/etc/spark")
+    assert ca.configuration_key(java, spark_home, "-Xmx2g") != key
+    monkeypatch.delenv("SPARK_CONF_DIR")
     jar = os.path.join(spark_home, "jars", "spark-sql.jar")
     with open(jar, "ab") as f:
         f.write(b" upgraded")
@@ -124,7 +141,8 @@ def test_switched_off(
 
 
 @pytest.mark.parametrize(
-    "flags", ["-XX:SharedArchiveFile=/mine.jsa", "-XX:ArchiveClassesAtExit=/mine.jsa"]
+    "flags",
+    ["-XX:SharedArchiveFile=/mine.jsa", "-XX:ArchiveClassesAtExit=/mine.jsa", "-Xshare:off"],
 )
 def test_the_users_own_archive_flags_win(java: str, spark_home: str, flags: str) -> None:
     assert ca.plan_archive(java, spark_home, flags) is None
