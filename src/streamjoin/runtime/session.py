@@ -142,7 +142,9 @@ def get_session(
         raise
     spark.sparkContext.setLogLevel("ERROR")
     if archive is not None:
-        _finish_at_exit(spark, archive)
+        # When Python exits: stop the session, let the JVM exit (it dumps the archive on its
+        # way out) and publish what it wrote.
+        atexit.register(archive.finish, _jvm_exit(spark))
     return spark
 
 
@@ -161,12 +163,6 @@ def _class_archive(java: str, settings: t.Mapping[str, str]) -> ClassArchive | N
     return plan_archive(java, _find_spark_home(), flags, settings)
 
 
-def _finish_at_exit(spark: SparkSession, archive: ClassArchive) -> None:
-    """When Python exits: stop the session, let the JVM exit (it dumps the archive on its
-    way out) and publish what it wrote."""
-    atexit.register(archive.finish, _jvm_exit(spark))
-
-
 def _jvm_exit(spark: SparkSession | None) -> t.Callable[[], int | None]:
     """A call that stops `spark`, lets the gateway's JVM exit and returns its exit code (None
     if there is no such process, or it had to be killed)."""
@@ -175,8 +171,12 @@ def _jvm_exit(spark: SparkSession | None) -> t.Callable[[], int | None]:
     proc = getattr(SparkContext._gateway, "proc", None)
 
     def jvm_exit() -> int | None:
-        if proc is None or proc.poll() is not None:
-            return None if proc is None else proc.returncode
+        if proc is None:
+            return None
+        if proc.poll() is not None:
+            # (Gone before Python: an orderly exit has dumped; any other is no verdict on
+            # whether this configuration can.)
+            return 0 if proc.returncode == 0 else None
         print(
             "streamjoin: saving the driver JVM's classes for faster starts (once)...",
             file=sys.stderr,
