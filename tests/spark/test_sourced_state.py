@@ -17,9 +17,9 @@ from streamjoin.errors import StreamJoinError
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.footers import read_footers
 from streamjoin.runtime.joins import SHUFFLE_ROWS_CONF
 from streamjoin.runtime.manifest import Manifest
-from streamjoin.runtime.sourcefiles import event_time_floor
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink
@@ -131,7 +131,7 @@ def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """Parquet streams: each side's state is bounded by the *other* side's delta, from its files'
-    footers (`sourcefiles.event_time_floor`), not by the watermark alone. In batch 2 A's delta
+    footers (`runtime.footers`), not by the watermark alone. In batch 2 A's delta
     starts at 40 s and B's at 25 s, both far past the watermark (about 18 s): the A row at 16 s
     meets the B row at 25 s, and a bound taken from A's delta (40 - 10 s) or from B's latest
     time would drop it."""
@@ -167,9 +167,9 @@ def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
     assert units and all(u.get("files") for u in units)  # (read back from the input files)
     plan = plan_job(job)
     last = [f"file:{p}" for p in sorted((tmp_path / "in" / "B").glob("part-00002.parquet"))]
-    assert event_time_floor(plan.stream("B"), last) == round(
-        ts(25).replace(tzinfo=UTC).timestamp() * 1e6
-    )
+    footers = read_footers(plan.stream("B"), last)
+    assert footers is not None
+    assert footers.least == round(ts(25).replace(tzinfo=UTC).timestamp() * 1e6)
     expected = run_reference(job, batches).outputs["q1"]
     assert (900, 901) in {(p[0], p[1]) for p in expected}
     assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)

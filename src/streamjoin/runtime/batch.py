@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from streamjoin.runtime.commit import StreamStats, next_manifest
 from streamjoin.runtime.faults import maybe_crash
+from streamjoin.runtime.footers import read_footers
 from streamjoin.runtime.intake import classify, write_deadletters
 from streamjoin.runtime.joins import (
     OLD,
@@ -46,7 +47,6 @@ from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme
 from streamjoin.runtime.selectivity import start_measures
 from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.sinks import write_sink
-from streamjoin.runtime.sourcefiles import event_time_floor
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.statejob import StateJob
 from streamjoin.runtime.stores import (
@@ -110,6 +110,8 @@ class BatchProcessor:
         on_batch: Callable[[BatchReport], None] | None = None,
     ) -> None:
         self.spark = spark
+        self._session = spark
+        """The session that starts the stream (`self.spark` becomes each batch's clone)."""
         self.plan = plan
         self.store = store
         self.on_batch = on_batch
@@ -189,18 +191,25 @@ class BatchProcessor:
             # not the new state files): run them as concurrent Spark jobs, so that one's driver
             # overhead overlaps the other's tasks (measured: a third off the batch time).
             files = self.state_job.batch_files(batch_id)
-            self._floors = {
-                name: low
+            footers = {
+                name: f
                 for name, paths in files.items()
-                if (low := event_time_floor(self.plan.stream(name), paths)) is not None
+                if (f := read_footers(self.plan.stream(name), paths)) is not None
             }
-            append = partial(self.state_job.run, classified, batch_id, prev.global_wm)
-            state_job = Background(lambda: append(self._input_units, self.routers, files))
+            self._floors = {n: f.least for n, f in footers.items() if f.least is not None}
+            known = self.state_job.from_footers(
+                self._session, batch_id, prev.global_wm, files, footers, self._input_units
+            )
+            state_job = None
+            if known is None:
+                append = partial(self.state_job.run, classified, batch_id, prev.global_wm)
+                state_job = Background(lambda: append(self._input_units, self.routers, files))
             deltas = self._delta_views(classified, views, batch_id, files, prev.global_wm)
             out = self._join_and_write(batch_id, prev, deltas, views)
             clock.mark("join")
             maybe_crash("after-sink", batch_id)
-            stats = state_job.result()
+            stats = known if state_job is None else state_job.result()
+            assert stats is not None
             clock.mark("state")
             maybe_crash("after-state", batch_id)
             rejected = {name: st.late + st.malformed for name, st in stats.items()}

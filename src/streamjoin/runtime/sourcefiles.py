@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import typing as t
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.intake import status_sql
@@ -123,7 +123,7 @@ class SourceLog:
                     break
                 files += logged
             under = path.rstrip("/") + "/"
-            if files and all(_bare(f).startswith(_bare(under)) for f in files):
+            if files and all(bare_path(f).startswith(bare_path(under)) for f in files):
                 found[name] = sorted(files)
         self._offsets = {b: o for b, o in self._offsets.items() if b >= batch - 1}
         return found
@@ -171,7 +171,7 @@ def _at(offsets: list[int | None] | None, index: int) -> int | None:
     return offsets[index] if offsets is not None and index < len(offsets) else None
 
 
-def _bare(path: str) -> str:
+def bare_path(path: str) -> str:
     """`path` without its scheme's slashes (``file:///a`` and ``file:/a`` alike)."""
     scheme, _, rest = path.partition(":")
     return f"{scheme}:/{rest.lstrip('/')}" if "/" not in scheme else path
@@ -244,63 +244,6 @@ class SourcedUnits:
             name, rows = self._views.pop(key)
             rows.sparkSession.catalog.dropTempView(name)
         self._used = set()
-
-
-_MICROS_PER = {"milliseconds": 1_000, "microseconds": 1, "nanoseconds": 0}
-"""Parquet timestamp units, as microseconds each (0: nanoseconds, divided instead)."""
-
-
-def event_time_floor(sp: StreamPlan, files: Collection[str]) -> int | None:
-    """The least event time (microseconds) of any row of `sp`'s Parquet `files` by their
-    footers' statistics, or None where any footer does not tell it.
-
-    Only local files whose event-time column is stored as a UTC-adjusted Parquet timestamp
-    under the stream's own name (not computed, not cast from another type) qualify: there the
-    statistics' minimum is a lower bound of the batch's ok event times, as Spark reads them.
-    Reading the footers is about a millisecond a file (pyarrow, no Spark job)."""
-    s = sp.stream
-    ts = s.event_time
-    if s.format != "parquet" or ts is None or ts in column_exprs(s) or not files:
-        return None
-    import pyarrow.parquet as pq
-
-    lows: list[int] = []
-    for file in files:
-        parts = urlsplit(file)
-        if parts.scheme not in ("", "file"):
-            return None
-        try:
-            meta = pq.read_metadata(unquote(parts.path))
-        except (OSError, ValueError):
-            return None
-        for g in range(meta.num_row_groups):
-            bounded, low = _row_group_min(meta.row_group(g), ts)
-            if not bounded:
-                return None
-            lows += [] if low is None else [low]
-    return min(lows) if lows else None
-
-
-def _row_group_min(group: t.Any, column: str) -> tuple[bool, int | None]:
-    """Whether the statistics of `column` in a Parquet row group bound its event times, and
-    their least (None: every value is NULL, and NULL event times are never ok rows)."""
-    for j in range(group.num_columns):
-        chunk = group.column(j)
-        if chunk.path_in_schema != column:
-            continue
-        stats = chunk.statistics
-        if chunk.physical_type != "INT64" or stats is None:
-            return False, None
-        kind = json.loads(stats.logical_type.to_json())
-        scale = _MICROS_PER.get(kind.get("timeUnit", ""))
-        if kind.get("Type") != "Timestamp" or not kind.get("isAdjustedToUTC") or scale is None:
-            return False, None
-        if not stats.has_min_max:
-            nulls_only = stats.has_null_count and stats.null_count == group.num_rows
-            return nulls_only, None
-        raw = int(stats.min_raw)
-        return True, raw * scale if scale else raw // 1_000
-    return False, None
 
 
 def stored_sql(sp: StreamPlan, view: str, watermark: int | None) -> str:

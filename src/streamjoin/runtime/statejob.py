@@ -6,7 +6,9 @@ observes on the way, per stream, the ok / late / malformed counts and the ok row
 range (which feed watermarks, pruning and counters) and, for queries on the automatic hash path,
 each side's rows per unit (`runtime.unitcounts`). A stream whose state is read back from its own
 input files (`runtime.sourcefiles`) writes nothing: its unit is the files Spark's logs name. When
-no stream writes, the statistics are a plain aggregate.
+no stream writes, the statistics are a plain aggregate; and when every stream's units are its
+files and their footers prove every row ok (`runtime.footers`), they are the footers' and no job
+runs, except on the batches that count rows per unit (`BatchProcessor.process`).
 """
 
 from __future__ import annotations
@@ -19,17 +21,26 @@ from pyspark.sql import functions as F
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.commit import StreamStats
+from streamjoin.runtime.footers import count_input_rows
 from streamjoin.runtime.manifest import StateUnit
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from collections.abc import Mapping
+
+    from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan, StreamPlan
+    from streamjoin.runtime.footers import Footers
     from streamjoin.runtime.routing import QueryRouter
     from streamjoin.runtime.sourcefiles import SourceLog
     from streamjoin.runtime.state import StateStore
     from streamjoin.runtime.unitcounts import InputUnitCounts
+
+SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"
+"""Spark conf: where the statistics come from the footers, the batches that count the
+automatic hash path's rows per unit (to see a hot key): every this many (1: every batch)."""
+SKEW_EVERY = 5
 
 
 class StateJob:
@@ -102,6 +113,41 @@ class StateJob:
             stats[sp.name] = s
         return stats
 
+    def from_footers(
+        self,
+        spark: SparkSession,
+        batch_id: int,
+        watermark: int | None,
+        files: dict[str, list[str]],
+        footers: Mapping[str, Footers],
+        input_units: InputUnitCounts,
+    ) -> dict[str, StreamStats] | None:
+        """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
+        `footers` (`runtime.footers`), with Spark's count of the batch's input rows set from
+        them (`spark` started the stream); or None when this job must run: some stream copies
+        its state, the footers do not prove every row ok, Spark's plan could not take the count,
+        or the batch counts `input_units`. A job is a fixed cost (its planning, its scheduling
+        and a scan of every column of the batch's input: 2 of 20 CPU seconds on the full equi
+        backlog), so those counts of the automatic hash path are taken every
+        `SKEW_EVERY_CONF`-th batch: a hot key is seen within that many batches."""
+        if any(footers.get(sp.name) is None for sp in self.plan.streams):
+            return None
+        if input_units.sides and batch_id % _skew_every(spark) == 0:
+            return None
+        stats = {}
+        for sp in self.plan.streams:
+            f = footers[sp.name]
+            if not f.all_ok(watermark):
+                return None
+            ok = sum(f.rows.values())
+            s = StreamStats(ok=ok, min_ts=f.least, max_ts=f.greatest)
+            if ok:
+                unit = StateUnit(sp.name, batch_id, ok, f.least, f.greatest)
+                s.unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
+            stats[sp.name] = s
+        rows = {file: n for f in footers.values() for file, n in f.rows.items()}
+        return stats if count_input_rows(spark, rows) else None
+
     def batch_files(self, batch_id: int) -> dict[str, list[str]]:
         """Per stream whose state is read back from its input files, the files batch
         `batch_id` reads (`runtime.sourcefiles.SourceLog`); the others are left out."""
@@ -140,3 +186,15 @@ class StateJob:
         return replace(
             unit, files=tuple(files), sizes=tuple(known), watermark=watermark, bytes=sum(known)
         )
+
+
+def _skew_every(spark: SparkSession) -> int:
+    value = spark.conf.get(SKEW_EVERY_CONF, None)
+    try:
+        every = SKEW_EVERY if value is None else int(value)
+    except ValueError:
+        every = 0
+    if every < 1:
+        msg = f"{SKEW_EVERY_CONF} must be a whole number of batches, at least 1; got {value!r}"
+        raise ValueError(msg)
+    return every

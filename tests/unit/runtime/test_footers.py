@@ -1,7 +1,8 @@
-"""A sourced Parquet stream's least event time from its files' footers
-(`runtime.sourcefiles.event_time_floor`): the minimum over every row group and file, in
-microseconds, and None wherever the footers cannot bound what Spark reads. No JVM; that the
-bound keeps every pair is `tests/spark/test_sourced_state`."""
+"""What a sourced Parquet stream's files' footers tell of a batch (`runtime.footers`): the least
+and greatest event time over every row group and file, in microseconds, the rows and NULL event
+times, whether every row is ok, and None wherever the footers cannot bound what Spark reads. No
+JVM; that the least keeps every pair is `tests/spark/test_sourced_state`, that statistics taken
+from them are the job's is `tests/spark/test_footer_stats`."""
 
 from __future__ import annotations
 
@@ -15,14 +16,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamjoin.plan import StreamPlan, plan_job
-from streamjoin.runtime.sourcefiles import event_time_floor
+from streamjoin.runtime.footers import Footers, read_footers
 from streamjoin.sql import parse_job
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
 EPOCH_2026 = 1_767_225_600_000_000
 """2026-01-01T00:00:00Z in microseconds."""
+
+
+def event_time_floor(sp: StreamPlan, files: Collection[str]) -> int | None:
+    footers = read_footers(sp, files)
+    return None if footers is None else footers.least
 
 
 def _stream(path: Path, options: str = "") -> StreamPlan:
@@ -72,8 +78,32 @@ def test_the_floor_is_the_least_event_time_of_every_file_and_row_group(
     # Whole milliseconds: every unit holds them exactly.
     files = [[None if m is None else EPOCH_2026 + m * 1_000 for m in f] for f in files]
     paths = [_write(root / f"part-{i}.parquet", f, unit) for i, f in enumerate(files)]
-    least = min(m for f in files for m in f if m is not None)
-    assert event_time_floor(_stream(root), paths) == least
+    values = [m for f in files for m in f if m is not None]
+    footers = read_footers(_stream(root), paths)
+    assert footers is not None
+    assert footers.least == min(values)
+    # Nanoseconds: Spark reads them only as numbers, and the greatest of a batch would have to
+    # be rounded; the footers then do not vouch for it.
+    assert footers.greatest == (None if unit == "ns" else max(values))
+    assert footers.nulls == sum(m is None for f in files for m in f)
+    assert footers.rows == {p: len(f) for p, f in zip(paths, files, strict=True)}
+
+
+@pytest.mark.parametrize(
+    ("footers", "watermark", "ok"),
+    [
+        (Footers({"f": 3}, 10, 20, 0), None, True),
+        (Footers({"f": 3}, 10, 20, 0), 10, True),
+        (Footers({"f": 3}, 10, 20, 0), 11, False),  # a row behind the watermark: late
+        (Footers({"f": 3}, 10, 20, 1), None, False),  # a NULL event time: malformed
+        (Footers({"f": 3}, 10, None, 0), None, False),  # the greatest not exact
+        (Footers({"f": 0}, None, None, 0), 5, True),  # no rows
+    ],
+)
+def test_every_row_is_ok_only_with_no_null_and_none_behind_the_watermark(
+    footers: Footers, watermark: int | None, ok: bool
+) -> None:
+    assert footers.all_ok(watermark) is ok
 
 
 def test_no_floor_where_the_footers_cannot_bound_what_spark_reads(tmp_path: Path) -> None:

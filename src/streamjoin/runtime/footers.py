@@ -1,0 +1,167 @@
+"""What a sourced Parquet stream's input files tell of a batch before Spark reads a row.
+
+A batch of a stream whose state is its input files (`runtime.sourcefiles`) reads files Spark's
+logs name. Their Parquet footers hold each file's row count and, per row group, the event-time
+column's least and greatest value and its NULL count: about a millisecond a file (pyarrow, no
+Spark job). From them:
+
+- the least event time of the batch's rows, which bounds the state that can meet them
+  (`BatchProcessor._query_parts`);
+- when no row is NULL and the least is at or past the watermark the batch started with, every
+  row is ok (`runtime.intake`): the batch's counts and event-time range are the footers', and
+  the batch needs no statistics job (`runtime.statejob`). Spark's own count of the batch's
+  input rows, which such a job used to make true, is then set from them (`count_input_rows`).
+
+Only local files whose event-time column is stored as a UTC-adjusted Parquet timestamp under
+the stream's own name (not computed, not cast from another type) qualify: there the footers'
+values are the event times Spark reads.
+"""
+
+from __future__ import annotations
+
+import json
+import typing as t
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from streamjoin.runtime.sourcefiles import bare_path
+from streamjoin.runtime.sources import column_exprs
+
+if t.TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
+    from pyspark.sql import SparkSession
+
+    from streamjoin.plan import StreamPlan
+
+_MICROS_PER = {"milliseconds": 1_000, "microseconds": 1, "nanoseconds": 0}
+"""Parquet timestamp units, as microseconds each (0: nanoseconds, divided instead)."""
+
+
+@dataclass(frozen=True)
+class Footers:
+    """The footers of one stream's files in a batch."""
+
+    rows: Mapping[str, int]
+    """Each file's rows."""
+    least: int | None
+    """The least event time (microseconds) of any row; None when every one is NULL."""
+    greatest: int | None
+    """The greatest, likewise; None also when a nanosecond column cannot tell it exactly."""
+    nulls: int
+    """Rows whose event time is NULL."""
+
+    def all_ok(self, watermark: int | None) -> bool:
+        """Whether every row is ok for a batch that started at `watermark`: none has a NULL
+        event time (malformed) or one behind the watermark (late)."""
+        if self.nulls:
+            return False
+        if self.least is None:
+            return True  # (no rows)
+        return self.greatest is not None and (watermark is None or self.least >= watermark)
+
+
+def read_footers(sp: StreamPlan, files: Collection[str]) -> Footers | None:
+    """The footers of `sp`'s Parquet `files`, or None where any does not bound its event
+    times (see the module's text)."""
+    s = sp.stream
+    ts = s.event_time
+    if s.format != "parquet" or ts is None or ts in column_exprs(s) or not files:
+        return None
+    import pyarrow.parquet as pq
+
+    rows: dict[str, int] = {}
+    lows: list[int] = []
+    highs: list[int | None] = []
+    nulls = 0
+    for file in files:
+        parts = urlsplit(file)
+        if parts.scheme not in ("", "file"):
+            return None
+        try:
+            meta = pq.read_metadata(unquote(parts.path))
+        except (OSError, ValueError):
+            return None
+        rows[file] = meta.num_rows
+        for g in range(meta.num_row_groups):
+            group = _RowGroup.of(meta.row_group(g), ts)
+            if group is None:
+                return None
+            nulls += group.nulls
+            if group.least is not None:
+                lows.append(group.least)
+                highs.append(group.greatest)
+    exact = [h for h in highs if h is not None]
+    return Footers(
+        rows=rows,
+        least=min(lows) if lows else None,
+        greatest=max(exact) if exact and len(exact) == len(highs) else None,
+        nulls=nulls,
+    )
+
+
+@dataclass(frozen=True)
+class _RowGroup:
+    least: int | None
+    greatest: int | None
+    nulls: int
+
+    @staticmethod
+    def of(group: t.Any, column: str) -> _RowGroup | None:
+        """The event-time bounds of a Parquet row group (its least and greatest None when every
+        value is NULL), or None when its statistics do not bound them."""
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            if chunk.path_in_schema != column:
+                continue
+            stats = chunk.statistics
+            if chunk.physical_type != "INT64" or stats is None or not stats.has_null_count:
+                return None
+            kind = json.loads(stats.logical_type.to_json())
+            scale = _MICROS_PER.get(kind.get("timeUnit", ""))
+            if kind.get("Type") != "Timestamp" or not kind.get("isAdjustedToUTC") or scale is None:
+                return None
+            nulls = int(stats.null_count)
+            if not stats.has_min_max:
+                return _RowGroup(None, None, nulls) if nulls == group.num_rows else None
+            low, high = int(stats.min_raw), int(stats.max_raw)
+            if scale:
+                return _RowGroup(low * scale, high * scale, nulls)
+            # Nanoseconds: the floor of the least is a bound; the greatest is not exact.
+            return _RowGroup(low // 1_000, None, nulls)
+        return None
+
+
+def count_input_rows(spark: SparkSession, rows: Mapping[str, int]) -> bool:
+    """Add each file's `rows` to the count of output rows of the scan that reads it in the
+    running micro-batch's plan, which Spark reports as the batch's input rows
+    (`StreamingQueryProgress.numInputRows`, per source too). Called on the thread
+    `foreachBatch` calls, whose query it finds by Spark's local property; False, changing
+    nothing, when that plan's scans do not read exactly these files (e.g. a Spark whose
+    internals differ). `spark` is the session that started the query (a batch's DataFrame
+    has a clone, whose query manager does not list it)."""
+    try:
+        query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+        query = spark.streams.get(query_id) if query_id else None
+        if query is None:
+            return False
+        plan = query._jsq.streamingQuery().lastExecution().executedPlan()
+        leaves = plan.collectLeaves()
+        wanted = {bare_path(unquote(f)): n for f, n in rows.items()}
+        scans = []
+        for i in range(leaves.size()):
+            leaf = leaves.apply(i)
+            if not leaf.nodeName().startswith("Scan"):
+                continue
+            # (Spark's names are URIs, percent-encoded; the logs' are decoded.)
+            files = [bare_path(unquote(f)) for f in leaf.relation().location().inputFiles()]
+            if any(f not in wanted for f in files):
+                return False
+            scans.append((leaf, files))
+        if sorted(f for _, files in scans for f in files) != sorted(wanted):
+            return False
+        for leaf, files in scans:
+            leaf.metrics().apply("numOutputRows").add(sum(wanted[f] for f in files))
+    except Exception:  # (any py4j or JVM error: Spark's internals differ)
+        return False
+    return True
