@@ -6,7 +6,8 @@ Per batch, with W the global watermark committed by the previous batch:
 2. one Spark job appends the ok rows of every stream to the state, as new files keyed by the batch
    id and partitioned by stream (a unit of state), or, for a file stream whose state is read back
    from its input files, notes those files; the same job observes, per stream, the row counts and
-   the event-time range, which feed watermarks, pruning and counters (`runtime.statejob`);
+   the event-time range, which feed watermarks, pruning and counters (`runtime.statejob`), unless
+   the streams' Parquet footers tell them (`runtime.footers`);
 3. bad rows, if any, go to the dead-letter location;
 4. each query computes ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` (each new pair exactly once), reading
    only the state units whose event times can meet the delta's (where no scheme places the rows
