@@ -46,10 +46,10 @@ from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
 from streamjoin.runtime.selectivity import start_measures
-from streamjoin.runtime.session import BATCH_CONF
+from streamjoin.runtime.session import BATCH_CONF, count_conf
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.statejob import StateJob
+from streamjoin.runtime.statejob import StateJob, skew_every
 from streamjoin.runtime.stores import (
     PARTITIONED_CONF,
     PARTITIONED_STORE_CONF,
@@ -140,6 +140,7 @@ class BatchProcessor:
         # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
         # serve it, and warn of new queries whose windows reach dropped state.
         check_restart(plan, store.latest(), store.root)
+        skew_every(spark)  # (fails now, naming a bad value)
 
     def close(self) -> None:
         """Release what the processor keeps cached between batches."""
@@ -199,7 +200,13 @@ class BatchProcessor:
             }
             self._floors = {n: f.least for n, f in footers.items() if f.least is not None}
             known = self.state_job.from_footers(
-                self._session, batch_id, prev.global_wm, files, footers, self._input_units
+                self.spark,
+                self._session,
+                batch_id,
+                prev.global_wm,
+                files,
+                footers,
+                self._input_units,
             )
             state_job = None
             if known is None:
@@ -380,7 +387,7 @@ class BatchProcessor:
         observe = observe and q.name not in self._input_units
         how = None
         if not (observe or shuffle or router.band):
-            large = _rows_conf(self.spark, SHUFFLE_ROWS_CONF, SHUFFLE_ROWS)
+            large = count_conf(self.spark, SHUFFLE_ROWS_CONF, SHUFFLE_ROWS)
             how = one_join(prev, left, l_lo, right, r_lo, large)
         if how is not None:
             # Both halves of the delta rule as one join (`joins.pairs_sql`).
@@ -438,7 +445,7 @@ class BatchProcessor:
         self.stores.partitioned.retain(partitioning, prev)
         # A small delta is broadcast to every partition, a large one routed to its partition
         # (DESIGN: move the delta to the state). Its size: the stream's rows in the last batch.
-        threshold = _rows_conf(self.spark, ROUTE_ROWS_CONF, ROUTE_ROWS)
+        threshold = count_conf(self.spark, ROUTE_ROWS_CONF, ROUTE_ROWS)
         large = {u.stream for u in prev.units if u.batch == prev.batch and u.rows >= threshold}
         if partitioning and large:
             for key, value in PARTITIONED_STORE_CONF.items():
@@ -586,15 +593,3 @@ class BatchProcessor:
                 (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
             )
         return units, notes
-
-
-def _rows_conf(spark: SparkSession, name: str, default: int) -> int:
-    """The Spark conf `name`, a number of rows, checked (`default` when unset)."""
-    value = spark.conf.get(name, None)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        msg = f"{name} must be a whole number of rows, got {value!r}"
-        raise ValueError(msg) from None

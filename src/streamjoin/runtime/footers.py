@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import typing as t
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from streamjoin.runtime.sourcefiles import bare_path
 from streamjoin.runtime.sources import column_exprs
@@ -75,18 +75,19 @@ def read_footers(sp: StreamPlan, files: Collection[str]) -> Footers | None:
     highs: list[int | None] = []
     nulls = 0
     for file in files:
-        parts = urlsplit(file)
-        if parts.scheme not in ("", "file"):
+        path = _local_path(file)
+        if path is None:
             return None
         try:
-            meta = pq.read_metadata(unquote(parts.path))
-        except (OSError, ValueError):
+            meta = pq.read_metadata(path)
+        except (OSError, ValueError, NotImplementedError):  # (Arrow's errors derive from these)
             return None
-        rows[file] = meta.num_rows
+        rows[file] = 0
         for g in range(meta.num_row_groups):
             group = _RowGroup.of(meta.row_group(g), ts)
             if group is None:
                 return None
+            rows[file] += meta.row_group(g).num_rows
             nulls += group.nulls
             if group.least is not None:
                 lows.append(group.least)
@@ -98,6 +99,15 @@ def read_footers(sp: StreamPlan, files: Collection[str]) -> Footers | None:
         greatest=max(exact) if exact and len(exact) == len(highs) else None,
         nulls=nulls,
     )
+
+
+def _local_path(file: str) -> str | None:
+    """The local path of `file` as Spark's logs name it (decoded already: ``file:///a b``), or
+    None for another file system."""
+    scheme, colon, rest = file.partition(":")
+    if not colon or "/" in scheme:
+        return file
+    return "/" + rest.lstrip("/") if scheme == "file" else None
 
 
 @dataclass(frozen=True)
@@ -147,7 +157,7 @@ def count_input_rows(spark: SparkSession, rows: Mapping[str, int]) -> bool:
             return False
         plan = query._jsq.streamingQuery().lastExecution().executedPlan()
         leaves = plan.collectLeaves()
-        wanted = {bare_path(unquote(f)): n for f, n in rows.items()}
+        wanted = {bare_path(f): n for f, n in rows.items()}
         scans = []
         for i in range(leaves.size()):
             leaf = leaves.apply(i)
@@ -160,8 +170,10 @@ def count_input_rows(spark: SparkSession, rows: Mapping[str, int]) -> bool:
             scans.append((leaf, files))
         if sorted(f for _, files in scans for f in files) != sorted(wanted):
             return False
-        for leaf, files in scans:
-            leaf.metrics().apply("numOutputRows").add(sum(wanted[f] for f in files))
+        # Every metric first: a failure half-way would leave rows that the job then counts again.
+        counts = [(leaf.metrics().apply("numOutputRows"), files) for leaf, files in scans]
+        for metric, files in counts:
+            metric.add(sum(wanted[f] for f in files))
     except Exception:  # (any py4j or JVM error: Spark's internals differ)
         return False
     return True

@@ -23,6 +23,7 @@ from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.commit import StreamStats
 from streamjoin.runtime.footers import count_input_rows
 from streamjoin.runtime.manifest import StateUnit
+from streamjoin.runtime.session import count_conf
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
@@ -116,6 +117,7 @@ class StateJob:
     def from_footers(
         self,
         spark: SparkSession,
+        streaming: SparkSession,
         batch_id: int,
         watermark: int | None,
         files: dict[str, list[str]],
@@ -124,15 +126,17 @@ class StateJob:
     ) -> dict[str, StreamStats] | None:
         """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
         `footers` (`runtime.footers`), with Spark's count of the batch's input rows set from
-        them (`spark` started the stream); or None when this job must run: some stream copies
+        them (`streaming` started the stream; `spark` is the batch's session); or None when this
+        job must run: some stream copies
         its state, the footers do not prove every row ok, Spark's plan could not take the count,
         or the batch counts `input_units`. A job is a fixed cost (its planning, its scheduling
         and a scan of every column of the batch's input: 2 of 20 CPU seconds on the full equi
         backlog), so those counts of the automatic hash path are taken every
-        `SKEW_EVERY_CONF`-th batch: a hot key is seen within that many batches."""
+        `SKEW_EVERY_CONF`-th batch: a key that stays hot is seen within that many batches (one
+        hot only in the batches between is not)."""
         if any(footers.get(sp.name) is None for sp in self.plan.streams):
             return None
-        if input_units.sides and batch_id % _skew_every(spark) == 0:
+        if input_units.sides and batch_id % skew_every(spark) == 0:
             return None
         stats = {}
         for sp in self.plan.streams:
@@ -146,7 +150,7 @@ class StateJob:
                 s.unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
             stats[sp.name] = s
         rows = {file: n for f in footers.values() for file, n in f.rows.items()}
-        return stats if count_input_rows(spark, rows) else None
+        return stats if count_input_rows(streaming, rows) else None
 
     def batch_files(self, batch_id: int) -> dict[str, list[str]]:
         """Per stream whose state is read back from its input files, the files batch
@@ -188,13 +192,6 @@ class StateJob:
         )
 
 
-def _skew_every(spark: SparkSession) -> int:
-    value = spark.conf.get(SKEW_EVERY_CONF, None)
-    try:
-        every = SKEW_EVERY if value is None else int(value)
-    except ValueError:
-        every = 0
-    if every < 1:
-        msg = f"{SKEW_EVERY_CONF} must be a whole number of batches, at least 1; got {value!r}"
-        raise ValueError(msg)
-    return every
+def skew_every(spark: SparkSession) -> int:
+    """`SKEW_EVERY_CONF` of `spark`, checked."""
+    return count_conf(spark, SKEW_EVERY_CONF, SKEW_EVERY, "batches", least=1)

@@ -130,3 +130,18 @@ def test_no_floor_where_the_footers_cannot_bound_what_spark_reads(tmp_path: Path
     text = tmp_path / "text.parquet"
     pq.write_table(pa.table({"k": [1], "ts": ["2026-01-01 00:00:00"]}), text)
     assert event_time_floor(sp, [f"file:{text}"]) is None
+
+
+def test_a_file_is_read_by_the_name_spark_logged_decoded(tmp_path: Path) -> None:
+    """Spark's logs name files decoded (``file:///a b%41#1.parquet`` for that very name): no
+    second decoding, no URL fragment."""
+    sp = _stream(tmp_path)
+    odd = _write(tmp_path / "a b%41#1.parquet", [EPOCH_2026, EPOCH_2026 + 7])
+    _write(tmp_path / "a bA#1.parquet", [EPOCH_2026 - 5])  # (what decoding twice would read)
+    footers = read_footers(sp, [odd.replace("file:", "file://")])
+    assert footers is not None
+    assert (footers.least, footers.greatest, sum(footers.rows.values())) == (
+        EPOCH_2026,
+        EPOCH_2026 + 7,
+        2,
+    )
