@@ -84,10 +84,11 @@ def read_footers(sp: StreamPlan, files: Collection[str]) -> Footers | None:
             return None
         rows[file] = 0
         for g in range(meta.num_row_groups):
-            group = _RowGroup.of(meta.row_group(g), ts)
+            stored = meta.row_group(g)
+            group = _RowGroup.of(stored, ts)
             if group is None:
                 return None
-            rows[file] += meta.row_group(g).num_rows
+            rows[file] += stored.num_rows
             nulls += group.nulls
             if group.least is not None:
                 lows.append(group.least)

@@ -127,13 +127,12 @@ class StateJob:
         """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
         `footers` (`runtime.footers`), with Spark's count of the batch's input rows set from
         them (`streaming` started the stream; `spark` is the batch's session); or None when this
-        job must run: some stream copies
-        its state, the footers do not prove every row ok, Spark's plan could not take the count,
-        or the batch counts `input_units`. A job is a fixed cost (its planning, its scheduling
-        and a scan of every column of the batch's input: 2 of 20 CPU seconds on the full equi
-        backlog), so those counts of the automatic hash path are taken every
-        `SKEW_EVERY_CONF`-th batch: a key that stays hot is seen within that many batches (one
-        hot only in the batches between is not)."""
+        job must run: some stream copies its state, the footers do not prove every row ok,
+        Spark's plan could not take the count, or the batch counts `input_units`. A job is a
+        fixed cost (its planning, its scheduling and a scan of every column of the batch's
+        input: 2 of 20 CPU seconds on the full equi backlog), so those counts of the automatic
+        hash path are taken every `SKEW_EVERY_CONF`-th batch: a key that stays hot is seen
+        within that many batches (one hot only in the batches between is not)."""
         if any(footers.get(sp.name) is None for sp in self.plan.streams):
             return None
         if input_units.sides and batch_id % skew_every(spark) == 0:
