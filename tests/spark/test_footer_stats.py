@@ -1,7 +1,7 @@
 """Batches of sourced Parquet streams whose files' footers prove every row ok run no statistics
 job (`runtime.footers`, `StateJob.from_footers`): their counts, watermarks and results are the
 job's, Spark still reports their input rows, and the automatic hash path's rows per unit are
-counted every `streamjoin.hash.skewCheckEvery`-th batch."""
+counted every `streamjoin.hash.skewCheckEvery`-th batch from batch 1."""
 
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         return t.cast("datetime", row["ts"])
 
     # A row a millisecond behind the watermark batch 4 starts at, which batches 1-3 (two of
-    # them without a job) set: a greatest event time taken wrong from a footer would let it in.
+    # them, 2 and 3, without a job) set: a greatest event time taken wrong from a footer would
+    # let it in.
     wm = min(max(time_of(r) for b in batches[:4] for r in b[s]) for s in "AB") - timedelta(
         seconds=2
     )
@@ -93,7 +94,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
     monkeypatch.setattr(StateJob, "run", counted)
     listener = _Progress()
     spark.streams.addListener(listener)
-    spark.conf.set(SKEW_EVERY_CONF, "3")
+    spark.conf.set(SKEW_EVERY_CONF, "4")
     try:
         summary = Engine(spark).run(job, checkpoint=str(tmp_path / "ckpt"), once=True)
         deadline = time.monotonic() + 30
@@ -103,9 +104,9 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         spark.conf.unset(SKEW_EVERY_CONF)
         spark.streams.removeListener(listener)
 
-    # The job ran for the rows per unit (batches 0, 3 and 6) and for the late row (batch 4);
-    # batches 1, 2 and 5 took their statistics from the footers.
-    assert sorted(ran) == [0, 3, 4, 6]
+    # The job ran for the rows per unit (batches 1 and 5) and for the late row (batch 4);
+    # batches 0, 2, 3 and 6 took their statistics from the footers.
+    assert sorted(ran) == [1, 4, 5]
     expected = run_reference(job, batches)
     assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected.outputs["q1"])
     assert expected.outputs["q1"]

@@ -125,6 +125,8 @@ class BatchProcessor:
         self._cached: list[DataFrame] = []
         self._floors: dict[str, int] = {}
         """The batch's least event time per sourced stream, by its files' footers."""
+        self._delta_rows: dict[str, int] = {}
+        """The batch's rows per sourced stream, by its files' footers."""
         self._measures: Background | None = None
         """The selectivity counts running beside an epoch's last batch (`runtime.selectivity`)."""
         self._mirs: MirStores | None = None
@@ -199,6 +201,7 @@ class BatchProcessor:
                 if (f := read_footers(self.plan.stream(name), paths)) is not None
             }
             self._floors = {n: f.least for n, f in footers.items() if f.least is not None}
+            self._delta_rows = {n: sum(f.rows.values()) for n, f in footers.items()}
             known = self.state_job.from_footers(
                 self.spark,
                 self._session,
@@ -388,7 +391,7 @@ class BatchProcessor:
         how = None
         if not (observe or shuffle or router.band):
             large = count_conf(self.spark, SHUFFLE_ROWS_CONF, SHUFFLE_ROWS)
-            how = one_join(prev, left, l_lo, right, r_lo, large)
+            how = one_join(prev, left, l_lo, right, r_lo, large, self._delta_rows)
         if how is not None:
             # Both halves of the delta rule as one join (`joins.pairs_sql`).
             sides = []

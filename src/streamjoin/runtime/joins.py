@@ -19,6 +19,8 @@ import typing as t
 from streamjoin.runtime.routing import PLACE
 
 if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from streamjoin.plan import Band, QueryPlan, StreamPlan
     from streamjoin.runtime.manifest import Manifest
 
@@ -138,6 +140,7 @@ def one_join(
     right: StreamPlan,
     r_lo: int | None,
     shuffle_rows: int = SHUFFLE_ROWS,
+    new: Mapping[str, int] | None = None,
 ) -> t.Literal["auto", "left", "right"] | None:
     """How `pairs_sql` runs the delta rule's two halves as one join, or None when the two halves
     cost less.
@@ -147,12 +150,15 @@ def one_join(
     the pairs it drops are no more than those (state about the size of a batch: the equi
     benchmark's ±10 s window over 10 s batches); a state many batches deep (a window of 100 s,
     say) keeps the halves. Old rows are counted by the units that can meet (`StateUnit.rows`),
-    the deltas by the streams' last batch. When both sides reach `shuffle_rows`, the side with
+    the deltas by `new` (the batch's own rows, where its files' footers tell them), else by the
+    streams' last batch. When both sides reach `shuffle_rows`, the side with
     fewer rows, to build a shuffled hash join's tables on; else ``auto`` (Spark broadcasts the
     smaller side)."""
 
     def rows(sp: StreamPlan, lo: int | None) -> tuple[int, int]:
         old = sum(u.rows for u in prev.live(sp.name) if u.overlaps(lo, None))
+        if new is not None and sp.name in new:
+            return old, new[sp.name]
         last = sum(u.rows for u in prev.units if u.stream == sp.name and u.batch == prev.batch)
         return old, last
 

@@ -59,3 +59,26 @@ def test_the_one_join_shuffles_once_both_sides_reach_shuffle_rows_building_on_th
     # The hash tables go on the side with fewer rows: here the left, bounded to one unit.
     assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, 10 * SECOND, b, None) == "left"
     assert one_join(_manifest(2, SHUFFLE_ROWS // 2), a, None, b, 10 * SECOND) == "right"
+
+
+def test_the_batchs_own_rows_when_known_stand_for_its_delta() -> None:
+    plan = plan_job(parse_job(JOB, "<test>"))
+    a, b = plan.stream("A"), plan.stream("B")
+    # The first batch: nothing stored, so the last batch's rows are none; its files' footers
+    # tell its own, which decide the join.
+    assert one_join(Manifest(), a, None, b, None, new={"A": SHUFFLE_ROWS, "B": SHUFFLE_ROWS}) == (
+        "right"
+    )
+    assert (
+        one_join(Manifest(), a, None, b, None, new={"A": SHUFFLE_ROWS - 1, "B": SHUFFLE_ROWS})
+        == "auto"
+    )
+    assert one_join(Manifest(), a, None, b, None, new={"A": 1, "B": 2}) == "auto"
+    # A batch far smaller than the last: its own rows, not the last batch's, and the state
+    # then outweighs them, so the halves.
+    assert one_join(_manifest(2), a, None, b, None)
+    assert not one_join(_manifest(2), a, None, b, None, new={"A": 1, "B": 1})
+    # A stream the footers say nothing of falls back to its last batch.
+    assert one_join(_manifest(2), a, None, b, None, new={"A": 1}) == one_join(
+        _manifest(2), a, None, b, None, new={"A": 1, "B": 100}
+    )
