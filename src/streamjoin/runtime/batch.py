@@ -201,7 +201,7 @@ class BatchProcessor:
                 if (f := read_footers(self.plan.stream(name), paths)) is not None
             }
             self._floors = {n: f.least for n, f in footers.items() if f.least is not None}
-            self._delta_rows = {n: sum(f.rows.values()) for n, f in footers.items()}
+            self._delta_rows = {n: f.total for n, f in footers.items()}
             known = self.state_job.from_footers(
                 self.spark,
                 self._session,

@@ -51,6 +51,11 @@ class Footers:
     nulls: int
     """Rows whose event time is NULL."""
 
+    @property
+    def total(self) -> int:
+        """The rows of all the files."""
+        return sum(self.rows.values())
+
     def all_ok(self, watermark: int | None) -> bool:
         """Whether every row is ok for a batch that started at `watermark`: none has a NULL
         event time (malformed) or one behind the watermark (late)."""

@@ -152,7 +152,7 @@ class StateJob:
             f = footers[sp.name]
             if not f.all_ok(watermark):
                 return None
-            ok = sum(f.rows.values())
+            ok = f.total
             s = StreamStats(ok=ok, min_ts=f.least, max_ts=f.greatest)
             if ok:
                 unit = StateUnit(sp.name, batch_id, ok, f.least, f.greatest)

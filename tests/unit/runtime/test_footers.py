@@ -87,6 +87,7 @@ def test_the_floor_is_the_least_event_time_of_every_file_and_row_group(
     assert footers.greatest == (None if unit == "ns" else max(values))
     assert footers.nulls == sum(m is None for f in files for m in f)
     assert footers.rows == {p: len(f) for p, f in zip(paths, files, strict=True)}
+    assert footers.total == sum(len(f) for f in files)
 
 
 @pytest.mark.parametrize(
