@@ -8,7 +8,7 @@ each side's rows per unit (`runtime.unitcounts`). A stream whose state is read b
 input files (`runtime.sourcefiles`) writes nothing: its unit is the files Spark's logs name. When
 no stream writes, the statistics are a plain aggregate; and when every stream's units are its
 files and their footers prove every row ok (`runtime.footers`), they are the footers' and no job
-runs, except on the batches that count rows per unit (`BatchProcessor.process`).
+runs, except on the batches that count rows per unit (`counts_units`).
 """
 
 from __future__ import annotations
