@@ -126,11 +126,16 @@ def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, build: Side | N
 
 SHUFFLE_ROWS_CONF = "streamjoin.join.shuffleRows"
 """Spark conf: the rows on each side of `pairs_sql` from which it shuffles both sides."""
-SHUFFLE_ROWS = 100_000
-"""Default of `SHUFFLE_ROWS_CONF`: about Spark's broadcast limit (10 MB) of ~100-byte rows.
-Over it, Spark without adaptive execution plans a sort-merge join, which sorts both sides; a
-shuffled hash join, its tables on the smaller side, does not (equi benchmark, three
-interleaved pairs: 16.15 s against 17.2 s; benchmarks/results/NOTES.md, session 17)."""
+SHUFFLE_ROWS = 10_000
+"""Default of `SHUFFLE_ROWS_CONF`. A broadcast collects its side to the driver and builds its
+table there on one thread, and probes the other side in as many tasks as that side has file
+splits: in a batch of one file a stream, one task, while the other cores wait. A shuffled hash
+join spreads both over `spark.sql.shuffle.partitions` tasks. Measured on 2 cores (interleaved
+runs, benchmarks/results/NOTES.md, session 22): equi (98,000 rows a side in its first batch)
+12.14 s at 100,000 against 11.35 s at 50,000, six rounds, the second batch 1.2-1.84 s against
+1.08-1.28 s; tpch-equi (15,000-30,000 orders a side) 11.39 s against 10.58 s at 10,000, three
+rounds; Nexmark q3 and q9 (4,000-36,000 rows) alike either way. (Without the hint, over
+Spark's broadcast limit, Spark would plan a sort-merge join, which sorts both sides.)"""
 
 
 def one_join(
