@@ -6,6 +6,8 @@ import typing as t
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.sources import schema_ddl
 
@@ -54,3 +56,25 @@ def read_sink(
         return []
     df = spark.read.parquet(path)
     return [tuple(r[c] for c in columns) for r in df.select(*columns).collect()]
+
+
+class InputRows(StreamingQueryListener):
+    """Spark's count of each batch's input rows, in all and per source (`numInputRows`), by
+    batch id."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, tuple[int, list[int]]] = {}
+
+    def onQueryStarted(self, event: t.Any) -> None:  # (Spark's camel-case names)
+        pass
+
+    def onQueryProgress(self, event: t.Any) -> None:
+        p = event.progress
+        if p.numInputRows:
+            self.rows[p.batchId] = (p.numInputRows, [s.numInputRows for s in p.sources])
+
+    def onQueryIdle(self, event: t.Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: t.Any) -> None:
+        pass

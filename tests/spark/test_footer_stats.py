@@ -1,7 +1,7 @@
 """Batches of sourced Parquet streams whose files' footers prove every row ok run no statistics
 job (`runtime.footers`, `StateJob.from_footers`): their counts, watermarks and results are the
 job's, Spark still reports their input rows, and the automatic hash path's rows per unit are
-counted every `streamjoin.hash.skewCheckEvery`-th batch from batch 1."""
+counted from the files' keys every `streamjoin.hash.skewCheckEvery`-th batch from batch 1."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch import BatchProcessor
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.statejob import SKEW_EVERY_CONF, StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
-from tests.spark.harness import read_sink
+from tests.spark.harness import InputRows, read_sink
 from tests.spark.streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -42,27 +44,6 @@ def _job(root: Path) -> str:
             "AND b.ts BETWEEN a.ts - INTERVAL '10' SECOND AND a.ts + INTERVAL '10' SECOND;",
         ]
     )
-
-
-class _Progress(StreamingQueryListener):
-    """Spark's count of each batch's input rows, in all and per source."""
-
-    def __init__(self) -> None:
-        self.rows: dict[int, tuple[int, list[int]]] = {}
-
-    def onQueryStarted(self, event: t.Any) -> None:  # (Spark's camel-case names)
-        pass
-
-    def onQueryProgress(self, event: t.Any) -> None:
-        p = event.progress
-        if p.numInputRows:
-            self.rows[p.batchId] = (p.numInputRows, [s.numInputRows for s in p.sources])
-
-    def onQueryIdle(self, event: t.Any) -> None:
-        pass
-
-    def onQueryTerminated(self, event: t.Any) -> None:
-        pass
 
 
 def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
@@ -92,7 +73,17 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         return job_run(self, classified, batch_id, *args)
 
     monkeypatch.setattr(StateJob, "run", counted)
-    listener = _Progress()
+    units: list[tuple[int, dict[str, list[tuple[int, str]]], dict[str, list[int]]]] = []
+    count_units = BatchProcessor._count_units
+
+    def count_and_keep(self: BatchProcessor, batch_id: int, *args: t.Any) -> t.Any:
+        job = count_units(self, batch_id, *args)
+        job.result()  # (the counts, as the batch reads them)
+        units.append((batch_id, dict(self._input_units.sides), dict(self._input_units.counts)))
+        return job
+
+    monkeypatch.setattr(BatchProcessor, "_count_units", count_and_keep)
+    listener = InputRows()
     spark.streams.addListener(listener)
     spark.conf.set(SKEW_EVERY_CONF, "4")
     try:
@@ -104,22 +95,37 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         spark.conf.unset(SKEW_EVERY_CONF)
         spark.streams.removeListener(listener)
 
-    # The job ran for the rows per unit (batches 1 and 5) and for the late row (batch 4);
-    # batches 0, 2, 3 and 6 took their statistics from the footers.
-    assert sorted(ran) == [1, 4, 5]
+    # The state job ran for the late row (batch 4) only; the others took their statistics from
+    # the footers, and batches 1 and 5 counted the rows per unit from their files' keys.
+    assert sorted(ran) == [4]
+    assert [b for b, _, _ in units] == [1, 5]
+    plan = plan_job(job)
+    for b, sides, counts in units:
+        assert list(counts) == ["q1"]
+        per_unit = [0] * len(counts["q1"])
+        for src, unit in sides["q1"]:
+            sp = plan.streams[src]
+            assert sp.index == src
+            kind = next(c.type.ddl for c in sp.stream.columns if c.name == "k")
+            keys = spark.createDataFrame(
+                [(r["k"],) for r in batches[b][sp.name]], f"`{prefixed(src, 'k')}` {kind}"
+            )
+            for row in keys.selectExpr(f"{unit} AS u").collect():
+                if row.u is not None:
+                    per_unit[row.u] += 1
+        assert counts["q1"] == per_unit
+        assert sum(per_unit) == sum(len(batches[b][s]) for s in "AB")
     expected = run_reference(job, batches)
     assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected.outputs["q1"])
     assert expected.outputs["q1"]
     assert summary.late == {"A": 1, "B": 0}
     assert summary.rows_in == {s: sum(len(b[s]) for b in batches) for s in ("A", "B")}
-    # Spark's own figures, whether a job read the rows or the footers told them. (Batch 4 is
-    # left out: its dead letters are a second read of Spark's batch, which Spark counts twice.)
+    # Spark's own figures, whether a job read the rows (batch 4 twice: its statistics, then its
+    # dead letters) or the footers told them.
     want = {
         i: (len(b["A"]) + len(b["B"]), [len(b["A"]), len(b["B"])]) for i, b in enumerate(batches)
     }
-    assert {i: n for i, n in listener.rows.items() if i != 4} == {
-        i: n for i, n in want.items() if i != 4
-    }
+    assert listener.rows == want
 
 
 def test_a_bad_skew_check_interval_is_named(spark: SparkSession, tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ Spark job). From them:
 - when no row is NULL and the least is at or past the watermark the batch started with, every
   row is ok (`runtime.intake`): the batch's counts and event-time range are the footers', and
   the batch needs no statistics job (`runtime.statejob`). Spark's own count of the batch's
-  input rows, which such a job used to make true, is then set from them (`count_input_rows`).
+  input rows, which such a job used to make true, is then set from them
+  (`inputrows.count_input_rows`).
 
 Only local files whose event-time column is stored as a UTC-adjusted Parquet timestamp under
 the stream's own name (not computed, not cast from another type) qualify: there the footers'
@@ -22,15 +23,11 @@ from __future__ import annotations
 import json
 import typing as t
 from dataclasses import dataclass
-from urllib.parse import unquote
 
-from streamjoin.runtime.sourcefiles import bare_path
 from streamjoin.runtime.sources import column_exprs
 
 if t.TYPE_CHECKING:
     from collections.abc import Collection, Mapping
-
-    from pyspark.sql import SparkSession
 
     from streamjoin.plan import StreamPlan
 
@@ -146,40 +143,3 @@ class _RowGroup:
             # Nanoseconds: the floor of the least is a bound; the greatest is not exact.
             return _RowGroup(low // 1_000, None, nulls)
         return None
-
-
-def count_input_rows(spark: SparkSession, rows: Mapping[str, int]) -> bool:
-    """Add each file's `rows` to the count of output rows of the scan that reads it in the
-    running micro-batch's plan, which Spark reports as the batch's input rows
-    (`StreamingQueryProgress.numInputRows`, per source too). Called on the thread
-    `foreachBatch` calls, whose query it finds by Spark's local property; False, changing
-    nothing, when that plan's scans do not read exactly these files (e.g. a Spark whose
-    internals differ). `spark` is the session that started the query (a batch's DataFrame
-    has a clone, whose query manager does not list it)."""
-    try:
-        query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
-        query = spark.streams.get(query_id) if query_id else None
-        if query is None:
-            return False
-        plan = query._jsq.streamingQuery().lastExecution().executedPlan()
-        leaves = plan.collectLeaves()
-        wanted = {bare_path(f): n for f, n in rows.items()}
-        scans = []
-        for i in range(leaves.size()):
-            leaf = leaves.apply(i)
-            if not leaf.nodeName().startswith("Scan"):
-                continue
-            # (Spark's names are URIs, percent-encoded; the logs' are decoded.)
-            files = [bare_path(unquote(f)) for f in leaf.relation().location().inputFiles()]
-            if any(f not in wanted for f in files):
-                return False
-            scans.append((leaf, files))
-        if sorted(f for _, files in scans for f in files) != sorted(wanted):
-            return False
-        # Every metric first: a failure half-way would leave rows that the job then counts again.
-        counts = [(leaf.metrics().apply("numOutputRows"), files) for leaf, files in scans]
-        for metric, files in counts:
-            metric.add(sum(wanted[f] for f in files))
-    except Exception:  # (any py4j or JVM error: Spark's internals differ)
-        return False
-    return True

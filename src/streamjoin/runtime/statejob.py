@@ -8,7 +8,7 @@ each side's rows per unit (`runtime.unitcounts`). A stream whose state is read b
 input files (`runtime.sourcefiles`) writes nothing: its unit is the files Spark's logs name. When
 no stream writes, the statistics are a plain aggregate; and when every stream's units are its
 files and their footers prove every row ok (`runtime.footers`), they are the footers' and no job
-runs, except on the batches that count rows per unit (`counts_units`).
+runs (the batches that count rows per unit, `counts_units`, count them from the files' keys).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.commit import StreamStats
-from streamjoin.runtime.footers import count_input_rows
+from streamjoin.runtime.inputrows import count_input_rows
 from streamjoin.runtime.manifest import StateUnit
 from streamjoin.runtime.session import count_conf
 from streamjoin.runtime.sources import prefixed
@@ -40,8 +40,10 @@ if t.TYPE_CHECKING:
 
 SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"
 """Spark conf: where the statistics come from the footers, the batches that count the
-automatic hash path's rows per unit (to see a hot key): every this many (1: every batch),
-from batch 1 (`counts_units`)."""
+automatic hash path's rows per unit (to see a hot key), in a job over the keys of the batch's
+files (`unitcounts.InputUnitCounts.files_sql`): every this many (1: every batch), from batch 1
+(`counts_units`). A job is a fixed cost, so a key that stays hot is seen within that many
+batches (one hot only in the batches between is not)."""
 SKEW_EVERY = 5
 
 
@@ -126,26 +128,19 @@ class StateJob:
 
     def from_footers(
         self,
-        spark: SparkSession,
         streaming: SparkSession,
         batch_id: int,
         watermark: int | None,
         files: dict[str, list[str]],
         footers: Mapping[str, Footers],
-        input_units: InputUnitCounts,
     ) -> dict[str, StreamStats] | None:
         """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
         `footers` (`runtime.footers`), with Spark's count of the batch's input rows set from
-        them (`streaming` started the stream; `spark` is the batch's session); or None when this
-        job must run: some stream copies its state, the footers do not prove every row ok,
-        Spark's plan could not take the count, or the batch counts `input_units`. A job is a
-        fixed cost (its planning, its scheduling and a scan of every column of the batch's
-        input: 2 of 20 CPU seconds on the full equi backlog), so those counts of the automatic
-        hash path are taken every `SKEW_EVERY_CONF`-th batch: a key that stays hot is seen
-        within that many batches (one hot only in the batches between is not)."""
+        them (`streaming` started the stream); or None when this job must run: some stream
+        copies its state, the footers do not prove every row ok, or Spark's plan could not take
+        the count. (A job is a fixed cost: its planning, its scheduling and a scan of every
+        column of the batch's input, 2 of 20 CPU seconds on the full equi backlog.)"""
         if any(footers.get(sp.name) is None for sp in self.plan.streams):
-            return None
-        if input_units.sides and counts_units(batch_id, skew_every(spark)):
             return None
         stats = {}
         for sp in self.plan.streams:

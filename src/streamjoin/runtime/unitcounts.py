@@ -1,11 +1,13 @@
-"""The automatic hash path's rows per unit, counted by the state job.
+"""The automatic hash path's rows per unit, counted by the state job or from the batch's files.
 
 A query on the automatic hash path still watches where the key's hash sends each delta row, so
 that skew is seen and its scheme can move away from hashing (`routing`). When the equality keys
 are bare columns, the state job's observation, which reads every input row anyway, counts them:
 the unit is `pmod(xxhash64(key), units)` over the batch's stored column. Observed views in the
 join instead cost three DataFrames and a view per side per batch, each analysed in the JVM, and
-a `CollectMetrics` in the join's plan: 6% of a small-batch run (nexmark q3, measured).
+a `CollectMetrics` in the join's plan: 6% of a small-batch run (nexmark q3, measured). A batch
+whose statistics its files' footers give runs no state job: every `SKEW_EVERY_CONF`-th one counts
+in a job of its own that reads only the keys of those files (`files_sql`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from streamjoin.runtime.routing import key_types
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from pyspark.sql import Column, SparkSession
 
     from streamjoin.model.job import JoinSide
@@ -94,6 +98,29 @@ class InputUnitCounts:
             ]
             for qi, (name, sides) in enumerate(self.sides.items())
         }
+
+    def files_sql(self, relations: Mapping[int, str]) -> str:
+        """SQL of the counted queries' rows per unit over each stream's ok rows of the batch in
+        `relations` (SQL text by stream index, under stored names), one row per query index,
+        unit and count (`read_rows`): for a batch whose statistics its files' footers gave,
+        a job that reads only the keys (and what tells an ok row) of those files."""
+        parts = [
+            f"SELECT {qi} AS q, {unit} AS u FROM {relations[src]}"
+            for qi, sides in enumerate(self.sides.values())
+            for src, unit in sides
+        ]
+        return f"SELECT q, u, count(*) AS n FROM ({' UNION ALL '.join(parts)}) GROUP BY q, u"
+
+    def read_rows(
+        self, rows: Iterable[tuple[int, int | None, int]], routers: dict[str, QueryRouter]
+    ) -> None:
+        """Take the counts from the rows of `files_sql`."""
+        names = list(self.sides)
+        counts = {name: [0] * routers[name].units for name in names}
+        for q, u, n in rows:
+            if u is not None:  # (a NULL key: no unit, as in the observation's counts)
+                counts[names[q]][u] += n
+        self.counts = counts
 
 
 def _column_name(query: int, side: int) -> str:

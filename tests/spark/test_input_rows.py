@@ -1,0 +1,79 @@
+"""Spark's count of a batch's input rows (`numInputRows`, per source too) is each row once,
+however many of the batch's jobs read Spark's DataFrame: the statistics job, the joins of a
+stream whose state is copied, the dead letters of late and malformed rows
+(`runtime.inputrows.settle_input_rows`)."""
+
+from __future__ import annotations
+
+import time
+import typing as t
+from pathlib import Path
+
+import pytest
+
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.sourcefiles import SOURCE_STATE_CONF
+from streamjoin.sql import parse_job
+from tests.e2e.files import write_batches
+from tests.spark.harness import InputRows, read_sink
+from tests.spark.streams import make_batches, stream_ddl
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _job(root: Path) -> str:
+    streams = [
+        stream_ddl(s, str(root / "in" / s)).replace(
+            "WITH (format = 'json', ", "WITH (format = 'json', maxFilesPerTrigger = '1', "
+        )
+        for s in ("A", "B")
+    ]
+    return "\n".join(
+        [
+            *streams,
+            f"CREATE SINK w WITH (format = 'parquet', path = '{root / 'out'}');",
+            "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k "
+            "AND b.ts BETWEEN a.ts - INTERVAL '10' SECOND AND a.ts + INTERVAL '10' SECOND;",
+        ]
+    )
+
+
+@pytest.mark.parametrize("sourced", ["true", "false"])
+def test_spark_counts_each_input_row_once(
+    spark: SparkSession, tmp_path: Path, sourced: str
+) -> None:
+    # Late rows from batch 2 on, and two malformed lines in batch 3: their dead letters read
+    # Spark's batch again; with the state copied, so do the joins, every batch.
+    batches = make_batches(43, n_batches=5, rows_per_batch=10, late_per_batch=1)
+    extra = {(3, "A"): ["{not json", '{"id": "x", "ts": 7'], (3, "B"): ["]"]}
+    write_batches(tmp_path / "in", batches, extra_lines=extra)
+    job = parse_job(_job(tmp_path), "<test>")
+
+    listener = InputRows()
+    spark.streams.addListener(listener)
+    spark.conf.set(SOURCE_STATE_CONF, sourced)
+    try:
+        summary = Engine(spark).run(
+            job, checkpoint=str(tmp_path / "ckpt"), once=True, progress=False
+        )
+        deadline = time.monotonic() + 30
+        while len(listener.rows) < len(batches) and time.monotonic() < deadline:
+            time.sleep(0.1)  # (Spark's listener bus delivers progress events later)
+    finally:
+        spark.conf.unset(SOURCE_STATE_CONF)
+        spark.streams.removeListener(listener)
+
+    expected = run_reference(job, batches)
+    assert normalize(read_sink(spark, job, "w", ("aid", "bid"))) == normalize(
+        expected.outputs["q1"]
+    )
+    assert expected.outputs["q1"]
+    assert sum(summary.late.values()) >= 3
+    assert summary.malformed == {"A": 2, "B": 1}
+    want = {}
+    for i, b in enumerate(batches):
+        a, bb = (len(b[s]) + len(extra.get((i, s), [])) for s in ("A", "B"))
+        want[i] = (a + bb, [a, bb])
+    assert listener.rows == want
