@@ -69,13 +69,24 @@ def stream_ddl(name: str, path: str = "/unused") -> str:
     return STREAM_DDL.format(name=name, path=path)
 
 
-def window_join_job(sink_path: str, seconds: int) -> str:
+def window_join_job(
+    sink_path: str, seconds: int, inputs: str | None = None, fmt: str = "json"
+) -> str:
     """Streams A and B, a parquet sink `w`, and the equi join of A and B on `k` within ±`seconds`
-    of event time."""
+    of event time. With `inputs`, the streams read the `fmt` files of ``inputs/A`` and
+    ``inputs/B``, one file a micro-batch."""
+
+    def ddl(name: str) -> str:
+        if inputs is None:
+            return stream_ddl(name)
+        return stream_ddl(name, f"{inputs}/{name}").replace(
+            "WITH (format = 'json', ", f"WITH (format = '{fmt}', maxFilesPerTrigger = '1', "
+        )
+
     return "\n".join(
         [
-            stream_ddl("A"),
-            stream_ddl("B"),
+            ddl("A"),
+            ddl("B"),
             f"CREATE SINK w WITH (format = 'parquet', path = '{sink_path}');",
             "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k AND "
             f"b.ts BETWEEN a.ts - INTERVAL '{seconds}' SECOND "

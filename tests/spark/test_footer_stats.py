@@ -21,29 +21,12 @@ from streamjoin.runtime.statejob import SKEW_EVERY_CONF, StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import InputRows, read_sink
-from tests.spark.streams import make_batches, stream_ddl
+from tests.spark.streams import make_batches, window_join_job
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 COLUMNS = ("aid", "bid")
-
-
-def _job(root: Path) -> str:
-    streams = [
-        stream_ddl(s, str(root / "in" / s)).replace(
-            "WITH (format = 'json', ", "WITH (format = 'parquet', maxFilesPerTrigger = '1', "
-        )
-        for s in ("A", "B")
-    ]
-    return "\n".join(
-        [
-            *streams,
-            f"CREATE SINK w WITH (format = 'parquet', path = '{root / 'out'}');",
-            "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k "
-            "AND b.ts BETWEEN a.ts - INTERVAL '10' SECOND AND a.ts + INTERVAL '10' SECOND;",
-        ]
-    )
 
 
 def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
@@ -63,7 +46,9 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
     late = {"id": 10**6, "k": 1, "x": 1.0, "s": "p", "ts": wm - timedelta(milliseconds=1)}
     batches[4]["A"].append(late)
     write_batches(tmp_path / "in", batches, parquet=True)
-    job = parse_job(_job(tmp_path), "<test>")
+    job = parse_job(
+        window_join_job(str(tmp_path / "out"), 10, str(tmp_path / "in"), "parquet"), "<test>"
+    )
 
     ran: list[int] = []
     job_run = StateJob.run
@@ -130,7 +115,9 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
 
 def test_a_bad_skew_check_interval_is_named(spark: SparkSession, tmp_path: Path) -> None:
     write_batches(tmp_path / "in", make_batches(43, n_batches=1, late_per_batch=0), parquet=True)
-    job = parse_job(_job(tmp_path), "<test>")
+    job = parse_job(
+        window_join_job(str(tmp_path / "out"), 10, str(tmp_path / "in"), "parquet"), "<test>"
+    )
     spark.conf.set(SKEW_EVERY_CONF, "0")
     try:
         with pytest.raises(ValueError, match=f"{SKEW_EVERY_CONF} must be a whole number"):

@@ -17,27 +17,10 @@ from streamjoin.runtime.sourcefiles import SOURCE_STATE_CONF
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import InputRows, read_sink
-from tests.spark.streams import make_batches, stream_ddl
+from tests.spark.streams import make_batches, window_join_job
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-def _job(root: Path) -> str:
-    streams = [
-        stream_ddl(s, str(root / "in" / s)).replace(
-            "WITH (format = 'json', ", "WITH (format = 'json', maxFilesPerTrigger = '1', "
-        )
-        for s in ("A", "B")
-    ]
-    return "\n".join(
-        [
-            *streams,
-            f"CREATE SINK w WITH (format = 'parquet', path = '{root / 'out'}');",
-            "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k "
-            "AND b.ts BETWEEN a.ts - INTERVAL '10' SECOND AND a.ts + INTERVAL '10' SECOND;",
-        ]
-    )
 
 
 @pytest.mark.parametrize("sourced", ["true", "false"])
@@ -49,7 +32,9 @@ def test_spark_counts_each_input_row_once(
     batches = make_batches(43, n_batches=5, rows_per_batch=10, late_per_batch=1)
     extra = {(3, "A"): ["{not json", '{"id": "x", "ts": 7'], (3, "B"): ["]"]}
     write_batches(tmp_path / "in", batches, extra_lines=extra)
-    job = parse_job(_job(tmp_path), "<test>")
+    job = parse_job(
+        window_join_job(str(tmp_path / "out"), 10, str(tmp_path / "in"), "json"), "<test>"
+    )
 
     listener = InputRows()
     spark.streams.addListener(listener)
