@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import typing as t
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import Job
     from streamjoin.runtime.batch import BatchReport
+    from streamjoin.runtime.progress import Summary
 
 Row = Mapping[str, object]
 Batches = Sequence[Mapping[str, Sequence[Row]]]
@@ -78,3 +80,24 @@ class InputRows(StreamingQueryListener):
 
     def onQueryTerminated(self, event: t.Any) -> None:
         pass
+
+
+def run_counting_input(
+    spark: SparkSession, job: Job, checkpoint: str, batches: int, conf: Mapping[str, str]
+) -> tuple[Summary, InputRows]:
+    """Run `job` to the end of its input with the Spark settings `conf`, and Spark's count of
+    the input rows of its first `batches` batches (`InputRows`)."""
+    listener = InputRows()
+    spark.streams.addListener(listener)
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        summary = Engine(spark).run(job, checkpoint=checkpoint, once=True, progress=False)
+        deadline = time.monotonic() + 30
+        while len(listener.rows) < batches and time.monotonic() < deadline:
+            time.sleep(0.1)  # (Spark's listener bus delivers progress events later)
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+        spark.streams.removeListener(listener)
+    return summary, listener

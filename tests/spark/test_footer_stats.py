@@ -5,7 +5,6 @@ counted from the files' keys every `streamjoin.hash.skewCheckEvery`-th batch fro
 
 from __future__ import annotations
 
-import time
 import typing as t
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,7 +19,7 @@ from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.statejob import SKEW_EVERY_CONF, StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
-from tests.spark.harness import InputRows, read_sink
+from tests.spark.harness import read_sink, run_counting_input
 from tests.spark.streams import make_batches, window_join_job
 
 if t.TYPE_CHECKING:
@@ -68,17 +67,9 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         return job
 
     monkeypatch.setattr(BatchProcessor, "_count_units", count_and_keep)
-    listener = InputRows()
-    spark.streams.addListener(listener)
-    spark.conf.set(SKEW_EVERY_CONF, "4")
-    try:
-        summary = Engine(spark).run(job, checkpoint=str(tmp_path / "ckpt"), once=True)
-        deadline = time.monotonic() + 30
-        while len(listener.rows) < len(batches) and time.monotonic() < deadline:
-            time.sleep(0.1)  # (Spark's listener bus delivers progress events later)
-    finally:
-        spark.conf.unset(SKEW_EVERY_CONF)
-        spark.streams.removeListener(listener)
+    summary, listener = run_counting_input(
+        spark, job, str(tmp_path / "ckpt"), len(batches), {SKEW_EVERY_CONF: "4"}
+    )
 
     # The state job ran for the late row (batch 4) only; the others took their statistics from
     # the footers, and batches 1 and 5 counted the rows per unit from their files' keys.

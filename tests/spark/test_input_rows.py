@@ -5,18 +5,16 @@ stream whose state is copied, the dead letters of late and malformed rows
 
 from __future__ import annotations
 
-import time
 import typing as t
 from pathlib import Path
 
 import pytest
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.sourcefiles import SOURCE_STATE_CONF
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
-from tests.spark.harness import InputRows, read_sink
+from tests.spark.harness import read_sink, run_counting_input
 from tests.spark.streams import make_batches, window_join_job
 
 if t.TYPE_CHECKING:
@@ -36,19 +34,9 @@ def test_spark_counts_each_input_row_once(
         window_join_job(str(tmp_path / "out"), 10, str(tmp_path / "in"), "json"), "<test>"
     )
 
-    listener = InputRows()
-    spark.streams.addListener(listener)
-    spark.conf.set(SOURCE_STATE_CONF, sourced)
-    try:
-        summary = Engine(spark).run(
-            job, checkpoint=str(tmp_path / "ckpt"), once=True, progress=False
-        )
-        deadline = time.monotonic() + 30
-        while len(listener.rows) < len(batches) and time.monotonic() < deadline:
-            time.sleep(0.1)  # (Spark's listener bus delivers progress events later)
-    finally:
-        spark.conf.unset(SOURCE_STATE_CONF)
-        spark.streams.removeListener(listener)
+    summary, listener = run_counting_input(
+        spark, job, str(tmp_path / "ckpt"), len(batches), {SOURCE_STATE_CONF: sourced}
+    )
 
     expected = run_reference(job, batches)
     assert normalize(read_sink(spark, job, "w", ("aid", "bid"))) == normalize(
