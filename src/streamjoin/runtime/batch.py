@@ -28,7 +28,7 @@ from functools import partial
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from streamjoin.runtime.commit import StreamStats, next_manifest
+from streamjoin.runtime.commit import next_manifest
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.footers import read_footers
 from streamjoin.runtime.inputrows import settle_input_rows
@@ -45,7 +45,13 @@ from streamjoin.runtime.manifest import Manifest
 from streamjoin.runtime.mirs import MirStores
 from streamjoin.runtime.multiway import Reorderer, batch_terms
 from streamjoin.runtime.restart import check_restart
-from streamjoin.runtime.routing import QueryRouter, UnitStats, key_types, scheme_from_params
+from streamjoin.runtime.routing import (
+    QueryRouter,
+    UnitStats,
+    after_batch,
+    key_types,
+    scheme_from_params,
+)
 from streamjoin.runtime.selectivity import start_measures
 from streamjoin.runtime.session import BATCH_CONF, count_conf
 from streamjoin.runtime.sinks import write_sink
@@ -228,7 +234,15 @@ class BatchProcessor:
             maybe_crash("after-deadletter", batch_id)
             if units_job is not None:
                 units_job.result()
-            units, routing = self._adapt(batch_id, stats, prev)
+            units, routing = after_batch(
+                self.plan,
+                self.routers,
+                self._unit_obs,
+                self._input_units.counts,
+                batch_id,
+                stats,
+                prev,
+            )
             counts = self._measures.result() if self._measures is not None else None
             rows = {k: s.ok for k, s in stats.items()}
             routing |= self.reorder.after_batch(batch_id, rows, counts)
@@ -583,42 +597,3 @@ class BatchProcessor:
                 router.params = {"units": default, **forced, **keep}
                 router.controller = {}
         self._unit_obs = {}
-
-    def _adapt(
-        self, batch_id: int, stats: dict[str, StreamStats], prev: Manifest
-    ) -> tuple[dict[str, UnitStats], dict[str, str]]:
-        """Collect each query's per-unit rows and let its controllers choose the next scheme."""
-        units: dict[str, UnitStats] = {}
-        notes: dict[str, str] = {}
-        state = prev.state_rows()
-        for qp in self.plan.queries:
-            q = qp.query
-            router = self.routers[q.name]
-            observed = self._unit_obs.get(q.name, [])
-            counted = self._input_units.counts.get(q.name)
-            quantiles: list[float] = []
-            if counted is not None:
-                probe, store = list(counted), [0] * len(counted)
-            elif observed:
-                probe = [0] * observed[0][2]
-                store = [0] * observed[0][2]
-                for role, obs, n in observed:
-                    got = metrics(obs)
-                    target = probe if role == "probe" else store
-                    for i in range(n):
-                        target[i] += int(got.get(f"u{i}", 0))
-                    quantiles += [x for x in got.get("q") or [] if x is not None]
-            if counted is not None or observed:
-                live = [u for side in q.sides for u in prev.live(side.stream) if u.bytes]
-                rows = sum(u.rows for u in live)
-                row_bytes = sum(u.bytes for u in live) / rows if rows else 0.0
-                units[q.name] = UnitStats(tuple(probe), tuple(store), row_bytes)
-            notes[q.name] = router.after_batch(
-                batch_id,
-                stats[q.left.stream].ok,
-                stats[q.right.stream].ok,
-                units.get(q.name),
-                sorted(quantiles),
-                (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
-            )
-        return units, notes

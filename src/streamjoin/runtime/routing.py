@@ -38,13 +38,16 @@ from streamjoin.partition import (
     optimal_shape,
 )
 from streamjoin.runtime.sources import empty_relation
+from streamjoin.runtime.threads import metrics
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Observation, SparkSession
 
     from streamjoin.model import StreamDef
-    from streamjoin.plan import Band, QueryPlan
+    from streamjoin.plan import Band, JobPlan, QueryPlan
+    from streamjoin.runtime.commit import StreamStats
     from streamjoin.runtime.joins import Side
+    from streamjoin.runtime.manifest import Manifest
 
 PLACE = "_sj_place"
 _MASK = "9223372036854775807"
@@ -436,3 +439,57 @@ def key_types(spark: SparkSession, router: QueryRouter) -> tuple[str, ...]:
     )
     schema = spark.sql(f"SELECT {exprs} FROM {left} CROSS JOIN {right}").schema
     return tuple(f.dataType.simpleString() for f in schema.fields)
+
+
+Observed = t.Sequence[tuple[str, "Observation", int]]
+"""A query's observed routed views in a batch: role (``probe`` or ``store``), observation,
+units."""
+
+
+def after_batch(
+    plan: JobPlan,
+    routers: t.Mapping[str, QueryRouter],
+    observed: t.Mapping[str, Observed],
+    counted: t.Mapping[str, t.Sequence[int]],
+    batch_id: int,
+    stats: t.Mapping[str, StreamStats],
+    prev: Manifest,
+) -> tuple[dict[str, UnitStats], dict[str, str]]:
+    """Each query's rows per unit in batch `batch_id`: `counted` (by the state job or the
+    files' keys, all as probe rows), else its `observed` views; and its router's choice of the
+    next scheme, with `stats` (the batch's rows per stream) and `prev`'s live state. Returns
+    the rows per unit and each router's note, by query."""
+    units: dict[str, UnitStats] = {}
+    notes: dict[str, str] = {}
+    state = prev.state_rows()
+    for qp in plan.queries:
+        q = qp.query
+        router = routers[q.name]
+        seen = observed.get(q.name, [])
+        count = counted.get(q.name)
+        quantiles: list[float] = []
+        if count is not None:
+            probe, store = list(count), [0] * len(count)
+        elif seen:
+            probe = [0] * seen[0][2]
+            store = [0] * seen[0][2]
+            for role, obs, n in seen:
+                got = metrics(obs)
+                target = probe if role == "probe" else store
+                for i in range(n):
+                    target[i] += int(got.get(f"u{i}", 0))
+                quantiles += [x for x in got.get("q") or [] if x is not None]
+        if count is not None or seen:
+            live = [u for side in q.sides for u in prev.live(side.stream) if u.bytes]
+            rows = sum(u.rows for u in live)
+            row_bytes = sum(u.bytes for u in live) / rows if rows else 0.0
+            units[q.name] = UnitStats(tuple(probe), tuple(store), row_bytes)
+        notes[q.name] = router.after_batch(
+            batch_id,
+            stats[q.left.stream].ok,
+            stats[q.right.stream].ok,
+            units.get(q.name),
+            sorted(quantiles),
+            (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
+        )
+    return units, notes
