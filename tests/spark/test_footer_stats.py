@@ -16,7 +16,8 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import BatchProcessor
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.statejob import SKEW_EVERY_CONF, StateJob
+from streamjoin.runtime.statejob import StateJob
+from streamjoin.runtime.unitcounts import SKEW_EVERY_CONF
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink, run_counting_input

@@ -56,7 +56,7 @@ from streamjoin.runtime.selectivity import start_measures
 from streamjoin.runtime.session import BATCH_CONF, count_conf
 from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.statejob import StateJob, counts_units, skew_every
+from streamjoin.runtime.statejob import StateJob
 from streamjoin.runtime.stores import (
     PARTITIONED_CONF,
     PARTITIONED_STORE_CONF,
@@ -66,7 +66,7 @@ from streamjoin.runtime.stores import (
     StoreViews,
 )
 from streamjoin.runtime.threads import Background, PhaseClock, metrics
-from streamjoin.runtime.unitcounts import InputUnitCounts
+from streamjoin.runtime.unitcounts import InputUnitCounts, counts_units, skew_every
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable

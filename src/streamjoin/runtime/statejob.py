@@ -8,7 +8,8 @@ each side's rows per unit (`runtime.unitcounts`). A stream whose state is read b
 input files (`runtime.sourcefiles`) writes nothing: its unit is the files Spark's logs name. When
 no stream writes, the statistics are a plain aggregate; and when every stream's units are its
 files and their footers prove every row ok (`runtime.footers`), they are the footers' and no job
-runs (the batches that count rows per unit, `counts_units`, count them from the files' keys).
+runs (the batches that count rows per unit count them from the files' keys:
+`unitcounts.counts_units`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.commit import StreamStats
 from streamjoin.runtime.inputrows import count_input_rows
 from streamjoin.runtime.manifest import StateUnit
-from streamjoin.runtime.session import count_conf
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
@@ -37,23 +37,6 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.sourcefiles import SourceLog
     from streamjoin.runtime.state import StateStore
     from streamjoin.runtime.unitcounts import InputUnitCounts
-
-SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"
-"""Spark conf: where the statistics come from the footers, the batches that count the
-automatic hash path's rows per unit (to see a hot key), in a job over the keys of the batch's
-files (`unitcounts.InputUnitCounts.files_sql`): every this many (1: every batch), from batch 1
-(`counts_units`). A job is a fixed cost, so a key that stays hot is seen within that many
-batches (one hot only in the batches between is not)."""
-SKEW_EVERY = 5
-
-
-def counts_units(batch_id: int, every: int) -> bool:
-    """Whether batch `batch_id` counts the rows per unit, with a check every `every` batches:
-    batches 1, 1 + every, … (every batch when `every` is 1). Not batch 0: the first batch is
-    the longest of a run (its JVM still compiles, its code is generated), and a job beside it
-    made it longer still (equi benchmark: 2.06 s against 1.72 s). Counts taken at batch 1
-    steer the batches from 2 on: one batch later than batch 0's would."""
-    return batch_id % every == 1 % every
 
 
 class StateJob:
@@ -194,8 +177,3 @@ class StateJob:
         return replace(
             unit, files=tuple(files), sizes=tuple(known), watermark=watermark, bytes=sum(known)
         )
-
-
-def skew_every(spark: SparkSession) -> int:
-    """`SKEW_EVERY_CONF` of `spark`, checked."""
-    return count_conf(spark, SKEW_EVERY_CONF, SKEW_EVERY, "batches", least=1)

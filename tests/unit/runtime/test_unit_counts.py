@@ -11,8 +11,7 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.runtime.routing import QueryRouter
-from streamjoin.runtime.statejob import counts_units
-from streamjoin.runtime.unitcounts import column_of
+from streamjoin.runtime.unitcounts import column_of, counts_units
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 
