@@ -23,7 +23,7 @@ import threading
 import time
 import typing as t
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
@@ -185,16 +185,13 @@ class BatchProcessor:
         # (`_multiway_parts` switches to PARTITIONED_STORE_CONF when a step routes.)
         for key, value in (BATCH_CONF | SPARK_DEFAULTS).items():
             self.spark.conf.set(key, value)
-        classified = classify(df, self.plan, prev.global_wm)
+        # (Classified when read: a batch of file streams whose footers tell its statistics
+        # never reads its DataFrame, and the plan costs a JVM round trip per column.)
+        classified = cache(lambda: classify(df, self.plan, prev.global_wm))
         self._load_routers(prev)
         self._input_units.choose(self.spark, self.plan, self.routers)
         self.reorder.restore(prev.multiway)
-        optimizer = self.spark.conf.get("streamjoin.multiway.optimizer", "ilp")
-        if optimizer not in ("ilp", "greedy"):
-            msg = f"streamjoin.multiway.optimizer must be 'ilp' or 'greedy', got {optimizer!r}"
-            raise ValueError(msg)
-        self.reorder.greedy = optimizer == "greedy"
-        self.reorder.mirs = self.spark.conf.get("streamjoin.multiway.mirs", "true") != "false"
+        self.reorder.configure(self.spark)
         views: list[str] = []
         units_job: Background | None = None
         clock = PhaseClock()
@@ -215,7 +212,7 @@ class BatchProcessor:
             )
             state_job = None
             if known is None:
-                append = partial(self.state_job.run, classified, batch_id, prev.global_wm)
+                append = partial(self.state_job.run, classified(), batch_id, prev.global_wm)
                 state_job = Background(lambda: append(self._input_units, self.routers, files))
             deltas = self._delta_views(classified, views, batch_id, files, prev.global_wm)
             counting = known is not None and bool(self._input_units.sides)
@@ -229,7 +226,8 @@ class BatchProcessor:
             clock.mark("state")
             maybe_crash("after-state", batch_id)
             rejected = {name: st.late + st.malformed for name, st in stats.items()}
-            write_deadletters(classified, self.plan, self.store, batch_id, rejected)
+            if any(rejected.values()):
+                write_deadletters(classified(), self.plan, self.store, batch_id, rejected)
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
             if units_job is not None:
@@ -310,7 +308,7 @@ class BatchProcessor:
 
     def _delta_views(
         self,
-        classified: DataFrame,
+        classified: Callable[[], DataFrame],
         views: list[str],
         batch_id: int,
         files: dict[str, list[str]],
@@ -325,8 +323,9 @@ class BatchProcessor:
         instead: its own rows and columns only, where each read of the batch's input reruns
         Spark's plan of every stream's rows in the unified layout (equi benchmark, three
         interleaved pairs: 15.5 s and 26.2 CPU s against 16.15 s and 27.4 CPU s)."""
-        classified.createOrReplaceTempView(_INPUT_VIEW)
-        views.append(_INPUT_VIEW)
+        if any(sp.name not in files for sp in self.plan.streams):
+            classified().createOrReplaceTempView(_INPUT_VIEW)
+            views.append(_INPUT_VIEW)
         deltas: dict[str, str] = {}
         for sp in self.plan.streams:
             if sp.name in files:

@@ -35,6 +35,8 @@ from streamjoin.runtime.joins import bucket_range
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
 
+    from pyspark.sql import SparkSession
+
     from streamjoin.adapt.reorder import Orders
     from streamjoin.model import StreamDef
     from streamjoin.plan import JobPlan, MultiwayPlan, ProbeOrder, Step
@@ -336,6 +338,16 @@ class Reorderer:
         self._built: dict[str, tuple[dict[int, tuple[Target, ...]], MultiwayPlan]] = {
             mp.query.name: (initial.get(mp.query.name, {}), mp) for mp in plan.multiway
         }
+
+    def configure(self, spark: SparkSession) -> None:
+        """Take `greedy` and `mirs` from the session's conf (read each batch: a restart or the
+        caller may change them); a bad optimizer name fails, naming it."""
+        optimizer = spark.conf.get("streamjoin.multiway.optimizer", "ilp")
+        if optimizer not in ("ilp", "greedy"):
+            msg = f"streamjoin.multiway.optimizer must be 'ilp' or 'greedy', got {optimizer!r}"
+            raise ValueError(msg)
+        self.greedy = optimizer == "greedy"
+        self.mirs = spark.conf.get("streamjoin.multiway.mirs", "true") != "false"
 
     def restore(self, saved: Mapping[str, t.Any] | None) -> None:
         """Continue from the controller state a manifest saved (None: from the job's plan).
