@@ -68,8 +68,7 @@ class FileStore:
         if local is not None:
             if not os.path.isdir(local):
                 return []
-            # (Hadoop lists neither its checksum files nor, on a local path, anything else
-            # hidden by them.)
+            # (Hadoop's local file system leaves its checksum files out of a listing.)
             return [n for n in os.listdir(local) if not (n.startswith(".") and n.endswith(".crc"))]
         p = self._path(path)
         fs = self._fs(p)
