@@ -161,6 +161,12 @@ def configuration_key(
     digest.update(f"{java_options}\0".encode())
     driver = sorted((k, v) for k, v in (settings or {}).items() if k.startswith("spark.driver."))
     digest.update(repr((driver, [os.environ.get(v) for v in _ENVIRONMENT])).encode())
+    # The JVM checks each jar on its class path against the one it archived; a jar rebuilt at
+    # the same path needs a new archive.
+    for entry in (settings or {}).get("spark.driver.extraClassPath", "").split(os.pathsep):
+        with contextlib.suppress(OSError):
+            stat = os.stat(entry)
+            digest.update(f"{entry}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     jars = os.path.join(spark_home, "jars")
     for name in sorted(os.listdir(jars)) if os.path.isdir(jars) else ():
         jar = os.stat(os.path.join(jars, name))

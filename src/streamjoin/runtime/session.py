@@ -13,6 +13,7 @@ import typing as t
 
 from streamjoin.errors import JavaMissingError
 from streamjoin.runtime.classarchive import ClassArchive, plan_archive
+from streamjoin.runtime.localfs import build_jar, local_fs_settings
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -113,6 +114,8 @@ def get_session(
     java = check_java()
     submitted = _submitted_conf()
     settings = LOCAL_CONF | dict(conf or {})
+    if not submitted:
+        settings |= _local_fs(java, master or "local[*]", settings)
     archive = None if submitted else _class_archive(java, settings)
     if archive is not None:
         options = settings.get(DRIVER_JAVA_OPTIONS, "")
@@ -161,6 +164,18 @@ def _class_archive(java: str, settings: t.Mapping[str, str]) -> ClassArchive | N
     flags = settings.get(DRIVER_JAVA_OPTIONS, "") + (f" -Xmx{heap}" if heap else "")
     # (`_find_spark_home` is PySpark's own way to find the jars its JVM will load.)
     return plan_archive(java, _find_spark_home(), flags, settings)
+
+
+def _local_fs(java: str, master: str, settings: t.Mapping[str, str]) -> dict[str, str]:
+    """The settings that give a local driver streamjoin's process-free local file system
+    (`streamjoin.runtime.localfs`), building it at first use; none if a JVM is running in this
+    process already (its class path is set)."""
+    from pyspark import SparkContext
+    from pyspark.find_spark_home import _find_spark_home
+
+    if SparkContext._gateway is not None:
+        return {}
+    return local_fs_settings(master, settings, lambda: build_jar(java, _find_spark_home()))
 
 
 def _jvm_exit(spark: SparkSession | None) -> t.Callable[[], int | None]:

@@ -132,6 +132,18 @@ def test_the_key_follows_java_jars_flags_settings_and_environment(
     assert ca.configuration_key(java, spark_home, "-Xmx2g") != key
 
 
+def test_a_jar_rebuilt_on_the_driver_class_path_needs_a_new_archive(
+    java: str, spark_home: str, tmp_path: Path
+) -> None:
+    jar = tmp_path / "mine.jar"
+    jar.write_bytes(b"classes")
+    extra = {"spark.driver.extraClassPath": f"/opt/gone.jar{os.pathsep}{jar}"}
+    key = ca.configuration_key(java, spark_home, "", extra)
+    assert ca.configuration_key(java, spark_home, "", extra) == key
+    os.utime(jar, ns=(0, 10**9))  # (the JVM checks the jar's time and size)
+    assert ca.configuration_key(java, spark_home, "", extra) != key
+
+
 @pytest.mark.parametrize("value", ["off", "0", "false", "No"])
 def test_switched_off(
     java: str, spark_home: str, value: str, monkeypatch: pytest.MonkeyPatch

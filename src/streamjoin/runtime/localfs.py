@@ -1,0 +1,126 @@
+"""A local file system for a local driver that creates files without starting processes.
+
+Spark's pip package has no native Hadoop library, so Hadoop's local file system runs the
+``chmod`` command for every file and directory it creates: about 7 ms each, some 20 per batch
+of a streaming query (Spark's offset, commit and source logs, each a temporary file and its
+checksum file, then the batch's output), 8 of them on the stream's own thread between batches.
+``LocalFiles.java`` beside this module is the same file system with permissions set through
+Java's own calls. It is compiled with the Java compiler that ships in Spark's jars (janino, so a
+JRE is enough) into a jar in streamjoin's cache directory, once per Spark, and named on the
+driver's class path and as Hadoop's ``fs.file.impl``.
+
+Only for a driver streamjoin starts itself with a local master: executors of a cluster would
+not have the class. An optimisation only: when the jar cannot be built, one line says so and
+Hadoop's own file system is used. ``STREAMJOIN_LOCAL_FS=off`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import typing as t
+import zipfile
+from importlib import resources
+
+from streamjoin.runtime.classarchive import cache_dir
+
+SWITCH_ENV = "STREAMJOIN_LOCAL_FS"
+FS_IMPL = "spark.hadoop.fs.file.impl"
+CLASS_PATH = "spark.driver.extraClassPath"
+CLASS_NAME = "streamjoin.LocalFiles"
+
+_SOURCE = "LocalFiles.java"
+_COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
+# A master whose executors run inside the driver's JVM (`local-cluster[…]` starts others).
+_LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
+
+
+def local_fs_settings(
+    master: str, settings: t.Mapping[str, str], jar: t.Callable[[], str | None]
+) -> dict[str, str]:
+    """The settings that make a driver with `master` and `settings` use `LocalFiles`, from
+    `jar` (the built jar's path, None if it could not be built); none when switched off, for a
+    master other than a local one, or when `settings` choose a local file system already."""
+    if os.environ.get(SWITCH_ENV, "").strip().lower() in {"off", "0", "false", "no"}:
+        return {}
+    if not _LOCAL_MASTER.fullmatch(master.strip()) or FS_IMPL in settings:
+        return {}
+    path = jar()
+    if path is None:
+        return {}
+    prior = settings.get(CLASS_PATH)
+    return {CLASS_PATH: f"{prior}{os.pathsep}{path}" if prior else path, FS_IMPL: CLASS_NAME}
+
+
+def build_jar(java: str, spark_home: str, directory: str | None = None) -> str | None:
+    """The jar of ``LocalFiles.java`` compiled against `spark_home`'s jars, in `directory`
+    (default: the cache directory), built unless there; None, after one line on stderr, when
+    it cannot be built (and, for a failed compile, until the source or Spark's jars change).
+
+    A built jar is never rewritten: the driver's class-data sharing archive is only valid for
+    the jar file it was dumped with."""
+    directory = directory or cache_dir()
+    source = resources.files("streamjoin.runtime").joinpath(_SOURCE).read_bytes()
+    jars = os.path.join(spark_home, "jars")
+    names = sorted(os.listdir(jars)) if os.path.isdir(jars) else []
+    key = hashlib.sha256(source + "\0".join(names).encode()).hexdigest()[:16]
+    path = os.path.join(directory, f"localfs-{key}.jar")
+    if os.path.exists(path):
+        return path
+    if os.path.exists(path + ".failed"):
+        return None
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=directory, prefix=".localfs-") as work:
+            _compile(java, source, [os.path.join(jars, n) for n in names], work)
+            # (A link fails rather than replace a jar another session published meanwhile.)
+            with contextlib.suppress(FileExistsError):
+                os.link(os.path.join(work, "localfs.jar"), path)
+    except (OSError, subprocess.SubprocessError, CompileError) as err:
+        print(
+            f"streamjoin: Hadoop's local file system is used as it is ({err}); "
+            f"set {SWITCH_ENV}=off to skip this step",
+            file=sys.stderr,
+        )
+        if isinstance(err, CompileError):
+            with open(path + ".failed", "w") as f:
+                f.write(str(err))
+        return None
+    return path
+
+
+class CompileError(Exception):
+    """Spark's Java compiler did not compile ``LocalFiles.java``."""
+
+
+def _compile(java: str, source: bytes, class_path: list[str], work: str) -> None:
+    """Compile `source` against `class_path` into ``localfs.jar`` in `work`."""
+    java_file = os.path.join(work, _SOURCE)
+    with open(java_file, "wb") as f:
+        f.write(source)
+    classes = os.path.join(work, "classes")
+    os.makedirs(classes)
+    jars = os.pathsep.join(class_path)
+    command = [java, "-cp", jars, _COMPILER, "-d", classes, "-classpath", jars, java_file]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    compiled = [
+        os.path.relpath(os.path.join(d, n), classes)
+        for d, _, files in os.walk(classes)
+        for n in files
+        if n.endswith(".class")
+    ]
+    if done.returncode != 0 or not compiled:
+        lines = (done.stderr or done.stdout).strip().splitlines() or [f"exit {done.returncode}"]
+        msg = f"compiling {_SOURCE} with Spark's janino failed: {lines[-1]}"
+        raise CompileError(msg)
+    # Fixed timestamps: the same source and compiler make the same jar.
+    with zipfile.ZipFile(os.path.join(work, "localfs.jar"), "w") as jar:
+        jar.writestr(zipfile.ZipInfo("META-INF/MANIFEST.MF"), "Manifest-Version: 1.0\n")
+        for name in sorted(compiled):
+            with open(os.path.join(classes, name), "rb") as f:
+                jar.writestr(zipfile.ZipInfo(name.replace(os.sep, "/")), f.read())

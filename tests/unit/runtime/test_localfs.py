@@ -1,0 +1,144 @@
+"""Which drivers get streamjoin's process-free local file system, and the settings they get."""
+
+from __future__ import annotations
+
+import os
+import typing as t
+import zipfile
+
+import pytest
+
+from streamjoin.runtime import localfs
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+JAR = "/cache/jvm/localfs-0123.jar"
+
+
+@pytest.fixture(autouse=True)
+def switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(localfs.SWITCH_ENV, raising=False)
+
+
+def _settings(master: str, settings: dict[str, str] | None = None) -> dict[str, str]:
+    built: list[str] = []
+
+    def jar() -> str:
+        built.append(JAR)
+        return JAR
+
+    got = localfs.local_fs_settings(master, settings or {}, jar)
+    assert len(built) == (1 if got else 0)  # (the jar is built only when it will be used)
+    return got
+
+
+@pytest.mark.parametrize("master", ["local", "local[*]", "local[2]", " local[4, 3] "])
+def test_a_local_driver_runs_the_file_system_from_the_jar(master: str) -> None:
+    assert _settings(master) == {
+        "spark.driver.extraClassPath": JAR,
+        "spark.hadoop.fs.file.impl": "streamjoin.LocalFiles",
+    }
+
+
+@pytest.mark.parametrize(
+    "master", ["spark://host:7077", "local-cluster[2,1,1024]", "yarn", "k8s://https://k:443"]
+)
+def test_executors_in_other_processes_keep_hadoops(master: str) -> None:
+    # (They would not have the class: every file: path would fail on them.)
+    assert _settings(master) == {}
+
+
+def test_a_class_path_of_ones_own_keeps_its_entries_first() -> None:
+    got = _settings("local[2]", {"spark.driver.extraClassPath": "/opt/mine.jar"})
+    assert got["spark.driver.extraClassPath"] == f"/opt/mine.jar{os.pathsep}{JAR}"
+
+
+def test_a_local_file_system_of_ones_own_is_kept() -> None:
+    assert _settings("local[2]", {"spark.hadoop.fs.file.impl": "org.example.MyFs"}) == {}
+
+
+@pytest.mark.parametrize("value", ["off", "0", "false", "No"])
+def test_switched_off(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(localfs.SWITCH_ENV, value)
+    assert _settings("local[2]") == {}
+
+
+def test_a_jar_that_could_not_be_built_leaves_hadoops() -> None:
+    assert localfs.local_fs_settings("local[2]", {}, lambda: None) == {}
+
+
+def _java(tmp_path: Path, body: str) -> str:
+    """A stand-in for `java` running Spark's compiler: a script that logs its call, then runs
+    `body` with the class directory (the argument after ``-d``) in ``$D``."""
+    path = tmp_path / "java"
+    path.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> "{tmp_path}/calls"\n'
+        'while [ "$1" != "-d" ]; do shift; done; D="$2"\n' + body,
+        encoding="utf-8",
+    )
+    path.chmod(0o755)
+    return str(path)
+
+
+def _calls(tmp_path: Path) -> int:
+    calls = tmp_path / "calls"
+    return len(calls.read_text(encoding="utf-8").splitlines()) if calls.exists() else 0
+
+
+@pytest.fixture
+def spark_home(tmp_path: Path) -> str:
+    jars = tmp_path / "spark" / "jars"
+    jars.mkdir(parents=True)
+    for name in ("hadoop-client-api.jar", "janino.jar"):
+        (jars / name).write_bytes(b"jar")
+    return str(tmp_path / "spark")
+
+
+def test_the_jar_is_built_once_from_what_the_compiler_wrote(
+    tmp_path: Path, spark_home: str
+) -> None:
+    java = _java(tmp_path, 'mkdir -p "$D/streamjoin"; echo c > "$D/streamjoin/LocalFiles.class"\n')
+    cache = str(tmp_path / "cache")
+    jar = localfs.build_jar(java, spark_home, cache)
+    assert jar is not None and os.path.dirname(jar) == cache
+    with zipfile.ZipFile(jar) as z:
+        assert z.namelist() == ["META-INF/MANIFEST.MF", "streamjoin/LocalFiles.class"]
+    assert os.listdir(cache) == [os.path.basename(jar)]  # (no work directory left)
+    # (The compiler saw Spark's jars on its class path.)
+    assert f"{spark_home}/jars/hadoop-client-api.jar" in (tmp_path / "calls").read_text("utf-8")
+    stat = os.stat(jar)
+    assert localfs.build_jar(java, spark_home, cache) == jar
+    assert _calls(tmp_path) == 1 and os.stat(jar).st_mtime_ns == stat.st_mtime_ns
+    # Another Spark (another set of jars) gets a jar of its own.
+    (tmp_path / "spark" / "jars" / "hadoop-client-api-3.6.jar").write_bytes(b"jar")
+    assert localfs.build_jar(java, spark_home, cache) not in (None, jar)
+
+
+def test_a_failed_compile_says_so_once_and_is_not_retried(
+    tmp_path: Path, spark_home: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    java = _java(tmp_path, 'echo "LocalFiles.java, Line 9: no such class" >&2; exit 1\n')
+    cache = str(tmp_path / "cache")
+    assert localfs.build_jar(java, spark_home, cache) is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Line 9: no such class" in err
+    assert localfs.SWITCH_ENV in err
+    assert localfs.build_jar(java, spark_home, cache) is None
+    assert _calls(tmp_path) == 1 and capsys.readouterr().err == ""
+    assert [n for n in os.listdir(cache) if not n.endswith(".failed")] == []
+
+
+def test_a_compiler_that_wrote_nothing_is_a_failure(tmp_path: Path, spark_home: str) -> None:
+    java = _java(tmp_path, "exit 0\n")
+    assert localfs.build_jar(java, spark_home, str(tmp_path / "cache")) is None
+
+
+def test_a_java_that_cannot_start_is_tried_again_next_time(
+    tmp_path: Path, spark_home: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = str(tmp_path / "cache")
+    assert localfs.build_jar(str(tmp_path / "no-java"), spark_home, cache) is None
+    assert "no-java" in capsys.readouterr().err
+    assert os.listdir(cache) == []
