@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-_UNIT_US = {
+UNIT_US = {
     "MICROSECOND": 1,
     "MILLISECOND": 1_000,
     "SECOND": 1_000_000,
@@ -299,13 +299,13 @@ def _interval_us(node: exp.Interval) -> float | None:
     if unit is None:
         return None
     name = unit.name.upper().rstrip("S")
-    if name not in _UNIT_US:
+    if name not in UNIT_US:
         return None
     value = node.this
     if not isinstance(value, exp.Literal):
         return None
     try:
-        return float(value.this) * _UNIT_US[name]
+        return float(value.this) * UNIT_US[name]
     except ValueError:
         return None
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from streamjoin.errors import UnsupportedError
 from streamjoin.plan.clash import ClashPlan, plan_clash
 from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_predicate
+from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 
 if t.TYPE_CHECKING:
@@ -48,6 +49,9 @@ class QueryPlan:
     """For an equi join with a bounded event-time window and no value band: the window as a
     temporal band, whose bucket may join the hash keys when few keys carry most rows (the
     query option ``time_buckets``; see `runtime.routing.QueryRouter.band`)."""
+    spark_predicate: str = ""
+    """The predicate as the joins run it: the same truth values, its timestamp arithmetic in
+    microseconds where that is exact (`plan.micros`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +198,16 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
         raise UnsupportedError(
             msg, line=q.line, col=1, text="time_buckets = 'true'", source=job.source
         )
-    return QueryPlan(q, parts, strategy, band, left.event_time, right.event_time, time_band)
+    timestamps = [
+        f"{side.alias}.{c.name}"
+        for side, stream in ((q.left, left), (q.right, right))
+        for c in stream.columns
+        if c.type.name == "TIMESTAMP"
+    ]
+    spark_predicate = micros_predicate(q.predicate, timestamps)
+    return QueryPlan(
+        q, parts, strategy, band, left.event_time, right.event_time, time_band, spark_predicate
+    )
 
 
 def _window_band(q: Query, left: StreamDef, right: StreamDef, window: TimeWindow) -> Band:

@@ -4,7 +4,8 @@ both halves as one join of each side's state and delta without the pairs of two 
 benchmark, 6% less time and 7% less CPU than the two halves, three interleaved pairs), a
 shuffled hash join when both sides are large (`one_join`).
 
-The user's predicate runs as written; candidates come from Spark's own equi-join extraction
+The user's predicate runs as written (its timestamp arithmetic in microseconds where that is
+exact: `QueryPlan.spark_predicate`); candidates come from Spark's own equi-join extraction
 (strategy ``hash``), from bucket equality (``band``) or from a broadcast nested loop. The bucket
 mapping ``B(v) = floor(double(v) / w)`` is monotone, so every v in ``[x + lo, x + hi]`` has
 ``B(x + lo) <= B(v) <= B(x + hi)``; the delta row is exploded over that range of buckets and the
@@ -78,7 +79,7 @@ def delta_join_sql(
     delta_alias = a if delta == "left" else b
     state_alias = b if delta == "left" else a
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
-    condition = f"({q.predicate})"
+    condition = f"({qp.spark_predicate})"
     if placed:
         condition = f"{delta_alias}.{PLACE} = {state_alias}.{PLACE} AND {condition}"
     # A partitioned join shuffles both sides by place (or key): a broadcast of the delta would
@@ -120,7 +121,7 @@ def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, build: Side | N
     hint = f"/*+ SHUFFLE_HASH({a if build == 'left' else b}) */ " if build else ""
     return (
         f"SELECT {hint}{select} FROM {left_view} AS {a} JOIN {right_view} AS {b} "
-        f"ON ({q.predicate}) AND NOT ({a}.{OLD} AND {b}.{OLD})"
+        f"ON ({qp.spark_predicate}) AND NOT ({a}.{OLD} AND {b}.{OLD})"
     )
 
 

@@ -1,0 +1,124 @@
+"""Timestamp comparisons made in microseconds (`plan.micros`): which are rewritten, and that the
+rewritten predicate is true, false or NULL exactly when the written one is (the reference
+executor's evaluation of both; Spark's own, in zones with daylight saving, is checked in
+``tests/spark/test_micros_predicate.py``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamjoin.model import Job
+from streamjoin.plan import plan_job
+from streamjoin.plan.micros import micros_predicate
+from streamjoin.reference.evaluate import compile_expression
+from streamjoin.sql import parse_job
+
+TS = ["l.ts", "r.ts", "r.at"]
+
+
+@pytest.mark.parametrize(
+    ("written", "made"),
+    [
+        (
+            "r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts + INTERVAL '5' SECOND",
+            "UNIX_MICROS(r.ts) BETWEEN UNIX_MICROS(l.ts) - 10000000 "
+            "AND UNIX_MICROS(l.ts) + 5000000",
+        ),
+        (
+            "r.ts >= l.ts + INTERVAL '1.5' SECOND",
+            "UNIX_MICROS(r.ts) >= UNIX_MICROS(l.ts) + 1500000",
+        ),
+        ("INTERVAL 3 MINUTES + l.ts < r.ts", "UNIX_MICROS(l.ts) + 180000000 < UNIX_MICROS(r.ts)"),
+        (
+            "(l.ts - INTERVAL '1' HOUR) + INTERVAL '2' MILLISECOND = r.at",
+            "UNIX_MICROS(l.ts) - 3600000000 + 2000 = UNIX_MICROS(r.at)",
+        ),
+        (
+            "r.TS <> L.ts - INTERVAL '23' HOUR",
+            "UNIX_MICROS(r.TS) <> UNIX_MICROS(L.ts) - 82800000000",
+        ),
+        (
+            "l.k = r.k AND (r.ts < l.ts + INTERVAL '1' SECOND OR l.x > 2)",
+            "l.k = r.k AND (UNIX_MICROS(r.ts) < UNIX_MICROS(l.ts) + 1000000 OR l.x > 2)",
+        ),
+    ],
+)
+def test_timestamps_offset_by_less_than_a_day_compare_in_microseconds(
+    written: str, made: str
+) -> None:
+    assert micros_predicate(written, TS) == made
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "r.ts < l.ts + INTERVAL '1' DAY",  # (days go through the session's calendar)
+        "r.ts < l.ts + INTERVAL '24' HOUR",
+        "r.ts < l.ts + INTERVAL '0.0000001' SECOND",  # (finer than a microsecond)
+        "r.ts < l.ts",  # (no arithmetic to save)
+        "r.ts < TIMESTAMP '2024-01-01 00:00:00' + INTERVAL '1' SECOND",
+        "r.other < l.ts + INTERVAL '1' SECOND",  # (not a TIMESTAMP column)
+        "ts < l.ts + INTERVAL '1' SECOND",  # (unqualified)
+        "r.ts < l.ts + INTERVAL '1:30' MINUTE TO SECOND",
+        "r.ts < l.ts * 2",
+    ],
+)
+def test_anything_else_runs_as_written(written: str) -> None:
+    assert micros_predicate(written, TS) == written
+
+
+_times = st.datetimes(dt.datetime(1900, 1, 1), dt.datetime(2200, 1, 1))
+_offsets = st.sampled_from(
+    [
+        "INTERVAL '10' SECOND",
+        "INTERVAL '0.000001' SECOND",
+        "INTERVAL '23' HOUR",
+        "INTERVAL '90' MINUTE",
+        "INTERVAL '-7' MILLISECOND",
+    ]
+)
+_ops = st.sampled_from(["<", "<=", ">", ">=", "=", "<>", "<=>"])
+
+
+@given(
+    l_ts=st.none() | _times,
+    r_ts=st.none() | _times,
+    lo=_offsets,
+    hi=_offsets,
+    op=_ops,
+)
+def test_the_rewritten_predicate_has_the_same_truth_values(
+    l_ts: dt.datetime | None, r_ts: dt.datetime | None, lo: str, hi: str, op: str
+) -> None:
+    env = {"l": {"ts": l_ts}, "r": {"ts": r_ts, "at": l_ts}}
+    for written in (
+        f"r.ts BETWEEN l.ts - {lo} AND l.ts + {hi}",
+        f"r.ts {op} l.ts + {lo}",
+        f"l.ts - {hi} {op} r.at + {lo}",
+    ):
+        made = micros_predicate(written, TS)
+        assert made != written
+        assert compile_expression(made)(env) == compile_expression(written)(env), written
+
+
+def _job(on: str) -> Job:
+    return parse_job(
+        "CREATE STREAM a (k BIGINT, ts TIMESTAMP, at TIMESTAMP, n BIGINT, "
+        "WATERMARK FOR ts AS ts) WITH (format = 'rate');\n"
+        "CREATE SINK s WITH (format = 'console');\n"
+        f"INSERT INTO s SELECT l.k AS k FROM a l JOIN a r ON {on};"
+    )
+
+
+def test_the_plan_carries_the_predicate_spark_runs() -> None:
+    qp = plan_job(
+        _job("l.k = r.k AND r.at < l.ts + INTERVAL '1' SECOND AND r.n < l.n + 1")
+    ).queries[0]
+    assert qp.spark_predicate == (
+        "l.k = r.k AND UNIX_MICROS(r.at) < UNIX_MICROS(l.ts) + 1000000 AND r.n < l.n + 1"
+    )
+    assert "INTERVAL" in qp.query.predicate  # (the written one stays, for the reference)
