@@ -36,7 +36,7 @@ _PREDICATES = [
 
 @pytest.fixture(params=["America/New_York", "Australia/Lord_Howe", "Europe/London", "UTC"])
 def zone(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[str]:
-    before = spark.conf.get("spark.sql.session.timeZone")
+    before = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     spark.conf.set("spark.sql.session.timeZone", request.param)
     yield str(request.param)
     spark.conf.set("spark.sql.session.timeZone", before)
@@ -63,7 +63,7 @@ def test_every_pair_meets_the_predicate_as_written_does(spark: SparkSession, zon
         "named_struct('ts', timestamp_micros(r_us)) AS r",
     ).createOrReplaceTempView("pairs")
     names = list(_INTERVALS)
-    columns = []
+    columns: list[tuple[str, str, str]] = []
     for template in _PREDICATES:
         for a, b in zip(names, names[1:] + names[:1], strict=True):
             written = template.format(a=a, b=b)
