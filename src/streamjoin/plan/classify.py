@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 import sqlglot
 from sqlglot import exp
 
-UNIT_US = {
+_UNIT_US = {
     "MICROSECOND": 1,
     "MILLISECOND": 1_000,
     "SECOND": 1_000_000,
@@ -289,24 +290,22 @@ def _number(node: exp.Expr) -> float | None:
         return None if inner is None else -inner
     if isinstance(node, exp.Literal) and not node.is_string:
         return float(node.this)
-    if isinstance(node, exp.Interval):
-        return _interval_us(node)
-    return None
+    us = interval_us(node)
+    return None if us is None else float(us)
 
 
-def _interval_us(node: exp.Interval) -> float | None:
-    unit = node.args.get("unit")
-    if unit is None:
+def interval_us(node: exp.Expr) -> Decimal | None:
+    """A single-unit interval literal (``INTERVAL '10' SECOND``) in microseconds, exactly; None
+    for anything else."""
+    if not isinstance(node, exp.Interval) or node.args.get("unit") is None:
         return None
-    name = unit.name.upper().rstrip("S")
-    if name not in UNIT_US:
-        return None
+    unit = _UNIT_US.get(node.args["unit"].name.upper().rstrip("S"))
     value = node.this
-    if not isinstance(value, exp.Literal):
+    if unit is None or not isinstance(value, exp.Literal):
         return None
     try:
-        return float(value.this) * UNIT_US[name]
-    except ValueError:
+        return Decimal(str(value.this).strip()) * unit
+    except InvalidOperation:
         return None
 
 

@@ -16,12 +16,11 @@ else runs as written.
 from __future__ import annotations
 
 import typing as t
-from decimal import Decimal, InvalidOperation
 
 import sqlglot
 from sqlglot import exp
 
-from streamjoin.plan.classify import UNIT_US
+from streamjoin.plan.classify import interval_us
 
 if t.TYPE_CHECKING:
     from collections.abc import Collection
@@ -89,18 +88,9 @@ def _term(node: exp.Expr, columns: set[str]) -> _Term | None:
 
 
 def _interval_us(node: exp.Expr) -> int | None:
-    """A single-unit interval literal of less than a day, in whole microseconds, or None."""
-    if not isinstance(node, exp.Interval) or node.args.get("unit") is None:
-        return None
-    unit = UNIT_US.get(node.args["unit"].name.upper().rstrip("S"))
-    value = node.this
-    if unit is None or not isinstance(value, exp.Literal):
-        return None
-    try:
-        us = Decimal(str(value.this).strip()) * unit
-    except InvalidOperation:
-        return None
-    if us != us.to_integral_value() or abs(us) >= _DAY_US:
+    """An interval literal of less than a day, in whole microseconds, or None."""
+    us = interval_us(node)
+    if us is None or us != us.to_integral_value() or abs(us) >= _DAY_US:
         return None
     return int(us)
 
