@@ -296,8 +296,8 @@ def _run_streamjoin(
     spark: SparkSession, job: Job, workdir: str, run: EngineRun, trigger: str | None = None
 ) -> None:
     from streamjoin.runtime.engine import Engine
-    from streamjoin.runtime.fs import FileStore
-    from streamjoin.runtime.state import StateStore
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.fs import FileStore
 
     summary = Engine(spark).run(
         job,
@@ -310,10 +310,10 @@ def _run_streamjoin(
     run.out = dict(summary.out)
     run.state_rows = sum(summary.state_rows.values())
     # Stream stores and MIR stores (multi-way joins), and the input files live units of file
-    # streams are read back from (`streamjoin.runtime.sourcefiles`).
+    # streams are read back from (`streamjoin.runtime.state.sourcefiles`).
     stores = ("state", "mir")
     run.state_bytes = sum(_dir_bytes(os.path.join(workdir, "ckpt", s)) for s in stores)
-    latest = StateStore(FileStore(spark), os.path.join(workdir, "ckpt")).latest()
+    latest = Checkpoint(FileStore(spark), os.path.join(workdir, "ckpt")).latest()
     run.state_bytes += sum(u.bytes for u in latest.units if u.files)
 
 

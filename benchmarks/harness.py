@@ -24,7 +24,7 @@ import typing as t
 from dataclasses import dataclass
 
 from benchmarks.workloads import SIZES, WORKLOADS
-from streamjoin.runtime.classarchive import CACHE_ENV, SWITCH_ENV, archives
+from streamjoin.runtime.local.classarchive import CACHE_ENV, SWITCH_ENV, archives
 
 if t.TYPE_CHECKING:
     from benchmarks.workloads import Case
@@ -135,7 +135,7 @@ def run_child(
 
 
 def class_cache_env(engine: str, class_archive: bool = True) -> dict[str, str]:
-    """Each engine keeps its driver JVM's class archive (`streamjoin.runtime.classarchive`) in
+    """Each engine keeps its driver JVM's class archive (`streamjoin.runtime.local.classarchive`) in
     a cache of its own, so that the archive an engine maps holds the classes its own runs load,
     never the other engine's. Without `class_archive` its JVMs start without one."""
     if not class_archive:

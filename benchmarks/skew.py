@@ -73,7 +73,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.model import Job
-    from streamjoin.runtime.batch import BatchProcessor, BatchReport
+    from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 
 ROOT = os.path.join(tempfile.gettempdir(), "streamjoin-bench", "skew")
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

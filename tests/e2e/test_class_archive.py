@@ -8,7 +8,7 @@ import typing as t
 from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.classarchive import CACHE_ENV, SWITCH_ENV, archives
+from streamjoin.runtime.local.classarchive import CACHE_ENV, SWITCH_ENV, archives
 from streamjoin.sql import parse_job
 from tests.spark.streams import make_batches, stream_ddl
 

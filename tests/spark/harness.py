@@ -16,7 +16,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.model import Job
-    from streamjoin.runtime.batch import BatchReport
+    from streamjoin.runtime.batch.processor import BatchReport
     from streamjoin.runtime.progress import Summary
 
 Row = Mapping[str, object]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.runtime.fs import FileStore
+from streamjoin.runtime.state.fs import FileStore
 
 if t.TYPE_CHECKING:
     from pathlib import Path

@@ -1,5 +1,5 @@
 """Batches of sourced Parquet streams whose files' footers prove every row ok run no statistics
-job (`runtime.footers`, `StateJob.from_footers`): their counts, watermarks and results are the
+job (`runtime.state.footers`, `StateJob.from_footers`): their counts, watermarks and results are the
 job's, Spark still reports their input rows, and the automatic hash path's rows per unit are
 counted from the files' keys every `streamjoin.hash.skewCheckEvery`-th batch from batch 1."""
 
@@ -13,11 +13,11 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.batch import BatchProcessor
+from streamjoin.runtime.batch.processor import BatchProcessor
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.routing.unitcounts import SKEW_EVERY_CONF
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.statejob import StateJob
-from streamjoin.runtime.unitcounts import SKEW_EVERY_CONF
+from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink, run_counting_input

@@ -11,8 +11,8 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime import selectivity
-from streamjoin.runtime.multiway import Reorderer, batch_terms
+from streamjoin.runtime.multiway import selectivity
+from streamjoin.runtime.multiway.terms import Reorderer, batch_terms
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches
@@ -115,7 +115,7 @@ def test_probe_orders_change_at_epoch_boundaries_and_results_stay_exact(
 
 
 class _NamedMirs:
-    """MIR store views by name only (`runtime.multiway.MirViews`), for reading the SQL."""
+    """MIR store views by name only (`runtime.multiway.terms.MirViews`), for reading the SQL."""
 
     def view(self, mp: MultiwayPlan, mir: Mir, newer: int) -> str:
         return f"mir_{'_'.join(mir.slots)}_{newer}"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.multiway import Reorderer
+from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime import batch, sinks
+from streamjoin.runtime.batch import processor as batch
+from streamjoin.runtime.batch import sinks
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches

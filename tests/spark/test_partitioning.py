@@ -7,7 +7,7 @@ import typing as t
 import pytest
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime import routing
+from streamjoin.runtime.routing import router as routing
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches

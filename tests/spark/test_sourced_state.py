@@ -1,4 +1,4 @@
-"""State read back from a file stream's own input files (`runtime.sourcefiles`): the same
+"""State read back from a file stream's own input files (`runtime.state.sourcefiles`): the same
 results as the copy in the checkpoint and as the reference, with late and malformed rows in the
 files, each batch's delta read from its files too and the one join shuffled or not; and a file
 gone from under the state stops the run, naming it."""
@@ -16,10 +16,10 @@ import pytest
 from streamjoin.errors import StreamJoinError
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch.joins import SHUFFLE_ROWS_CONF
 from streamjoin.runtime.engine import Engine
-from streamjoin.runtime.footers import read_footers
-from streamjoin.runtime.joins import SHUFFLE_ROWS_CONF
-from streamjoin.runtime.manifest import Manifest
+from streamjoin.runtime.state.footers import read_footers
+from streamjoin.runtime.state.manifest import Manifest
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink
@@ -77,7 +77,7 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
     write_batches(tmp_path / "in", batches, extra_lines={(3, "A"): ['{"id": "x", "k": 1']})
     results = {}
     # "shuffled": the one join of the delta rule as a shuffled hash join from the second batch
-    # on (`runtime.joins.one_join`), where it would broadcast this small a state.
+    # on (`runtime.batch.joins.one_join`), where it would broadcast this small a state.
     runs = (("sourced", "", None), ("copied", ", state = 'copy'", None), ("shuffled", "", "0"))
     for name, options, shuffle_rows in runs:
         job = parse_job(_job(tmp_path, name, options, seconds=10), "<test>")
@@ -131,7 +131,7 @@ def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """Parquet streams: each side's state is bounded by the *other* side's delta, from its files'
-    footers (`runtime.footers`), not by the watermark alone. In batch 2 A's delta
+    footers (`runtime.state.footers`), not by the watermark alone. In batch 2 A's delta
     starts at 40 s and B's at 25 s, both far past the watermark (about 18 s): the A row at 16 s
     meets the B row at 25 s, and a bound taken from A's delta (40 - 10 s) or from B's latest
     time would drop it."""

@@ -1,4 +1,4 @@
-"""The warm-up of a cold JVM (`runtime.warmup`): it joins samples of the job's own inputs (the
+"""The warm-up of a cold JVM (`runtime.local.warmup`): it joins samples of the job's own inputs (the
 first file of each file stream, synthetic rows for other sources) in a scratch directory, never
 in the job's sinks or checkpoint; it runs once per application and can be turned off; and a run
 with it gives the reference result."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime import warmup
 from streamjoin.runtime.engine import Engine
-from streamjoin.runtime.warmup import WARMUP_CONF, Warmup
+from streamjoin.runtime.local import warmup
+from streamjoin.runtime.local.warmup import WARMUP_CONF, Warmup
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink

@@ -94,7 +94,7 @@ def plan_clash(
         for name in used
     )
     problem = Problem(relations, tuple(planned), parallelism)
-    # The runtime keeps MIR stores of two streams (`runtime.mirs`).
+    # The runtime keeps MIR stores of two streams (`runtime.multiway.mirs`).
     plan = plan_queries(problem, time_limit, allow_mirs=mirs, max_mir=MAX_MIR)
     orders: dict[str, dict[int, tuple[Target, ...]]] = {}
     for p in planned:

@@ -40,7 +40,7 @@ Method = t.Literal["hash", "band", "nested-loop"]
 Target = int | tuple[int, ...]
 """A store a probe order visits: one input (its position), or the MIR store of several inputs
 (their positions, ascending): the join of their streams on the conjuncts among them, kept up
-to date batch by batch (`runtime.mirs`), so that one step binds them all."""
+to date batch by batch (`runtime.multiway.mirs`), so that one step binds them all."""
 
 
 def flat(sequence: t.Sequence[Target]) -> tuple[int, ...]:
@@ -57,7 +57,7 @@ def slots(q: Query) -> tuple[str, ...]:
     """Per input, the name its columns go by: its stream's name (lower case), with ``_<n>`` for
     the n-th repeat of a stream (self-joins). Named by stream rather than alias or position, so
     that two queries joining the same streams the same way write the same SQL: that is how a
-    shared probe prefix is recognised (`runtime.multiway`)."""
+    shared probe prefix is recognised (`runtime.multiway.terms`)."""
     seen: dict[str, int] = {}
     out = []
     for side in q.sides:
@@ -96,7 +96,7 @@ class Mir:
     """Their streams (lower case), in the same order."""
 
     def bit(self, i: int) -> int:
-        """The tag bit of input `i` in the store's rows (`runtime.mirs`): its slot's place
+        """The tag bit of input `i` in the store's rows (`runtime.multiway.mirs`): its slot's place
         among the slots in sorted order, the same in every query sharing the store."""
         return 1 << sorted(self.slots).index(self.slots[self.inputs.index(i)])
 
@@ -261,7 +261,7 @@ def carries(step: Step, probe_slots: t.Collection[str], store_slot: str, column:
 def pair_step(mp: MultiwayPlan, probe: int, store: int) -> Step:
     """Input `probe`'s rows joined with input `store`'s on the conjuncts naming just those two
     (the pair's own join, as a first probe step finds it): the step that measures the pair's
-    selectivity (`runtime.selectivity`)."""
+    selectivity (`runtime.multiway.selectivity`)."""
     aliases = list(mp.aliases)
     naming = _naming(mp.query)
     pairs = _pair_parts(mp.conjuncts, aliases, mp.times)

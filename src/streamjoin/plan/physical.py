@@ -48,7 +48,7 @@ class QueryPlan:
     time_band: Band | None = None
     """For an equi join with a bounded event-time window and no value band: the window as a
     temporal band, whose bucket may join the hash keys when few keys carry most rows (the
-    query option ``time_buckets``; see `runtime.routing.QueryRouter.band`)."""
+    query option ``time_buckets``; see `runtime.routing.router.QueryRouter.band`)."""
     spark_predicate: str = ""
     """The predicate as the joins run it: the same truth values, its timestamp arithmetic in
     microseconds where that is exact (`plan.micros`)."""

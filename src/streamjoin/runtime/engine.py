@@ -9,14 +9,14 @@ import typing as t
 
 from streamjoin.errors import JobError, StreamJoinError
 from streamjoin.plan import JobPlan, plan_job
-from streamjoin.runtime.batch import BatchProcessor, BatchReport
-from streamjoin.runtime.fs import FileStore
+from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
+from streamjoin.runtime.local.warmup import Warmup
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
-from streamjoin.runtime.sourcefiles import SOURCE_STATE_CONF, SourceLog, sourced_streams
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
-from streamjoin.runtime.state import StateStore
-from streamjoin.runtime.warmup import Warmup
+from streamjoin.runtime.state.checkpoint import Checkpoint
+from streamjoin.runtime.state.fs import FileStore
+from streamjoin.runtime.state.sourcefiles import SOURCE_STATE_CONF, SourceLog, sourced_streams
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -77,7 +77,7 @@ class Engine:
         """The per-batch function of `job` over `checkpoint`, to drive batches by hand."""
         plan = plan_job(job)
         return BatchProcessor(
-            self.spark, plan, StateStore(FileStore(self.spark), checkpoint), on_batch
+            self.spark, plan, Checkpoint(FileStore(self.spark), checkpoint), on_batch
         )
 
     def unified(self, plan: JobPlan, frames: Mapping[str, DataFrame]) -> DataFrame:
@@ -148,7 +148,7 @@ class Engine:
             if line is not None:
                 line(report)
 
-        store = StateStore(FileStore(self.spark), ckpt)
+        store = Checkpoint(FileStore(self.spark), ckpt)
         processor = BatchProcessor(self.spark, plan, store, on_batch)
         read = [sp.name for sp in plan.streams if sp.name not in given]
         sourced = sourced_streams(plan, read, self.spark.conf.get(SOURCE_STATE_CONF, None))

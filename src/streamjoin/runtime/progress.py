@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 if t.TYPE_CHECKING:
-    from streamjoin.runtime.batch import BatchReport
-    from streamjoin.runtime.manifest import Manifest
+    from streamjoin.runtime.batch.processor import BatchReport
+    from streamjoin.runtime.state.manifest import Manifest
 
 
 def format_watermark(us: int | None) -> str:
@@ -132,7 +132,7 @@ class ProgressLine:
 
 def _scheme_text(saved: dict[str, t.Any]) -> str:
     """A query's scheme, as its saved routing state describes it."""
-    from streamjoin.runtime.routing import scheme_from_params
+    from streamjoin.runtime.routing.router import scheme_from_params
 
     params = saved.get("params", {})
     scheme = scheme_from_params(params)

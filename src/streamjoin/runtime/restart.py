@@ -32,7 +32,7 @@ from streamjoin.runtime.progress import format_watermark
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import JobPlan, MultiwayPlan, QueryPlan
-    from streamjoin.runtime.manifest import Manifest
+    from streamjoin.runtime.state.manifest import Manifest
 
 
 def check_restart(plan: JobPlan, last: Manifest, checkpoint: str = "the checkpoint") -> None:

@@ -12,8 +12,8 @@ import sys
 import typing as t
 
 from streamjoin.errors import JavaMissingError
-from streamjoin.runtime.classarchive import ClassArchive, plan_archive
-from streamjoin.runtime.localfs import build_jar, local_fs_settings
+from streamjoin.runtime.local.classarchive import ClassArchive, plan_archive
+from streamjoin.runtime.local.localfs import build_jar, local_fs_settings
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -168,7 +168,7 @@ def _class_archive(java: str, settings: t.Mapping[str, str]) -> ClassArchive | N
 
 def _local_fs(java: str, master: str, settings: t.Mapping[str, str]) -> dict[str, str]:
     """The settings that give a local driver streamjoin's process-free local file system
-    (`streamjoin.runtime.localfs`), building it at first use; none if a JVM is running in this
+    (`streamjoin.runtime.local.localfs`), building it at first use; none if a JVM is running in this
     process already (its class path is set)."""
     from pyspark import SparkContext
     from pyspark.find_spark_home import _find_spark_home

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from streamjoin.plan import Band
 from streamjoin.reference import compile_expression
-from streamjoin.runtime.joins import Side, bucket_range
+from streamjoin.runtime.batch.joins import Side, bucket_range
 
 
 def _ev(sql: str, env: Mapping[str, Mapping[str, object]]) -> int:

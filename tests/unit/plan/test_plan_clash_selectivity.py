@@ -1,5 +1,6 @@
 """Measured selectivities: what a batch counts per pair join, how counts become the optimizer's
-selectivities, and that CLASH's plan follows them (`plan.clash`, `runtime.multiway.Reorderer`)."""
+selectivities, and that CLASH's plan follows them (`plan.clash`,
+`runtime.multiway.terms.Reorderer`)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from streamjoin.plan.clash import (
     selectivity_key,
 )
 from streamjoin.plan.multiway import pair_parts
-from streamjoin.runtime.multiway import Reorderer
+from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 

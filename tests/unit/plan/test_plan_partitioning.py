@@ -7,7 +7,7 @@ import typing as t
 
 from streamjoin.plan import plan_job
 from streamjoin.plan.multiway import Step, carries
-from streamjoin.runtime.multiway import Reorderer
+from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamjoin.plan import plan_job
-from streamjoin.runtime.routing import QueryRouter, UnitStats
+from streamjoin.runtime.routing.router import QueryRouter, UnitStats
 from streamjoin.sql import parse_job
 
 STREAMS = "".join(

@@ -8,7 +8,7 @@ import typing as t
 
 import pytest
 
-from streamjoin.runtime import classarchive as ca
+from streamjoin.runtime.local import classarchive as ca
 
 if t.TYPE_CHECKING:
     from pathlib import Path

@@ -1,4 +1,5 @@
-"""What a sourced Parquet stream's files' footers tell of a batch (`runtime.footers`): the least
+"""What a sourced Parquet stream's files' footers tell of a batch (`runtime.state.footers`): the
+least
 and greatest event time over every row group and file, in microseconds, the rows and NULL event
 times, whether every row is ok, and None wherever the footers cannot bound what Spark reads. No
 JVM; that the least keeps every pair is `tests/spark/test_sourced_state`, that statistics taken
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamjoin.plan import StreamPlan, plan_job
-from streamjoin.runtime.footers import Footers, read_footers
+from streamjoin.runtime.state.footers import Footers, read_footers
 from streamjoin.sql import parse_job
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from streamjoin.runtime import localfs
+from streamjoin.runtime.local import localfs
 
 if t.TYPE_CHECKING:
     from pathlib import Path

@@ -1,4 +1,5 @@
-"""When the delta rule's two halves run as one join (`runtime.joins.one_join`): while the pairs
+"""When the delta rule's two halves run as one join (`runtime.batch.joins.one_join`): while the
+pairs
 of old rows it meets and drops are no more than the pairs the halves meet; shuffled when both
 sides are large. No JVM; Spark's side (the one join's results against the reference) is
 `tests/spark/test_joins_vs_reference` and, shuffled, `tests/spark/test_sourced_state`."""
@@ -6,8 +7,8 @@ sides are large. No JVM; Spark's side (the one join's results against the refere
 from __future__ import annotations
 
 from streamjoin.plan import plan_job
-from streamjoin.runtime.joins import SHUFFLE_ROWS, one_join
-from streamjoin.runtime.manifest import Manifest, StateUnit
+from streamjoin.runtime.batch.joins import SHUFFLE_ROWS, one_join
+from streamjoin.runtime.state.manifest import Manifest, StateUnit
 from streamjoin.sql import parse_job
 
 JOB = """

@@ -8,10 +8,10 @@ import pytest
 
 from streamjoin.errors import StreamJoinError, StreamJoinWarning
 from streamjoin.plan import JobPlan, MultiwayPlan, plan_job, query_retention
-from streamjoin.runtime.manifest import Manifest, Totals
-from streamjoin.runtime.multiway import Reorderer
+from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.runtime.restart import check_restart, history_gaps
-from streamjoin.runtime.routing import QueryRouter
+from streamjoin.runtime.routing.router import QueryRouter
+from streamjoin.runtime.state.manifest import Manifest, Totals
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 

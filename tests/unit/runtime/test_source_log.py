@@ -11,7 +11,7 @@ import pytest
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.plan import JobPlan, plan_job
-from streamjoin.runtime.sourcefiles import SourceLog, sourced_streams
+from streamjoin.runtime.state.sourcefiles import SourceLog, sourced_streams
 from streamjoin.sql import parse_job
 
 CKPT = "file:/ck/spark"

@@ -1,4 +1,4 @@
-"""The automatic hash path's rows per unit, counted in the state job (`runtime.unitcounts`):
+"""The automatic hash path's rows per unit, counted in the state job (`runtime.routing.unitcounts`):
 which key expressions it can read off a batch's stored columns, and the unit SQL over those
 columns (no JVM: the SQL is text; Spark's side is `tests/spark/test_partitioning`'s hot-key
 test)."""
@@ -10,13 +10,13 @@ import typing as t
 import pytest
 
 from streamjoin.plan import plan_job
-from streamjoin.runtime.routing import QueryRouter
-from streamjoin.runtime.unitcounts import column_of, counts_units
+from streamjoin.runtime.routing.router import QueryRouter
+from streamjoin.runtime.routing.unitcounts import column_of, counts_units
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 
 if t.TYPE_CHECKING:
-    from streamjoin.runtime.joins import Side
+    from streamjoin.runtime.batch.joins import Side
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 A file stream's input already sits in files that Spark lists once and reads in one batch, and
 Spark's file source asks that a file does not change once it is there. A state unit (the rows
 one batch added to a stream) can then be those files and the batch's watermark: read back, the
-files give the same rows, and the status test of `runtime.intake` with that watermark keeps the
+files give the same rows, and the status test of `runtime.batch.intake` with that watermark keeps
+the
 same ok rows. The batch skips writing them. On the full equi backlog that write was a seventh
 of the run's CPU (benchmarks/results/NOTES.md, session 15).
 
@@ -28,7 +29,7 @@ import typing as t
 from urllib.parse import unquote
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.runtime.intake import status_sql
+from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.sources import (
     CORRUPT,
     FILE_FORMATS,
@@ -44,8 +45,8 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan, StreamPlan
-    from streamjoin.runtime.fs import FileStore
-    from streamjoin.runtime.manifest import StateUnit
+    from streamjoin.runtime.state.fs import FileStore
+    from streamjoin.runtime.state.manifest import StateUnit
 
 SOURCE_STATE_CONF = "streamjoin.state.fromSource"
 """Spark conf: ``false`` copies every stream's state into the checkpoint."""
@@ -249,7 +250,7 @@ class SourcedUnits:
 def stored_sql(sp: StreamPlan, view: str, watermark: int | None) -> str:
     """SQL of the ok rows of `view` (the stream's files as its reader parses them) under their
     stored names, for a batch that started at `watermark`: what `runtime.sources.conform` and
-    `tag` make of a stream's rows, and `runtime.intake`'s status test, as one SQL text (each
+    `tag` make of a stream's rows, and `runtime.batch.intake`'s status test, as one SQL text (each
     DataFrame call would be an analysis in the JVM)."""
     s = sp.stream
     derived = column_exprs(s)

@@ -6,8 +6,9 @@ Per batch, with W the global watermark committed by the previous batch:
 2. one Spark job appends the ok rows of every stream to the state, as new files keyed by the batch
    id and partitioned by stream (a unit of state), or, for a file stream whose state is read back
    from its input files, notes those files; the same job observes, per stream, the row counts and
-   the event-time range, which feed watermarks, pruning and counters (`runtime.statejob`), unless
-   the streams' Parquet footers tell them (`runtime.footers`);
+   the event-time range, which feed watermarks, pruning and counters (`runtime.state.statejob`),
+   unless
+   the streams' Parquet footers tell them (`runtime.state.footers`);
 3. bad rows, if any, go to the dead-letter location;
 4. each query computes ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` (each new pair exactly once), reading
    only the state units whose event times can meet the delta's (where no scheme places the rows
@@ -28,12 +29,9 @@ from functools import cache, partial
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from streamjoin.runtime.commit import next_manifest
-from streamjoin.runtime.faults import maybe_crash
-from streamjoin.runtime.footers import read_footers
-from streamjoin.runtime.inputrows import settle_input_rows
-from streamjoin.runtime.intake import classify, write_deadletters
-from streamjoin.runtime.joins import (
+from streamjoin.runtime.batch.inputrows import settle_input_rows
+from streamjoin.runtime.batch.intake import classify, write_deadletters
+from streamjoin.runtime.batch.joins import (
     OLD,
     SHUFFLE_ROWS,
     SHUFFLE_ROWS_CONF,
@@ -41,23 +39,28 @@ from streamjoin.runtime.joins import (
     one_join,
     pairs_sql,
 )
-from streamjoin.runtime.manifest import Manifest
-from streamjoin.runtime.mirs import MirStores
-from streamjoin.runtime.multiway import Reorderer, batch_terms
+from streamjoin.runtime.batch.sinks import write_sink
+from streamjoin.runtime.batch.threads import Background, PhaseClock, metrics
+from streamjoin.runtime.faults import maybe_crash
+from streamjoin.runtime.multiway.mirs import MirStores
+from streamjoin.runtime.multiway.selectivity import start_measures
+from streamjoin.runtime.multiway.terms import Reorderer, batch_terms
 from streamjoin.runtime.restart import check_restart
-from streamjoin.runtime.routing import (
+from streamjoin.runtime.routing.router import (
     QueryRouter,
     UnitStats,
     after_batch,
     key_types,
     scheme_from_params,
 )
-from streamjoin.runtime.selectivity import start_measures
+from streamjoin.runtime.routing.unitcounts import InputUnitCounts, counts_units, skew_every
 from streamjoin.runtime.session import BATCH_CONF, count_conf
-from streamjoin.runtime.sinks import write_sink
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.statejob import StateJob
-from streamjoin.runtime.stores import (
+from streamjoin.runtime.state.footers import read_footers
+from streamjoin.runtime.state.manifest import Manifest
+from streamjoin.runtime.state.nextmanifest import next_manifest
+from streamjoin.runtime.state.statejob import StateJob
+from streamjoin.runtime.state.stores import (
     PARTITIONED_CONF,
     PARTITIONED_STORE_CONF,
     ROUTE_ROWS,
@@ -65,8 +68,6 @@ from streamjoin.runtime.stores import (
     SPARK_DEFAULTS,
     StoreViews,
 )
-from streamjoin.runtime.threads import Background, PhaseClock, metrics
-from streamjoin.runtime.unitcounts import InputUnitCounts, counts_units, skew_every
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,8 +76,8 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import Query, StreamDef
     from streamjoin.plan import JobPlan, MultiwayPlan, QueryPlan
-    from streamjoin.runtime.joins import Side
-    from streamjoin.runtime.state import StateStore
+    from streamjoin.runtime.batch.joins import Side
+    from streamjoin.runtime.state.checkpoint import Checkpoint
 
 
 _CONCURRENT_WRITES = 8
@@ -114,7 +115,7 @@ class BatchProcessor:
         self,
         spark: SparkSession,
         plan: JobPlan,
-        store: StateStore,
+        store: Checkpoint,
         on_batch: Callable[[BatchReport], None] | None = None,
     ) -> None:
         self.spark = spark
@@ -135,17 +136,18 @@ class BatchProcessor:
         self._delta_rows: dict[str, int] = {}
         """The batch's rows per sourced stream, by its files' footers."""
         self._measures: Background | None = None
-        """The selectivity counts running beside an epoch's last batch (`runtime.selectivity`)."""
+        """The selectivity counts running beside an epoch's last batch
+        (`runtime.multiway.selectivity`)."""
         self._mirs: MirStores | None = None
-        """The batch's MIR stores (`runtime.mirs`)."""
+        """The batch's MIR stores (`runtime.multiway.mirs`)."""
         self._input_units = InputUnitCounts()
-        """Queries whose rows per unit the state job counts (`runtime.unitcounts`)."""
+        """Queries whose rows per unit the state job counts (`runtime.routing.unitcounts`)."""
         self.state_job = StateJob(plan, store)
-        """Step 2 of each batch (`runtime.statejob`)."""
+        """Step 2 of each batch (`runtime.state.statejob`)."""
         self._started = False
         """True once this processor ran a batch (MIR stores are refilled at a (re)start)."""
         self.stores = StoreViews(store, self.reorder.parallelism)
-        """The streams' stored rows as relations of the batch's SQL (`runtime.stores`)."""
+        """The streams' stored rows as relations of the batch's SQL (`runtime.state.stores`)."""
         # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
         # serve it, and warn of new queries whose windows reach dropped state.
         check_restart(plan, store.latest(), store.root)

@@ -13,7 +13,7 @@ import typing as t
 from pyspark.sql import functions as F
 
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
+from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -21,7 +21,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from streamjoin.plan import JobPlan
-    from streamjoin.runtime.state import StateStore
+    from streamjoin.runtime.state.checkpoint import Checkpoint
 
 
 def _tests(timed: Sequence[int], watermark: int | None) -> tuple[str, str]:
@@ -34,7 +34,8 @@ def _tests(timed: Sequence[int], watermark: int | None) -> tuple[str, str]:
 def status_sql(timed: Sequence[int], watermark: int | None) -> str:
     """SQL of a unified input row's status (ok / late / malformed), for the streams `timed`
     (their indexes) having event times and a batch that started at `watermark`. (The state of
-    a file stream read back from its files takes its rows by the same test, `runtime.stores`.)"""
+    a file stream read back from its files takes its rows by the same test,
+    `runtime.state.stores`.)"""
     late, null_ts = _tests(timed, watermark)
     return (
         f"CASE WHEN _sj_raw IS NOT NULL THEN 'malformed' WHEN {null_ts} THEN 'malformed' "
@@ -64,7 +65,7 @@ def classify(df: DataFrame, plan: JobPlan, watermark: int | None) -> DataFrame:
 def write_deadletters(
     classified: DataFrame,
     plan: JobPlan,
-    store: StateStore,
+    store: Checkpoint,
     batch_id: int,
     rejected: Mapping[str, int],
 ) -> None:

@@ -16,7 +16,7 @@ import typing as t
 
 from pyspark.sql import functions as F
 
-from streamjoin.runtime.routing import key_types
+from streamjoin.runtime.routing.router import key_types
 from streamjoin.runtime.session import count_conf
 from streamjoin.runtime.sources import prefixed
 
@@ -27,8 +27,8 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model.job import JoinSide
     from streamjoin.plan import JobPlan
-    from streamjoin.runtime.joins import Side
-    from streamjoin.runtime.routing import QueryRouter
+    from streamjoin.runtime.batch.joins import Side
+    from streamjoin.runtime.routing.router import QueryRouter
 
 
 SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"

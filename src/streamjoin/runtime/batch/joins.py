@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.runtime.routing import PLACE
+from streamjoin.runtime.routing.router import PLACE
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
 
     from streamjoin.plan import Band, QueryPlan, StreamPlan
-    from streamjoin.runtime.manifest import Manifest
+    from streamjoin.runtime.state.manifest import Manifest
 
 Side = t.Literal["left", "right"]
 BUCKET = "_sj_bk"

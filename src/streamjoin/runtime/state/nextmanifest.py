@@ -1,18 +1,18 @@
 """A batch's next manifest: new watermarks, live and expired state units, the run's totals, and
-what the controllers carry to the next batch (see `runtime.manifest`)."""
+what the controllers carry to the next batch (see `runtime.state.manifest`)."""
 
 from __future__ import annotations
 
 import typing as t
 from dataclasses import dataclass
 
-from streamjoin.runtime.manifest import Manifest, StateUnit, Totals
+from streamjoin.runtime.state.manifest import Manifest, StateUnit, Totals
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
     from streamjoin.plan import JobPlan
-    from streamjoin.runtime.manifest import MirUnit
+    from streamjoin.runtime.state.manifest import MirUnit
 
 
 @dataclass
@@ -46,7 +46,7 @@ def next_manifest(
         out: per query, the rows the batch wrote.
         carried: the routers' state per query, and the multi-way re-planning state.
         mirs: given each stream's horizon, the MIR stores' live units and the paths of the
-            dropped ones (`runtime.mirs.MirStores.finish`).
+            dropped ones (`runtime.multiway.mirs.MirStores.finish`).
     """
     stream_wm = dict(prev.stream_wm)
     for sp in plan.streams:

@@ -1,13 +1,15 @@
 """The streams' stored rows as relations of a batch's SQL, read from their files or from memory.
 
 A stream's store is the union of its live state units (the rows each batch appended, one
-Parquet directory per stream and batch, `runtime.state`). Two-way joins and most multi-way steps
+Parquet directory per stream and batch, `runtime.state.checkpoint`). Two-way joins and most
+multi-way steps
 read the units' files. Multi-way stores are also partitioned as CLASH's plan says: the ILP gives
 each store one attribute; a probe step whose equality carries it, from a delta large enough to
 route, reads the store as units cached in executor memory hash-partitioned on that attribute,
 with the batch's new rows shuffled the same way (`PartitionedUnits`). Spark keeps a union of
 children partitioned alike as partitioned, so the step moves only the rows so far, each to its
-one partition; any other step broadcasts them to every partition (`runtime.multiway.step_sql`).
+one partition; any other step broadcasts them to every partition
+(`runtime.multiway.terms.step_sql`).
 
 The files remain the durable copy: a cached block Spark loses is read back from them, and a
 restarted processor starts with nothing cached.
@@ -21,16 +23,16 @@ from typing import NamedTuple
 
 from pyspark import StorageLevel
 
-from streamjoin.runtime.sourcefiles import SourcedUnits
 from streamjoin.runtime.sources import prefixed
-from streamjoin.runtime.sqlvalues import as_decimal, batch_constant
+from streamjoin.runtime.state.sourcefiles import SourcedUnits
+from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import StreamPlan
-    from streamjoin.runtime.manifest import Manifest, StateUnit
-    from streamjoin.runtime.state import StateStore
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.manifest import Manifest, StateUnit
 
 PARTITIONED_CONF = "streamjoin.multiway.partitioned"
 """Spark conf: ``false`` reads multi-way stores from their files and broadcasts every probe."""
@@ -80,7 +82,7 @@ class PartitionedUnits:
         self._prefix = f"_sj_part_{next(_processors)}"
 
     def view(
-        self, spark: SparkSession, store: StateStore, sp: StreamPlan, unit: StateUnit, column: str
+        self, spark: SparkSession, store: Checkpoint, sp: StreamPlan, unit: StateUnit, column: str
     ) -> str:
         """A temp view of `unit`'s rows (stored names) hash-partitioned on `column` (a column
         of `sp`), cached the first time it is asked for.
@@ -124,7 +126,7 @@ class PartitionedUnits:
 class StoreViews:
     """The relations of one batch's joins over the streams' stored rows (`state`)."""
 
-    def __init__(self, store: StateStore, parallelism: int) -> None:
+    def __init__(self, store: Checkpoint, parallelism: int) -> None:
         self.store = store
         self.partitioned = PartitionedUnits(parallelism)
         self.sourced = SourcedUnits(store.fs)

@@ -1,13 +1,17 @@
-"""Step 2 of a batch (`runtime.batch`): the streams' new state units, and the batch's statistics.
+"""Step 2 of a batch (`runtime.batch.processor`): the streams' new state units, and the batch's
+statistics.
 
 One Spark job reads the batch's classified input once. It writes the ok rows of every stream that
 keeps a copy of its state (Parquet under the checkpoint, one directory per stream and batch), and
 observes on the way, per stream, the ok / late / malformed counts and the ok rows' event-time
 range (which feed watermarks, pruning and counters) and, for queries on the automatic hash path,
-each side's rows per unit (`runtime.unitcounts`). A stream whose state is read back from its own
-input files (`runtime.sourcefiles`) writes nothing: its unit is the files Spark's logs name. When
+each side's rows per unit (`runtime.routing.unitcounts`). A stream whose state is read back from
+its own
+input files (`runtime.state.sourcefiles`) writes nothing: its unit is the files Spark's logs name.
+When
 no stream writes, the statistics are a plain aggregate; and when every stream's units are its
-files and their footers prove every row ok (`runtime.footers`), they are the footers' and no job
+files and their footers prove every row ok (`runtime.state.footers`), they are the footers' and no
+job
 runs (the batches that count rows per unit count them from the files' keys:
 `unitcounts.counts_units`).
 """
@@ -21,10 +25,10 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.runtime.commit import StreamStats
-from streamjoin.runtime.inputrows import count_input_rows
-from streamjoin.runtime.manifest import StateUnit
+from streamjoin.runtime.batch.inputrows import count_input_rows
 from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.state.manifest import StateUnit
+from streamjoin.runtime.state.nextmanifest import StreamStats
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -32,22 +36,22 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan, StreamPlan
-    from streamjoin.runtime.footers import Footers
-    from streamjoin.runtime.routing import QueryRouter
-    from streamjoin.runtime.sourcefiles import SourceLog
-    from streamjoin.runtime.state import StateStore
-    from streamjoin.runtime.unitcounts import InputUnitCounts
+    from streamjoin.runtime.routing.router import QueryRouter
+    from streamjoin.runtime.routing.unitcounts import InputUnitCounts
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.footers import Footers
+    from streamjoin.runtime.state.sourcefiles import SourceLog
 
 
 class StateJob:
     """The state job of each batch of one job plan."""
 
-    def __init__(self, plan: JobPlan, store: StateStore) -> None:
+    def __init__(self, plan: JobPlan, store: Checkpoint) -> None:
         self.plan = plan
         self.store = store
         self.source_log: SourceLog | None = None
         """Where the files of streams whose state is read back from them are named
-        (`runtime.sourcefiles`): set by the engine, which reads the streams itself."""
+        (`runtime.state.sourcefiles`): set by the engine, which reads the streams itself."""
 
     def run(
         self,
@@ -118,7 +122,7 @@ class StateJob:
         footers: Mapping[str, Footers],
     ) -> dict[str, StreamStats] | None:
         """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
-        `footers` (`runtime.footers`), with Spark's count of the batch's input rows set from
+        `footers` (`runtime.state.footers`), with Spark's count of the batch's input rows set from
         them (`streaming` started the stream); or None when this job must run: some stream
         copies its state, the footers do not prove every row ok, or Spark's plan could not take
         the count. (A job is a fixed cost: its planning, its scheduling and a scan of every
@@ -141,7 +145,7 @@ class StateJob:
 
     def batch_files(self, batch_id: int) -> dict[str, list[str]]:
         """Per stream whose state is read back from its input files, the files batch
-        `batch_id` reads (`runtime.sourcefiles.SourceLog`); the others are left out."""
+        `batch_id` reads (`runtime.state.sourcefiles.SourceLog`); the others are left out."""
         return self.source_log.files(batch_id) if self.source_log is not None else {}
 
     def _write_state(self, classified: DataFrame, streams: list[StreamPlan], batch_id: int) -> None:
@@ -165,7 +169,8 @@ class StateJob:
     def _sourced_unit(
         self, unit: StateUnit, sp: StreamPlan, files: list[str], watermark: int | None
     ) -> StateUnit:
-        """`unit` kept as the stream's input `files` it was read from (`runtime.sourcefiles`)."""
+        """`unit` kept as the stream's input `files` it was read from
+        (`runtime.state.sourcefiles`)."""
         sizes = [self.store.fs.file_size(f) for f in files]
         gone = [f for f, n in zip(files, sizes, strict=True) if n is None]
         if gone:

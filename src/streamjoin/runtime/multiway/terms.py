@@ -30,7 +30,7 @@ from streamjoin.plan.multiway import (
     plan_multiway,
     without_filters,
 )
-from streamjoin.runtime.joins import bucket_range
+from streamjoin.runtime.batch.joins import bucket_range
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping, Sequence
@@ -94,7 +94,7 @@ def _pair_slots(mp: MultiwayPlan, *inputs: int) -> tuple[tuple[str, str], ...]:
 def newer_bits(mir: Mir, start: int) -> int:
     """Which of an MIR's inputs a term starting at input `start` takes with their new rows (the
     inputs written after the start; see `plan.multiway`): bit b for the b-th of its slots in
-    sorted order, the order the MIR store tags its new rows in (`runtime.mirs`)."""
+    sorted order, the order the MIR store tags its new rows in (`runtime.multiway.mirs`)."""
     return sum(mir.bit(i) for i in mir.inputs if i > start)
 
 
@@ -115,7 +115,7 @@ class _Term:
 
 
 class MirViews(t.Protocol):
-    """What `batch_terms` reads of the batch's MIR stores (`runtime.mirs.MirStores`)."""
+    """What `batch_terms` reads of the batch's MIR stores (`runtime.multiway.mirs.MirStores`)."""
 
     def view(self, mp: MultiwayPlan, mir: Mir, newer: int) -> str:
         """The store's rows for a term of `mp`: its stored pairs, plus the batch's new ones
@@ -170,7 +170,7 @@ def batch_terms(
             hash-partitioned on `column` when it is not None.
         watermark: W, the global watermark the batch started with.
         share: share cores and probe prefixes across queries.
-        mirs: the batch's MIR stores (`runtime.mirs`); needed when a step probes one. A
+        mirs: the batch's MIR stores (`runtime.multiway.mirs`); needed when a step probes one. A
             term whose first step joins the two inputs of an MIR store that the batch keeps
             reads that step's pairs from the store's new pairs, which the store computes anyway
             (CLASH: the maintenance step and the probe step are one shared step).
@@ -421,7 +421,7 @@ class Reorderer:
 
     def measuring(self, batch: int) -> bool:
         """True when `batch` ends an epoch whose statistics the optimizer will read: the batch
-        then measures the pairs' selectivities (`runtime.selectivity`)."""
+        then measures the pairs' selectivities (`runtime.multiway.selectivity`)."""
         return (
             self.adaptive
             and not self.greedy

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.runtime.manifest import (
+from streamjoin.runtime.state.manifest import (
     Manifest,
     batch_state_dir,
     manifest_name,
@@ -19,10 +19,10 @@ from streamjoin.runtime.manifest import (
 
 if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
-    from streamjoin.runtime.fs import FileStore
+    from streamjoin.runtime.state.fs import FileStore
 
 
-class StateStore:
+class Checkpoint:
     """Manifests and state paths of one checkpoint directory."""
 
     def __init__(self, fs: FileStore, checkpoint: str) -> None:

@@ -9,7 +9,7 @@ of the two inputs is new (column ``_sj_new``: bit 0 for R, bit 1 for S):
 
 A term of a query's delta rule takes each input either without its new rows or with them
 (`plan.multiway`), so its view of M is M_old plus the new pairs whose new inputs it takes new:
-``(R_old ∪ ΔR) ⋈ S_old = M_old ∪ ΔM[1]``, and so on (`runtime.multiway.newer_bits`). The delta
+``(R_old ∪ ΔR) ⋈ S_old = M_old ∪ ΔM[1]``, and so on (`runtime.multiway.terms.newer_bits`). The delta
 rule stays exact, so a result is still produced once, in the batch its last row arrives.
 
 A store not kept up to date through the previous batch (at the start, or in the epoch where
@@ -33,9 +33,9 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.multiway import column_name, pair_step
-from streamjoin.runtime.manifest import MirUnit
-from streamjoin.runtime.multiway import renamed, step_sql
-from streamjoin.runtime.threads import Background, metrics
+from streamjoin.runtime.batch.threads import Background, metrics
+from streamjoin.runtime.multiway.terms import renamed, step_sql
+from streamjoin.runtime.state.manifest import MirUnit
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -45,8 +45,8 @@ if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
     from streamjoin.plan import MultiwayPlan
     from streamjoin.plan.multiway import Mir
-    from streamjoin.runtime.manifest import Manifest
-    from streamjoin.runtime.state import StateStore
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.manifest import Manifest
 
 NEW = "_sj_new"
 """The column of an MIR row telling which of its streams' rows were new in its batch."""
@@ -80,7 +80,7 @@ class MirStores:
     def __init__(
         self,
         spark: SparkSession,
-        store: StateStore,
+        store: Checkpoint,
         prev: Manifest,
         batch: int,
         streams: Callable[[MultiwayPlan], Sequence[StreamDef]],

@@ -37,17 +37,17 @@ from streamjoin.partition import (
     candidates,
     optimal_shape,
 )
+from streamjoin.runtime.batch.threads import metrics
 from streamjoin.runtime.sources import empty_relation
-from streamjoin.runtime.threads import metrics
 
 if t.TYPE_CHECKING:
     from pyspark.sql import Observation, SparkSession
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import Band, JobPlan, QueryPlan
-    from streamjoin.runtime.commit import StreamStats
-    from streamjoin.runtime.joins import Side
-    from streamjoin.runtime.manifest import Manifest
+    from streamjoin.runtime.batch.joins import Side
+    from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.runtime.state.nextmanifest import StreamStats
 
 PLACE = "_sj_place"
 _MASK = "9223372036854775807"

@@ -19,8 +19,8 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.plan.multiway import pair_step, renamed_sql
-from streamjoin.runtime.multiway import renamed, step_sql
-from streamjoin.runtime.threads import Background
+from streamjoin.runtime.batch.threads import Background
+from streamjoin.runtime.multiway.terms import renamed, step_sql
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +30,7 @@ if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
     from streamjoin.plan import MultiwayPlan
     from streamjoin.plan.clash import PairMeasure
-    from streamjoin.runtime.multiway import Reorderer
+    from streamjoin.runtime.multiway.terms import Reorderer
 
 SAMPLE_ROWS = 4000
 """Delta rows each term of a measure probes with, at most (more are sampled down)."""

@@ -1,6 +1,6 @@
 """What a sourced Parquet stream's input files tell of a batch before Spark reads a row.
 
-A batch of a stream whose state is its input files (`runtime.sourcefiles`) reads files Spark's
+A batch of a stream whose state is its input files (`runtime.state.sourcefiles`) reads files Spark's
 logs name. Their Parquet footers hold each file's row count and, per row group, the event-time
 column's least and greatest value and its NULL count: about a millisecond a file (pyarrow, no
 Spark job). From them:
@@ -8,8 +8,8 @@ Spark job). From them:
 - the least event time of the batch's rows, which bounds the state that can meet them
   (`BatchProcessor._query_parts`);
 - when no row is NULL and the least is at or past the watermark the batch started with, every
-  row is ok (`runtime.intake`): the batch's counts and event-time range are the footers', and
-  the batch needs no statistics job (`runtime.statejob`). Spark's own count of the batch's
+  row is ok (`runtime.batch.intake`): the batch's counts and event-time range are the footers', and
+  the batch needs no statistics job (`runtime.state.statejob`). Spark's own count of the batch's
   input rows, which such a job used to make true, is then set from them
   (`inputrows.count_input_rows`).
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import typing as t
 from urllib.parse import unquote
 
-from streamjoin.runtime.sourcefiles import bare_path
+from streamjoin.runtime.state.sourcefiles import bare_path
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -5,7 +5,7 @@ quick compiler compiles them, Janino generates each plan's code (equi benchmark:
 1.1-1.4 s). Before that batch, the engine's validation and Spark's start of the stream (listing
 the sources, its offset log, the first plan) run on one thread for 2-3 s while the other cores
 idle. The warm-up uses them: it runs the job's first queries, each as one half of its delta rule
-(`runtime.joins`), on a sample of each file stream's input (synthetic rows for other sources),
+(`runtime.batch.joins`), on a sample of each file stream's input (synthetic rows for other sources),
 and writes their rows in the sink's format to a scratch directory. Nothing of it reaches the
 job's checkpoint or sinks; its errors are its own and never stop the job.
 
@@ -26,9 +26,9 @@ import threading
 import typing as t
 
 from streamjoin.plan import plan_job
-from streamjoin.runtime.fs import FileStore
-from streamjoin.runtime.joins import delta_join_sql
+from streamjoin.runtime.batch.joins import delta_join_sql
 from streamjoin.runtime.sources import FILE_FORMATS, conform, file_reader, reader_options
+from streamjoin.runtime.state.fs import FileStore
 
 if t.TYPE_CHECKING:
     from collections.abc import Collection

@@ -27,7 +27,7 @@ import typing as t
 import zipfile
 from importlib import resources
 
-from streamjoin.runtime.classarchive import cache_dir
+from streamjoin.runtime.local.classarchive import cache_dir
 
 SWITCH_ENV = "STREAMJOIN_LOCAL_FS"
 FS_IMPL = "spark.hadoop.fs.file.impl"
@@ -65,7 +65,7 @@ def build_jar(java: str, spark_home: str, directory: str | None = None) -> str |
     A built jar is never rewritten: the driver's class-data sharing archive is only valid for
     the jar file it was dumped with."""
     directory = directory or cache_dir()
-    source = resources.files("streamjoin.runtime").joinpath(_SOURCE).read_bytes()
+    source = resources.files("streamjoin.runtime.local").joinpath(_SOURCE).read_bytes()
     jars = os.path.join(spark_home, "jars")
     names = sorted(os.listdir(jars)) if os.path.isdir(jars) else []
     key = hashlib.sha256(source + "\0".join(names).encode()).hexdigest()[:16]

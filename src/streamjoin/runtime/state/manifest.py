@@ -31,7 +31,7 @@ class StateUnit:
     bytes: int = 0
     """Bytes of its files (0: not measured; manifests written before it was)."""
     files: tuple[str, ...] = ()
-    """The stream's own input files its rows are read back from (`runtime.sourcefiles`), as
+    """The stream's own input files its rows are read back from (`runtime.state.sourcefiles`), as
     Spark named them; empty when the rows were copied under `path`."""
     sizes: tuple[int, ...] = ()
     """Bytes of each of `files` when the batch read them: a changed file is not read back."""
@@ -61,7 +61,7 @@ class StateUnit:
 
 @dataclass(frozen=True, slots=True)
 class MirUnit:
-    """The rows one batch appended to an MIR store (`runtime.mirs`)."""
+    """The rows one batch appended to an MIR store (`runtime.multiway.mirs`)."""
 
     name: str
     batch: int

@@ -1,0 +1,3 @@
+"""Speed-ups for a driver in Spark's local mode only; nothing here runs on a cluster."""
+
+from __future__ import annotations
