@@ -1,156 +1,117 @@
-"""RESULTS.md and its plots from the JSON reports of full runs.
+"""RESULTS.md and its plots from the JSON reports in ``benchmarks/results/``.
 
-``python -m benchmarks.report`` reads ``benchmarks/results/<workload>.json`` (written by
-``streamjoin bench WORKLOAD --out benchmarks/results/WORKLOAD.json``), checks each target of the
-benchmark issue against the numbers, and writes ``benchmarks/RESULTS.md`` with two plots beside
-it: throughput against window size, and the distribution of micro-batch times. The ``--rate``
-and ``multiquery`` reports (``rate-*.json``, ``multiquery-*.json``) get a section each.
+``python -m benchmarks.report`` reads the backlog reports ``<workload>.json`` (written by
+``streamjoin bench WORKLOAD --out benchmarks/results/WORKLOAD.json``), the ``--rate`` reports
+(``rate-*.json``), the ``multiquery`` reports (``multiquery-*.json``) and the partitioning and
+ILP reports (``skew*.json``, ``fluctuating.json``, ``memory.json``, ``ilp-scaling.json``). It
+checks each target of the benchmark issues against the numbers and writes
+``benchmarks/RESULTS.md``: the machine, the commit, the commands, the targets, one table per
+workload with every ratio, and two plots beside it (throughput against window size, and the
+distribution of micro-batch times). It needs no Spark.
+
+RESULTS.md holds results only; the log of measurements and trials is ``docs/dev-log.md``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import typing as t
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 ORDER = ("equi", "band", "theta", "window-growth", "tpch", "nexmark")
+EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling")
+"""The partitioning and ILP reports, by file name (without ``.json``)."""
 
 Report = dict[str, t.Any]
 
+NOT_RECORDED = "not recorded"
+
+
+def _read(path: str) -> Report:
+    with open(path, encoding="utf-8") as f:
+        report: Report = json.load(f)
+    return report
+
 
 def load(folder: str = RESULTS) -> dict[str, Report]:
-    """The reports present, by workload."""
-    reports = {}
-    for name in ORDER:
-        path = os.path.join(folder, f"{name}.json")
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                reports[name] = json.load(f)
-    return reports
+    """The backlog reports present, by workload."""
+    paths = {name: os.path.join(folder, f"{name}.json") for name in ORDER}
+    return {name: _read(p) for name, p in paths.items() if os.path.exists(p)}
+
+
+def _load_prefixed(folder: str, prefix: str) -> dict[str, Report]:
+    if not os.path.isdir(folder):
+        return {}
+    names = sorted(n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json"))
+    return {n: _read(os.path.join(folder, n)) for n in names}
 
 
 def load_rate(folder: str = RESULTS) -> dict[str, Report]:
-    """The ``--rate`` mode reports present (``rate-*.json``), by file name."""
-    if not os.path.isdir(folder):
-        return {}
-    reports = {}
-    for name in sorted(os.listdir(folder)):
-        if name.startswith("rate-") and name.endswith(".json"):
-            with open(os.path.join(folder, name), encoding="utf-8") as f:
-                reports[name] = json.load(f)
+    """The ``--rate`` mode reports present (``rate-*.json``), by file name, by rate."""
+    reports = _load_prefixed(folder, "rate-")
     order = sorted(reports, key=lambda n: (reports[n]["workload"], reports[n]["rate_per_stream"]))
     return {n: reports[n] for n in order}
 
 
-_SIZE_FLAG = {"quick": " --quick", "tiny": " --tiny"}
-
-
 def load_multiquery(folder: str = RESULTS) -> dict[str, Report]:
     """The ``multiquery`` reports present (``multiquery-<size>.json``), by file name."""
-    if not os.path.isdir(folder):
-        return {}
-    reports = {}
-    for name in sorted(os.listdir(folder)):
-        if name.startswith("multiquery-") and name.endswith(".json"):
-            with open(os.path.join(folder, name), encoding="utf-8") as f:
-                reports[name] = json.load(f)
-    return reports
+    return _load_prefixed(folder, "multiquery-")
 
 
-def multiquery_lines(reports: dict[str, Report]) -> list[str]:
-    """The section of the ``multiquery`` benchmark: a row per query count and mode."""
-    lines = [
-        "## Many queries (multiquery)",
-        "",
-        "N three-relation joins over TPC-H streams, from four templates sharing sub-joins, run "
-        "as CLASH's three baselines: each query *alone* in its own job (times summed), one job "
-        "with *simple* sharing (greedy orders, nothing shared between queries), and the "
-        "*global* plan (the ILP's orders, shared probe prefixes, the MIR stores the ILP picks, "
-        "and one unfiltered run of each join core that queries differing only in selections "
-        "filter, with each store partitioned on the ILP's attribute; deltas this small are "
-        "broadcast); where present, *base* is the global plan without MIR stores, *broadcast* "
-        "without partitioned stores, and *routed* with every step that carries its store's "
-        "attribute sent to that one partition (`--modes ...,base,broadcast,routed`). State "
-        "bytes: stream stores and MIR stores. Rows/s: the backlog's "
-        "input rows over the mode's wall "
-        "time; CPU s: of the mode's process and its JVM, steadier on a shared machine. "
-        "Predicted probe load: CLASH's model at the engine's start statistics (global / "
-        "unshared / each query planned alone). See `benchmarks/multiquery.py`. Reproduce with:",
-        "",
-        "```",
-        *(
-            f"python -m benchmarks.multiquery{_SIZE_FLAG.get(r['size'], '')} "
-            f"--queries {','.join(str(x['queries']) for x in r['runs'])}"
-            for r in reports.values()
-        ),
-        "```",
-        "",
-        "| run | queries | mode | seconds (CPU s) | rows/s | global ÷ this | batch p50 / p99 ms | "
-        "peak MB | state bytes | results | predicted load |",
-        "|" + "---|" * 11,
-    ]
-    for file, report in reports.items():
-        load = report.get("load_average", {}).get("before", [])
-        run = f"`{file}` ({report['size']}, load {_fmt(load[0]) if load else '?'})"
-        for r in report["runs"]:
-            check = "exact" if r["exact"] else "agree" if r["results_agree"] else "**DIFFER**"
-            p = r["probe_load"].get("default", {})
-            predicted = " / ".join(_fmt(p.get(k)) for k in ("global", "unshared", "alone"))
-            best = r["modes"].get("global", {}).get("throughput")
-            for mode, f in r["modes"].items():
-                if f.get("error"):
-                    lines.append(f"| {run} | {r['queries']} | {mode} | error: {f['error']} |")
-                    continue
-                gap = round(best / f["throughput"], 2) if best and f.get("throughput") else None
-                batches = f"{_fmt(f.get('batch_p50_ms'))} / {_fmt(f.get('batch_p99_ms'))}"
-                lines.append(
-                    f"| {run} | {r['queries']} | {mode} | {_fmt(f['seconds'])} "
-                    f"({_fmt(f.get('cpu_seconds'))}) | "
-                    f"{_fmt(f['throughput'])} | ×{_fmt(gap)} | {batches} | "
-                    f"{_fmt(f.get('peak_rss_mb'))} | {_fmt(f.get('state_bytes'))} | {check} | "
-                    f"{predicted if mode == 'global' else ''} |"
-                )
-        met = report["targets"].get("at_10_queries_ge_2_5")
-        widens = report["targets"].get("gap_widens")
-        lines.append(
-            f"| {run} | target | global ≥ 2.5× alone at 10 queries: "
-            f"{ {True: 'met', False: '**not met**', None: '–'}[met] }; gap widens with N: "
-            f"{ {True: 'yes', False: '**no**', None: '–'}[widens] } |"
-        )
-    return [*lines, ""]
+def load_extra(folder: str = RESULTS) -> dict[str, Report]:
+    """The partitioning and ILP reports present (`EXTRA`), by name."""
+    paths = {name: os.path.join(folder, f"{name}.json") for name in EXTRA}
+    return {name: _read(p) for name, p in paths.items() if os.path.exists(p)}
 
 
-def rate_table(reports: dict[str, Report]) -> list[str]:
-    """One markdown row per engine and case of every ``--rate`` report."""
-    lines = [
-        "| run | case | rows/s per stream | engine | keeps up | fed / processed rows/s | "
-        "latency p50 / p95 / p99 / max s | growth | backlog at end s | batch p50 / p99 ms | "
-        "results agree |",
-        "|" + "---|" * 11,
-    ]
-    for file, report in reports.items():
-        run = f"`{file}` ({report['size']}, {report['duration_s']:g} s)"
-        for c in report["cases"]:
-            for engine, r in c["engines"].items():
-                if r.get("error"):
-                    lines.append(f"| {run} | {c['case']} | | {engine} | error: {r['error']} |")
-                    continue
-                latency = " / ".join(
-                    _fmt(r.get(f"latency_{p}_s")) for p in ("p50", "p95", "p99", "max")
-                )
-                batches = " / ".join(_fmt(r.get(k)) for k in ("batch_p50_ms", "batch_p99_ms"))
-                agree = {True: "yes", False: "NO", None: "unchecked"}[c["results_agree"]]
-                lines.append(
-                    f"| {run} | {c['case']} | {_fmt(report['rate_per_stream'])} | {engine} | "
-                    f"{'yes' if r['keeps_up'] else '**no**'} | {_fmt(r.get('input_rate'))} / "
-                    f"{_fmt(r.get('processed_rate'))} | {latency} | "
-                    f"×{_fmt(r.get('latency_growth'))} | {_fmt(r.get('backlog_at_end_s'))} | "
-                    f"{batches} | {agree} |"
-                )
-    return lines
+def _fmt(v: object) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if v >= 100 else f"{v:g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _verdict(met: bool | None) -> str:
+    return "–" if met is None else "yes" if met else "**no**"
+
+
+def _agree(value: bool | None) -> str:
+    return {True: "yes", False: "**NO**", None: "unchecked"}[value]
+
+
+# Ratio names as shown, and whether a ratio above 1 is a gain for us (ours ÷ the peer's).
+_RATIOS: dict[str, tuple[str, bool]] = {
+    "throughput": ("rows/s", True),
+    "batch_p99": ("batch p99", False),
+    "rows_per_cpu_second": ("rows/CPU s", True),
+    "processed_rate": ("processed", True),
+    "latency_p50_s": ("latency p50", False),
+    "latency_p99_s": ("latency p99", False),
+    "batch_p99_ms": ("batch p99", False),
+}
+
+
+def ratio_cell(ratios: t.Mapping[str, float | None]) -> str:
+    """Every ratio of a case, ours ÷ the peer's, with each loss in bold."""
+    parts = []
+    for key, value in ratios.items():
+        label, higher_wins = _RATIOS.get(key, (key, True))
+        if value is None:
+            parts.append(f"{label} –")
+            continue
+        lost = value < 1 if higher_wins else value > 1
+        shown = f"×{_fmt(value)}"
+        parts.append(f"{label} **{shown}**" if lost else f"{label} {shown}")
+    return " · ".join(parts) if parts else "–"
 
 
 def _case(reports: dict[str, Report], workload: str, case: str) -> dict[str, t.Any] | None:
@@ -177,7 +138,8 @@ def _peer(case: dict[str, t.Any] | None, figure: str = "throughput") -> float | 
 
 
 def targets(reports: dict[str, Report]) -> list[tuple[str, str, bool | None]]:
-    """(target, the numbers, met?) for every target; None when its run is missing."""
+    """(target, the numbers, met?) for every target of the backlog workloads; None when its run
+    is missing."""
     rows: list[tuple[str, str, bool | None]] = []
     equi = _case(reports, "equi", "equi")
     ratio = equi["ratios"].get("throughput") if equi else None
@@ -217,9 +179,8 @@ def targets(reports: dict[str, Report]) -> list[tuple[str, str, bool | None]]:
         rows.append(
             (
                 f"window-growth ({kind}): our throughput falls < 2× from a 10 s to a 100 s window",
-                f"falls ×{fall:.2f}"
-                if fall
-                else "missing" + (f" (peer ×{peer_fall:.2f})" if peer_fall else ""),
+                (f"falls ×{fall:.2f}" if fall else "missing")
+                + (f" (peer ×{peer_fall:.2f})" if peer_fall else ""),
                 None if fall is None else fall < 2,
             )
         )
@@ -239,17 +200,89 @@ def targets(reports: dict[str, Report]) -> list[tuple[str, str, bool | None]]:
     return rows
 
 
+def other_targets(
+    multiquery: t.Mapping[str, Report], extra: t.Mapping[str, Report]
+) -> list[tuple[str, str, bool | None]]:
+    """(target, the numbers, met?) of the multiquery, partitioning and ILP reports present."""
+    rows: list[tuple[str, str, bool | None]] = []
+    for file, report in multiquery.items():
+        tg = report.get("targets", {})
+        gaps = tg.get("global_over_alone", {})
+        shown = ", ".join(f"×{v} at {n}" for n, v in gaps.items())
+        rows.append(
+            (
+                f"multiquery (`{file}`): global ≥ 2.5× alone at 10 queries",
+                f"×{gaps.get('10', '–')}",
+                tg.get("at_10_queries_ge_2_5"),
+            )
+        )
+        rows.append(
+            (
+                f"multiquery (`{file}`): the gap widens with the number of queries",
+                shown or "–",
+                tg.get("gap_widens"),
+            )
+        )
+    for name in ("skew-full", "skew"):
+        if name not in extra:
+            continue
+        tg, size = extra[name]["targets"], extra[name]["size"]
+        measured = {
+            "z>=1.5: auto >= 4x hash": ("z ≥ 1.5: auto ≥ 4× hash", "speedups_at_z>=1.5", "×"),
+            "z>=1.5: auto max/mean < 1.5": (
+                "z ≥ 1.5: auto's max/mean input per unit < 1.5",
+                "auto_skew_at_z>=1.5",
+                "",
+            ),
+            "z=0: auto within 20% of hash": (
+                "z = 0: auto within 20% of hash",
+                "speedup_at_z=0",
+                "×",
+            ),
+        }
+        for key, (label, figures, unit) in measured.items():
+            if key in tg:
+                values = tg.get(figures)
+                numbers = " / ".join(f"{unit}{v}" for v in values) if values else "–"
+                rows.append((f"skew ({size}): {label}", numbers, tg[key]))
+    for name in ("fluctuating", "memory"):
+        size = extra.get(name, {}).get("size")
+        for key, met in extra.get(name, {}).get("targets", {}).items():
+            rows.append((f"{name} ({size}): {key}", "see `results/SKEW.md`", met))
+    ilp = extra.get("ilp-scaling")
+    if ilp is not None:
+        row: dict[str, t.Any] = next(
+            (
+                r
+                for r in ilp["rows"]
+                if (r["queries"], r["relations_per_query"], r["form"]) == (100, 3, "tight")
+            ),
+            {},
+        )
+        rows.append(
+            (
+                "ILP: 100 three-relation queries planned in < 1 s (build + solve)",
+                f"{_fmt(row.get('total_ms'))} ms wall, {_fmt(row.get('total_cpu_ms'))} ms CPU",
+                ilp.get("target_100x3_under_1s"),
+            )
+        )
+    return rows
+
+
 OLD_PEER_LIMIT = 180.0
 """The full-size peer time limit of the reports written before they recorded theirs."""
 
+_ARCHIVE = re.compile(r"(-XX:SharedArchiveFile=)\S+")
+
 
 def jvm_line(reports: t.Mapping[str, Report]) -> str:
-    """Which ``-XX`` flags each engine's driver JVM ran with, over every report."""
+    """Which ``-XX`` flags each engine's driver JVM ran with, over every report (the path of a
+    class archive shown as ``…``)."""
     flags: dict[str, set[str]] = {}
     for report in reports.values():
         for case in report["cases"]:
             for name, run in case["engines"].items():
-                flags.setdefault(name, set()).add(run.get("jvm_flags") or "")
+                flags.setdefault(name, set()).add(_ARCHIVE.sub(r"\1…", run.get("jvm_flags") or ""))
     parts = []
     for name, seen in flags.items():
         shown = " / ".join(
@@ -281,6 +314,43 @@ def settings_line(reports: t.Mapping[str, Report]) -> str:
     return "Spark settings over streamjoin's local defaults: " + "; ".join(parts) + "."
 
 
+def commit_of(report: Report) -> str:
+    """The commit a report ran on, or `NOT_RECORDED` (reports need not record one)."""
+    value = report.get("commit") or report.get("git_commit")
+    return str(value) if value else NOT_RECORDED
+
+
+def commit_line(reports: t.Mapping[str, Report]) -> str:
+    """The commit each report ran on, grouped; says so when no report recorded its commit."""
+    by_commit: dict[str, list[str]] = {}
+    for name, report in reports.items():
+        by_commit.setdefault(commit_of(report), []).append(name)
+    if not by_commit or set(by_commit) == {NOT_RECORDED}:
+        return "Commit: not recorded (the JSON reports carry no commit)."
+    parts = [
+        f"{commit if commit == NOT_RECORDED else f'`{commit}`'} ({', '.join(names)})"
+        for commit, names in by_commit.items()
+    ]
+    return "Commit: " + "; ".join(parts) + "."
+
+
+def machine_line(reports: t.Mapping[str, Report]) -> str:
+    """The machine of the reports; every distinct one if they differ."""
+    seen: list[dict[str, t.Any]] = []
+    for report in reports.values():
+        m = report.get("machine")
+        if m and m not in seen:
+            seen.append(m)
+    shown = [
+        f"{m.get('cores')} cores ({m.get('cpu')}), {m.get('memory_gib')} GiB; "
+        f"Python {m.get('python')}, PySpark {m.get('pyspark', '–')}, {m.get('java', 'Java –')}"
+        for m in seen
+    ]
+    if not shown:
+        return "Machine: not recorded."
+    return "Machine: " + " | ".join(shown) + "."
+
+
 def _peer_flag(report: Report) -> str:
     """The ``--peer-limit`` that reproduces `report` (none for the size's default)."""
     from benchmarks.harness import peer_time_limit
@@ -291,51 +361,223 @@ def _peer_flag(report: Report) -> str:
     return f" --peer-limit {limit or 0:g}"
 
 
-def _fmt(v: object) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:,.1f}" if v >= 100 else f"{v:g}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
+_SIZE_FLAG = {"quick": " --quick", "tiny": " --tiny"}
 
 
-def table(reports: dict[str, Report]) -> list[str]:
-    """One markdown row per engine and case."""
+def commands(
+    reports: t.Mapping[str, Report],
+    rate: t.Mapping[str, Report],
+    multiquery: t.Mapping[str, Report],
+    extra: t.Mapping[str, Report],
+) -> list[str]:
+    """The commands that write every report present, then RESULTS.md."""
+    lines = [
+        f"streamjoin bench {name}{_peer_flag(r)} --out benchmarks/results/{name}.json"
+        for name, r in reports.items()
+    ]
+    lines += [
+        f"streamjoin bench {r['workload']} --rate {r['rate_per_stream']:g}"
+        f"{_SIZE_FLAG.get(r['size'], '')} --duration {r['duration_s']:g} "
+        f"--out benchmarks/results/{file}"
+        for file, r in rate.items()
+    ]
+    lines += [
+        f"python -m benchmarks.multiquery{_SIZE_FLAG.get(r['size'], '')} "
+        f"--queries {','.join(str(x['queries']) for x in r['runs'])}"
+        for r in multiquery.values()
+    ]
+    lines += [r["command"] for r in extra.values() if r.get("command")]
+    if "ilp-scaling" in extra:
+        lines.append(
+            "python -m benchmarks.ilp_scaling | tail -1 > benchmarks/results/ilp-scaling.json"
+        )
+    return [*lines, "python -m benchmarks.report"]
+
+
+def table(report: Report) -> list[str]:
+    """One markdown row per engine and case of a backlog report; the ratios on our row."""
     head = (
-        "| workload | case | engine | rows | rows/s | ratio | CPU s (cores) | "
-        "batch p50 / p95 / p99 ms | peak MB | state B/tuple (×raw) | results agree |"
+        "| case | engine | rows | rows/s | CPU s (cores) | batch p50 / p95 / p99 ms | peak MB | "
+        "state B/tuple (×raw) | results agree | ours ÷ peer |"
     )
-    lines = [head, "|" + "---|" * 11]
+    lines = [head, "|" + "---|" * 10]
+    for c in report["cases"]:
+        for engine, r in c["engines"].items():
+            if r.get("error"):
+                lines.append(f"| {c['case']} | {engine} | error: {r['error']} |" + " |" * 7)
+                continue
+            batches = " / ".join(
+                _fmt(r.get(k)) for k in ("batch_p50_ms", "batch_p95_ms", "batch_p99_ms")
+            )
+            state = (
+                f"{_fmt(r.get('state_bytes_per_tuple'))} (×{_fmt(r.get('state_to_raw'))})"
+                if r.get("state_bytes_per_tuple")
+                else "–"
+            )
+            stopped = " (stopped at its time limit)" if r.get("stopped_early") else ""
+            cpu = (
+                f"{_fmt(r['cpu_seconds'])} ({_fmt(r.get('cores_busy'))})"
+                if r.get("cpu_seconds")
+                else "–"
+            )
+            ratios = ratio_cell(c.get("ratios", {})) if engine == "streamjoin" else ""
+            lines.append(
+                f"| {c['case']} | {engine}{stopped} | {_fmt(r.get('rows'))} | "
+                f"{_fmt(r.get('throughput'))} | {cpu} | {batches} | "
+                f"{_fmt(r.get('peak_rss_mb'))} | {state} | {_agree(c.get('results_agree'))} | "
+                f"{ratios} |"
+            )
+    return lines
+
+
+def workload_lines(reports: dict[str, Report]) -> list[str]:
+    """A heading, one line of context and the table of each backlog workload."""
+    lines = []
     for name, report in reports.items():
+        limit = report.get("peer_time_limit_s", OLD_PEER_LIMIT)
+        lines += [
+            f"### {name}",
+            "",
+            f"{report.get('size', 'full')} size; peer time limit "
+            f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.",
+            "",
+            *table(report),
+            "",
+        ]
+    return lines
+
+
+def rate_lines(reports: dict[str, Report]) -> list[str]:
+    """The live-rate section: a row per engine and rate."""
+    lines = [
+        "## Live rate mode",
+        "",
+        "Each engine fed a live source at a fixed rate with a processing-time trigger; latency is "
+        "a row's batch commit time minus its file's arrival (definitions: `benchmarks/rate.py`). "
+        "Quick runs on a loaded machine: batch times, and so latencies, move up to 2× between "
+        "repeats.",
+        "",
+        "| rows/s per stream | size, feed s | engine | keeps up | fed / processed rows/s | "
+        "latency p50 / p95 / p99 / max s | growth | backlog at end s | batch p50 / p99 ms | "
+        "results agree | ours ÷ peer |",
+        "|" + "---|" * 11,
+    ]
+    for report in reports.values():
+        run = f"{report['size']}, {report['duration_s']:g}"
         for c in report["cases"]:
             for engine, r in c["engines"].items():
-                ratio = c["ratios"].get("throughput") if engine == "streamjoin" else None
+                rate = _fmt(report["rate_per_stream"])
                 if r.get("error"):
-                    lines.append(f"| {name} | {c['case']} | {engine} | error: {r['error']} |")
+                    lines.append(f"| {rate} | {run} | {engine} | error: {r['error']} |" + " |" * 7)
                     continue
-                batches = " / ".join(
-                    _fmt(r.get(k)) for k in ("batch_p50_ms", "batch_p95_ms", "batch_p99_ms")
+                latency = " / ".join(
+                    _fmt(r.get(f"latency_{p}_s")) for p in ("p50", "p95", "p99", "max")
                 )
-                state = (
-                    f"{_fmt(r.get('state_bytes_per_tuple'))} (×{_fmt(r.get('state_to_raw'))})"
-                    if r.get("state_bytes_per_tuple")
-                    else "–"
-                )
-                stopped = " (stopped at its time limit)" if r.get("stopped_early") else ""
-                cpu = (
-                    f"{_fmt(r['cpu_seconds'])} ({_fmt(r.get('cores_busy'))})"
-                    if r.get("cpu_seconds")
-                    else "–"
-                )
+                batches = " / ".join(_fmt(r.get(k)) for k in ("batch_p50_ms", "batch_p99_ms"))
+                ratios = ratio_cell(c.get("ratios", {})) if engine == "streamjoin" else ""
                 lines.append(
-                    f"| {name} | {c['case']} | {engine}{stopped} | {_fmt(r.get('rows'))} | "
-                    f"{_fmt(r.get('throughput'))} | {_fmt(ratio)} | {cpu} | {batches} | "
-                    f"{_fmt(r.get('peak_rss_mb'))} | {state} | "
-                    f"{ {True: 'yes', False: 'NO', None: 'unchecked'}[c['results_agree']] } |"
+                    f"| {rate} | {run} | {engine} | {'yes' if r['keeps_up'] else '**no**'} | "
+                    f"{_fmt(r.get('input_rate'))} / {_fmt(r.get('processed_rate'))} | "
+                    f"{latency} | ×{_fmt(r.get('latency_growth'))} | "
+                    f"{_fmt(r.get('backlog_at_end_s'))} | {batches} | "
+                    f"{_agree(c.get('results_agree'))} | {ratios} |"
                 )
+    return [*lines, ""]
+
+
+def multiquery_lines(reports: dict[str, Report]) -> list[str]:
+    """The ``multiquery`` section: a row per query count and mode."""
+    lines = [
+        "## Many queries (multiquery)",
+        "",
+        "N three-relation joins over TPC-H streams. Modes (`benchmarks/multiquery.py`): *alone*, "
+        "each query in its own job (sums); *simple*, one job, nothing shared; *global*, the ILP's "
+        "shared plan; *base*, *broadcast*, *routed*: global without MIR stores, without "
+        "partitioned stores, with every carried step routed. Predicted load: CLASH's model "
+        "(global / unshared / alone).",
+        "",
+    ]
+    for file, report in reports.items():
+        load = report.get("load_average", {}).get("before", [])
+        lines += [
+            f"`{file}`: {report['size']} size, load {_fmt(load[0]) if load else '?'} before; "
+            f"commit {commit_of(report)}.",
+            "",
+            "| queries | mode | seconds (CPU s) | rows/s | global ÷ this | batch p50 / p99 ms | "
+            "peak MB | state bytes | results | predicted load |",
+            "|" + "---|" * 10,
+        ]
+        for r in report["runs"]:
+            check = "exact" if r["exact"] else "agree" if r["results_agree"] else "**DIFFER**"
+            p = r["probe_load"].get("default", {})
+            predicted = " / ".join(_fmt(p.get(k)) for k in ("global", "unshared", "alone"))
+            best = r["modes"].get("global", {}).get("throughput")
+            for mode, f in r["modes"].items():
+                if f.get("error"):
+                    lines.append(f"| {r['queries']} | {mode} | error: {f['error']} |" + " |" * 7)
+                    continue
+                gap = round(best / f["throughput"], 2) if best and f.get("throughput") else None
+                shown = "–" if gap is None else f"**×{_fmt(gap)}**" if gap < 1 else f"×{_fmt(gap)}"
+                batches = f"{_fmt(f.get('batch_p50_ms'))} / {_fmt(f.get('batch_p99_ms'))}"
+                lines.append(
+                    f"| {r['queries']} | {mode} | {_fmt(f['seconds'])} "
+                    f"({_fmt(f.get('cpu_seconds'))}) | {_fmt(f['throughput'])} | {shown} | "
+                    f"{batches} | {_fmt(f.get('peak_rss_mb'))} | {_fmt(f.get('state_bytes'))} | "
+                    f"{check} | {predicted if mode == 'global' else ''} |"
+                )
+        lines.append("")
     return lines
+
+
+def skew_lines(extra: t.Mapping[str, Report]) -> list[str]:
+    """The skew section: forced hash against auto partitioning, a row per size and Zipf z."""
+    runs = [extra[n] for n in ("skew-full", "skew") if n in extra]
+    if not runs:
+        return []
+    lines = [
+        "## Partitioning under skew",
+        "",
+        "Zipf-distributed keys, an equi join with a 1 s window, Spark's hash partitioning by the "
+        "key (forced) against `auto`. Details, the fluctuating-ratio and memory benchmarks: "
+        "[`results/SKEW.md`](results/SKEW.md).",
+        "",
+        "| size | z | hot key | out | hash rows/s | auto rows/s | auto ÷ hash | "
+        "hash p50 / p99 ms | auto p50 / p99 ms | hash max/mean | auto max/mean after switch |",
+        "|" + "---|" * 11,
+    ]
+    for r in runs:
+        for c in r["cases"]:
+            h, a = c["hash"], c["auto"]
+            gain = c["ratios"].get("throughput_auto_over_hash")
+            shown = "–" if gain is None else f"**×{gain}**" if gain < 1 else f"×{gain}"
+            lines.append(
+                f"| {r['size']} | {c['z']} | {c['top_key_share']:.1%} | {_fmt(h['out'])} | "
+                f"{_fmt(h['throughput'])} | {_fmt(a['throughput'])} | {shown} | "
+                f"{_fmt(h['batch_p50_ms'])} / {_fmt(h['batch_p99_ms'])} | "
+                f"{_fmt(a['batch_p50_ms'])} / {_fmt(a['batch_p99_ms'])} | "
+                f"{_fmt(h.get('skew_mean'))} | {_fmt(a.get('skew_after_switch'))} |"
+            )
+    return [*lines, ""]
+
+
+HOW_TO_READ = [
+    "## How to read",
+    "",
+    "- *rows/s*: input rows (all streams) over the wall time of the whole run, JVM warm-up "
+    "included for every engine. Each engine runs in its own process on the same Parquet backlog "
+    "(`maxFilesPerTrigger = 1`), `local[2]`, 2 shuffle partitions.",
+    "- *ours ÷ peer*: streamjoin's figure over the peer's (Spark's native join, or the "
+    "foreachBatch join where Spark has none). Above 1 is a gain for rows/s, below 1 for times; "
+    "every loss is in **bold**.",
+    "- A peer *stopped at its time limit* is measured on the batches it finished, its cheapest "
+    "(so our ratio is a lower bound), and its result is *unchecked*.",
+    "- *results agree*: equi queries against an exact DuckDB batch join; others against the "
+    "foreachBatch peer where it finished. *State*: bytes per live tuple, and over the raw "
+    "(Arrow) bytes of the same rows.",
+    "- One run each on a shared 2-core machine: differences of up to about 25% between runs are "
+    "noise. Runs, repeats and analysis: [`docs/dev-log.md`](../docs/dev-log.md).",
+    "",
+]
 
 
 def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
@@ -352,7 +594,7 @@ def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
         for kind in ("equi", "band"):
             cases = [c for c in growth["cases"] if c["case"].startswith(f"{kind}-")]
             cases.sort(key=lambda c: c["window_seconds"])
-            for engine in {e for c in cases for e in c["engines"]}:
+            for engine in sorted({e for c in cases for e in c["engines"]}):
                 xs = [c["window_seconds"] for c in cases if engine in c["engines"]]
                 ys = [
                     c["engines"][engine].get("throughput") or 0
@@ -393,95 +635,68 @@ def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
 
 def render(
     reports: dict[str, Report],
-    notes: str = "",
     rate: dict[str, Report] | None = None,
     multiquery: dict[str, Report] | None = None,
+    extra: dict[str, Report] | None = None,
     *,
     plot: bool = True,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
-    if not reports:
-        return "# Benchmark results\n\nNo full run recorded yet.\n"
-    machine = next(iter(reports.values()))["machine"]
+    rate, multiquery, extra = rate or {}, multiquery or {}, extra or {}
+    every = {**reports, **rate, **multiquery, **extra}
+    if not every:
+        return "# Benchmark results\n\nNo run recorded yet.\n"
     lines = [
         "# Benchmark results",
         "",
-        "Latest full runs, one per workload, each engine in its own process on the same "
-        "Parquet backlog (`maxFilesPerTrigger = 1`). Reproduce with:",
+        "Generated by `python -m benchmarks.report` from `benchmarks/results/*.json`; edit "
+        "`benchmarks/report.py`, not this file.",
         "",
+        "## Machine, commit, command",
+        "",
+        machine_line(every),
+        "",
+        commit_line(every),
+        "",
+    ]
+    if reports:
+        lines += [jvm_line(reports), "", settings_line(reports), ""]
+    lines += [
         "```",
-        *(
-            f"streamjoin bench {name}{_peer_flag(r)} --out benchmarks/results/{name}.json"
-            for name, r in reports.items()
-        ),
-        "python -m benchmarks.report",
+        *commands(reports, rate, multiquery, extra),
         "```",
-        "",
-        f"Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu']}; "
-        f"Python {machine['python']}, PySpark {machine['pyspark']}, {machine['java']}; "
-        "`local[2]`, 2 shuffle partitions.",
-        "",
-        jvm_line(reports),
-        settings_line(reports),
         "",
         "## Targets",
         "",
         "| target | measured | met |",
         "|---|---|---|",
     ]
-    for name, numbers, met in targets(reports):
-        verdict = "–" if met is None else "yes" if met else "**no**"
-        lines.append(f"| {name} | {numbers} | {verdict} |")
-    lines += [
-        "",
-        "## All figures",
-        "",
-        *table(reports),
-        "",
-        "A peer *stopped at its time limit* is measured on the batches it finished, its first "
-        "ones with the least kept state (a figure that favours it), and its result cannot be "
-        "checked (*unchecked*); a peer run to the end is measured on the whole backlog.",
-        "",
-    ]
-    kept = [p for p in ("window_growth.png", "batch_times.png") if os.path.exists(f"{HERE}/{p}")]
-    for png in plots(reports) if plot else kept:
-        lines += [f"![{png}]({png})", ""]
-    if rate:
-        lines += [
-            "## Live rate mode",
-            "",
-            "Each engine fed a live source at a fixed rate (one Parquet file per stream every "
-            "tick, event times at wall-clock time), with a processing-time trigger; latency is "
-            "the commit time of a row's batch minus the time its file appeared; *keeps up* and "
-            "the other figures are defined in `benchmarks/rate.py`. Reproduce with:",
-            "",
-            "```",
-            *(
-                f"streamjoin bench {r['workload']} --rate {r['rate_per_stream']:g}"
-                f"{_SIZE_FLAG.get(r['size'], '')} --duration {r['duration_s']:g} "
-                f"--out benchmarks/results/{file}"
-                for file, r in rate.items()
-            ),
-            "```",
-            "",
-            *rate_table(rate),
-            "",
+    for name, numbers, met in [
+        *(targets(reports) if reports else []),
+        *other_targets(multiquery, extra),
+    ]:
+        lines.append(f"| {name} | {numbers} | {_verdict(met)} |")
+    lines += ["", *HOW_TO_READ]
+    if reports:
+        lines += ["## Backlog workloads", "", *workload_lines(reports)]
+        kept = [
+            p for p in ("window_growth.png", "batch_times.png") if os.path.exists(f"{HERE}/{p}")
         ]
+        for png in plots(reports) if plot else kept:
+            lines += [f"![{png}]({png})", ""]
+    if rate:
+        lines += rate_lines(rate)
     if multiquery:
         lines += multiquery_lines(multiquery)
-    if notes:
-        lines += [notes.rstrip(), ""]
-    return "\n".join(lines)
+    lines += skew_lines(extra)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def write(folder: str = RESULTS, *, plot: bool = True) -> str:
     """Regenerate RESULTS.md (and, with `plot`, its plots) from the reports in `folder`."""
-    notes_path = os.path.join(HERE, "results", "NOTES.md")
-    notes = ""
-    if os.path.exists(notes_path):
-        with open(notes_path, encoding="utf-8") as f:
-            notes = f.read()
-    text = render(load(folder), notes, load_rate(folder), load_multiquery(folder), plot=plot)
+    text = render(
+        load(folder), load_rate(folder), load_multiquery(folder), load_extra(folder), plot=plot
+    )
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)
     return text

@@ -72,8 +72,10 @@ def test_the_table_shows_cpu_or_a_dash_for_reports_without_it() -> None:
     case = {"case": "c", "ratios": {}, "results_agree": True}
     lines = table(
         {
-            "new": {"cases": [case | {"engines": {"streamjoin": with_cpu}}]},
-            "old": {"cases": [case | {"engines": {"streamjoin": without}}]},
+            "cases": [
+                case | {"engines": {"streamjoin": with_cpu}},
+                case | {"engines": {"streamjoin": without}},
+            ]
         }
     )
     assert "CPU s (cores)" in lines[0]

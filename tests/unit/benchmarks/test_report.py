@@ -1,0 +1,106 @@
+"""RESULTS.md holds results only: the machine, the commit, the commands, the targets met and
+missed, a table per workload with every ratio (losses marked), and no development log."""
+
+from __future__ import annotations
+
+import typing as t
+
+from benchmarks import report
+from benchmarks.report import (
+    commit_line,
+    other_targets,
+    ratio_cell,
+    render,
+    targets,
+    workload_lines,
+)
+
+MACHINE = {
+    "cores": 2,
+    "memory_gib": 8.0,
+    "cpu": "x86_64",
+    "python": "3.11",
+    "pyspark": "4.0",
+    "java": "openjdk 17",
+}
+
+
+def _engine(name: str, throughput: float, p99: float) -> dict[str, t.Any]:
+    return {"engine": name, "rows": 100, "throughput": throughput, "batch_p99_ms": p99}
+
+
+def _backlog(ratio: float, p99: float, **extra: object) -> dict[str, t.Any]:
+    case = {
+        "case": "equi",
+        "results_agree": True,
+        "ratios": {"throughput": ratio, "batch_p99": p99},
+        "engines": {
+            "streamjoin": _engine("streamjoin", 100.0 * ratio, 10.0 * p99),
+            "spark-native": _engine("spark-native", 100.0, 10.0),
+        },
+    }
+    head = {"workload": "equi", "size": "full", "peer_time_limit_s": 3600.0, "machine": MACHINE}
+    return head | {"cases": [case], **extra}
+
+
+def test_losses_are_bold_whichever_way_a_ratio_wins() -> None:
+    cell = ratio_cell({"throughput": 0.61, "batch_p99": 1.29, "rows_per_cpu_second": 1.2})
+    assert cell == "rows/s **×0.61** · batch p99 **×1.29** · rows/CPU s ×1.2"
+    assert ratio_cell({"throughput": 2.3, "batch_p99": 0.76}) == "rows/s ×2.3 · batch p99 ×0.76"
+    assert ratio_cell({}) == "–"
+
+
+def test_a_missed_target_says_no() -> None:
+    rows = {name: met for name, _, met in targets({"equi": _backlog(1.5, 0.8)})}
+    assert rows["equi: throughput ≥ 2× Spark's native join, p99 batch time no worse"] is False
+    assert rows["band: throughput ≥ 30× the foreachBatch join"] is None  # (no band run)
+
+
+def test_the_commit_is_named_only_where_a_report_recorded_it() -> None:
+    assert commit_line({"equi": {}}) == "Commit: not recorded (the JSON reports carry no commit)."
+    line = commit_line({"equi": {"commit": "abc1234"}, "band": {}})
+    assert line == "Commit: `abc1234` (equi); not recorded (band)."
+
+
+def test_each_workload_has_its_own_table_with_every_engine() -> None:
+    lines = workload_lines({"equi": _backlog(0.8, 1.2), "band": _backlog(40.0, 0.1)})
+    assert [line for line in lines if line.startswith("### ")] == ["### equi", "### band"]
+    rows = [line for line in lines if line.startswith("| equi |")]
+    assert len(rows) == 4  # (two engines in each of the two tables)
+    assert "rows/s **×0.8** · batch p99 **×1.2**" in rows[0]
+
+
+def test_multiquery_and_skew_targets_are_listed_met_or_not() -> None:
+    mq = {"targets": {"global_over_alone": {"10": 2.1}, "at_10_queries_ge_2_5": False}}
+    skew = {
+        "size": "quick",
+        "targets": {"z>=1.5: auto >= 4x hash": False, "speedups_at_z>=1.5": [1.5, 2.0]},
+    }
+    rows = other_targets({"multiquery-quick.json": mq}, {"skew": skew})
+    assert (
+        "multiquery (`multiquery-quick.json`): global ≥ 2.5× alone at 10 queries",
+        "×2.1",
+        False,
+    ) in rows
+    assert ("skew (quick): z ≥ 1.5: auto ≥ 4× hash", "×1.5 / ×2.0", False) in rows
+
+
+def test_the_page_has_no_log_and_points_to_it() -> None:
+    text = render({"equi": _backlog(2.3, 0.76)}, plot=False)
+    assert "## Targets" in text and "## Machine, commit, command" in text
+    assert "streamjoin bench equi --out benchmarks/results/equi.json" in text
+    assert "Commit: not recorded" in text
+    assert "docs/dev-log.md" in text
+    assert "session" not in text.lower()
+
+
+def test_the_recorded_results_fit_in_two_hundred_lines() -> None:
+    text = render(
+        report.load(),
+        report.load_rate(),
+        report.load_multiquery(),
+        report.load_extra(),
+        plot=False,
+    )
+    assert len(text.splitlines()) <= 200
+    assert "session" not in text.lower()
