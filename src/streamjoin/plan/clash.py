@@ -244,9 +244,9 @@ def _pair_predicates(
             equalities.append(JoinPredicate(a, b, left, right, DEFAULT_SELECTIVITY["equality"]))
             sqls.append(f"{key.left_sql} = {key.right_sql}")
         else:
-            others.append(f"{key.left_sql} = {key.right_sql}")
+            others.append(key.describe())
     kind = "band" if parts.bands or parts.window else "theta"
-    others += [f"band {x.right_sql} - {x.left_sql} in [{x.lo:g}, {x.hi:g}]" for x in parts.bands]
+    others += [f"band {x.describe()}" for x in parts.bands]
     if parts.window is not None:
         others.append(f"window {parts.window.describe()}")
     others += list(parts.residual)

@@ -18,6 +18,8 @@ from decimal import Decimal, InvalidOperation
 import sqlglot
 from sqlglot import exp
 
+from streamjoin.plan.grouping import binary_sql, conjunct_sql
+
 _UNIT_US = {
     "MICROSECOND": 1,
     "MILLISECOND": 1_000,
@@ -35,6 +37,10 @@ class EquiKey:
     left_sql: str
     right_sql: str
 
+    def describe(self) -> str:
+        """Human form, e.g. ``a.k = b.k``."""
+        return binary_sql(self.left_sql, "=", self.right_sql)
+
 
 @dataclass(frozen=True, slots=True)
 class Band:
@@ -51,6 +57,11 @@ class Band:
         """Bucket width: a band of width w spans at most two buckets of width w."""
         span = self.hi - self.lo
         return span if span > 0 else 1.0
+
+    def describe(self) -> str:
+        """Human form, e.g. ``b.y - (a.x - a.z) in [-1, 1]``."""
+        difference = binary_sql(self.right_sql, "-", self.left_sql)
+        return f"{difference} in [{self.lo:g}, {self.hi:g}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,8 @@ class PredicateParts:
     bands: tuple[Band, ...]
     window: TimeWindow | None
     residual: tuple[str, ...]
+    """The other conjuncts, each in parentheses when it binds more loosely than AND (an OR), so
+    that ``" AND ".join(residual)`` means what they mean together."""
 
 
 @dataclass
@@ -143,7 +156,7 @@ def classify_predicate(
             else:
                 bands.setdefault((left_sql, right_sql), _Bounds()).add(lo, hi)
         if not found:
-            residual.append(conjunct.sql(dialect="spark"))
+            residual.append(conjunct_sql(conjunct))
     return PredicateParts(
         equi=tuple(equi),
         bands=tuple(

@@ -40,13 +40,8 @@ def _query_lines(qp: QueryPlan) -> list[str]:
         f"  left  {a.alias} = {a.stream}    right {b.alias} = {b.stream}",
         f"  predicate: {q.predicate}",
         "  classification:",
-        "    equality keys: "
-        + (", ".join(f"{k.left_sql} = {k.right_sql}" for k in parts.equi) or "none"),
-        "    bands:         "
-        + (
-            ", ".join(f"{x.right_sql} - {x.left_sql} in [{x.lo:g}, {x.hi:g}]" for x in parts.bands)
-            or "none"
-        ),
+        "    equality keys: " + (", ".join(k.describe() for k in parts.equi) or "none"),
+        "    bands:         " + (", ".join(x.describe() for x in parts.bands) or "none"),
         "    window:        "
         + (
             f"{b.alias}.{qp.right_time} - {a.alias}.{qp.left_time} in {parts.window.describe()}"
@@ -61,10 +56,7 @@ def _query_lines(qp: QueryPlan) -> list[str]:
             "the rest of the predicate is checked on each key match"
         )
         if qp.band is not None:
-            how += (
-                f"; the band {qp.band.right_sql} - {qp.band.left_sql} in "
-                f"[{qp.band.lo:g}, {qp.band.hi:g}] adds a bucket key floor(v / {qp.band.width:g})"
-            )
+            how += f"; the band {qp.band.describe()} adds a bucket key floor(v / {qp.band.width:g})"
         elif qp.time_band is not None:
             mode = q.option("time_buckets") or "auto"
             width = f"floor(unix_micros(ts) / {qp.time_band.width:g})"
