@@ -18,16 +18,8 @@ from decimal import Decimal, InvalidOperation
 import sqlglot
 from sqlglot import exp
 
+from streamjoin.model.intervals import unit_micros
 from streamjoin.plan.grouping import binary_sql, conjunct_sql
-
-_UNIT_US = {
-    "MICROSECOND": 1,
-    "MILLISECOND": 1_000,
-    "SECOND": 1_000_000,
-    "MINUTE": 60_000_000,
-    "HOUR": 3_600_000_000,
-    "DAY": 86_400_000_000,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,12 +304,12 @@ def interval_us(node: exp.Expr) -> Decimal | None:
     for anything else."""
     if not isinstance(node, exp.Interval) or node.args.get("unit") is None:
         return None
-    unit = _UNIT_US.get(node.args["unit"].name.upper().rstrip("S"))
+    unit_us = unit_micros(node.args["unit"].name)
     value = node.this
-    if unit is None or not isinstance(value, exp.Literal):
+    if unit_us is None or not isinstance(value, exp.Literal):
         return None
     try:
-        return Decimal(str(value.this).strip()) * unit
+        return Decimal(str(value.this).strip()) * unit_us
     except InvalidOperation:
         return None
 

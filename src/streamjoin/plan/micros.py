@@ -20,12 +20,13 @@ import typing as t
 import sqlglot
 from sqlglot import exp
 
+from streamjoin.model.intervals import MICROS_PER_UNIT
 from streamjoin.plan.classify import interval_us
 
 if t.TYPE_CHECKING:
     from collections.abc import Collection
 
-_DAY_US = 86_400_000_000
+_DAY_US = MICROS_PER_UNIT["DAY"]
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from streamjoin.model.intervals import unit_micros
 from streamjoin.reference import values as v
 from streamjoin.reference.functions import (
     FUNCTIONS,
@@ -45,15 +46,6 @@ __all__ = ["Env", "Evaluator", "and3", "compile_expression"]
 
 _ge = v.comparator(operator.ge)
 _le = v.comparator(operator.le)
-
-_INTERVAL_US = {
-    "MICROSECOND": 1,
-    "MILLISECOND": 1_000,
-    "SECOND": 1_000_000,
-    "MINUTE": 60_000_000,
-    "HOUR": 3_600_000_000,
-    "DAY": 86_400_000_000,
-}
 
 
 def compile_expression(sql: str) -> Evaluator:
@@ -235,12 +227,11 @@ def _interval(n: exp.Interval, c: Compile) -> Evaluator:
     amount, unit = n.this, n.args.get("unit")
     if not isinstance(amount, exp.Literal) or not isinstance(unit, exp.Var):
         raise NotImplementedError(unsupported(n))
-    name = unit.name.upper()
-    name = name.removesuffix("S")
-    if name not in _INTERVAL_US:
+    unit_us = unit_micros(unit.name)
+    if unit_us is None:
         msg = f"reference executor cannot evaluate INTERVAL unit {unit.name!r}"
         raise NotImplementedError(msg)
-    micros = Decimal(str(amount.this).strip()) * _INTERVAL_US[name]
+    micros = Decimal(str(amount.this).strip()) * unit_us
     if micros != micros.to_integral_value():
         msg = f"interval {n.sql(dialect='spark')!r} is finer than a microsecond"
         raise ValueError(msg)

@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 from sqlglot.tokenizer_core import Token, TokenType
 
 from streamjoin.model import Column, SinkDef, SqlType, StreamDef, Watermark
+from streamjoin.model.intervals import MICROS_PER_UNIT, unit_micros
 from streamjoin.model.types import TypeName
 from streamjoin.sql.cursor import Cursor, is_word
 from streamjoin.sql.options import parse_with
@@ -28,16 +29,8 @@ _TYPES: dict[str, TypeName] = {
 }
 _TYPE_LIST = "BIGINT, INT (or INTEGER), DOUBLE, STRING, BOOLEAN, TIMESTAMP, DECIMAL(p,s)"
 
-_US = {
-    "MICROSECOND": 1,
-    "MILLISECOND": 1_000,
-    "SECOND": 1_000_000,
-    "MINUTE": 60_000_000,
-    "HOUR": 3_600_000_000,
-    "DAY": 86_400_000_000,
-}
 _UNIT_LIST = "MILLISECOND, SECOND, MINUTE, HOUR, DAY"
-_MAX_DELAY_US = 100 * 366 * _US["DAY"]
+_MAX_DELAY_US = 100 * 366 * MICROS_PER_UNIT["DAY"]
 
 
 def parse_create_stream(cur: Cursor) -> StreamDef:
@@ -182,8 +175,8 @@ def _parse_interval(cur: Cursor) -> int:
             raise cur.error_here(msg)
         unit_first = unit_last = cur.advance()
         unit_text = unit_tok.text
-    unit = unit_text.upper().removesuffix("S")
-    if unit not in _US:
+    unit_us = unit_micros(unit_text)
+    if unit_us is None:
         msg = f"unknown interval unit {unit_text!r}; expected one of {_UNIT_LIST}"
         raise cur.error_at(msg, unit_first, unit_last)
     try:
@@ -193,7 +186,7 @@ def _parse_interval(cur: Cursor) -> int:
     if not value.is_finite() or value < 0:
         msg = f"the watermark delay must be a number >= 0, like '3' or '1.5', got {number!r}"
         raise cur.error_at(msg, amount)
-    delay = value * _US[unit]
+    delay = value * unit_us
     if delay > _MAX_DELAY_US:
         msg = f"the watermark delay {number} {unit_text} is too large (at most 100 years)"
         raise cur.error_at(msg, amount, unit_last)

@@ -1,0 +1,32 @@
+"""The interval units a job may write (``INTERVAL '10' SECOND``) and their length.
+
+One table for the DDL parser (watermark delays), the planner (windows) and the reference
+evaluator, so that all three accept the same units and give them the same length.
+"""
+
+from __future__ import annotations
+
+import types
+import typing as t
+
+MICROS_PER_UNIT: t.Final[t.Mapping[str, int]] = types.MappingProxyType(
+    {
+        "MICROSECOND": 1,
+        "MILLISECOND": 1_000,
+        "SECOND": 1_000_000,
+        "MINUTE": 60_000_000,
+        "HOUR": 3_600_000_000,
+        "DAY": 86_400_000_000,
+    }
+)
+"""Microseconds in one of each unit, by its singular upper-case name. Day-time units only: a
+month or a year has no fixed length."""
+
+
+def unit_micros(name: str) -> int | None:
+    """Microseconds in one `name` (any case, singular or plural), or None for another unit.
+
+    >>> unit_micros("seconds"), unit_micros("Day"), unit_micros("WEEK")
+    (1000000, 86400000000, None)
+    """
+    return MICROS_PER_UNIT.get(name.upper().removesuffix("S"))
