@@ -66,6 +66,7 @@ from benchmarks.zipf import (
     window_pairs,
     zipf_streams,
 )
+from streamjoin.adapt.schemes import describe
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -270,7 +271,9 @@ def _skew_mode(run: Run, q: str, units: int) -> dict[str, t.Any]:
     after = [r.units[q].skew for r in reports[switched or 0 :] if q in r.units]
     last = reports[-1].units.get(q)
     total = sum(run.seconds)
-    router = run.processor.routers[q]
+    plan = run.processor.plan
+    qp = next(qp for qp in plan.queries if qp.query.name == q)
+    saved = reports[-1].manifest.routing[q]["params"]
     return {
         "rows": run.rows,
         "seconds": round(total, 2),
@@ -285,7 +288,7 @@ def _skew_mode(run: Run, q: str, units: int) -> dict[str, t.Any]:
         "skew_after_switch": _mean(after) if switched is not None else None,
         "switched_from_batch": switched,
         "routing": routing,
-        "ended_on": router.describe(),
+        "ended_on": describe(qp, saved),
         "units": units,
         "last_probe_per_unit": list(last.probe) if last else None,
         "last_state_rows_per_unit": list(last.store) if last else None,
@@ -520,7 +523,7 @@ def run_fluctuating(
                 "routing": report.routing["q1"],
             }
         )
-    ctl = MatrixController.from_dict(run.processor.routers["q1"].controller)
+    ctl = MatrixController.from_dict(run.reports[-1].manifest.routing["q1"]["controller"])
     decisions = [
         {
             **d.to_dict(),

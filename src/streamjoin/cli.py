@@ -100,7 +100,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         from benchmarks.harness import run_workload, summary_line
     except ImportError as err:
-        msg = f"the benchmarks need extra packages ({err.name}): pip install 'streamjoin[bench]'"
+        if err.name == "benchmarks":
+            msg = (
+                "the benchmarks live in streamjoin's source tree, not in the installed package: "
+                "run `python -m streamjoin bench ...` in the top folder of a checkout"
+            )
+        else:
+            msg = (
+                f"the benchmarks need extra packages ({err.name}): pip install 'streamjoin[bench]'"
+            )
         raise StreamJoinError(msg) from None
     size = "quick" if args.quick else "tiny" if args.tiny else "full"
     if args.workload == "multiquery":  # its own modes and report: benchmarks/multiquery.py

@@ -13,9 +13,9 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.batch.processor import BatchProcessor
+from streamjoin.runtime.batch import processor
+from streamjoin.runtime.batch.context import BatchContext
 from streamjoin.runtime.engine import Engine
-from streamjoin.runtime.routing.unitcounts import SKEW_EVERY_CONF
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
@@ -27,6 +27,8 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 COLUMNS = ("aid", "bid")
+
+SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"
 
 
 def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
@@ -59,15 +61,15 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
 
     monkeypatch.setattr(StateJob, "run", counted)
     units: list[tuple[int, dict[str, list[tuple[int, str]]], dict[str, list[int]]]] = []
-    count_units = BatchProcessor._count_units
+    count_units = processor.count_units
 
-    def count_and_keep(self: BatchProcessor, batch_id: int, *args: t.Any) -> t.Any:
-        job = count_units(self, batch_id, *args)
+    def count_and_keep(ctx: BatchContext, *args: t.Any) -> t.Any:
+        job = count_units(ctx, *args)
         job.result()  # (the counts, as the batch reads them)
-        units.append((batch_id, dict(self._input_units.sides), dict(self._input_units.counts)))
+        units.append((ctx.batch_id, dict(ctx.counted.sides), dict(ctx.counted.counts)))
         return job
 
-    monkeypatch.setattr(BatchProcessor, "_count_units", count_and_keep)
+    monkeypatch.setattr(processor, "count_units", count_and_keep)
     summary, listener = run_counting_input(
         spark, job, str(tmp_path / "ckpt"), len(batches), {SKEW_EVERY_CONF: "4"}
     )

@@ -1,7 +1,7 @@
 """Spark's count of a batch's input rows (`numInputRows`, per source too) is each row once,
 however many of the batch's jobs read Spark's DataFrame: the statistics job, the joins of a
 stream whose state is copied, the dead letters of late and malformed rows
-(`runtime.batch.inputrows.settle_input_rows`)."""
+(`runtime.state.inputrows.settle_input_rows`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.state.sourcefiles import SOURCE_STATE_CONF
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink, run_counting_input
@@ -35,7 +34,7 @@ def test_spark_counts_each_input_row_once(
     )
 
     summary, listener = run_counting_input(
-        spark, job, str(tmp_path / "ckpt"), len(batches), {SOURCE_STATE_CONF: sourced}
+        spark, job, str(tmp_path / "ckpt"), len(batches), {"streamjoin.state.fromSource": sourced}
     )
 
     expected = run_reference(job, batches)

@@ -9,10 +9,11 @@ import typing as t
 
 import pytest
 
+from streamjoin.adapt.probes import Reorderer
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.multiway import selectivity
-from streamjoin.runtime.multiway.terms import Reorderer, batch_terms
+from streamjoin.runtime.multiway.terms import batch_terms
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches

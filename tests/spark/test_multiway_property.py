@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamjoin.adapt.probes import Reorderer
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches

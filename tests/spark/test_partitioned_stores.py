@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.batch import processor as batch
 from streamjoin.runtime.batch import sinks
 from streamjoin.sql import parse_job
 
@@ -67,7 +66,7 @@ def test_a_probe_carrying_the_attribute_moves_alone(
         plans.append(df._jdf.queryExecution().executedPlan())
         write(sink, df, batch_id)
 
-    monkeypatch.setattr(batch, "write_sink", recording)
+    monkeypatch.setattr(sinks, "write_sink", recording)
     settings = {
         "streamjoin.multiway.partitioned": partitioned,
         "streamjoin.multiway.routeRows": route_rows,

@@ -6,8 +6,8 @@ import typing as t
 
 import pytest
 
+from streamjoin.adapt import schemes
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.routing import router as routing
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches
@@ -164,7 +164,7 @@ def test_time_buckets_match_reference_forced_and_once_auto_sees_a_hot_key(
     turned on by `auto` when one key carries the rows (keys=1: all rows on one hash unit)."""
     # The controller decides after 1,000 rows of a batch; these batches are smaller (the
     # reference executor is a nested loop).
-    monkeypatch.setattr(routing, "_WARMUP", 100)
+    monkeypatch.setattr(schemes, "WARMUP", 100)
     on = f"a.k = b.k AND {W3}"
     queries = {
         "forced": "time_buckets = 'true'",

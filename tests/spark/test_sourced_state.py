@@ -16,7 +16,6 @@ import pytest
 from streamjoin.errors import StreamJoinError
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.batch.joins import SHUFFLE_ROWS_CONF
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.manifest import Manifest
@@ -82,11 +81,11 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
     for name, options, shuffle_rows in runs:
         job = parse_job(_job(tmp_path, name, options, seconds=10), "<test>")
         if shuffle_rows is not None:
-            spark.conf.set(SHUFFLE_ROWS_CONF, shuffle_rows)
+            spark.conf.set("streamjoin.join.shuffleRows", shuffle_rows)
         try:
             Engine(spark).run(job, checkpoint=str(tmp_path / name), once=True, progress=False)
         finally:
-            spark.conf.unset(SHUFFLE_ROWS_CONF)
+            spark.conf.unset("streamjoin.join.shuffleRows")
         results[name] = read_sink(spark, job, "w", COLUMNS)
         units = _units(tmp_path / name)
         assert units, name

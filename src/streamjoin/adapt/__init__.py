@@ -2,15 +2,15 @@
 
 - `MatrixController`: Squall's doubling rule for the (n, m) shape of a join matrix.
 - `ElasticController`: BiStream's two-phase scaling of a group of store units.
-- `EpochLog`: the epochs (scheme and parameters from a batch on) that both feed.
 - `ReorderController`: CLASH's epochs for multi-way probe orders (statistics of epoch e, new
-  orders from epoch e + 2).
+  orders from epoch e + 2); `probes.Reorderer` holds a job's multi-way plans through them.
+- `schemes.next_scheme`: a two-way query's partitioning policies (reshape the matrix, scale the
+  biclique, move the range bounds, leave hash on skew), fed with each batch's unit counts.
 """
 
 from __future__ import annotations
 
 from streamjoin.adapt.elastic import ElasticController, ScaleStep, Verdict
-from streamjoin.adapt.epochs import Epoch, EpochLog, ParamValue
 from streamjoin.adapt.matrix import (
     DEFAULT_WARMUP,
     Decision,
@@ -25,11 +25,8 @@ __all__ = [
     "DEFAULT_WARMUP",
     "Decision",
     "ElasticController",
-    "Epoch",
-    "EpochLog",
     "MatrixController",
     "Orders",
-    "ParamValue",
     "ReorderController",
     "Reshape",
     "ScaleStep",

@@ -221,7 +221,7 @@ def solve_ilp(
         highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's __init__ is untyped
         highs.setOptionValue("output_flag", verbose)
         # The tight form's LP is nearly integral and HiGHS's presolve costs more than it saves
-        # on it (1 s of 1.1 s at 100 queries); the paper form's big-coefficient rows need it.
+        # on it; the paper form's big-coefficient rows need it.
         highs.setOptionValue("presolve", presolve or ("off" if model.form == "tight" else "choose"))
         highs.setOptionValue("time_limit", float(time_limit))
         highs.setOptionValue("mip_rel_gap", float(gap))

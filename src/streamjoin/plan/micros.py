@@ -3,9 +3,8 @@ without Spark's calendar arithmetic.
 
 Spark adds a day-time interval to a timestamp through java.time, for every row it evaluates:
 ``DateTimeUtils.timestampAddDayTime`` takes the instant to the session's zone, adds the
-interval's days there, then the rest. In the equi benchmark's join condition
-(``r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts + INTERVAL '10' SECOND``, twice per
-candidate pair) that was 16% of the executors' CPU (JFR, session 24). An interval of less than
+interval's days there, then the rest; a window's condition does that twice per candidate
+pair (a profile of the equi benchmark is in docs/dev-log.md). An interval of less than
 a day has no days, and the rest is added on the instant's time line, so ``ts + i`` is exactly
 ``unix_micros(ts) + i`` in microseconds, in any session zone. A comparison whose every operand
 is a TIMESTAMP column plus or minus such intervals is therefore rewritten to compare

@@ -13,10 +13,11 @@ from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.local.warmup import Warmup
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
+from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
-from streamjoin.runtime.state.sourcefiles import SOURCE_STATE_CONF, SourceLog, sourced_streams
+from streamjoin.runtime.state.sourcefiles import SourceLog, sourced_streams
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -149,11 +150,11 @@ class Engine:
                 line(report)
 
         store = Checkpoint(FileStore(self.spark), ckpt)
-        processor = BatchProcessor(self.spark, plan, store, on_batch)
         read = [sp.name for sp in plan.streams if sp.name not in given]
-        sourced = sourced_streams(plan, read, self.spark.conf.get(SOURCE_STATE_CONF, None))
-        if sourced:
-            processor.state_job.source_log = SourceLog(store.fs, store.path("spark"), sourced)
+        settings = Settings.of(self.spark)  # (fails now, naming a bad setting)
+        sourced = sourced_streams(plan, read, settings.state_from_source)
+        log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
+        processor = BatchProcessor(self.spark, plan, store, on_batch, log)
         frames = {
             sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
             for sp in plan.streams

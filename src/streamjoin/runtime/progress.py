@@ -101,6 +101,7 @@ class ProgressLine:
         self.batches = 0
 
     def __call__(self, report: BatchReport) -> None:
+        """Count `report`'s batch and redraw the line."""
         self.batches += 1
         self.rows_in += report.rows_in
         self.rows_out += sum(report.out.values())
@@ -132,7 +133,7 @@ class ProgressLine:
 
 def _scheme_text(saved: dict[str, t.Any]) -> str:
     """A query's scheme, as its saved routing state describes it."""
-    from streamjoin.runtime.routing.router import scheme_from_params
+    from streamjoin.adapt.schemes import scheme_from_params
 
     params = saved.get("params", {})
     scheme = scheme_from_params(params)

@@ -1,6 +1,6 @@
 """Measured selectivities: what a batch counts per pair join, how counts become the optimizer's
 selectivities, and that CLASH's plan follows them (`plan.clash`,
-`runtime.multiway.terms.Reorderer`)."""
+`adapt.probes.Reorderer`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamjoin.adapt.probes import Reorderer
 from streamjoin.plan import JobPlan, plan_job
 from streamjoin.plan.clash import (
     DEFAULT_SELECTIVITY,
@@ -20,7 +21,6 @@ from streamjoin.plan.clash import (
     selectivity_key,
 )
 from streamjoin.plan.multiway import pair_parts
-from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.adapt.probes import Reorderer
 from streamjoin.plan import plan_job
 from streamjoin.plan.multiway import Step, carries
-from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 

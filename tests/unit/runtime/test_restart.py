@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from streamjoin.adapt.probes import Reorderer
 from streamjoin.errors import StreamJoinError, StreamJoinWarning
 from streamjoin.plan import JobPlan, MultiwayPlan, plan_job, query_retention
-from streamjoin.runtime.multiway.terms import Reorderer
 from streamjoin.runtime.restart import check_restart, history_gaps
 from streamjoin.runtime.routing.router import QueryRouter
 from streamjoin.runtime.state.manifest import Manifest, Totals

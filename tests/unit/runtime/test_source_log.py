@@ -123,13 +123,13 @@ def test_streams_whose_files_the_logs_do_not_tell_are_left_out() -> None:
 
 
 def test_only_file_streams_with_bounded_state_keep_it_in_their_files() -> None:
-    assert [sp.name for sp in sourced_streams(_plan(), {"a", "b"}, None)] == ["a", "b"]
-    assert sourced_streams(_plan(), {"a", "b"}, "false") == []
+    assert [sp.name for sp in sourced_streams(_plan(), {"a", "b"})] == ["a", "b"]
+    assert sourced_streams(_plan(), {"a", "b"}, from_source=False) == []
     # A stream handed over as a DataFrame: the sources' order is unknown.
-    assert sourced_streams(_plan(), {"a"}, None) == []
+    assert sourced_streams(_plan(), {"a"}) == []
     # Full history: the files would be needed for ever.
-    assert sourced_streams(_plan(window=False), {"a", "b"}, None) == []
-    assert sourced_streams(_plan(", state = 'copy'"), {"a", "b"}, None) == []
-    assert sourced_streams(_plan(", cleanSource = 'delete'"), {"a", "b"}, None) == []
+    assert sourced_streams(_plan(window=False), {"a", "b"}) == []
+    assert sourced_streams(_plan(", state = 'copy'"), {"a", "b"}) == []
+    assert sourced_streams(_plan(", cleanSource = 'delete'"), {"a", "b"}) == []
     with pytest.raises(StreamJoinError, match="state must be one of 'auto', 'copy', got 'keep'"):
-        sourced_streams(_plan(", state = 'keep'"), {"a", "b"}, None)
+        sourced_streams(_plan(", state = 'keep'"), {"a", "b"})

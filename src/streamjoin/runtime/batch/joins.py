@@ -1,8 +1,7 @@
 """Spark SQL text for the delta rule: one half (a delta joined with the other side's state), or
 both halves as one join of each side's state and delta without the pairs of two old rows
-(`pairs_sql`, where no scheme places the rows and no band buckets them: measured on the equi
-benchmark, 6% less time and 7% less CPU than the two halves, three interleaved pairs), a
-shuffled hash join when both sides are large (`one_join`).
+(`pairs_sql`, where no scheme places the rows and no band buckets them: one join instead of
+two, see docs/dev-log.md), a shuffled hash join when both sides are large (`one_join`).
 
 The user's predicate runs as written (its timestamp arithmetic in microseconds where that is
 exact: `QueryPlan.spark_predicate`); candidates come from Spark's own equi-join extraction
@@ -125,18 +124,13 @@ def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, build: Side | N
     )
 
 
-SHUFFLE_ROWS_CONF = "streamjoin.join.shuffleRows"
-"""Spark conf: the rows on each side of `pairs_sql` from which it shuffles both sides."""
 SHUFFLE_ROWS = 10_000
-"""Default of `SHUFFLE_ROWS_CONF`. A broadcast collects its side to the driver and builds its
-table there on one thread, and probes the other side in as many tasks as that side has file
-splits: in a batch of one file a stream, one task, while the other cores wait. A shuffled hash
-join spreads both over `spark.sql.shuffle.partitions` tasks. Measured on 2 cores (interleaved
-runs, benchmarks/results/NOTES.md, session 22): equi (98,000 rows a side in its first batch)
-12.14 s at 100,000 against 11.35 s at 50,000, six rounds, the second batch 1.2-1.84 s against
-1.08-1.28 s; tpch-equi (15,000-30,000 orders a side) 11.39 s against 10.58 s at 10,000, three
-rounds; Nexmark q3 and q9 (4,000-36,000 rows) alike either way. (Without the hint, over
-Spark's broadcast limit, Spark would plan a sort-merge join, which sorts both sides.)"""
+"""Rows on each side from which the one join shuffles both sides (Spark conf
+``streamjoin.join.shuffleRows``). A broadcast builds its table on the driver on one thread and
+probes the other side in as many tasks as it has file splits (one, for a batch of one file); a
+shuffled hash join spreads both over the shuffle's tasks (docs/dev-log.md has the trials).
+Without the hint, over Spark's broadcast limit, Spark would plan a sort-merge join, which sorts
+both sides."""
 
 
 def one_join(

@@ -1,15 +1,25 @@
-"""Writing query results: one directory per batch id, overwritten when a batch is replayed."""
+"""Step 5 of a batch: each sink receives its queries' new pairs under ``<path>/batch=<id>/``,
+overwritten when a batch is replayed."""
 
 from __future__ import annotations
 
+import threading
 import typing as t
+from functools import partial
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.batch.threads import Background, metrics
 
 if t.TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from pyspark.sql import DataFrame
 
     from streamjoin.model import SinkDef
+    from streamjoin.runtime.batch.context import BatchContext
 
 SINK_FORMATS = ("json", "parquet", "csv", "console")
 
@@ -41,3 +51,45 @@ def write_sink(sink: SinkDef, df: DataFrame, batch_id: int) -> None:
     df.write.mode("overwrite").format(sink.format).options(**options).save(
         sink_batch_path(sink, batch_id)
     )
+
+
+CONCURRENT_WRITES = 8
+"""Sink writes run at once. Unbounded, a job of 100 sinks queued so many Spark jobs on the
+cores that broadcasts waited past Spark's 300 s timeout and the batch failed."""
+
+
+def write_outputs(ctx: BatchContext, frames: Mapping[str, Sequence[DataFrame]]) -> dict[str, int]:
+    """Write each query's new pairs (`frames`: its parts, by query name) to its sink, every sink
+    as one Spark job; returns the rows each query wrote."""
+    per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
+    sinks = {q.name: q.sink for q in ctx.plan.job.queries}
+    for name, parts in frames.items():
+        if not parts:
+            continue
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionAll(p)
+        obs = Observation(f"sj_{name}_{ctx.batch_id}")
+        out = out.observe(obs, F.count(F.lit(1)).alias("rows"))
+        per_sink.setdefault(sinks[name], []).append((name, out, obs))
+    writes = []
+    slots = threading.BoundedSemaphore(CONCURRENT_WRITES)
+    for sink_name, outputs in per_sink.items():
+        sink_df = outputs[0][1]
+        for _, df, _ in outputs[1:]:
+            sink_df = sink_df.unionByName(df)
+        sink = ctx.plan.job.sink(sink_name)
+        if len(per_sink) == 1 or sink.format == "console":  # (console: in order, on stdout)
+            write_sink(sink, sink_df, ctx.batch_id)
+        else:
+            # Each sink is its own Spark job whose driver work (planning, the file commit)
+            # leaves the cores idle: run them together so one's overhead overlaps another's.
+            writes.append(Background(partial(write_sink, sink, sink_df, ctx.batch_id), slots))
+    results = [w.wait() for w in writes]  # all of them, even after a failure
+    for error in filter(None, results):
+        raise error
+    return {
+        name: int(metrics(obs).get("rows", 0))
+        for outputs in per_sink.values()
+        for name, _, obs in outputs
+    }

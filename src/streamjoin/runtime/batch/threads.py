@@ -38,6 +38,7 @@ class Background:
         self._thread.start()
 
     def result(self) -> t.Any:
+        """Wait for the function to end; its value, or its error raised here."""
         if self.wait() is not None:
             raise t.cast("BaseException", self._error)
         return self._value
@@ -66,6 +67,7 @@ class PhaseClock:
         self._last = time.monotonic()
 
     def mark(self, phase: str) -> None:
+        """End `phase` now: its seconds since the last mark."""
         now = time.monotonic()
         self.phases[phase] = round(now - self._last, 3)
         self._last = now

@@ -27,10 +27,10 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
+    from streamjoin.adapt.probes import Reorderer
     from streamjoin.model import StreamDef
     from streamjoin.plan import MultiwayPlan
     from streamjoin.plan.clash import PairMeasure
-    from streamjoin.runtime.multiway.terms import Reorderer
 
 SAMPLE_ROWS = 4000
 """Delta rows each term of a measure probes with, at most (more are sampled down)."""

@@ -24,19 +24,16 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, field
 
-from streamjoin.adapt import ElasticController, MatrixController
-from streamjoin.partition import (
-    BicliqueScheme,
-    ContRandScheme,
-    HashScheme,
-    MatrixScheme,
-    RangeScheme,
-    RowSql,
-    Scheme,
-    Stats,
-    candidates,
-    optimal_shape,
+from streamjoin.adapt.schemes import (
+    BatchCounts,
+    SchemeState,
+    UnitStats,
+    describe,
+    initial_params,
+    next_scheme,
+    scheme_from_params,
 )
+from streamjoin.partition import RowSql, Scheme
 from streamjoin.runtime.batch.threads import metrics
 from streamjoin.runtime.sources import empty_relation
 
@@ -51,95 +48,6 @@ if t.TYPE_CHECKING:
 
 PLACE = "_sj_place"
 _MASK = "9223372036854775807"
-
-
-@dataclass(frozen=True, slots=True)
-class UnitStats:
-    """Rows each place received in one batch: probing delta rows and stored rows read."""
-
-    probe: tuple[int, ...]
-    store: tuple[int, ...]
-    row_bytes: float = 0.0
-    """Mean bytes of a stored row of the query's streams (their state files' bytes / rows)."""
-
-    @property
-    def store_bytes(self) -> tuple[int, ...]:
-        """State bytes each unit read: its stored rows at the mean bytes of a stored row."""
-        return tuple(round(s * self.row_bytes) for s in self.store)
-
-    @property
-    def per_unit(self) -> tuple[int, ...]:
-        """Input rows per unit (what one task of the join reads)."""
-        return tuple(p + s for p, s in zip(self.probe, self.store, strict=True))
-
-    @property
-    def skew(self) -> float:
-        """Max / mean input per unit (1.0 = perfectly even)."""
-        loads = self.per_unit
-        mean = sum(loads) / len(loads) if loads else 0.0
-        return max(loads) / mean if mean else 1.0
-
-
-def scheme_from_params(params: dict[str, t.Any]) -> Scheme | None:
-    """The scheme described by `params` (as stored in the manifest); None for the hash path."""
-    name = params.get("name", "hash")
-    if name == "hash":
-        return None
-    if name == "matrix":
-        return MatrixScheme(int(params["n"]), int(params["m"]))
-    if name == "biclique":
-        return BicliqueScheme(int(params["left"]), int(params["right"]))
-    if name == "contrand":
-        return ContRandScheme(
-            int(params["left"]), int(params["right"]), int(params["d"]), int(params["e"])
-        )
-    if name == "range":
-        return RangeScheme(
-            tuple(float(b) for b in params["bounds"]), float(params["lo"]), float(params["hi"])
-        )
-    msg = f"unknown partitioning scheme {name!r} in the manifest"
-    raise ValueError(msg)
-
-
-def initial_params(qp: QueryPlan, units: int) -> dict[str, t.Any]:
-    """The scheme a query starts with: the forced one, or the engine's default path."""
-    forced = qp.query.option("partitioning", "auto")
-    timed = qp.query.option("time_buckets", "auto") == "true"
-    if forced in ("auto", "hash"):
-        return {"name": "hash", "time_bucket": True} if timed else {"name": "hash"}
-    if forced == "matrix":
-        n, m = optimal_shape(1.0, 1.0, _pow2_floor(units))
-        return {"name": "matrix", "n": n, "m": m}
-    if forced == "biclique":
-        left, right = _biclique_split(units)
-        return {"name": "biclique", "left": left, "right": right}
-    if forced == "contrand":
-        half = max(1, units // 2)
-        return {
-            "name": "contrand",
-            "left": half,
-            "right": max(1, units - half),
-            "d": max(1, half // 2),
-            "e": max(1, (units - half) // 2),
-        }
-    band = qp.band
-    if band is None:  # the planner rejects this; kept for a hand-made plan
-        msg = f"query {qp.query.name}: range partitioning needs a band predicate"
-        raise ValueError(msg)
-    return {"name": "range", "bounds": [], "lo": band.lo, "hi": band.hi}
-
-
-def _biclique_split(units: int) -> tuple[int, int]:
-    """Left and right units of a biclique over `units` places."""
-    half = max(1, units // 2)
-    return half, max(1, units - half)
-
-
-def _pow2_floor(n: int) -> int:
-    p = 1
-    while p * 2 <= n:
-        p *= 2
-    return p
 
 
 @dataclass
@@ -263,167 +171,52 @@ class QueryRouter:
             "signature": self.qp.query.signature,
         }
 
-    def after_batch(
-        self,
-        batch: int,
-        left_rows: int,
-        right_rows: int,
-        units: UnitStats | None,
-        quantiles: t.Sequence[float] | None = None,
-        state_rows: tuple[int, int] = (0, 0),
-    ) -> str:
-        """Feed the batch's counts to the query's controllers, which may change the scheme from
-        the next batch on; returns a note for the progress line (the scheme this batch ran
-        under, and the change, if any)."""
+    def after_batch(self, seen: BatchCounts) -> str:
+        """Feed the batch's counts to the query's policies (`adapt.schemes.next_scheme`), which
+        may change the scheme from the next batch on; returns a note for the progress line (the
+        scheme this batch ran under, and the change, if any)."""
         before = self.describe()
-        name = self.params.get("name")
-        adapt = self.qp.query.option("adapt", "true") == "true"
-        forced = self.qp.query.option("partitioning", "auto")
-        if name == "matrix" and adapt:
-            self._reshape_matrix(batch, left_rows, right_rows)
-        elif name == "biclique" and adapt and units is not None:
-            self._scale_biclique(batch, units)
-        elif name == "range" and quantiles:
-            bounds = sorted({float(x) for x in quantiles if x is not None})
-            self.params = {**self.params, "bounds": bounds}
-        elif forced == "auto" and name == "hash" and units is not None and adapt:
-            self._leave_hash_if_skewed(batch, units, (left_rows, right_rows), state_rows)
-        after = self.describe()
-        return before if after == before else f"{before} -> {after} from batch {batch + 1}"
+        state = SchemeState(self.params, self.controller, tuple(self.history))
+        after = next_scheme(self.qp, state, seen)
+        self.params, self.controller = after.params, after.controller
+        self.history = list(after.history)
+        now = self.describe()
+        return before if now == before else f"{before} -> {now} from batch {seen.batch + 1}"
 
     def describe(self) -> str:
         """The scheme in force, in words."""
-        scheme = self.scheme
-        text = scheme.describe() if scheme is not None else f"hash on {self.units} units"
-        if self.params.get("time_bucket") and self.qp.time_band is not None:
-            text += f", keyed by event-time bucket too ({self.qp.time_band.width / 1e6:g} s)"
-        return text
+        params = self.params if self.scheme is not None else {**self.params, "units": self.units}
+        return describe(self.qp, params)
 
-    def _reshape_matrix(self, batch: int, left_rows: int, right_rows: int) -> None:
-        """Squall's doubling rule: once a side has doubled since the last decision, move to the
-        shape of least ILF for the new totals."""
-        if self.controller:
-            ctl = MatrixController.from_dict(self.controller)
-        else:
-            shape = (int(self.params["n"]), int(self.params["m"]))
-            ctl = MatrixController(shape[0] * shape[1], start=shape, warmup=_WARMUP)
-        step = ctl.observe(batch, left_rows, right_rows)
-        self.controller = ctl.to_dict()
-        if step is not None:
-            n, m = step.new_shape
-            self.params = {**self.params, "n": n, "m": m}
-            self.history.append(
-                {"batch": step.batch_effective, "scheme": self.describe(), "ilf": step.ilf_new}
-            )
 
-    def _scale_biclique(self, batch: int, units: UnitStats) -> None:
-        """BiStream's elastic scaling, per side: a side whose units hold more than T_h of their
-        capacity (`unit_rows` rows) for N batches in a row gets units added, one under T_l
-        gets units removed (Eq. 7). Rows are routed when read, so added units fill and removed
-        ones empty at the next batch: no unit has to drain."""
-        capacity = float(self.qp.query.option("unit_rows") or _UNIT_ROWS)
-        counts = {"left": int(self.params["left"]), "right": int(self.params["right"])}
-        offsets = {"left": 0, "right": counts["left"]}
-        saved = self.controller.get("elastic", {})
-        elastic: dict[str, t.Any] = {}
-        for side in ("left", "right"):
-            k = counts[side]
-            # Units are Spark tasks, not machines: never fewer than the query asked for (fewer
-            # would cut parallelism to save nothing), more when its units fill up.
-            floor = _biclique_split(int(self.params.get("units", 2)))[0 if side == "left" else 1]
-            ctl = (
-                ElasticController.from_dict(saved[side])
-                if side in saved
-                else ElasticController(
-                    side, k, max_units=max(_MAX_UNITS, k), min_units=min(floor, k)
-                )
-            )
-            loads = {u: units.store[offsets[side] + u] / capacity for u in range(k)}
-            step = ctl.observe(batch, loads)
-            if step is not None:
-                counts[side] = len(step.units_after)
-                ctl = ElasticController(
-                    side,
-                    counts[side],
-                    max_units=max(_MAX_UNITS, counts[side]),
-                    min_units=min(floor, counts[side]),
-                )
-                self.history.append(
-                    {"batch": step.batch_effective, "side": side, "units": counts[side]}
-                )
-            elastic[side] = ctl.to_dict()
-        self.controller = {**self.controller, "elastic": elastic}
-        self.params = {**self.params, "left": counts["left"], "right": counts["right"]}
-
-    def _leave_hash_if_skewed(
-        self, batch: int, units: UnitStats, delta: tuple[int, int], state: tuple[int, int]
-    ) -> None:
-        """Hash partitioning while the keys are even; once one unit's input stands out, the
-        window's time bucket joins the keys if the query has one (a hot key's rows spread over
-        the buckets of their event times, and each meets only the rows of its own and the
-        neighbouring buckets), else the cheapest scheme by the cost formulas for the observed
-        statistics (from the next batch)."""
-        loads = units.per_unit
-        total = sum(loads)
-        if total < _WARMUP or len(loads) < 2:
-            return
-        share = max(loads) / total
-        # One hot key puts share = top + (1 - top) / J on its unit: solve for top.
-        j = len(loads)
-        top = max(0.0, (share - 1 / j) / (1 - 1 / j))
-        stats = Stats(
-            left_rows=state[0],
-            right_rows=state[1],
-            left_delta=delta[0],
-            right_delta=delta[1],
-            top_key_share=min(1.0, top),
-            units=j,
+def restore_routers(
+    plan: JobPlan,
+    prev: Manifest,
+    units: int,
+    forced: t.Mapping[str, dict[str, t.Any]],
+) -> dict[str, QueryRouter]:
+    """Each two-way query's router as the previous batch left it (its scheme and controllers),
+    or under the scheme `forced` for it (`BatchProcessor.set_partitioning`); `units`: the
+    units of a query that names none."""
+    routers = {}
+    for qp in plan.queries:
+        q = qp.query
+        router = QueryRouter.restore(
+            qp,
+            plan.job.stream(q.left.stream),
+            plan.job.stream(q.right.stream),
+            prev.routing.get(q.name),
+            int(q.option("units") or units),
         )
-        best = candidates(bool(self.qp.parts.equi), None, stats)[0].scheme
-        timed = self.qp.query.option("time_buckets", "auto") == "auto"
-        can_bucket = timed and self.qp.time_band is not None and not self.params.get("time_bucket")
-        # A delta row meets, on average, top * top * (the other side's stored and new rows) of
-        # the hot key, every one a candidate checked against the window; time buckets cut that
-        # to the rows of two buckets for the price of one more probe row per delta row.
-        hot = top * top * (sum(state) + sum(delta)) / 2 >= _HOT_CANDIDATES
-        if can_bucket and (hot or not isinstance(best, HashScheme)):
-            self.params = {**self.params, "time_bucket": True}
-        elif not isinstance(best, HashScheme):
-            timed_now = bool(self.params.get("time_bucket"))
-            self.params = {**params_of(best), "units": j, "time_bucket": timed_now}
-        else:
-            return
-        self.history.append({"batch": batch + 1, "scheme": self.describe(), "skew": top})
-
-
-_UNIT_ROWS = 1_000_000
-"""Default capacity of a biclique unit, in stored rows (the query option ``unit_rows``)."""
-_MAX_UNITS = 256
-
-_WARMUP = 1000
-"""Rows a controller sees before its first decision (Squall's default)."""
-
-_HOT_CANDIDATES = 8.0
-"""Candidates of the hot key per delta row above which its window's time bucket joins the key."""
-
-
-def params_of(scheme: Scheme) -> dict[str, t.Any]:
-    """The manifest form of `scheme` (inverse of `scheme_from_params`)."""
-    if isinstance(scheme, MatrixScheme):
-        return {"name": "matrix", "n": scheme.n, "m": scheme.m}
-    if isinstance(scheme, BicliqueScheme):
-        return {"name": "biclique", "left": scheme.left_units, "right": scheme.right_units}
-    if isinstance(scheme, ContRandScheme):
-        return {
-            "name": "contrand",
-            "left": scheme.left_units,
-            "right": scheme.right_units,
-            "d": scheme.d,
-            "e": scheme.e,
-        }
-    if isinstance(scheme, RangeScheme):
-        return {"name": "range", "bounds": list(scheme.bounds), "lo": scheme.lo, "hi": scheme.hi}
-    return {"name": "hash"}
+        scheme = forced.get(q.name)
+        if scheme is not None:
+            keep: dict[str, t.Any] = {
+                k: router.params[k] for k in ("units", "time_bucket") if k in router.params
+            }
+            router.params = {"units": units, **scheme, **keep}
+            router.controller = {}
+        routers[q.name] = router
+    return routers
 
 
 def key_types(spark: SparkSession, router: QueryRouter) -> tuple[str, ...]:
@@ -484,7 +277,7 @@ def after_batch(
             rows = sum(u.rows for u in live)
             row_bytes = sum(u.bytes for u in live) / rows if rows else 0.0
             units[q.name] = UnitStats(tuple(probe), tuple(store), row_bytes)
-        notes[q.name] = router.after_batch(
+        seen_counts = BatchCounts(
             batch_id,
             stats[q.left.stream].ok,
             stats[q.right.stream].ok,
@@ -492,4 +285,5 @@ def after_batch(
             sorted(quantiles),
             (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
         )
+        notes[q.name] = router.after_batch(seen_counts)
     return units, notes

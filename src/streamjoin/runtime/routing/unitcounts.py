@@ -5,9 +5,11 @@ that skew is seen and its scheme can move away from hashing (`routing`). When th
 are bare columns, the state job's observation, which reads every input row anyway, counts them:
 the unit is `pmod(xxhash64(key), units)` over the batch's stored column. Observed views in the
 join instead cost three DataFrames and a view per side per batch, each analysed in the JVM, and
-a `CollectMetrics` in the join's plan: 6% of a small-batch run (nexmark q3, measured). A batch
-whose statistics its files' footers give runs no state job: every `SKEW_EVERY_CONF`-th one counts
-in a job of its own that reads only the keys of those files (`files_sql`).
+a `CollectMetrics` in the join's plan (docs/dev-log.md has the measurement). A batch
+whose statistics its files' footers give runs no state job: every
+``streamjoin.hash.skewCheckEvery``-th one counts in a job of its own that reads only the keys of
+those files (`files_sql`, `counts_units`): a job is a fixed cost, so a key that stays hot is
+seen within that many batches.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import typing as t
 
 from pyspark.sql import functions as F
 
+from streamjoin.runtime.batch.threads import Background
 from streamjoin.runtime.routing.router import key_types
-from streamjoin.runtime.session import count_conf
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
@@ -27,24 +29,17 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model.job import JoinSide
     from streamjoin.plan import JobPlan
+    from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.joins import Side
     from streamjoin.runtime.routing.router import QueryRouter
-
-
-SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"
-"""Spark conf: where the statistics come from the footers, the batches that count the
-automatic hash path's rows per unit (to see a hot key), in a job over the keys of the batch's
-files (`InputUnitCounts.files_sql`): every this many (1: every batch), from batch 1
-(`counts_units`). A job is a fixed cost, so a key that stays hot is seen within that many
-batches (one hot only in the batches between is not)."""
-SKEW_EVERY = 5
+    from streamjoin.runtime.state.sourcefiles import SourcedUnits
 
 
 def counts_units(batch_id: int, every: int) -> bool:
     """Whether batch `batch_id` counts the rows per unit, with a check every `every` batches:
     batches 1, 1 + every, … (every batch when `every` is 1). Not batch 0: the first batch is
     the longest of a run (its JVM still compiles, its code is generated), and a job beside it
-    made it longer still (equi benchmark: 2.06 s against 1.72 s). Counts taken at batch 1
+    would make it longer still. Counts taken at batch 1
     steer the batches from 2 on: one batch later than batch 0's would."""
     return batch_id % every == 1 % every
 
@@ -62,7 +57,9 @@ class InputUnitCounts:
     def __contains__(self, query: str) -> bool:
         return query in self.sides
 
-    def choose(self, spark: SparkSession, plan: JobPlan, routers: dict[str, QueryRouter]) -> None:
+    def choose(
+        self, spark: SparkSession, plan: JobPlan, routers: Mapping[str, QueryRouter]
+    ) -> None:
         """Pick the queries on the automatic hash path whose equality keys are columns (their
         schemes are those the previous batch left, so this runs every batch)."""
         self.sides, self.counts = {}, {}
@@ -99,7 +96,7 @@ class InputUnitCounts:
             for j, (src, unit) in enumerate(sides)
         ]
 
-    def aggregates(self, routers: dict[str, QueryRouter]) -> list[Column]:
+    def aggregates(self, routers: Mapping[str, QueryRouter]) -> list[Column]:
         """The observation's counts of rows per unit over `columns`."""
         return [
             F.expr(f"count_if({_column_name(qi, j)} = {u})").alias(f"u_{qi}_{j}_{u}")
@@ -108,7 +105,7 @@ class InputUnitCounts:
             for u in range(routers[name].units)
         ]
 
-    def read(self, got: dict[str, t.Any], routers: dict[str, QueryRouter]) -> None:
+    def read(self, got: dict[str, t.Any], routers: Mapping[str, QueryRouter]) -> None:
         """Take the counts from the observation's values `got`."""
         self.counts = {
             name: [
@@ -131,7 +128,7 @@ class InputUnitCounts:
         return f"SELECT q, u, count(*) AS n FROM ({' UNION ALL '.join(parts)}) GROUP BY q, u"
 
     def read_rows(
-        self, rows: Iterable[tuple[int, int | None, int]], routers: dict[str, QueryRouter]
+        self, rows: Iterable[tuple[int, int | None, int]], routers: Mapping[str, QueryRouter]
     ) -> None:
         """Take the counts from the rows of `files_sql`."""
         names = list(self.sides)
@@ -153,6 +150,17 @@ def column_of(sql: str, alias: str) -> str | None:
     return tail if dot and head == alias and tail.isidentifier() else None
 
 
-def skew_every(spark: SparkSession) -> int:
-    """`SKEW_EVERY_CONF` of `spark`, checked."""
-    return count_conf(spark, SKEW_EVERY_CONF, SKEW_EVERY, "batches", least=1)
+def count_units(ctx: BatchContext, sourced: SourcedUnits) -> Background:
+    """The rows per unit of the queries `ctx.counted` counts, over the batch's files (whose
+    footers gave its statistics, so no state job counts them): a job beside the joins that
+    reads only the keys (`InputUnitCounts.files_sql`), where the state job would read every
+    column of the batch's input."""
+    spark, plan, files = ctx.spark, ctx.plan, ctx.files
+    relations = {
+        sp.index: sourced.batch_view(spark, sp, ctx.batch_id, files[sp.name], ctx.watermark)
+        for sp in plan.streams
+        if sp.name in files
+    }
+    sql = ctx.counted.files_sql(relations)
+    counted, routers = ctx.counted, ctx.routers
+    return Background(lambda: counted.read_rows(spark.sql(sql).collect(), routers))

@@ -4,8 +4,7 @@ Going through the JVM's FileSystem rather than Python's `open` keeps every path 
 on the same storage Spark writes to: a local directory, HDFS or an object store alike. A path
 Hadoop has qualified as local (``file:``) is read and written with Python's own calls instead:
 the same bytes, without a JVM round trip per call, and without the ``chmod`` process Hadoop's
-local file system starts for every file it creates when its native library is missing (about
-7 ms each on 2 cores, measured; a manifest write made two).
+local file system starts for every file it creates when its native library is missing.
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ class FileStore:
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
         # Looked up once, by its full name: py4j resolves ``jvm.org.apache…`` one segment at a
         # time, and each of "org", "org.apache", … is first tried as a class, a miss that
-        # searches every jar on Spark's class path (1.45 ms a call against 0.17 ms, measured;
-        # a batch makes several such calls).
+        # searches every jar on Spark's class path (a batch makes several such calls).
         self._path_class: t.Any = getattr(self._jvm, "org.apache.hadoop.fs.Path")
 
     def _path(self, path: str) -> t.Any:

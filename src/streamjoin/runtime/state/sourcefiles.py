@@ -3,19 +3,19 @@
 A file stream's input already sits in files that Spark lists once and reads in one batch, and
 Spark's file source asks that a file does not change once it is there. A state unit (the rows
 one batch added to a stream) can then be those files and the batch's watermark: read back, the
-files give the same rows, and the status test of `runtime.batch.intake` with that watermark keeps
-the
-same ok rows. The batch skips writing them. On the full equi backlog that write was a seventh
-of the run's CPU (benchmarks/results/NOTES.md, session 15).
+files give the same rows, and the status test of `runtime.batch.intake` with that watermark
+keeps the same ok rows. The batch skips writing them (on the full equi backlog that write was a
+seventh of the run's CPU: docs/dev-log.md).
 
 The price is that the files must stay until the state no longer needs them, which is bounded
 only when the stream's state is: a stream is *sourced* when it is read by the engine from a
 ``json``, ``csv`` or ``parquet`` path without wildcards, has an event time and a watermark, and
 every query over it is a two-way join with a window both ways (so a unit is dropped once the
 watermark passes its rows' window). Spark's ``cleanSource`` (which moves or deletes files after
-their batch), the stream option ``state = 'copy'`` and the Spark conf `SOURCE_STATE_CONF` =
-``false`` keep the copy. A unit's files are checked before each read: a file that is gone or
-changed stops the batch with an error naming it, never a silently smaller state.
+their batch), the stream option ``state = 'copy'`` and the Spark conf
+``streamjoin.state.fromSource = false`` keep the copy. A unit's files are checked before each
+read: a file that is gone or changed stops the batch with an error naming it, never a silently
+smaller state.
 
 Which files a batch read is what Spark's own checkpoint says (`SourceLog`), read before the
 batch's state job: a stream whose files the logs do not tell is copied for that batch.
@@ -48,8 +48,6 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.fs import FileStore
     from streamjoin.runtime.state.manifest import StateUnit
 
-SOURCE_STATE_CONF = "streamjoin.state.fromSource"
-"""Spark conf: ``false`` copies every stream's state into the checkpoint."""
 STATE_OPTION = "state"
 """Stream option: ``auto`` (the default: read back from the source's files where it can) or
 ``copy``."""
@@ -57,9 +55,12 @@ _STATE_CHOICES = ("auto", "copy")
 _processors = itertools.count()
 
 
-def sourced_streams(plan: JobPlan, read: Collection[str], setting: str | None) -> list[StreamPlan]:
+def sourced_streams(
+    plan: JobPlan, read: Collection[str], from_source: bool = True
+) -> list[StreamPlan]:
     """The streams of `plan` whose state units are their input files (see the module's text);
-    `read` names the streams the engine reads itself, `setting` is `SOURCE_STATE_CONF`."""
+    `read` names the streams the engine reads itself; `from_source` false (the setting
+    ``streamjoin.state.fromSource``) keeps a copy of every stream's state."""
     for sp in plan.streams:
         choice = (sp.stream.option(STATE_OPTION) or "auto").lower()
         if choice not in _STATE_CHOICES:
@@ -68,7 +69,7 @@ def sourced_streams(plan: JobPlan, read: Collection[str], setting: str | None) -
                 f"{', '.join(map(repr, _STATE_CHOICES))}, got {choice!r}"
             )
             raise StreamJoinError(msg)
-    if (setting or "true").lower() == "false" or set(read) != {sp.name for sp in plan.streams}:
+    if not from_source or set(read) != {sp.name for sp in plan.streams}:
         # (A stream given as a DataFrame may be any number of Spark sources: the source
         # indexes of the others would not be known.)
         return []
@@ -197,7 +198,7 @@ class SourcedUnits:
     """Temp views of state units read back from their streams' files, each kept from the first
     batch that reads it to the first that does not: a unit is read by the batches after its own
     until it expires, and building its view (a file listing, an analysis) costs about as much
-    as the batch's other driver work (80 ms a unit, measured)."""
+    as the batch's other driver work."""
 
     def __init__(self, fs: FileStore) -> None:
         self.fs = fs

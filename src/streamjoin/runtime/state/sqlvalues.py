@@ -1,9 +1,9 @@
 """SQL text for values that change from batch to batch (watermarks, the state's lower bounds).
 
 Spark writes an integer or timestamp literal into the Java code it generates for a stage, so a
-new value means a new class to compile (tens of ms each; about ten stages a batch, measured with
-Spark's ``CodegenMetrics``). A decimal literal is passed to the code by reference instead, and the
-classes compiled for one batch serve the next.
+new value means a new class to compile for each of the batch's stages (Spark's
+``CodegenMetrics`` counts them). A decimal literal is passed to the code by reference
+instead, and the classes compiled for one batch serve the next.
 """
 
 from __future__ import annotations

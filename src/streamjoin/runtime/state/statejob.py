@@ -25,8 +25,8 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.runtime.batch.inputrows import count_input_rows
 from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.state.inputrows import count_input_rows
 from streamjoin.runtime.state.manifest import StateUnit
 from streamjoin.runtime.state.nextmanifest import StreamStats
 
@@ -46,12 +46,14 @@ if t.TYPE_CHECKING:
 class StateJob:
     """The state job of each batch of one job plan."""
 
-    def __init__(self, plan: JobPlan, store: Checkpoint) -> None:
+    def __init__(
+        self, plan: JobPlan, store: Checkpoint, source_log: SourceLog | None = None
+    ) -> None:
         self.plan = plan
         self.store = store
-        self.source_log: SourceLog | None = None
+        self.source_log = source_log
         """Where the files of streams whose state is read back from them are named
-        (`runtime.state.sourcefiles`): set by the engine, which reads the streams itself."""
+        (`runtime.state.sourcefiles`; None: every stream keeps a copy)."""
 
     def run(
         self,
@@ -59,8 +61,8 @@ class StateJob:
         batch_id: int,
         watermark: int | None,
         input_units: InputUnitCounts,
-        routers: dict[str, QueryRouter],
-        files: dict[str, list[str]],
+        routers: Mapping[str, QueryRouter],
+        files: Mapping[str, list[str]],
     ) -> dict[str, StreamStats]:
         """Append every copied stream's ok rows of the batch `classified` (which started at
         `watermark`) to its state in one Spark job, observing per stream the ok / late /
@@ -118,7 +120,7 @@ class StateJob:
         streaming: SparkSession,
         batch_id: int,
         watermark: int | None,
-        files: dict[str, list[str]],
+        files: Mapping[str, list[str]],
         footers: Mapping[str, Footers],
     ) -> dict[str, StreamStats] | None:
         """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
@@ -126,7 +128,7 @@ class StateJob:
         them (`streaming` started the stream); or None when this job must run: some stream
         copies its state, the footers do not prove every row ok, or Spark's plan could not take
         the count. (A job is a fixed cost: its planning, its scheduling and a scan of every
-        column of the batch's input, 2 of 20 CPU seconds on the full equi backlog.)"""
+        column of the batch's input.)"""
         if any(footers.get(sp.name) is None for sp in self.plan.streams):
             return None
         stats = {}

@@ -34,13 +34,6 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest, StateUnit
 
-PARTITIONED_CONF = "streamjoin.multiway.partitioned"
-"""Spark conf: ``false`` reads multi-way stores from their files and broadcasts every probe."""
-ROUTE_ROWS_CONF = "streamjoin.multiway.routeRows"
-"""Spark conf: the rows a stream's last batch had from which its probes carrying a store's
-attribute go to one partition; smaller deltas are broadcast to every partition."""
-ROUTE_ROWS = 100_000
-"""Default of `ROUTE_ROWS_CONF`: about Spark's own broadcast limit (10 MB) of ~100-byte rows."""
 PARTITIONED_STORE_CONF = {
     # Spark keeps a union of hash-partitioned cached units partitioned, unless inferred IS NOT
     # NULL filters give its children's columns differing nullability (it then re-shuffles the

@@ -1,12 +1,20 @@
-"""When `auto` keys an equi join by the window's time bucket too: the router's decision after a
-batch, from the rows each hash unit received (no JVM: the router only writes SQL text)."""
+"""When `auto` keys an equi join by the window's time bucket too: the policy's decision after a
+batch, from the rows each hash unit received (`adapt.schemes.next_scheme`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamjoin.plan import plan_job
-from streamjoin.runtime.routing.router import QueryRouter, UnitStats
+from streamjoin.adapt.schemes import (
+    BatchCounts,
+    SchemeState,
+    UnitStats,
+    describe,
+    initial_params,
+    next_scheme,
+    scheme_from_params,
+)
+from streamjoin.plan import QueryPlan, plan_job
 from streamjoin.sql import parse_job
 
 STREAMS = "".join(
@@ -17,7 +25,28 @@ STREAMS = "".join(
 )
 
 
-def _router(with_: str = "units = 8") -> QueryRouter:
+class _Router:
+    """A query's scheme state, fed one batch at a time as the runtime's router feeds it."""
+
+    def __init__(self, qp: QueryPlan) -> None:
+        self.qp = qp
+        self.state = SchemeState({**initial_params(qp, 8), "units": 8})
+
+    @property
+    def params(self) -> dict[str, object]:
+        return self.state.params
+
+    @property
+    def scheme(self) -> object:
+        return scheme_from_params(self.state.params)
+
+    def after_batch(self, batch: int, units: UnitStats) -> str:
+        seen = BatchCounts(batch, 12_000, 12_000, units, (), (12_000, 12_000))
+        self.state = next_scheme(self.qp, self.state, seen)
+        return describe(self.qp, self.state.params)
+
+
+def _router(with_: str = "units = 8") -> _Router:
     text = (
         STREAMS
         + "CREATE SINK o WITH (format = 'json', path = '/out');"
@@ -27,7 +56,7 @@ def _router(with_: str = "units = 8") -> QueryRouter:
     )
     job = plan_job(parse_job(text))
     qp = job.queries[0]
-    return QueryRouter.restore(qp, job.job.stream("a"), job.job.stream("b"), None, 8)
+    return _Router(qp)
 
 
 def _units(hot_share: float, rows: int = 24_000) -> UnitStats:
@@ -43,7 +72,7 @@ def test_time_buckets_join_the_key_once_the_hot_key_has_many_candidates(
     hot: float, bucketed: bool
 ) -> None:
     router = _router()
-    note = router.after_batch(0, 12_000, 12_000, _units(hot), state_rows=(12_000, 12_000))
+    note = router.after_batch(0, _units(hot))
     assert bool(router.params.get("time_bucket")) is bucketed
     assert router.scheme is None  # still the engine's own path: a broadcast of the delta
     assert ("keyed by event-time bucket" in note) is bucketed
@@ -51,13 +80,13 @@ def test_time_buckets_join_the_key_once_the_hot_key_has_many_candidates(
 
 def test_a_key_hot_within_its_buckets_moves_on_to_a_content_insensitive_scheme() -> None:
     router = _router()
-    router.after_batch(0, 12_000, 12_000, _units(0.6), state_rows=(12_000, 12_000))
+    router.after_batch(0, _units(0.6))
     assert router.params.get("time_bucket") and router.scheme is None
-    router.after_batch(1, 12_000, 12_000, _units(0.6), state_rows=(12_000, 12_000))
+    router.after_batch(1, _units(0.6))
     assert router.scheme is not None and router.params.get("time_bucket")
 
 
 def test_time_buckets_false_keeps_plain_keys_and_leaves_hashing_as_before() -> None:
     router = _router("units = 8, time_buckets = 'false'")
-    router.after_batch(0, 12_000, 12_000, _units(0.6), state_rows=(12_000, 12_000))
+    router.after_batch(0, _units(0.6))
     assert not router.params.get("time_bucket") and router.scheme is not None

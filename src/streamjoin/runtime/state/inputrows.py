@@ -26,6 +26,9 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
+    from streamjoin.plan import JobPlan
+    from streamjoin.runtime.state.nextmanifest import StreamStats
+
 
 def _batch_leaves(spark: SparkSession) -> list[t.Any] | None:
     """The leaves (JVM objects) of the running micro-batch's executed plan, in plan order."""
@@ -90,3 +93,18 @@ def settle_input_rows(spark: SparkSession, rows: Sequence[int]) -> bool:
     except Exception:  # (any py4j or JVM error: Spark's internals differ)
         return False
     return True
+
+
+def settle_reads(
+    spark: SparkSession,
+    plan: JobPlan,
+    files: Mapping[str, Sequence[str]],
+    stats: Mapping[str, StreamStats],
+) -> None:
+    """After a batch whose state job read its DataFrame: the joins of a stream not read back
+    from its `files` and the dead letters read it again, which Spark would count as more
+    input; set the count back to the rows the batch read (`stats`)."""
+    copied = any(sp.name not in files for sp in plan.streams)
+    if copied or any(s.late + s.malformed for s in stats.values()):
+        read = [stats[sp.name] for sp in plan.streams]
+        settle_input_rows(spark, [s.ok + s.late + s.malformed for s in read])

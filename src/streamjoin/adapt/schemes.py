@@ -1,0 +1,308 @@
+"""A two-way query's partitioning scheme, batch by batch: the policies that change it — pure.
+
+The runtime routes rows under the scheme in force (`runtime.routing`) and counts the rows each
+unit received; `next_scheme` takes those counts and returns the scheme for the next batch:
+
+- join matrix: Squall's doubling rule reshapes (n, m) (`MatrixController`);
+- join biclique: BiStream's two thresholds add or remove units per side (`ElasticController`);
+- range: the next batch's equi-depth bounds from this batch's quantiles;
+- the automatic hash path: left once one unit stands out, for the window's time bucket as part
+  of the key or for the scheme the cost formulas rank cheapest (`partition.candidates`).
+
+A scheme's parameters (``params``) are JSON-able, so the manifest carries them from batch to
+batch; `scheme_from_params` and `params_of` convert them to and from `partition` schemes.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field, replace
+
+from streamjoin.adapt.elastic import ElasticController
+from streamjoin.adapt.matrix import DEFAULT_WARMUP, MatrixController
+from streamjoin.partition import (
+    BicliqueScheme,
+    ContRandScheme,
+    HashScheme,
+    MatrixScheme,
+    RangeScheme,
+    Scheme,
+    Stats,
+    candidates,
+    optimal_shape,
+)
+
+if t.TYPE_CHECKING:
+    from streamjoin.plan import QueryPlan
+
+UNIT_ROWS = 1_000_000
+"""Default capacity of a biclique unit, in stored rows (the query option ``unit_rows``)."""
+MAX_UNITS = 256
+WARMUP = DEFAULT_WARMUP
+"""Rows a controller sees before its first decision (Squall's default)."""
+HOT_CANDIDATES = 8.0
+"""Candidates of the hot key per delta row above which its window's time bucket joins the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnitStats:
+    """Rows each place received in one batch: probing delta rows and stored rows read."""
+
+    probe: tuple[int, ...]
+    store: tuple[int, ...]
+    row_bytes: float = 0.0
+    """Mean bytes of a stored row of the query's streams (their state files' bytes / rows)."""
+
+    @property
+    def store_bytes(self) -> tuple[int, ...]:
+        """State bytes each unit read: its stored rows at the mean bytes of a stored row."""
+        return tuple(round(s * self.row_bytes) for s in self.store)
+
+    @property
+    def per_unit(self) -> tuple[int, ...]:
+        """Input rows per unit (what one task of the join reads)."""
+        return tuple(p + s for p, s in zip(self.probe, self.store, strict=True))
+
+    @property
+    def skew(self) -> float:
+        """Max / mean input per unit (1.0 = perfectly even)."""
+        loads = self.per_unit
+        mean = sum(loads) / len(loads) if loads else 0.0
+        return max(loads) / mean if mean else 1.0
+
+
+@dataclass(frozen=True)
+class SchemeState:
+    """A query's scheme (``params``), its controllers' state and its recent changes."""
+
+    params: dict[str, t.Any]
+    controller: dict[str, t.Any] = field(default_factory=dict)
+    history: tuple[dict[str, t.Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """What one batch tells a query's policies."""
+
+    batch: int
+    left_rows: int
+    right_rows: int
+    units: UnitStats | None = None
+    quantiles: t.Sequence[float] = ()
+    state_rows: tuple[int, int] = (0, 0)
+
+
+def scheme_from_params(params: t.Mapping[str, t.Any]) -> Scheme | None:
+    """The scheme described by `params` (as stored in the manifest); None for the hash path."""
+    name = params.get("name", "hash")
+    if name == "hash":
+        return None
+    if name == "matrix":
+        return MatrixScheme(int(params["n"]), int(params["m"]))
+    if name == "biclique":
+        return BicliqueScheme(int(params["left"]), int(params["right"]))
+    if name == "contrand":
+        return ContRandScheme(
+            int(params["left"]), int(params["right"]), int(params["d"]), int(params["e"])
+        )
+    if name == "range":
+        return RangeScheme(
+            tuple(float(b) for b in params["bounds"]), float(params["lo"]), float(params["hi"])
+        )
+    msg = f"unknown partitioning scheme {name!r} in the manifest"
+    raise ValueError(msg)
+
+
+def params_of(scheme: Scheme) -> dict[str, t.Any]:
+    """The manifest form of `scheme` (inverse of `scheme_from_params`)."""
+    if isinstance(scheme, MatrixScheme):
+        return {"name": "matrix", "n": scheme.n, "m": scheme.m}
+    if isinstance(scheme, BicliqueScheme):
+        return {"name": "biclique", "left": scheme.left_units, "right": scheme.right_units}
+    if isinstance(scheme, ContRandScheme):
+        return {
+            "name": "contrand",
+            "left": scheme.left_units,
+            "right": scheme.right_units,
+            "d": scheme.d,
+            "e": scheme.e,
+        }
+    if isinstance(scheme, RangeScheme):
+        return {"name": "range", "bounds": list(scheme.bounds), "lo": scheme.lo, "hi": scheme.hi}
+    return {"name": "hash"}
+
+
+def initial_params(qp: QueryPlan, units: int) -> dict[str, t.Any]:
+    """The scheme a query starts with: the forced one, or the engine's default path."""
+    forced = qp.query.option("partitioning", "auto")
+    timed = qp.query.option("time_buckets", "auto") == "true"
+    if forced in ("auto", "hash"):
+        return {"name": "hash", "time_bucket": True} if timed else {"name": "hash"}
+    if forced == "matrix":
+        n, m = optimal_shape(1.0, 1.0, _pow2_floor(units))
+        return {"name": "matrix", "n": n, "m": m}
+    if forced == "biclique":
+        left, right = _biclique_split(units)
+        return {"name": "biclique", "left": left, "right": right}
+    if forced == "contrand":
+        half = max(1, units // 2)
+        return {
+            "name": "contrand",
+            "left": half,
+            "right": max(1, units - half),
+            "d": max(1, half // 2),
+            "e": max(1, (units - half) // 2),
+        }
+    band = qp.band
+    if band is None:  # the planner rejects this; kept for a hand-made plan
+        msg = f"query {qp.query.name}: range partitioning needs a band predicate"
+        raise ValueError(msg)
+    return {"name": "range", "bounds": [], "lo": band.lo, "hi": band.hi}
+
+
+def next_scheme(qp: QueryPlan, state: SchemeState, seen: BatchCounts) -> SchemeState:
+    """The scheme for the batch after `seen.batch`, by the policy of the scheme in force (the
+    query options ``adapt``, ``partitioning`` and ``unit_rows`` steer them)."""
+    warmup = WARMUP
+    name = state.params.get("name")
+    adapt = qp.query.option("adapt", "true") == "true"
+    forced = qp.query.option("partitioning", "auto")
+    if name == "matrix" and adapt:
+        return _reshape_matrix(qp, state, seen, warmup)
+    if name == "biclique" and adapt and seen.units is not None:
+        return _scale_biclique(qp, state, seen.batch, seen.units)
+    if name == "range" and seen.quantiles:
+        bounds = sorted({float(x) for x in seen.quantiles if x is not None})
+        return replace(state, params={**state.params, "bounds": bounds})
+    if forced == "auto" and name == "hash" and seen.units is not None and adapt:
+        return _leave_hash_if_skewed(qp, state, seen, warmup)
+    return state
+
+
+def _reshape_matrix(
+    qp: QueryPlan, state: SchemeState, seen: BatchCounts, warmup: int
+) -> SchemeState:
+    """Squall's doubling rule: once a side has doubled since the last decision, move to the
+    shape of least ILF for the new totals."""
+    params = state.params
+    if state.controller:
+        ctl = MatrixController.from_dict(state.controller)
+    else:
+        shape = (int(params["n"]), int(params["m"]))
+        ctl = MatrixController(shape[0] * shape[1], start=shape, warmup=warmup)
+    step = ctl.observe(seen.batch, seen.left_rows, seen.right_rows)
+    state = replace(state, controller=ctl.to_dict())
+    if step is None:
+        return state
+    n, m = step.new_shape
+    params = {**params, "n": n, "m": m}
+    note = {"batch": step.batch_effective, "scheme": describe(qp, params), "ilf": step.ilf_new}
+    return replace(state, params=params, history=(*state.history, note))
+
+
+def _scale_biclique(qp: QueryPlan, state: SchemeState, batch: int, units: UnitStats) -> SchemeState:
+    """BiStream's elastic scaling, per side: a side whose units hold more than T_h of their
+    capacity (`unit_rows` rows) for N batches in a row gets units added, one under T_l
+    gets units removed (Eq. 7). Rows are routed when read, so added units fill and removed
+    ones empty at the next batch: no unit has to drain."""
+    params = state.params
+    capacity = float(qp.query.option("unit_rows") or UNIT_ROWS)
+    counts = {"left": int(params["left"]), "right": int(params["right"])}
+    offsets = {"left": 0, "right": counts["left"]}
+    saved = state.controller.get("elastic", {})
+    elastic: dict[str, t.Any] = {}
+    history = list(state.history)
+    for side in ("left", "right"):
+        k = counts[side]
+        # Units are Spark tasks, not machines: never fewer than the query asked for (fewer
+        # would cut parallelism to save nothing), more when its units fill up.
+        floor = _biclique_split(int(params.get("units", 2)))[0 if side == "left" else 1]
+        ctl = (
+            ElasticController.from_dict(saved[side])
+            if side in saved
+            else ElasticController(side, k, max_units=max(MAX_UNITS, k), min_units=min(floor, k))
+        )
+        loads = {u: units.store[offsets[side] + u] / capacity for u in range(k)}
+        step = ctl.observe(batch, loads)
+        if step is not None:
+            counts[side] = len(step.units_after)
+            ctl = ElasticController(
+                side,
+                counts[side],
+                max_units=max(MAX_UNITS, counts[side]),
+                min_units=min(floor, counts[side]),
+            )
+            history.append({"batch": step.batch_effective, "side": side, "units": counts[side]})
+        elastic[side] = ctl.to_dict()
+    return SchemeState(
+        params={**params, "left": counts["left"], "right": counts["right"]},
+        controller={**state.controller, "elastic": elastic},
+        history=tuple(history),
+    )
+
+
+def _leave_hash_if_skewed(
+    qp: QueryPlan, state: SchemeState, seen: BatchCounts, warmup: int
+) -> SchemeState:
+    """Hash partitioning while the keys are even; once one unit's input stands out, the
+    window's time bucket joins the keys if the query has one (a hot key's rows spread over
+    the buckets of their event times, and each meets only the rows of its own and the
+    neighbouring buckets), else the cheapest scheme by the cost formulas for the observed
+    statistics (from the next batch)."""
+    assert seen.units is not None  # (`next_scheme` calls this with counts only)
+    loads = seen.units.per_unit
+    total = sum(loads)
+    if total < warmup or len(loads) < 2:
+        return state
+    share = max(loads) / total
+    # One hot key puts share = top + (1 - top) / J on its unit: solve for top.
+    j = len(loads)
+    top = max(0.0, (share - 1 / j) / (1 - 1 / j))
+    delta = (seen.left_rows, seen.right_rows)
+    stats = Stats(
+        left_rows=seen.state_rows[0],
+        right_rows=seen.state_rows[1],
+        left_delta=delta[0],
+        right_delta=delta[1],
+        top_key_share=min(1.0, top),
+        units=j,
+    )
+    best = candidates(bool(qp.parts.equi), None, stats)[0].scheme
+    params = state.params
+    timed = qp.query.option("time_buckets", "auto") == "auto"
+    can_bucket = timed and qp.time_band is not None and not params.get("time_bucket")
+    # A delta row meets, on average, top * top * (the other side's stored and new rows) of
+    # the hot key, every one a candidate checked against the window; time buckets cut that
+    # to the rows of two buckets for the price of one more probe row per delta row.
+    hot = top * top * (sum(seen.state_rows) + sum(delta)) / 2 >= HOT_CANDIDATES
+    if can_bucket and (hot or not isinstance(best, HashScheme)):
+        params = {**params, "time_bucket": True}
+    elif not isinstance(best, HashScheme):
+        params = {**params_of(best), "units": j, "time_bucket": bool(params.get("time_bucket"))}
+    else:
+        return state
+    note = {"batch": seen.batch + 1, "scheme": describe(qp, params), "skew": top}
+    return replace(state, params=params, history=(*state.history, note))
+
+
+def describe(qp: QueryPlan, params: t.Mapping[str, t.Any]) -> str:
+    """The scheme of `params` in words."""
+    scheme = scheme_from_params(params)
+    units = int(params.get("units", 1))
+    text = scheme.describe() if scheme is not None else f"hash on {units} units"
+    if params.get("time_bucket") and qp.time_band is not None:
+        text += f", keyed by event-time bucket too ({qp.time_band.width / 1e6:g} s)"
+    return text
+
+
+def _biclique_split(units: int) -> tuple[int, int]:
+    """Left and right units of a biclique over `units` places."""
+    half = max(1, units // 2)
+    return half, max(1, units - half)
+
+
+def _pow2_floor(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p

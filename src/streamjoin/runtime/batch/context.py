@@ -1,0 +1,113 @@
+"""What one batch knows (`BatchContext`), what it leaves in Spark (`Scratch`), and what it did
+(`BatchReport`)."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.adapt.schemes import UnitStats
+    from streamjoin.plan import JobPlan
+    from streamjoin.runtime.routing.router import QueryRouter
+    from streamjoin.runtime.routing.unitcounts import InputUnitCounts
+    from streamjoin.runtime.settings import Settings
+    from streamjoin.runtime.state.footers import Footers
+    from streamjoin.runtime.state.manifest import Manifest
+
+
+@dataclass
+class Scratch:
+    """The temp views and cached DataFrames a batch creates, all dropped when it ends."""
+
+    spark: SparkSession
+    views: list[str] = field(default_factory=list)
+    """Temp views by name; the state's readers append theirs here too."""
+    cached: list[DataFrame] = field(default_factory=list)
+
+    def view(self, df: DataFrame, name: str) -> str:
+        """`df` as the temp view `name`, dropped at the batch's end."""
+        df.createOrReplaceTempView(name)
+        self.views.append(name)
+        return name
+
+    def persist(self, df: DataFrame) -> DataFrame:
+        """`df` persisted until the batch's end."""
+        df = df.persist()
+        self.cached.append(df)
+        return df
+
+    def release(self) -> None:
+        """Drop every view and cached DataFrame of the batch."""
+        for view in self.views:
+            self.spark.catalog.dropTempView(view)
+        for df in self.cached:
+            df.unpersist()
+        self.views, self.cached = [], []
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """One batch's inputs: its session, plan, settings, the manifest it starts from, the files
+    its sourced streams read (with their footers), and each two-way query's router."""
+
+    spark: SparkSession
+    """foreachBatch's clone of the session: the batch's temp views live there."""
+    streaming: SparkSession
+    """The session that started the stream (Spark's progress is kept there)."""
+    plan: JobPlan
+    settings: Settings
+    batch_id: int
+    prev: Manifest
+    classified: Callable[[], DataFrame]
+    """The batch's input sorted into ok, late and malformed (`intake.classify`), built at first
+    call: a batch whose statistics its files' footers tell never reads it."""
+    files: Mapping[str, list[str]]
+    """Per stream whose state is read back from its input files, the files the batch reads."""
+    footers: Mapping[str, Footers]
+    routers: Mapping[str, QueryRouter]
+    """Each two-way query's router, as the previous batch left it."""
+    counted: InputUnitCounts
+    """The queries whose rows per unit the state job or the files' keys count."""
+    parallelism: int
+    """The session's shuffle partitions: the units of a join that names none."""
+    scratch: Scratch
+
+    @property
+    def floors(self) -> dict[str, int]:
+        """The batch's least event time per sourced stream, by its files' footers."""
+        return {n: f.least for n, f in self.footers.items() if f.least is not None}
+
+    @property
+    def delta_rows(self) -> dict[str, int]:
+        """The batch's rows per sourced stream, by its files' footers."""
+        return {n: f.total for n, f in self.footers.items()}
+
+    @property
+    def watermark(self) -> int | None:
+        """The global watermark the batch started with: rows behind it are late."""
+        return self.prev.global_wm
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What one batch did, for progress lines and summaries."""
+
+    batch: int
+    rows_in: int
+    late: int
+    malformed: int
+    out: dict[str, int]
+    state_rows: int
+    watermark: int | None
+    seconds: float
+    manifest: Manifest = field(repr=False)
+    phases: dict[str, float] = field(default_factory=dict)
+    units: dict[str, UnitStats] = field(default_factory=dict)
+    """Per query: rows each unit of its join received (routed queries, and forced hash)."""
+    routing: dict[str, str] = field(default_factory=dict)
+    """Per query: the scheme the batch ran under, and any change decided for the next batch."""

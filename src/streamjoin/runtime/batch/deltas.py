@@ -1,0 +1,45 @@
+"""Step 3 of a batch: each stream's ok rows of the batch, as relations of the joins' SQL text."""
+
+from __future__ import annotations
+
+import typing as t
+
+from streamjoin.runtime.sources import prefixed
+
+if t.TYPE_CHECKING:
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.state.stores import StoreViews
+
+INPUT_VIEW = "_sj_input"
+"""The batch's classified input (`intake.classify`), as a temp view."""
+
+
+def delta_relations(ctx: BatchContext, stores: StoreViews) -> dict[str, str]:
+    """Each stream's ok rows of the batch, as a relation for SQL text, by stream name.
+
+    The relations are subqueries of one temp view of the batch's input: each classic PySpark
+    DataFrame call is a round trip with an analysis in the JVM, where a subquery in the join's
+    SQL text is analysed with it. A stream whose state is its input files is read from them
+    instead: its own rows and columns only, where each read of the batch's input reruns Spark's
+    plan of every stream's rows in the unified layout."""
+    plan = ctx.plan
+    if any(sp.name not in ctx.files for sp in plan.streams):
+        ctx.scratch.view(ctx.classified(), INPUT_VIEW)
+    deltas: dict[str, str] = {}
+    for sp in plan.streams:
+        if sp.name in ctx.files:
+            deltas[sp.name] = stores.sourced_delta(
+                ctx.spark, sp, ctx.batch_id, ctx.files[sp.name], ctx.watermark
+            )
+            continue
+        cols = ", ".join(f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns)
+        rows = f"SELECT {cols} FROM {INPUT_VIEW} WHERE _sj_status = 'ok' AND _sj_src = {sp.index}"
+        if plan.multiway:
+            # Multi-way terms read each delta many times, and the batch's input is one RDD of
+            # every stream's rows that no filter prunes: each read would scan all of it.
+            # (Two-way queries read it twice: re-reading costs less than a cache there.)
+            delta = ctx.scratch.persist(ctx.spark.sql(rows).coalesce(ctx.parallelism))
+            deltas[sp.name] = ctx.scratch.view(delta, f"_sj_delta_{sp.index}")
+        else:
+            deltas[sp.name] = f"({rows})"
+    return deltas

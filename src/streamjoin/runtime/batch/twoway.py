@@ -1,0 +1,159 @@
+"""Step 4 of a batch, two-way queries: each query's new pairs as a DataFrame, by the delta rule
+``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` (`joins.delta_join_sql`), or as one join of each side's
+state and delta without the pairs of two old rows (`joins.pairs_sql`), reading only the state
+units whose event times can meet the delta's."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from streamjoin.runtime.batch.joins import OLD, delta_join_sql, one_join, pairs_sql
+from streamjoin.runtime.routing.router import key_types
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from streamjoin.plan import QueryPlan
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.joins import Side
+    from streamjoin.runtime.routing.router import Observed, QueryRouter
+    from streamjoin.runtime.state.stores import StoreViews
+
+
+@dataclass
+class TwoWay:
+    """The two-way queries' new pairs, and the views observed for their rows per unit."""
+
+    frames: dict[str, DataFrame] = field(default_factory=dict)
+    observed: dict[str, Observed] = field(default_factory=dict)
+
+
+def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreViews) -> TwoWay:
+    """Every two-way query's new pairs in the batch (`deltas`: each stream's new rows)."""
+    out = TwoWay()
+    for qp in ctx.plan.queries:
+        observed: list[tuple[str, Observation, int]] = []
+        out.frames[qp.query.name] = _pairs(ctx, qp, deltas, stores, observed)
+        if observed:
+            out.observed[qp.query.name] = observed
+    return out
+
+
+def _pairs(
+    ctx: BatchContext,
+    qp: QueryPlan,
+    deltas: t.Mapping[str, str],
+    stores: StoreViews,
+    observed: list[tuple[str, Observation, int]],
+) -> DataFrame:
+    q = qp.query
+    window = qp.parts.window
+    lo = window.lo_us if window else None
+    hi = window.hi_us if window else None
+    # Delta rows are not late: their event times are >= the watermark W the batch started
+    # with, so only state rows that can meet an event time >= W are read. A delta whose
+    # files' footers tell its least event time F raises that to max(W, F): the older units
+    # of a stream read in time order then drop out whole.
+    wm = ctx.watermark if qp.left_time is not None and qp.right_time is not None else None
+    left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
+    floors = ctx.floors
+    floor = {n: max(wm, floors.get(n, wm)) for n in (left.name, right.name) if wm is not None}
+    # right rows that can meet the left delta: r.ts >= W + lo
+    r_lo = floor[left.name] + lo if wm is not None and lo is not None else None
+    # left rows that can meet the right delta: l.ts >= W - hi
+    l_lo = floor[right.name] - hi if wm is not None and hi is not None else None
+    router = ctx.routers[q.name]
+    placed = router.scheme is not None
+    shuffle = placed or q.option("partitioning") == "hash"
+    # On the automatic hash path the units are still observed (where the key's hash would
+    # send each row), so that skew is seen and the scheme can move away from hashing.
+    observe = shuffle or (bool(qp.parts.equi) and q.option("adapt", "true") == "true")
+    observe = observe and q.name not in ctx.counted
+    views = ctx.scratch.views
+    how = None
+    if not (observe or shuffle or router.band) and ctx.settings.join_path != "halves":
+        rows = ctx.settings.shuffle_rows
+        how = one_join(ctx.prev, left, l_lo, right, r_lo, rows, ctx.delta_rows)
+        if how is None and ctx.settings.join_path == "one":
+            how = "auto"
+    if how is not None:
+        # Both halves of the delta rule as one join (`joins.pairs_sql`).
+        sides = []
+        for sp, bound in ((left, l_lo), (right, r_lo)):
+            state = stores.state(ctx.spark, sp, ctx.prev, bound, None, views)
+            sides.append(
+                f"(SELECT *, FALSE AS {OLD} FROM {deltas[sp.name]} "
+                f"UNION ALL SELECT *, TRUE AS {OLD} FROM {state})"
+            )
+        return ctx.spark.sql(pairs_sql(qp, *sides, build=None if how == "auto" else how))
+    r_state = stores.state(ctx.spark, right, ctx.prev, r_lo, deltas[q.right.stream], views)
+    l_state = stores.state(ctx.spark, left, ctx.prev, l_lo, None, views)
+    inputs: list[tuple[Side, str, str]] = [
+        ("left", deltas[q.left.stream], r_state),
+        ("right", deltas[q.right.stream], l_state),
+    ]
+    sqls = []
+    for delta_side, delta_view, state_view in inputs:
+        if observe:
+            delta_view, state_view = _routed_views(
+                ctx, router, delta_side, (delta_view, state_view), observed, shuffle=shuffle
+            )
+        sqls.append(
+            delta_join_sql(
+                qp,
+                delta_side,
+                delta_view,
+                state_view,
+                placed=placed,
+                shuffle=shuffle,
+                band=router.band,
+            )
+        )
+    # One SQL text for both terms: one analysis in the JVM instead of two and a union.
+    return ctx.spark.sql(" UNION ALL ".join(f"({sql})" for sql in sqls))
+
+
+def _routed_views(
+    ctx: BatchContext,
+    router: QueryRouter,
+    delta_side: Side,
+    relations: tuple[str, str],
+    observed: list[tuple[str, Observation, int]],
+    *,
+    shuffle: bool,
+) -> tuple[str, str]:
+    """The delta routed to its probe places and the state to its store places (for the hash
+    path: as they are), each observed for its rows per unit."""
+    if router.key_types is None and router.qp.parts.equi:
+        router.key_types = key_types(ctx.spark, router)
+    state_side: Side = "right" if delta_side == "left" else "left"
+    name = router.qp.query.name
+    out = []
+    roles: tuple[tuple[Side, str, t.Literal["probe", "store"]], ...] = (
+        (delta_side, relations[0], "probe"),
+        (state_side, relations[1], "store"),
+    )
+    for side, view, role in roles:
+        if not shuffle and role == "store":
+            # The automatic hash path watches the delta's keys only: skew shows there,
+            # and the state scan stays free of per-row hashing.
+            out.append(view)
+            continue
+        df = ctx.spark.sql(router.routed(side, view, role))
+        unit = router.unit_sql(side)
+        aggs = [F.expr(f"count_if({unit} = {i})").alias(f"u{i}") for i in range(router.units)]
+        value = router.row_sql(side).value
+        ranges = int(router.params.get("units", 1))
+        if router.params.get("name") == "range" and value is not None and ranges > 1:
+            # Equi-depth bounds for the next batch, from the rows of this one.
+            qs = ", ".join(repr(i / ranges) for i in range(1, ranges))
+            aggs.append(F.expr(f"percentile_approx({value}, array({qs}))").alias("q"))
+        n = len(ctx.scratch.views)
+        obs = Observation(f"sj_units_{name}_{n}")
+        out.append(ctx.scratch.view(df.observe(obs, *aggs), f"_sj_routed_{n}"))
+        observed.append((role, obs, router.units))
+    return out[0], out[1]

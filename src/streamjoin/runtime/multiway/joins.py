@@ -1,0 +1,137 @@
+"""Step 4 of a batch, multi-way queries: each query's new combinations, one DataFrame per term
+of its delta rule (`plan.multiway`), with shared probe prefixes computed once and cached for the
+batch, the MIR stores kept up to date beside them, and an epoch's selectivities measured."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+from streamjoin.adapt.probes import Reorderer
+from streamjoin.runtime.multiway.mirs import MirStores
+from streamjoin.runtime.multiway.selectivity import start_measures
+from streamjoin.runtime.multiway.terms import batch_terms
+from streamjoin.runtime.state.stores import PARTITIONED_STORE_CONF
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from pyspark.sql import DataFrame
+
+    from streamjoin.model import StreamDef
+    from streamjoin.plan import JobPlan, MultiwayPlan
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.threads import Background
+    from streamjoin.runtime.settings import Settings
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.manifest import MirUnit
+    from streamjoin.runtime.state.stores import StoreViews
+
+
+@dataclass
+class MultiwayBatch:
+    """One batch's multi-way work: the terms' DataFrames by query, and what runs beside them."""
+
+    frames: dict[str, list[DataFrame]]
+    mirs: MirStores
+    measures: Background | None
+    """The selectivity counts running beside an epoch's last batch."""
+
+    def wait(self) -> None:
+        """Wait for what runs beside the joins (it reads the batch's views)."""
+        for running in (self.measures, self.mirs):
+            if running is not None:
+                running.wait()
+
+
+class MultiwayJoins:
+    """The multi-way queries of a job, batch after batch: their plans (`adapt.probes`) and the
+    MIR stores, refilled from the streams' stores when a processor starts."""
+
+    def __init__(self, plan: JobPlan, checkpoint: Checkpoint, settings: Settings, units: int):
+        self.plan = plan
+        self.checkpoint = checkpoint
+        self.settings = settings
+        self.reorder = Reorderer(plan, units)
+        self.reorder.configure(greedy=settings.optimizer == "greedy", mirs=settings.mirs)
+        self._started = False
+
+    def run(
+        self, ctx: BatchContext, deltas: Mapping[str, str], stores: StoreViews
+    ) -> MultiwayBatch:
+        """Start the batch's multi-way joins over `deltas` (each stream's new rows)."""
+        spark, prev, batch_id = ctx.spark, ctx.prev, ctx.batch_id
+        self.reorder.restore(prev.multiway)
+
+        def streams(mp: MultiwayPlan) -> list[StreamDef]:
+            return [self.plan.job.stream(side.stream) for side in mp.query.sides]
+
+        def store(stream: str, lo: int | None, with_new: bool, column: str | None = None) -> str:
+            delta = deltas[stream] if with_new else None
+            sp = self.plan.stream(stream)
+            return stores.state(spark, sp, prev, lo, delta, ctx.scratch.views, column)
+
+        partitioning = self.reorder.partitioning(batch_id) if self.settings.partitioned else {}
+        stores.partitioned.retain(partitioning, prev)
+        # A small delta is broadcast to every partition, a large one routed to its partition
+        # (DESIGN: move the delta to the state). Its size: the stream's rows in the last batch.
+        threshold = self.settings.route_rows
+        large = {u.stream for u in prev.units if u.batch == prev.batch and u.rows >= threshold}
+        if partitioning and large:
+            for key, value in PARTITIONED_STORE_CONF.items():
+                spark.conf.set(key, value)
+        plans = self.reorder.plans(batch_id)
+        mirs = MirStores(
+            spark,
+            self.checkpoint,
+            prev,
+            batch_id,
+            streams,
+            deltas,
+            lambda stream: store(stream, None, False),
+            ctx.scratch.views,
+            ctx.scratch.cached,
+            self.reorder.parallelism,
+            refill=not self._started,
+        )
+        self._started = True
+        measures = None
+        if self.reorder.measuring(batch_id):
+            args = (spark, self.reorder, batch_id, plans, streams, deltas, store)
+            measures = start_measures(*args)
+        built = batch_terms(
+            plans,
+            streams,
+            deltas,
+            store,
+            prev.global_wm,
+            share=self.settings.share,
+            mirs=mirs,
+            partitioning=partitioning,
+            routed=large,
+        )
+        for name, sql in built.shared.items():
+            # A join's output has as many partitions as its store's files and the batch's input
+            # together (tens); every reader of the view would run a task for each.
+            df = ctx.scratch.persist(spark.sql(sql).coalesce(self.reorder.parallelism))
+            ctx.scratch.view(df, name)
+        frames = {name: [spark.sql(sql) for sql in terms] for name, terms in built.terms.items()}
+        return MultiwayBatch(frames, mirs, measures)
+
+    def after_batch(
+        self, work: MultiwayBatch, batch_id: int, rows: Mapping[str, int]
+    ) -> tuple[dict[str, str], dict[str, t.Any]]:
+        """Feed the batch's rows and measured counts to the plans; a note per query whose
+        orders change, and the state the manifest carries to the next batch."""
+        counts = work.measures.result() if work.measures is not None else None
+        notes = self.reorder.after_batch(batch_id, rows, counts)
+        return notes, self.reorder.state()
+
+    @staticmethod
+    def finish(
+        work: MultiwayBatch | None,
+    ) -> Callable[[Callable[[str], int | None]], tuple[dict[str, list[MirUnit]], list[str]]]:
+        """The MIR stores' part of the manifest (`MirStores.finish`; none without the joins)."""
+        if work is None:
+            return lambda horizon: ({}, [])
+        return work.mirs.finish

@@ -1,0 +1,188 @@
+"""Every streamjoin setting, read and checked once per run from Spark's conf and the environment.
+
+A job's settings are Spark confs (``--conf streamjoin.…``, or ``spark.conf.set`` before
+``Engine.run``) and a few environment variables; `Settings.read` is the one place that reads
+them, so a bad value fails when the run starts, naming the key and the value, and every other
+module takes the typed field. The README's table of settings lists the same keys
+(`SETTINGS`), which a test keeps in step.
+"""
+
+from __future__ import annotations
+
+import os
+import typing as t
+from dataclasses import dataclass
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from pyspark.sql import SparkSession
+
+JoinPath = t.Literal["auto", "one", "halves"]
+Optimizer = t.Literal["ilp", "greedy"]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: where it is read from, its default, and what it does (for the README)."""
+
+    name: str
+    default: str
+    doc: str
+    env: bool = False
+    choices: tuple[str, ...] = ()
+    least: int | None = None
+
+
+SETTINGS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key(
+            "streamjoin.join.shuffleRows",
+            "10000",
+            "rows on each side from which the one join of a two-way query shuffles both sides "
+            "(below: Spark broadcasts the smaller side)",
+            least=0,
+        ),
+        Key(
+            "streamjoin.join.path",
+            "auto",
+            "`one`: both halves of the delta rule as one join; `halves`: two joins; `auto`: "
+            "by their predicted candidates",
+            choices=("auto", "one", "halves"),
+        ),
+        Key(
+            "streamjoin.hash.skewCheckEvery",
+            "5",
+            "batches between two counts of rows per unit on the automatic hash path",
+            least=1,
+        ),
+        Key(
+            "streamjoin.state.fromSource",
+            "true",
+            "`false` copies every stream's state into the checkpoint instead of reading it back "
+            "from the stream's input files",
+            choices=("true", "false"),
+        ),
+        Key(
+            "streamjoin.state.footers",
+            "true",
+            "`false` runs the state job for a batch's statistics even where its Parquet "
+            "footers tell them",
+            choices=("true", "false"),
+        ),
+        Key(
+            "streamjoin.multiway.optimizer",
+            "ilp",
+            "`greedy`: greedy probe orders, no integer program",
+            choices=("ilp", "greedy"),
+        ),
+        Key(
+            "streamjoin.multiway.share",
+            "true",
+            "`false`: no probe step shared between queries",
+            choices=("true", "false"),
+        ),
+        Key(
+            "streamjoin.multiway.mirs",
+            "true",
+            "`false`: no MIR stores",
+            choices=("true", "false"),
+        ),
+        Key(
+            "streamjoin.multiway.partitioned",
+            "true",
+            "`false`: stores read from their files, every probe broadcast",
+            choices=("true", "false"),
+        ),
+        Key(
+            "streamjoin.multiway.routeRows",
+            "100000",
+            "rows of a stream's last batch from which its probes go to one partition of a "
+            "partitioned store (below: broadcast)",
+            least=0,
+        ),
+        Key(
+            "STREAMJOIN_LOCAL",
+            "on",
+            "`off` starts a local driver without the local-mode speed-ups (`runtime.local`)",
+            env=True,
+            choices=("on", "off"),
+        ),
+        Key(
+            "STREAMJOIN_DEBUG",
+            "",
+            "set: the CLI prints the traceback of an unexpected error",
+            env=True,
+        ),
+    )
+}
+
+
+def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) -> str:
+    spec = SETTINGS[key]
+    value = env.get(key) if spec.env else get(key)
+    value = spec.default if value is None else value.strip()
+    where = "environment variable" if spec.env else "Spark conf"
+    if spec.choices and value.lower() not in spec.choices:
+        choices = ", ".join(repr(c) for c in spec.choices)
+        msg = f"{where} {key} must be one of {choices}; got {value!r}"
+        raise ValueError(msg)
+    if spec.least is not None:
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or number < spec.least:
+            msg = f"{where} {key} must be a whole number, at least {spec.least}; got {value!r}"
+            raise ValueError(msg)
+    return value.lower() if spec.choices else value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of one run (see `SETTINGS` for each key's meaning and default)."""
+
+    shuffle_rows: int = 10_000
+    join_path: JoinPath = "auto"
+    skew_check_every: int = 5
+    state_from_source: bool = True
+    footers: bool = True
+    optimizer: Optimizer = "ilp"
+    share: bool = True
+    mirs: bool = True
+    partitioned: bool = True
+    route_rows: int = 100_000
+    local: bool = True
+    debug: bool = False
+
+    @classmethod
+    def read(
+        cls, get: Callable[[str], str | None], env: Mapping[str, str] | None = None
+    ) -> Settings:
+        """The settings from a conf lookup `get` (None when unset) and `env` (default: this
+        process's environment); `ValueError` names a bad key and its value."""
+        env = os.environ if env is None else env
+
+        def text(key: str) -> str:
+            return _text(key, get, env)
+
+        return cls(
+            shuffle_rows=int(text("streamjoin.join.shuffleRows")),
+            join_path=t.cast("JoinPath", text("streamjoin.join.path")),
+            skew_check_every=int(text("streamjoin.hash.skewCheckEvery")),
+            state_from_source=text("streamjoin.state.fromSource") == "true",
+            footers=text("streamjoin.state.footers") == "true",
+            optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
+            share=text("streamjoin.multiway.share") == "true",
+            mirs=text("streamjoin.multiway.mirs") == "true",
+            partitioned=text("streamjoin.multiway.partitioned") == "true",
+            route_rows=int(text("streamjoin.multiway.routeRows")),
+            local=text("STREAMJOIN_LOCAL") == "on",
+            debug=bool(text("STREAMJOIN_DEBUG")),
+        )
+
+    @classmethod
+    def of(cls, spark: SparkSession) -> Settings:
+        """The settings of `spark`'s conf and this process's environment."""
+        return cls.read(lambda key: spark.conf.get(key, None))

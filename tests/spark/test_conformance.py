@@ -1,0 +1,188 @@
+"""One conformance suite over the runtime's execution paths: every path the engine's heuristics
+choose between is forced by a setting (`runtime.settings`) or a query option, the same generated
+streams run through each, and each result must equal the reference executor's. Each case also
+checks, from the plans Spark ran or the files the run left, that its path was the one taken."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch import sinks
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.state.statejob import StateJob
+from streamjoin.sql import parse_job
+from tests.e2e.files import write_batches
+from tests.spark.harness import read_sink
+from tests.spark.streams import make_batches, stream_ddl
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+EQUI = "a.k = b.k"
+BAND = "abs(a.x - b.x) <= 1.5"
+WINDOW = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
+
+
+@dataclass(frozen=True)
+class Path_:
+    """One forced path: its settings, the query's ON and WITH, and what its run must show."""
+
+    conf: dict[str, str] = field(default_factory=dict)
+    on: str = f"{EQUI} AND {WINDOW}"
+    with_: str = ""
+    plan_has: tuple[str, ...] = ()
+    """Text every sink write's executed plan holds."""
+    plan_lacks: tuple[str, ...] = ()
+    state_jobs: bool | None = None
+    """Whether batches ran the state job (None: either)."""
+    copied: bool | None = None
+    """Whether the state was copied into the checkpoint (None: either)."""
+    multiway: bool = False
+
+
+TWO_WAY = {
+    "one-join": Path_({"streamjoin.join.path": "one"}, plan_has=("_sj_old",)),
+    "two-halves": Path_({"streamjoin.join.path": "halves"}, plan_lacks=("_sj_old",)),
+    "one-join-broadcast": Path_(
+        {"streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "1000000000"},
+        plan_has=("BroadcastHashJoin",),
+        plan_lacks=("ShuffledHashJoin",),
+    ),
+    "one-join-shuffled": Path_(
+        {"streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "0"},
+        plan_has=("ShuffledHashJoin",),
+    ),
+    "sourced-footers": Path_(state_jobs=False, copied=False),
+    "sourced-state-job": Path_(
+        {"streamjoin.state.footers": "false"}, state_jobs=True, copied=False
+    ),
+    "copied": Path_({"streamjoin.state.fromSource": "false"}, state_jobs=True, copied=True),
+    "hash": Path_(with_="partitioning = 'hash', units = 3"),
+    "matrix": Path_(with_="partitioning = 'matrix', units = 4", plan_has=("_sj_place",)),
+    "biclique": Path_(with_="partitioning = 'biclique', units = 4", plan_has=("_sj_place",)),
+    "contrand": Path_(with_="partitioning = 'contrand', units = 4", plan_has=("_sj_place",)),
+    "range": Path_(
+        on=f"{BAND} AND {WINDOW}",
+        with_="partitioning = 'range', units = 3",
+        plan_has=("_sj_place",),
+    ),
+    "time-buckets": Path_(with_="time_buckets = 'true'"),
+    "band-buckets": Path_(on=f"{BAND} AND {WINDOW}"),
+    "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
+    "full-history": Path_(on=EQUI, copied=True),
+}
+
+MULTI_WAY = {
+    "ilp-shared-mirs-partitioned": Path_(multiway=True),
+    "route-every-delta": Path_({"streamjoin.multiway.routeRows": "0"}, multiway=True),
+    "greedy": Path_({"streamjoin.multiway.optimizer": "greedy"}, multiway=True),
+    "unshared": Path_({"streamjoin.multiway.share": "false"}, multiway=True),
+    "no-mirs": Path_({"streamjoin.multiway.mirs": "false"}, multiway=True),
+    "unpartitioned": Path_({"streamjoin.multiway.partitioned": "false"}, multiway=True),
+}
+
+
+def _job(root: Path, case: Path_, name: str) -> str:
+    streams = "ABC" if case.multiway else "AB"
+    ddl = [
+        stream_ddl(s, str(root / "in" / s)).replace(
+            "WITH (format = 'json', ", "WITH (format = 'parquet', maxFilesPerTrigger = '1', "
+        )
+        for s in streams
+    ]
+    out = root / "out" / name
+    with_ = f" WITH ({case.with_})" if case.with_ else ""
+    if case.multiway:
+        # Two queries differing only in a selection: they share their join (a shared core).
+        three = (
+            "FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '4' SECOND "
+            "AND a.ts + INTERVAL '4' SECOND JOIN C c ON abs(b.x - c.x) <= 2.0 "
+            "AND c.ts BETWEEN b.ts - INTERVAL '4' SECOND AND b.ts + INTERVAL '4' SECOND"
+        )
+        queries = [
+            f"INSERT INTO w SELECT a.id AS aid, b.id AS bid, c.id AS cid {three} WITH (epoch = 2);",
+            f"INSERT INTO v SELECT a.id AS aid, b.id AS bid, c.id AS cid {three} "
+            "WHERE c.s = 'p' WITH (epoch = 2);",
+        ]
+        sinks_ = ["w", "v"]
+    else:
+        queries = [
+            f"INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON {case.on}{with_};"
+        ]
+        sinks_ = ["w"]
+    made = [f"CREATE SINK {s} WITH (format = 'parquet', path = '{out / s}');" for s in sinks_]
+    return "\n".join([*ddl, *made, *queries])
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[t.Any]]:
+    """Generated streams A, B and C as Parquet files, one a micro-batch: disorder, NULL and
+    repeated keys, late rows."""
+    root = tmp_path_factory.mktemp("conformance")
+    batches = make_batches(71, streams=("A", "B", "C"), n_batches=6, rows_per_batch=16)
+    write_batches(root / "in", batches, parquet=True)
+    return root, batches
+
+
+@pytest.mark.parametrize("name", [*TWO_WAY, *MULTI_WAY])
+def test_every_forced_path_gives_the_reference_result(
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    streams: tuple[Path, list[t.Any]],
+    name: str,
+) -> None:
+    root, batches = streams
+    case = TWO_WAY.get(name) or MULTI_WAY[name]
+    job = parse_job(_job(root, case, name), f"<{name}>")
+    plans: list[str] = []
+    write = sinks.write_sink
+
+    def recording(sink: t.Any, df: DataFrame, batch_id: int) -> None:
+        plans.append(str(df._jdf.queryExecution().executedPlan().toString()))
+        write(sink, df, batch_id)
+
+    ran: list[int] = []
+    job_run = StateJob.run
+
+    def counted(self: StateJob, classified: t.Any, batch_id: int, *args: t.Any) -> t.Any:
+        ran.append(batch_id)
+        return job_run(self, classified, batch_id, *args)
+
+    monkeypatch.setattr(sinks, "write_sink", recording)
+    monkeypatch.setattr(StateJob, "run", counted)
+    checkpoint = root / "ckpt" / name
+    for key, value in case.conf.items():
+        spark.conf.set(key, value)
+    try:
+        Engine(spark).run(job, checkpoint=str(checkpoint), once=True, progress=False)
+    finally:
+        for key in case.conf:
+            spark.conf.unset(key)
+
+    fed = [{s: b[s] for s in ("ABC" if case.multiway else "AB")} for b in batches]
+    expected = run_reference(job, fed).outputs
+    for q in job.queries:
+        columns = [item.alias for item in q.select]
+        assert normalize(read_sink(spark, job, q.sink, columns)) == normalize(expected[q.name])
+    assert any(expected.values())
+    # The path taken is the one forced, in every batch after the first.
+    steady = plans[1:]
+    assert steady
+    for text in case.plan_has:
+        assert all(text in p for p in steady), (name, text)
+    for text in case.plan_lacks:
+        assert not any(text in p for p in steady), (name, text)
+    if case.state_jobs:
+        assert sorted(ran) == list(range(len(batches)))
+    elif case.state_jobs is not None:
+        # The footers prove batches 0 and 1 all on time; the late rows of batches 2 on need the
+        # state job, which reads the batch's input to tell them.
+        assert not {0, 1} & set(ran), ran
+    if case.copied is not None:
+        copies = list((checkpoint / "state").glob("**/*.parquet"))
+        assert bool(copies) is case.copied

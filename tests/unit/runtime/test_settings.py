@@ -1,0 +1,92 @@
+"""`Settings`: every key read once, a bad value named with its key, and the README's table in
+step with the keys (no JVM: the reader takes a lookup function)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamjoin.runtime.settings import SETTINGS, Settings
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def _read(conf: dict[str, str], env: dict[str, str] | None = None) -> Settings:
+    return Settings.read(conf.get, env or {})
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    assert _read({}) == Settings()
+    assert Settings().shuffle_rows == int(SETTINGS["streamjoin.join.shuffleRows"].default)
+
+
+def test_each_key_reaches_its_field() -> None:
+    got = _read(
+        {
+            "streamjoin.join.shuffleRows": "0",
+            "streamjoin.join.path": "Halves",
+            "streamjoin.hash.skewCheckEvery": "1",
+            "streamjoin.state.fromSource": "false",
+            "streamjoin.state.footers": "FALSE",
+            "streamjoin.multiway.optimizer": "greedy",
+            "streamjoin.multiway.share": "false",
+            "streamjoin.multiway.mirs": "false",
+            "streamjoin.multiway.partitioned": "false",
+            "streamjoin.multiway.routeRows": "7",
+        },
+        {"STREAMJOIN_LOCAL": "off", "STREAMJOIN_DEBUG": "1"},
+    )
+    assert got == Settings(
+        shuffle_rows=0,
+        join_path="halves",
+        skew_check_every=1,
+        state_from_source=False,
+        footers=False,
+        optimizer="greedy",
+        share=False,
+        mirs=False,
+        partitioned=False,
+        route_rows=7,
+        local=False,
+        debug=True,
+    )
+
+
+def test_environment_keys_are_not_read_from_the_conf() -> None:
+    assert _read({"STREAMJOIN_LOCAL": "off"}).local
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("streamjoin.hash.skewCheckEvery", "0", "at least 1"),
+        ("streamjoin.join.shuffleRows", "many", "whole number"),
+        ("streamjoin.multiway.optimizer", "genetic", "'ilp', 'greedy'"),
+        ("streamjoin.state.fromSource", "no", "'true', 'false'"),
+    ],
+)
+def test_a_bad_value_names_its_key_and_value(key: str, value: str, expected: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(key)) as err:
+        _read({key: value})
+    assert repr(value) in str(err.value)
+    assert expected in str(err.value)
+
+
+@given(st.text(max_size=6))
+def test_any_text_for_a_count_is_a_count_or_a_named_error(value: str) -> None:
+    try:
+        got = _read({"streamjoin.multiway.routeRows": value})
+    except ValueError as err:
+        assert "streamjoin.multiway.routeRows" in str(err)
+    else:
+        assert got.route_rows == int(value.strip()) >= 0
+
+
+def test_the_readme_lists_every_key_once() -> None:
+    text = README.read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([A-Za-z_.]+)` \|", text, flags=re.MULTILINE)
+    assert sorted(rows) == sorted(SETTINGS)
