@@ -154,7 +154,7 @@ class Engine:
         settings = Settings.of(self.spark)  # (fails now, naming a bad setting)
         sourced = sourced_streams(plan, read, settings.state_from_source)
         log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
-        processor = BatchProcessor(self.spark, plan, store, on_batch, log)
+        processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
         frames = {
             sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
             for sp in plan.streams

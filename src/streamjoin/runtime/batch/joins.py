@@ -141,6 +141,8 @@ def one_join(
     r_lo: int | None,
     shuffle_rows: int = SHUFFLE_ROWS,
     new: Mapping[str, int] | None = None,
+    *,
+    always: bool = False,
 ) -> t.Literal["auto", "left", "right"] | None:
     """How `pairs_sql` runs the delta rule's two halves as one join, or None when the two halves
     cost less.
@@ -153,7 +155,8 @@ def one_join(
     the deltas by `new` (the batch's own rows, where its files' footers tell them), else by the
     streams' last batch. When both sides reach `shuffle_rows`, the side with
     fewer rows, to build a shuffled hash join's tables on; else ``auto`` (Spark broadcasts the
-    smaller side)."""
+    smaller side). `always`: the one join even where the halves cost less (a setting forces
+    it)."""
 
     def rows(sp: StreamPlan, lo: int | None) -> tuple[int, int]:
         old = sum(u.rows for u in prev.live(sp.name) if u.overlaps(lo, None))
@@ -163,7 +166,7 @@ def one_join(
         return old, last
 
     (l_old, l_new), (r_old, r_new) = rows(left, l_lo), rows(right, r_lo)
-    if l_old * r_old > l_new * (r_old + r_new) + l_old * r_new:
+    if not always and l_old * r_old > l_new * (r_old + r_new) + l_old * r_new:
         return None
     left_rows, right_rows = l_old + l_new, r_old + r_new
     if min(left_rows, right_rows) < shuffle_rows:

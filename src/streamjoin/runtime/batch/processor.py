@@ -71,13 +71,14 @@ class BatchProcessor:
         checkpoint: Checkpoint,
         on_batch: Callable[[BatchReport], None] | None = None,
         source_log: SourceLog | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.session = spark
         """The session that starts the stream (each batch runs in foreachBatch's clone)."""
         self.plan = plan
         self.checkpoint = checkpoint
         self.on_batch = on_batch
-        self.settings = Settings.of(spark)
+        self.settings = settings or Settings.of(spark)
         self.error: BaseException | None = None
         self.parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         self.state_job = StateJob(plan, checkpoint, source_log)

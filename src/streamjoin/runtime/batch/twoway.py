@@ -76,10 +76,9 @@ def _pairs(
     views = ctx.scratch.views
     how = None
     if not (observe or shuffle or router.band) and ctx.settings.join_path != "halves":
+        always = ctx.settings.join_path == "one"
         rows = ctx.settings.shuffle_rows
-        how = one_join(ctx.prev, left, l_lo, right, r_lo, rows, ctx.delta_rows)
-        if how is None and ctx.settings.join_path == "one":
-            how = "auto"
+        how = one_join(ctx.prev, left, l_lo, right, r_lo, rows, ctx.delta_rows, always=always)
     if how is not None:
         # Both halves of the delta rule as one join (`joins.pairs_sql`).
         sides = []
