@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import traceback
@@ -245,6 +244,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _debug() -> bool:
+    """Whether the setting ``STREAMJOIN_DEBUG`` asks for tracebacks (`runtime.settings`)."""
+    from streamjoin.runtime.settings import Settings
+
+    try:
+        return Settings.read(lambda _key: None).debug
+    except StreamJoinError:  # (another setting is bad: show everything)
+        return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (2: job-file error, 3: no Java, 1: other errors)."""
     args = build_parser().parse_args(argv)
@@ -258,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NO_JAVA
     except StreamJoinError as err:
         print(f"error: {err}", file=sys.stderr)
-        if os.environ.get("STREAMJOIN_DEBUG"):
+        if _debug():
             traceback.print_exc()
         return 1
     except KeyboardInterrupt:

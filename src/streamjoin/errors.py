@@ -52,5 +52,9 @@ class StreamJoinWarning(UserWarning):
     that finds less history than its window reaches)."""
 
 
+class SettingError(StreamJoinError, ValueError):
+    """A setting (Spark conf or environment variable) with a value it cannot take."""
+
+
 class JavaMissingError(StreamJoinError):
     """No Java runtime to start Spark with."""

@@ -13,6 +13,8 @@ import os
 import typing as t
 from dataclasses import dataclass
 
+from streamjoin.errors import SettingError
+
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
@@ -127,7 +129,7 @@ def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) ->
     if spec.choices and value.lower() not in spec.choices:
         choices = ", ".join(repr(c) for c in spec.choices)
         msg = f"{where} {key} must be one of {choices}; got {value!r}"
-        raise ValueError(msg)
+        raise SettingError(msg)
     if spec.least is not None:
         try:
             number = int(value)
@@ -135,7 +137,7 @@ def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) ->
             number = None
         if number is None or number < spec.least:
             msg = f"{where} {key} must be a whole number, at least {spec.least}; got {value!r}"
-            raise ValueError(msg)
+            raise SettingError(msg)
     return value.lower() if spec.choices else value
 
 
@@ -161,7 +163,7 @@ class Settings:
         cls, get: Callable[[str], str | None], env: Mapping[str, str] | None = None
     ) -> Settings:
         """The settings from a conf lookup `get` (None when unset) and `env` (default: this
-        process's environment); `ValueError` names a bad key and its value."""
+        process's environment); `SettingError` names a bad key and its value."""
         env = os.environ if env is None else env
 
         def text(key: str) -> str:

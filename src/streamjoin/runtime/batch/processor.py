@@ -132,7 +132,7 @@ class BatchProcessor:
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
             two = two_way_joins(ctx, deltas, self.stores)
-            frames = {name: [df] for name, df in two.frames.items()}
+            frames = {name: [frame] for name, frame in two.frames.items()}
             if self.multiway is not None:
                 work = self.multiway.run(ctx, deltas, self.stores)
                 multiway = [q for q in self.plan.job.queries if q.multiway]
