@@ -194,11 +194,10 @@ _JAVA_OPTIONS = DRIVER_JAVA_OPTIONS
 
 PEER_CONF: dict[str, dict[str, str]] = {
     # The foreachBatch join is a nested loop whose cost is task code: the JVM's optimising
-    # compiler (C2), which streamjoin's local session leaves off, runs it much faster (band,
-    # full size: 986 s with it, still running after 1,560 s without; measured, session 11).
-    # Spark's native join is as fast or faster with streamjoin's settings (27.6 / 26.7 s
-    # with the JVM's defaults, 24.7 / 26.2 s with them), so it keeps them.
+    # compiler (C2) runs it much faster (docs/dev-log.md).
     "spark-foreach": {_JAVA_OPTIONS: ""},
+    # Spark's native join runs a backlog faster with the quick compiler only (docs/dev-log.md).
+    "spark-native": {_JAVA_OPTIONS: "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"},
 }
 """Settings an engine's session takes over streamjoin's local defaults: each peer runs as it
 runs fastest, so a ratio never comes from slowing the peer down."""

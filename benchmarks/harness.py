@@ -24,7 +24,6 @@ import typing as t
 from dataclasses import dataclass
 
 from benchmarks.workloads import SIZES, WORKLOADS
-from streamjoin.runtime.local.classarchive import CACHE_ENV, SWITCH_ENV, archives
 
 if t.TYPE_CHECKING:
     from benchmarks.workloads import Case
@@ -77,14 +76,10 @@ def run_engine_process(
     jobs: t.Sequence[tuple[str, str]],
     time_limit: float | None = None,
     live: dict[str, t.Any] | None = None,
-    *,
-    class_archive: bool = False,
 ) -> list[dict[str, t.Any]]:
     """`engine` on each (job, workdir) of `jobs`, one after another in one child process; each
     run's EngineRun as a dict, with the process's peak memory. `live`: the fields of
-    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode). With
-    `class_archive` the process's JVM maps the engine's class archive (`class_cache_env`), or
-    writes it at exit if there is none yet."""
+    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode)."""
     plan = []
     for job, workdir in jobs:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -98,7 +93,7 @@ def run_engine_process(
     with open(plan_file, "w", encoding="utf-8") as f:
         json.dump(plan, f)
     args = ["benchmarks.engines", engine, plan_file, result]
-    code, tail, peak_mb = run_child(args, extra_env=class_cache_env(engine, class_archive))
+    code, tail, peak_mb = run_child(args)
     if not os.path.exists(result):
         return [{"engine": engine, "error": f"exit {code}: {tail}"} for _ in jobs]
     with open(result, encoding="utf-8") as f:
@@ -132,46 +127,6 @@ def run_child(
     sampler.join()
     tail = "\n".join(stderr.strip().splitlines()[-5:])
     return proc.returncode, tail, round(peak.rss / 2**20, 1)
-
-
-def class_cache_env(engine: str, class_archive: bool = True) -> dict[str, str]:
-    """Each engine keeps its driver JVM's class archive (`streamjoin.runtime.local.classarchive`) in
-    a cache of its own, so that the archive an engine maps holds the classes its own runs load,
-    never the other engine's. Without `class_archive` its JVMs start without one."""
-    if not class_archive:
-        return {SWITCH_ENV: "off"}
-    return {SWITCH_ENV: "on", CACHE_ENV: os.path.join(ROOT, "jvm", engine)}
-
-
-# Files of each stream a priming run reads: enough for the first batches' code paths (the first
-# shuffle, the first state) in every engine.
-_PRIMING_FILES = 3
-
-
-def prime_class_archive(engine: str, case: Case) -> None:
-    """Make `engine`'s class archive, if it has none, by a run of `case` over the first files of
-    each stream: the measured run then starts as every later run on a machine does, with the
-    JVM's classes mapped from the archive, not as the once-per-machine run that writes it."""
-    prime = os.path.join(ROOT, "prime", engine)
-    shutil.rmtree(prime, ignore_errors=True)
-    job = case.job
-    for stream, folder in case.backlog.streams.items():
-        first = os.path.join(prime, "input", stream)
-        os.makedirs(first)
-        # (Links keep the files' modification times, the order Spark's file source reads in.)
-        names = sorted(os.listdir(folder), key=lambda n: os.path.getmtime(os.path.join(folder, n)))
-        # (Spark's file source skips names starting with "." or "_", as this does.)
-        for name in [n for n in names if not n.startswith((".", "_"))][:_PRIMING_FILES]:
-            try:
-                os.link(os.path.join(folder, name), os.path.join(first, name))
-            except OSError:  # (another file system)
-                shutil.copy2(os.path.join(folder, name), os.path.join(first, name))
-        # (A backlog may hold a stream the case's job does not read: the replace is then none.)
-        job = job.replace(f"'{folder}'", f"'{first}'")
-    runs = run_engine_process(engine, [(job, os.path.join(prime, "work"))], class_archive=True)
-    if any(r.get("error") for r in runs) or not archives(class_cache_env(engine)[CACHE_ENV]):
-        msg = f"{engine}: the priming run on {case.name} made no class archive: {runs}"
-        raise RuntimeError(msg)
 
 
 def expected_counts(case: Case) -> dict[str, int] | None:
@@ -279,17 +234,13 @@ def run_cases(
         groups += [(engine, [c]) for c in mine] if size == "full" else [(engine, mine)]
     for engine, group in groups:
         names = ", ".join(c.name for c in group)
-        # (Tiny runs check results only: they start their JVMs without archives.)
-        if size != "tiny" and not archives(class_cache_env(engine)[CACHE_ENV]):
-            _say(progress, f"[{names}] making {engine}'s JVM class archive (once) …")
-            prime_class_archive(engine, group[0])
         _say(progress, f"[{names}] running {engine} …")
         limit = None if engine == "streamjoin" else peer_time_limit(size, peer_limit)
         if limit is not None and len(group) > 1:
             # One budget for the group, so that a quick run stays quick.
             limit = max(20.0, limit / len(group))
         jobs = [(c.job, os.path.join(ROOT, "work", c.name, engine)) for c in group]
-        runs = run_engine_process(engine, jobs, limit, class_archive=size != "tiny")
+        runs = run_engine_process(engine, jobs, limit)
         for case, run in zip(group, runs, strict=True):
             results[case.name][engine] = figures(run, case)
             _say(progress, f"[{case.name}] {engine}: {_brief(results[case.name][engine])}")

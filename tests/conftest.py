@@ -13,9 +13,6 @@ from hypothesis import HealthCheck, settings
 # Spark runs with session time zone UTC; make Python's datetime conversions agree with it.
 os.environ["TZ"] = "UTC"
 time.tzset()
-# The driver JVMs tests start (the CLI's, in child processes) write no class archive into the
-# user's cache; tests/e2e/test_class_archive.py turns archives on in a folder of its own.
-os.environ["STREAMJOIN_JVM_ARCHIVE"] = "off"
 
 settings.register_profile(
     "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -56,10 +53,14 @@ def spark() -> Iterator[SparkSession]:
         pytest.skip(str(err))
     from pyspark.sql import SparkSession
 
-    from streamjoin.runtime.session import LOCAL_CONF
+    from streamjoin.runtime.local import CHECKPOINT_MANAGER
+    from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS, LOCAL_CONF
+    from tests.e2e.cli import QUICK_JIT
 
     builder = SparkSession.builder.master("local[2]").appName("streamjoin-tests")
-    for key, value in {**LOCAL_CONF, "spark.sql.shuffle.partitions": "2"}.items():
+    quick = f"{QUICK_JIT} {LOCAL_CONF[DRIVER_JAVA_OPTIONS]}"
+    conf = {**LOCAL_CONF, **CHECKPOINT_MANAGER, DRIVER_JAVA_OPTIONS: quick}
+    for key, value in {**conf, "spark.sql.shuffle.partitions": "2"}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
-from tests.e2e.cli import streamjoin
+from tests.e2e.cli import QUICK_JIT, streamjoin
 from tests.e2e.files import read_json_rows
 from tests.spark.streams import stream_ddl
 
@@ -20,13 +20,10 @@ if t.TYPE_CHECKING:
 SELECT = "a.id AS aid, b.id AS bid, a.x + b.x AS xs"
 COLUMNS = ("aid", "bid", "xs")
 
-# Short-lived JVMs on tiny inputs spend most of their CPU compiling: with the quick (C1) JIT only,
-# a 4-batch, 5-query run took half the executor CPU (82 -> 40 s) and half the time. The tests
-# check behaviour, not peak speed.
-_QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# Executors too run the quick compiler only (see `QUICK_JIT`).
 QUICK_JVMS = {
-    "PYSPARK_SUBMIT_ARGS": f"--conf spark.driver.extraJavaOptions={_QUICK_JIT} "
-    f"--conf spark.executor.extraJavaOptions={_QUICK_JIT} pyspark-shell"
+    "PYSPARK_SUBMIT_ARGS": f"--conf spark.driver.extraJavaOptions={QUICK_JIT} "
+    f"--conf spark.executor.extraJavaOptions={QUICK_JIT} pyspark-shell"
 }
 
 

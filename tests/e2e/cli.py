@@ -13,6 +13,15 @@ import typing as t
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+"""The JVM's quick compiler only: a short-lived test JVM on tiny inputs spends most of its CPU
+compiling, and the tests check behaviour, not peak speed."""
+QUICK_DRIVER = {
+    "PYSPARK_SUBMIT_ARGS": (
+        f'--conf "spark.driver.extraJavaOptions={QUICK_JIT} -XX:+UseParallelGC" pyspark-shell'
+    )
+}
+
 
 def streamjoin(
     *args: str,
@@ -22,7 +31,7 @@ def streamjoin(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m streamjoin ARGS``; with `kill_when`, SIGKILL the whole process group
     (driver and its JVM, as a machine failure would) as soon as it returns True."""
-    full_env = {**os.environ, "TZ": "UTC", **(env or {})}
+    full_env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER, **(env or {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamjoin", *args],
         env=full_env,

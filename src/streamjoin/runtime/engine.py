@@ -10,7 +10,6 @@ import typing as t
 from streamjoin.errors import JobError, StreamJoinError
 from streamjoin.plan import JobPlan, plan_job
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
-from streamjoin.runtime.local.warmup import Warmup
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
@@ -120,24 +119,6 @@ class Engine:
             timeout: stop after this many seconds (None: run until done or interrupted).
         """
         given = dict(sources or {})
-        # A cold JVM is warmed by the job's own joins while Spark starts the stream.
-        warmup = Warmup.start(self.spark, job, [s.name for s in job.streams if s.name not in given])
-        try:
-            return self._run(job, checkpoint, once, trigger, given, progress, timeout)
-        finally:
-            if warmup is not None:
-                warmup.stop()
-
-    def _run(
-        self,
-        job: Job,
-        checkpoint: str | None,
-        once: bool,
-        trigger: str,
-        given: dict[str, DataFrame],
-        progress: bool,
-        timeout: float | None,
-    ) -> Summary:
         plan = self.validate(job)
         temporary = checkpoint is None
         ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")

@@ -1,4 +1,6 @@
-"""Which drivers get streamjoin's process-free local file system, and the settings they get."""
+"""Which drivers get the local-mode settings (`runtime.local`): streamjoin's process-free local
+file system and Spark's FileSystem-based checkpoint logs; and how the file system's jar is
+built."""
 
 from __future__ import annotations
 
@@ -8,29 +10,28 @@ import zipfile
 
 import pytest
 
+from streamjoin.runtime import local
 from streamjoin.runtime.local import localfs
 
 if t.TYPE_CHECKING:
     from pathlib import Path
 
 JAR = "/cache/jvm/localfs-0123.jar"
-
-
-@pytest.fixture(autouse=True)
-def switched_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(localfs.SWITCH_ENV, raising=False)
+FS = "spark.hadoop.fs.file.impl"
 
 
 def _settings(master: str, settings: dict[str, str] | None = None) -> dict[str, str]:
     built: list[str] = []
 
-    def jar() -> str:
+    def jar(java: str, spark_home: str) -> str:
         built.append(JAR)
         return JAR
 
-    got = localfs.local_fs_settings(master, settings or {}, jar)
-    assert len(built) == (1 if got else 0)  # (the jar is built only when it will be used)
-    return got
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local, "build_jar", jar)
+        got = local.local_conf("java", "/spark", master, settings or {})
+    assert len(built) == (1 if FS in got else 0)  # (the jar is built only when it will be used)
+    return {k: v for k, v in got.items() if k not in local.CHECKPOINT_MANAGER}
 
 
 @pytest.mark.parametrize("master", ["local", "local[*]", "local[2]", " local[4, 3] "])
@@ -39,6 +40,9 @@ def test_a_local_driver_runs_the_file_system_from_the_jar(master: str) -> None:
         "spark.driver.extraClassPath": JAR,
         "spark.hadoop.fs.file.impl": "streamjoin.LocalFiles",
     }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local, "build_jar", lambda java, home: JAR)
+        assert local.CHECKPOINT_MANAGER.items() <= local.local_conf("j", "/s", master, {}).items()
 
 
 @pytest.mark.parametrize(
@@ -46,7 +50,7 @@ def test_a_local_driver_runs_the_file_system_from_the_jar(master: str) -> None:
 )
 def test_executors_in_other_processes_keep_hadoops(master: str) -> None:
     # (They would not have the class: every file: path would fail on them.)
-    assert _settings(master) == {}
+    assert local.local_conf("java", "/spark", master, {}) == {}
 
 
 def test_a_class_path_of_ones_own_keeps_its_entries_first() -> None:
@@ -58,14 +62,8 @@ def test_a_local_file_system_of_ones_own_is_kept() -> None:
     assert _settings("local[2]", {"spark.hadoop.fs.file.impl": "org.example.MyFs"}) == {}
 
 
-@pytest.mark.parametrize("value", ["off", "0", "false", "No"])
-def test_switched_off(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(localfs.SWITCH_ENV, value)
-    assert _settings("local[2]") == {}
-
-
 def test_a_jar_that_could_not_be_built_leaves_hadoops() -> None:
-    assert localfs.local_fs_settings("local[2]", {}, lambda: None) == {}
+    assert localfs.local_fs_settings({}, lambda: None) == {}
 
 
 def _java(tmp_path: Path, body: str) -> str:
@@ -124,7 +122,7 @@ def test_a_failed_compile_says_so_once_and_is_not_retried(
     assert localfs.build_jar(java, spark_home, cache) is None
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Line 9: no such class" in err
-    assert localfs.SWITCH_ENV in err
+    assert "STREAMJOIN_LOCAL=off" in err
     assert localfs.build_jar(java, spark_home, cache) is None
     assert _calls(tmp_path) == 1 and capsys.readouterr().err == ""
     assert [n for n in os.listdir(cache) if not n.endswith(".failed")] == []

@@ -1,17 +1,17 @@
 """A local file system for a local driver that creates files without starting processes.
 
 Spark's pip package has no native Hadoop library, so Hadoop's local file system runs the
-``chmod`` command for every file and directory it creates: about 7 ms each, some 20 per batch
-of a streaming query (Spark's offset, commit and source logs, each a temporary file and its
-checksum file, then the batch's output), 8 of them on the stream's own thread between batches.
+``chmod`` command for every file and directory it creates, some 20 per batch of a streaming
+query (Spark's offset, commit and source logs, each a temporary file and its checksum file, then
+the batch's output), 8 of them on the stream's own thread between batches.
 ``LocalFiles.java`` beside this module is the same file system with permissions set through
 Java's own calls. It is compiled with the Java compiler that ships in Spark's jars (janino, so a
 JRE is enough) into a jar in streamjoin's cache directory, once per Spark, and named on the
 driver's class path and as Hadoop's ``fs.file.impl``.
 
-Only for a driver streamjoin starts itself with a local master: executors of a cluster would
-not have the class. An optimisation only: when the jar cannot be built, one line says so and
-Hadoop's own file system is used. ``STREAMJOIN_LOCAL_FS=off`` turns it off.
+Only for a driver streamjoin starts itself with a local master (`runtime.local`): executors of
+a cluster would not have the class. An optimisation only: when the jar cannot be built, one line
+says so and Hadoop's own file system is used.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -27,28 +26,27 @@ import typing as t
 import zipfile
 from importlib import resources
 
-from streamjoin.runtime.local.classarchive import cache_dir
-
-SWITCH_ENV = "STREAMJOIN_LOCAL_FS"
 FS_IMPL = "spark.hadoop.fs.file.impl"
 CLASS_PATH = "spark.driver.extraClassPath"
 CLASS_NAME = "streamjoin.LocalFiles"
 
 _SOURCE = "LocalFiles.java"
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
-# A master whose executors run inside the driver's JVM (`local-cluster[…]` starts others).
-_LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
+
+
+def cache_dir() -> str:
+    """Where the jar is kept: ``$XDG_CACHE_HOME/streamjoin`` (``~/.cache/streamjoin``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "streamjoin")
 
 
 def local_fs_settings(
-    master: str, settings: t.Mapping[str, str], jar: t.Callable[[], str | None]
+    settings: t.Mapping[str, str], jar: t.Callable[[], str | None]
 ) -> dict[str, str]:
-    """The settings that make a driver with `master` and `settings` use `LocalFiles`, from
-    `jar` (the built jar's path, None if it could not be built); none when switched off, for a
-    master other than a local one, or when `settings` choose a local file system already."""
-    if os.environ.get(SWITCH_ENV, "").strip().lower() in {"off", "0", "false", "no"}:
-        return {}
-    if not _LOCAL_MASTER.fullmatch(master.strip()) or FS_IMPL in settings:
+    """The settings that make a local driver with `settings` use `LocalFiles`, from `jar` (the
+    built jar's path, None if it could not be built); none when `settings` choose a local file
+    system already."""
+    if FS_IMPL in settings:
         return {}
     path = jar()
     if path is None:
@@ -60,10 +58,7 @@ def local_fs_settings(
 def build_jar(java: str, spark_home: str, directory: str | None = None) -> str | None:
     """The jar of ``LocalFiles.java`` compiled against `spark_home`'s jars, in `directory`
     (default: the cache directory), built unless there; None, after one line on stderr, when
-    it cannot be built (and, for a failed compile, until the source or Spark's jars change).
-
-    A built jar is never rewritten: the driver's class-data sharing archive is only valid for
-    the jar file it was dumped with."""
+    it cannot be built (and, for a failed compile, until the source or Spark's jars change)."""
     directory = directory or cache_dir()
     source = resources.files("streamjoin.runtime.local").joinpath(_SOURCE).read_bytes()
     jars = os.path.join(spark_home, "jars")
@@ -84,7 +79,7 @@ def build_jar(java: str, spark_home: str, directory: str | None = None) -> str |
     except (OSError, subprocess.SubprocessError, CompileError) as err:
         print(
             f"streamjoin: Hadoop's local file system is used as it is ({err}); "
-            f"set {SWITCH_ENV}=off to skip this step",
+            "set STREAMJOIN_LOCAL=off to skip this step",
             file=sys.stderr,
         )
         if isinstance(err, CompileError):
