@@ -8,7 +8,7 @@ import time
 import typing as t
 from functools import partial
 
-from streamjoin.runtime.batch.threads import Background
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession

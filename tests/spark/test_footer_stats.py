@@ -13,9 +13,9 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.batch import processor
 from streamjoin.runtime.batch.context import BatchContext
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.routing import unitcounts
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
@@ -61,7 +61,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
 
     monkeypatch.setattr(StateJob, "run", counted)
     units: list[tuple[int, dict[str, list[tuple[int, str]]], dict[str, list[int]]]] = []
-    count_units = processor.count_units
+    count_units = unitcounts.count_units
 
     def count_and_keep(ctx: BatchContext, *args: t.Any) -> t.Any:
         job = count_units(ctx, *args)
@@ -69,7 +69,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         units.append((ctx.batch_id, dict(ctx.counted.sides), dict(ctx.counted.counts)))
         return job
 
-    monkeypatch.setattr(processor, "count_units", count_and_keep)
+    monkeypatch.setattr("streamjoin.runtime.batch.processor.count_units", count_and_keep)
     summary, listener = run_counting_input(
         spark, job, str(tmp_path / "ckpt"), len(batches), {SKEW_EVERY_CONF: "4"}
     )

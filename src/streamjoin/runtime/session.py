@@ -142,22 +142,3 @@ def _submitted_conf() -> dict[str, str]:
 
     SparkContext._ensure_initialized()
     return dict(SparkConf().getAll())
-
-
-def count_conf(
-    spark: SparkSession, name: str, default: int, unit: str = "rows", least: int | None = None
-) -> int:
-    """The Spark conf `name`, a whole number of `unit` (at least `least`), checked (`default`
-    when unset)."""
-    value = spark.conf.get(name, None)
-    if value is None:
-        return default
-    try:
-        count = int(value)
-    except ValueError:
-        count = None
-    if count is None or (least is not None and count < least):
-        floor = "" if least is None else f", at least {least}"
-        msg = f"{name} must be a whole number of {unit}{floor}; got {value!r}"
-        raise ValueError(msg)
-    return count

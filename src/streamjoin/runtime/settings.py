@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import typing as t
+import warnings
 from dataclasses import dataclass
 
-from streamjoin.errors import SettingError
+from streamjoin.errors import SettingError, StreamJoinWarning
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -121,6 +122,22 @@ SETTINGS: dict[str, Key] = {
 }
 
 
+RETIRED = {
+    "STREAMJOIN_LOCAL_FS": "STREAMJOIN_LOCAL=off turns the local-mode speed-ups off",
+    "STREAMJOIN_JVM_ARCHIVE": "README, Local mode, says how to keep Java's classes in an archive",
+    "STREAMJOIN_CACHE_DIR": "the local file system's jar is kept under $XDG_CACHE_HOME",
+    "streamjoin.warmup": "a driver's JVM is no longer warmed at start",
+}
+"""Keys earlier versions read, and what stands in their place."""
+
+
+def _warn_retired(get: Callable[[str], str | None], env: Mapping[str, str]) -> None:
+    for key, instead in RETIRED.items():
+        if (env.get(key) if key.isupper() else get(key)) is not None:
+            msg = f"{key} is no longer read: {instead}"
+            warnings.warn(msg, StreamJoinWarning, stacklevel=3)
+
+
 def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) -> str:
     spec = SETTINGS[key]
     value = env.get(key) if spec.env else get(key)
@@ -165,6 +182,7 @@ class Settings:
         """The settings from a conf lookup `get` (None when unset) and `env` (default: this
         process's environment); `SettingError` names a bad key and its value."""
         env = os.environ if env is None else env
+        _warn_retired(get, env)
 
         def text(key: str) -> str:
             return _text(key, get, env)

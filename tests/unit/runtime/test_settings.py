@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamjoin.errors import StreamJoinWarning
 from streamjoin.runtime.settings import SETTINGS, Settings
 
 README = Path(__file__).resolve().parents[3] / "README.md"
@@ -84,6 +85,13 @@ def test_any_text_for_a_count_is_a_count_or_a_named_error(value: str) -> None:
         assert "streamjoin.multiway.routeRows" in str(err)
     else:
         assert got.route_rows == int(value.strip()) >= 0
+
+
+def test_a_retired_key_is_named_in_a_warning() -> None:
+    with pytest.warns(StreamJoinWarning, match="STREAMJOIN_LOCAL_FS is no longer read"):
+        assert _read({}, {"STREAMJOIN_LOCAL_FS": "off"}) == Settings()
+    with pytest.warns(StreamJoinWarning, match="streamjoin.warmup"):
+        _read({"streamjoin.warmup": "false"})
 
 
 def test_the_readme_lists_every_key_once() -> None:

@@ -18,6 +18,7 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.settings import Settings
     from streamjoin.runtime.state.footers import Footers
     from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.runtime.threads import Waitable
 
 
 @dataclass
@@ -28,6 +29,8 @@ class Scratch:
     views: list[str] = field(default_factory=list)
     """Temp views by name; the state's readers append theirs here too."""
     cached: list[DataFrame] = field(default_factory=list)
+    running: list[Waitable] = field(default_factory=list)
+    """Work started beside the joins that reads the views: waited for before they go."""
 
     def view(self, df: DataFrame, name: str) -> str:
         """`df` as the temp view `name`, dropped at the batch's end."""
@@ -42,12 +45,14 @@ class Scratch:
         return df
 
     def release(self) -> None:
-        """Drop every view and cached DataFrame of the batch."""
+        """Wait for the batch's background work, then drop its views and cached DataFrames."""
+        for running in self.running:
+            running.wait()
         for view in self.views:
             self.spark.catalog.dropTempView(view)
         for df in self.cached:
             df.unpersist()
-        self.views, self.cached = [], []
+        self.views, self.cached, self.running = [], [], []
 
 
 @dataclass(frozen=True)

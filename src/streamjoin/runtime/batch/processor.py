@@ -28,7 +28,6 @@ from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.sinks import write_outputs
-from streamjoin.runtime.batch.threads import Background, PhaseClock
 from streamjoin.runtime.batch.twoway import two_way_joins
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
@@ -42,6 +41,7 @@ from streamjoin.runtime.state.inputrows import settle_reads
 from streamjoin.runtime.state.nextmanifest import next_manifest
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.runtime.state.stores import SPARK_DEFAULTS, StoreViews
+from streamjoin.runtime.threads import Background, PhaseClock
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,15 +54,16 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.nextmanifest import StreamStats
     from streamjoin.runtime.state.sourcefiles import SourceLog
 
-__all__ = ["BatchProcessor", "BatchReport", "count_units"]
+__all__ = ["BatchProcessor", "BatchReport"]
 
 
 class BatchProcessor:
     """The foreachBatch function of a job (also callable directly with a unified DataFrame).
 
-    It keeps between batches only what outlives a batch: the plan, the run's settings, the
-    checkpoint, the stores cached in executor memory and the multi-way plans; everything a
-    batch computes lives in its `BatchContext`."""
+    It keeps between batches only what outlives a batch: the plan, the run's settings (read
+    when it is made: a conf changed later applies from the next run), the checkpoint, the
+    stores cached in executor memory and the multi-way plans; everything a batch computes lives
+    in its `BatchContext`."""
 
     def __init__(
         self,
@@ -123,10 +124,11 @@ class BatchProcessor:
     def process(self, df: DataFrame, batch_id: int) -> BatchReport:
         """Run batch `batch_id` on the unified input `df`; idempotent for a given input."""
         started, clock = time.monotonic(), PhaseClock()
-        ctx = self._context(df, batch_id)
+        ctx: BatchContext | None = None
         work: MultiwayBatch | None = None
         units_job: Background | None = None
         try:
+            ctx = self._context(df, batch_id)
             known, statistics = self._start_state(ctx)
             deltas = delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:
@@ -154,22 +156,20 @@ class BatchProcessor:
             units, routing = after_batch(
                 self.plan, ctx.routers, two.observed, ctx.counted.counts, batch_id, stats, prev
             )
-            multiway_state = prev.multiway
+            multiway_state: dict[str, t.Any] = {}
             if self.multiway is not None and work is not None:
                 rows = {k: s.ok for k, s in stats.items()}
                 notes, multiway_state = self.multiway.after_batch(work, batch_id, rows)
                 routing |= notes
             carried = ({n: r.state() for n, r in ctx.routers.items()}, multiway_state)
-            finish = MultiwayJoins.finish(work)
+            finish = MultiwayJoins.finish(work, prev)
             manifest = next_manifest(self.plan, prev, batch_id, stats, out, carried, finish)
             self.checkpoint.commit(manifest, prev)
             clock.mark("commit")
             maybe_crash("after-commit", batch_id)
         finally:
-            for running in (work, units_job):  # (they read the batch's views)
-                if running is not None:
-                    running.wait()
-            ctx.scratch.release()
+            if ctx is not None:
+                ctx.scratch.release()
             self.stores.end_batch()
         if known is None:
             settle_reads(self.session, self.plan, ctx.files, stats)
@@ -198,8 +198,10 @@ class BatchProcessor:
         for key, value in (BATCH_CONF | SPARK_DEFAULTS).items():
             spark.conf.set(key, value)
         prev = self.checkpoint.previous(batch_id)
-        routers = restore_routers(self.plan, prev, self.parallelism, self._next_schemes)
-        self._next_schemes = {}
+        # (The batch's session: a restart takes Spark's shuffle partitions from its checkpoint.)
+        parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+        forced, self._next_schemes = self._next_schemes, {}
+        routers = restore_routers(self.plan, prev, parallelism, forced)
         counted = InputUnitCounts()
         counted.choose(spark, self.plan, routers)
         files = self.state_job.batch_files(batch_id)
@@ -220,7 +222,7 @@ class BatchProcessor:
             footers=footers,
             routers=routers,
             counted=counted,
-            parallelism=self.parallelism,
+            parallelism=parallelism,
             scratch=Scratch(spark),
         )
 
@@ -246,4 +248,6 @@ class BatchProcessor:
         batch's files, every `Settings.skew_check_every` batches from batch 1."""
         if not counts_units(ctx.batch_id, self.settings.skew_check_every):
             return None
-        return count_units(ctx, self.stores.sourced)
+        job = count_units(ctx, self.stores.sourced)
+        ctx.scratch.running.append(job)  # (it reads the batch's views)
+        return job

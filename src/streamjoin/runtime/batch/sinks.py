@@ -11,7 +11,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.runtime.batch.threads import Background, metrics
+from streamjoin.runtime.threads import Background, metrics
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -21,11 +21,11 @@ if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
     from streamjoin.plan import JobPlan, MultiwayPlan
     from streamjoin.runtime.batch.context import BatchContext
-    from streamjoin.runtime.batch.threads import Background
     from streamjoin.runtime.settings import Settings
     from streamjoin.runtime.state.checkpoint import Checkpoint
-    from streamjoin.runtime.state.manifest import MirUnit
+    from streamjoin.runtime.state.manifest import Manifest, MirUnit
     from streamjoin.runtime.state.stores import StoreViews
+    from streamjoin.runtime.threads import Background
 
 
 @dataclass
@@ -37,22 +37,18 @@ class MultiwayBatch:
     measures: Background | None
     """The selectivity counts running beside an epoch's last batch."""
 
-    def wait(self) -> None:
-        """Wait for what runs beside the joins (it reads the batch's views)."""
-        for running in (self.measures, self.mirs):
-            if running is not None:
-                running.wait()
-
 
 class MultiwayJoins:
     """The multi-way queries of a job, batch after batch: their plans (`adapt.probes`) and the
     MIR stores, refilled from the streams' stores when a processor starts."""
 
-    def __init__(self, plan: JobPlan, checkpoint: Checkpoint, settings: Settings, units: int):
+    def __init__(
+        self, plan: JobPlan, checkpoint: Checkpoint, settings: Settings, parallelism: int
+    ) -> None:
         self.plan = plan
         self.checkpoint = checkpoint
         self.settings = settings
-        self.reorder = Reorderer(plan, units)
+        self.reorder = Reorderer(plan, parallelism)
         self.reorder.configure(greedy=settings.optimizer == "greedy", mirs=settings.mirs)
         self._started = False
 
@@ -94,11 +90,13 @@ class MultiwayJoins:
             self.reorder.parallelism,
             refill=not self._started,
         )
+        ctx.scratch.running.append(mirs)  # (its writes read the batch's views)
         self._started = True
         measures = None
         if self.reorder.measuring(batch_id):
             args = (spark, self.reorder, batch_id, plans, streams, deltas, store)
             measures = start_measures(*args)
+            ctx.scratch.running.append(measures)
         built = batch_terms(
             plans,
             streams,
@@ -129,9 +127,11 @@ class MultiwayJoins:
 
     @staticmethod
     def finish(
-        work: MultiwayBatch | None,
+        work: MultiwayBatch | None, prev: Manifest
     ) -> Callable[[Callable[[str], int | None]], tuple[dict[str, list[MirUnit]], list[str]]]:
-        """The MIR stores' part of the manifest (`MirStores.finish`; none without the joins)."""
+        """The MIR stores' part of the manifest (`MirStores.finish`); without multi-way joins,
+        none kept and every unit `prev` kept dropped (a job edited to have none left them)."""
         if work is None:
-            return lambda horizon: ({}, [])
+            gone = [u.path for units in prev.mirs.values() for u in units]
+            return lambda horizon: ({}, gone)
         return work.mirs.finish

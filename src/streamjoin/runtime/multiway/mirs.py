@@ -9,8 +9,8 @@ of the two inputs is new (column ``_sj_new``: bit 0 for R, bit 1 for S):
 
 A term of a query's delta rule takes each input either without its new rows or with them
 (`plan.multiway`), so its view of M is M_old plus the new pairs whose new inputs it takes new:
-``(R_old ∪ ΔR) ⋈ S_old = M_old ∪ ΔM[1]``, and so on (`runtime.multiway.terms.newer_bits`). The delta
-rule stays exact, so a result is still produced once, in the batch its last row arrives.
+``(R_old ∪ ΔR) ⋈ S_old = M_old ∪ ΔM[1]``, and so on (`runtime.multiway.terms.newer_bits`). The
+delta rule stays exact, so a result is still produced once, in the batch its last row arrives.
 
 A store not kept up to date through the previous batch (at the start, or in the epoch where
 the optimizer first picks it) is filled from the streams' stores, once: M_old = R_old ⋈ S_old.
@@ -33,9 +33,9 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.multiway import column_name, pair_step
-from streamjoin.runtime.batch.threads import Background, metrics
 from streamjoin.runtime.multiway.terms import renamed, step_sql
 from streamjoin.runtime.state.manifest import MirUnit
+from streamjoin.runtime.threads import Background, metrics
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -151,7 +151,7 @@ class MirStores:
                 f"`{column_name(s, c.name)}` {c.type.ddl}" for s, st in both for c in st.columns
             )
             paths = [self.store.path(u.path) for u in units]
-            # No units: a scan of no files (see `BatchProcessor._state_view`).
+            # No units: a scan of no files (see `StoreViews.state`).
             old = f"_sj_mir_{len(self.views)}"
             self.spark.read.schema(f"{schema}, {NEW} INT").parquet(*paths).createOrReplaceTempView(
                 old

@@ -19,8 +19,8 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.plan.multiway import pair_step, renamed_sql
-from streamjoin.runtime.batch.threads import Background
 from streamjoin.runtime.multiway.terms import renamed, step_sql
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

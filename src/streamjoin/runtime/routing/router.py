@@ -34,8 +34,8 @@ from streamjoin.adapt.schemes import (
     scheme_from_params,
 )
 from streamjoin.partition import RowSql, Scheme
-from streamjoin.runtime.batch.threads import metrics
 from streamjoin.runtime.sources import empty_relation
+from streamjoin.runtime.threads import metrics
 
 if t.TYPE_CHECKING:
     from pyspark.sql import Observation, SparkSession

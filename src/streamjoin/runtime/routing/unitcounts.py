@@ -18,9 +18,9 @@ import typing as t
 
 from pyspark.sql import functions as F
 
-from streamjoin.runtime.batch.threads import Background
 from streamjoin.runtime.routing.router import key_types
 from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -39,8 +39,8 @@ def counts_units(batch_id: int, every: int) -> bool:
     """Whether batch `batch_id` counts the rows per unit, with a check every `every` batches:
     batches 1, 1 + every, … (every batch when `every` is 1). Not batch 0: the first batch is
     the longest of a run (its JVM still compiles, its code is generated), and a job beside it
-    would make it longer still. Counts taken at batch 1
-    steer the batches from 2 on: one batch later than batch 0's would."""
+    would make it longer still. Counts taken at batch 1 steer the batches from 2 on: one batch
+    later than batch 0's would."""
     return batch_id % every == 1 % every
 
 

@@ -6,7 +6,7 @@ column's least and greatest value and its NULL count: about a millisecond a file
 Spark job). From them:
 
 - the least event time of the batch's rows, which bounds the state that can meet them
-  (`BatchProcessor._query_parts`);
+  (`runtime.batch.twoway`);
 - when no row is NULL and the least is at or past the watermark the batch started with, every
   row is ok (`runtime.batch.intake`): the batch's counts and event-time range are the footers', and
   the batch needs no statistics job (`runtime.state.statejob`). Spark's own count of the batch's

@@ -6,13 +6,10 @@ keeps a copy of its state (Parquet under the checkpoint, one directory per strea
 observes on the way, per stream, the ok / late / malformed counts and the ok rows' event-time
 range (which feed watermarks, pruning and counters) and, for queries on the automatic hash path,
 each side's rows per unit (`runtime.routing.unitcounts`). A stream whose state is read back from
-its own
-input files (`runtime.state.sourcefiles`) writes nothing: its unit is the files Spark's logs name.
-When
-no stream writes, the statistics are a plain aggregate; and when every stream's units are its
-files and their footers prove every row ok (`runtime.state.footers`), they are the footers' and no
-job
-runs (the batches that count rows per unit count them from the files' keys:
+its own input files (`runtime.state.sourcefiles`) writes nothing: its unit is the files Spark's
+logs name. When no stream writes, the statistics are a plain aggregate; and when every stream's
+units are its files and their footers prove every row ok (`runtime.state.footers`), they are the
+footers' and no job runs (the batches that count rows per unit count them from the files' keys:
 `unitcounts.counts_units`).
 """
 

@@ -13,6 +13,13 @@ if t.TYPE_CHECKING:
     from pyspark.sql import Observation
 
 
+class Waitable(t.Protocol):
+    """Work running beside a batch's joins that a batch waits for before it ends."""
+
+    def wait(self) -> t.Any:
+        """Wait for the work to end."""
+
+
 class Background:
     """A function run in a thread that carries Spark's local properties (`InheritableThread`);
     `result()` waits and re-raises its error. With `slots`, the function runs only while it
