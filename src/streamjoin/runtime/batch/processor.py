@@ -85,11 +85,9 @@ class BatchProcessor:
         self.state_job = StateJob(plan, checkpoint, source_log)
         self.stores = StoreViews(checkpoint, self.parallelism)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
-        self.multiway = (
-            MultiwayJoins(plan, checkpoint, self.settings, self.parallelism)
-            if plan.multiway
-            else None
-        )
+        self.multiway: MultiwayJoins | None = None
+        if plan.multiway:
+            self.multiway = MultiwayJoins(plan, checkpoint, self.settings, self.parallelism)
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
         # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
         # serve it, and warn of new queries whose windows reach dropped state.
@@ -116,9 +114,7 @@ class BatchProcessor:
         try:
             self.process(df, batch_id)
         except BaseException as err:
-            # Spark wraps errors raised here in a StreamingQueryException with a JVM trace;
-            # keep the original so the caller can report it plainly.
-            self.error = err
+            self.error = err  # (Spark wraps it in an error with a JVM trace: keep the original)
             raise
 
     def process(self, df: DataFrame, batch_id: int) -> BatchReport:
