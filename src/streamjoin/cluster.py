@@ -266,8 +266,8 @@ class LocalCluster:
             "SPARK_HOME": str(home),
             "SPARK_LOCAL_IP": self.host,
             # The tag marks the JVMs as this cluster's, so a stale pid is never signalled. The
-            # daemons only schedule: the quick JIT and the serial collector halve what they cost
-            # to start (~3 s of CPU each instead of ~6 on this kind of machine).
+            # daemons only schedule: the quick JIT and the serial collector cut what they cost
+            # to start (the daemons' code is not what a job waits for).
             "SPARK_DAEMON_JAVA_OPTS": (
                 "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
                 + os.environ.get("SPARK_DAEMON_JAVA_OPTS", "")

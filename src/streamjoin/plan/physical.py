@@ -178,7 +178,7 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
     strategy: Strategy
     if parts.equi:
         # Equality keys of few distinct values leave many candidates per key; a value band's
-        # bucket joins the hash keys and cuts them down (measured: the demo's 5 instruments).
+        # bucket joins the hash keys and cuts them down (the demo's 5 instruments, say).
         strategy = "hash"
         band = min(parts.bands, key=lambda b: b.width) if parts.bands else None
         if band is None and window is not None:

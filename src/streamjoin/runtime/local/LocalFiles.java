@@ -1,11 +1,11 @@
 // Hadoop's local file system, setting permissions through java.nio instead of a process.
 //
 // Without Hadoop's native library (Spark's pip package has none) RawLocalFileSystem runs the
-// `chmod` command for every file and directory it creates: about 7 ms each, some 20 per batch
-// of a streaming query on a local disk (Spark's offset, commit and source logs, each a
+// `chmod` command for every file and directory it creates, some 20 per batch of a streaming
+// query on a local disk (Spark's offset, commit and source logs, each a
 // temporary file and its checksum, then the batch's output). streamjoin compiles this file with
 // Spark's own Java compiler (janino) and puts it on a local driver's class path; see
-// streamjoin/runtime/localfs.py. Kept to what janino compiles: no generics, no conditional
+// streamjoin/runtime/local/localfs.py. Kept to what janino compiles: no generics, no conditional
 // expressions.
 package streamjoin;
 
