@@ -4,7 +4,7 @@ They apply only where streamjoin starts the driver's JVM itself with a ``local[â
 (never under ``spark-submit``, nor for ``spark://``, ``local-cluster``, YARN or Kubernetes),
 and ``STREAMJOIN_LOCAL=off`` (`runtime.settings`) turns them all off. Each is kept because it
 pays on a job that runs for minutes, batch after batch, not only on a short benchmark
-(benchmarks/RESULTS.md, *Local mode*):
+(docs/dev-log.md, *Local-mode speed-ups on a 10-minute live run*):
 
 - Spark's checkpoint logs written through Hadoop's FileSystem instead of its FileContext, which
   on a local disk without Hadoop's native library starts a ``readlink`` process per file
