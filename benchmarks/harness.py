@@ -312,6 +312,28 @@ def machine() -> dict[str, t.Any]:
     }
 
 
+def source_commit() -> str | None:
+    """The commit of the checkout the benchmarks run from (None outside a git checkout), with
+    ``+dirty`` when its tracked files have changes."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{head}+dirty" if dirty else head
+
+
 def check_workload(workload: str, size: str) -> None:
     """Raise ValueError naming `workload` or `size` when either is unknown."""
     if workload not in WORKLOADS:
@@ -346,6 +368,7 @@ def run_workload(
         "workload": workload,
         "size": size,
         "machine": machine(),
+        "commit": source_commit(),
         "peer_time_limit_s": peer_time_limit(size, peer_limit),
         "cases": run_cases(cases, size, engines=engines, progress=progress, peer_limit=peer_limit),
         "wall_seconds": round(time.monotonic() - started, 1),
