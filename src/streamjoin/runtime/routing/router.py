@@ -185,8 +185,7 @@ class QueryRouter:
 
     def describe(self) -> str:
         """The scheme in force, in words."""
-        params = self.params if self.scheme is not None else {**self.params, "units": self.units}
-        return describe(self.qp, params)
+        return describe(self.qp, self.params)
 
 
 def restore_routers(
