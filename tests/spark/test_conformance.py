@@ -57,11 +57,24 @@ TWO_WAY = {
         {"streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "0"},
         plan_has=("ShuffledHashJoin",),
     ),
-    "sourced-footers": Path_(state_jobs=False, copied=False),
+    "sourced-footers": Path_(state_jobs=False, copied=False, plan_has=("InMemoryTableScan",)),
+    "sourced-from-files": Path_(
+        {"streamjoin.state.hot": "false"}, copied=False, plan_lacks=("InMemoryTableScan",)
+    ),
     "sourced-state-job": Path_(
         {"streamjoin.state.footers": "false"}, state_jobs=True, copied=False
     ),
-    "copied": Path_({"streamjoin.state.fromSource": "false"}, state_jobs=True, copied=True),
+    "copied": Path_(
+        {"streamjoin.state.fromSource": "false"},
+        state_jobs=True,
+        copied=True,
+        plan_has=("InMemoryTableScan",),
+    ),
+    "copied-from-files": Path_(
+        {"streamjoin.state.fromSource": "false", "streamjoin.state.hot": "false"},
+        copied=True,
+        plan_lacks=("InMemoryTableScan",),
+    ),
     "hash": Path_(with_="partitioning = 'hash', units = 3"),
     "matrix": Path_(with_="partitioning = 'matrix', units = 4", plan_has=("_sj_place",)),
     "biclique": Path_(with_="partitioning = 'biclique', units = 4", plan_has=("_sj_place",)),

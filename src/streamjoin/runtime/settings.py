@@ -75,6 +75,13 @@ SETTINGS: dict[str, Key] = {
             choices=("true", "false"),
         ),
         Key(
+            "streamjoin.state.hot",
+            "true",
+            "`false` reads every live state unit from its files in each batch instead of "
+            "keeping the live state cached in executor memory",
+            choices=("true", "false"),
+        ),
+        Key(
             "streamjoin.multiway.optimizer",
             "ilp",
             "`greedy`: greedy probe orders, no integer program",
@@ -167,6 +174,7 @@ class Settings:
     skew_check_every: int = 5
     state_from_source: bool = True
     footers: bool = True
+    hot_state: bool = True
     optimizer: Optimizer = "ilp"
     share: bool = True
     mirs: bool = True
@@ -193,6 +201,7 @@ class Settings:
             skew_check_every=int(text("streamjoin.hash.skewCheckEvery")),
             state_from_source=text("streamjoin.state.fromSource") == "true",
             footers=text("streamjoin.state.footers") == "true",
+            hot_state=text("streamjoin.state.hot") == "true",
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.multiway.share") == "true",
             mirs=text("streamjoin.multiway.mirs") == "true",

@@ -83,7 +83,7 @@ class BatchProcessor:
         self.error: BaseException | None = None
         self.parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         self.state_job = StateJob(plan, checkpoint, source_log)
-        self.stores = StoreViews(checkpoint, self.parallelism)
+        self.stores = StoreViews(checkpoint, self.parallelism, hot=self.settings.hot_state)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
         self.multiway: MultiwayJoins | None = None
         if plan.multiway:
@@ -95,8 +95,7 @@ class BatchProcessor:
 
     def close(self) -> None:
         """Release what the processor keeps cached between batches."""
-        self.stores.partitioned.clear()
-        self.stores.sourced.clear()
+        self.stores.clear()
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -118,7 +117,20 @@ class BatchProcessor:
             raise
 
     def process(self, df: DataFrame, batch_id: int) -> BatchReport:
-        """Run batch `batch_id` on the unified input `df`; idempotent for a given input."""
+        """Run batch `batch_id` on the unified input `df`; idempotent for a given input.
+
+        A batch that fails while state is cached in executor memory runs once more with the
+        state read from its files: the cache is a copy (`state.hot`), and may have lost a
+        block with an executor."""
+        try:
+            return self._process(df, batch_id)
+        except Exception:
+            if self.stores.hot is None or not self.stores.hot.used:
+                raise
+            self.stores.clear()
+            return self._process(df, batch_id)
+
+    def _process(self, df: DataFrame, batch_id: int) -> BatchReport:
         started, clock = time.monotonic(), PhaseClock()
         ctx: BatchContext | None = None
         work: MultiwayBatch | None = None

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from pyspark import StorageLevel
 
 from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.state.hot import HotState, stored_schema
 from streamjoin.runtime.state.sourcefiles import SourcedUnits
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 
@@ -49,12 +50,6 @@ SPARK_DEFAULTS = {key: "true" for key in PARTITIONED_STORE_CONF}
 
 def _union(views: list[str]) -> str:
     return "(" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in views) + ")"
-
-
-def _stored_schema(sp: StreamPlan) -> str:
-    """DDL of `sp`'s columns under their stored names (state files hold every stream's columns
-    under their unified names, one write per batch for all streams; a stream reads its own)."""
-    return ", ".join(f"`{prefixed(sp.index, c.name)}` {c.type.ddl}" for c in sp.stream.columns)
 
 
 class _Cached(NamedTuple):
@@ -85,7 +80,7 @@ class PartitionedUnits:
         DataFrame (foreachBatch hands every batch of a query run the same JVM session)."""
         cached = self._units.get((sp.name, unit.batch))
         if cached is None:
-            rows = spark.read.schema(_stored_schema(sp)).parquet(store.path(unit.path))
+            rows = spark.read.schema(stored_schema(sp)).parquet(store.path(unit.path))
             on = rows[f"`{prefixed(sp.index, column)}`"]
             partitioned = rows.repartition(self.parallelism, on).persist(
                 StorageLevel.MEMORY_AND_DISK_DESER
@@ -119,10 +114,12 @@ class PartitionedUnits:
 class StoreViews:
     """The relations of one batch's joins over the streams' stored rows (`state`)."""
 
-    def __init__(self, store: Checkpoint, parallelism: int) -> None:
+    def __init__(self, store: Checkpoint, parallelism: int, *, hot: bool = True) -> None:
         self.store = store
         self.partitioned = PartitionedUnits(parallelism)
         self.sourced = SourcedUnits(store.fs)
+        self.hot: HotState | None = HotState(store, parallelism) if hot else None
+        """The live units cached in executor memory (None: read from their files each batch)."""
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
 
@@ -130,6 +127,16 @@ class StoreViews:
         """Forget the batch's views (the batch drops them)."""
         self._unit_views = {}
         self.sourced.end_batch()
+        if self.hot is not None:
+            self.hot.end_batch()
+
+    def clear(self) -> None:
+        """Release everything cached between batches (the processor is done, or a batch is run
+        again from the files)."""
+        self.partitioned.clear()
+        self.sourced.clear()
+        if self.hot is not None:
+            self.hot.clear()
 
     def state(
         self,
@@ -156,7 +163,11 @@ class StoreViews:
         # No units: a scan of no files, which the optimizer cannot prove empty. (A relation it
         # can, like `empty_relation`, is pruned with the observations on its plan, which then
         # never report.)
-        state = self._rows(sp, self._files_view(spark, sp, units, views), lo if units else None)
+        if units and self.hot is not None:
+            relation = self.hot.relation(spark, sp, prev, units)
+        else:
+            relation = self._files_view(spark, sp, units, views)
+        state = self._rows(sp, relation, lo if units else None)
         if delta_view is not None:
             state = f"{state} UNION ALL SELECT * FROM {delta_view}"
         return f"({state})"
@@ -181,7 +192,7 @@ class StoreViews:
             copied = [self.store.path(u.path) for u in units if not u.files]
             if copied or not parts:
                 name = f"_sj_units_{len(views)}"
-                spark.read.schema(_stored_schema(sp)).parquet(*copied).createOrReplaceTempView(name)
+                spark.read.schema(stored_schema(sp)).parquet(*copied).createOrReplaceTempView(name)
                 views.append(name)
                 parts.append(name)
             view = parts[0] if len(parts) == 1 else _union(parts)

@@ -1,0 +1,181 @@
+"""The hot copy of the streams' state: live units cached in executor memory as a few slices.
+
+A stream's durable state is one unit per batch (Parquet under the checkpoint, or the input
+files it was read from: `runtime.state.sourcefiles`). Reading every live unit back from its
+files in every batch costs a file listing, a parse and a task per unit, so a window of minutes
+over batches of seconds pays for hundreds of units each batch. Here each unit is read from its
+files once, by the first batch after its own, and cached; the cached slices are merged like a
+binary counter (the newest two whenever the older holds no more live rows than the newer), so a
+stream keeps about log2(units) slices and each row is copied about log2(units) times over its
+life. A merge leaves out the rows of units that expired; a slice whose units all expired is
+released.
+
+The cache is only a copy: a batch that fails while reading it (a block lost with an executor,
+an input file removed after its unit expired) is run again from the files by the processor
+(`HotState.clear`). Each slice carries its units' batch ids (`BATCH`), so a relation holds the
+rows of live units only, whatever a slice still keeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import typing as t
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+
+from streamjoin.runtime.sources import file_reader, prefixed, reader_options
+from streamjoin.runtime.state.sourcefiles import check_files, stored_sql
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.plan import StreamPlan
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.manifest import Manifest, StateUnit
+
+BATCH = "_sj_b"
+"""Column of a slice: the batch whose unit the row belongs to."""
+ROWS_PER_PARTITION = 200_000
+"""Rows per cached partition a merged slice aims at (at most the session's shuffle partitions):
+fewer partitions, fewer tasks per scan of small state."""
+_processors = itertools.count()
+
+
+def stored_schema(sp: StreamPlan) -> str:
+    """DDL of `sp`'s columns under their stored names (state files hold every stream's columns
+    under their unified names, one write per batch for all streams; a stream reads its own)."""
+    return ", ".join(f"`{prefixed(sp.index, c.name)}` {c.type.ddl}" for c in sp.stream.columns)
+
+
+@dataclass
+class _Slice:
+    """Cached rows of some units of one stream; `units` are those still live."""
+
+    units: dict[int, StateUnit]
+    held: frozenset[int]
+    """Batches whose rows the slice holds (live or not)."""
+    df: DataFrame
+    view: str
+    partitions: int
+
+    @property
+    def rows(self) -> int:
+        return sum(u.rows for u in self.units.values())
+
+    def relation(self) -> str:
+        """SELECT of the slice's rows of live units (stored names and `BATCH`)."""
+        if self.held == self.units.keys():
+            return f"SELECT * FROM {self.view}"
+        live = ", ".join(map(str, sorted(self.units)))
+        return f"SELECT * FROM {self.view} WHERE {BATCH} IN ({live})"
+
+
+class HotState:
+    """Each stream's live state units as slices cached in executor memory."""
+
+    def __init__(self, store: Checkpoint, parallelism: int) -> None:
+        self.store = store
+        self.parallelism = parallelism
+        self._slices: dict[str, list[_Slice]] = {}
+        self._synced: dict[str, int] = {}
+        """Per stream, the manifest its slices were last brought up to."""
+        self._merged: list[_Slice] = []
+        """Slices merged into newer ones this batch: released when the batch ends."""
+        self._prefix = f"_sj_hot_{next(_processors)}"
+        self._views = itertools.count()
+
+    @property
+    def used(self) -> bool:
+        """Whether any slice is cached (a failed batch may then be retried from the files)."""
+        return any(self._slices.values())
+
+    def relation(
+        self, spark: SparkSession, sp: StreamPlan, prev: Manifest, units: list[StateUnit]
+    ) -> str:
+        """A relation (SQL text) of the rows of `units` (live units of `sp` after `prev`)
+        under their stored names, with `BATCH`, and of any other live unit a slice of theirs
+        holds: the caller keeps the event times its units were chosen for."""
+        wanted = {u.batch for u in units}
+        parts = [s.relation() for s in self._sync(spark, sp, prev) if wanted & s.units.keys()]
+        return "(" + " UNION ALL ".join(parts) + ")"
+
+    def end_batch(self) -> None:
+        """Release the slices merged away in the batch (its jobs read the merged ones, which
+        were built from them)."""
+        for s in self._merged:
+            self._release(s)
+        self._merged = []
+
+    def clear(self) -> None:
+        """Release every slice: the next batch reads its units from their files again."""
+        for slices in self._slices.values():
+            for s in slices:
+                self._release(s)
+        self._slices, self._synced = {}, {}
+        self.end_batch()
+
+    def _sync(self, spark: SparkSession, sp: StreamPlan, prev: Manifest) -> list[_Slice]:
+        """`sp`'s slices brought up to `prev`: expired units forgotten, new ones read, merged."""
+        slices = self._slices.setdefault(sp.name, [])
+        if self._synced.get(sp.name) == prev.batch and slices:
+            return slices
+        live = {u.batch: u for u in prev.live(sp.name)}
+        kept = []
+        for s in slices:
+            s.units = {b: u for b, u in s.units.items() if live.get(b) == u}
+            if s.units:
+                kept.append(s)
+            else:
+                self._release(s)
+        have = {b for s in kept for b in s.units}
+        for b in sorted(live.keys() - have):
+            kept.append(self._unit_slice(spark, sp, live[b]))
+            while len(kept) >= 2 and kept[-2].rows <= kept[-1].rows:
+                newer = kept.pop()
+                kept[-1] = self._merge(sp, kept[-1], newer)
+        self._slices[sp.name] = kept
+        self._synced[sp.name] = prev.batch
+        return kept
+
+    def _unit_slice(self, spark: SparkSession, sp: StreamPlan, unit: StateUnit) -> _Slice:
+        """A slice of one unit, read from its files (cached when a batch first scans it)."""
+        if unit.files:
+            check_files(self.store.fs, sp, unit)
+            s = sp.stream
+            reader = file_reader(spark.read.options(**reader_options(s)), s)
+            raw = reader.option("basePath", s.option("path") or "").load(list(unit.files))
+            rows = raw.sparkSession.sql(
+                f"SELECT *, {unit.batch} AS {BATCH} FROM "
+                + stored_sql(sp, self._view(raw), unit.watermark)
+            )
+        else:
+            path = self.store.path(unit.path)
+            raw = spark.read.schema(stored_schema(sp)).parquet(path)
+            rows = raw.sparkSession.sql(f"SELECT *, {unit.batch} AS {BATCH} FROM {self._view(raw)}")
+        return self._cached(rows, {unit.batch: unit}, partitions=1)
+
+    def _merge(self, sp: StreamPlan, older: _Slice, newer: _Slice) -> _Slice:
+        """One slice of the live rows of two (built from their cached rows when first read)."""
+        units = older.units | newer.units
+        rows = older.df.sparkSession.sql(f"{older.relation()} UNION ALL {newer.relation()}")
+        wanted = -(-sum(u.rows for u in units.values()) // ROWS_PER_PARTITION)
+        n = max(1, min(self.parallelism, older.partitions + newer.partitions, wanted))
+        self._merged += [older, newer]
+        return self._cached(rows.coalesce(n), units, partitions=n)
+
+    def _cached(self, rows: DataFrame, units: dict[int, StateUnit], partitions: int) -> _Slice:
+        df = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        return _Slice(dict(units), frozenset(units), df, self._view(df), partitions)
+
+    def _view(self, df: DataFrame) -> str:
+        """`df` as a temp view of its own session, named for this store (kept while in use:
+        foreachBatch hands every batch of a run the same session)."""
+        name = f"{self._prefix}_{next(self._views)}"
+        df.createOrReplaceTempView(name)
+        return name
+
+    @staticmethod
+    def _release(s: _Slice) -> None:
+        s.df.sparkSession.catalog.dropTempView(s.view)
+        s.df.unpersist()
