@@ -391,14 +391,28 @@ def _await(queries: list[t.Any], time_limit: float | None) -> bool:
     return stopped
 
 
+def commit_ids(checkpoint: str) -> set[int]:
+    """The batches of a Spark query's checkpoint whose ``commits/<batch>`` file is there."""
+    commits = os.path.join(checkpoint, "commits")
+    return {int(n) for n in os.listdir(commits) if n.isdigit()} if os.path.isdir(commits) else set()
+
+
 def committed_files(checkpoint: str) -> dict[str, int]:
     """Every input file of a Spark file-source query's checkpoint that is in a committed batch,
     with the batch's id: the ``sources/<i>/<batch>`` logs (and their ``.compact`` files) list
-    each batch's files, ``commits/<batch>`` exists once the batch's output is committed."""
+    each batch's files, ``commits/<batch>`` exists once the batch's output is committed.
+
+    Spark keeps only the last ``minBatchesToRetain`` (100) commit files and deletes older ones
+    as later batches run; a batch runs only once the one before it has committed, so a batch
+    older than the oldest commit file left has committed too."""
     from urllib.parse import unquote, urlparse
 
-    commits = os.path.join(checkpoint, "commits")
-    done = {int(n) for n in os.listdir(commits) if n.isdigit()} if os.path.isdir(commits) else set()
+    done = commit_ids(checkpoint)
+    oldest = min(done, default=None)
+
+    def committed(batch: int) -> bool:
+        return batch in done or (oldest is not None and batch < oldest)
+
     files: dict[str, int] = {}
     sources = os.path.join(checkpoint, "sources")
     for d, _, names in os.walk(sources):
@@ -411,7 +425,7 @@ def committed_files(checkpoint: str) -> dict[str, int]:
                 if not line.strip():
                     continue
                 entry = json.loads(line)
-                if int(entry["batchId"]) in done:
+                if committed(int(entry["batchId"])):
                     files[unquote(urlparse(entry["path"]).path)] = int(entry["batchId"])
     return files
 

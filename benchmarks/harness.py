@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,10 @@ def _sample_tree(pid: int, peak: _Peak, done: threading.Event) -> None:
 # its first ones, with the least state: a figure that favours the peer, and a result that cannot
 # be checked). At full size the foreachBatch nested-loop joins of `band` and `theta` finish
 # within the hour on this machine, so their ratios are over the whole backlog and checked; the
-# longest window of `window-growth` does not (its kept rows grow to the whole history).
+# longest window of `window-growth` does not (its kept rows grow to the whole history). Each of
+# `long`'s six peer runs has the same bound; its foreachBatch joins compare about a fifth of the
+# pairs `band`'s full backlog does (120 batches of 2,500 new rows against at most 300 s of kept
+# ones), in twelve times as many batches.
 PEER_TIME_LIMIT = {"tiny": None, "quick": 60.0, "full": 3600.0}
 
 
@@ -174,11 +178,32 @@ def _percentile(values: list[float], p: float) -> float | None:
     return ordered[i]
 
 
+def steady_figures(batch_ms: t.Sequence[float], warmup: int) -> dict[str, t.Any]:
+    """Batch times past the first `warmup` batches, whose JVM is still warming up, and their
+    growth: the median of the last third over that of the first third, which tells whether a
+    batch costs more as the state grows."""
+    steady = list(batch_ms[warmup:])
+    third = len(steady) // 3
+    first = statistics.median(steady[:third]) if third else None
+    last = statistics.median(steady[-third:]) if third else None
+    return {
+        "warmup_batches": warmup,
+        "steady_batches": len(steady),
+        "steady_batch_p50_ms": _percentile(steady, 50),
+        "steady_batch_p99_ms": _percentile(steady, 99),
+        "first_third_p50_ms": first,
+        "last_third_p50_ms": last,
+        "batch_growth": round(last / first, 2) if first and last is not None else None,
+    }
+
+
 def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
-    """Throughput, batch-time percentiles and state cost per live tuple of one engine run."""
+    """Throughput, batch-time percentiles and state cost per live tuple of one engine run, and
+    the steady-state figures where the case asks for them."""
     if run.get("error"):
         return run
     batch = run.get("batch_ms") or []
+    steady = {} if case.warmup_batches is None else steady_figures(batch, case.warmup_batches)
     raw_per_row = sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
     live = run.get("state_rows") or 0
     state_bytes = run.get("state_bytes") or 0
@@ -206,6 +231,7 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
         "state_rows": live,
         "state_bytes_per_tuple": round(state_bytes / live, 1) if live else None,
         "state_to_raw": round(state_bytes / live / raw_per_row, 2) if live else None,
+        **steady,
     }
 
 
@@ -266,6 +292,10 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         ratios["rows_per_cpu_second"] = round(
             ours["rows_per_cpu_second"] / peer["rows_per_cpu_second"], 2
         )
+    if ours.get("steady_batch_p99_ms") and peer.get("steady_batch_p99_ms"):
+        ratios["steady_batch_p99"] = round(
+            ours["steady_batch_p99_ms"] / peer["steady_batch_p99_ms"], 2
+        )
     return {
         "case": case.name,
         "size": size,
@@ -289,10 +319,17 @@ def _brief(r: dict[str, t.Any]) -> str:
     if r.get("error"):
         return f"ERROR {r['error']}"
     early = " (stopped early at its time limit)" if r.get("stopped_early") else ""
+    steady = (
+        f", steady p50/p99 {r['steady_batch_p50_ms']}/{r['steady_batch_p99_ms']} ms "
+        f"(growth ×{r['batch_growth']})"
+        if "steady_batches" in r
+        else ""
+    )
     return (
         f"{r['throughput']} rows/s{early}, {r['seconds']} s, "
         f"CPU {r.get('cpu_seconds')} s, batches p50/p99 "
-        f"{r['batch_p50_ms']}/{r['batch_p99_ms']} ms, out {r['out']}, peak {r['peak_rss_mb']} MB"
+        f"{r['batch_p50_ms']}/{r['batch_p99_ms']} ms{steady}, out {r['out']}, "
+        f"peak {r['peak_rss_mb']} MB"
     )
 
 

@@ -16,8 +16,9 @@ Each engine runs on its own copy of the feed (the same rows, the same ticks) wit
 processing-time trigger, while the feeder runs for `duration` seconds; then the feeder stops and
 the engine drains what is left (bounded by a drain limit) and stops. Each query's Spark
 checkpoint says which files each batch read (``sources/<i>/<batch>``) and when the batch's output
-was committed (the modification time of ``commits/<batch>``): the same log for every engine,
-since all of them read with Spark's file source.
+was committed (the modification time of ``commits/<batch>``, read while the engine runs: Spark
+keeps only a query's last 100 commit files): the same log for every engine, since all of them
+read with Spark's file source.
 
 **Latency** of a row = commit time of the batch that read its file − the file's write time
 (over every query of the job, the last commit). Percentiles weight each file by its rows.
@@ -42,6 +43,7 @@ the query has an equality key (rows are fed in event-time order, so none is late
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -54,7 +56,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.engines import Live, committed_files, query_checkpoints, run_engine
+from benchmarks.engines import Live, commit_ids, committed_files, query_checkpoints, run_engine
 from benchmarks.harness import (
     ROOT,
     _engines,
@@ -68,7 +70,7 @@ from benchmarks.harness import (
 from benchmarks.workloads import WORKLOADS, Case
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
 US = 1_000_000
 TICK = 0.5
@@ -238,17 +240,75 @@ def _weighted(values: list[tuple[float, int]], p: float) -> float | None:
     return round(ordered[-1][0], 3)
 
 
+class CommitWatch:
+    """The commit time of every batch of the query checkpoints under a workdir, read while the
+    engine runs: Spark deletes all but a query's last 100 commit files, and the latency of a
+    fed file needs its batch's commit time after the run."""
+
+    def __init__(self, workdir: str, every: float = 1.0) -> None:
+        self.workdir = workdir
+        self.every = every
+        self.times: dict[str, dict[int, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="commit-watch", daemon=True)
+
+    def start(self) -> None:
+        """Scan every `every` seconds until `stop`."""
+        self._thread.start()
+
+    def scan(self) -> None:
+        """Record the time of each commit file not seen yet."""
+        for ckpt in query_checkpoints(self.workdir):
+            seen = self.times.setdefault(ckpt, {})
+            # (The engine may delete a file, or its whole workdir when it starts, meanwhile.)
+            with contextlib.suppress(OSError):
+                for batch in commit_ids(ckpt) - seen.keys():
+                    seen[batch] = os.stat(os.path.join(ckpt, "commits", str(batch))).st_mtime
+
+    def stop(self) -> dict[str, dict[int, float]]:
+        """Stop watching; every commit time seen, by checkpoint and batch."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.scan()
+        return self.times
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every):
+            self.scan()
+
+
+def commit_stamps(ckpt: str, batches: Iterable[int], seen: Mapping[int, float]) -> dict[int, float]:
+    """The commit time of each of `batches` of a query checkpoint: as seen during the run, else
+    its commit file's; for a batch whose file was deleted unseen, the oldest file left's (it
+    committed before that one's batch ran, so its latency is overstated, never understated)."""
+    commits = os.path.join(ckpt, "commits")
+    on_disk = {b: os.stat(os.path.join(commits, str(b))).st_mtime for b in commit_ids(ckpt)}
+    stamps = {}
+    for b in batches:
+        if b in seen:
+            stamps[b] = seen[b]
+        elif on_disk:
+            stamps[b] = on_disk.get(b, on_disk[min(on_disk)])
+    return stamps
+
+
 def latency_figures(
-    workdir: str, fed: list[FedFile], started: float, ended: float, trigger: float
+    workdir: str,
+    fed: list[FedFile],
+    started: float,
+    ended: float,
+    trigger: float,
+    seen: Mapping[str, Mapping[int, float]] | None = None,
 ) -> dict[str, t.Any]:
-    """Latency, processed rate, backlog at the end and growth, from the engine's checkpoints."""
+    """Latency, processed rate, backlog at the end and growth, from the engine's checkpoints and
+    the commit times `seen` during the run (`CommitWatch`), by checkpoint and batch."""
     logs = []
     for ckpt in query_checkpoints(workdir):
         files = committed_files(ckpt)
-        stamps = {
-            b: os.stat(os.path.join(ckpt, "commits", str(b))).st_mtime for b in set(files.values())
-        }
-        logs.append(({p: stamps[b] for p, b in files.items()}, {os.path.dirname(p) for p in files}))
+        stamps = commit_stamps(ckpt, set(files.values()), (seen or {}).get(ckpt, {}))
+        commits = {p: stamps[b] for p, b in files.items() if b in stamps}
+        logs.append((commits, {os.path.dirname(p) for p in files}))
     # A file is done when every query reading its stream has committed it: at the last commit.
     done: dict[str, float] = {}
     for f in fed:
@@ -340,6 +400,8 @@ def _run_one(
             result.extend(run_engine_process(engine, [(job, workdir)], None, asdict(live)))
 
     thread = threading.Thread(target=engine_run, name=f"bench-{engine}", daemon=True)
+    watch = CommitWatch(workdir)
+    watch.start()
     thread.start()
     ready = os.path.join(workdir, "ready")
     deadline = time.monotonic() + 180
@@ -353,10 +415,11 @@ def _run_one(
         json.dump({"files": [x.path for x in fed]}, f)
     os.rename(done + ".tmp", done)
     thread.join()
+    seen = watch.stop()
     run: dict[str, t.Any] = result[0] if result else {"engine": engine, "error": "no report"}
     if run.get("error"):
         return {"engine": engine, "error": run["error"]}, job
-    figures = latency_figures(workdir, fed, started, ended, trigger)
+    figures = latency_figures(workdir, fed, started, ended, trigger, seen)
     batch = run.get("batch_ms") or []
     drained = not run.get("stopped_early") and figures["rows_processed"] == figures["rows_fed"]
     growth = figures["latency_growth"]

@@ -6,8 +6,9 @@
 ILP reports (``skew*.json``, ``fluctuating.json``, ``memory.json``, ``ilp-scaling.json``). It
 checks each target of the benchmark issues against the numbers and writes
 ``benchmarks/RESULTS.md``: the machine, the commit, the commands, the targets, one table per
-workload with every ratio, and two plots beside it (throughput against window size, and the
-distribution of micro-batch times). It needs no Spark.
+workload with every ratio, and the plots beside it (throughput against window size, the
+distribution of micro-batch times, and, for ``long``, batch time against batch number). It needs
+no Spark.
 
 RESULTS.md holds results only; the log of measurements and trials is ``docs/dev-log.md``.
 """
@@ -22,7 +23,7 @@ import typing as t
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-ORDER = ("equi", "band", "theta", "window-growth", "tpch", "nexmark")
+ORDER = ("equi", "band", "theta", "window-growth", "tpch", "nexmark", "long")
 EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling")
 """The partitioning and ILP reports, by file name (without ``.json``)."""
 
@@ -93,6 +94,7 @@ _RATIOS: dict[str, tuple[str, bool]] = {
     "throughput": ("rows/s", True),
     "batch_p99": ("batch p99", False),
     "rows_per_cpu_second": ("rows/CPU s", True),
+    "steady_batch_p99": ("steady p99", False),
     "processed_rate": ("processed", True),
     "latency_p50_s": ("latency p50", False),
     "latency_p99_s": ("latency p99", False),
@@ -430,6 +432,73 @@ def table(report: Report) -> list[str]:
     return lines
 
 
+def _window_cell(seconds: float | None) -> str:
+    return "none (whole run)" if seconds is None else f"{seconds:g} s"
+
+
+def _growth_cell(r: t.Mapping[str, t.Any]) -> str:
+    """Batch-time growth over the run, with the medians of the first and last thirds."""
+    if r.get("batch_growth") is None:
+        return "–"
+    thirds = f"{_fmt(r.get('first_third_p50_ms'))} → {_fmt(r.get('last_third_p50_ms'))}"
+    return f"×{_fmt(r['batch_growth'])} ({thirds})"
+
+
+def _long_cells(r: t.Mapping[str, t.Any] | None) -> tuple[str, str, str]:
+    """One engine's rows/s, steady p50 / p99 and growth cells of the `long` table."""
+    if r is None:
+        return "–", "–", "–"
+    if r.get("error"):
+        return f"error: {r['error']}", "–", "–"
+    steady = " / ".join(_fmt(r.get(k)) for k in ("steady_batch_p50_ms", "steady_batch_p99_ms"))
+    return _fmt(r.get("throughput")), steady, _growth_cell(r)
+
+
+def _warmup(cases: t.Sequence[dict[str, t.Any]]) -> int:
+    """The warm-up batches the steady figures of `cases` skip (the workload's, if no engine
+    recorded them)."""
+    for c in cases:
+        for r in c["engines"].values():
+            if r.get("warmup_batches") is not None:
+                return int(r["warmup_batches"])
+    from benchmarks.workloads import LONG_WARMUP_BATCHES
+
+    return LONG_WARMUP_BATCHES
+
+
+LONG_NOTE = (
+    "Many small batches against a growing state. *Steady*: the batches after the first {warmup} "
+    "(JVM warm-up); *growth*: the median batch time of the last third of the steady batches over "
+    "that of the first third (ms): above 1, a batch costs more as the state grows. Batch times "
+    "against batch number: `long_batches.png`."
+)
+
+
+def long_table(report: Report) -> list[str]:
+    """The `long` workload's table, a row per case (ours · the peer's in each cell, to keep the
+    page short): steady-state batch times and their growth over the run, since its question is
+    how batches fare as the state grows."""
+    lines = [
+        LONG_NOTE.format(warmup=_warmup(report["cases"])),
+        "",
+        "| case | window | peer | rows/s: ours · peer | steady p50 / p99 ms: ours · peer | "
+        "growth: ours · peer | results agree | ours ÷ peer |",
+        "|" + "---|" * 8,
+    ]
+    for c in report["cases"]:
+        peer = next((name for name in c["engines"] if name != "streamjoin"), None)
+        theirs = c["engines"].get(peer)
+        stopped = " (stopped at its time limit)" if (theirs or {}).get("stopped_early") else ""
+        pairs = zip(_long_cells(c["engines"].get("streamjoin")), _long_cells(theirs), strict=True)
+        cells = " | ".join(f"{a} · {b}" for a, b in pairs)
+        shown = f"{peer}{stopped}" if peer else "–"
+        lines.append(
+            f"| {c['case']} | {_window_cell(c.get('window_seconds'))} | {shown} | {cells} | "
+            f"{_agree(c.get('results_agree'))} | {ratio_cell(c.get('ratios', {}))} |"
+        )
+    return lines
+
+
 def workload_lines(reports: dict[str, Report]) -> list[str]:
     """A heading, one line of context and the table of each backlog workload."""
     lines = []
@@ -441,7 +510,7 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
             f"{report.get('size', 'full')} size; peer time limit "
             f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.",
             "",
-            *table(report),
+            *(long_table(report) if name == "long" else table(report)),
             "",
         ]
     return lines
@@ -580,6 +649,47 @@ HOW_TO_READ = [
 ]
 
 
+LONG_PLOT = "long_batches.png"
+
+
+def long_plot(report: Report, folder: str = HERE) -> str | None:
+    """Batch time against batch number, a panel per case and a line per engine, to show whether
+    batches slow down as the state grows; the file name, None when no engine has batch times."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    cases = [c for c in report["cases"] if any(r.get("batch_ms") for r in c["engines"].values())]
+    if not cases:
+        return None
+    cols = min(3, len(cases))
+    rows = -(-len(cases) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, c in zip(axes.flat, cases, strict=False):
+        for engine, r in c["engines"].items():
+            times = [v / 1000 for v in r.get("batch_ms") or []]
+            if times:
+                ax.plot(range(1, len(times) + 1), times, linewidth=1, label=engine)
+        ax.axvline(_warmup([c]) + 0.5, color="grey", linestyle=":", linewidth=1)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="y", which="both", labelsize=7)
+        ax.set_title(c["case"], fontsize=9)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(cases) :]:
+        ax.set_visible(False)
+    fig.supxlabel("batch number (dotted: end of warm-up)")
+    fig.supylabel("micro-batch time (s)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(folder, LONG_PLOT), dpi=110)
+    plt.close(fig)
+    return LONG_PLOT
+
+
 def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
     """Write the PNG plots; return their file names."""
     import matplotlib
@@ -630,7 +740,8 @@ def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
         fig.savefig(os.path.join(folder, "batch_times.png"), dpi=110)
         plt.close(fig)
         written.append("batch_times.png")
-    return written
+    long = long_plot(reports["long"], folder) if "long" in reports else None
+    return [*written, long] if long else written
 
 
 def render(
@@ -680,7 +791,9 @@ def render(
     if reports:
         lines += ["## Backlog workloads", "", *workload_lines(reports)]
         kept = [
-            p for p in ("window_growth.png", "batch_times.png") if os.path.exists(f"{HERE}/{p}")
+            p
+            for p in ("window_growth.png", "batch_times.png", LONG_PLOT)
+            if os.path.exists(f"{HERE}/{p}") and (p != LONG_PLOT or "long" in reports)
         ]
         for png in plots(reports) if plot else kept:
             lines += [f"![{png}]({png})", ""]

@@ -32,6 +32,9 @@ class Case:
     backlog: Backlog
     window_seconds: float | None = None
     predicate: str = ""
+    warmup_batches: int | None = None
+    """Batches of JVM warm-up before the steady state (`harness.steady_figures`); None: the
+    case reports no steady-state figures."""
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,11 @@ def _window(seconds: float) -> str:
     return f"r.ts BETWEEN l.ts - INTERVAL '{s}' SECOND AND l.ts + INTERVAL '{s}' SECOND"
 
 
-def _keys(shape: Shape, window: float) -> int:
-    """Key space giving `MATCHES_PER_ROW` matches per row: each row meets rate × 2W rows."""
-    return max(1, round(shape.rate * 2 * window / MATCHES_PER_ROW))
+def _keys(shape: Shape, window: float | None) -> int:
+    """Key space giving `MATCHES_PER_ROW` matches per row: each row meets rate × 2W rows, or,
+    without a window (None), every row of the other stream."""
+    reach = shape.span_seconds if window is None else 2 * window
+    return max(1, round(shape.rate * reach / MATCHES_PER_ROW))
 
 
 def _predicates(kind: str, keys: int) -> str:
@@ -105,16 +110,28 @@ PEERS = {"equi": "spark-native", "band": "spark-foreach", "theta": "spark-foreac
 
 
 def two_stream_case(
-    root: str, size: str, kind: str, window: float, name: str, shape: Shape | None = None
+    root: str,
+    size: str,
+    kind: str,
+    window: float | None,
+    name: str,
+    shape: Shape | None = None,
+    *,
+    keys: int | None = None,
+    warmup_batches: int | None = None,
 ) -> Case:
+    """A `kind` join of two generated streams within `window` seconds (None: no time range at
+    all), over `keys` keys (default `_keys`, about one match per row)."""
     shape = shape or TWO_STREAM_SHAPES[size]
-    keys = _keys(shape, window)
+    keys = keys or _keys(shape, window)
     tables = two_streams(
         shape.rows, span_seconds=shape.span_seconds, keys=keys, x_range=X_RANGE, seed=7
     )
     backlog = write_backlog(f"{root}/{name}", tables, {"a": "ts", "b": "ts"}, shape.files)
-    on = f"{_predicates(kind, keys)} AND {_window(window)}"
-    return Case(name, two_stream_job(backlog, on), PEERS[kind], backlog, window, on)
+    on = _predicates(kind, keys)
+    if window is not None:
+        on = f"{on} AND {_window(window)}"
+    return Case(name, two_stream_job(backlog, on), PEERS[kind], backlog, window, on, warmup_batches)
 
 
 def _simple(kind: str) -> Callable[[str, str], list[Case]]:
@@ -136,6 +153,46 @@ def _window_growth(root: str, size: str) -> list[Case]:
         two_stream_case(root, size, kind, w, f"{kind}-{int(w)}s", shape)
         for kind in ("equi", "band")
         for w in (1.0, 10.0, 100.0)
+    ]
+
+
+# `long`: a live stream is many small batches against a large state. The same generator and job
+# shape as `equi`, `band` and `theta`, in batches of 5 s of event time: full, 120 batches of
+# 2,500 rows per stream; quick, 100 of 500; tiny (the correctness test of its six cases), 3 of
+# 200, since each batch of each engine and case adds to the test suite's time. Its quick size
+# keeps 100 batches, the workload's point, so it runs longer than the others' quick sizes.
+LONG_SHAPES = {
+    "tiny": Shape(600, 15.0, 3),
+    "quick": Shape(50_000, 500.0, 100),
+    "full": Shape(300_000, 600.0, 120),
+}
+LONG_EQUI_WINDOWS: tuple[float | None, ...] = (10.0, 300.0, 3600.0, None)
+LONG_NON_EQUI_WINDOW = 300.0
+LONG_WARMUP_BATCHES = 10
+
+
+def _long_case(root: str, size: str, kind: str, window: float | None) -> Case:
+    """One `long` case; its keys give about one match per row over what its window reaches."""
+    shape = LONG_SHAPES[size]
+    # A row meets rate × min(2W, span) rows (edges aside): from half the run on, a window
+    # meets as many rows as no window does.
+    reach = None if window is None or 2 * window >= shape.span_seconds else window
+    name = f"long-{kind}-{'full' if window is None else f'{int(window)}s'}"
+    return two_stream_case(
+        root,
+        size,
+        kind,
+        window,
+        name,
+        shape,
+        keys=_keys(shape, reach),
+        warmup_batches=LONG_WARMUP_BATCHES,
+    )
+
+
+def _long(root: str, size: str) -> list[Case]:
+    return [_long_case(root, size, "equi", w) for w in LONG_EQUI_WINDOWS] + [
+        _long_case(root, size, kind, LONG_NON_EQUI_WINDOW) for kind in ("band", "theta")
     ]
 
 
@@ -194,4 +251,5 @@ WORKLOADS: dict[str, Callable[[str, str], list[Case]]] = {
     "window-growth": _window_growth,
     "tpch": _tpch,
     "nexmark": _nexmark,
+    "long": _long,
 }

@@ -51,7 +51,7 @@ def test_without_a_process_to_read_there_is_no_figure() -> None:
 
 def _case() -> types.SimpleNamespace:
     backlog = types.SimpleNamespace(raw_bytes={"a": 3200}, total_rows=100)
-    return types.SimpleNamespace(backlog=backlog)
+    return types.SimpleNamespace(backlog=backlog, warmup_batches=None)
 
 
 def _run(cpu: float | None) -> dict[str, object]:

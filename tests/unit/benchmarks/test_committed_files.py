@@ -1,0 +1,83 @@
+"""Which fed files a live run has committed, read from a Spark checkpoint whose old commit files
+Spark has deleted (it keeps a query's last 100): a run of more than 100 batches must drain."""
+
+from __future__ import annotations
+
+import json
+import os
+import typing as t
+
+from benchmarks.engines import _drained, committed_files
+from benchmarks.rate import CommitWatch, FedFile, latency_figures
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _file(feed: Path, batch: int) -> str:
+    return str(feed / f"part-{batch:05d}.parquet")
+
+
+def _checkpoint(
+    root: Path, feed: Path, batches: int, commits: range, compact_every: int = 10
+) -> str:
+    """A Spark file-source checkpoint: batch i read file i of `feed`; ``commits/<i>`` for each
+    i of `commits`; the source log compacted every `compact_every` batches, as Spark does."""
+    for d in ("commits", "offsets", "sources/0"):
+        (root / d).mkdir(parents=True)
+    log: list[str] = []
+    for b in range(batches):
+        entry = json.dumps({"path": f"file://{_file(feed, b)}", "timestamp": 0, "batchId": b})
+        log.append(entry)
+        compact = (b + 1) % compact_every == 0
+        name, lines = (f"{b}.compact", log) if compact else (str(b), [entry])
+        (root / "sources" / "0" / name).write_text("\n".join(["v1", *lines]) + "\n")
+    for b in commits:
+        (root / "commits" / str(b)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+        (root / "commits" / f".{b}.crc").write_text("")
+    return str(root)
+
+
+def test_batches_older_than_the_oldest_commit_left_are_committed(tmp_path: Path) -> None:
+    feed = tmp_path / "feed"
+    ckpt = _checkpoint(tmp_path / "ckpt", feed, batches=151, commits=range(50, 150))
+    files = committed_files(ckpt)
+    assert files == {_file(feed, b): b for b in range(150)}  # (batch 150 is running)
+
+
+def test_nothing_is_committed_before_the_first_commit(tmp_path: Path) -> None:
+    ckpt = _checkpoint(tmp_path / "ckpt", tmp_path / "feed", batches=3, commits=range(0))
+    assert committed_files(ckpt) == {}
+
+
+def test_a_run_of_more_than_a_hundred_batches_drains(tmp_path: Path) -> None:
+    feed = tmp_path / "feed"
+    _checkpoint(tmp_path / "work" / "ckpt" / "q1", feed, batches=150, commits=range(50, 150))
+    fed = {_file(feed, b) for b in range(150)}
+    assert _drained(str(tmp_path / "work"), fed)
+    assert not _drained(str(tmp_path / "work"), fed | {_file(feed, 150)})
+
+
+def test_latency_takes_commit_times_seen_during_the_run(tmp_path: Path) -> None:
+    feed, work = tmp_path / "feed", tmp_path / "work"
+    ckpt = _checkpoint(work / "ckpt" / "q1", feed, batches=5, commits=range(3, 5))
+    for b in (3, 4):
+        os.utime(os.path.join(ckpt, "commits", str(b)), (110.0 + b, 110.0 + b))
+    # Batches 0 and 1 were seen before their commit files went; batch 2's was never seen, so its
+    # time is at most that of the oldest file left (batch 3's).
+    seen = {ckpt: {0: 101.0, 1: 102.0}}
+    fed = [FedFile(_file(feed, b), "a", 10, 100.0 + b) for b in range(5)]
+    figures = latency_figures(str(work), fed, 100.0, 105.0, 1.0, seen)
+    assert figures["rows_processed"] == figures["rows_fed"] == 50
+    assert figures["latency_max_s"] == 113.0 - 102.0
+    assert figures["latency_p50_s"] == 10.0  # (1, 1, 11, 10, 10 s)
+
+
+def test_the_watch_keeps_the_times_of_deleted_commit_files(tmp_path: Path) -> None:
+    feed, work = tmp_path / "feed", tmp_path / "work"
+    ckpt = _checkpoint(work / "ckpt" / "q1", feed, batches=3, commits=range(2))
+    watch = CommitWatch(str(work))
+    watch.scan()
+    os.remove(os.path.join(ckpt, "commits", "0"))
+    (tmp_path / "work" / "ckpt" / "q1" / "commits" / "2").write_text("v1\n")
+    assert set(watch.stop()[ckpt]) == {0, 1, 2}

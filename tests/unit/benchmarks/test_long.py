@@ -1,0 +1,173 @@
+"""The `long` workload: many small batches against a growing state. Its cases, its key spaces,
+its steady-state figures (warm-up skipped, growth of batch time over the run) and its report."""
+
+from __future__ import annotations
+
+import typing as t
+
+import numpy as np
+import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
+import pytest
+
+from benchmarks.data import Backlog
+from benchmarks.harness import figures, steady_figures
+from benchmarks.report import commands, long_plot, long_table, workload_lines
+from benchmarks.workloads import LONG_SHAPES, LONG_WARMUP_BATCHES, WORKLOADS, Case
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+NAMES = [
+    "long-equi-10s",
+    "long-equi-300s",
+    "long-equi-3600s",
+    "long-equi-full",
+    "long-band-300s",
+    "long-theta-300s",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
+    cases = WORKLOADS["long"](str(tmp_path_factory.mktemp("long")), "tiny")
+    return {c.name: c for c in cases}
+
+
+def test_the_sizes_are_many_batches_of_five_seconds() -> None:
+    for size, shape in LONG_SHAPES.items():
+        assert shape.span_seconds / shape.files == 5.0, size
+    assert LONG_SHAPES["full"].rows / LONG_SHAPES["full"].files == 2_500
+    assert LONG_SHAPES["full"].files == 120
+    assert LONG_SHAPES["quick"].files >= 100
+
+
+def test_the_cases_their_peers_and_windows(tiny: dict[str, Case]) -> None:
+    assert list(tiny) == NAMES
+    peers = {name: c.peer for name, c in tiny.items()}
+    assert {peers[n] for n in NAMES[:4]} == {"spark-native"}
+    assert {peers[n] for n in NAMES[4:]} == {"spark-foreach"}
+    assert [c.window_seconds for c in tiny.values()] == [10.0, 300.0, 3600.0, None, 300.0, 300.0]
+    assert all(c.warmup_batches == LONG_WARMUP_BATCHES for c in tiny.values())
+    assert all(c.backlog.files == LONG_SHAPES["tiny"].files for c in tiny.values())
+
+
+def test_the_full_history_join_has_no_time_range(tiny: dict[str, Case]) -> None:
+    assert tiny["long-equi-full"].predicate == "l.k = r.k"
+    assert "BETWEEN" in tiny["long-equi-3600s"].predicate
+    assert "l.k = r.k" in tiny["long-equi-full"].job
+
+
+def _equal_key_pairs(backlog: Backlog) -> int:
+    keys = [pq.read_table(backlog.streams[s])["k"].to_numpy() for s in ("a", "b")]
+    size = int(max(k.max() for k in keys)) + 1
+    a, b = (np.bincount(k, minlength=size) for k in keys)
+    return int((a * b).sum())
+
+
+@pytest.mark.parametrize("name", ["long-equi-full", "long-equi-3600s", "long-equi-300s"])
+def test_a_window_as_long_as_the_run_still_gives_about_one_match_per_row(
+    tiny: dict[str, Case], name: str
+) -> None:
+    # Every pair is within a window of half the run or more (the 300 s one is, at tiny size):
+    # the matches are the pairs of equal keys, about one per row.
+    rows = LONG_SHAPES["tiny"].rows
+    assert 0.7 * rows <= _equal_key_pairs(tiny[name].backlog) <= 1.3 * rows
+
+
+def test_steady_figures_skip_the_warm_up_and_compare_the_thirds() -> None:
+    warm = [5000.0] * 10
+    steady = [100.0] * 10 + [150.0] * 10 + [200.0] * 10
+    f = steady_figures(warm + steady, 10)
+    assert f["warmup_batches"] == 10 and f["steady_batches"] == 30
+    assert (f["steady_batch_p50_ms"], f["steady_batch_p99_ms"]) == (150.0, 200.0)
+    assert (f["first_third_p50_ms"], f["last_third_p50_ms"]) == (100.0, 200.0)
+    assert f["batch_growth"] == 2.0
+
+
+def test_too_few_batches_give_no_growth() -> None:
+    f = steady_figures([1.0] * 12, 10)
+    assert f["steady_batches"] == 2 and f["batch_growth"] is None
+    assert f["steady_batch_p50_ms"] == 1.0
+    none = steady_figures([1.0] * 6, 10)
+    assert none["steady_batches"] == 0
+    assert none["steady_batch_p50_ms"] is none["batch_growth"] is None
+
+
+def _case(warmup: int | None) -> Case:
+    backlog = Backlog("/b", {"a": "/b/a", "b": "/b/b"}, 3, {"a": 50, "b": 50}, {"a": 800, "b": 800})
+    return Case("c", "", "spark-native", backlog, warmup_batches=warmup)
+
+
+def test_figures_add_the_steady_state_only_where_the_case_asks() -> None:
+    run = {"engine": "streamjoin", "rows_in": 100, "seconds": 2.0, "batch_ms": [9.0, 1.0, 2.0, 3.0]}
+    f = figures(run, _case(1))
+    assert f["batch_ms"] == [9.0, 1.0, 2.0, 3.0]  # (the series, for the plot)
+    assert (f["steady_batches"], f["steady_batch_p99_ms"], f["batch_growth"]) == (3, 3.0, 3.0)
+    assert "steady_batches" not in figures(run, _case(None))
+
+
+def _engine(name: str, p50: float, p99: float, growth: float | None) -> dict[str, t.Any]:
+    return {
+        "engine": name,
+        "throughput": 1000.0,
+        "batches": 120,
+        "batch_ms": [p50] * 120,
+        "warmup_batches": 10,
+        "steady_batch_p50_ms": p50,
+        "steady_batch_p99_ms": p99,
+        "first_third_p50_ms": p50,
+        "last_third_p50_ms": None if growth is None else p50 * growth,
+        "batch_growth": growth,
+    }
+
+
+def _report() -> dict[str, t.Any]:
+    case = {
+        "case": "long-equi-full",
+        "window_seconds": None,
+        "results_agree": True,
+        "ratios": {"throughput": 1.5, "steady_batch_p99": 1.2},
+        "engines": {
+            "streamjoin": _engine("streamjoin", 200.0, 300.0, 1.25),
+            "spark-native": _engine("spark-native", 150.0, 250.0, None) | {"stopped_early": True},
+        },
+    }
+    windowed = case | {"case": "long-equi-10s", "window_seconds": 10.0}
+    head = {"workload": "long", "size": "full", "peer_time_limit_s": 3600.0}
+    return head | {"cases": [windowed, case]}
+
+
+def test_the_long_table_has_a_row_per_case_with_both_engines() -> None:
+    lines = long_table(_report())
+    assert "first 10 (JVM warm-up)" in lines[0]
+    head, rule, *rows = lines[2:]
+    assert len(rows) == 2
+    assert head.count("|") == rule.count("|") == rows[0].count("|") == rows[1].count("|")
+    windowed, full = rows
+    assert windowed.startswith(
+        "| long-equi-10s | 10 s | spark-native (stopped at its time limit) |"
+    )
+    assert full.startswith("| long-equi-full | none (whole run) |")
+    assert "| 1,000.0 · 1,000.0 |" in full  # (rows/s, ours · the peer's)
+    assert "| 200.0 / 300.0 · 150.0 / 250.0 |" in full
+    assert "| ×1.25 (200.0 → 250.0) · – |" in full
+    assert full.endswith("| yes | rows/s ×1.5 · steady p99 **×1.2** |")
+
+
+def test_a_missing_or_failed_engine_leaves_dashes() -> None:
+    report = _report()
+    engines = report["cases"][0]["engines"]
+    engines["streamjoin"] = {"engine": "streamjoin", "error": "boom"}
+    del engines["spark-native"]
+    row = long_table(report)[4]
+    assert "| – | error: boom · – | – · – | – · – |" in row
+
+
+def test_the_long_report_gets_its_own_table_command_and_plot(tmp_path: Path) -> None:
+    lines = workload_lines({"long": _report()})
+    assert lines[0] == "### long" and any("steady p50 / p99 ms" in x for x in lines)
+    assert "streamjoin bench long --out benchmarks/results/long.json" in commands(
+        {"long": _report()}, {}, {}, {}
+    )
+    assert long_plot(_report(), str(tmp_path)) == "long_batches.png"
+    assert (tmp_path / "long_batches.png").stat().st_size > 0
