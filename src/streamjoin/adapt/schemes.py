@@ -15,6 +15,8 @@ batch; `scheme_from_params` and `params_of` convert them to and from `partition`
 
 from __future__ import annotations
 
+import math
+
 import typing as t
 from dataclasses import dataclass, field, replace
 
@@ -41,6 +43,8 @@ MAX_UNITS = 256
 WARMUP = DEFAULT_WARMUP
 """Rows a controller sees before its first decision (Squall's default)."""
 HOT_CANDIDATES = 8.0
+NOISE_SIGMAS = 4.0
+"""Standard deviations of a unit's share of evenly hashed rows that chance alone may add."""
 """Candidates of the hot key per delta row above which its window's time bucket joins the key."""
 
 
@@ -255,9 +259,13 @@ def _leave_hash_if_skewed(
     if total < warmup or len(loads) < 2:
         return state
     share = max(loads) / total
-    # One hot key puts share = top + (1 - top) / J on its unit: solve for top.
+    # One hot key puts share = top + (1 - top) / J on its unit: solve for top. Even keys
+    # still spread a batch's rows unevenly by chance (a binomial's deviation): a share
+    # within `NOISE_SIGMAS` of it is no hot key, or a live stream's small batches would
+    # move it off hash by chance (and shuffle the state every batch under the new scheme).
     j = len(loads)
-    top = max(0.0, (share - 1 / j) / (1 - 1 / j))
+    noise = NOISE_SIGMAS * math.sqrt((1 / j) * (1 - 1 / j) / total)
+    top = (share - 1 / j) / (1 - 1 / j) if share - 1 / j > noise else 0.0
     delta = (seen.left_rows, seen.right_rows)
     stats = Stats(
         left_rows=seen.state_rows[0],

@@ -90,3 +90,15 @@ def test_time_buckets_false_keeps_plain_keys_and_leaves_hashing_as_before() -> N
     router = _router("units = 8, time_buckets = 'false'")
     router.after_batch(0, _units(0.6))
     assert not router.params.get("time_bucket") and router.scheme is not None
+
+
+def test_the_chance_spread_of_a_small_batch_over_two_units_is_no_hot_key() -> None:
+    """A live stream's batch of 2,500 evenly hashed rows on 2 units, against a state 60 times
+    larger: one unit gets 2 % more by chance, which is no reason to leave hash (the scheme
+    would shuffle the whole state every batch)."""
+    qp = _router("units = 2").qp
+    state = SchemeState({**initial_params(qp, 2), "units": 2})
+    seen = BatchCounts(7, 1_250, 1_250, UnitStats((1_275, 1_225), (0, 0)), (), (75_000, 75_000))
+    assert next_scheme(qp, state, seen) == state
+    hot = BatchCounts(7, 1_250, 1_250, UnitStats((1_500, 1_000), (0, 0)), (), (75_000, 75_000))
+    assert next_scheme(qp, state, hot) != state
