@@ -53,6 +53,10 @@ def _batches(job: Job) -> list[dict[str, list[dict[str, object]]]]:
 def test_every_engine_matches_reference(spark: SparkSession, tmp_path: Path, workload: str) -> None:
     cases = WORKLOADS[workload](str(tmp_path / "data"), "tiny")
     assert cases
+    if workload == "long":
+        # Its other cases differ from these only in their windows, which the two-stream
+        # workloads cover: keep the suite's time for the full history and a theta case.
+        cases = [c for c in cases if c.name in ("long-equi-full", "long-theta-300s")]
     for case in cases:
         job = parse_job(case.job.replace("{out}", "/unused"), case.name)
         expected = run_reference(job, _batches(job))

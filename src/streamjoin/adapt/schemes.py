@@ -16,7 +16,6 @@ batch; `scheme_from_params` and `params_of` convert them to and from `partition`
 from __future__ import annotations
 
 import math
-
 import typing as t
 from dataclasses import dataclass, field, replace
 

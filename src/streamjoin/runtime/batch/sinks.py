@@ -79,6 +79,9 @@ def write_outputs(ctx: BatchContext, frames: Mapping[str, Sequence[DataFrame]]) 
         for _, df, _ in outputs[1:]:
             sink_df = sink_df.unionByName(df)
         sink = ctx.plan.job.sink(sink_name)
+        # A live batch's pairs come from a union of a few cached slices per stream, each its
+        # own partitions: as many tasks as cores write them, not a task (and a file) each.
+        sink_df = sink_df.coalesce(ctx.parallelism)
         if len(per_sink) == 1 or sink.format == "console":  # (console: in order, on stdout)
             write_sink(sink, sink_df, ctx.batch_id)
         else:

@@ -22,13 +22,15 @@ import itertools
 import typing as t
 from dataclasses import dataclass
 
+from py4j.protocol import Py4JError
 from pyspark import StorageLevel
+from pyspark.sql import DataFrame
 
 from streamjoin.runtime.sources import file_reader, prefixed, reader_options
 from streamjoin.runtime.state.sourcefiles import check_files, stored_sql
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from streamjoin.plan import StreamPlan
     from streamjoin.runtime.state.checkpoint import Checkpoint
@@ -56,7 +58,9 @@ class _Slice:
     held: frozenset[int]
     """Batches whose rows the slice holds (live or not)."""
     df: DataFrame
+    """The persisted rows (unpersisted on release)."""
     view: str
+    """A temp view of the cached rows themselves (`_cached_leaf`)."""
     partitions: int
 
     @property
@@ -145,14 +149,15 @@ class HotState:
             s = sp.stream
             reader = file_reader(spark.read.options(**reader_options(s)), s)
             raw = reader.option("basePath", s.option("path") or "").load(list(unit.files))
+            view = self._view(raw)
             rows = raw.sparkSession.sql(
-                f"SELECT *, {unit.batch} AS {BATCH} FROM "
-                + stored_sql(sp, self._view(raw), unit.watermark)
+                f"SELECT *, {unit.batch} AS {BATCH} FROM " + stored_sql(sp, view, unit.watermark)
             )
+            raw.sparkSession.catalog.dropTempView(view)  # (`rows` has resolved it)
         else:
             path = self.store.path(unit.path)
             raw = spark.read.schema(stored_schema(sp)).parquet(path)
-            rows = raw.sparkSession.sql(f"SELECT *, {unit.batch} AS {BATCH} FROM {self._view(raw)}")
+            rows = raw.selectExpr("*", f"{unit.batch} AS {BATCH}")
         return self._cached(rows, {unit.batch: unit}, partitions=1)
 
     def _merge(self, sp: StreamPlan, older: _Slice, newer: _Slice) -> _Slice:
@@ -166,7 +171,7 @@ class HotState:
 
     def _cached(self, rows: DataFrame, units: dict[int, StateUnit], partitions: int) -> _Slice:
         df = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-        return _Slice(dict(units), frozenset(units), df, self._view(df), partitions)
+        return _Slice(dict(units), frozenset(units), df, self._view(_cached_leaf(df)), partitions)
 
     def _view(self, df: DataFrame) -> str:
         """`df` as a temp view of its own session, named for this store (kept while in use:
@@ -179,3 +184,24 @@ class HotState:
     def _release(s: _Slice) -> None:
         s.df.sparkSession.catalog.dropTempView(s.view)
         s.df.unpersist()
+
+
+def _cached_leaf(df: DataFrame) -> DataFrame:
+    """`df` (persisted) as a DataFrame whose plan is its cache alone: a slice merged from two
+    others then plans as a union of two cached relations, where the plans of the DataFrames
+    themselves would nest every merge of the run. Falls back to `df` where Spark's cache
+    manager does not answer so."""
+    session = df.sparkSession
+    jss = session._jsparkSession
+    try:
+        cached = jss.sharedState().cacheManager().lookupCachedData(df._jdf)
+        if cached.isEmpty():
+            return df
+        jvm = session.sparkContext._jvm
+        assert jvm is not None
+        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+            jss, cached.get().cachedRepresentation()
+        )
+    except Py4JError:
+        return df
+    return DataFrame(jdf, session)
