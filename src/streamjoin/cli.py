@@ -199,8 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark workload: streamjoin and its Spark peer side by side",
-        description="Workloads: equi, band, theta, window-growth, long, tpch, nexmark, multiquery. The "
-        "last line printed is one JSON object with every figure and the ratios to the peer.",
+        description="Workloads: equi, band, theta, window-growth, long, tpch, nexmark, "
+        "multiquery. The last line printed is one JSON object with every figure and the ratios "
+        "to the peer.",
     )
     bench.add_argument("workload")
     size = bench.add_mutually_exclusive_group()

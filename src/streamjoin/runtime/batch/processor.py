@@ -4,13 +4,11 @@ Per batch, with W the global watermark committed by the previous batch:
 
 1. intake: every input row is ok, malformed (unparsable, or NULL event time) or late (event
    time < W) (`intake.classify`), classified only if a step reads the batch's DataFrame;
-2. state: one Spark job appends the ok rows of every stream to the state and observes, per
-   stream, the row counts and the event-time range, unless the streams' Parquet footers tell
-   them (`state.statejob`); it runs beside the joins, which read the batch's input, not the
-   new state;
+2. state: one Spark job, beside the joins, appends the ok rows to the state and observes the
+   counts and event-time ranges, unless the Parquet footers tell them (`state.statejob`);
 3. deltas: each stream's ok rows as relations of the joins' SQL (`deltas`);
-4. joins: each two-way query's new pairs (`twoway`), each multi-way query's new combinations
-   (`runtime.multiway.joins`);
+4. joins: two-way queries' new pairs (`twoway`), multi-way ones' (`runtime.multiway.joins`),
+   against the committed state cached in executor memory (`state.hot`);
 5. sinks: each sink receives its queries' rows under ``<path>/batch=<id>/`` (`sinks`);
 6. dead letters: late and malformed rows, if any (`intake.write_deadletters`);
 7. adapt: the policies of `adapt/` choose each query's next scheme and probe orders;
@@ -60,10 +58,8 @@ __all__ = ["BatchProcessor", "BatchReport"]
 class BatchProcessor:
     """The foreachBatch function of a job (also callable directly with a unified DataFrame).
 
-    It keeps between batches only what outlives a batch: the plan, the run's settings (read
-    when it is made: a conf changed later applies from the next run), the checkpoint, the
-    stores cached in executor memory and the multi-way plans; everything a batch computes lives
-    in its `BatchContext`."""
+    It keeps what outlives a batch (the plan, the run's settings, the checkpoint, the stores
+    cached in executor memory, the multi-way plans); a batch's own data is its `BatchContext`."""
 
     def __init__(
         self,
@@ -109,28 +105,23 @@ class BatchProcessor:
         self._next_schemes[query] = dict(params)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        """Spark's foreachBatch call: `process`, keeping a failed batch's error for the run."""
+        """Spark's foreachBatch call: `process`, once more from the manifest's files if the
+        state cached in executor memory failed it (`state.hot.HotState.failed`), keeping a
+        failed batch's error for the run."""
         try:
-            self.process(df, batch_id)
+            try:
+                self.process(df, batch_id)
+            except Exception as err:
+                if self.stores.hot is None or not self.stores.hot.failed(err):
+                    raise
+                self.stores.clear()
+                self.process(df, batch_id)
         except BaseException as err:
             self.error = err  # (Spark wraps it in an error with a JVM trace: keep the original)
             raise
 
     def process(self, df: DataFrame, batch_id: int) -> BatchReport:
-        """Run batch `batch_id` on the unified input `df`; idempotent for a given input.
-
-        A batch that fails while state is cached in executor memory runs once more with the
-        state read from its files: the cache is a copy (`state.hot`), and may have lost a
-        block with an executor."""
-        try:
-            return self._process(df, batch_id)
-        except Exception:
-            if self.stores.hot is None or not self.stores.hot.used:
-                raise
-            self.stores.clear()
-            return self._process(df, batch_id)
-
-    def _process(self, df: DataFrame, batch_id: int) -> BatchReport:
+        """Run batch `batch_id` on the unified input `df`; idempotent for a given input."""
         started, clock = time.monotonic(), PhaseClock()
         ctx: BatchContext | None = None
         work: MultiwayBatch | None = None
@@ -237,9 +228,8 @@ class BatchProcessor:
     def _start_state(
         self, ctx: BatchContext
     ) -> tuple[dict[str, StreamStats] | None, Callable[[], dict[str, StreamStats]]]:
-        """The batch's statistics if its footers tell them, and a call that returns them: the
-        footers', or those of the state job started here beside the joins, which appends the
-        copied streams' rows on the way."""
+        """The batch's statistics if its footers tell them, and a call that returns them (the
+        footers', or the state job's, started here beside the joins)."""
         known = None
         if self.settings.footers:
             known = self.state_job.from_footers(
@@ -252,8 +242,7 @@ class BatchProcessor:
         return None, job.result
 
     def _start_unit_counts(self, ctx: BatchContext) -> Background | None:
-        """Where the footers gave the statistics, the skew check's rows per unit from the
-        batch's files, every `Settings.skew_check_every` batches from batch 1."""
+        """The skew check's rows per unit from the batch's files (`counts_units`)."""
         if not counts_units(ctx.batch_id, self.settings.skew_check_every):
             return None
         job = count_units(ctx, self.stores.sourced)

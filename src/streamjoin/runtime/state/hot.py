@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame
 
 from streamjoin.runtime.sources import file_reader, prefixed, reader_options
 from streamjoin.runtime.state.sourcefiles import check_files, stored_sql
+from streamjoin.runtime.state.sqlvalues import batch_constant
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,7 +38,8 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.manifest import Manifest, StateUnit
 
 BATCH = "_sj_b"
-"""Column of a slice: the batch whose unit the row belongs to."""
+"""Column of a slice: the batch whose unit the row belongs to (a `batch_constant`, so that
+a batch's new ids compile no new code)."""
 ROWS_PER_PARTITION = 200_000
 """Rows per cached partition a merged slice aims at (at most the session's shuffle partitions):
 fewer partitions, fewer tasks per scan of small state."""
@@ -71,7 +73,7 @@ class _Slice:
         """SELECT of the slice's rows of live units (stored names and `BATCH`)."""
         if self.held == self.units.keys():
             return f"SELECT * FROM {self.view}"
-        live = ", ".join(map(str, sorted(self.units)))
+        live = ", ".join(batch_constant(b) for b in sorted(self.units))
         return f"SELECT * FROM {self.view} WHERE {BATCH} IN ({live})"
 
 
@@ -89,10 +91,13 @@ class HotState:
         self._prefix = f"_sj_hot_{next(_processors)}"
         self._views = itertools.count()
 
-    @property
-    def used(self) -> bool:
-        """Whether any slice is cached (a failed batch may then be retried from the files)."""
-        return any(self._slices.values())
+    def failed(self, err: BaseException) -> bool:
+        """Whether a batch's `err` may be the cache's: Spark recomputes a cached block lost with
+        an executor from the files it was read from, and a slice may still hold units that
+        expired since, whose files may be gone."""
+        text = str(err)
+        missing = "FILE_NOT_EXIST" in text or "FileNotFoundException" in text
+        return missing and any(self._slices.values())
 
     def relation(
         self, spark: SparkSession, sp: StreamPlan, prev: Manifest, units: list[StateUnit]
@@ -151,13 +156,14 @@ class HotState:
             raw = reader.option("basePath", s.option("path") or "").load(list(unit.files))
             view = self._view(raw)
             rows = raw.sparkSession.sql(
-                f"SELECT *, {unit.batch} AS {BATCH} FROM " + stored_sql(sp, view, unit.watermark)
+                f"SELECT *, {batch_constant(unit.batch)} AS {BATCH} FROM "
+                + stored_sql(sp, view, unit.watermark)
             )
             raw.sparkSession.catalog.dropTempView(view)  # (`rows` has resolved it)
         else:
             path = self.store.path(unit.path)
             raw = spark.read.schema(stored_schema(sp)).parquet(path)
-            rows = raw.selectExpr("*", f"{unit.batch} AS {BATCH}")
+            rows = raw.selectExpr("*", f"{batch_constant(unit.batch)} AS {BATCH}")
         return self._cached(rows, {unit.batch: unit}, partitions=1)
 
     def _merge(self, sp: StreamPlan, older: _Slice, newer: _Slice) -> _Slice:

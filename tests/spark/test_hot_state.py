@@ -1,0 +1,108 @@
+"""The hot copy of the live state (`runtime.state.hot`): whatever units expire and whenever
+slices merge, a relation holds exactly the rows of the live units it was asked for, a stream
+keeps about log2(units) slices, and the files take over after `clear`."""
+
+from __future__ import annotations
+
+import random
+import typing as t
+
+import pytest
+
+from streamjoin.plan import plan_job
+from streamjoin.runtime.state.checkpoint import Checkpoint
+from streamjoin.runtime.state.fs import FileStore
+from streamjoin.runtime.state.hot import BATCH, HotState
+from streamjoin.runtime.state.manifest import Manifest, StateUnit
+from streamjoin.sql import parse_job
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+JOB = (
+    "CREATE STREAM a (id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+    "WITH (format = 'parquet', path = '/in/a');"
+    "CREATE STREAM b (id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+    "WITH (format = 'parquet', path = '/in/b');"
+    "CREATE SINK o WITH (format = 'parquet', path = '/out');"
+    "INSERT INTO o SELECT a.id AS x, b.id AS y FROM a JOIN b ON a.id = b.id;"
+)
+
+
+def _write_unit(spark: SparkSession, store: Checkpoint, batch: int, rows: int) -> StateUnit:
+    """A copied unit of stream ``a`` for `batch`: ids batch*1000 .. batch*1000 + rows - 1."""
+    unit = StateUnit("a", batch, rows, batch * 1_000_000, batch * 1_000_000 + 999_999)
+    df = spark.range(batch * 1000, batch * 1000 + rows).selectExpr(
+        "id AS s0_id", f"timestamp_micros({batch * 1_000_000} + id % 1000) AS s0_ts"
+    )
+    df.write.mode("overwrite").parquet(store.path(unit.path))
+    return unit
+
+
+def _rows(u: StateUnit) -> list[tuple[int, int]]:
+    return [(i, u.batch) for i in range(u.batch * 1000, u.batch * 1000 + u.rows)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_relation_holds_the_live_units_rows_exactly_as_units_expire_and_slices_merge(
+    spark: SparkSession, tmp_path: Path, seed: int
+) -> None:
+    sp = plan_job(parse_job(JOB)).stream("a")
+    store = Checkpoint(FileStore(spark), str(tmp_path / "ckpt"))
+    hot = HotState(store, parallelism=2)
+    rng = random.Random(seed)
+    live: list[StateUnit] = []
+    try:
+        for batch in range(24):
+            live.append(_write_unit(spark, store, batch, rng.randint(1, 40)))
+            # Units expire oldest first, a few at a time (a window), or out of order.
+            live = [u for u in live if rng.random() > (0.3 if u.batch < batch - 4 else 0.05)]
+            prev = Manifest(batch=batch, units=list(live))
+            asked = [u for u in live if rng.random() < 0.8] or live[-1:]
+            if not asked:
+                continue
+            relation = hot.relation(spark, sp, prev, asked)
+            got = {
+                (r[0], r[1]) for r in spark.sql(f"SELECT s0_id, {BATCH} FROM {relation}").collect()
+            }
+            # Every row of an asked unit, each once, with its batch; any other row is a live
+            # unit's (the caller filters those by event time).
+            want = {
+                (i, u.batch) for u in asked for i in range(u.batch * 1000, u.batch * 1000 + u.rows)
+            }
+            others = {
+                (i, u.batch) for u in live for i in range(u.batch * 1000, u.batch * 1000 + u.rows)
+            }
+            assert want <= got <= others, batch
+            total = spark.sql(f"SELECT count(*) FROM {relation}").collect()[0][0]
+            assert total == len(got)  # (no row twice)
+            hot.end_batch()
+            slices = len(hot._slices["a"])
+            assert slices <= len(live).bit_length() + 1, (batch, slices, len(live))
+        hot.clear()
+        assert not hot._slices
+        prev = Manifest(batch=99, units=list(live))
+        relation = hot.relation(spark, sp, prev, live)
+        count = spark.sql(f"SELECT count(*) FROM {relation}").collect()[0][0]
+        assert count == sum(u.rows for u in live)
+    finally:
+        hot.clear()
+
+
+def test_a_failure_is_the_caches_only_when_a_file_is_missing_and_slices_are_held(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    sp = plan_job(parse_job(JOB)).stream("a")
+    store = Checkpoint(FileStore(spark), str(tmp_path / "ckpt"))
+    hot = HotState(store, parallelism=2)
+    missing = RuntimeError("[FAILED_READ_FILE.FILE_NOT_EXIST] File does not exist: x.parquet")
+    assert not hot.failed(missing)  # (nothing cached: the error is the batch's own)
+    unit = _write_unit(spark, store, 0, 5)
+    try:
+        hot.relation(spark, sp, Manifest(batch=0, units=[unit]), [unit])
+        assert hot.failed(missing)
+        assert not hot.failed(RuntimeError("division by zero"))
+    finally:
+        hot.clear()
