@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 
 from streamjoin.runtime.sources import file_reader, prefixed, reader_options
 from streamjoin.runtime.state.sourcefiles import check_files, stored_sql
-from streamjoin.runtime.state.sqlvalues import batch_constant
+from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,12 +69,18 @@ class _Slice:
     def rows(self) -> int:
         return sum(u.rows for u in self.units.values())
 
-    def relation(self) -> str:
-        """SELECT of the slice's rows of live units (stored names and `BATCH`)."""
-        if self.held == self.units.keys():
-            return f"SELECT * FROM {self.view}"
-        live = ", ".join(batch_constant(b) for b in sorted(self.units))
-        return f"SELECT * FROM {self.view} WHERE {BATCH} IN ({live})"
+    def relation(self, since: str | None = None) -> str:
+        """SELECT of the slice's rows of live units (stored names and `BATCH`); with `since`
+        (a condition on their event times), of those that meet it."""
+        held = self.held != self.units.keys()
+        live = ", ".join(batch_constant(b) for b in sorted(self.units)) if held else ""
+        where = [f"{BATCH} IN ({live})"] if held else []
+        where += [since] if since is not None else []
+        return f"SELECT * FROM {self.view}" + (f" WHERE {' AND '.join(where)}" if where else "")
+
+    def older_than(self, lo: int) -> bool:
+        """Whether a live unit of the slice may hold a row older than `lo`."""
+        return any(u.min_ts is None or u.min_ts < lo for u in self.units.values())
 
 
 class HotState:
@@ -100,13 +106,28 @@ class HotState:
         return missing and any(self._slices.values())
 
     def relation(
-        self, spark: SparkSession, sp: StreamPlan, prev: Manifest, units: list[StateUnit]
+        self,
+        spark: SparkSession,
+        sp: StreamPlan,
+        prev: Manifest,
+        units: list[StateUnit],
+        lo: int | None = None,
     ) -> str:
         """A relation (SQL text) of the rows of `units` (live units of `sp` after `prev`)
         under their stored names, with `BATCH`, and of any other live unit a slice of theirs
-        holds: the caller keeps the event times its units were chosen for."""
+        holds; with `lo`, only rows with event times >= lo (the units were chosen for it). A
+        slice whose units are all newer is read without the test: most of them, in a window."""
         wanted = {u.batch for u in units}
-        parts = [s.relation() for s in self._sync(spark, sp, prev) if wanted & s.units.keys()]
+        ts = sp.stream.event_time
+        since = None
+        if lo is not None and ts is not None:
+            since = f"{as_decimal(f'unix_micros(`{prefixed(sp.index, ts)}`)')} >= "
+            since += batch_constant(lo)
+        parts = []
+        for s in self._sync(spark, sp, prev):
+            if wanted & s.units.keys():
+                old = since is not None and lo is not None and s.older_than(lo)
+                parts.append(s.relation(since if old else None))
         return "(" + " UNION ALL ".join(parts) + ")"
 
     def end_batch(self) -> None:

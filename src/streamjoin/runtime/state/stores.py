@@ -164,10 +164,9 @@ class StoreViews:
         # can, like `empty_relation`, is pruned with the observations on its plan, which then
         # never report.)
         if units and self.hot is not None:
-            relation = self.hot.relation(spark, sp, prev, units)
+            state = self._rows(sp, self.hot.relation(spark, sp, prev, units, lo), None)
         else:
-            relation = self._files_view(spark, sp, units, views)
-        state = self._rows(sp, relation, lo if units else None)
+            state = self._rows(sp, self._files_view(spark, sp, units, views), lo if units else None)
         if delta_view is not None:
             state = f"{state} UNION ALL SELECT * FROM {delta_view}"
         return f"({state})"
