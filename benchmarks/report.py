@@ -21,6 +21,8 @@ import re
 import sys
 import typing as t
 
+from benchmarks.maxrate import maxrate_lines
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 ORDER = ("long", "equi", "band", "theta", "window-growth", "tpch", "nexmark")
@@ -796,10 +798,11 @@ def render(
     extra: dict[str, Report] | None = None,
     *,
     plot: bool = True,
+    maxrate: dict[str, Report] | None = None,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
-    rate, multiquery, extra = rate or {}, multiquery or {}, extra or {}
-    every = {**reports, **rate, **multiquery, **extra}
+    rate, multiquery, extra, maxrate = rate or {}, multiquery or {}, extra or {}, maxrate or {}
+    every = {**reports, **rate, **multiquery, **extra, **maxrate}
     if not every:
         return "# Benchmark results\n\nNo run recorded yet.\n"
     lines = [
@@ -819,7 +822,13 @@ def render(
         lines += [jvm_line(reports), "", settings_line(reports), ""]
     lines += [
         "```",
-        *commands(reports, rate, multiquery, extra),
+        *commands(reports, rate, multiquery, extra)[:-1],
+        *(
+            f"streamjoin bench {r['workload']} --max-rate{_SIZE_FLAG.get(r['size'], '')} "
+            f"--out benchmarks/results/{file}"
+            for file, r in maxrate.items()
+        ),
+        "python -m benchmarks.report",
         "```",
         "",
         "## Targets",
@@ -844,6 +853,9 @@ def render(
             lines += [f"![{png}]({png})", ""]
     if rate:
         lines += rate_lines(rate)
+    if maxrate:
+        lines += ["## Highest rate kept up with", ""]
+        lines += [*(row for r in maxrate.values() for row in maxrate_lines(r)), ""]
     if multiquery:
         lines += multiquery_lines(multiquery)
     lines += skew_lines(extra)
@@ -853,7 +865,12 @@ def render(
 def write(folder: str = RESULTS, *, plot: bool = True) -> str:
     """Regenerate RESULTS.md (and, with `plot`, its plots) from the reports in `folder`."""
     text = render(
-        load(folder), load_rate(folder), load_multiquery(folder), load_extra(folder), plot=plot
+        load(folder),
+        load_rate(folder),
+        load_multiquery(folder),
+        load_extra(folder),
+        plot=plot,
+        maxrate=_load_prefixed(folder, "maxrate-"),
     )
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)

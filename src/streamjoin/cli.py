@@ -115,14 +115,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
         return multiquery([f"--{size}"] * (size != "full") + ["--out", args.out] * bool(args.out))
     engines = args.engines.split(",") if args.engines else None
-    if args.duration is not None and args.rate is None:
+    if args.duration is not None and args.rate is None and not args.max_rate:
         msg = "--duration goes with --rate (the live mode)"
         raise StreamJoinError(msg)
-    if args.peer_limit is not None and args.rate is not None:
+    if args.peer_limit is not None and (args.rate is not None or args.max_rate):
         msg = "--peer-limit goes with a backlog run, not --rate (a live run ends with its feed)"
         raise StreamJoinError(msg)
     try:
-        if args.rate is not None:
+        if args.max_rate:
+            from benchmarks.maxrate import START, run_max_rate
+            from benchmarks.maxrate import summary_lines as max_lines
+
+            report = run_max_rate(
+                args.workload,
+                size,
+                start=args.rate or START,
+                duration=args.duration,
+                engines=engines,
+                progress=sys.stderr,
+            )
+            lines = max_lines(report)
+        elif args.rate is not None:
             from benchmarks.rate import run_rate, summary_lines
 
             report = run_rate(
@@ -215,6 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ROWS_PER_S",
         help="live mode: feed each stream this many rows per second; report whether each "
         "engine keeps up and its end-to-end latency",
+    )
+    bench.add_argument(
+        "--max-rate",
+        action="store_true",
+        help="live mode: search the highest rate each engine keeps up at (from --rate, default "
+        "5000: doubling, then halving the gap three times); equi, band and theta",
     )
     bench.add_argument(
         "--duration",

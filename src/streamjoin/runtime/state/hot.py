@@ -94,6 +94,9 @@ class HotState:
         """Per stream, the manifest its slices were last brought up to."""
         self._merged: list[_Slice] = []
         """Slices merged into newer ones this batch: released when the batch ends."""
+        self._pending: dict[tuple[str, int], _Slice] = {}
+        """Each sourced stream's new rows of the last batches, cached as the batch read them,
+        by stream and batch: the unit the batch added, once a manifest names it."""
         self._prefix = f"_sj_hot_{next(_processors)}"
         self._views = itertools.count()
 
@@ -130,6 +133,19 @@ class HotState:
                 parts.append(s.relation(since if old else None))
         return "(" + " UNION ALL ".join(parts) + ")"
 
+    def delta(self, spark: SparkSession, sp: StreamPlan, batch: int, relation: str) -> str:
+        """A relation of `relation` (`sp`'s ok rows of `batch` under their stored names, read
+        from the batch's input files) cached as the batch reads it: the unit the batch adds,
+        which the next batch then finds in memory instead of reading its files again."""
+        # The last batch's rows wait for this batch's manifest; older ones no batch took
+        # (a unit without rows), and a batch run again reads its own anew.
+        for key in [k for k in self._pending if k[0] == sp.name and k[1] != batch - 1]:
+            self._release(self._pending.pop(key))
+        rows = spark.sql(f"SELECT *, {batch_constant(batch)} AS {BATCH} FROM {relation}")
+        pending = self._cached(rows, {}, partitions=1)
+        self._pending[sp.name, batch] = pending
+        return pending.view
+
     def end_batch(self) -> None:
         """Release the slices merged away in the batch (its jobs read the merged ones, which
         were built from them)."""
@@ -142,7 +158,9 @@ class HotState:
         for slices in self._slices.values():
             for s in slices:
                 self._release(s)
-        self._slices, self._synced = {}, {}
+        for pending in self._pending.values():
+            self._release(pending)
+        self._slices, self._synced, self._pending = {}, {}, {}
         self.end_batch()
 
     def _sync(self, spark: SparkSession, sp: StreamPlan, prev: Manifest) -> list[_Slice]:
@@ -160,7 +178,10 @@ class HotState:
                 self._release(s)
         have = {b for s in kept for b in s.units}
         for b in sorted(live.keys() - have):
-            kept.append(self._unit_slice(spark, sp, live[b]))
+            pending = self._pending.pop((sp.name, b), None)
+            if pending is not None:
+                pending.units, pending.held = {b: live[b]}, frozenset({b})
+            kept.append(pending or self._unit_slice(spark, sp, live[b]))
             while len(kept) >= 2 and kept[-2].rows <= kept[-1].rows:
                 newer = kept.pop()
                 kept[-1] = self._merge(sp, kept[-1], newer)

@@ -176,7 +176,10 @@ class StoreViews:
     ) -> str:
         """A relation (SQL text) of `sp`'s ok rows of batch `batch` (started at `wm`) under their
         own names, read from the input `files` the batch reads (`SourcedUnits.batch_view`)."""
-        return f"({self._rows(sp, self.sourced.batch_view(spark, sp, batch, files, wm), None)})"
+        rows = self.sourced.batch_view(spark, sp, batch, files, wm)
+        if self.hot is not None:
+            rows = self.hot.delta(spark, sp, batch, rows)
+        return f"({self._rows(sp, rows, None)})"
 
     def _files_view(
         self, spark: SparkSession, sp: StreamPlan, units: list[StateUnit], views: list[str]

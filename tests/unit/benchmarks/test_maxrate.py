@@ -1,0 +1,46 @@
+"""The search for the highest rate an engine keeps up at (`benchmarks.maxrate.search`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.maxrate import maxrate_lines, search
+
+
+@pytest.mark.parametrize("limit", [1_000.0, 4_999.0, 5_000.0, 12_345.0, 70_000.0])
+def test_the_search_finds_the_limit_within_its_last_gap(limit: float) -> None:
+    best, probes = search(lambda rate: rate <= limit, start=5_000.0, steps=3)
+    kept = [r for r, ok in probes if ok]
+    missed = [r for r, ok in probes if not ok]
+    assert best == max(kept) and best <= limit
+    # The answer is bracketed: the least rate that failed is above it, by at most its gap.
+    assert min(r for r in missed if r > best) - best <= max(best, 5_000.0) / 8 + 1
+
+
+def test_an_engine_that_never_keeps_up_has_no_rate() -> None:
+    best, probes = search(lambda rate: False, start=5_000.0, steps=2)
+    assert best is None
+    assert [r for r, _ in probes] == [5_000.0, 2_500.0, 1_250.0]
+
+
+def test_the_cap_bounds_an_engine_that_always_keeps_up() -> None:
+    best, probes = search(lambda rate: True, start=5_000.0, cap=40_000.0)
+    assert best == 40_000.0 and all(ok for _, ok in probes)
+
+
+def test_the_table_has_a_row_per_case_with_the_probes() -> None:
+    report = {
+        "cases": [
+            {
+                "case": "equi",
+                "peer": "spark-native",
+                "ratio": 2.0,
+                "engines": {
+                    "streamjoin": {"max_rate": 20_000, "probes": [(10_000, True), (20_000, True)]},
+                    "spark-native": {"max_rate": 10_000, "probes": [(10_000, True)]},
+                },
+            }
+        ]
+    }
+    lines = maxrate_lines(report)
+    assert len(lines) == 3 and "| equi | 20000 | spark-native | 10000 | 2.0 |" in lines[2]
