@@ -101,6 +101,7 @@ def test_the_recorded_results_fit_in_two_hundred_lines() -> None:
         report.load_multiquery(),
         report.load_extra(),
         plot=False,
+        maxrate=report._load_prefixed(report.RESULTS, "maxrate-"),
     )
     assert len(text.splitlines()) <= 200
     assert "session" not in text.lower()
