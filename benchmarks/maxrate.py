@@ -126,7 +126,8 @@ def summary_lines(report: dict[str, t.Any]) -> list[str]:
 def maxrate_lines(report: dict[str, t.Any]) -> list[str]:
     """The RESULTS.md table of a max-rate report: a row per case."""
     lines = [
-        "| case | ours, rows/s per stream | peer | peer's | ours ÷ peer's | probes (✓ kept up) |",
+        "| highest rate kept up with (`--max-rate`) | ours, rows/s per stream | peer | peer's | "
+        "ours ÷ peer's | probes (✓ kept up) |",
         "|" + "---|" * 6,
     ]
     for c in report["cases"]:

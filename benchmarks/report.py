@@ -821,9 +821,7 @@ def render(
         "",
         "## Machine, commit, command",
         "",
-        machine_line(every),
-        "",
-        commit_line(every),
+        f"{machine_line(every)} {commit_line(every)}",
         "",
     ]
     if reports:
@@ -861,8 +859,7 @@ def render(
         lines += [" ".join(f"![{png}]({png})" for png in pngs), ""] if pngs else []
     if rate:
         lines += rate_lines(rate)
-    if maxrate:
-        lines += ["## Highest rate kept up with", ""]
+    if maxrate:  # (under the live rate mode's heading: the same runs, searched)
         lines += [*(row for r in maxrate.values() for row in maxrate_lines(r)), ""]
     if multiquery:
         lines += multiquery_lines(multiquery)

@@ -106,3 +106,27 @@ def test_a_failure_is_the_caches_only_when_a_file_is_missing_and_slices_are_held
         assert not hot.failed(RuntimeError("division by zero"))
     finally:
         hot.clear()
+
+
+def test_a_merged_slice_keeps_its_parents_until_a_batch_builds_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark would build a merged slice whose parents' caches are gone from their files, and
+    outside its cache manager: the parents go only once it is built."""
+    sp = plan_job(parse_job(JOB)).stream("a")
+    store = Checkpoint(FileStore(spark), str(tmp_path / "ckpt"))
+    hot = HotState(store, parallelism=2)
+    units = [_write_unit(spark, store, b, 5) for b in range(2)]
+    try:
+        hot.relation(spark, sp, Manifest(batch=1, units=units), units)
+        (merged,) = hot._slices["a"]  # (two units of equal rows merge)
+        parents = list(merged.parents)
+        assert len(parents) == 2 and not merged.built()
+        hot.end_batch()
+        assert not any(p.released for p in parents)
+        assert spark.sql(f"SELECT count(*) FROM {merged.view}").collect()[0][0] == 10
+        assert merged.built()
+        hot.end_batch()
+        assert all(p.released for p in parents) and not merged.released
+    finally:
+        hot.clear()

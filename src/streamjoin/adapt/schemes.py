@@ -42,9 +42,10 @@ MAX_UNITS = 256
 WARMUP = DEFAULT_WARMUP
 """Rows a controller sees before its first decision (Squall's default)."""
 HOT_CANDIDATES = 8.0
-NOISE_SIGMAS = 4.0
-"""Standard deviations of a unit's share of evenly hashed rows that chance alone may add."""
 """Candidates of the hot key per delta row above which its window's time bucket joins the key."""
+NOISE_SIGMAS = 4.0
+"""Standard deviations of a unit's share of evenly hashed rows that chance alone may add (an
+estimate: rows of one key go together, so few keys spread wider)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,7 @@
 
 Per batch, with W the global watermark committed by the previous batch:
 
-1. intake: every input row is ok, malformed (unparsable, or NULL event time) or late (event
-   time < W) (`intake.classify`), classified only if a step reads the batch's DataFrame;
+1. intake: each row ok, malformed or late (event time < W), if a step reads it (`intake`);
 2. state: one Spark job, beside the joins, appends the ok rows to the state and observes the
    counts and event-time ranges, unless the Parquet footers tell them (`state.statejob`);
 3. deltas: each stream's ok rows as relations of the joins' SQL (`deltas`);
@@ -85,8 +84,7 @@ class BatchProcessor:
         if plan.multiway:
             self.multiway = MultiwayJoins(plan, checkpoint, self.settings, self.parallelism)
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
-        # A restart may run an edited job: fail now if Spark's checkpoint or the state cannot
-        # serve it, and warn of new queries whose windows reach dropped state.
+        # A restart may run an edited job: fail now if the checkpoints cannot serve it.
         check_restart(plan, checkpoint.latest(), checkpoint.root)
 
     def close(self) -> None:
@@ -105,16 +103,17 @@ class BatchProcessor:
         self._next_schemes[query] = dict(params)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        """Spark's foreachBatch call: `process`, once more from the manifest's files if the
-        state cached in executor memory failed it (`state.hot.HotState.failed`), keeping a
-        failed batch's error for the run."""
+        """Spark's foreachBatch call: `process`, again from the files if the cache failed it
+        (`state.hot.HotState.failed`); a failed batch's error is kept for the run."""
+        forced = dict(self._next_schemes)
         try:
             try:
                 self.process(df, batch_id)
-            except Exception as err:
-                if self.stores.hot is None or not self.stores.hot.failed(err):
+            except Exception as err:  # (multi-way stores keep a run's refill: no rerun)
+                if not self.stores.hot or not self.stores.hot.failed(err) or self.multiway:
                     raise
                 self.stores.clear()
+                self._next_schemes = forced
                 self.process(df, batch_id)
         except BaseException as err:
             self.error = err  # (Spark wraps it in an error with a JVM trace: keep the original)
@@ -239,6 +238,7 @@ class BatchProcessor:
             return known, lambda: known
         append = partial(self.state_job.run, ctx.classified(), ctx.batch_id, ctx.watermark)
         job = Background(lambda: append(ctx.counted, ctx.routers, ctx.files))
+        ctx.scratch.running.append(job)  # (a failed batch's own write ends before a rerun's)
         return None, job.result
 
     def _start_unit_counts(self, ctx: BatchContext) -> Background | None:

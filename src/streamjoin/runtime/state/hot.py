@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import typing as t
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from py4j.protocol import Py4JError
 from pyspark import StorageLevel
@@ -63,7 +63,15 @@ class _Slice:
     """The persisted rows (unpersisted on release)."""
     view: str
     """A temp view of the cached rows themselves (`_cached_leaf`)."""
-    partitions: int
+    builder: t.Any = None
+    """Spark's builder of the cached rows (None: not known), to tell when they are built."""
+    parents: list[_Slice] = field(default_factory=list)
+    """The slices merged into this one, kept until its rows are built from theirs."""
+    released: bool = False
+
+    def built(self) -> bool:
+        """Whether every partition of the rows is cached (unknown: taken as built)."""
+        return self.builder is None or bool(self.builder.isCachedColumnBuffersLoaded())
 
     @property
     def rows(self) -> int:
@@ -93,7 +101,8 @@ class HotState:
         self._synced: dict[str, int] = {}
         """Per stream, the manifest its slices were last brought up to."""
         self._merged: list[_Slice] = []
-        """Slices merged into newer ones this batch: released when the batch ends."""
+        """Merged slices whose parents wait for their rows to be built (by the batch that
+        first reads them: released then, at a batch's end)."""
         self._pending: dict[tuple[str, int], _Slice] = {}
         """Each sourced stream's new rows of the last batches, cached as the batch read them,
         by stream and batch: the unit the batch added, once a manifest names it."""
@@ -142,16 +151,25 @@ class HotState:
         for key in [k for k in self._pending if k[0] == sp.name and k[1] != batch - 1]:
             self._release(self._pending.pop(key))
         rows = spark.sql(f"SELECT *, {batch_constant(batch)} AS {BATCH} FROM {relation}")
-        pending = self._cached(rows, {}, partitions=1)
+        pending = self._cached(rows, {})
         self._pending[sp.name, batch] = pending
         return pending.view
 
     def end_batch(self) -> None:
-        """Release the slices merged away in the batch (its jobs read the merged ones, which
-        were built from them)."""
-        for s in self._merged:
-            self._release(s)
-        self._merged = []
+        """Release the slices merged away whose merged slice is built (a batch read it); the
+        others wait, since Spark would build a merged slice from its parents' files anew, and
+        outside its cache manager, once their caches are gone."""
+        waiting = []
+        for merged in self._merged:
+            if merged.released:
+                continue
+            if merged.built():
+                for parent in merged.parents:
+                    self._release(parent)
+                merged.parents = []
+            else:
+                waiting.append(merged)
+        self._merged = waiting
 
     def clear(self) -> None:
         """Release every slice: the next batch reads its units from their files again."""
@@ -160,8 +178,9 @@ class HotState:
                 self._release(s)
         for pending in self._pending.values():
             self._release(pending)
-        self._slices, self._synced, self._pending = {}, {}, {}
-        self.end_batch()
+        for merged in self._merged:
+            self._release(merged)
+        self._slices, self._synced, self._pending, self._merged = {}, {}, {}, []
 
     def _sync(self, spark: SparkSession, sp: StreamPlan, prev: Manifest) -> list[_Slice]:
         """`sp`'s slices brought up to `prev`: expired units forgotten, new ones read, merged."""
@@ -206,20 +225,23 @@ class HotState:
             path = self.store.path(unit.path)
             raw = spark.read.schema(stored_schema(sp)).parquet(path)
             rows = raw.selectExpr("*", f"{batch_constant(unit.batch)} AS {BATCH}")
-        return self._cached(rows, {unit.batch: unit}, partitions=1)
+        return self._cached(rows, {unit.batch: unit})
 
     def _merge(self, sp: StreamPlan, older: _Slice, newer: _Slice) -> _Slice:
         """One slice of the live rows of two (built from their cached rows when first read)."""
         units = older.units | newer.units
         rows = older.df.sparkSession.sql(f"{older.relation()} UNION ALL {newer.relation()}")
         wanted = -(-sum(u.rows for u in units.values()) // ROWS_PER_PARTITION)
-        n = max(1, min(self.parallelism, older.partitions + newer.partitions, wanted))
-        self._merged += [older, newer]
-        return self._cached(rows.coalesce(n), units, partitions=n)
+        n = max(1, min(self.parallelism, wanted))
+        merged = self._cached(rows.coalesce(n), units)
+        merged.parents = [older, newer]
+        self._merged.append(merged)
+        return merged
 
-    def _cached(self, rows: DataFrame, units: dict[int, StateUnit], partitions: int) -> _Slice:
+    def _cached(self, rows: DataFrame, units: dict[int, StateUnit]) -> _Slice:
         df = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-        return _Slice(dict(units), frozenset(units), df, self._view(_cached_leaf(df)), partitions)
+        leaf, builder = _cached_leaf(df)
+        return _Slice(dict(units), frozenset(units), df, self._view(leaf), builder)
 
     def _view(self, df: DataFrame) -> str:
         """`df` as a temp view of its own session, named for this store (kept while in use:
@@ -228,28 +250,33 @@ class HotState:
         df.createOrReplaceTempView(name)
         return name
 
-    @staticmethod
-    def _release(s: _Slice) -> None:
+    def _release(self, s: _Slice) -> None:
+        """Drop `s`'s view and cache, and those of the parents it still keeps."""
+        if s.released:
+            return
+        s.released = True
         s.df.sparkSession.catalog.dropTempView(s.view)
         s.df.unpersist()
+        for parent in s.parents:
+            self._release(parent)
 
 
-def _cached_leaf(df: DataFrame) -> DataFrame:
-    """`df` (persisted) as a DataFrame whose plan is its cache alone: a slice merged from two
-    others then plans as a union of two cached relations, where the plans of the DataFrames
-    themselves would nest every merge of the run. Falls back to `df` where Spark's cache
-    manager does not answer so."""
+def _cached_leaf(df: DataFrame) -> tuple[DataFrame, t.Any]:
+    """`df` (persisted) as a DataFrame whose plan is its cache alone, and the cache's builder:
+    a slice merged from two others then plans as a union of two cached relations, where the
+    plans of the DataFrames themselves would nest every merge of the run. Falls back to `df`
+    (and no builder) where Spark's cache manager does not answer so."""
     session = df.sparkSession
     jss = session._jsparkSession
     try:
         cached = jss.sharedState().cacheManager().lookupCachedData(df._jdf)
         if cached.isEmpty():
-            return df
+            return df, None
         jvm = session.sparkContext._jvm
         assert jvm is not None
-        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(
-            jss, cached.get().cachedRepresentation()
-        )
+        relation = cached.get().cachedRepresentation()
+        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, relation)
+        builder = relation.cacheBuilder()
     except Py4JError:
-        return df
-    return DataFrame(jdf, session)
+        return df, None
+    return DataFrame(jdf, session), builder
