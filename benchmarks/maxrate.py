@@ -105,6 +105,8 @@ def run_max_rate(
         "workload": workload,
         "mode": "max-rate",
         "size": size,
+        "start_rate": start,
+        "duration_s": duration,
         "machine": machine(),
         "commit": source_commit(),
         "cases": [{"case": workload, "peer": peer, "engines": found, "ratio": ratio}],

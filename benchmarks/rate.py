@@ -66,6 +66,7 @@ from benchmarks.harness import (
     expected_counts,
     machine,
     run_engine_process,
+    source_commit,
 )
 from benchmarks.workloads import WORKLOADS, Case
 
@@ -504,6 +505,7 @@ def run_rate(
         "trigger_s": trigger,
         "warmup": warmup,
         "machine": machine(),
+        "commit": source_commit(),
         "cases": out,
         "wall_seconds": round(time.monotonic() - began, 1),
     }
