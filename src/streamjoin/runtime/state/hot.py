@@ -3,17 +3,18 @@
 A stream's durable state is one unit per batch (Parquet under the checkpoint, or the input
 files it was read from: `runtime.state.sourcefiles`). Reading every live unit back from its
 files in every batch costs a file listing, a parse and a task per unit, so a window of minutes
-over batches of seconds pays for hundreds of units each batch. Here each unit is read from its
-files once, by the first batch after its own, and cached; the cached slices are merged like a
-binary counter (the newest two whenever the older holds no more live rows than the newer), so a
-stream keeps about log2(units) slices and each row is copied about log2(units) times over its
-life. A merge leaves out the rows of units that expired; a slice whose units all expired is
-released.
+over batches of seconds pays for hundreds of units each batch. Here each unit is cached once:
+a sourced stream's as its own batch reads it (`HotState.delta`), any other's by the first batch
+after its own, from its files. The cached slices are merged like a binary counter (the newest
+two whenever the older holds no more live rows than the newer), so a stream keeps about
+log2(units) slices and each row is copied about log2(units) times over its life. A merge leaves
+out the rows of units that expired; a slice whose units all expired is released.
 
-The cache is only a copy: a batch that fails while reading it (a block lost with an executor,
-an input file removed after its unit expired) is run again from the files by the processor
-(`HotState.clear`). Each slice carries its units' batch ids (`BATCH`), so a relation holds the
-rows of live units only, whatever a slice still keeps.
+The cache is only a copy: a batch that fails on a missing file while slices are cached (a
+block lost with an executor is rebuilt from files an expired unit may have had deleted) is run
+again from the manifest's files by the processor (`HotState.failed`, `HotState.clear`). Each
+slice carries its units' batch ids (`BATCH`), so a relation holds the rows of live units only,
+whatever a slice still keeps.
 """
 
 from __future__ import annotations
