@@ -27,8 +27,8 @@ from py4j.protocol import Py4JError
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from streamjoin.runtime.sources import file_reader, prefixed, reader_options
-from streamjoin.runtime.state.sourcefiles import check_files, stored_sql
+from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.state.sourcefiles import check_files, read_files, stored_sql
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 
 if t.TYPE_CHECKING:
@@ -213,9 +213,7 @@ class HotState:
         """A slice of one unit, read from its files (cached when a batch first scans it)."""
         if unit.files:
             check_files(self.store.fs, sp, unit)
-            s = sp.stream
-            reader = file_reader(spark.read.options(**reader_options(s)), s)
-            raw = reader.option("basePath", s.option("path") or "").load(list(unit.files))
+            raw = read_files(spark, sp, unit.files)
             view = self._view(raw)
             rows = raw.sparkSession.sql(
                 f"SELECT *, {batch_constant(unit.batch)} AS {BATCH} FROM "

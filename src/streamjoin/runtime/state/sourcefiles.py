@@ -227,10 +227,7 @@ class SourcedUnits:
         self._used.add(key)
         if key not in self._views:
             name = f"{self._prefix}_{sp.index}_{batch}"
-            s = sp.stream
-            reader = file_reader(spark.read.options(**reader_options(s)), s)
-            # The stream's directory as the base: partition columns come out as the stream's.
-            raw = reader.option("basePath", s.option("path") or "").load(list(files))
+            raw = read_files(spark, sp, files)
             raw.createOrReplaceTempView(name)
             self._views[key] = (name, raw)
         return stored_sql(sp, self._views[key][0], watermark)
@@ -246,6 +243,14 @@ class SourcedUnits:
             name, rows = self._views.pop(key)
             rows.sparkSession.catalog.dropTempView(name)
         self._used = set()
+
+
+def read_files(spark: SparkSession, sp: StreamPlan, files: Collection[str]) -> DataFrame:
+    """`files` of stream `sp` as its reader parses them (for `stored_sql`)."""
+    s = sp.stream
+    reader = file_reader(spark.read.options(**reader_options(s)), s)
+    # The stream's directory as the base: partition columns come out as the stream's.
+    return reader.option("basePath", s.option("path") or "").load(list(files))
 
 
 def stored_sql(sp: StreamPlan, view: str, watermark: int | None) -> str:
