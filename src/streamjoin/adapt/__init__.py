@@ -6,6 +6,8 @@
   orders from epoch e + 2); `probes.Reorderer` holds a job's multi-way plans through them.
 - `schemes.next_scheme`: a two-way query's partitioning policies (reshape the matrix, scale the
   biclique, move the range bounds, leave hash on skew), fed with each batch's unit counts.
+- `joinpath.join_path`: a two-way batch's delta rule as one join or two halves, and the side a
+  shuffled join builds on, from row counts; `joinpath.checks_skew`: which batches count units.
 """
 
 from __future__ import annotations

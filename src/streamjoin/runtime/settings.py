@@ -14,6 +14,7 @@ import typing as t
 import warnings
 from dataclasses import dataclass
 
+from streamjoin.adapt.joinpath import SHUFFLE_ROWS
 from streamjoin.errors import SettingError, StreamJoinWarning
 
 if t.TYPE_CHECKING:
@@ -169,7 +170,7 @@ def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) ->
 class Settings:
     """The settings of one run (see `SETTINGS` for each key's meaning and default)."""
 
-    shuffle_rows: int = 10_000
+    shuffle_rows: int = SHUFFLE_ROWS
     join_path: JoinPath = "auto"
     skew_check_every: int = 5
     state_from_source: bool = True

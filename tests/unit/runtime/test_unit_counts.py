@@ -11,7 +11,7 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.runtime.routing.router import QueryRouter
-from streamjoin.runtime.routing.unitcounts import column_of, counts_units
+from streamjoin.runtime.routing.unitcounts import column_of
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 
@@ -57,9 +57,3 @@ def test_unit_sql_over_stored_columns_is_the_join_side_unit_with_the_keys_rename
             renamed = renamed.replace(f"{alias}.{c}", key)
         assert over_stored == renamed
         assert "pmod" in over_stored or "%" in over_stored, over_stored
-
-
-@pytest.mark.parametrize("every", [1, 2, 3, 5, 7])
-def test_rows_per_unit_are_counted_every_interval_from_batch_1(every: int) -> None:
-    counted = [b for b in range(40) if counts_units(b, every)]
-    assert counted == (list(range(1, 40, every)) if every > 1 else list(range(40)))

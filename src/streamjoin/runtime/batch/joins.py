@@ -1,7 +1,8 @@
 """Spark SQL text for the delta rule: one half (a delta joined with the other side's state), or
 both halves as one join of each side's state and delta without the pairs of two old rows
 (`pairs_sql`, where no scheme places the rows and no band buckets them: one join instead of
-two, see docs/dev-log.md), a shuffled hash join when both sides are large (`one_join`).
+two, see docs/dev-log.md), a shuffled hash join when both sides are large
+(`adapt.joinpath.join_path` decides).
 
 The user's predicate runs as written (its timestamp arithmetic in microseconds where that is
 exact: `QueryPlan.spark_predicate`); candidates come from Spark's own equi-join extraction
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.adapt.joinpath import SideRows
 from streamjoin.runtime.routing.router import PLACE
 
 if t.TYPE_CHECKING:
@@ -112,8 +114,8 @@ def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, build: Side | N
     delta together (`left_view`, `right_view`, each row tagged with `OLD`), without the pairs of
     two old rows, which earlier batches emitted. The same pairs as ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old
     ⋈ ΔR``, in one join instead of two. `build`: a shuffled hash join building its tables on that
-    side (both sides large, see `one_join`); else Spark's choice, a broadcast of the smaller
-    side."""
+    side (both sides large, see `adapt.joinpath.join_path`); else Spark's choice, a broadcast of
+    the smaller side."""
     q = qp.query
     a, b = q.left.alias, q.right.alias
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
@@ -124,51 +126,14 @@ def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, build: Side | N
     )
 
 
-SHUFFLE_ROWS = 10_000
-"""Rows on each side from which the one join shuffles both sides (Spark conf
-``streamjoin.join.shuffleRows``). A broadcast builds its table on the driver on one thread and
-probes the other side in as many tasks as it has file splits (one, for a batch of one file); a
-shuffled hash join spreads both over the shuffle's tasks (docs/dev-log.md has the trials).
-Without the hint, over Spark's broadcast limit, Spark would plan a sort-merge join, which sorts
-both sides."""
-
-
-def one_join(
-    prev: Manifest,
-    left: StreamPlan,
-    l_lo: int | None,
-    right: StreamPlan,
-    r_lo: int | None,
-    shuffle_rows: int = SHUFFLE_ROWS,
-    new: Mapping[str, int] | None = None,
-    *,
-    always: bool = False,
-) -> t.Literal["auto", "left", "right"] | None:
-    """How `pairs_sql` runs the delta rule's two halves as one join, or None when the two halves
-    cost less.
-
-    The one join meets every pair of old rows only to drop it: |L_old|·|R_old| candidates,
-    against the |ΔL|·|R| + |L_old|·|ΔR| the halves meet, and it saves a join. It is taken while
-    the pairs it drops are no more than those (state about the size of a batch: the equi
-    benchmark's ±10 s window over 10 s batches); a state many batches deep (a window of 100 s,
-    say) keeps the halves. Old rows are counted by the units that can meet (`StateUnit.rows`),
-    the deltas by `new` (the batch's own rows, where its files' footers tell them), else by the
-    streams' last batch. When both sides reach `shuffle_rows`, the side with
-    fewer rows, to build a shuffled hash join's tables on; else ``auto`` (Spark broadcasts the
-    smaller side). `always`: the one join even where the halves cost less (a setting forces
-    it)."""
-
-    def rows(sp: StreamPlan, lo: int | None) -> tuple[int, int]:
-        old = sum(u.rows for u in prev.live(sp.name) if u.overlaps(lo, None))
-        if new is not None and sp.name in new:
-            return old, new[sp.name]
-        last = sum(u.rows for u in prev.units if u.stream == sp.name and u.batch == prev.batch)
-        return old, last
-
-    (l_old, l_new), (r_old, r_new) = rows(left, l_lo), rows(right, r_lo)
-    if not always and l_old * r_old > l_new * (r_old + r_new) + l_old * r_new:
-        return None
-    left_rows, right_rows = l_old + l_new, r_old + r_new
-    if min(left_rows, right_rows) < shuffle_rows:
-        return "auto"
-    return "left" if left_rows < right_rows else "right"
+def side_rows(
+    prev: Manifest, sp: StreamPlan, lo: int | None, new: Mapping[str, int] | None
+) -> SideRows:
+    """A side's rows for `adapt.joinpath.join_path`: the committed units that can meet (by
+    `StateUnit.rows`), and the batch's own rows where its files' footers tell them (`new`), else
+    the stream's last batch."""
+    old = sum(u.rows for u in prev.live(sp.name) if u.overlaps(lo, None))
+    if new is not None and sp.name in new:
+        return SideRows(old, new[sp.name])
+    last = sum(u.rows for u in prev.units if u.stream == sp.name and u.batch == prev.batch)
+    return SideRows(old, last)

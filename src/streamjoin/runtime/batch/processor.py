@@ -20,6 +20,7 @@ import time
 import typing as t
 from functools import cache, partial
 
+from streamjoin.adapt.joinpath import checks_skew
 from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
@@ -30,7 +31,7 @@ from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing.router import after_batch, restore_routers
-from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units, counts_units
+from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units
 from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.state.footers import read_footers
@@ -55,10 +56,9 @@ __all__ = ["BatchProcessor", "BatchReport"]
 
 
 class BatchProcessor:
-    """The foreachBatch function of a job (also callable directly with a unified DataFrame).
-
-    It keeps what outlives a batch (the plan, the run's settings, the checkpoint, the stores
-    cached in executor memory, the multi-way plans); a batch's own data is its `BatchContext`."""
+    """The foreachBatch function of a job (also callable with a unified DataFrame). It keeps what
+    outlives a batch (plan, settings, checkpoint, cached stores, multi-way plans); a batch's own
+    data is its `BatchContext`."""
 
     def __init__(
         self,
@@ -242,8 +242,8 @@ class BatchProcessor:
         return None, job.result
 
     def _start_unit_counts(self, ctx: BatchContext) -> Background | None:
-        """The skew check's rows per unit from the batch's files (`counts_units`)."""
-        if not counts_units(ctx.batch_id, self.settings.skew_check_every):
+        """The skew check's rows per unit from the batch's files (`checks_skew`)."""
+        if not checks_skew(ctx.batch_id, self.settings.skew_check_every):
             return None
         job = count_units(ctx, self.stores.sourced)
         ctx.scratch.running.append(job)  # (it reads the batch's views)

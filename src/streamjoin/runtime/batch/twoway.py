@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from streamjoin.runtime.batch.joins import OLD, delta_join_sql, one_join, pairs_sql
+from streamjoin.adapt.joinpath import join_path
+from streamjoin.runtime.batch.joins import OLD, delta_join_sql, pairs_sql, side_rows
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
@@ -77,8 +78,9 @@ def _pairs(
     how = None
     if not (observe or shuffle or router.band) and ctx.settings.join_path != "halves":
         always = ctx.settings.join_path == "one"
-        rows = ctx.settings.shuffle_rows
-        how = one_join(ctx.prev, left, l_lo, right, r_lo, rows, ctx.delta_rows, always=always)
+        l_rows = side_rows(ctx.prev, left, l_lo, ctx.delta_rows)
+        r_rows = side_rows(ctx.prev, right, r_lo, ctx.delta_rows)
+        how = join_path(l_rows, r_rows, ctx.settings.shuffle_rows, always=always)
     if how is not None:
         # Both halves of the delta rule as one join (`joins.pairs_sql`).
         sides = []

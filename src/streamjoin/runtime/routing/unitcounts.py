@@ -8,8 +8,8 @@ join instead cost three DataFrames and a view per side per batch, each analysed 
 a `CollectMetrics` in the join's plan (docs/dev-log.md has the measurement). A batch
 whose statistics its files' footers give runs no state job: every
 ``streamjoin.hash.skewCheckEvery``-th one counts in a job of its own that reads only the keys of
-those files (`files_sql`, `counts_units`): a job is a fixed cost, so a key that stays hot is
-seen within that many batches.
+those files (`files_sql`; `adapt.joinpath.checks_skew` picks the batches): a job is a fixed
+cost, so a key that stays hot is seen within that many batches.
 """
 
 from __future__ import annotations
@@ -33,15 +33,6 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.joins import Side
     from streamjoin.runtime.routing.router import QueryRouter
     from streamjoin.runtime.state.sourcefiles import SourcedUnits
-
-
-def counts_units(batch_id: int, every: int) -> bool:
-    """Whether batch `batch_id` counts the rows per unit, with a check every `every` batches:
-    batches 1, 1 + every, … (every batch when `every` is 1). Not batch 0: the first batch is
-    the longest of a run (its JVM still compiles, its code is generated), and a job beside it
-    would make it longer still. Counts taken at batch 1 steer the batches from 2 on: one batch
-    later than batch 0's would."""
-    return batch_id % every == 1 % every
 
 
 class InputUnitCounts:

@@ -1,13 +1,19 @@
-"""When the delta rule's two halves run as one join (`runtime.batch.joins.one_join`): while the
-pairs
-of old rows it meets and drops are no more than the pairs the halves meet; shuffled when both
-sides are large. No JVM; Spark's side (the one join's results against the reference) is
-`tests/spark/test_joins_vs_reference` and, shuffled, `tests/spark/test_sourced_state`."""
+"""When the delta rule's two halves run as one join (`adapt.joinpath.join_path`, over the rows
+`runtime.batch.joins.side_rows` counts): while the pairs of old rows it meets and drops are no
+more than the pairs the halves meet; shuffled when both sides are large. Which batches check for
+skew (`adapt.joinpath.checks_skew`). No JVM; Spark's side (the one join's results against the
+reference) is `tests/spark/test_joins_vs_reference` and, shuffled,
+`tests/spark/test_sourced_state`."""
 
 from __future__ import annotations
 
-from streamjoin.plan import plan_job
-from streamjoin.runtime.batch.joins import SHUFFLE_ROWS, one_join
+import typing as t
+
+import pytest
+
+from streamjoin.adapt.joinpath import SHUFFLE_ROWS, OneJoin, SideRows, checks_skew, join_path
+from streamjoin.plan import StreamPlan, plan_job
+from streamjoin.runtime.batch.joins import side_rows
 from streamjoin.runtime.state.manifest import Manifest, StateUnit
 from streamjoin.sql import parse_job
 
@@ -31,6 +37,38 @@ def _manifest(batches: int, rows: int = 100) -> Manifest:
         for s in "AB"
     ]
     return Manifest(batch=batches - 1, units=units)
+
+
+def one_join(
+    prev: Manifest,
+    left: StreamPlan,
+    l_lo: int | None,
+    right: StreamPlan,
+    r_lo: int | None,
+    *,
+    new: t.Mapping[str, int] | None = None,
+) -> OneJoin | None:
+    """The runtime's question: the rows each side holds in `prev`, then the rule."""
+    return join_path(side_rows(prev, left, l_lo, new), side_rows(prev, right, r_lo, new))
+
+
+def test_the_rule_weighs_the_old_pairs_dropped_against_the_halves_pairs() -> None:
+    # 3·3 old pairs against 1·(3+1) + 3·1 = 7 for the halves: the halves.
+    assert join_path(SideRows(3, 1), SideRows(3, 1)) is None
+    assert join_path(SideRows(3, 1), SideRows(3, 1), always=True) == "auto"
+    # A delta as large as the state: 2·2 <= 2·4 + 2·2.
+    assert join_path(SideRows(2, 2), SideRows(2, 2)) == "auto"
+    assert join_path(SideRows(0, 0), SideRows(0, 0)) == "auto"
+    big = SHUFFLE_ROWS
+    assert join_path(SideRows(0, big), SideRows(0, big + 1)) == "left"
+    assert join_path(SideRows(0, big), SideRows(0, big - 1)) == "auto"
+    assert join_path(SideRows(0, 2 * big), SideRows(0, big), shuffle_rows=big) == "right"
+
+
+@pytest.mark.parametrize("every", [1, 2, 3, 5, 7])
+def test_skew_is_checked_every_interval_from_batch_1(every: int) -> None:
+    checked = [b for b in range(40) if checks_skew(b, every)]
+    assert checked == (list(range(1, 40, every)) if every > 1 else list(range(40)))
 
 
 def test_a_state_of_a_batch_or_two_is_joined_in_one_and_a_deep_state_in_two_halves() -> None:
