@@ -1,6 +1,6 @@
 """The hot copy of the live state (`runtime.state.hot`): whatever units expire and whenever
 slices merge, a relation holds exactly the rows of the live units it was asked for, a stream
-keeps about log2(units) slices, and the files take over after `clear`."""
+keeps about 3·log4(units) slices, and the files take over after `clear`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from streamjoin.plan import plan_job
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
-from streamjoin.runtime.state.hot import BATCH, HotState
+from streamjoin.runtime.state.hot import BATCH, FAN_IN, HotState
 from streamjoin.runtime.state.manifest import Manifest, StateUnit
 from streamjoin.sql import parse_job
 
@@ -39,6 +39,14 @@ def _write_unit(spark: SparkSession, store: Checkpoint, batch: int, rows: int) -
     )
     df.write.mode("overwrite").parquet(store.path(unit.path))
     return unit
+
+
+def _levels(units: int) -> int:
+    """Sizes of slices a stream of `units` live units may hold: 1, 4, 16, … up to `units`."""
+    levels = 1
+    while FAN_IN**levels <= units:
+        levels += 1
+    return levels
 
 
 def _rows(u: StateUnit) -> list[tuple[int, int]]:
@@ -80,7 +88,7 @@ def test_a_relation_holds_the_live_units_rows_exactly_as_units_expire_and_slices
             assert total == len(got)  # (no row twice)
             hot.end_batch()
             slices = len(hot._slices["a"])
-            assert slices <= len(live).bit_length() + 1, (batch, slices, len(live))
+            assert slices <= (FAN_IN - 1) * _levels(len(live)) + 1, (batch, slices, len(live))
         hot.clear()
         assert not hot._slices
         prev = Manifest(batch=99, units=list(live))
@@ -108,25 +116,62 @@ def test_a_failure_is_the_caches_only_when_a_file_is_missing_and_slices_are_held
         hot.clear()
 
 
-def test_a_merged_slice_keeps_its_parents_until_a_batch_builds_it(
+def _count(spark: SparkSession, relation: str) -> int:
+    return int(spark.sql(f"SELECT count(*) FROM {relation}").collect()[0][0])
+
+
+def test_a_merge_is_built_after_the_batch_and_read_through_its_parents_until_then(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Spark would build a merged slice whose parents' caches are gone from their files, and
-    outside its cache manager: the parents go only once it is built."""
+    """A merge is built by the builder thread once a batch ends; a batch before then reads
+    its parents, and the parents go only once it is built (Spark would otherwise build it
+    from their files anew, outside its cache manager)."""
     sp = plan_job(parse_job(JOB)).stream("a")
     store = Checkpoint(FileStore(spark), str(tmp_path / "ckpt"))
     hot = HotState(store, parallelism=2)
-    units = [_write_unit(spark, store, b, 5) for b in range(2)]
+    units = [_write_unit(spark, store, b, 5) for b in range(FAN_IN)]
+    prev = Manifest(batch=FAN_IN - 1, units=units)
     try:
-        hot.relation(spark, sp, Manifest(batch=1, units=units), units)
-        (merged,) = hot._slices["a"]  # (two units of equal rows merge)
+        relation = hot.relation(spark, sp, prev, units)
+        (merged,) = hot._slices["a"]  # (units of equal rows merge)
         parents = list(merged.parents)
-        assert len(parents) == 2 and not merged.built()
+        assert len(parents) == FAN_IN and merged.df is None
+        assert all(p.view in relation for p in parents)
+        assert _count(spark, relation) == 5 * FAN_IN
         hot.end_batch()
-        assert not any(p.released for p in parents)
-        assert spark.sql(f"SELECT count(*) FROM {merged.view}").collect()[0][0] == 10
-        assert merged.built()
+        hot.wait()
+        assert merged.built() and not any(p.released for p in parents)
+        relation = hot.relation(spark, sp, prev, units)
+        assert merged.view in relation and not any(p.view in relation for p in parents)
+        assert _count(spark, relation) == 5 * FAN_IN
         hot.end_batch()
         assert all(p.released for p in parents) and not merged.released
+    finally:
+        hot.clear()
+
+
+def test_a_merge_whose_build_fails_gives_its_place_back_to_its_parents(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sp = plan_job(parse_job(JOB)).stream("a")
+    store = Checkpoint(FileStore(spark), str(tmp_path / "ckpt"))
+    hot = HotState(store, parallelism=2)
+
+    def fail(merged: object) -> None:
+        raise RuntimeError("lost")
+
+    monkeypatch.setattr(hot, "_build", fail)
+    units = [_write_unit(spark, store, b, 5) for b in range(FAN_IN)]
+    try:
+        hot.relation(spark, sp, Manifest(batch=FAN_IN - 1, units=units), units)
+        (merged,) = hot._slices["a"]
+        hot.end_batch()
+        hot.wait()
+        assert merged.failed
+        monkeypatch.undo()
+        units.append(_write_unit(spark, store, FAN_IN, 1))
+        relation = hot.relation(spark, sp, Manifest(batch=FAN_IN, units=units), units)
+        assert merged not in hot._slices["a"] and not any(p.released for p in merged.parents)
+        assert _count(spark, relation) == 5 * FAN_IN + 1
     finally:
         hot.clear()

@@ -5,10 +5,12 @@ files it was read from: `runtime.state.sourcefiles`). Reading every live unit ba
 files in every batch costs a file listing, a parse and a task per unit, so a window of minutes
 over batches of seconds pays for hundreds of units each batch. Here each unit is cached once:
 a sourced stream's as its own batch reads it (`HotState.delta`), any other's by the first batch
-after its own, from its files. The cached slices are merged like a binary counter (the newest
-two whenever the older holds no more live rows than the newer), so a stream keeps about
-log2(units) slices and each row is copied about log2(units) times over its life. A merge leaves
-out the rows of units that expired; a slice whose units all expired is released.
+after its own, from its files. The cached slices are merged like a counter in base 4 (the newest
+four whenever the oldest of them holds no more live rows than the other three), so a stream
+keeps about 3·log4(units) slices and each row is copied about log4(units) times over its life.
+A merge leaves out the rows of units that expired; a slice whose units all expired is released.
+Merges are built by a thread of their own once a batch ends (`HotState.end_batch`), in the time
+a live stream waits for its next trigger; until a merge is built, batches read its parents.
 
 The cache is only a copy: a batch that fails on a missing file while slices are cached (a
 block lost with an executor is rebuilt from files an expired unit may have had deleted) is run
@@ -20,6 +22,7 @@ whatever a slice still keeps.
 from __future__ import annotations
 
 import itertools
+import threading
 import typing as t
 from dataclasses import dataclass, field
 
@@ -30,6 +33,7 @@ from pyspark.sql import DataFrame
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.sourcefiles import check_files, read_files, stored_sql
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,6 +45,10 @@ if t.TYPE_CHECKING:
 BATCH = "_sj_b"
 """Column of a slice: the batch whose unit the row belongs to (a `batch_constant`, so that
 a batch's new ids compile no new code)."""
+FAN_IN = 4
+"""Slices a merge takes: the newest `FAN_IN` once the oldest of them holds no more live rows
+than the others together. Each row is then copied about log4(units) times, half as often as
+merging pairs, and the batches read up to 3 slices per size (docs/dev-log.md)."""
 ROWS_PER_PARTITION = 200_000
 """Rows per cached partition a merged slice aims at (at most the session's shuffle partitions):
 fewer partitions, fewer tasks per scan of small state."""
@@ -60,19 +68,30 @@ class _Slice:
     units: dict[int, StateUnit]
     held: frozenset[int]
     """Batches whose rows the slice holds (live or not)."""
-    df: DataFrame
-    """The persisted rows (unpersisted on release)."""
-    view: str
+    df: DataFrame | None = None
+    """The persisted rows (unpersisted on release); None for a merge not built yet."""
+    view: str = ""
     """A temp view of the cached rows themselves (`_cached_leaf`)."""
     builder: t.Any = None
     """Spark's builder of the cached rows (None: not known), to tell when they are built."""
     parents: list[_Slice] = field(default_factory=list)
     """The slices merged into this one, kept until its rows are built from theirs."""
     released: bool = False
+    failed: bool = False
+    """A merge whose build failed: its parents stand in for it again."""
 
     def built(self) -> bool:
         """Whether every partition of the rows is cached (unknown: taken as built)."""
+        if self.df is None:
+            return False
         return self.builder is None or bool(self.builder.isCachedColumnBuffersLoaded())
+
+    def parts(self) -> list[_Slice]:
+        """The slices a batch reads for this one: itself, or while it is a merge not built
+        yet, its parents' parts."""
+        if self.df is not None:
+            return [self]
+        return [q for p in self.parents for q in p.parts()]
 
     @property
     def rows(self) -> int:
@@ -102,8 +121,15 @@ class HotState:
         self._synced: dict[str, int] = {}
         """Per stream, the manifest its slices were last brought up to."""
         self._merged: list[_Slice] = []
-        """Merged slices whose parents wait for their rows to be built (by the batch that
-        first reads them: released then, at a batch's end)."""
+        """Merged slices whose parents wait for their rows to be built (released by the
+        first batch boundary after, `end_batch` or `_sync`)."""
+        self._queue: list[_Slice] = []
+        """Merges to build, oldest first (a merge may take a queued one as a parent)."""
+        self._lock = threading.Lock()
+        self._builder: Background | None = None
+        self._building = False
+        """Whether the builder thread takes queued merges (set and read under `_lock`)."""
+        self._session: SparkSession | None = None
         self._pending: dict[tuple[str, int], _Slice] = {}
         """Each sourced stream's new rows of the last batches, cached as the batch read them,
         by stream and batch: the unit the batch added, once a manifest names it."""
@@ -137,7 +163,7 @@ class HotState:
             since = f"{as_decimal(f'unix_micros(`{prefixed(sp.index, ts)}`)')} >= "
             since += batch_constant(lo)
         parts = []
-        for s in self._sync(spark, sp, prev):
+        for s in (q for top in self._sync(spark, sp, prev) for q in top.parts()):
             if wanted & s.units.keys():
                 old = since is not None and lo is not None and s.older_than(lo)
                 parts.append(s.relation(since if old else None))
@@ -157,23 +183,25 @@ class HotState:
         return pending.view
 
     def end_batch(self) -> None:
-        """Release the slices merged away whose merged slice is built (a batch read it); the
-        others wait, since Spark would build a merged slice from its parents' files anew, and
-        outside its cache manager, once their caches are gone."""
-        waiting = []
-        for merged in self._merged:
-            if merged.released:
-                continue
-            if merged.built():
-                for parent in merged.parents:
-                    self._release(parent)
-                merged.parents = []
-            else:
-                waiting.append(merged)
-        self._merged = waiting
+        """Release the slices merged away whose merged slice is built, and start building the
+        merges decided since (Spark would build a merged slice from its parents' files anew,
+        and outside its cache manager, once their caches are gone: parents wait)."""
+        self._release_merged()
+        with self._lock:
+            if self._queue and not self._building:
+                self._building = True
+                self._builder = Background(self._build_queue)
+
+    def wait(self) -> None:
+        """Wait until the merges started are built."""
+        if self._builder is not None:
+            self._builder.wait()
 
     def clear(self) -> None:
         """Release every slice: the next batch reads its units from their files again."""
+        with self._lock:
+            self._queue = []
+        self.wait()
         for slices in self._slices.values():
             for s in slices:
                 self._release(s)
@@ -183,15 +211,31 @@ class HotState:
             self._release(merged)
         self._slices, self._synced, self._pending, self._merged = {}, {}, {}, []
 
+    def _release_merged(self) -> None:
+        waiting = []
+        for merged in self._merged:
+            if merged.released or merged.failed:
+                continue
+            if merged.built():
+                for parent in merged.parents:
+                    self._release(parent)
+                merged.parents = []
+            else:
+                waiting.append(merged)
+        self._merged = waiting
+
     def _sync(self, spark: SparkSession, sp: StreamPlan, prev: Manifest) -> list[_Slice]:
-        """`sp`'s slices brought up to `prev`: expired units forgotten, new ones read, merged."""
+        """`sp`'s slices brought up to `prev`: expired units forgotten, new ones read, merges
+        decided (`_merge`)."""
+        self._session = spark
         slices = self._slices.setdefault(sp.name, [])
         if self._synced.get(sp.name) == prev.batch and slices:
             return slices
+        self._release_merged()
         live = {u.batch: u for u in prev.live(sp.name)}
         kept = []
-        for s in slices:
-            s.units = {b: u for b, u in s.units.items() if live.get(b) == u}
+        for s in _unmerged(slices):
+            _forget_expired(s, live)
             if s.units:
                 kept.append(s)
             else:
@@ -202,9 +246,9 @@ class HotState:
             if pending is not None:
                 pending.units, pending.held = {b: live[b]}, frozenset({b})
             kept.append(pending or self._unit_slice(spark, sp, live[b]))
-            while len(kept) >= 2 and kept[-2].rows <= kept[-1].rows:
-                newer = kept.pop()
-                kept[-1] = self._merge(sp, kept[-1], newer)
+            k = FAN_IN
+            while len(kept) >= k and kept[-k].rows <= sum(s.rows for s in kept[1 - k :]):
+                kept[-k:] = [self._merge(kept[-k:])]
         self._slices[sp.name] = kept
         self._synced[sp.name] = prev.batch
         return kept
@@ -226,16 +270,53 @@ class HotState:
             rows = raw.selectExpr("*", f"{batch_constant(unit.batch)} AS {BATCH}")
         return self._cached(rows, {unit.batch: unit})
 
-    def _merge(self, sp: StreamPlan, older: _Slice, newer: _Slice) -> _Slice:
-        """One slice of the live rows of two (built from their cached rows when first read)."""
-        units = older.units | newer.units
-        rows = older.df.sparkSession.sql(f"{older.relation()} UNION ALL {newer.relation()}")
-        wanted = -(-sum(u.rows for u in units.values()) // ROWS_PER_PARTITION)
-        n = max(1, min(self.parallelism, wanted))
-        merged = self._cached(rows.coalesce(n), units)
-        merged.parents = [older, newer]
+    def _merge(self, parents: list[_Slice]) -> _Slice:
+        """One slice of the live rows of `parents`, built later (`_build`): batches read them
+        until then."""
+        units = {b: u for p in parents for b, u in p.units.items()}
+        held = frozenset(b for p in parents for b in p.held)
+        merged = _Slice(units, held, parents=list(parents))
+        with self._lock:
+            self._queue.append(merged)
         self._merged.append(merged)
         return merged
+
+    def _build_queue(self) -> None:
+        """Build the queued merges in order (the builder thread's work)."""
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._building = False
+                    return
+                merged = self._queue.pop(0)
+            if merged.released:
+                continue
+            try:
+                self._build(merged)
+            except Exception:  # (its parents stay; `_sync` puts them back in its place)
+                merged.failed = True
+
+    def _build(self, merged: _Slice) -> None:
+        """Cache `merged`'s rows from its parents' and read them once, so that they are built
+        before a batch reads them."""
+        assert self._session is not None  # (a merge is decided in `_sync`, which sets it)
+        parts = [q for p in merged.parents for q in p.parts()]
+        rows = self._session.sql(" UNION ALL ".join(q.relation() for q in parts))
+        wanted = -(-merged.rows // ROWS_PER_PARTITION)
+        n = max(1, min(self.parallelism, wanted))
+        built = self._cached(rows.coalesce(n), {})
+        try:
+            assert built.df is not None
+            built.df.count()
+        except Exception:
+            self._release(built)
+            raise
+        with self._lock:
+            if not merged.released:
+                merged.view, merged.builder = built.view, built.builder
+                merged.df = built.df  # (last: a batch reads a merge whose `df` is set)
+                return
+        self._release(built)  # (its units expired while it was built)
 
     def _cached(self, rows: DataFrame, units: dict[int, StateUnit]) -> _Slice:
         df = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
@@ -251,13 +332,28 @@ class HotState:
 
     def _release(self, s: _Slice) -> None:
         """Drop `s`'s view and cache, and those of the parents it still keeps."""
-        if s.released:
-            return
-        s.released = True
-        s.df.sparkSession.catalog.dropTempView(s.view)
-        s.df.unpersist()
+        with self._lock:
+            if s.released:
+                return
+            s.released = True
+            df = s.df
+        if df is not None:
+            df.sparkSession.catalog.dropTempView(s.view)
+            df.unpersist()
         for parent in s.parents:
             self._release(parent)
+
+
+def _unmerged(slices: list[_Slice]) -> list[_Slice]:
+    """`slices` with each merge whose build failed replaced by its parents."""
+    return [q for s in slices for q in (_unmerged(s.parents) if s.failed else [s])]
+
+
+def _forget_expired(s: _Slice, live: dict[int, StateUnit]) -> None:
+    """Keep in `s` (and in the parents a batch may read for it) only the units in `live`."""
+    s.units = {b: u for b, u in s.units.items() if live.get(b) == u}
+    for parent in s.parents:
+        _forget_expired(parent, live)
 
 
 def _cached_leaf(df: DataFrame) -> tuple[DataFrame, t.Any]:
