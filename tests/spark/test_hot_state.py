@@ -5,6 +5,7 @@ keeps about 3·log4(units) slices, and the files take over after `clear`."""
 from __future__ import annotations
 
 import random
+import threading
 import typing as t
 
 import pytest
@@ -31,11 +32,14 @@ JOB = (
 )
 
 
-def _write_unit(spark: SparkSession, store: Checkpoint, batch: int, rows: int) -> StateUnit:
-    """A copied unit of stream ``a`` for `batch`: ids batch*1000 .. batch*1000 + rows - 1."""
-    unit = StateUnit("a", batch, rows, batch * 1_000_000, batch * 1_000_000 + 999_999)
+def _write_unit(
+    spark: SparkSession, store: Checkpoint, batch: int, rows: int, stream: str = "a"
+) -> StateUnit:
+    """A copied unit of `stream` for `batch`: ids batch*1000 .. batch*1000 + rows - 1."""
+    unit = StateUnit(stream, batch, rows, batch * 1_000_000, batch * 1_000_000 + 999_999)
+    s = "ab".index(stream)
     df = spark.range(batch * 1000, batch * 1000 + rows).selectExpr(
-        "id AS s0_id", f"timestamp_micros({batch * 1_000_000} + id % 1000) AS s0_ts"
+        f"id AS s{s}_id", f"timestamp_micros({batch * 1_000_000} + id % 1000) AS s{s}_ts"
     )
     df.write.mode("overwrite").parquet(store.path(unit.path))
     return unit
@@ -62,6 +66,7 @@ def test_a_relation_holds_the_live_units_rows_exactly_as_units_expire_and_slices
     hot = HotState(store, parallelism=2)
     rng = random.Random(seed)
     live: list[StateUnit] = []
+    built = 0
     try:
         for batch in range(24):
             live.append(_write_unit(spark, store, batch, rng.randint(1, 40)))
@@ -86,9 +91,13 @@ def test_a_relation_holds_the_live_units_rows_exactly_as_units_expire_and_slices
             assert want <= got <= others, batch
             total = spark.sql(f"SELECT count(*) FROM {relation}").collect()[0][0]
             assert total == len(got)  # (no row twice)
+            built += sum(s.df is not None for s in hot._slices["a"] if s.parents)
             hot.end_batch()
+            if batch % 3 == 0:
+                hot.wait()  # (else a batch reads built merges only when the thread is quick)
             slices = len(hot._slices["a"])
             assert slices <= (FAN_IN - 1) * _levels(len(live)) + 1, (batch, slices, len(live))
+        assert built, "no batch read a built merge"
         hot.clear()
         assert not hot._slices
         prev = Manifest(batch=99, units=list(live))
@@ -147,6 +156,42 @@ def test_a_merge_is_built_after_the_batch_and_read_through_its_parents_until_the
         hot.end_batch()
         assert all(p.released for p in parents) and not merged.released
     finally:
+        hot.clear()
+
+
+def test_a_merge_built_during_a_batch_keeps_its_parents_until_the_batch_ends(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's SQL may name a merge's parents (read before it was built) while another
+    stream's relation is taken: the parents stay until the batch ends."""
+    plan = plan_job(parse_job(JOB))
+    store = Checkpoint(FileStore(spark), str(tmp_path / "ckpt"))
+    hot = HotState(store, parallelism=2)
+    gate = threading.Event()
+    build = hot._build
+
+    def held(merged: t.Any) -> None:
+        gate.wait()
+        build(merged)
+
+    monkeypatch.setattr(hot, "_build", held)
+    a_units = [_write_unit(spark, store, b, 5) for b in range(FAN_IN)]
+    b_unit = _write_unit(spark, store, FAN_IN, 3, stream="b")
+    try:
+        hot.relation(spark, plan.stream("a"), Manifest(batch=FAN_IN - 1, units=a_units), a_units)
+        hot.end_batch()  # (the merge waits at the gate)
+        prev = Manifest(batch=FAN_IN, units=[*a_units, b_unit])
+        a_relation = hot.relation(spark, plan.stream("a"), prev, a_units)
+        gate.set()
+        hot.wait()
+        b_relation = hot.relation(spark, plan.stream("b"), prev, [b_unit])
+        assert _count(spark, a_relation) == 5 * FAN_IN
+        assert _count(spark, b_relation) == 3
+        hot.end_batch()
+        (merged,) = hot._slices["a"]
+        assert merged.built() and merged.parents == []
+    finally:
+        gate.set()
         hot.clear()
 
 

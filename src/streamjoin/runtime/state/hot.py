@@ -121,14 +121,15 @@ class HotState:
         self._synced: dict[str, int] = {}
         """Per stream, the manifest its slices were last brought up to."""
         self._merged: list[_Slice] = []
-        """Merged slices whose parents wait for their rows to be built (released by the
-        first batch boundary after, `end_batch` or `_sync`)."""
+        """Merged slices whose parents wait for their rows to be built (released at the
+        end of the first batch after: a batch's SQL may name them until it ends)."""
         self._queue: list[_Slice] = []
-        """Merges to build, oldest first (a merge may take a queued one as a parent)."""
+        """Merges the batch decided, oldest first (one may take another as a parent)."""
         self._lock = threading.Lock()
+        """Held while a slice's rows are set or it is released (the builder thread does one,
+        the batch the other)."""
         self._builder: Background | None = None
-        self._building = False
-        """Whether the builder thread takes queued merges (set and read under `_lock`)."""
+        self._stopping = False
         self._session: SparkSession | None = None
         self._pending: dict[tuple[str, int], _Slice] = {}
         """Each sourced stream's new rows of the last batches, cached as the batch read them,
@@ -187,10 +188,10 @@ class HotState:
         merges decided since (Spark would build a merged slice from its parents' files anew,
         and outside its cache manager, once their caches are gone: parents wait)."""
         self._release_merged()
-        with self._lock:
-            if self._queue and not self._building:
-                self._building = True
-                self._builder = Background(self._build_queue)
+        merges, self._queue = self._queue, []
+        if merges:
+            after = self._builder
+            self._builder = Background(lambda: self._build_all(after, merges))
 
     def wait(self) -> None:
         """Wait until the merges started are built."""
@@ -199,9 +200,9 @@ class HotState:
 
     def clear(self) -> None:
         """Release every slice: the next batch reads its units from their files again."""
-        with self._lock:
-            self._queue = []
+        self._queue, self._stopping = [], True
         self.wait()
+        self._stopping = False
         for slices in self._slices.values():
             for s in slices:
                 self._release(s)
@@ -231,7 +232,6 @@ class HotState:
         slices = self._slices.setdefault(sp.name, [])
         if self._synced.get(sp.name) == prev.batch and slices:
             return slices
-        self._release_merged()
         live = {u.batch: u for u in prev.live(sp.name)}
         kept = []
         for s in _unmerged(slices):
@@ -276,19 +276,23 @@ class HotState:
         units = {b: u for p in parents for b, u in p.units.items()}
         held = frozenset(b for p in parents for b in p.held)
         merged = _Slice(units, held, parents=list(parents))
-        with self._lock:
-            self._queue.append(merged)
+        self._queue.append(merged)
         self._merged.append(merged)
         return merged
 
-    def _build_queue(self) -> None:
-        """Build the queued merges in order (the builder thread's work)."""
-        while True:
-            with self._lock:
-                if not self._queue:
-                    self._building = False
-                    return
-                merged = self._queue.pop(0)
+    def _build_all(self, after: Background | None, merges: list[_Slice]) -> None:
+        """Build `merges` in order, once the builds started before are done (the builder
+        thread's work, under Spark properties of its own rather than the batch's)."""
+        if after is not None:
+            after.wait()
+        assert self._session is not None  # (a merge is decided in `_sync`, which sets it)
+        context = self._session.sparkContext
+        for key in _BATCH_PROPERTIES:
+            context.setLocalProperty(key, None)  # type: ignore[arg-type]
+        context.setJobDescription("streamjoin: merge cached state slices")
+        for merged in merges:
+            if self._stopping:
+                return
             if merged.released:
                 continue
             try:
@@ -342,6 +346,18 @@ class HotState:
             df.unpersist()
         for parent in s.parents:
             self._release(parent)
+
+
+_BATCH_PROPERTIES = (
+    "spark.sql.execution.id",
+    "spark.sql.execution.root.id",
+    "spark.jobGroup.id",
+    "spark.job.interruptOnCancel",
+    "sql.streaming.queryId",
+    "streaming.sql.batchId",
+)
+"""Spark's local properties that a thread started in a batch inherits from it and that name
+the batch's SQL execution, job group or streaming batch."""
 
 
 def _unmerged(slices: list[_Slice]) -> list[_Slice]:
