@@ -54,6 +54,10 @@ LOCAL_CONF: dict[str, str] = {
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "2g",
+    # Each broadcast join's hash table takes a first page of this size; Spark's default (up to
+    # 64 MB, from memory and cores) made every small delta's broadcast a huge array and the
+    # driver's old generation fill every few batches (docs/dev-log.md has the GC log).
+    "spark.buffer.pageSize": "1m",
     # The parallel collector needs no concurrent GC threads, which compete with the tasks for
     # the cores of a small machine. Under spark-submit, or with a driver of one's own, its
     # flags apply.
