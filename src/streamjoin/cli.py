@@ -1,5 +1,5 @@
-"""``streamjoin`` command line: run, explain, demo, bench, cluster. A thin shell over the Python
-API."""
+"""``streamjoin`` command line: run, explain, demo, bench, cluster, and serve with its query and
+status commands (`cli_serve`). A thin shell over the Python API."""
 
 from __future__ import annotations
 
@@ -189,6 +189,8 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``streamjoin`` command."""
+    from streamjoin.cli_serve import add_commands
+
     parser = argparse.ArgumentParser(
         prog="streamjoin", description="Continuous joins over data streams on Apache Spark."
     )
@@ -261,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--cores", type=int, default=1, help="cores per worker")
     cluster.add_argument("--memory", default="2g", help="memory per worker")
     cluster.set_defaults(func=_cmd_cluster)
+    add_commands(sub, parse_trigger)
     return parser
 
 

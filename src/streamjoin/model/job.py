@@ -196,3 +196,13 @@ class Job:
                 return s
         msg = f"unknown sink {name!r}; known: {', '.join(s.name for s in self.sinks)}"
         raise KeyError(msg)
+
+    def with_query(self, query: Query, sink: SinkDef | None = None) -> Job:
+        """This job with `query` added (and its `sink`, if it declares one)."""
+        sinks = (*self.sinks, sink) if sink is not None else self.sinks
+        return Job(self.streams, sinks, (*self.queries, query), self.source)
+
+    def without_query(self, name: str) -> Job:
+        """This job without the query called `name` (its sink stays declared)."""
+        kept = tuple(q for q in self.queries if q.name != name)
+        return Job(self.streams, self.sinks, kept, self.source)

@@ -106,8 +106,17 @@ class JobPlan:
         return explain_plan(self)
 
 
-def plan_job(job: Job) -> JobPlan:
-    """Classify every query's predicate and derive each active stream's state layout."""
+def plan_job(job: Job, *, every_stream: bool = False, history_us: int | None = 0) -> JobPlan:
+    """Classify every query's predicate and derive each active stream's state layout.
+
+    Args:
+        job: the job.
+        every_stream: make every declared stream active, read by no query or not (a served
+            job, whose queries come and go, reads all its streams from the start).
+        history_us: with `every_stream`, how far behind the watermark each stream's state
+            keeps rows at least, beyond what the queries need (None: all of them), for the
+            queries added later to join with.
+    """
     queries = tuple(_plan_query(job, q) for q in job.queries if not q.multiway)
     many = [q for q in job.queries if q.multiway]
     for q in many:
@@ -116,8 +125,9 @@ def plan_job(job: Job) -> JobPlan:
     fixed = clash.orders if clash is not None else {}
     multiway = tuple(plan_multiway(job, q, fixed.get(q.name)) for q in many)
     used = {side.stream for q in job.queries for side in q.sides}
-    active = [s for s in job.streams if s.name in used]
-    retain: dict[str, list[int | None]] = {s.name: [] for s in active}
+    active = [s for s in job.streams if every_stream or s.name in used]
+    kept: list[int | None] = [history_us] if every_stream else []
+    retain: dict[str, list[int | None]] = {s.name: list(kept) for s in active}
     plans: list[QueryPlan | MultiwayPlan] = [*queries, *multiway]
     for plan in plans:
         for stream, keep in query_retention(plan).items():

@@ -78,11 +78,20 @@ class ReferenceResult:
     def since(self, query: str, batch: int) -> list[tuple[object, ...]]:
         """The results of `query` that arrive in batch `batch` or later: what a query added to
         the job at batch `batch` (a restart from the same checkpoint) must produce."""
+        return self.between(query, batch)
+
+    def between(self, query: str, start: int, stop: int | None = None) -> list[tuple[object, ...]]:
+        """The results of `query` that arrive in batches `start` to `stop` (excluded; None: to
+        the end): what a query that ran in those batches must produce."""
         if query not in self.arrivals:
             msg = f"unknown query {query!r}; known: {sorted(self.arrivals)}"
             raise KeyError(msg)
         rows = self.outputs[query]
-        return [row for row, b in zip(rows, self.arrivals[query], strict=True) if b >= batch]
+        return [
+            row
+            for row, b in zip(rows, self.arrivals[query], strict=True)
+            if b >= start and (stop is None or b < stop)
+        ]
 
 
 def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> ReferenceResult:

@@ -23,8 +23,10 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    from streamjoin.model import Job
+    from streamjoin.model import Job, Query
+    from streamjoin.runtime.serve.handle import Serving
 
 
 class Engine:
@@ -54,22 +56,31 @@ class Engine:
         Spark can see (an unknown function, say) is reported before the stream starts."""
         plan = plan_job(job)
         for q in job.queries:
-            # Each input is an empty relation of the stream's declared columns, inline in the
-            # one SQL text: one analysis, no temp views.
-            inputs = ", ".join(
-                f"({empty_relation(job.stream(side.stream))}) AS {side.alias}" for side in q.sides
-            )
-            select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in q.select)
-            sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
-            try:
-                self.spark.sql(sql).schema  # noqa: B018 - forces analysis
-            except Exception as err:  # Spark's AnalysisException and friends
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                msg = f"Spark rejects query {q.name}: {first}"
-                raise JobError(
-                    msg, line=q.line, col=1, text="INSERT INTO " + q.sink, source=job.source
-                ) from None
+            self.check_query(job, q)
         return plan
+
+    def check_query(self, job: Job, q: Query, source: str | None = None) -> None:
+        """Let Spark analyse query `q` of `job` on empty inputs.
+
+        Raises:
+            JobError: Spark rejects it, at the query's INSERT INTO in `source` (default: the
+                job's file).
+        """
+        # Each input is an empty relation of the stream's declared columns, inline in the one
+        # SQL text: one analysis, no temp views.
+        inputs = ", ".join(
+            f"({empty_relation(job.stream(side.stream))}) AS {side.alias}" for side in q.sides
+        )
+        select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in q.select)
+        sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
+        try:
+            self.spark.sql(sql).schema  # noqa: B018 - forces analysis
+        except Exception as err:  # Spark's AnalysisException and friends
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            msg = f"Spark rejects query {q.name}: {first}"
+            raise JobError(
+                msg, line=q.line, col=1, text="INSERT INTO " + q.sink, source=source or job.source
+            ) from None
 
     def processor(
         self, job: Job, checkpoint: str, on_batch: Callable[[BatchReport], None] | None = None
@@ -136,18 +147,7 @@ class Engine:
         sourced = sourced_streams(plan, read, settings.state_from_source)
         log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
         processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
-        frames = {
-            sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
-            for sp in plan.streams
-        }
-        writer = (
-            self.unified(plan, frames)
-            .writeStream.foreachBatch(processor)
-            .option("checkpointLocation", store.path("spark"))
-        )
-        writer = (
-            writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger)
-        )
+        writer = self._writer(plan, processor, given, once=once, trigger=trigger)
         started = time.monotonic()
         query = writer.start()
         try:
@@ -168,26 +168,97 @@ class Engine:
             processor.close()
             if line is not None:
                 line.close()
-        if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
-            raise processor.error
-        if processor.error is not None:
-            err = processor.error
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            msg = f"a batch failed ({type(err).__name__}): {first}"
-            raise StreamJoinError(msg) from err
-        failure = query.exception()
-        # A stop (ours at a timeout, or a caller's) interrupts whatever the query was doing, and
-        # Spark may report that interruption as the query's error: it is a stop, not a failure.
-        if failure is not None and not interrupted(query):
-            first = (str(failure).strip().splitlines() or ["unknown error"])[0]
-            msg = f"the stream stopped with an error: {first}"
-            raise StreamJoinError(msg)
+        raise_failure(query, processor)
         summary = Summary.from_manifest(
             store.latest(), ckpt, time.monotonic() - started, len(counted)
         )
         if temporary:
             shutil.rmtree(ckpt, ignore_errors=True)
         return summary
+
+    def _writer(
+        self,
+        plan: JobPlan,
+        processor: BatchProcessor,
+        given: Mapping[str, DataFrame],
+        *,
+        once: bool,
+        trigger: str,
+    ) -> DataStreamWriter:
+        """The stream of `plan`'s inputs into `processor`, ready to start."""
+        frames = {
+            sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
+            for sp in plan.streams
+        }
+        writer = (
+            self.unified(plan, frames)
+            .writeStream.foreachBatch(processor)
+            .option("checkpointLocation", processor.checkpoint.path("spark"))
+        )
+        return writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger)
+
+    def start(
+        self,
+        job: Job,
+        *,
+        checkpoint: str,
+        trigger: str = "1 second",
+        sources: Mapping[str, DataFrame] | None = None,
+        history: int | None = 0,
+        on_batch: Callable[[BatchReport], None] | None = None,
+    ) -> Serving:
+        """Serve `job` in the background and return at once: a handle whose queries can be
+        added and dropped while the streams run (`runtime.serve`).
+
+        Every stream the job declares is read from the start, queried or not. A query added at
+        batch b answers from b on, joining the new rows with the history the state still holds
+        (`runtime.serve.queries`).
+
+        Args:
+            job: the parsed job (its queries run from the start; it may have none).
+            checkpoint: as for `run`; a restart continues with the query set it left.
+            trigger: micro-batch interval (Spark's processingTime syntax).
+            sources: streaming DataFrames standing in for some streams (by name).
+            history: microseconds of event time behind the watermark that every stream's state
+                keeps at least, for queries added later to join with (None: all of it).
+            on_batch: called after each committed batch.
+        """
+        from streamjoin.runtime.serve.handle import Serving
+        from streamjoin.runtime.serve.queries import ServedQueries
+
+        given = dict(sources or {})
+        store = Checkpoint(FileStore(self.spark), checkpoint)
+        served = ServedQueries(job, store, self.check_query, history)
+        plan = served.plan(served.job_of(served.current))
+        for q in plan.job.queries:
+            self.check_query(plan.job, q)
+        serving = Serving(served, on_batch)
+        settings = Settings.of(self.spark)
+        # (No stream's state is its input files: the queries that will read them are unknown.)
+        processor = BatchProcessor(
+            self.spark, plan, store, serving.batch_done, None, settings, served
+        )
+        writer = self._writer(plan, processor, given, once=False, trigger=trigger)
+        serving.started(writer.start(), processor)
+        return serving
+
+
+def raise_failure(query: StreamingQuery, processor: BatchProcessor) -> None:
+    """Raise what stopped `query`, if a failure did: a batch's error, or the stream's."""
+    if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
+        raise processor.error
+    if processor.error is not None:
+        err = processor.error
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        msg = f"a batch failed ({type(err).__name__}): {first}"
+        raise StreamJoinError(msg) from err
+    failure = query.exception()
+    # A stop (ours at a timeout, or a caller's) interrupts whatever the query was doing, and
+    # Spark may report that interruption as the query's error: it is a stop, not a failure.
+    if failure is not None and not interrupted(query):
+        first = (str(failure).strip().splitlines() or ["unknown error"])[0]
+        msg = f"the stream stopped with an error: {first}"
+        raise StreamJoinError(msg)
 
 
 _INTERRUPTS = (

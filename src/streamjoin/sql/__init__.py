@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from streamjoin.sql.job import parse_job
+from streamjoin.sql.job import parse_job, parse_query_file
 
-__all__ = ["parse_job"]
+__all__ = ["parse_job", "parse_query_file"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from streamjoin.model import Job, Query, SinkDef, StreamDef
 from streamjoin.sql.cursor import Cursor
 from streamjoin.sql.ddl import parse_create_sink, parse_create_stream
@@ -55,6 +57,46 @@ def parse_job(text: str, source: str = "<string>") -> Job:
             msg = "this statement nests too deeply (too many parentheses or operators)"
             raise cur.error_at(msg, cur.tokens[0]) from None
     return Job(streams=tuple(streams), sinks=tuple(sinks), queries=tuple(queries), source=source)
+
+
+def parse_query_file(text: str, job: Job, source: str = "<query>") -> tuple[SinkDef | None, Query]:
+    """Parse a query to add to a running `job`: at most one ``CREATE SINK`` and exactly one
+    ``INSERT INTO``, over the job's streams. The query is named after its sink.
+
+    Raises:
+        JobError: for every mistake, at its line, column and text in `text`: a CREATE STREAM
+            (streams are the job's), a sink the job has already, a second INSERT.
+    """
+    src = SourceText(text, source)
+    sink: SinkDef | None = None
+    insert: Cursor | None = None
+    for stmt in split_statements(src):
+        cur = Cursor(stmt)
+        kind = _kind(cur)
+        if kind == "stream":
+            msg = "a query file cannot declare streams; it reads the running job's streams"
+            raise cur.error_at(msg, cur.tokens[0], cur.tokens[1])
+        if kind == "sink":
+            if sink is not None:
+                msg = "a query file declares one sink (for its one INSERT INTO)"
+                raise cur.error_at(msg, cur.tokens[0], cur.tokens[2])
+            sink = parse_create_sink(cur)
+            _check_unique(cur, "sink", sink.name, [s.name for s in job.sinks])
+        elif insert is not None:
+            msg = "a query file holds one INSERT INTO; add each query on its own"
+            raise cur.error_at(msg, cur.tokens[0], cur.tokens[-1])
+        else:
+            insert = cur
+    if insert is None:
+        msg = "expected an INSERT INTO statement"
+        raise src.error(msg, 0, len(text))
+    sinks = [*job.sinks, sink] if sink is not None else list(job.sinks)
+    try:
+        query = parse_insert(insert, "", job.streams, sinks)
+    except RecursionError:
+        msg = "this statement nests too deeply (too many parentheses or operators)"
+        raise insert.error_at(msg, insert.tokens[0]) from None
+    return sink, dataclasses.replace(query, name=query.sink)
 
 
 def _kind(cur: Cursor) -> str:

@@ -48,6 +48,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.plan import JobPlan
     from streamjoin.runtime.multiway.joins import MultiwayBatch
+    from streamjoin.runtime.serve.queries import QuerySet, ServedQueries
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.nextmanifest import StreamStats
     from streamjoin.runtime.state.sourcefiles import SourceLog
@@ -68,6 +69,7 @@ class BatchProcessor:
         on_batch: Callable[[BatchReport], None] | None = None,
         source_log: SourceLog | None = None,
         settings: Settings | None = None,
+        served: ServedQueries | None = None,
     ) -> None:
         self.session = spark
         """The session that starts the stream (each batch runs in foreachBatch's clone)."""
@@ -84,8 +86,26 @@ class BatchProcessor:
         if plan.multiway:
             self.multiway = MultiwayJoins(plan, checkpoint, self.settings, self.parallelism)
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
+        self.served = served
+        """A served job's queries, which may change at any batch (`runtime.serve`)."""
         # A restart may run an edited job: fail now if the checkpoints cannot serve it.
         check_restart(plan, checkpoint.latest(), checkpoint.root)
+
+    def _follow(self, batch_id: int) -> QuerySet | None:
+        """A served job's query set for batch `batch_id`, its plan put in place if it changed:
+        what a restart with the edited job would do, with the cached state kept."""
+        if self.served is None:
+            return None
+        job, queries = self.served.for_batch(batch_id, self.checkpoint.previous(batch_id))
+        if job is not self.plan.job:
+            plan = self.served.plan(job)
+            self.plan = plan
+            self.state_job = StateJob(plan, self.checkpoint, self.state_job.source_log)
+            self.multiway = None
+            if plan.multiway:
+                args = (self.checkpoint, self.settings, self.parallelism)
+                self.multiway = MultiwayJoins(plan, *args)
+        return queries
 
     def close(self) -> None:
         """Release what the processor keeps cached between batches."""
@@ -126,6 +146,7 @@ class BatchProcessor:
         work: MultiwayBatch | None = None
         units_job: Background | None = None
         try:
+            queries = self._follow(batch_id)
             ctx = self._context(df, batch_id)
             known, statistics = self._start_state(ctx)
             deltas = delta_relations(ctx, self.stores)
@@ -162,7 +183,11 @@ class BatchProcessor:
             carried = ({n: r.state() for n, r in ctx.routers.items()}, multiway_state)
             finish = MultiwayJoins.finish(work, prev)
             manifest = next_manifest(self.plan, prev, batch_id, stats, out, carried, finish)
+            if queries is not None:
+                manifest.served = queries.to_dict()
             self.checkpoint.commit(manifest, prev)
+            if self.served is not None and queries is not None:
+                self.served.committed(queries)
             clock.mark("commit")
             maybe_crash("after-commit", batch_id)
         finally:

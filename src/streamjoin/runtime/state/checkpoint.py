@@ -57,6 +57,14 @@ class Checkpoint:
         earlier = [i for i in self._manifests() if i < batch_id]
         return self._load(earlier[-1]) if earlier else Manifest()
 
+    def committed(self, batch_id: int) -> Manifest | None:
+        """Batch `batch_id`'s own manifest if it was committed before (the batch is a replay),
+        else None. The batch after the one this checkpoint committed last is never a replay."""
+        cached = self._cached
+        if cached is not None and cached.batch == batch_id - 1:
+            return None
+        return self._load(batch_id) if batch_id in self._manifests() else None
+
     def latest(self) -> Manifest:
         """The newest committed manifest (empty if none)."""
         ids = self._manifests()

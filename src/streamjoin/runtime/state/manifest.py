@@ -117,6 +117,8 @@ class Manifest:
     The state holds every on-time row of the stream that is newer; see `runtime.restart`."""
     mirs: dict[str, list[MirUnit]] = field(default_factory=dict)
     """Per MIR store kept up to date through this batch: its live units."""
+    served: dict[str, t.Any] = field(default_factory=dict)
+    """A served job's query set as of this batch (`runtime.serve.queries.QuerySet`)."""
 
     def live(self, stream: str) -> list[StateUnit]:
         """The live state units of `stream`."""
@@ -149,6 +151,7 @@ class Manifest:
             streams=raw.get("streams", []),
             expired=raw.get("expired", {}),
             mirs={k: [MirUnit.of(u) for u in v] for k, v in raw.get("mirs", {}).items()},
+            served=raw.get("served", {}),
         )
 
 

@@ -1,0 +1,1 @@
+"""A served job: queries added and dropped while its streams run (`streamjoin serve`)."""

@@ -1,0 +1,165 @@
+"""The control endpoint of a served job: JSON over HTTP, on 127.0.0.1 unless told otherwise.
+
+=========================  ===================================================================
+``GET /status``            `Serving.status`
+``GET /queries``           `Serving.queries`
+``POST /queries``          body ``{"sql": text, "source": name, "wait": seconds}``: add a query
+                           (`Serving.add_query`); with ``wait``, answer once a batch applied it
+``DELETE /queries/NAME``   drop a query (`Serving.drop_query`); ``?wait=seconds`` as above
+=========================  ===================================================================
+
+A refused change answers 400 with ``{"error": message}`` and, for a mistake in the query's text,
+its ``line``, ``col`` and ``text``. Bound beyond the loopback interface the endpoint needs a
+token, sent as ``Authorization: Bearer TOKEN``; without one, or with a wrong one, it answers 401.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import threading
+import typing as t
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from streamjoin.errors import JobError, StreamJoinError
+
+if t.TYPE_CHECKING:
+    from streamjoin.runtime.serve.handle import Serving
+
+DEFAULT_PORT = 8765
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def needs_token(host: str) -> bool:
+    """Whether an endpoint bound to `host` must be given a token: any host but loopback."""
+    return host not in LOOPBACK
+
+
+class ControlServer:
+    """The endpoint of `serving`, answering in a thread of its own once `start`ed.
+
+    Raises:
+        StreamJoinError: `host` is beyond loopback and no token is given.
+    """
+
+    def __init__(
+        self,
+        serving: Serving,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        token: str | None = None,
+    ) -> None:
+        if needs_token(host) and not token:
+            msg = (
+                f"the control endpoint would listen on {host}, beyond this machine's loopback: "
+                "give it a token (--token) that every request must carry"
+            )
+            raise StreamJoinError(msg)
+        handler = type("Handler", (_Handler,), {"serving": serving, "token": token})
+        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one given, or the one the system chose for 0)."""
+        return int(self._server.server_address[1])
+
+    def start(self) -> ControlServer:
+        """Answer requests from now on."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop answering and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    serving: Serving
+    token: str | None
+
+    def log_message(self, format: str, *args: t.Any) -> None:
+        """Quiet: the service's terminal shows the batches, not the requests."""
+
+    def do_GET(self) -> None:  # (the base class's names)
+        self._answer("GET")
+
+    def do_POST(self) -> None:
+        self._answer("POST")
+
+    def do_DELETE(self) -> None:
+        self._answer("DELETE")
+
+    def _answer(self, method: str) -> None:
+        if self.token and not hmac.compare_digest(
+            self.headers.get("Authorization", ""), f"Bearer {self.token}"
+        ):
+            self._send(401, {"error": "a valid token is required (Authorization: Bearer ...)"})
+            return
+        url = urlsplit(self.path)
+        parts = [unquote(p) for p in url.path.strip("/").split("/") if p]
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        try:
+            status, body = self._route(method, parts, query)
+        except JobError as err:
+            status, body = (
+                400,
+                {
+                    "error": err.render(),
+                    "line": err.line,
+                    "col": err.col,
+                    "text": err.text,
+                },
+            )
+        except (StreamJoinError, ValueError) as err:
+            status, body = 400, {"error": str(err)}
+        self._send(status, body)
+
+    def _route(self, method: str, parts: list[str], query: dict[str, str]) -> tuple[int, t.Any]:
+        serving = self.serving
+        if method == "GET" and parts == ["status"]:
+            return 200, serving.status()
+        if method == "GET" and parts == ["queries"]:
+            return 200, serving.queries()
+        if method == "POST" and parts == ["queries"]:
+            body = self._json()
+            sql = body.get("sql")
+            if not isinstance(sql, str):
+                msg = 'the body must be JSON with the query file\'s text as "sql"'
+                raise ValueError(msg)
+            added = serving.add_query(sql, str(body.get("source") or "<query>"))
+            added["applied"] = self._wait(added["change"], body.get("wait"))
+            return 201, added
+        if method == "DELETE" and len(parts) == 2 and parts[0] == "queries":
+            dropped = serving.drop_query(parts[1])
+            dropped["applied"] = self._wait(dropped["change"], query.get("wait"))
+            return 200, dropped
+        return 404, {"error": f"no such request: {method} /{'/'.join(parts)}"}
+
+    def _wait(self, change: int, seconds: object) -> bool | None:
+        if seconds is None:
+            return None
+        return self.serving.wait(change, float(t.cast("float", seconds)))
+
+    def _json(self) -> dict[str, t.Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError as err:
+            msg = f"the body is not JSON: {err}"
+            raise ValueError(msg) from None
+        if not isinstance(body, dict):
+            msg = "the body must be a JSON object"
+            raise ValueError(msg)
+        return body
+
+    def _send(self, status: int, body: t.Any) -> None:
+        data = json.dumps(body, indent=1).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

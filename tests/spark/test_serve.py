@@ -1,0 +1,283 @@
+"""A served job whose queries are added and dropped between batches (`runtime.serve`).
+
+Every query's output is the reference's results that arrive while it ran (`ReferenceResult.
+between`): from the batch it was added in, joining new rows with the history the state holds,
+to the batch it was dropped in. The history kept (10 s) covers every window here, so the
+bootstrap is exact. A refused query changes nothing; a crash in the middle of a change loses and
+repeats nothing.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamjoin.errors import JobError, StreamJoinError
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch.processor import BatchProcessor
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.serve.queries import ServedQueries
+from streamjoin.runtime.sources import schema_ddl
+from streamjoin.runtime.state.checkpoint import Checkpoint
+from streamjoin.runtime.state.fs import FileStore
+from streamjoin.sql import parse_job, parse_query_file
+
+from .harness import read_sink
+from .streams import make_batches, stream_ddl
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+    from streamjoin.model import Job
+    from tests.spark.harness import Batches, Row
+
+HISTORY_US = 10_000_000
+Lives = dict[str, list[tuple[int, int | None]]]
+"""Per query (by sink): the batches it ran, [first, last + 1) (None: to the end)."""
+
+
+def _w(x: str, y: str, s: int) -> str:
+    return f"{y}.ts BETWEEN {x}.ts - INTERVAL '{s}' SECOND AND {x}.ts + INTERVAL '{s}' SECOND"
+
+
+# name -> (FROM ... JOIN ... ON ..., SELECT list)
+POOL: dict[str, tuple[str, str]] = {
+    "ab": (f"A a JOIN B b ON a.k = b.k AND {_w('a', 'b', 3)}", "a.id AS i1, b.id AS i2"),
+    "bc_band": (
+        f"B b JOIN C c ON abs(b.x - c.x) <= 0.5 AND {_w('b', 'c', 4)}",
+        "b.id AS i1, c.id AS i2",
+    ),
+    "ac_theta": (f"A a JOIN C c ON a.x < c.x - 8 AND {_w('a', 'c', 2)}", "a.id AS i1, c.id AS i2"),
+    "ab_wide": (
+        f"A a JOIN B b ON a.k = b.k AND a.s = b.s AND {_w('a', 'b', 6)}",
+        "a.id AS i1, b.id AS i2",
+    ),
+    "abc": (
+        f"A a JOIN B b ON a.k = b.k AND {_w('a', 'b', 3)} "
+        f"JOIN C c ON c.k = b.k AND {_w('b', 'c', 3)}",
+        "a.id AS i1, b.id AS i2, c.id AS i3",
+    ),
+}
+
+
+def _sink_ddl(tmp_path: Path, name: str) -> str:
+    return f"CREATE SINK {name} WITH (format = 'parquet', path = '{tmp_path / 'out' / name}');"
+
+
+def _text(tmp_path: Path, name: str) -> str:
+    joins, select = POOL[name]
+    return f"{_sink_ddl(tmp_path, name)}\nINSERT INTO {name} SELECT {select} FROM {joins}"
+
+
+def _base(tmp_path: Path, initial: tuple[str, ...] = (), files: bool = False) -> Job:
+    """Streams A, B, C and the `initial` queries of the pool; with `files`, the streams read
+    ``tmp_path/in/<stream>``, one file a batch."""
+    parts = []
+    for s in "ABC":
+        ddl = stream_ddl(s, str(tmp_path / "in" / s))
+        parts.append(ddl.replace("WITH (", "WITH (maxFilesPerTrigger = '1', ") if files else ddl)
+    for name in initial:
+        joins, select = POOL[name]
+        parts.append(_sink_ddl(tmp_path, name))
+        parts.append(f"INSERT INTO {name} SELECT {select} FROM {joins};")
+    return parse_job("\n".join(parts))
+
+
+def _everything(tmp_path: Path, base: Job) -> Job:
+    """The base job with every query of the pool not in it, named after its sink."""
+    job = base
+    for name in POOL:
+        if all(q.sink != name for q in job.queries):
+            sink, query = parse_query_file(_text(tmp_path, name), job)
+            job = job.with_query(query, sink)
+    return job
+
+
+class Served:
+    """A served job driven batch by batch, as the stream would drive it."""
+
+    def __init__(self, spark: SparkSession, base: Job, ckpt: Path) -> None:
+        self.spark, self.engine = spark, Engine(spark)
+        store = Checkpoint(FileStore(spark), str(ckpt))
+        self.queries = ServedQueries(base, store, self.engine.check_query, HISTORY_US)
+        plan = self.queries.plan(self.queries.job_of(self.queries.current))
+        self.processor = BatchProcessor(spark, plan, store, served=self.queries)
+
+    def batch(self, batch_id: int, rows: t.Mapping[str, t.Sequence[Row]]) -> None:
+        frames = {}
+        for name, data in rows.items():
+            stream = self.processor.plan.job.stream(name)
+            cols = [c.name for c in stream.columns]
+            values = [tuple(r.get(c) for c in cols) for r in data]
+            frames[name] = self.spark.createDataFrame(values, schema=schema_ddl(stream))
+        self.processor.process(self.engine.unified(self.processor.plan, frames), batch_id)
+
+    def close(self) -> None:
+        self.processor.close()
+
+
+def _sink(spark: SparkSession, job: Job, name: str) -> list[tuple[object, ...]]:
+    columns = [item.rsplit(" AS ", 1)[1] for item in POOL[name][1].split(", ")]
+    return normalize(read_sink(spark, job, name, columns))
+
+
+def _check(spark: SparkSession, job: Job, batches: Batches, lives: Lives) -> None:
+    """Each query's sink holds exactly the reference's results of its lifetimes."""
+    expected = run_reference(job, batches)
+    total = 0
+    for name, spans in lives.items():
+        query = next(q.name for q in job.queries if q.sink == name)
+        want = [row for lo, hi in spans for row in expected.between(query, lo, hi)]
+        assert _sink(spark, job, name) == normalize(want), (name, spans)
+        total += len(want)
+    assert total or not any(lo != hi for spans in lives.values() for lo, hi in spans)
+
+
+def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path: Path) -> None:
+    base = _base(tmp_path, ("ab",))
+    batches = make_batches(21, streams=("A", "B", "C"), n_batches=8, rows_per_batch=10, keys=3)
+    served = Served(spark, base, tmp_path / "ckpt")
+    plan: dict[int, list[tuple[str, str]]] = {
+        2: [("add", "bc_band"), ("add", "abc")],
+        4: [("drop", "q1"), ("add", "ac_theta")],
+        5: [("add", "ab_wide"), ("drop", "abc")],
+    }
+    try:
+        for i, rows in enumerate(batches):
+            for kind, name in plan.get(i, []):
+                if kind == "add":
+                    served.queries.add(_text(tmp_path, name))
+                else:
+                    served.queries.drop(name)
+            served.batch(i, rows)
+    finally:
+        served.close()
+    assert served.queries.current.since == (("bc_band", 2), ("ac_theta", 4), ("ab_wide", 5))
+    lives: Lives = {
+        "ab": [(0, 4)],
+        "bc_band": [(2, None)],
+        "abc": [(2, 5)],
+        "ac_theta": [(4, None)],
+        "ab_wide": [(5, None)],
+    }
+    _check(spark, _everything(tmp_path, base), batches, lives)
+
+
+def test_a_refused_query_changes_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    base = _base(tmp_path, ("ab",))
+    batches = make_batches(22, streams=("A", "B", "C"), n_batches=4, rows_per_batch=8, keys=3)
+    served = Served(spark, base, tmp_path / "ckpt")
+    sink = f"{_sink_ddl(tmp_path, 'bad')}\nINSERT INTO bad SELECT "
+    joins = "FROM A a JOIN B b ON"
+    wrong = {
+        "syntax": f"{sink}a.id AS i {joins} a.k = = b.k",
+        "unknown column": f"{sink}a.nope AS i {joins} a.k = b.k",
+        "types": f"{sink}a.id AS i {joins} a.ts = b.x",
+        "spark": f"{sink}no_such_fn(a.id) AS i {joins} a.k = b.k",
+    }
+    try:
+        served.batch(0, batches[0])
+        for why, text in wrong.items():
+            with pytest.raises(JobError) as caught:
+                served.queries.add(text)
+            assert caught.value.line == 2, (why, str(caught.value))
+        with pytest.raises(StreamJoinError, match="no query called 'nope'"):
+            served.queries.drop("nope")
+        with pytest.raises(StreamJoinError, match="receives the results of query q1"):
+            served.queries.add(f"INSERT INTO ab SELECT a.id AS i {joins} a.k = b.k")
+        with pytest.raises(JobError, match="sink 'ab' is defined twice"):
+            served.queries.add(f"{_text(tmp_path, 'ab')}")
+        assert not served.queries.pending()
+        for i in range(1, len(batches)):
+            served.batch(i, batches[i])
+    finally:
+        served.close()
+    assert [q.name for q in served.processor.plan.job.queries] == ["q1"]
+    _check(spark, _everything(tmp_path, base), batches, {"ab": [(0, None)]})
+
+
+@pytest.mark.parametrize("point", ["after-sink", "after-commit"])
+def test_a_crash_while_a_change_applies_loses_and_repeats_nothing(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    """The batch that applies an add and a drop fails after its sink writes (its manifest not
+    committed) or after its commit (Spark would replay it); a new run from the checkpoint
+    replays it and goes on, with the changes applied once, at that batch."""
+    base = _base(tmp_path, ("ab",))
+    batches = make_batches(23, streams=("A", "B", "C"), n_batches=6, rows_per_batch=8, keys=3)
+    crash_at = 3
+
+    class Crash(Exception):
+        pass
+
+    crashed: list[int] = []
+
+    def crash(at: str, batch_id: int) -> None:
+        if (at, batch_id) == (point, crash_at) and not crashed:
+            crashed.append(batch_id)
+            raise Crash
+
+    monkeypatch.setattr("streamjoin.runtime.batch.processor.maybe_crash", crash)
+    served = Served(spark, base, tmp_path / "ckpt")
+    try:
+        for i in range(crash_at):
+            served.batch(i, batches[i])
+        served.queries.add(_text(tmp_path, "bc_band"))
+        served.queries.drop("q1")
+        with pytest.raises(Crash):
+            served.batch(crash_at, batches[crash_at])
+    finally:
+        served.close()
+    again = Served(spark, base, tmp_path / "ckpt")  # a restart: the changes come from the files
+    try:
+        assert len(again.queries.pending()) == (2 if point == "after-sink" else 0)
+        for i in range(crash_at, len(batches)):
+            again.batch(i, batches[i])
+    finally:
+        again.close()
+    assert again.queries.current.since == (("bc_band", crash_at),)
+    lives: Lives = {"ab": [(0, crash_at)], "bc_band": [(crash_at, None)]}
+    _check(spark, _everything(tmp_path, base), batches, lives)
+
+
+@settings(max_examples=4)
+@given(
+    seed=st.integers(0, 10_000),
+    changes=st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from(sorted(POOL))), min_size=1, max_size=5
+    ),
+)
+def test_any_sequence_of_adds_and_drops_matches_the_reference(
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    changes: list[tuple[int, str]],
+) -> None:
+    """At each listed batch, the named query is added if it is not running and dropped if it
+    is; the job starts with none."""
+    tmp_path = tmp_path_factory.mktemp("serve")
+    base = _base(tmp_path)
+    batches = make_batches(seed, streams=("A", "B", "C"), n_batches=5, rows_per_batch=6, keys=3)
+    served = Served(spark, base, tmp_path / "ckpt")
+    lives: Lives = {}
+    running: dict[str, int] = {}
+    try:
+        for i, rows in enumerate(batches):
+            for _, name in sorted((c for c in changes if c[0] == i), key=changes.index):
+                if name in running:
+                    served.queries.drop(name)
+                    lives.setdefault(name, []).append((running.pop(name), i))
+                else:
+                    served.queries.add(_text(tmp_path, name))
+                    running[name] = i
+            served.batch(i, rows)
+    finally:
+        served.close()
+    for name, start in running.items():
+        lives.setdefault(name, []).append((start, None))
+    _check(spark, _everything(tmp_path, base), batches, lives)
