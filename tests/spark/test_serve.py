@@ -57,6 +57,15 @@ POOL: dict[str, tuple[str, str]] = {
         f"A a JOIN B b ON a.k = b.k AND a.s = b.s AND {_w('a', 'b', 6)}",
         "a.id AS i1, b.id AS i2",
     ),
+    # Two more over A and B on the key k: with "ab" they may share one join (`plan.shared`).
+    "ab_sel": (
+        f"A x JOIN B y ON y.k = x.k AND x.x > 5 AND {_w('x', 'y', 2)}",
+        "y.id AS i1, x.id AS i2",
+    ),
+    "ab_pair": (
+        f"A a JOIN B b ON a.k = b.k AND a.x + b.x > 9 AND {_w('a', 'b', 4)}",
+        "a.id AS i1, b.id AS i2, a.x + b.x AS xs",
+    ),
     "abc": (
         f"A a JOIN B b ON a.k = b.k AND {_w('a', 'b', 3)} "
         f"JOIN C c ON c.k = b.k AND {_w('b', 'c', 3)}",
@@ -105,7 +114,8 @@ class Served:
         self.spark, self.engine = spark, Engine(spark)
         store = Checkpoint(FileStore(spark), str(ckpt))
         self.queries = ServedQueries(base, store, self.engine.check_query, HISTORY_US)
-        plan = self.queries.plan(self.queries.job_of(self.queries.current))
+        current = self.queries.current
+        plan = self.queries.plan(self.queries.job_of(current), current.groups)
         self.processor = BatchProcessor(spark, plan, store, served=self.queries)
 
     def batch(self, batch_id: int, rows: t.Mapping[str, t.Sequence[Row]]) -> None:
@@ -139,14 +149,18 @@ def _check(spark: SparkSession, job: Job, batches: Batches, lives: Lives) -> Non
 
 
 def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path: Path) -> None:
+    """Queries of three kinds and a three-way one come and go; "ab_sel" and "ab_pair" join the
+    job's query (q1) in a shared join, which goes on without q1 once it is dropped."""
     base = _base(tmp_path, ("ab",))
     batches = make_batches(21, streams=("A", "B", "C"), n_batches=8, rows_per_batch=10, keys=3)
     served = Served(spark, base, tmp_path / "ckpt")
     plan: dict[int, list[tuple[str, str]]] = {
-        2: [("add", "bc_band"), ("add", "abc")],
+        1: [("add", "ab_sel")],
+        2: [("add", "bc_band"), ("add", "abc"), ("add", "ab_pair")],
         4: [("drop", "q1"), ("add", "ac_theta")],
         5: [("add", "ab_wide"), ("drop", "abc")],
     }
+    groups = []
     try:
         for i, rows in enumerate(batches):
             for kind, name in plan.get(i, []):
@@ -155,11 +169,22 @@ def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path
                 else:
                     served.queries.drop(name)
             served.batch(i, rows)
+            groups.append(served.queries.current.groups)
     finally:
         served.close()
-    assert served.queries.current.since == (("bc_band", 2), ("ac_theta", 4), ("ab_wide", 5))
+    assert groups[0] == () and groups[1] == (("q1", "ab_sel"),)
+    assert groups[2] == (("q1", "ab_sel", "ab_pair"),) and groups[4] == (("ab_sel", "ab_pair"),)
+    assert served.queries.current.since == (
+        ("ab_sel", 1),
+        ("bc_band", 2),
+        ("ab_pair", 2),
+        ("ac_theta", 4),
+        ("ab_wide", 5),
+    )
     lives: Lives = {
         "ab": [(0, 4)],
+        "ab_sel": [(1, None)],
+        "ab_pair": [(2, None)],
         "bc_band": [(2, None)],
         "abc": [(2, 5)],
         "ac_theta": [(4, None)],

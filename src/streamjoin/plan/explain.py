@@ -156,7 +156,25 @@ def explain_plan(plan: JobPlan) -> str:
         out += [f"  {line}" for line in plan.clash.plan.describe()]
         out += [f"  {name}: greedy orders ({why})" for name, why in plan.clash.left_out.items()]
     out += _core_lines(plan.multiway)
+    out += _shared_lines(plan)
     return "\n".join(out)
+
+
+def _shared_lines(plan: JobPlan) -> list[str]:
+    """Two-way queries that run as one join (`plan.shared`)."""
+    if not plan.shared:
+        return []
+    out = ["", "shared two-way joins (AJoin: one join per batch, a query-set bit per query):"]
+    for g in plan.shared:
+        qp = g.plan
+        names = ", ".join(f"{m.name} (bit {m.bit})" for m in g.members)
+        window = qp.parts.window.describe() if qp.parts.window else "none (full history)"
+        keys = ", ".join(k.describe() for k in qp.parts.equi) or "none"
+        out.append(f"  {g.name}: {names}")
+        streams = f"{qp.query.left.stream} JOIN {qp.query.right.stream}"
+        out.append(f"    {streams} on {keys}; widest window {window}")
+        out.append("    selections and other conditions become the bits; each sink keeps its bit")
+    return out
 
 
 def _core_lines(plans: t.Sequence[MultiwayPlan]) -> list[str]:

@@ -23,10 +23,12 @@ import typing as t
 from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
+from streamjoin.optimizer.sharing import group_all
 from streamjoin.plan.clash import ClashPlan, plan_clash
 from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_predicate
 from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
+from streamjoin.plan.shared import SharedGroup, candidate, shared_query
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query, StreamDef
@@ -90,6 +92,15 @@ class JobPlan:
     multiway: tuple[MultiwayPlan, ...] = ()
     clash: ClashPlan | None = None
     """The ILP's global plan for the multi-way queries (their probe orders come from it)."""
+    shared: tuple[SharedGroup, ...] = ()
+    """Two-way queries that run as one join (`plan.shared`)."""
+
+    @property
+    def joins(self) -> tuple[QueryPlan, ...]:
+        """The two-way joins a batch runs: each shared join, and each query that runs alone."""
+        grouped = {m.name for g in self.shared for m in g.members}
+        alone = tuple(qp for qp in self.queries if qp.query.name not in grouped)
+        return (*alone, *(g.plan for g in self.shared))
 
     def stream(self, name: str) -> StreamPlan:
         """The plan of active stream `name`."""
@@ -106,7 +117,13 @@ class JobPlan:
         return explain_plan(self)
 
 
-def plan_job(job: Job, *, every_stream: bool = False, history_us: int | None = 0) -> JobPlan:
+def plan_job(
+    job: Job,
+    *,
+    every_stream: bool = False,
+    history_us: int | None = 0,
+    groups: t.Sequence[t.Sequence[str]] | None = None,
+) -> JobPlan:
     """Classify every query's predicate and derive each active stream's state layout.
 
     Args:
@@ -116,6 +133,8 @@ def plan_job(job: Job, *, every_stream: bool = False, history_us: int | None = 0
         history_us: with `every_stream`, how far behind the watermark each stream's state
             keeps rows at least, beyond what the queries need (None: all of them), for the
             queries added later to join with.
+        groups: the two-way queries that share a join, by name (None: AJoin's grouping
+            afresh, `optimizer.sharing.group_all`; empty: none share).
     """
     queries = tuple(_plan_query(job, q) for q in job.queries if not q.multiway)
     many = [q for q in job.queries if q.multiway]
@@ -135,7 +154,16 @@ def plan_job(job: Job, *, every_stream: bool = False, history_us: int | None = 0
     streams = []
     for index, s in enumerate(active):
         streams.append(StreamPlan(s, index, _loosest(retain[s.name])))
-    return JobPlan(job, tuple(streams), queries, multiway, clash)
+    if groups is None:
+        groups = group_all([c for qp in queries if (c := candidate(qp)) is not None])
+    by_name = {qp.query.name: qp for qp in queries}
+    shared = tuple(_plan_shared(job, [by_name[n] for n in g]) for g in groups)
+    return JobPlan(job, tuple(streams), queries, multiway, clash, shared)
+
+
+def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup:
+    query, shares = shared_query(members)
+    return SharedGroup(_plan_query(job, query), shares)
 
 
 def query_retention(plan: QueryPlan | MultiwayPlan) -> dict[str, int | None]:

@@ -229,7 +229,7 @@ class Engine:
         given = dict(sources or {})
         store = Checkpoint(FileStore(self.spark), checkpoint)
         served = ServedQueries(job, store, self.check_query, history)
-        plan = served.plan(served.job_of(served.current))
+        plan = served.plan(served.job_of(served.current), served.current.groups)
         for q in plan.job.queries:
             self.check_query(plan.job, q)
         serving = Serving(served, on_batch)

@@ -88,6 +88,7 @@ class BatchProcessor:
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
         self.served = served
         """A served job's queries, which may change at any batch (`runtime.serve`)."""
+        self._serving: tuple[t.Any, ...] | None = None
         # A restart may run an edited job: fail now if the checkpoints cannot serve it.
         check_restart(plan, checkpoint.latest(), checkpoint.root)
 
@@ -97,8 +98,9 @@ class BatchProcessor:
         if self.served is None:
             return None
         job, queries = self.served.for_batch(batch_id, self.checkpoint.previous(batch_id))
-        if job is not self.plan.job:
-            plan = self.served.plan(job)
+        if (job, queries.groups) != self._serving:
+            self._serving = (job, queries.groups)
+            plan = self.served.plan(job, queries.groups)
             self.plan = plan
             self.state_job = StateJob(plan, self.checkpoint, self.state_job.source_log)
             self.multiway = None

@@ -12,6 +12,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.adapt.joinpath import join_path
+from streamjoin.plan.shared import BITS
 from streamjoin.runtime.batch.joins import OLD, delta_join_sql, pairs_sql, side_rows
 from streamjoin.runtime.routing.router import key_types
 
@@ -36,11 +37,17 @@ class TwoWay:
 def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreViews) -> TwoWay:
     """Every two-way query's new pairs in the batch (`deltas`: each stream's new rows)."""
     out = TwoWay()
-    for qp in ctx.plan.queries:
+    for qp in ctx.plan.joins:
         observed: list[tuple[str, Observation, int]] = []
         out.frames[qp.query.name] = _pairs(ctx, qp, deltas, stores, observed)
         if observed:
             out.observed[qp.query.name] = observed
+    for group in ctx.plan.shared:
+        # Every member's sink reads the shared join's rows: computed once, kept for the batch.
+        rows = ctx.scratch.persist(out.frames.pop(group.name))
+        for m in group.members:
+            columns = [f"{column} AS `{alias}`" for column, alias in m.columns]
+            out.frames[m.name] = rows.where(f"({BITS} & {m.mask}) <> 0").selectExpr(*columns)
     return out
 
 

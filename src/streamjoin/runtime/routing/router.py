@@ -198,7 +198,7 @@ def restore_routers(
     or under the scheme `forced` for it (`BatchProcessor.set_partitioning`); `units`: the
     units of a query that names none."""
     routers = {}
-    for qp in plan.queries:
+    for qp in plan.joins:
         q = qp.query
         router = QueryRouter.restore(
             qp,
@@ -254,7 +254,7 @@ def after_batch(
     units: dict[str, UnitStats] = {}
     notes: dict[str, str] = {}
     state = prev.state_rows()
-    for qp in plan.queries:
+    for qp in plan.joins:
         q = qp.query
         router = routers[q.name]
         seen = observed.get(q.name, [])

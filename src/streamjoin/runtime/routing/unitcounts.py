@@ -54,7 +54,7 @@ class InputUnitCounts:
         """Pick the queries on the automatic hash path whose equality keys are columns (their
         schemes are those the previous batch left, so this runs every batch)."""
         self.sides, self.counts = {}, {}
-        for qp in plan.queries:
+        for qp in plan.joins:
             q = qp.query
             router = routers[q.name]
             automatic = router.scheme is None and q.option("partitioning", "auto") == "auto"

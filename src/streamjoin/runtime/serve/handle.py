@@ -64,7 +64,7 @@ class Serving:
         change = self.served.add(sql, source)
         job = self.served.planned_job()
         latest = self.served.checkpoint.latest()
-        gaps = history_gaps(self.served.plan(job), latest)
+        gaps = history_gaps(self.served.plan(job, groups=()), latest)
         return {
             "name": change.name,
             "sink": job.sink(next(q.sink for q in job.queries if q.name == change.name)).name,
@@ -100,7 +100,8 @@ class Serving:
     def queries(self) -> list[dict[str, t.Any]]:
         """Every query running or about to run or stop: name, sink, streams, state
         (``running``, ``starting``, ``stopping``), the batch it started in (None: from the job
-        file's start), rows written so far, and its text if it was added."""
+        file's start), rows written so far, the queries it shares a join with, and its text if
+        it was added."""
         current = self.served.job_of(self.served.current)
         planned = self.served.planned_job()
         since = dict(self.served.current.since)
@@ -108,6 +109,7 @@ class Serving:
             c.name: c.text for c in self.served.pending() if c.kind == "add"
         }
         out = self._last.manifest.totals.out if self._last is not None else {}
+        group = {n: i for i, g in enumerate(self.served.current.groups or ()) for n in g}
         now = {q.name for q in current.queries}
         rows = []
         for q in [*current.queries, *(q for q in planned.queries if q.name not in now)]:
@@ -122,6 +124,11 @@ class Serving:
                     "state": state,
                     "since": since.get(q.name),
                     "rows_out": out.get(q.name, 0),
+                    "shares_with": [
+                        n for n in (self.served.current.groups or ())[group[q.name]] if n != q.name
+                    ]
+                    if q.name in group
+                    else [],
                     "sql": texts.get(q.name),
                 }
             )
@@ -146,6 +153,7 @@ class Serving:
             "state_rows": None if last is None else last.state_rows,
             "watermark": format_watermark(None if last is None else last.watermark),
             "queries": len(self.served.job_of(self.served.current).queries),
+            "shared_joins": [list(g) for g in self.served.current.groups or ()],
             "pending_changes": len(self.served.pending()),
             "error": None if error is None else f"{type(error).__name__}: {error}",
         }

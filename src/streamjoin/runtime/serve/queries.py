@@ -18,7 +18,9 @@ import typing as t
 from dataclasses import dataclass, replace
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.optimizer.sharing import REPLAN_CHURN, group_all, place, remove
 from streamjoin.plan import plan_job
+from streamjoin.plan.shared import candidate
 from streamjoin.sql import parse_query_file
 
 if t.TYPE_CHECKING:
@@ -65,6 +67,10 @@ class QuerySet:
     added: tuple[tuple[str, str], ...] = ()
     dropped: tuple[str, ...] = ()
     since: tuple[tuple[str, int], ...] = ()
+    groups: tuple[tuple[str, ...], ...] | None = None
+    """The queries that share a join (`optimizer.sharing`); None: not grouped yet."""
+    churn: int = 0
+    """Changes since the groups were last made afresh."""
 
     def apply(self, change: Change, batch: int) -> QuerySet:
         """This set after `change`, applied at the start of batch `batch`."""
@@ -101,16 +107,21 @@ class QuerySet:
             "added": [list(a) for a in self.added],
             "dropped": list(self.dropped),
             "since": dict(self.since),
+            "groups": None if self.groups is None else [list(g) for g in self.groups],
+            "churn": self.churn,
         }
 
     @staticmethod
     def of(raw: dict[str, t.Any]) -> QuerySet:
         """Inverse of `to_dict` (an empty dict: the job file's queries)."""
+        groups = raw.get("groups")
         return QuerySet(
             seq=int(raw.get("seq", 0)),
             added=tuple((str(n), str(s)) for n, s in raw.get("added", [])),
             dropped=tuple(str(n) for n in raw.get("dropped", [])),
             since=tuple((str(n), int(b)) for n, b in raw.get("since", {}).items()),
+            groups=None if groups is None else tuple(tuple(map(str, g)) for g in groups),
+            churn=int(raw.get("churn", 0)),
         )
 
 
@@ -141,7 +152,7 @@ class ServedQueries:
         self._lock = threading.Lock()
         self.current = QuerySet.of(checkpoint.latest().served)
         """The set the newest committed batch ran."""
-        self._jobs: dict[QuerySet, Job] = {}
+        self._jobs: dict[tuple[t.Any, ...], Job] = {}
         changes = self._load()
         self._pending = [c for c in changes if c.seq > self.current.seq]
         for change in changes:
@@ -160,17 +171,44 @@ class ServedQueries:
         return [Change.from_json(fs.read_text(f"{self._dir()}/{n}")) for n in names]
 
     def job_of(self, queries: QuerySet) -> Job:
-        """The job that runs `queries` (the same object for the same set)."""
-        job = self._jobs.get(queries)
+        """The job that runs `queries` (the same object for the same queries)."""
+        key = (queries.added, queries.dropped)
+        job = self._jobs.get(key)
         if job is None:
             job = queries.job(self.base)
             # (A few sets are asked for again: the last batch's, the planned one.)
-            self._jobs = dict(list(self._jobs.items())[-7:]) | {queries: job}
+            self._jobs = dict(list(self._jobs.items())[-7:]) | {key: job}
         return job
 
-    def plan(self, job: Job) -> JobPlan:
-        """The plan of a served `job`: every stream read, each keeping the history."""
-        return plan_job(job, every_stream=True, history_us=self.history_us)
+    def plan(self, job: Job, groups: t.Sequence[t.Sequence[str]] | None = None) -> JobPlan:
+        """The plan of a served `job`: every stream read, each keeping the history, and the
+        two-way queries in `groups` sharing a join each (None: grouped afresh)."""
+        return plan_job(job, every_stream=True, history_us=self.history_us, groups=groups)
+
+    def _regroup(self, before: QuerySet, after: QuerySet, prev: Manifest) -> QuerySet:
+        """`after` (`before` with some changes) with its groups: `before`'s, each added query
+        placed and each dropped one taken out, or all made afresh past AJoin's churn."""
+        if after == before and after.groups is not None:
+            return after
+        plan = self.plan(self.job_of(after), groups=())
+        candidates = [c for qp in plan.queries if (c := candidate(qp)) is not None]
+        rates = _rates(plan, prev)
+        churn = after.seq - before.seq + before.churn
+        if before.groups is None or churn > REPLAN_CHURN * max(1, len(plan.job.queries)):
+            groups = group_all(candidates, rates)
+            return replace(after, groups=tuple(map(tuple, groups)), churn=0)
+        names = {c.name for c in candidates}
+        kept: list[list[str]] = [list(g) for g in before.groups]
+        for group in before.groups:
+            for name in group:
+                if name not in names:
+                    kept = remove(kept, name)
+        grouped = {n for g in before.groups for n in g}
+        old = {q.name for q in self.job_of(before).queries}
+        for c in candidates:
+            if c.name not in old and c.name not in grouped:
+                kept = place(kept, c, candidates, rates)
+        return replace(after, groups=tuple(map(tuple, kept)), churn=churn)
 
     def _planned(self) -> QuerySet:
         planned = self.current
@@ -235,11 +273,12 @@ class ServedQueries:
         if replayed is not None:
             queries = QuerySet.of(replayed.served)
         else:
-            queries = QuerySet.of(prev.served)
+            before = queries = QuerySet.of(prev.served)
             with self._lock:
                 for change in self._pending:
                     if change.seq > queries.seq:
                         queries = queries.apply(change, batch_id)
+            queries = self._regroup(before, queries, prev)
         return self.job_of(queries), queries
 
     def committed(self, queries: QuerySet) -> None:
@@ -255,3 +294,13 @@ class ServedQueries:
         """The changes asked for that no committed batch has applied yet."""
         with self._lock:
             return list(self._pending)
+
+
+def _rates(plan: JobPlan, last: Manifest) -> dict[str, float]:
+    """Each stream's rows per second of event time, as its state holds them after `last`."""
+    rows = last.state_rows()
+    return {
+        sp.name: rows[sp.name] / (sp.retain_us / 1e6)
+        for sp in plan.streams
+        if sp.name in rows and sp.retain_us
+    }

@@ -1,0 +1,134 @@
+"""Two-way queries that run as one join with query-set bits (`plan.shared`): each query's
+output is the reference's, whatever its selections, window, other conditions and aliases."""
+
+from __future__ import annotations
+
+import typing as t
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamjoin.plan import plan_job
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch.processor import BatchProcessor
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.sources import schema_ddl
+from streamjoin.runtime.state.checkpoint import Checkpoint
+from streamjoin.runtime.state.fs import FileStore
+from streamjoin.sql import parse_job
+
+from .harness import read_sink, run_batches
+from .streams import make_batches, stream_ddl
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
+    from pyspark.sql import SparkSession
+
+    from streamjoin.model import Job
+    from streamjoin.plan import JobPlan
+    from tests.spark.harness import Batches
+
+LEFT = ["{l}.x > 5", "{l}.s = 'p'", "{l}.x BETWEEN 2 AND 6", "{l}.s IS NULL"]
+RIGHT = ["{r}.x < 4", "{r}.s <> 'q'", "{r}.id % 2 = 0"]
+PAIR = ["{l}.x + {r}.x > 9", "{l}.s = {r}.s", "abs({l}.x - {r}.x) <= 2", "{l}.id < {r}.id"]
+
+
+@st.composite
+def member(draw: st.DrawFn, n: int) -> str:
+    """One query over A and B on the key k: its sink ``s<n>`` and INSERT."""
+    la, ra = draw(st.sampled_from([("a", "b"), ("x", "y"), ("b", "a")]))
+    conds = [draw(st.sampled_from([f"{la}.k = {ra}.k", f"{ra}.k = {la}.k"]))]
+    lo, hi = draw(st.integers(-5, 2)), draw(st.integers(0, 5))
+    if draw(st.booleans()):
+        conds.append(
+            f"{ra}.ts BETWEEN {la}.ts + INTERVAL '{lo}' SECOND "
+            f"AND {la}.ts + INTERVAL '{max(lo, hi)}' SECOND"
+        )
+    for pool in (LEFT, RIGHT, PAIR):
+        conds += [c.format(l=la, r=ra) for c in draw(st.sets(st.sampled_from(pool), max_size=2))]
+    cols = draw(st.sampled_from([f"{la}.id AS i, {ra}.id AS j", f"{ra}.id AS i, {la}.id AS j"]))
+    return f"INSERT INTO s{n} SELECT {cols} FROM A {la} JOIN B {ra} ON {' AND '.join(conds)};"
+
+
+def _job(tmp_path: Path, inserts: list[str]) -> Job:
+    sinks = [
+        f"CREATE SINK s{n} WITH (format = 'parquet', path = '{tmp_path / f's{n}'}');"
+        for n in range(len(inserts))
+    ]
+    return parse_job("\n".join([stream_ddl("A"), stream_ddl("B"), *sinks, *inserts]))
+
+
+def _run(spark: SparkSession, plan: JobPlan, batches: Batches, ckpt: Path) -> None:
+    engine = Engine(spark)
+    processor = BatchProcessor(spark, plan, Checkpoint(FileStore(spark), str(ckpt)))
+    try:
+        for i, batch in enumerate(batches):
+            frames = {}
+            for name, rows in batch.items():
+                stream = plan.job.stream(name)
+                cols = [c.name for c in stream.columns]
+                values = [tuple(r.get(c) for c in cols) for r in rows]
+                frames[name] = spark.createDataFrame(values, schema=schema_ddl(stream))
+            processor.process(engine.unified(plan, frames), i)
+    finally:
+        processor.close()
+
+
+def _check(spark: SparkSession, job: Job, batches: Batches) -> int:
+    expected = run_reference(job, batches)
+    total = 0
+    for q in job.queries:
+        want = normalize(expected.outputs[q.name])
+        assert normalize(read_sink(spark, job, q.sink, ["i", "j"])) == want, q.name
+        total += len(want)
+    return total
+
+
+@settings(max_examples=5)
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_any_queries_sharing_one_join_match_the_reference(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int, data: st.DataObject
+) -> None:
+    tmp_path = tmp_path_factory.mktemp("shared")
+    n = data.draw(st.integers(2, 5))
+    job = _job(tmp_path, [data.draw(member(i)) for i in range(n)])
+    names = [q.name for q in job.queries]
+    windowed = [w is not None for w in (qp.parts.window for qp in plan_job(job).queries)]
+    # Full-history members share only with each other: one group of the windowed, one of the
+    # others (where each has two or more). Their keys may differ (`a.s = b.s` is one too).
+    pairs = list(zip(names, windowed, strict=True))
+    split = ([n for n, w in pairs if w is want] for want in (True, False))
+    groups = [g for g in split if len(g) > 1]
+    plan = plan_job(job, groups=groups)
+    assert sum(len(g.members) for g in plan.shared) == sum(map(len, groups))
+    batches = make_batches(seed, n_batches=4, rows_per_batch=10, keys=3)
+    _run(spark, plan, batches, tmp_path / "ckpt")
+    _check(spark, job, batches)
+
+
+def test_a_job_files_queries_share_by_the_cost_model(spark: SparkSession, tmp_path: Path) -> None:
+    """Four queries over A and B on k: the three with windows of a few seconds share a join;
+    the one of an hour, with its own selection, runs apart (AJoin: narrow next to wide)."""
+    w = "b.ts BETWEEN a.ts - INTERVAL '{0}' {1} AND a.ts + INTERVAL '{0}' {1}"
+    ab = "FROM A a JOIN B b ON"
+    job = _job(
+        tmp_path,
+        [
+            f"INSERT INTO s0 SELECT a.id AS i, b.id AS j {ab} a.k = b.k AND "
+            f"{w.format(3, 'SECOND')};",
+            f"INSERT INTO s1 SELECT a.id AS i, b.id AS j {ab} a.k = b.k AND a.x > 5 AND "
+            f"{w.format(2, 'SECOND')};",
+            f"INSERT INTO s2 SELECT b.id AS i, a.id AS j {ab} b.k = a.k AND a.x < b.x AND "
+            f"{w.format(4, 'SECOND')};",
+            f"INSERT INTO s3 SELECT a.id AS i, b.id AS j {ab} a.k = b.k AND b.x < 1 AND "
+            f"{w.format(1, 'HOUR')};",
+        ],
+    )
+    plan = plan_job(job)
+    assert [[m.name for m in g.members] for g in plan.shared] == [["q1", "q2", "q3"]]
+    assert sorted(qp.query.name for qp in plan.joins) == ["q4", plan.shared[0].name]
+    batches = make_batches(51, n_batches=5, rows_per_batch=12, keys=3)
+    run_batches(spark, job, batches, tmp_path / "ckpt")
+    assert _check(spark, job, batches) > 0

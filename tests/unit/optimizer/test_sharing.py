@@ -1,0 +1,97 @@
+"""AJoin's grouping of two-way queries (`optimizer.sharing`) and the shared join it plans
+(`plan.shared`)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamjoin.optimizer.sharing import (
+    FIXED,
+    MAX_BITS,
+    Candidate,
+    cost,
+    group_all,
+    place,
+    remove,
+)
+from streamjoin.plan import plan_job
+from streamjoin.plan.shared import BITS, candidate
+from streamjoin.sql import parse_job
+
+KEY = ("A", "B", ("sjl.k = sjr.k",))
+
+
+def _c(name: str, span: float | None = 4.0, left: str = "", key: object = KEY) -> Candidate:
+    return Candidate(name, key, span, frozenset([left] if left else []), frozenset(), ("A", "B"))
+
+
+def test_alike_queries_share_and_a_narrow_one_stays_apart_from_a_wide_one() -> None:
+    alike = [_c("q1"), _c("q2", 6.0), _c("q3", 2.0, "sjl.x > 5")]
+    assert [sorted(g) for g in group_all(alike)] == [["q1", "q2", "q3"]]
+    # An hour of rows selected one way next to a second selected another way: the shared join
+    # would index an hour of both selections; apart, each indexes its own.
+    assert group_all([_c("n", 1.0, "sjl.x > 5"), _c("w", 3600.0, "sjl.x < 1")]) == []
+    assert cost([_c("w", 3600.0)], {}) > FIXED
+
+
+def test_only_queries_of_one_key_and_kind_of_window_share() -> None:
+    other = ("A", "B", ("sjl.s = sjr.s",))
+    pool = [_c("q1"), _c("q2", key=other), _c("q3", None), _c("q4", None), _c("q5")]
+    assert sorted(group_all(pool)) == [["q1", "q5"], ["q3", "q4"]]
+
+
+def test_a_group_holds_at_most_64_queries() -> None:
+    groups = group_all([_c(f"q{i}") for i in range(100)])
+    assert sorted(map(len, groups)) == [36, MAX_BITS]
+
+
+@given(st.lists(st.sampled_from([1.0, 2.0, 5.0, 600.0, None]), min_size=1, max_size=12))
+def test_placing_one_by_one_keeps_every_query_once(spans: list[float | None]) -> None:
+    pool = [_c(f"q{i}", s, "sjl.x > 5" if i % 3 else "") for i, s in enumerate(spans)]
+    groups: list[list[str]] = []
+    for i, c in enumerate(pool):
+        groups = place(groups, c, pool[: i + 1])
+    names = [n for g in groups for n in g]
+    assert len(names) == len(set(names)) and all(2 <= len(g) <= MAX_BITS for g in groups)
+    for c in pool:
+        groups = remove(groups, c.name)
+    assert groups == []
+
+
+def test_the_shared_join_of_a_job() -> None:
+    w = "{1}.ts BETWEEN {0}.ts - INTERVAL '{2}' SECOND AND {0}.ts + INTERVAL '{2}' SECOND"
+    ddl = (
+        "CREATE STREAM {0} (id BIGINT, k BIGINT, x DOUBLE, s STRING, ts TIMESTAMP, "
+        "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'json', path = '/{0}');"
+    )
+    job = parse_job(
+        "\n".join(
+            [
+                ddl.format("A"),
+                ddl.format("B"),
+                "CREATE SINK s1 WITH (format = 'json', path = '/1');",
+                "CREATE SINK s2 WITH (format = 'json', path = '/2');",
+                "INSERT INTO s1 SELECT a.id AS i FROM A a JOIN B b ON a.k = b.k "
+                f"AND {w.format('a', 'b', 3)};",
+                "INSERT INTO s2 SELECT y.id AS i, x.x + y.x AS t FROM A x JOIN B y ON y.k = x.k "
+                f"AND x.x > 5 AND x.x < y.x AND {w.format('x', 'y', 2)};",
+            ]
+        )
+    )
+    c1, c2 = (candidate(qp) for qp in plan_job(job, groups=()).queries)
+    assert c1 is not None and c2 is not None
+    assert (c1.span_s, c2.span_s, c2.left, c2.right) == (6.0, 4.0, frozenset({"sjl.x > 5"}), set())
+    plan = plan_job(job)
+    (group,) = plan.shared
+    assert [(m.name, m.bit, m.columns) for m in group.members] == [
+        ("q1", 0, (("_sjc0", "i"),)),
+        ("q2", 1, (("_sjc1", "i"), ("_sjc2", "t"))),
+    ]
+    qp = group.plan
+    assert qp.strategy == "hash" and qp.parts.window is not None
+    assert (qp.parts.window.lo_us, qp.parts.window.hi_us) == (-3_000_000, 3_000_000)
+    assert [k.describe() for k in qp.parts.equi] == ["sjl.k = sjr.k"]
+    assert qp.query.select[-1].alias == BITS
+    assert "CASE WHEN sjl.x > 5 THEN 2L ELSE 0L END" in qp.query.predicate
+    assert [j.query.name for j in plan.joins] == [group.name]
