@@ -114,6 +114,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from benchmarks.multiquery import main as multiquery
 
         return multiquery([f"--{size}"] * (size != "full") + ["--out", args.out] * bool(args.out))
+    if args.workload == "adhoc":  # its own modes and report: benchmarks/adhoc.py
+        from benchmarks.adhoc import main as adhoc
+
+        return adhoc([f"--{size}"] * (size != "full") + ["--out", args.out] * bool(args.out))
     engines = args.engines.split(",") if args.engines else None
     if args.duration is not None and args.rate is None and not args.max_rate:
         msg = "--duration goes with --rate (the live mode)"

@@ -51,10 +51,11 @@ class Engine:
 
         return parse_job(sql, source)
 
-    def validate(self, job: Job) -> JobPlan:
+    def validate(self, job: Job, settings: Settings | None = None) -> JobPlan:
         """Plan `job` and let Spark analyse every query on empty inputs, so that a mistake only
         Spark can see (an unknown function, say) is reported before the stream starts."""
-        plan = plan_job(job)
+        share = (settings or Settings.of(self.spark)).share_joins
+        plan = plan_job(job, groups=None if share else ())
         for q in job.queries:
             self.check_query(job, q)
         return plan
@@ -86,7 +87,8 @@ class Engine:
         self, job: Job, checkpoint: str, on_batch: Callable[[BatchReport], None] | None = None
     ) -> BatchProcessor:
         """The per-batch function of `job` over `checkpoint`, to drive batches by hand."""
-        plan = plan_job(job)
+        share = Settings.of(self.spark).share_joins
+        plan = plan_job(job, groups=None if share else ())
         return BatchProcessor(
             self.spark, plan, Checkpoint(FileStore(self.spark), checkpoint), on_batch
         )
@@ -130,7 +132,8 @@ class Engine:
             timeout: stop after this many seconds (None: run until done or interrupted).
         """
         given = dict(sources or {})
-        plan = self.validate(job)
+        settings = Settings.of(self.spark)  # (fails now, naming a bad setting)
+        plan = self.validate(job, settings)
         temporary = checkpoint is None
         ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")
         line = ProgressLine() if progress else None
@@ -143,7 +146,6 @@ class Engine:
 
         store = Checkpoint(FileStore(self.spark), ckpt)
         read = [sp.name for sp in plan.streams if sp.name not in given]
-        settings = Settings.of(self.spark)  # (fails now, naming a bad setting)
         sourced = sourced_streams(plan, read, settings.state_from_source)
         log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
         processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
@@ -227,13 +229,13 @@ class Engine:
         from streamjoin.runtime.serve.queries import ServedQueries
 
         given = dict(sources or {})
+        settings = Settings.of(self.spark)
         store = Checkpoint(FileStore(self.spark), checkpoint)
-        served = ServedQueries(job, store, self.check_query, history)
+        served = ServedQueries(job, store, self.check_query, history, share=settings.share_joins)
         plan = served.plan(served.job_of(served.current), served.current.groups)
         for q in plan.job.queries:
             self.check_query(plan.job, q)
         serving = Serving(served, on_batch)
-        settings = Settings.of(self.spark)
         # (No stream's state is its input files: the queries that will read them are unknown.)
         processor = BatchProcessor(
             self.spark, plan, store, serving.batch_done, None, settings, served

@@ -89,6 +89,12 @@ SETTINGS: dict[str, Key] = {
             choices=("ilp", "greedy"),
         ),
         Key(
+            "streamjoin.twoway.share",
+            "true",
+            "`false`: every two-way query runs its own join (no join shared by query-set bits)",
+            choices=("true", "false"),
+        ),
+        Key(
             "streamjoin.multiway.share",
             "true",
             "`false`: no probe step shared between queries",
@@ -178,6 +184,7 @@ class Settings:
     hot_state: bool = True
     optimizer: Optimizer = "ilp"
     share: bool = True
+    share_joins: bool = True
     mirs: bool = True
     partitioned: bool = True
     route_rows: int = 100_000
@@ -205,6 +212,7 @@ class Settings:
             hot_state=text("streamjoin.state.hot") == "true",
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.multiway.share") == "true",
+            share_joins=text("streamjoin.twoway.share") == "true",
             mirs=text("streamjoin.multiway.mirs") == "true",
             partitioned=text("streamjoin.multiway.partitioned") == "true",
             route_rows=int(text("streamjoin.multiway.routeRows")),

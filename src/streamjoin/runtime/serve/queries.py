@@ -136,6 +136,7 @@ class ServedQueries:
             with the job, the query and the name of its text before a change is accepted.
         history_us: how far behind the watermark every stream's state keeps rows at least,
             for the queries added later (None: all of them; `plan.plan_job`).
+        share: whether two-way queries may share a join (`optimizer.sharing`).
     """
 
     def __init__(
@@ -144,9 +145,12 @@ class ServedQueries:
         checkpoint: Checkpoint,
         check: Callable[[Job, Query, str], None],
         history_us: int | None = 0,
+        *,
+        share: bool = True,
     ) -> None:
         self.base = base
         self.history_us = history_us
+        self.share = share
         self.checkpoint = checkpoint
         self.check = check
         self._lock = threading.Lock()
@@ -183,6 +187,7 @@ class ServedQueries:
     def plan(self, job: Job, groups: t.Sequence[t.Sequence[str]] | None = None) -> JobPlan:
         """The plan of a served `job`: every stream read, each keeping the history, and the
         two-way queries in `groups` sharing a join each (None: grouped afresh)."""
+        groups = groups if self.share else ()
         return plan_job(job, every_stream=True, history_us=self.history_us, groups=groups)
 
     def _regroup(self, before: QuerySet, after: QuerySet, prev: Manifest) -> QuerySet:
@@ -190,6 +195,8 @@ class ServedQueries:
         placed and each dropped one taken out, or all made afresh past AJoin's churn."""
         if after == before and after.groups is not None:
             return after
+        if not self.share:
+            return replace(after, groups=())
         plan = self.plan(self.job_of(after), groups=())
         candidates = [c for qp in plan.queries if (c := candidate(qp)) is not None]
         rates = _rates(plan, prev)
