@@ -168,9 +168,10 @@ def _cmd_query_list(args: argparse.Namespace) -> int:
         print("no queries")
     for q in rows:
         since = "the start" if q["since"] is None else f"batch {q['since']}"
+        shares = f"; shares a join with {', '.join(q['shares_with'])}" if q["shares_with"] else ""
         print(
             f"{q['name']:<16} {q['state']:<9} sink {q['sink']:<16} "
-            f"{'+'.join(q['streams']):<12} since {since}, {q['rows_out']} rows out"
+            f"{'+'.join(q['streams']):<12} since {since}, {q['rows_out']} rows out{shares}"
         )
     return 0
 

@@ -270,6 +270,41 @@ def test_a_crash_while_a_change_applies_loses_and_repeats_nothing(
     _check(spark, _everything(tmp_path, base), batches, lives)
 
 
+def test_a_query_dropped_after_a_failed_attempt_keeps_nothing_of_it(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch 2 fails after its sinks wrote q1's rows; q1 is dropped before the batch runs
+    again: the batch runs without q1, and q1's sink holds nothing of batch 2."""
+    base = _base(tmp_path, ("ab",))
+    batches = make_batches(24, streams=("A", "B", "C"), n_batches=4, rows_per_batch=8, keys=3)
+
+    class Crash(Exception):
+        pass
+
+    crashed: list[int] = []
+
+    def crash(at: str, batch_id: int) -> None:
+        if (at, batch_id) == ("after-sink", 2) and not crashed:
+            crashed.append(batch_id)
+            raise Crash
+
+    monkeypatch.setattr("streamjoin.runtime.batch.processor.maybe_crash", crash)
+    served = Served(spark, base, tmp_path / "ckpt")
+    try:
+        for i in range(2):
+            served.batch(i, batches[i])
+        with pytest.raises(Crash):
+            served.batch(2, batches[2])
+        assert (tmp_path / "out" / "ab" / "batch=2").exists()
+        served.queries.drop("q1")
+        for i in range(2, len(batches)):
+            served.batch(i, batches[i])
+    finally:
+        served.close()
+    assert not (tmp_path / "out" / "ab" / "batch=2").exists()
+    _check(spark, _everything(tmp_path, base), batches, {"ab": [(0, 2)]})
+
+
 @settings(max_examples=4)
 @given(
     seed=st.integers(0, 10_000),

@@ -23,7 +23,7 @@ import typing as t
 from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
-from streamjoin.optimizer.sharing import group_all
+from streamjoin.optimizer.sharing import Candidate, group_all
 from streamjoin.plan.clash import ClashPlan, plan_clash
 from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_predicate
 from streamjoin.plan.micros import micros_predicate
@@ -154,11 +154,28 @@ def plan_job(
     streams = []
     for index, s in enumerate(active):
         streams.append(StreamPlan(s, index, _loosest(retain[s.name])))
+    candidates = {c.name: c for qp in queries if (c := candidate(qp)) is not None}
     if groups is None:
-        groups = group_all([c for qp in queries if (c := candidate(qp)) is not None])
+        groups = group_all(list(candidates.values()))
     by_name = {qp.query.name: qp for qp in queries}
-    shared = tuple(_plan_shared(job, [by_name[n] for n in g]) for g in groups)
+    shared = tuple(_plan_shared(job, [by_name[n] for n in g]) for g in _valid(groups, candidates))
     return JobPlan(job, tuple(streams), queries, multiway, clash, shared)
+
+
+def _valid(
+    groups: t.Sequence[t.Sequence[str]], candidates: t.Mapping[str, Candidate]
+) -> list[list[str]]:
+    """`groups` as this job can run them: only queries that may share, each once, with the
+    streams and keys of their group's first (groups kept from an earlier version of the job
+    may name queries since changed or gone)."""
+    out, seen = [], set()
+    for group in groups:
+        members = [candidates[n] for n in group if n in candidates and n not in seen]
+        kept = [m.name for m in members if m.key == members[0].key]
+        if len(kept) > 1:
+            out.append(kept)
+            seen.update(kept)
+    return out
 
 
 def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup:

@@ -25,7 +25,7 @@ from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.intake import classify, write_deadletters
-from streamjoin.runtime.batch.sinks import write_outputs
+from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
 from streamjoin.runtime.batch.twoway import two_way_joins
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
@@ -100,6 +100,13 @@ class BatchProcessor:
         job, queries = self.served.for_batch(batch_id, self.checkpoint.previous(batch_id))
         if (job, queries.groups) != self._serving:
             self._serving = (job, queries.groups)
+            # An earlier attempt at this batch may have run a query dropped since: its output
+            # of the batch goes (the query's results end before this batch).
+            kept = {q.name for q in job.queries}
+            for q in self.plan.job.queries:
+                sink = self.plan.job.sink(q.sink)
+                if q.name not in kept and sink.option("path"):
+                    self.checkpoint.fs.delete(sink_batch_path(sink, batch_id))
             plan = self.served.plan(job, queries.groups)
             self.plan = plan
             self.state_job = StateJob(plan, self.checkpoint, self.state_job.source_log)
@@ -120,6 +127,15 @@ class BatchProcessor:
         names = [qp.query.name for qp in self.plan.queries]
         if query not in names:
             msg = f"unknown query {query!r}; the job's queries are {', '.join(names)}"
+            raise KeyError(msg)
+        group = next((g for g in self.plan.shared if query in {m.name for m in g.members}), None)
+        if group is not None:
+            others = ", ".join(m.name for m in group.members if m.name != query)
+            msg = (
+                f"query {query!r} shares one join with {others}, which runs under its own "
+                "scheme; give the query WITH options (it then runs alone) or set "
+                "streamjoin.twoway.share = false"
+            )
             raise KeyError(msg)
         scheme_from_params(params)  # fails early, naming the bad scheme
         self._next_schemes[query] = dict(params)

@@ -61,13 +61,12 @@ class Serving:
             JobError: the query is wrong (line, column and text in `sql`); nothing changes.
             StreamJoinError: its name or sink is taken.
         """
-        change = self.served.add(sql, source)
-        job = self.served.planned_job()
+        change, job = self.served.add(sql, source)
         latest = self.served.checkpoint.latest()
         gaps = history_gaps(self.served.plan(job, groups=()), latest)
         return {
             "name": change.name,
-            "sink": job.sink(next(q.sink for q in job.queries if q.name == change.name)).name,
+            "sink": next(q.sink for q in job.queries if q.name == change.name),
             "state": "starting",
             "change": change.seq,
             "warnings": [m for m in gaps if m.startswith(f"query {change.name} ")],
@@ -102,14 +101,17 @@ class Serving:
         (``running``, ``starting``, ``stopping``), the batch it started in (None: from the job
         file's start), rows written so far, the queries it shares a join with, and its text if
         it was added."""
-        current = self.served.job_of(self.served.current)
+        now_set = self.served.current  # (read once: a batch may commit meanwhile)
+        current = self.served.job_of(now_set)
         planned = self.served.planned_job()
-        since = dict(self.served.current.since)
-        texts = dict(self.served.current.added) | {
+        since = dict(now_set.since)
+        texts = dict(now_set.added) | {
             c.name: c.text for c in self.served.pending() if c.kind == "add"
         }
-        out = self._last.manifest.totals.out if self._last is not None else {}
-        group = {n: i for i, g in enumerate(self.served.current.groups or ()) for n in g}
+        last = self._last
+        out = last.manifest.totals.out if last is not None else {}
+        groups = now_set.groups or ()
+        group = {n: i for i, g in enumerate(groups) for n in g}
         now = {q.name for q in current.queries}
         rows = []
         for q in [*current.queries, *(q for q in planned.queries if q.name not in now)]:
@@ -124,9 +126,7 @@ class Serving:
                     "state": state,
                     "since": since.get(q.name),
                     "rows_out": out.get(q.name, 0),
-                    "shares_with": [
-                        n for n in (self.served.current.groups or ())[group[q.name]] if n != q.name
-                    ]
+                    "shares_with": [n for n in groups[group[q.name]] if n != q.name]
                     if q.name in group
                     else [],
                     "sql": texts.get(q.name),

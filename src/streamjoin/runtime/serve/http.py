@@ -11,12 +11,17 @@
 A refused change answers 400 with ``{"error": message}`` and, for a mistake in the query's text,
 its ``line``, ``col`` and ``text``. Bound beyond the loopback interface the endpoint needs a
 token, sent as ``Authorization: Bearer TOKEN``; without one, or with a wrong one, it answers 401.
+Without a token, a request must name a loopback ``Host``, come from no other web ``Origin``,
+and send its body as ``application/json``: a web page the operator visits cannot then add or
+drop queries (a cross-site JSON request needs a CORS check this endpoint never grants, and a
+page served under another name cannot rebind it).
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import socket
 import threading
 import typing as t
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,8 +62,8 @@ class ControlServer:
             )
             raise StreamJoinError(msg)
         handler = type("Handler", (_Handler,), {"serving": serving, "token": token})
-        self._server = ThreadingHTTPServer((host, port), handler)
-        self._server.daemon_threads = True
+        server = _Server6 if ":" in host else _Server  # (":": an IPv6 address)
+        self._server = server((host, port), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -75,6 +80,29 @@ class ControlServer:
         """Stop answering and free the port."""
         self._server.shutdown()
         self._server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+def _seconds(value: object) -> float | None:
+    """A request's ``wait``, checked before anything changes."""
+    if value is None:
+        return None
+    try:
+        seconds = float(t.cast("float", value))
+    except (TypeError, ValueError):
+        msg = f"wait must be a number of seconds, got {value!r}"
+        raise ValueError(msg) from None
+    if not 0 <= seconds <= 3600:
+        msg = f"wait must be between 0 and 3600 seconds, got {seconds:g}"
+        raise ValueError(msg)
+    return seconds
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -94,11 +122,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer("DELETE")
 
     def _answer(self, method: str) -> None:
-        if self.token and not hmac.compare_digest(
-            self.headers.get("Authorization", ""), f"Bearer {self.token}"
-        ):
-            self._send(401, {"error": "a valid token is required (Authorization: Bearer ...)"})
-            return
+        if self.token:
+            # (The header's bytes as sent: http.server decodes them as Latin-1.)
+            given = self.headers.get("Authorization", "").encode("latin-1", "replace")
+            if not hmac.compare_digest(given, f"Bearer {self.token}".encode()):
+                self._send(401, {"error": "a valid token is required (Authorization: Bearer ...)"})
+                return
+        else:
+            refusal = self._local_refusal(method)
+            if refusal:
+                self._send(403, {"error": refusal})
+                return
         url = urlsplit(self.path)
         parts = [unquote(p) for p in url.path.strip("/").split("/") if p]
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -118,6 +152,20 @@ class _Handler(BaseHTTPRequestHandler):
             status, body = 400, {"error": str(err)}
         self._send(status, body)
 
+    def _local_refusal(self, method: str) -> str | None:
+        """Why a request without a token is refused, or None: it must look like a local
+        client's, not a web page's."""
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
+        if host not in LOOPBACK:
+            return f"Host {host!r} is not this machine's loopback name"
+        origin = self.headers.get("Origin")
+        if origin is not None and urlsplit(origin).hostname not in LOOPBACK:
+            return f"requests from the web page {origin} are refused"
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if method != "GET" and kind != "application/json":
+            return "a change must be sent as application/json"
+        return None
+
     def _route(self, method: str, parts: list[str], query: dict[str, str]) -> tuple[int, t.Any]:
         serving = self.serving
         if method == "GET" and parts == ["status"]:
@@ -130,19 +178,19 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(sql, str):
                 msg = 'the body must be JSON with the query file\'s text as "sql"'
                 raise ValueError(msg)
+            wait = _seconds(body.get("wait"))
             added = serving.add_query(sql, str(body.get("source") or "<query>"))
-            added["applied"] = self._wait(added["change"], body.get("wait"))
+            added["applied"] = self._wait(added["change"], wait)
             return 201, added
         if method == "DELETE" and len(parts) == 2 and parts[0] == "queries":
+            wait = _seconds(query.get("wait"))
             dropped = serving.drop_query(parts[1])
-            dropped["applied"] = self._wait(dropped["change"], query.get("wait"))
+            dropped["applied"] = self._wait(dropped["change"], wait)
             return 200, dropped
         return 404, {"error": f"no such request: {method} /{'/'.join(parts)}"}
 
-    def _wait(self, change: int, seconds: object) -> bool | None:
-        if seconds is None:
-            return None
-        return self.serving.wait(change, float(t.cast("float", seconds)))
+    def _wait(self, change: int, seconds: float | None) -> bool | None:
+        return None if seconds is None else self.serving.wait(change, seconds)
 
     def _json(self) -> dict[str, t.Any]:
         length = int(self.headers.get("Content-Length") or 0)

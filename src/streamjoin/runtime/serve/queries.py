@@ -204,16 +204,17 @@ class ServedQueries:
         if before.groups is None or churn > REPLAN_CHURN * max(1, len(plan.job.queries)):
             groups = group_all(candidates, rates)
             return replace(after, groups=tuple(map(tuple, groups)), churn=0)
+        # A query added, or dropped and added again with other text, is placed afresh.
+        was = {q.name: q for q in self.job_of(before).queries}
+        fresh = {q.name for q in plan.job.queries if was.get(q.name) != q}
         names = {c.name for c in candidates}
         kept: list[list[str]] = [list(g) for g in before.groups]
         for group in before.groups:
             for name in group:
-                if name not in names:
+                if name not in names or name in fresh:
                     kept = remove(kept, name)
-        grouped = {n for g in before.groups for n in g}
-        old = {q.name for q in self.job_of(before).queries}
         for c in candidates:
-            if c.name not in old and c.name not in grouped:
+            if c.name in fresh:
                 kept = place(kept, c, candidates, rates)
         return replace(after, groups=tuple(map(tuple, kept)), churn=churn)
 
@@ -228,9 +229,9 @@ class ServedQueries:
         with self._lock:
             return self.job_of(self._planned())
 
-    def add(self, text: str, source: str = "<query>") -> Change:
+    def add(self, text: str, source: str = "<query>") -> tuple[Change, Job]:
         """Check the query file `text` against the job as the pending changes leave it, and
-        queue it for the next batch.
+        queue it for the next batch; the change, and the job it leads to.
 
         Raises:
             JobError: the query is wrong or cannot run; nothing changes.
@@ -249,7 +250,7 @@ class ServedQueries:
             changed = job.with_query(query, sink)
             self.plan(changed)  # (fails naming the query if it cannot be planned)
             self.check(changed, query, source)
-            return self._queue("add", query.name, text)
+            return self._queue("add", query.name, text), changed
 
     def drop(self, name: str) -> Change:
         """Queue dropping query `name` (or the query of sink `name`) for the next batch.
