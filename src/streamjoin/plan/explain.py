@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.optimizer.sharing import cost
 from streamjoin.plan.multiway import core_groups
+from streamjoin.plan.shared import candidate
 
 if t.TYPE_CHECKING:
+    from streamjoin.optimizer.sharing import Candidate
     from streamjoin.plan.multiway import MultiwayPlan
     from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan
 
@@ -160,6 +163,11 @@ def explain_plan(plan: JobPlan) -> str:
     return "\n".join(out)
 
 
+def _candidate(plan: JobPlan, name: str) -> Candidate | None:
+    qp = next((x for x in plan.queries if x.query.name == name), None)
+    return None if qp is None else candidate(qp)
+
+
 def _shared_lines(plan: JobPlan) -> list[str]:
     """Two-way queries that run as one join (`plan.shared`)."""
     if not plan.shared:
@@ -171,6 +179,14 @@ def _shared_lines(plan: JobPlan) -> list[str]:
         window = qp.parts.window.describe() if qp.parts.window else "none (full history)"
         keys = ", ".join(k.describe() for k in qp.parts.equi) or "none"
         out.append(f"  {g.name}: {names}")
+        members = [c for m in g.members if (c := _candidate(plan, m.name)) is not None]
+        if len(members) == len(g.members):
+            together = cost(members, {})
+            apart = sum(cost([c], {}) for c in members)
+            out.append(
+                f"    why: cost {together:,.0f} per batch together against {apart:,.0f} apart "
+                "(a join's fixed cost, plus the rows it indexes at the default rate)"
+            )
         streams = f"{qp.query.left.stream} JOIN {qp.query.right.stream}"
         out.append(f"    {streams} on {keys}; widest window {window}")
         out.append("    selections and other conditions become the bits; each sink keeps its bit")
