@@ -34,6 +34,7 @@ first results.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -342,9 +343,41 @@ def run_adhoc(size: str, queries: t.Sequence[int], modes: t.Sequence[str]) -> di
         "commit": source_commit(),
         "spec": spec,
         "runs": runs,
-        "ratios": _ratios(runs, queries),
+        "ratios": (ratios := _ratios(runs, queries)),
         "checks": _checks(runs, queries),
+        "targets": targets(runs, ratios, queries),
     }
+
+
+def _number(ratio: object) -> float | None:
+    """A ratio as a number (">x", a peer stopped at its limit: at least x)."""
+    if isinstance(ratio, str):
+        return float(ratio.lstrip(">"))
+    return float(t.cast("float", ratio)) if ratio is not None else None
+
+
+def targets(
+    runs: dict[str, dict[str, t.Any]], ratios: dict[str, t.Any], queries: t.Sequence[int]
+) -> dict[str, t.Any]:
+    """Issue 33's targets: at 100 queries shared ≥ 10× Spark and ≥ 3× apart; the gaps widen
+    with N; every added query's first results within 2 batches of its add."""
+    out: dict[str, t.Any] = {}
+    at = ratios.get("100", {})
+    spark, apart = _number(at.get("vs_spark")), _number(at.get("vs_apart"))
+    out["at_100_vs_spark_ge_10"] = None if spark is None else spark >= 10
+    out["at_100_vs_apart_ge_3"] = None if apart is None else apart >= 3
+    for peer in ("spark", "apart"):
+        seq = [_number(ratios.get(str(n), {}).get(f"vs_{peer}")) for n in sorted(queries)]
+        known = [v for v in seq if v is not None]
+        out[f"gap_vs_{peer}_widens"] = (
+            all(a < b for a, b in itertools.pairwise(known)) if len(known) > 1 else None
+        )
+    adds = [a for r in runs.values() for a in r.get("churn", {}).get("adds", [])]
+    steps = [a["batches_to_first"] for a in adds]
+    out["first_results_within_2_batches"] = (
+        all(s is not None and s <= 2 for s in steps) if steps else None
+    )
+    return out
 
 
 def _brief(run: dict[str, t.Any]) -> str:

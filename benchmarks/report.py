@@ -291,6 +291,88 @@ def targets(
     return rows
 
 
+def adhoc_targets(adhoc: t.Mapping[str, Report]) -> list[tuple[str, str, bool | None]]:
+    """(target, the numbers, met?) of the ``adhoc`` reports present (`benchmarks.adhoc`)."""
+    from benchmarks.adhoc import targets as adhoc_met
+
+    rows: list[tuple[str, str, bool | None]] = []
+    for file, r in adhoc.items():
+        ns = sorted(int(n) for n in r["ratios"])
+        met = adhoc_met(r["runs"], r["ratios"], ns)
+        at = r["ratios"].get("100", {})
+        for peer, least in (("spark", 10), ("apart", 3)):
+            gaps = ", ".join(f"×{r['ratios'][str(n)].get(f'vs_{peer}', '–')} at {n}" for n in ns)
+            name = "one Spark query per query" if peer == "spark" else "ours without sharing"
+            rows.append(
+                (
+                    f"adhoc (`{file}`): shared ≥ {least}× {name} at 100 queries, gap widening",
+                    gaps or f"×{at.get(f'vs_{peer}', '–')}",
+                    None
+                    if met[f"at_100_vs_{peer}_ge_{least}"] is None
+                    else bool(met[f"at_100_vs_{peer}_ge_{least}"] and met[f"gap_vs_{peer}_widens"]),
+                )
+            )
+        adds = [a for run in r["runs"].values() for a in run.get("churn", {}).get("adds", [])]
+        steps = ", ".join(str(a["batches_to_first"]) for a in adds)
+        rows.append(
+            (
+                f"adhoc (`{file}`): an added query's first results within 2 batches",
+                f"batches: {steps or '–'}",
+                met["first_results_within_2_batches"],
+            )
+        )
+    return rows
+
+
+def adhoc_lines(adhoc: t.Mapping[str, Report]) -> list[str]:
+    """The ``adhoc`` section: a row per query count and mode, and the served adds."""
+    lines = [
+        "## Ad-hoc queries (adhoc)",
+        "",
+        "N two-way queries over two streams, half of each of two templates (`benchmarks/adhoc.py`):"
+        " *shared*, one job with AJoin's sharing; *apart*, one job, a join per query; *spark*, "
+        "one Spark native join per query, all started together.",
+        "",
+    ]
+    for file, r in adhoc.items():
+        spec = r["spec"]
+        lines += [
+            f"`{file}`: {spec['files']} files × {spec['rows']} rows per stream; commit "
+            f"{commit_of(r)}; results {', '.join(f'{n}: {v}' for n, v in r['checks'].items())}.",
+            "",
+            "| queries | mode | seconds | rows/s | joins a batch | state MB | peak MB |",
+            "|" + "---|" * 7,
+        ]
+        for key, run in r["runs"].items():
+            mode, n = key.rsplit("-", 1)
+            if "error" in run:
+                lines.append(f"| {n} | {mode} | error: {run['error'][:80]} |" + " |" * 4)
+                continue
+            late = "" if run.get("finished", True) else " (stopped)"
+            rows = run.get("rows_in") or r["runs"].get(f"shared-{n}", {}).get("rows_in")
+            rate = rows / run["wall_s"] if rows and run.get("finished", True) else None
+            lines.append(
+                f"| {n} | {mode} | {_fmt(run['wall_s'])}{late} | {_fmt(rate)} | "
+                f"{run.get('joins_per_batch', '–')} | {_fmt(run['state_bytes'] / 2**20)} | "
+                f"{_fmt(run.get('peak_rss_mb'))} |"
+            )
+        for run in r["runs"].values():
+            churn = run.get("churn")
+            if churn:
+                firsts = ", ".join(
+                    f"{a['query']} {a['batches_to_first']} ({_fmt(a['seconds_to_first'])} s)"
+                    for a in churn["adds"]
+                )
+                lines += [
+                    "",
+                    f"Served, with queries added and dropped: batch p50 / p99 "
+                    f"{_fmt(churn['batch_ms_p50'])} / {_fmt(churn['batch_ms_p99'])} ms; batches "
+                    f"from an add to its first results (seconds): {firsts}.",
+                ]
+        lines.append("")
+    return lines
+
+
 def other_targets(
     multiquery: t.Mapping[str, Report], extra: t.Mapping[str, Report]
 ) -> list[tuple[str, str, bool | None]]:
@@ -843,10 +925,12 @@ def render(
     *,
     plot: bool = True,
     maxrate: dict[str, Report] | None = None,
+    adhoc: dict[str, Report] | None = None,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
     rate, multiquery, extra, maxrate = rate or {}, multiquery or {}, extra or {}, maxrate or {}
-    every = {**reports, **rate, **multiquery, **extra, **maxrate}
+    adhoc = adhoc or {}
+    every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc}
     if not every:
         return "# Benchmark results\n\nNo run recorded yet.\n"
     lines = [
@@ -869,6 +953,11 @@ def render(
             f"--out benchmarks/results/{file}"
             for file, r in maxrate.items()
         ),
+        *(
+            f"python -m benchmarks.adhoc{_SIZE_FLAG.get(r['size'], '')} --queries "
+            f"{','.join(r['ratios'])} --out benchmarks/results/{file}"
+            for file, r in adhoc.items()
+        ),
         "python -m benchmarks.report",
         "```",
         "",
@@ -880,6 +969,7 @@ def render(
     for name, numbers, met in [
         *(targets(reports, rate, maxrate) if reports else []),
         *other_targets(multiquery, extra),
+        *adhoc_targets(adhoc),
     ]:
         lines.append(f"| {name} | {numbers} | {_verdict(met)} |")
     lines += ["", *HOW_TO_READ]
@@ -898,6 +988,8 @@ def render(
         lines += [*(row for r in maxrate.values() for row in maxrate_lines(r)), ""]
     if multiquery:
         lines += multiquery_lines(multiquery)
+    if adhoc:
+        lines += adhoc_lines(adhoc)
     lines += skew_lines(extra)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -911,6 +1003,7 @@ def write(folder: str = RESULTS, *, plot: bool = True) -> str:
         load_extra(folder),
         plot=plot,
         maxrate=_load_prefixed(folder, "maxrate-"),
+        adhoc=_load_prefixed(folder, "adhoc-"),
     )
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)
