@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamjoin.plan import plan_job
+from streamjoin.plan.shared import candidate
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.processor import BatchProcessor
 from streamjoin.runtime.engine import Engine
@@ -94,13 +95,14 @@ def test_any_queries_sharing_one_join_match_the_reference(
     tmp_path = tmp_path_factory.mktemp("shared")
     n = data.draw(st.integers(2, 5))
     job = _job(tmp_path, [data.draw(member(i)) for i in range(n)])
-    names = [q.name for q in job.queries]
-    windowed = [w is not None for w in (qp.parts.window for qp in plan_job(job).queries)]
-    # Full-history members share only with each other: one group of the windowed, one of the
-    # others (where each has two or more). Their keys may differ (`a.s = b.s` is one too).
-    pairs = list(zip(names, windowed, strict=True))
-    split = ([n for n, w in pairs if w is want] for want in (True, False))
-    groups = [g for g in split if len(g) > 1]
+    # Every query with a key and window class in common with another shares one join with it
+    # (whatever the cost model would say); `a.s = b.s` is a key too.
+    by_key: dict[object, list[str]] = {}
+    for qp in plan_job(job, groups=()).queries:
+        c = candidate(qp)
+        if c is not None:
+            by_key.setdefault((c.key, c.span_s is None), []).append(c.name)
+    groups = [g for g in by_key.values() if len(g) > 1]
     plan = plan_job(job, groups=groups)
     assert sum(len(g.members) for g in plan.shared) == sum(map(len, groups))
     batches = make_batches(seed, n_batches=4, rows_per_batch=10, keys=3)

@@ -25,6 +25,7 @@ from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.intake import classify, write_deadletters
+from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
 from streamjoin.runtime.batch.twoway import two_way_joins
 from streamjoin.runtime.faults import maybe_crash
@@ -171,12 +172,17 @@ class BatchProcessor:
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
             two = two_way_joins(ctx, deltas, self.stores)
-            frames = {name: [frame] for name, frame in two.frames.items()}
+            staging = self.checkpoint.path(STAGING)
+            joint = shared_writes(ctx, two.shared, staging, self.checkpoint.fs)
+            jointly = {m.name for w in joint for m, _ in w.members}
+            frames = {n: [frame] for n, frame in two.frames.items() if n not in jointly}
             if self.multiway is not None:
                 work = self.multiway.run(ctx, deltas, self.stores)
                 multiway = [q for q in self.plan.job.queries if q.multiway]
                 frames |= {q.name: work.frames.get(q.name, []) for q in multiway}
-            out = write_outputs(ctx, frames)
+            out = write_outputs(ctx, frames, joint)
+            if joint:
+                self.checkpoint.fs.delete(staging)
             clock.mark("join")
             maybe_crash("after-sink", batch_id)
             stats = statistics()

@@ -20,6 +20,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import SinkDef
     from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.sharedsinks import SharedWrite
 
 SINK_FORMATS = ("json", "parquet", "csv", "console")
 
@@ -58,9 +59,14 @@ CONCURRENT_WRITES = 8
 cores that broadcasts waited past Spark's 300 s timeout and the batch failed."""
 
 
-def write_outputs(ctx: BatchContext, frames: Mapping[str, Sequence[DataFrame]]) -> dict[str, int]:
+def write_outputs(
+    ctx: BatchContext,
+    frames: Mapping[str, Sequence[DataFrame]],
+    joint: Sequence[SharedWrite] = (),
+) -> dict[str, int]:
     """Write each query's new pairs (`frames`: its parts, by query name) to its sink, every sink
-    as one Spark job; returns the rows each query wrote."""
+    as one Spark job, and the `joint` writes of shared joins' members; returns the rows each
+    query wrote."""
     per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
     sinks = {q.name: q.sink for q in ctx.plan.job.queries}
     for name, parts in frames.items():
@@ -72,8 +78,8 @@ def write_outputs(ctx: BatchContext, frames: Mapping[str, Sequence[DataFrame]]) 
         obs = Observation(f"sj_{name}_{ctx.batch_id}")
         out = out.observe(obs, F.count(F.lit(1)).alias("rows"))
         per_sink.setdefault(sinks[name], []).append((name, out, obs))
-    writes = []
     slots = threading.BoundedSemaphore(CONCURRENT_WRITES)
+    writes = [Background(write.run, slots) for write in joint]
     for sink_name, outputs in per_sink.items():
         sink_df = outputs[0][1]
         for _, df, _ in outputs[1:]:
@@ -82,7 +88,7 @@ def write_outputs(ctx: BatchContext, frames: Mapping[str, Sequence[DataFrame]]) 
         # A live batch's pairs come from a union of a few cached slices per stream, each its
         # own partitions: as many tasks as cores write them, not a task (and a file) each.
         sink_df = sink_df.coalesce(ctx.parallelism)
-        if len(per_sink) == 1 or sink.format == "console":  # (console: in order, on stdout)
+        if len(per_sink) + len(joint) == 1 or sink.format == "console":  # (console: in order)
             write_sink(sink, sink_df, ctx.batch_id)
         else:
             # Each sink is its own Spark job whose driver work (planning, the file commit)
@@ -91,8 +97,11 @@ def write_outputs(ctx: BatchContext, frames: Mapping[str, Sequence[DataFrame]]) 
     results = [w.wait() for w in writes]  # all of them, even after a failure
     for error in filter(None, results):
         raise error
-    return {
+    rows = {
         name: int(metrics(obs).get("rows", 0))
         for outputs in per_sink.values()
         for name, _, obs in outputs
     }
+    for write in joint:
+        rows |= write.rows()
+    return rows

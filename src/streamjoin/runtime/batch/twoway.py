@@ -20,6 +20,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from streamjoin.plan import QueryPlan
+    from streamjoin.plan.shared import SharedGroup
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.joins import Side
     from streamjoin.runtime.routing.router import Observed, QueryRouter
@@ -32,6 +33,8 @@ class TwoWay:
 
     frames: dict[str, DataFrame] = field(default_factory=dict)
     observed: dict[str, Observed] = field(default_factory=dict)
+    shared: list[tuple[SharedGroup, DataFrame]] = field(default_factory=list)
+    """Each shared join's rows, with their query-set bits."""
 
 
 def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreViews) -> TwoWay:
@@ -45,6 +48,7 @@ def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreV
     for group in ctx.plan.shared:
         # Every member's sink reads the shared join's rows: computed once, kept for the batch.
         rows = ctx.scratch.persist(out.frames.pop(group.name))
+        out.shared.append((group, rows))
         for m in group.members:
             columns = [f"{column} AS `{alias}`" for column, alias in m.columns]
             out.frames[m.name] = rows.where(f"({BITS} & {m.mask}) <> 0").selectExpr(*columns)

@@ -160,6 +160,50 @@ class FileStore:
         if fs.exists(p):
             fs.delete(p, True)
 
+    def move(self, src: str, dst: str) -> None:
+        """Move file or directory `src` to `dst` (whose parent is made if missing); `dst`
+        must not exist."""
+        local, target = self._local(src), self._local(dst)
+        if local is not None and target is not None:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.rename(local, target)
+            return
+        p, q = self._path(src), self._path(dst)
+        fs = self._fs(q)
+        fs.mkdirs(q.getParent())
+        if not fs.rename(p, q):
+            msg = f"could not move {src} to {dst}"
+            raise OSError(msg)
+
+    def copy_data_files(self, src: str, dst: str) -> None:
+        """Copy the data files directly under directory `src` (not ``_SUCCESS``, not hidden)
+        into directory `dst`, made if missing."""
+        self.mkdirs(dst)
+        for name in self.list_names(src):
+            if name.startswith(("_", ".")):
+                continue
+            local, target = self._local(f"{src}/{name}"), self._local(f"{dst}/{name}")
+            if local is not None and target is not None:
+                shutil.copyfile(local, target)
+                continue
+            p, q = self._path(f"{src}/{name}"), self._path(f"{dst}/{name}")
+            util = getattr(self._jvm, "org.apache.hadoop.fs.FileUtil")
+            util.copy(self._fs(p), p, self._fs(q), q, False, self._conf)
+
+    def mkdirs(self, path: str) -> None:
+        """Make directory `path` and its parents."""
+        local = self._local(path)
+        if local is not None:
+            os.makedirs(local, exist_ok=True)
+            return
+        p = self._path(path)
+        self._fs(p).mkdirs(p)
+
+    def same_system(self, a: str, b: str) -> bool:
+        """Whether paths `a` and `b` are on one file system (a move between them is a rename)."""
+        qa, qb = self._path(self.qualify(a)).toUri(), self._path(self.qualify(b)).toUri()
+        return bool(qa.getScheme() == qb.getScheme() and qa.getAuthority() == qb.getAuthority())
+
     def qualify(self, path: str) -> str:
         """`path` made absolute on its file system (``file:/…``, ``hdfs://…``)."""
         p = self._path(path)

@@ -1,0 +1,141 @@
+"""Step 5 for a shared join: the sinks of its members written by one Spark job, not one each.
+
+A shared join's rows carry a query-set bit per member (`plan.shared`). Each member's sink is
+its own Spark job otherwise: with many queries a batch's sink jobs, not its joins, take its
+time (about 0.1 s of driver and commit work each). Members whose sinks take the same format,
+options and columns, on the checkpoint's file system, are written together instead: the rows
+are exploded to one per member whose bit is set, with the member's columns under its names,
+written partitioned by member into ``<checkpoint>/staging/<group>``, and each member's part
+files are then moved into its sink's batch directory (replacing what an earlier attempt left
+there). A member without rows in the batch gets what Spark writes for no rows (a file with the
+columns, for Parquet), copied from ``<checkpoint>/templates/``, written once per format, options
+and columns. Members that differ fall back to a write each (`sinks.write_outputs`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import typing as t
+from dataclasses import dataclass
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from streamjoin.plan.shared import BITS
+from streamjoin.runtime.batch.sinks import sink_batch_path
+from streamjoin.runtime.threads import metrics
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from streamjoin.model import SinkDef
+    from streamjoin.plan.shared import SharedGroup, SharedMember
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.state.fs import FileStore
+
+MEMBER = "_sjm"
+STAGING = "staging"
+"""Under the checkpoint: where joint writes put their rows before moving them to the sinks."""
+FILE_FORMATS = ("json", "parquet", "csv")
+
+
+@dataclass
+class SharedWrite:
+    """One Spark job writing several members' sinks, and how to finish it."""
+
+    ctx: BatchContext
+    fs: FileStore
+    members: list[tuple[SharedMember, SinkDef]]
+    frame: DataFrame
+    observation: Observation
+    staging: str
+    template: str
+    """Where the files Spark writes for no rows of these columns are kept."""
+
+    def run(self) -> None:
+        """Write the rows partitioned by member, then move each member's into its sink."""
+        sink = self.members[0][1]
+        options = {k: v for k, v in sink.options if k != "path"}
+        if sink.format == "csv":
+            options.setdefault("header", "true")
+        fs = self.fs
+        self.frame.write.partitionBy(MEMBER).mode("overwrite").format(sink.format).options(
+            **options
+        ).save(self.staging)
+        for m, s in self.members:
+            target = sink_batch_path(s, self.ctx.batch_id)
+            fs.delete(target)
+            part = f"{self.staging}/{MEMBER}={m.bit}"
+            if fs.exists(part):
+                fs.move(part, target)
+                continue
+            if not fs.exists(f"{self.template}/_SUCCESS"):
+                columns = self.frame.drop(MEMBER)
+                empty = self.ctx.spark.createDataFrame([], columns.schema).coalesce(1)
+                empty.write.mode("overwrite").format(sink.format).options(**options).save(
+                    self.template
+                )
+            fs.copy_data_files(self.template, target)
+
+    def rows(self) -> dict[str, int]:
+        """Rows written per member (after `run`)."""
+        got = metrics(self.observation)
+        return {m.name: int(got.get(f"m{m.bit}", 0)) for m, _ in self.members}
+
+
+def shared_writes(
+    ctx: BatchContext,
+    groups: t.Sequence[tuple[SharedGroup, DataFrame]],
+    staging_root: str,
+    fs: FileStore,
+) -> list[SharedWrite]:
+    """The joint writes of the shared joins' members that can be written together, staged
+    under `staging_root` (on the checkpoint's file system `fs`)."""
+    writes: list[SharedWrite] = []
+    job = ctx.plan.job
+    sink_of = {q.name: q.sink for q in job.queries}
+    writers: dict[str, int] = {}
+    for q in job.queries:
+        writers[q.sink] = writers.get(q.sink, 0) + 1
+    templates = staging_root.rsplit("/", 1)[0] + "/templates"
+    for group, rows in groups:
+        sets: dict[tuple[t.Any, ...], list[tuple[SharedMember, SinkDef]]] = {}
+        types = dict(rows.dtypes)
+        for m in group.members:
+            sink = job.sink(sink_of[m.name])
+            path = sink.option("path")
+            if sink.format not in FILE_FORMATS or not path or writers[sink.name] > 1:
+                continue
+            if not fs.same_system(path, staging_root):
+                continue
+            shape = tuple((alias, types[column]) for column, alias in m.columns)
+            key = (sink.format, tuple(o for o in sink.options if o[0] != "path"), shape)
+            sets.setdefault(key, []).append((m, sink))
+        for n, (key, members) in enumerate((k, s) for k, s in sets.items() if len(s) > 1):
+            digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+            paths = (f"{staging_root}/{group.name}-{n}", f"{templates}/{digest}")
+            writes.append(_write(ctx, fs, group, rows, members, paths))
+    return writes
+
+
+def _write(
+    ctx: BatchContext,
+    fs: FileStore,
+    group: SharedGroup,
+    rows: DataFrame,
+    members: list[tuple[SharedMember, SinkDef]],
+    paths: tuple[str, str],
+) -> SharedWrite:
+    bits = ", ".join(str(m.bit) for m, _ in members)
+    picked = F.expr(f"explode(filter(array({bits}), i -> ({BITS} & shiftleft(1L, i)) <> 0))")
+    exploded = rows.select(picked.alias(MEMBER), "*")
+    columns = []
+    for position, (_, alias) in enumerate(members[0][0].columns):
+        cases = " ".join(f"WHEN {m.bit} THEN {m.columns[position][0]}" for m, _ in members)
+        columns.append(F.expr(f"CASE {MEMBER} {cases} END").alias(alias))
+    frame = exploded.select(F.col(MEMBER), *columns)
+    staging, template = paths
+    obs = Observation(f"sj_shared_{staging.rsplit('/', 1)[1]}_{ctx.batch_id}")
+    counts = [F.expr(f"count_if({MEMBER} = {m.bit})").alias(f"m{m.bit}") for m, _ in members]
+    frame = frame.observe(obs, *counts).coalesce(ctx.parallelism)
+    return SharedWrite(ctx, fs, members, frame, obs, staging, template)
