@@ -15,6 +15,7 @@ and columns. Members that differ fall back to a write each (`sinks.write_outputs
 from __future__ import annotations
 
 import hashlib
+import threading
 import typing as t
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.fs import FileStore
 
+_TEMPLATES = threading.Lock()
 MEMBER = "_sjm"
 STAGING = "staging"
 """Under the checkpoint: where joint writes put their rows before moving them to the sinks."""
@@ -69,12 +71,13 @@ class SharedWrite:
             if fs.exists(part):
                 fs.move(part, target)
                 continue
-            if not fs.exists(f"{self.template}/_SUCCESS"):
-                columns = self.frame.drop(MEMBER)
-                empty = self.ctx.spark.createDataFrame([], columns.schema).coalesce(1)
-                empty.write.mode("overwrite").format(sink.format).options(**options).save(
-                    self.template
-                )
+            with _TEMPLATES:  # (writes of several groups may want the same template)
+                if not fs.exists(f"{self.template}/_SUCCESS"):
+                    columns = self.frame.drop(MEMBER)
+                    empty = self.ctx.spark.createDataFrame([], columns.schema).coalesce(1)
+                    empty.write.mode("overwrite").format(sink.format).options(**options).save(
+                        self.template
+                    )
             fs.copy_data_files(self.template, target)
 
     def rows(self) -> dict[str, int]:
