@@ -53,6 +53,8 @@ class SharedWrite:
     staging: str
     template: str
     """Where the files Spark writes for no rows of these columns are kept."""
+    targets: dict[str, str]
+    """Each member's sink path, qualified."""
 
     def run(self) -> None:
         """Write the rows partitioned by member, then move each member's into its sink."""
@@ -64,12 +66,16 @@ class SharedWrite:
         self.frame.write.partitionBy(MEMBER).mode("overwrite").format(sink.format).options(
             **options
         ).save(self.staging)
+        written = set(fs.list_names(self.staging))
         for m, s in self.members:
-            target = sink_batch_path(s, self.ctx.batch_id)
+            # (The sink's path qualified, "file:/…" on a local disk: the moves stay in Python.)
+            target = sink_batch_path(s, self.ctx.batch_id).replace(
+                t.cast("str", s.option("path")).rstrip("/"), self.targets[m.name], 1
+            )
             fs.delete(target)
-            part = f"{self.staging}/{MEMBER}={m.bit}"
-            if fs.exists(part):
-                fs.move(part, target)
+            part = f"{MEMBER}={m.bit}"
+            if part in written:
+                fs.move(f"{self.staging}/{part}", target)
                 continue
             with _TEMPLATES:  # (writes of several groups may want the same template)
                 if not fs.exists(f"{self.template}/_SUCCESS"):
@@ -141,4 +147,5 @@ def _write(
     obs = Observation(f"sj_shared_{staging.rsplit('/', 1)[1]}_{ctx.batch_id}")
     counts = [F.expr(f"count_if({MEMBER} = {m.bit})").alias(f"m{m.bit}") for m, _ in members]
     frame = frame.observe(obs, *counts).coalesce(ctx.parallelism)
-    return SharedWrite(ctx, fs, members, frame, obs, staging, template)
+    targets = {m.name: fs.qualify(t.cast("str", s.option("path"))).rstrip("/") for m, s in members}
+    return SharedWrite(ctx, fs, members, frame, obs, staging, template, targets)
