@@ -331,7 +331,8 @@ def adhoc_lines(adhoc: t.Mapping[str, Report]) -> list[str]:
         "",
         "N two-way queries over two streams, half of each of two templates (`benchmarks/adhoc.py`):"
         " *shared*, one job with AJoin's sharing; *apart*, one job, a join per query; *spark*, "
-        "one Spark native join per query, all started together.",
+        "one Spark native join per query, all started together. Our state is the streams' input "
+        "files (the checkpoint keeps manifests); Spark's is its state store.",
         "",
     ]
     for file, r in adhoc.items():
@@ -353,7 +354,7 @@ def adhoc_lines(adhoc: t.Mapping[str, Report]) -> list[str]:
             rate = rows / run["wall_s"] if rows and run.get("finished", True) else None
             lines.append(
                 f"| {n} | {mode} | {_fmt(run['wall_s'])}{late} | {_fmt(rate)} | "
-                f"{run.get('joins_per_batch', '–')} | {_fmt(run['state_bytes'] / 2**20)} | "
+                f"{run.get('joins_per_batch', '–')} | {run['state_bytes'] / 2**20:.2f} | "
                 f"{_fmt(run.get('peak_rss_mb'))} |"
             )
         for run in r["runs"].values():
