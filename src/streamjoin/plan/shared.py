@@ -4,13 +4,13 @@ Queries over the same two streams with the same equality keys and no WITH option
 (`optimizer.sharing` decides which do). Their shared join is planned and run like a query of its
 own (`SharedGroup.plan`), over the streams under the aliases ``sjl`` and ``sjr``:
 
-- its condition is the members' common equality keys, the widest of their windows, and the
-  query-set test ``(L & R & P) <> 0``, where L is a BIGINT whose bit i says that a left row
-  passes member i's selections on the left stream (its conjuncts over that side alone), R the
-  same on the right, and P that the pair passes member i's other conjuncts. L and R also stand
-  alone (``L <> 0``): Spark pushes them below the join, so rows no member selects are neither
-  indexed nor probed, and each selection is evaluated once per row, not once per query;
-- its output is every column a member selects (each distinct expression once) and the bits.
+- its condition is the members' common equality keys, the widest of their windows, and
+  ``L <> 0`` and ``R <> 0``, where L is a BIGINT whose bit i says that a left row passes
+  member i's selections on the left stream (its conjuncts over that side alone), R the same on
+  the right: Spark pushes them below the join, so rows no member selects are neither indexed
+  nor probed, and each selection is evaluated once per row, not once per query;
+- its output is every column a member selects (each distinct expression once) and the bits
+  ``L & R & P``, where P's bit i says that the pair passes member i's other conjuncts.
 
 Member i's results are the shared rows with bit i set, its columns renamed (`SharedMember`).
 A pair is in member i's results exactly when member i's whole predicate holds, so sharing
@@ -177,7 +177,8 @@ def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMem
         sides.append(bits or "-1L")
     pair = _bits([(i, s.pair) for i, s in enumerate(splits)]) or "-1L"
     every = f"({sides[0]}) & ({sides[1]}) & ({pair})"
-    conds.append(f"({every}) <> 0L")
+    # (No `every <> 0` in the join: each member keeps the rows with its own bit anyway, and the
+    # long CASE chains cost Spark's analysis and planning each time they appear.)
     columns: dict[str, str] = {}
     shares = []
     for i, qp in enumerate(members):
