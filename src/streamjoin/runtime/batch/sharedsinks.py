@@ -101,6 +101,8 @@ def shared_writes(
     """The joint writes of the shared joins' members that can be written together, staged
     under `staging_root` (on the checkpoint's file system `fs`)."""
     writes: list[SharedWrite] = []
+    if not groups:  # (most batches: no shared join, nothing to look up)
+        return writes
     job = ctx.plan.job
     sink_of = {q.name: q.sink for q in job.queries}
     writers: dict[str, int] = {}
