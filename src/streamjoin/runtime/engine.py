@@ -54,11 +54,15 @@ class Engine:
     def validate(self, job: Job, settings: Settings | None = None) -> JobPlan:
         """Plan `job` and let Spark analyse every query on empty inputs, so that a mistake only
         Spark can see (an unknown function, say) is reported before the stream starts."""
-        share = (settings or Settings.of(self.spark)).share_joins
-        plan = plan_job(job, groups=None if share else ())
+        plan = self._plan(job, settings)
         for q in job.queries:
             self.check_query(job, q)
         return plan
+
+    def _plan(self, job: Job, settings: Settings | None = None) -> JobPlan:
+        """`job`'s plan, its two-way queries grouped to share joins unless the settings say no."""
+        share = (settings or Settings.of(self.spark)).share_joins
+        return plan_job(job, groups=None if share else ())
 
     def check_query(self, job: Job, q: Query, source: str | None = None) -> None:
         """Let Spark analyse query `q` of `job` on empty inputs.
@@ -87,8 +91,7 @@ class Engine:
         self, job: Job, checkpoint: str, on_batch: Callable[[BatchReport], None] | None = None
     ) -> BatchProcessor:
         """The per-batch function of `job` over `checkpoint`, to drive batches by hand."""
-        share = Settings.of(self.spark).share_joins
-        plan = plan_job(job, groups=None if share else ())
+        plan = self._plan(job)
         return BatchProcessor(
             self.spark, plan, Checkpoint(FileStore(self.spark), checkpoint), on_batch
         )
