@@ -31,8 +31,8 @@ if t.TYPE_CHECKING:
     from streamjoin.plan import JobPlan
     from tests.spark.harness import Batches
 
-LEFT = ["{l}.x > 5", "{l}.s = 'p'", "{l}.x BETWEEN 2 AND 6", "{l}.s IS NULL"]
-RIGHT = ["{r}.x < 4", "{r}.s <> 'q'", "{r}.id % 2 = 0"]
+LEFT = ["{l}.x > 5", "{l}.x > 3", "{l}.s = 'p'", "{l}.x BETWEEN 2 AND 6", "{l}.s IS NULL"]
+RIGHT = ["{r}.x < 4", "{r}.x < 2", "{r}.s <> 'q'", "{r}.id % 2 = 0"]
 PAIR = ["{l}.x + {r}.x > 9", "{l}.s = {r}.s", "abs({l}.x - {r}.x) <= 2", "{l}.id < {r}.id"]
 
 

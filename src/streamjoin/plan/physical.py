@@ -179,8 +179,8 @@ def _valid(
 
 
 def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup:
-    query, shares = shared_query(members)
-    return SharedGroup(_plan_query(job, query), shares)
+    query, shares, bits = shared_query(members)
+    return SharedGroup(_plan_query(job, query), shares, bits)
 
 
 def query_retention(plan: QueryPlan | MultiwayPlan) -> dict[str, int | None]:

@@ -4,17 +4,21 @@ Queries over the same two streams with the same equality keys and no WITH option
 (`optimizer.sharing` decides which do). Their shared join is planned and run like a query of its
 own (`SharedGroup.plan`), over the streams under the aliases ``sjl`` and ``sjr``:
 
-- its condition is the members' common equality keys, the widest of their windows, and
-  ``L <> 0`` and ``R <> 0``, where L is a BIGINT whose bit i says that a left row passes
-  member i's selections on the left stream (its conjuncts over that side alone), R the same on
-  the right: Spark pushes them below the join, so rows no member selects are neither indexed
-  nor probed, and each selection is evaluated once per row, not once per query;
-- its output is every column a member selects (each distinct expression once) and the bits
-  ``L & R & P``, where P's bit i says that the pair passes member i's other conjuncts.
+- its condition is the members' common equality keys and the widest of their windows, and on
+  each side the loosest of the members' selections when it is short (`_side_filter`): Spark
+  pushes it below the join, so rows no member selects are neither indexed nor probed;
+- its output is every column a member selects or tests (each distinct expression once).
 
-Member i's results are the shared rows with bit i set, its columns renamed (`SharedMember`).
-A pair is in member i's results exactly when member i's whole predicate holds, so sharing
-changes the work, never the output.
+Its rows are kept for the batch; the query-set bits (`SharedGroup.bits`) are then computed over
+them: bit i says that the pair passes member i's conditions beyond the shared join's, each
+distinct condition evaluated once per pair whatever the number of members that use it. Member
+i's results are the shared rows with bit i set, its columns renamed (`SharedMember`). A pair is
+in member i's results exactly when member i's whole predicate holds, so sharing changes the
+work, never the output.
+
+(The bits are computed after the join, not in it: Spark generates the join's code once per
+slice of state it unions, so long expressions there made a batch compile megabytes of Java;
+over the kept rows the code is the same every batch and Spark compiles it once.)
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ if t.TYPE_CHECKING:
 
 LEFT, RIGHT = "sjl", "sjr"
 BITS = "_sjq"
-"""The shared join's column of query-set bits."""
+"""The column of a shared row's query-set bits, where a joint write computes them."""
 
 
 @dataclass(frozen=True)
@@ -46,11 +50,8 @@ class SharedMember:
     name: str
     bit: int
     columns: tuple[tuple[str, str], ...]
-
-    @property
-    def mask(self) -> str:
-        """The bit as a BIGINT literal."""
-        return _bit(self.bit)
+    predicate: str | None = None
+    """Its conditions beyond the shared join's, over the join's columns (None: none)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class SharedGroup:
 
     plan: QueryPlan
     members: tuple[SharedMember, ...]
+    bits: str = "-1L"
+    """A shared row's query-set bits (a BIGINT over the join's columns): bit i is set when
+    member i's predicate holds."""
 
     @property
     def name(self) -> str:
@@ -66,8 +70,12 @@ class SharedGroup:
         return self.plan.query.name
 
 
-def _bit(i: int) -> str:
-    return "shiftleft(CAST(1 AS BIGINT), 63)" if i == 63 else f"{1 << i}L"
+def _mask(bits: int) -> str:
+    """A set of bits (0 to 63) as a BIGINT literal."""
+    if bits < 1 << 63:
+        return f"{bits}L"
+    signed = bits - (1 << 64)
+    return "shiftleft(1L, 63)" if signed == -(1 << 63) else f"({signed}L)"
 
 
 def _roles(sql: str, aliases: t.Mapping[str, str]) -> str:
@@ -135,30 +143,90 @@ def candidate(qp: QueryPlan) -> Candidate | None:
     return Candidate(q.name, key, span, split.left, split.right, streams)
 
 
-def _bits(parts: list[tuple[int, t.Iterable[str]]]) -> str | None:
-    """``CASE WHEN c THEN bit ELSE 0 END | ...`` over the members' conjuncts; None when every
-    member's are empty (every bit always set)."""
-    terms, always = [], True
-    for i, conds in parts:
-        conds = sorted(conds)
-        if conds:
-            always = False
-            terms.append(f"CASE WHEN {' AND '.join(conds)} THEN {_bit(i)} ELSE 0L END")
-        else:
-            terms.append(_bit(i))
-    return None if always else " | ".join(f"({term})" for term in terms)
+SIDE_FILTER_TERMS = 16
+"""The most conditions a side's filter in the shared join may hold (`_side_filter`)."""
+_RANGES = {exp.GT: min, exp.GTE: min, exp.LT: max, exp.LTE: max}
 
 
-def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMember, ...]]:
-    """The query whose plan runs `members` as one join, and each member's share of it."""
+def _loosest(conds: t.Collection[str]) -> str | None:
+    """The one condition that holds whenever any of `conds` does, if they all compare one
+    column with a number the same way (``x > 5``, ``x > 7``: ``x > 5``)."""
+    parsed = [sqlglot.parse_one(c, dialect="spark") for c in conds]
+    first = parsed[0]
+    pick = _RANGES.get(type(first))
+    if pick is None:
+        return None
+    bounds = {}
+    for c, node in zip(conds, parsed, strict=True):
+        if type(node) is not type(first) or node.this != first.this:
+            return None
+        if not isinstance(node.this, exp.Column) or not isinstance(node.expression, exp.Literal):
+            return None
+        if not node.expression.is_number:
+            return None
+        bounds[float(node.expression.name)] = c
+    return bounds[pick(bounds)]
+
+
+def _side_filter(sets: t.Sequence[frozenset[str]]) -> str | None:
+    """What a side's row must pass for some member to select it, as a short condition, or
+    None: some member takes every row, or the members' selections are too many to test
+    in the join (Spark repeats a join's conditions for every slice of state it reads)."""
+    if not all(sets):
+        return None
+    if all(len(one) == 1 for one in sets):
+        loosest = _loosest(sorted({c for one in sets for c in one}))
+        if loosest is not None:
+            return loosest
+    distinct = sorted(set(sets), key=sorted)
+    if sum(len(one) for one in distinct) > SIDE_FILTER_TERMS:
+        return None
+    return " OR ".join(f"({' AND '.join(sorted(one))})" for one in distinct)
+
+
+class _Columns:
+    """The shared join's output columns, one per distinct expression over ``sjl``/``sjr``."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def name(self, text: str) -> str:
+        return self.names.setdefault(text, f"_sjc{len(self.names)}")
+
+    def over(self, cond: str) -> str:
+        """`cond` over the join's columns: each side's column replaced by the output column
+        that carries it."""
+        tree = sqlglot.parse_one(cond, dialect="spark")
+        if isinstance(tree, exp.Column):  # (a boolean column: the root itself is replaced)
+            tree = exp.Paren(this=tree)
+        for col in list(tree.find_all(exp.Column)):
+            if col.table in (LEFT, RIGHT):
+                col.replace(exp.column(self.name(col.sql(dialect="spark"))))
+        return tree.sql(dialect="spark")
+
+
+def _bits(conds: t.Sequence[t.Collection[str]]) -> str:
+    """The query-set bits of a row: ``all & ~(CASE WHEN c THEN 0 ELSE mask(c) END | ...)``
+    where mask(c) holds the members whose conditions include c. Each distinct condition is
+    tested once; a NULL clears its members' bits, as a NULL predicate drops a pair."""
+    masks: dict[str, int] = {}
+    for i, own in enumerate(conds):
+        for c in own:
+            masks[c] = masks.get(c, 0) | 1 << i
+    every = _mask((1 << len(conds)) - 1)
+    if not masks:
+        return every
+    failed = " | ".join(f"CASE WHEN {c} THEN 0L ELSE {_mask(m)} END" for c, m in masks.items())
+    return f"{every} & ~({failed})"
+
+
+def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMember, ...], str]:
+    """The query whose plan runs `members` as one join, each member's share of it, and the
+    query-set bits of its rows (`SharedGroup.bits`)."""
     first = members[0].query
     splits = [_split(qp) for qp in members]
     # The join hashes on the keys common to all; a member's other keys are its own conditions.
     common = set(splits[0].equi).intersection(*(s.equi for s in splits))
-    splits = [
-        _Split(s.equi, s.left, s.right, (*s.pair, *(k for k in s.equi if k not in common)))
-        for s in splits
-    ]
     conds = sorted(common)
     windows = [qp.parts.window for qp in members]
     if all(w is not None and w.lo_us is not None and w.hi_us is not None for w in windows):
@@ -169,29 +237,21 @@ def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMem
             f"{rt} BETWEEN {lt} + INTERVAL '{lo}' MICROSECOND "
             f"AND {lt} + INTERVAL '{hi}' MICROSECOND"
         )
-    sides = []
-    for which in ("left", "right"):
-        bits = _bits([(i, getattr(s, which)) for i, s in enumerate(splits)])
-        if bits is not None:
-            conds.append(f"({bits}) <> 0L")
-        sides.append(bits or "-1L")
-    pair = _bits([(i, s.pair) for i, s in enumerate(splits)]) or "-1L"
-    every = f"({sides[0]}) & ({sides[1]}) & ({pair})"
-    # (No `every <> 0` in the join: each member keeps the rows with its own bit anyway, and the
-    # long CASE chains cost Spark's analysis and planning each time they appear.)
-    columns: dict[str, str] = {}
-    shares = []
-    for i, qp in enumerate(members):
+    for side in ([s.left for s in splits], [s.right for s in splits]):
+        if (only := _side_filter(side)) is not None:
+            conds.append(f"({only})")
+    columns = _Columns()
+    shares, own_conds = [], []
+    for i, (qp, split) in enumerate(zip(members, splits, strict=True)):
         q = qp.query
         aliases = {q.left.alias: LEFT, q.right.alias: RIGHT}
-        own = []
-        for item in q.select:
-            text = _roles(item.sql, aliases)
-            column = columns.setdefault(text, f"_sjc{len(columns)}")
-            own.append((column, item.alias))
-        shares.append(SharedMember(q.name, i, tuple(own)))
-    select = [SelectItem(text, column) for text, column in columns.items()]
-    select.append(SelectItem(every, BITS))
+        own = [(columns.name(_roles(item.sql, aliases)), item.alias) for item in q.select]
+        keys = [k for k in split.equi if k not in common]
+        mine = sorted({columns.over(c) for c in (*split.left, *split.right, *split.pair, *keys)})
+        own_conds.append(mine)
+        predicate = " AND ".join(f"({c})" for c in mine) or None
+        shares.append(SharedMember(q.name, i, tuple(own), predicate))
+    select = [SelectItem(text, column) for text, column in columns.names.items()]
     names = ",".join(qp.query.name for qp in members)
     digest = hashlib.sha256(names.encode()).hexdigest()[:10]
     query = Query(
@@ -203,4 +263,4 @@ def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMem
         select=tuple(select),
         line=first.line,
     )
-    return query, tuple(shares)
+    return query, tuple(shares), _bits(own_conds)

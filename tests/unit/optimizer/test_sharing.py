@@ -16,7 +16,7 @@ from streamjoin.optimizer.sharing import (
     remove,
 )
 from streamjoin.plan import plan_job
-from streamjoin.plan.shared import BITS, candidate
+from streamjoin.plan.shared import SIDE_FILTER_TERMS, _bits, _mask, _side_filter, candidate
 from streamjoin.sql import parse_job
 
 KEY = ("A", "B", ("sjl.k = sjr.k",))
@@ -87,12 +87,43 @@ def test_the_shared_join_of_a_job() -> None:
     (group,) = plan.shared
     assert [(m.name, m.bit, m.columns) for m in group.members] == [
         ("q1", 0, (("_sjc0", "i"),)),
-        ("q2", 1, (("_sjc1", "i"), ("_sjc2", "t"))),
+        ("q2", 1, (("_sjc3", "i"), ("_sjc4", "t"))),
     ]
     qp = group.plan
     assert qp.strategy == "hash" and qp.parts.window is not None
     assert (qp.parts.window.lo_us, qp.parts.window.hi_us) == (-3_000_000, 3_000_000)
     assert [k.describe() for k in qp.parts.equi] == ["sjl.k = sjr.k"]
-    assert qp.query.select[-1].alias == BITS
-    assert "CASE WHEN sjl.x > 5 THEN 2L ELSE 0L END" in qp.query.predicate
+    # q1 takes every left row, so the join filters no side; the bits test each member's own
+    # conditions over the join's columns, each distinct condition once.
+    assert "sjl.x > 5" not in qp.query.predicate
+    assert [s.alias for s in qp.query.select][-2:] == ["_sjc5", "_sjc6"]
+    assert "CASE WHEN _sjc5 > 5 THEN 0L ELSE 2L END" in group.bits
+    assert group.members[1].predicate == (
+        "(_sjc1 BETWEEN _sjc2 - INTERVAL '2' SECOND AND _sjc2 + INTERVAL '2' SECOND) "
+        "AND (_sjc5 < _sjc6) AND (_sjc5 > 5)"
+    )
     assert [j.query.name for j in plan.joins] == [group.name]
+
+
+def test_a_side_is_filtered_in_the_join_only_by_a_short_condition() -> None:
+    one = [frozenset({c}) for c in ("sjl.x > 7", "sjl.x > 5", "sjl.x > 6.5")]
+    assert _side_filter(one) == "sjl.x > 5"
+    assert _side_filter([frozenset({"sjr.x <= 2"}), frozenset({"sjr.x <= 4"})]) == "sjr.x <= 4"
+    mixed = [frozenset({"sjl.x > 5", "sjl.s = 'p'"}), frozenset({"sjl.y > 7"})]
+    assert _side_filter(mixed) == "(sjl.s = 'p' AND sjl.x > 5) OR (sjl.y > 7)"
+    # A member that takes every row, or selections too many to repeat in the join: no filter.
+    assert _side_filter([frozenset({"sjl.x > 5"}), frozenset()]) is None
+    many = [frozenset({f"sjl.y = {i}"}) for i in range(SIDE_FILTER_TERMS + 1)]
+    assert _side_filter(many) is None
+    assert _side_filter(many[:SIDE_FILTER_TERMS]) is not None
+
+
+def test_the_bits_test_each_distinct_condition_once() -> None:
+    bits = _bits([["_sjc0 > 5"], [], ["_sjc0 > 5", "_sjc1 < 2"]])
+    assert bits == (
+        "7L & ~(CASE WHEN _sjc0 > 5 THEN 0L ELSE 5L END | CASE WHEN _sjc1 < 2 THEN 0L ELSE 4L END)"
+    )
+    assert _bits([[], []]) == "3L"
+    # Bit 63 is BIGINT's sign bit.
+    assert _mask(1 << 63) == "shiftleft(1L, 63)"
+    assert _mask((1 << 64) - 1) == "(-1L)" and _mask((1 << 63) | 1) == f"({1 - (1 << 63)}L)"

@@ -175,7 +175,8 @@ class BatchProcessor:
             staging = self.checkpoint.path(STAGING)
             joint = shared_writes(ctx, two.shared, staging, self.checkpoint.fs)
             jointly = {m.name for w in joint for m, _ in w.members}
-            frames = {n: [frame] for n, frame in two.frames.items() if n not in jointly}
+            alone = two.frames | two.member_frames(jointly)
+            frames = {n: [frame] for n, frame in alone.items()}
             if self.multiway is not None:
                 work = self.multiway.run(ctx, deltas, self.stores)
                 multiway = [q for q in self.plan.job.queries if q.multiway]

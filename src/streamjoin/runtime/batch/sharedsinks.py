@@ -1,6 +1,6 @@
 """Step 5 for a shared join: the sinks of its members written by one Spark job, not one each.
 
-A shared join's rows carry a query-set bit per member (`plan.shared`). Each member's sink is
+A shared join's rows have a query-set bit per member (`SharedGroup.bits`). Each member's sink is
 its own Spark job otherwise: with many queries a batch's sink jobs, not its joins, take its
 time (about 0.1 s of driver and commit work each). Members whose sinks take the same format,
 options and columns, on the checkpoint's file system, are written together instead: the rows
@@ -139,9 +139,13 @@ def _write(
 ) -> SharedWrite:
     bits = ", ".join(str(m.bit) for m, _ in members)
     picked = F.expr(f"explode(filter(array({bits}), i -> ({BITS} & shiftleft(1L, i)) <> 0))")
-    exploded = rows.select(picked.alias(MEMBER), "*")
+    exploded = rows.withColumn(BITS, F.expr(group.bits)).select(picked.alias(MEMBER), "*")
     columns = []
     for position, (_, alias) in enumerate(members[0][0].columns):
+        sources = {m.columns[position][0] for m, _ in members}
+        if len(sources) == 1:  # (the members select the same expression here)
+            columns.append(F.col(sources.pop()).alias(alias))
+            continue
         cases = " ".join(f"WHEN {m.bit} THEN {m.columns[position][0]}" for m, _ in members)
         columns.append(F.expr(f"CASE {MEMBER} {cases} END").alias(alias))
     frame = exploded.select(F.col(MEMBER), *columns)

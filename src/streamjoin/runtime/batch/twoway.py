@@ -12,7 +12,6 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.adapt.joinpath import join_path
-from streamjoin.plan.shared import BITS
 from streamjoin.runtime.batch.joins import OLD, delta_join_sql, pairs_sql, side_rows
 from streamjoin.runtime.routing.router import key_types
 
@@ -34,7 +33,18 @@ class TwoWay:
     frames: dict[str, DataFrame] = field(default_factory=dict)
     observed: dict[str, Observed] = field(default_factory=dict)
     shared: list[tuple[SharedGroup, DataFrame]] = field(default_factory=list)
-    """Each shared join's rows, with their query-set bits."""
+    """Each shared join's rows (its members' columns; `SharedGroup.bits` tells whose)."""
+
+    def member_frames(self, skip: t.Container[str]) -> dict[str, DataFrame]:
+        """The new pairs of each shared join's members but those in `skip` (written with
+        their group's rows at once, `sharedsinks`)."""
+        out = {}
+        for group, rows in self.shared:
+            for m in group.members:
+                if m.name not in skip:
+                    mine = rows if m.predicate is None else rows.where(m.predicate)
+                    out[m.name] = mine.selectExpr(*(f"{c} AS `{a}`" for c, a in m.columns))
+        return out
 
 
 def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreViews) -> TwoWay:
@@ -47,11 +57,7 @@ def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreV
             out.observed[qp.query.name] = observed
     for group in ctx.plan.shared:
         # Every member's sink reads the shared join's rows: computed once, kept for the batch.
-        rows = ctx.scratch.persist(out.frames.pop(group.name))
-        out.shared.append((group, rows))
-        for m in group.members:
-            columns = [f"{column} AS `{alias}`" for column, alias in m.columns]
-            out.frames[m.name] = rows.where(f"({BITS} & {m.mask}) <> 0").selectExpr(*columns)
+        out.shared.append((group, ctx.scratch.persist(out.frames.pop(group.name))))
     return out
 
 
