@@ -145,7 +145,12 @@ def candidate(qp: QueryPlan) -> Candidate | None:
 
 SIDE_FILTER_TERMS = 16
 """The most conditions a side's filter in the shared join may hold (`_side_filter`)."""
-_RANGES = {exp.GT: min, exp.GTE: min, exp.LT: max, exp.LTE: max}
+_RANGES: dict[type[exp.Expr], t.Callable[[t.Iterable[float]], float]] = {
+    exp.GT: min,
+    exp.GTE: min,
+    exp.LT: max,
+    exp.LTE: max,
+}
 
 
 def _loosest(conds: t.Collection[str]) -> str | None:
