@@ -83,3 +83,11 @@ def test_local_forms_of_a_path(tmp_path: Path) -> None:
     assert local(f"file://{tmp_path}/a") == f"{tmp_path}/a"
     assert local("hdfs://nn:8020/a") is None
     assert local(f"{tmp_path}/a") is None
+
+
+def test_paths_on_one_file_system(spark: SparkSession, tmp_path: Path) -> None:
+    fs = FileStore(spark)
+    here = str(tmp_path / "a")
+    assert fs.qualify(here) == f"file:{here}" and fs.qualify(here) == fs.qualify(f"file://{here}")
+    assert fs.same_system(here, f"file:{tmp_path}/b")
+    assert fs.same_system(f"file://{here}", str(tmp_path))

@@ -39,6 +39,9 @@ MEMBER = "_sjm"
 STAGING = "staging"
 """Under the checkpoint: where joint writes put their rows before moving them to the sinks."""
 FILE_FORMATS = ("json", "parquet", "csv")
+ROWS_PER_TASK = 1_000_000
+"""Shared rows a task of a joint write takes: each task writes a file per member it meets,
+so a small batch written by every core makes cores × members small files."""
 
 
 @dataclass
@@ -48,6 +51,8 @@ class SharedWrite:
     ctx: BatchContext
     fs: FileStore
     members: list[tuple[SharedMember, SinkDef]]
+    shared: DataFrame
+    """The shared join's rows (kept for the batch)."""
     frame: DataFrame
     observation: Observation
     staging: str
@@ -55,6 +60,7 @@ class SharedWrite:
     """Where the files Spark writes for no rows of these columns are kept."""
     targets: dict[str, str]
     """Each member's sink path, qualified."""
+    wrote: bool = False
 
     def run(self) -> None:
         """Write the rows partitioned by member, then move each member's into its sink."""
@@ -63,10 +69,15 @@ class SharedWrite:
         if sink.format == "csv":
             options.setdefault("header", "true")
         fs = self.fs
-        self.frame.write.partitionBy(MEMBER).mode("overwrite").format(sink.format).options(
-            **options
-        ).save(self.staging)
-        written = set(fs.list_names(self.staging))
+        kept = self.shared.count()
+        written: set[str] = set()
+        if kept:  # (no rows: every member's files come from the template)
+            tasks = max(1, min(self.ctx.parallelism, -(-kept // ROWS_PER_TASK)))
+            self.frame.coalesce(tasks).write.partitionBy(MEMBER).mode("overwrite").format(
+                sink.format
+            ).options(**options).save(self.staging)
+            written = set(fs.list_names(self.staging))
+            self.wrote = True
         for m, s in self.members:
             # (The sink's path qualified, "file:/…" on a local disk: the moves stay in Python.)
             target = sink_batch_path(s, self.ctx.batch_id).replace(
@@ -88,7 +99,7 @@ class SharedWrite:
 
     def rows(self) -> dict[str, int]:
         """Rows written per member (after `run`)."""
-        got = metrics(self.observation)
+        got = metrics(self.observation) if self.wrote else {}
         return {m.name: int(got.get(f"m{m.bit}", 0)) for m, _ in self.members}
 
 
@@ -152,6 +163,6 @@ def _write(
     staging, template = paths
     obs = Observation(f"sj_shared_{staging.rsplit('/', 1)[1]}_{ctx.batch_id}")
     counts = [F.expr(f"count_if({MEMBER} = {m.bit})").alias(f"m{m.bit}") for m, _ in members]
-    frame = frame.observe(obs, *counts).coalesce(ctx.parallelism)
+    frame = frame.observe(obs, *counts)
     targets = {m.name: fs.qualify(t.cast("str", s.option("path"))).rstrip("/") for m, s in members}
-    return SharedWrite(ctx, fs, members, frame, obs, staging, template, targets)
+    return SharedWrite(ctx, fs, members, rows, frame, obs, staging, template, targets)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import typing as t
+from urllib.parse import urlsplit
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,6 +29,7 @@ class FileStore:
         # time, and each of "org", "org.apache", … is first tried as a class, a miss that
         # searches every jar on Spark's class path (a batch makes several such calls).
         self._path_class: t.Any = getattr(self._jvm, "org.apache.hadoop.fs.Path")
+        self._qualified: dict[str, str] = {}
 
     def _path(self, path: str) -> t.Any:
         return self._path_class(path)
@@ -201,10 +203,16 @@ class FileStore:
 
     def same_system(self, a: str, b: str) -> bool:
         """Whether paths `a` and `b` are on one file system (a move between them is a rename)."""
-        qa, qb = self._path(self.qualify(a)).toUri(), self._path(self.qualify(b)).toUri()
-        return bool(qa.getScheme() == qb.getScheme() and qa.getAuthority() == qb.getAuthority())
+        qa, qb = urlsplit(self.qualify(a)), urlsplit(self.qualify(b))
+        return (qa.scheme, qa.netloc) == (qb.scheme, qb.netloc)
 
     def qualify(self, path: str) -> str:
         """`path` made absolute on its file system (``file:/…``, ``hdfs://…``)."""
-        p = self._path(path)
-        return str(self._fs(p).makeQualified(p).toString())
+        # (Remembered: a batch of a job with many sinks asks for the same few paths often.)
+        known = self._qualified.get(path)
+        if known is None:
+            if len(self._qualified) > 4096:
+                self._qualified.clear()
+            p = self._path(path)
+            known = self._qualified[path] = str(self._fs(p).makeQualified(p).toString())
+        return known
