@@ -1,16 +1,16 @@
-"""AJoin's query grouping (Karimov, Rabl, Markl, PVLDB 2019, §2.1.2–2.1.3), for two-way joins
-that may share one join per batch.
+"""AJoin's query grouping (Karimov, Rabl, Markl, PVLDB 2019, §2.1.2–2.1.3), for joins that may
+share one join per batch.
 
-Queries over the same two streams and the same equality keys can run as one join (`plan.shared`):
-the join reads each side's rows that pass any member's selections, over the widest member
-window, and a query-set bit per member says which results are whose. Sharing saves a join per
-batch (its Spark job, planning and sink pass) and reads the stored rows once; it costs when the
-members' selections or windows differ, because then the shared join handles rows and pairs that
-only some members need (AJoin's Fig. 6: a narrow window next to a very wide one, or disjoint
-selections, run better apart).
+Queries over the same streams and the same equality keys can run as one join (`plan.shared`,
+`plan.shared_multiway`): the join reads each input's rows that pass any member's selections,
+over the widest member window, and a query-set bit per member says which results are whose.
+Sharing saves a join per batch (its Spark job, planning and sink pass) and reads the stored rows
+once; it costs when the members' selections or windows differ, because then the shared join
+handles rows and pairs that only some members need (AJoin's Fig. 6: a narrow window next to a
+very wide one, or disjoint selections, run better apart).
 
 **Cost (AJoin Eq. 2, per batch against stored state).** A join costs ``FIXED`` plus the rows it
-indexes on each side: the side's rate times the window's span times the fraction of rows that
+indexes on each input: the input's rate times the window's span times the fraction of rows that
 pass the selections (``Crd`` of the union of the members' selected sets). A member's selection
 on a side is the set of its one-side conjuncts; each conjunct is taken to pass ``SELECTIVITY``
 of the rows, a union of different selections the sum of theirs (at most 1), as AJoin's
@@ -47,15 +47,26 @@ REPLAN_CHURN = 0.5
 
 @dataclass(frozen=True)
 class Candidate:
-    """What the cost model knows of one query that may share: its sharing key (stream pair and
-    equality keys), its window's span (None: full history) and its selections per side."""
+    """What the cost model knows of one query that may share: its sharing key (streams and
+    equality keys), its widest window's span (None: full history) and its selections per
+    input."""
 
     name: str
     key: t.Hashable
     span_s: float | None
-    left: frozenset[str]
-    right: frozenset[str]
-    streams: tuple[str, str]
+    selections: tuple[frozenset[str], ...]
+    """Per input, in the order of `streams`: its one-input conjuncts."""
+    streams: tuple[str, ...]
+
+    @property
+    def left(self) -> frozenset[str]:
+        """The first input's selections."""
+        return self.selections[0]
+
+    @property
+    def right(self) -> frozenset[str]:
+        """The second input's selections."""
+        return self.selections[1]
 
 
 def _selected(selections: list[frozenset[str]]) -> float:
@@ -70,9 +81,10 @@ def cost(members: t.Sequence[Candidate], rates: t.Mapping[str, float]) -> float:
     """The cost per batch of running `members` as one join (AJoin Eq. 2's indexing terms)."""
     spans = [m.span_s for m in members]
     span = FULL_HISTORY_S if any(s is None for s in spans) else max(t.cast("list[float]", spans))
-    left, right = members[0].streams
-    rows = rates.get(left, DEFAULT_RATE) * span * _selected([m.left for m in members])
-    rows += rates.get(right, DEFAULT_RATE) * span * _selected([m.right for m in members])
+    rows = 0.0
+    for i, stream in enumerate(members[0].streams):
+        selected = _selected([m.selections[i] for m in members])
+        rows += rates.get(stream, DEFAULT_RATE) * span * selected
     return FIXED + rows
 
 

@@ -5,16 +5,16 @@ Queries over the same two streams with the same equality keys and no WITH option
 own (`SharedGroup.plan`), over the streams under the aliases ``sjl`` and ``sjr``:
 
 - its condition is the members' common equality keys and the widest of their windows, and on
-  each side the loosest of the members' selections when it is short (`_side_filter`): Spark
-  pushes it below the join, so rows no member selects are neither indexed nor probed;
+  each side the loosest of the members' selections when it is short (`querybits.side_filter`):
+  Spark pushes it below the join, so rows no member selects are neither indexed nor probed;
 - its output is every column a member selects or tests (each distinct expression once).
 
 Its rows are kept for the batch; the query-set bits (`SharedGroup.bits`) are then computed over
-them: bit i says that the pair passes member i's conditions beyond the shared join's, each
-distinct condition evaluated once per pair whatever the number of members that use it. Member
-i's results are the shared rows with bit i set, its columns renamed (`SharedMember`). A pair is
-in member i's results exactly when member i's whole predicate holds, so sharing changes the
-work, never the output.
+them (`querybits`): bit i says that the pair passes member i's conditions beyond the shared
+join's, each distinct condition evaluated once per pair whatever the number of members that use
+it. Member i's results are the shared rows with bit i set, its columns renamed (`SharedMember`).
+A pair is in member i's results exactly when member i's whole predicate holds, so sharing
+changes the work, never the output.
 
 (The bits are computed after the join, not in it: Spark generates the join's code once per
 slice of state it unions, so long expressions there made a batch compile megabytes of Java;
@@ -34,6 +34,7 @@ from streamjoin.model import JoinSide, Query, SelectItem
 from streamjoin.optimizer.sharing import Candidate
 from streamjoin.plan.classify import conjuncts
 from streamjoin.plan.grouping import conjunct_sql
+from streamjoin.plan.querybits import Columns, query_bits, side_filter
 
 if t.TYPE_CHECKING:
     from streamjoin.plan.physical import QueryPlan
@@ -68,14 +69,6 @@ class SharedGroup:
     def name(self) -> str:
         """The shared join's name (its router's, in the manifest)."""
         return self.plan.query.name
-
-
-def _mask(bits: int) -> str:
-    """A set of bits (0 to 63) as a BIGINT literal."""
-    if bits < 1 << 63:
-        return f"{bits}L"
-    signed = bits - (1 << 64)
-    return "shiftleft(1L, 63)" if signed == -(1 << 63) else f"({signed}L)"
 
 
 def _roles(sql: str, aliases: t.Mapping[str, str]) -> str:
@@ -140,94 +133,12 @@ def candidate(qp: QueryPlan) -> Candidate | None:
     times = (qp.left_time, qp.right_time)
     key = (q.left.stream, q.right.stream, split.equi, times)
     streams = (q.left.stream, q.right.stream)
-    return Candidate(q.name, key, span, split.left, split.right, streams)
-
-
-SIDE_FILTER_TERMS = 16
-"""The most conditions a side's filter in the shared join may hold (`_side_filter`)."""
-_RANGES: dict[type[exp.Expr], t.Callable[[t.Iterable[float]], float]] = {
-    exp.GT: min,
-    exp.GTE: min,
-    exp.LT: max,
-    exp.LTE: max,
-}
-
-
-def _loosest(conds: t.Collection[str]) -> str | None:
-    """The one condition that holds whenever any of `conds` does, if they all compare one
-    column with a number the same way (``x > 5``, ``x > 7``: ``x > 5``)."""
-    parsed = [sqlglot.parse_one(c, dialect="spark") for c in conds]
-    first = parsed[0]
-    pick = _RANGES.get(type(first))
-    if pick is None:
-        return None
-    bounds = {}
-    for c, node in zip(conds, parsed, strict=True):
-        if type(node) is not type(first) or node.this != first.this:
-            return None
-        if not isinstance(node.this, exp.Column) or not isinstance(node.expression, exp.Literal):
-            return None
-        if not node.expression.is_number:
-            return None
-        bounds[float(node.expression.name)] = c
-    return bounds[pick(bounds)]
-
-
-def _side_filter(sets: t.Sequence[frozenset[str]]) -> str | None:
-    """What a side's row must pass for some member to select it, as a short condition, or
-    None: some member takes every row, or the members' selections are too many to test
-    in the join (Spark repeats a join's conditions for every slice of state it reads)."""
-    if not all(sets):
-        return None
-    if all(len(one) == 1 for one in sets):
-        loosest = _loosest(sorted({c for one in sets for c in one}))
-        if loosest is not None:
-            return loosest
-    distinct = sorted(set(sets), key=sorted)
-    if sum(len(one) for one in distinct) > SIDE_FILTER_TERMS:
-        return None
-    return " OR ".join(f"({' AND '.join(sorted(one))})" for one in distinct)
-
-
-class _Columns:
-    """The shared join's output columns, one per distinct expression over ``sjl``/``sjr``."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-
-    def name(self, text: str) -> str:
-        return self.names.setdefault(text, f"_sjc{len(self.names)}")
-
-    def over(self, cond: str) -> str:
-        """`cond` over the join's columns: each side's column replaced by the output column
-        that carries it."""
-        tree = sqlglot.parse_one(cond, dialect="spark")
-        if isinstance(tree, exp.Column):  # (a boolean column: the root itself is replaced)
-            tree = exp.Paren(this=tree)
-        for col in list(tree.find_all(exp.Column)):
-            if col.table in (LEFT, RIGHT):
-                col.replace(exp.column(self.name(col.sql(dialect="spark"))))
-        return tree.sql(dialect="spark")
-
-
-def _bits(conds: t.Sequence[t.Collection[str]]) -> str:
-    """The query-set bits of a row: ``all & ~(CASE WHEN c THEN 0 ELSE mask(c) END | ...)``
-    where mask(c) holds the members whose conditions include c. Each distinct condition is
-    tested once; a NULL clears its members' bits, as a NULL predicate drops a pair."""
-    masks: dict[str, int] = {}
-    for i, own in enumerate(conds):
-        for c in own:
-            masks[c] = masks.get(c, 0) | 1 << i
-    every = _mask((1 << len(conds)) - 1)
-    if not masks:
-        return every
-    failed = " | ".join(f"CASE WHEN {c} THEN 0L ELSE {_mask(m)} END" for c, m in masks.items())
-    return f"{every} & ~({failed})"
+    return Candidate(q.name, key, span, (split.left, split.right), streams)
 
 
 def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMember, ...], str]:
     """The query whose plan runs `members` as one join, each member's share of it, and the
-    query-set bits of its rows (`SharedGroup.bits`)."""
+    query-set bits of its rows (`SharedGroup.bits`, `querybits.query_bits`)."""
     first = members[0].query
     splits = [_split(qp) for qp in members]
     # The join hashes on the keys common to all; a member's other keys are its own conditions.
@@ -243,9 +154,9 @@ def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMem
             f"AND {lt} + INTERVAL '{hi}' MICROSECOND"
         )
     for side in ([s.left for s in splits], [s.right for s in splits]):
-        if (only := _side_filter(side)) is not None:
+        if (only := side_filter(side)) is not None:
             conds.append(f"({only})")
-    columns = _Columns()
+    columns = Columns((LEFT, RIGHT))
     shares, own_conds = [], []
     for i, (qp, split) in enumerate(zip(members, splits, strict=True)):
         q = qp.query
@@ -268,4 +179,4 @@ def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMem
         select=tuple(select),
         line=first.line,
     )
-    return query, tuple(shares), _bits(own_conds)
+    return query, tuple(shares), query_bits(own_conds)

@@ -16,14 +16,16 @@ from streamjoin.optimizer.sharing import (
     remove,
 )
 from streamjoin.plan import plan_job
-from streamjoin.plan.shared import SIDE_FILTER_TERMS, _bits, _mask, _side_filter, candidate
+from streamjoin.plan.querybits import SIDE_FILTER_TERMS, mask, query_bits, side_filter
+from streamjoin.plan.shared import candidate
 from streamjoin.sql import parse_job
 
 KEY = ("A", "B", ("sjl.k = sjr.k",))
 
 
 def _c(name: str, span: float | None = 4.0, left: str = "", key: object = KEY) -> Candidate:
-    return Candidate(name, key, span, frozenset([left] if left else []), frozenset(), ("A", "B"))
+    sides = (frozenset([left] if left else []), frozenset[str]())
+    return Candidate(name, key, span, sides, ("A", "B"))
 
 
 def test_alike_queries_share_and_a_narrow_one_stays_apart_from_a_wide_one() -> None:
@@ -107,23 +109,23 @@ def test_the_shared_join_of_a_job() -> None:
 
 def test_a_side_is_filtered_in_the_join_only_by_a_short_condition() -> None:
     one = [frozenset({c}) for c in ("sjl.x > 7", "sjl.x > 5", "sjl.x > 6.5")]
-    assert _side_filter(one) == "sjl.x > 5"
-    assert _side_filter([frozenset({"sjr.x <= 2"}), frozenset({"sjr.x <= 4"})]) == "sjr.x <= 4"
+    assert side_filter(one) == "sjl.x > 5"
+    assert side_filter([frozenset({"sjr.x <= 2"}), frozenset({"sjr.x <= 4"})]) == "sjr.x <= 4"
     mixed = [frozenset({"sjl.x > 5", "sjl.s = 'p'"}), frozenset({"sjl.y > 7"})]
-    assert _side_filter(mixed) == "(sjl.s = 'p' AND sjl.x > 5) OR (sjl.y > 7)"
+    assert side_filter(mixed) == "(sjl.s = 'p' AND sjl.x > 5) OR (sjl.y > 7)"
     # A member that takes every row, or selections too many to repeat in the join: no filter.
-    assert _side_filter([frozenset({"sjl.x > 5"}), frozenset()]) is None
+    assert side_filter([frozenset({"sjl.x > 5"}), frozenset()]) is None
     many = [frozenset({f"sjl.y = {i}"}) for i in range(SIDE_FILTER_TERMS + 1)]
-    assert _side_filter(many) is None
-    assert _side_filter(many[:SIDE_FILTER_TERMS]) is not None
+    assert side_filter(many) is None
+    assert side_filter(many[:SIDE_FILTER_TERMS]) is not None
 
 
 def test_the_bits_test_each_distinct_condition_once() -> None:
-    bits = _bits([["_sjc0 > 5"], [], ["_sjc0 > 5", "_sjc1 < 2"]])
+    bits = query_bits([["_sjc0 > 5"], [], ["_sjc0 > 5", "_sjc1 < 2"]])
     assert bits == (
         "7L & ~(CASE WHEN _sjc0 > 5 THEN 0L ELSE 5L END | CASE WHEN _sjc1 < 2 THEN 0L ELSE 4L END)"
     )
-    assert _bits([[], []]) == "3L"
+    assert query_bits([[], []]) == "3L"
     # Bit 63 is BIGINT's sign bit.
-    assert _mask(1 << 63) == "shiftleft(1L, 63)"
-    assert _mask((1 << 64) - 1) == "(-1L)" and _mask((1 << 63) | 1) == f"({1 - (1 << 63)}L)"
+    assert mask(1 << 63) == "shiftleft(1L, 63)"
+    assert mask((1 << 64) - 1) == "(-1L)" and mask((1 << 63) | 1) == f"({1 - (1 << 63)}L)"
