@@ -1,5 +1,6 @@
-"""Two-way queries that run as one join with query-set bits (`plan.shared`): each query's
-output is the reference's, whatever its selections, window, other conditions and aliases."""
+"""Queries that run as one join with query-set bits (`plan.shared`, `plan.shared_multiway`):
+each query's output is the reference's, whatever its selections, windows, other conditions and
+aliases."""
 
 from __future__ import annotations
 
@@ -53,12 +54,32 @@ def member(draw: st.DrawFn, n: int) -> str:
     return f"INSERT INTO s{n} SELECT {cols} FROM A {la} JOIN B {ra} ON {' AND '.join(conds)};"
 
 
-def _job(tmp_path: Path, inserts: list[str]) -> Job:
+@st.composite
+def three_way(draw: st.DrawFn, n: int) -> str:
+    """One query over A, B and C, keyed A-B on k and B-C on k: its sink ``s<n>`` and INSERT."""
+    a, b, c = draw(st.sampled_from([("a", "b", "c"), ("x", "y", "z")]))
+    conds = [f"{a}.k = {b}.k", draw(st.sampled_from([f"{b}.k = {c}.k", f"{c}.k = {b}.k"]))]
+    for left, right in ((a, b), (b, c)):
+        lo, hi = draw(st.integers(-4, 1)), draw(st.integers(0, 4))
+        conds.append(
+            f"{right}.ts BETWEEN {left}.ts + INTERVAL '{lo}' SECOND "
+            f"AND {left}.ts + INTERVAL '{max(lo, hi)}' SECOND"
+        )
+    conds += [x.format(l=a, r=b) for x in draw(st.sets(st.sampled_from(LEFT), max_size=2))]
+    conds += [x.format(l=b, r=c) for x in draw(st.sets(st.sampled_from(RIGHT), max_size=1))]
+    conds += [x.format(l=a, r=c) for x in draw(st.sets(st.sampled_from(PAIR), max_size=1))]
+    return (
+        f"INSERT INTO s{n} SELECT {a}.id AS i, {c}.id AS j FROM A {a} JOIN B {b} "
+        f"ON {conds[0]} JOIN C {c} ON {' AND '.join(conds[1:])};"
+    )
+
+
+def _job(tmp_path: Path, inserts: list[str], streams: str = "AB") -> Job:
     sinks = [
         f"CREATE SINK s{n} WITH (format = 'parquet', path = '{tmp_path / f's{n}'}');"
         for n in range(len(inserts))
     ]
-    return parse_job("\n".join([stream_ddl("A"), stream_ddl("B"), *sinks, *inserts]))
+    return parse_job("\n".join([*map(stream_ddl, streams), *sinks, *inserts]))
 
 
 def _run(spark: SparkSession, plan: JobPlan, batches: Batches, ckpt: Path) -> None:
@@ -134,3 +155,21 @@ def test_a_job_files_queries_share_by_the_cost_model(spark: SparkSession, tmp_pa
     batches = make_batches(51, n_batches=5, rows_per_batch=12, keys=3)
     run_batches(spark, job, batches, tmp_path / "ckpt")
     assert _check(spark, job, batches) > 0
+
+
+@settings(max_examples=2)
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_multiway_queries_sharing_one_join_match_the_reference(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int, data: st.DataObject
+) -> None:
+    tmp_path = tmp_path_factory.mktemp("shared3")
+    n = data.draw(st.integers(2, 4))
+    job = _job(tmp_path, [data.draw(three_way(i)) for i in range(n)], "ABC")
+    names = [q.name for q in job.queries]
+    plan = plan_job(job, groups=[names])
+    (core,) = plan.cores
+    assert [m.name for m in core.members] == names and not plan.shared
+    assert [mp.query.name for mp in plan.multiway] == [core.name]
+    batches = make_batches(seed, ("A", "B", "C"), n_batches=4, rows_per_batch=8, keys=3)
+    _run(spark, plan, batches, tmp_path / "ckpt")
+    _check(spark, job, batches)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.optimizer.sharing import cost
-from streamjoin.plan.multiway import core_groups
+from streamjoin.plan.multiway import MultiwayPlan, core_groups
 from streamjoin.plan.shared import candidate
+from streamjoin.plan.shared_multiway import multiway_candidate
 
 if t.TYPE_CHECKING:
     from streamjoin.optimizer.sharing import Candidate
-    from streamjoin.plan.multiway import MultiwayPlan
     from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan
 
 
@@ -145,14 +145,9 @@ def explain_plan(plan: JobPlan) -> str:
     """Every stream's state layout and every query's classification and strategy."""
     out = ["streams:"]
     out += [_stream_line(sp) for sp in plan.streams]
-    for q in plan.job.queries:
+    for p in plan.plans():
         out.append("")
-        qp = next((x for x in plan.queries if x.query is q), None)
-        if qp is not None:
-            out += _query_lines(qp)
-            continue
-        mp = next(x for x in plan.multiway if x.query is q)
-        out += _multiway_lines(mp)
+        out += _multiway_lines(p) if isinstance(p, MultiwayPlan) else _query_lines(p)
     if plan.clash is not None:
         title = "multi-way queries, planned together (CLASH's ILP; MIR stores join two streams):"
         out += ["", title]
@@ -165,31 +160,49 @@ def explain_plan(plan: JobPlan) -> str:
 
 def _candidate(plan: JobPlan, name: str) -> Candidate | None:
     qp = next((x for x in plan.queries if x.query.name == name), None)
-    return None if qp is None else candidate(qp)
+    if qp is not None:
+        return candidate(qp)
+    q = next((q for q in plan.job.queries if q.name == name), None)
+    return None if q is None else multiway_candidate(plan.job, q)
+
+
+def _why(plan: JobPlan, names: t.Sequence[str]) -> list[str]:
+    members = [c for n in names if (c := _candidate(plan, n)) is not None]
+    if len(members) != len(names):
+        return []
+    together = cost(members, {})
+    apart = sum(cost([c], {}) for c in members)
+    return [
+        f"    why: cost {together:,.0f} per batch together against {apart:,.0f} apart "
+        "(a join's fixed cost, plus the rows it indexes at the default rate)"
+    ]
 
 
 def _shared_lines(plan: JobPlan) -> list[str]:
-    """Two-way queries that run as one join (`plan.shared`)."""
-    if not plan.shared:
-        return []
-    out = ["", "shared two-way joins (AJoin: one join per batch, a query-set bit per query):"]
+    """Queries that run as one join (`plan.shared`, `plan.shared_multiway`)."""
+    title = "joins (AJoin: one join per batch, a query-set bit per query):"
+    out = ["", f"shared two-way {title}"] if plan.shared else []
     for g in plan.shared:
         qp = g.plan
         names = ", ".join(f"{m.name} (bit {m.bit})" for m in g.members)
         window = qp.parts.window.describe() if qp.parts.window else "none (full history)"
         keys = ", ".join(k.describe() for k in qp.parts.equi) or "none"
         out.append(f"  {g.name}: {names}")
-        members = [c for m in g.members if (c := _candidate(plan, m.name)) is not None]
-        if len(members) == len(g.members):
-            together = cost(members, {})
-            apart = sum(cost([c], {}) for c in members)
-            out.append(
-                f"    why: cost {together:,.0f} per batch together against {apart:,.0f} apart "
-                "(a join's fixed cost, plus the rows it indexes at the default rate)"
-            )
+        out += _why(plan, [m.name for m in g.members])
         streams = f"{qp.query.left.stream} JOIN {qp.query.right.stream}"
         out.append(f"    {streams} on {keys}; widest window {window}")
         out.append("    selections and other conditions become the bits; each sink keeps its bit")
+    if plan.cores:
+        out += ["", f"shared multi-way {title}"]
+    for core in plan.cores:
+        mp = core.plan
+        names = ", ".join(f"{m.name} (bit {m.bit})" for m in core.members)
+        out.append(f"  {core.name}: {names}")
+        out += _why(plan, [m.name for m in core.members])
+        joined = " JOIN ".join(side.stream for side in mp.query.sides)
+        out.append(f"    {joined} on {mp.query.predicate}")
+        out.append(f"    probe orders: {'; '.join(o.describe(mp.aliases) for o in mp.orders)}")
+        out.append("    each query's own windows, selections and conditions become its bit")
     return out
 
 

@@ -29,6 +29,7 @@ from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_
 from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 from streamjoin.plan.shared import SharedGroup, candidate, shared_query
+from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query, StreamDef
@@ -83,8 +84,9 @@ class StreamPlan:
 
 @dataclass(frozen=True)
 class JobPlan:
-    """All queries and active streams of a job: two-way queries in `queries`, queries over three
-    or more inputs in `multiway`."""
+    """All queries and active streams of a job: two-way queries in `queries`, the multi-way joins
+    a batch runs in `multiway` (each query over three or more inputs that runs alone, and each
+    shared multi-way join)."""
 
     job: Job
     streams: tuple[StreamPlan, ...]
@@ -92,8 +94,11 @@ class JobPlan:
     multiway: tuple[MultiwayPlan, ...] = ()
     clash: ClashPlan | None = None
     """The ILP's global plan for the multi-way queries (their probe orders come from it)."""
-    shared: tuple[SharedGroup, ...] = ()
+    shared: tuple[SharedGroup[QueryPlan], ...] = ()
     """Two-way queries that run as one join (`plan.shared`)."""
+    cores: tuple[SharedGroup[MultiwayPlan], ...] = ()
+    """Multi-way queries that run as one multi-way join (`plan.shared_multiway`); the join's
+    plan is in `multiway` too."""
 
     @property
     def joins(self) -> tuple[QueryPlan, ...]:
@@ -101,6 +106,18 @@ class JobPlan:
         grouped = {m.name for g in self.shared for m in g.members}
         alone = tuple(qp for qp in self.queries if qp.query.name not in grouped)
         return (*alone, *(g.plan for g in self.shared))
+
+    @property
+    def groups(self) -> tuple[SharedGroup[QueryPlan] | SharedGroup[MultiwayPlan], ...]:
+        """Every shared join, two-way and multi-way."""
+        return (*self.shared, *self.cores)
+
+    def plans(self) -> list[QueryPlan | MultiwayPlan]:
+        """A plan per query of the job, in its order; a multi-way query that shares a join gets
+        its own plan (which no batch runs), for what it reads and for `explain`."""
+        own: dict[str, QueryPlan | MultiwayPlan] = {p.query.name: p for p in self.queries}
+        own |= {p.query.name: p for p in self.multiway}
+        return [own.get(q.name) or plan_multiway(self.job, q) for q in self.job.queries]
 
     def stream(self, name: str) -> StreamPlan:
         """The plan of active stream `name`."""
@@ -140,9 +157,17 @@ def plan_job(
     many = [q for q in job.queries if q.multiway]
     for q in many:
         _check_multiway_options(job, q)
-    clash = plan_clash(job, many, {q.name: pair_parts(job, q) for q in many}) if many else None
+    candidates = {c.name: c for c in sharing_candidates(job, queries)}
+    if groups is None:
+        groups = group_all(list(candidates.values()))
+    valid = _valid(groups, candidates)
+    by_name = {q.name: q for q in many}
+    cores = [(g, shared_core(job, [by_name[n] for n in g])) for g in valid if g[0] in by_name]
+    grouped = {n for g, _ in cores for n in g}
+    run = [q for q in many if q.name not in grouped] + [core for _, (core, _, _) in cores]
+    clash = plan_clash(job, run, {q.name: pair_parts(job, q) for q in run}) if run else None
     fixed = clash.orders if clash is not None else {}
-    multiway = tuple(plan_multiway(job, q, fixed.get(q.name)) for q in many)
+    multiway = tuple(plan_multiway(job, q, fixed.get(q.name)) for q in run)
     used = {side.stream for q in job.queries for side in q.sides}
     active = [s for s in job.streams if every_stream or s.name in used]
     kept: list[int | None] = [history_us] if every_stream else []
@@ -154,12 +179,26 @@ def plan_job(
     streams = []
     for index, s in enumerate(active):
         streams.append(StreamPlan(s, index, _loosest(retain[s.name])))
-    candidates = {c.name: c for qp in queries if (c := candidate(qp)) is not None}
-    if groups is None:
-        groups = group_all(list(candidates.values()))
-    by_name = {qp.query.name: qp for qp in queries}
-    shared = tuple(_plan_shared(job, [by_name[n] for n in g]) for g in _valid(groups, candidates))
-    return JobPlan(job, tuple(streams), queries, multiway, clash, shared)
+    planned = {mp.query.name: mp for mp in multiway}
+    core_groups = tuple(
+        SharedGroup(planned[core.name], shares, bits) for _, (core, shares, bits) in cores
+    )
+    two_way = {qp.query.name: qp for qp in queries}
+    shared = tuple(_plan_shared(job, [two_way[n] for n in g]) for g in valid if g[0] not in by_name)
+    return JobPlan(job, tuple(streams), queries, multiway, clash, shared, core_groups)
+
+
+def sharing_candidates(job: Job, queries: t.Iterable[QueryPlan]) -> list[Candidate]:
+    """The queries of `job` that may share a join, as the cost model sees them: the two-way
+    ones among `queries` (their plans), and the multi-way ones."""
+    two = [c for qp in queries if (c := candidate(qp)) is not None]
+    many = [c for q in job.queries if q.multiway and (c := multiway_candidate(job, q))]
+    return [*two, *many]
+
+
+def candidates_of(plan: JobPlan) -> list[Candidate]:
+    """The queries of `plan` that may share a join (`sharing_candidates`)."""
+    return sharing_candidates(plan.job, plan.queries)
 
 
 def _valid(
@@ -178,7 +217,7 @@ def _valid(
     return out
 
 
-def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup:
+def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup[QueryPlan]:
     query, shares, bits = shared_query(members)
     return SharedGroup(_plan_query(job, query), shares, bits)
 

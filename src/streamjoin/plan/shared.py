@@ -37,6 +37,7 @@ from streamjoin.plan.grouping import conjunct_sql
 from streamjoin.plan.querybits import Columns, query_bits, side_filter
 
 if t.TYPE_CHECKING:
+    from streamjoin.plan.multiway import MultiwayPlan
     from streamjoin.plan.physical import QueryPlan
 
 LEFT, RIGHT = "sjl", "sjr"
@@ -55,11 +56,14 @@ class SharedMember:
     """Its conditions beyond the shared join's, over the join's columns (None: none)."""
 
 
+P = t.TypeVar("P", "QueryPlan", "MultiwayPlan")
+
+
 @dataclass(frozen=True)
-class SharedGroup:
+class SharedGroup(t.Generic[P]):
     """Queries that run as one join: the join's plan and each member's share of its rows."""
 
-    plan: QueryPlan
+    plan: P
     members: tuple[SharedMember, ...]
     bits: str = "-1L"
     """A shared row's query-set bits (a BIGINT over the join's columns): bit i is set when

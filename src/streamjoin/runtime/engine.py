@@ -8,7 +8,9 @@ import time
 import typing as t
 
 from streamjoin.errors import JobError, StreamJoinError
+from streamjoin.optimizer.sharing import group_all
 from streamjoin.plan import JobPlan, plan_job
+from streamjoin.plan.physical import candidates_of
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
@@ -60,9 +62,13 @@ class Engine:
         return plan
 
     def _plan(self, job: Job, settings: Settings | None = None) -> JobPlan:
-        """`job`'s plan, its two-way queries grouped to share joins unless the settings say no."""
-        share = (settings or Settings.of(self.spark)).share_joins
-        return plan_job(job, groups=None if share else ())
+        """`job`'s plan, its queries grouped to share joins as the settings allow."""
+        settings = settings or Settings.of(self.spark)
+        if settings.share_joins and settings.share:
+            return plan_job(job)
+        alone = plan_job(job, groups=())
+        allowed = [c for c in candidates_of(alone) if settings.may_share(c)]
+        return plan_job(job, groups=group_all(allowed))
 
     def check_query(self, job: Job, q: Query, source: str | None = None) -> None:
         """Let Spark analyse query `q` of `job` on empty inputs.
@@ -234,7 +240,7 @@ class Engine:
         given = dict(sources or {})
         settings = Settings.of(self.spark)
         store = Checkpoint(FileStore(self.spark), checkpoint)
-        served = ServedQueries(job, store, self.check_query, history, share=settings.share_joins)
+        served = ServedQueries(job, store, self.check_query, history, share=settings.may_share)
         plan = served.plan(served.job_of(served.current), served.current.groups)
         for q in plan.job.queries:
             self.check_query(plan.job, q)

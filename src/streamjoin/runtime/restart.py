@@ -31,7 +31,7 @@ from streamjoin.plan import query_retention
 from streamjoin.runtime.progress import format_watermark
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import JobPlan, MultiwayPlan, QueryPlan
+    from streamjoin.plan import JobPlan
     from streamjoin.runtime.state.manifest import Manifest
 
 
@@ -105,8 +105,7 @@ def history_gaps(plan: JobPlan, last: Manifest) -> list[str]:
     needs them: they were dropped because no query of that run could join them any more.
     """
     out = []
-    plans: list[QueryPlan | MultiwayPlan] = [*plan.queries, *plan.multiway]
-    for qp in plans:
+    for qp in plan.plans():
         for stream, keep in query_retention(qp).items():
             cut = last.expired.get(stream)
             if cut is None:

@@ -22,6 +22,8 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
+    from streamjoin.optimizer.sharing import Candidate
+
 JoinPath = t.Literal["auto", "one", "halves"]
 Optimizer = t.Literal["ilp", "greedy"]
 
@@ -97,7 +99,7 @@ SETTINGS: dict[str, Key] = {
         Key(
             "streamjoin.multiway.share",
             "true",
-            "`false`: no probe step shared between queries",
+            "`false`: no join or probe step shared between multi-way queries",
             choices=("true", "false"),
         ),
         Key(
@@ -190,6 +192,12 @@ class Settings:
     route_rows: int = 100_000
     local: bool = True
     debug: bool = False
+
+    def may_share(self, c: Candidate) -> bool:
+        """Whether query `c` may share a join with others: two-way queries unless
+        ``streamjoin.twoway.share`` is false, multi-way ones unless ``streamjoin.multiway.share``
+        is."""
+        return self.share_joins if len(c.streams) == 2 else self.share
 
     @classmethod
     def read(

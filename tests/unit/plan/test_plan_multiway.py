@@ -115,7 +115,8 @@ def test_queries_differing_only_in_selections_have_one_join_core() -> None:
                 "JOIN c ON c.j = b.j WHERE b.x >= 0.2",
                 f"FROM a JOIN b ON a.k = b.k AND {_w('a', 'b', -2, 2)} JOIN c ON c.j = a.j",
             )
-        )
+        ),
+        groups=(),  # (no query-set sharing: each query runs its own multi-way join)
     )
     plain, on_c, on_a_b, other = plan.multiway
     assert join_core(plain) == join_core(on_c) == join_core(on_a_b) != join_core(other)

@@ -27,7 +27,7 @@ from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
-from streamjoin.runtime.batch.twoway import two_way_joins
+from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
@@ -172,15 +172,15 @@ class BatchProcessor:
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
             two = two_way_joins(ctx, deltas, self.stores)
+            frames: dict[str, list[DataFrame]] = {}
+            if self.multiway is not None:
+                work = self.multiway.run(ctx, deltas, self.stores)
+                frames = shared_cores(ctx, work.frames, two)
             staging = self.checkpoint.path(STAGING)
             joint = shared_writes(ctx, two.shared, staging, self.checkpoint.fs)
             jointly = {m.name for w in joint for m, _ in w.members}
             alone = two.frames | two.member_frames(jointly)
-            frames = {n: [frame] for n, frame in alone.items()}
-            if self.multiway is not None:
-                work = self.multiway.run(ctx, deltas, self.stores)
-                multiway = [q for q in self.plan.job.queries if q.multiway]
-                frames |= {q.name: work.frames.get(q.name, []) for q in multiway}
+            frames |= {n: [frame] for n, frame in alone.items()}
             out = write_outputs(ctx, frames, joint)
             if joint:
                 self.checkpoint.fs.delete(staging)

@@ -105,7 +105,7 @@ class SharedWrite:
 
 def shared_writes(
     ctx: BatchContext,
-    groups: t.Sequence[tuple[SharedGroup, DataFrame]],
+    groups: t.Sequence[tuple[SharedGroup[t.Any], DataFrame]],
     staging_root: str,
     fs: FileStore,
 ) -> list[SharedWrite]:
@@ -143,7 +143,7 @@ def shared_writes(
 def _write(
     ctx: BatchContext,
     fs: FileStore,
-    group: SharedGroup,
+    group: SharedGroup[t.Any],
     rows: DataFrame,
     members: list[tuple[SharedMember, SinkDef]],
     paths: tuple[str, str],

@@ -32,7 +32,7 @@ class TwoWay:
 
     frames: dict[str, DataFrame] = field(default_factory=dict)
     observed: dict[str, Observed] = field(default_factory=dict)
-    shared: list[tuple[SharedGroup, DataFrame]] = field(default_factory=list)
+    shared: list[tuple[SharedGroup[t.Any], DataFrame]] = field(default_factory=list)
     """Each shared join's rows (its members' columns; `SharedGroup.bits` tells whose)."""
 
     def member_frames(self, skip: t.Container[str]) -> dict[str, DataFrame]:
@@ -175,3 +175,20 @@ def _routed_views(
         out.append(ctx.scratch.view(df.observe(obs, *aggs), f"_sj_routed_{n}"))
         observed.append((role, obs, router.units))
     return out[0], out[1]
+
+
+def shared_cores(
+    ctx: BatchContext, frames: t.Mapping[str, list[DataFrame]], out: TwoWay
+) -> dict[str, list[DataFrame]]:
+    """The multi-way joins' new rows (`frames`, by join) as each query's parts; the rows of a
+    multi-way join that queries share are kept and go with the shared joins' (`out.shared`)."""
+    plan = ctx.plan
+    for group in plan.cores:
+        parts = frames.get(group.name, [])
+        if parts:
+            rows = parts[0]
+            for part in parts[1:]:
+                rows = rows.unionAll(part)
+            out.shared.append((group, ctx.scratch.persist(rows)))
+    cores = {g.name for g in plan.cores}
+    return {n: frames.get(n, []) for mp in plan.multiway if (n := mp.query.name) not in cores}

@@ -20,13 +20,14 @@ from dataclasses import dataclass, replace
 from streamjoin.errors import StreamJoinError
 from streamjoin.optimizer.sharing import REPLAN_CHURN, group_all, place, remove
 from streamjoin.plan import plan_job
-from streamjoin.plan.shared import candidate
+from streamjoin.plan.physical import candidates_of
 from streamjoin.sql import parse_query_file
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
     from streamjoin.model import Job, Query
+    from streamjoin.optimizer.sharing import Candidate
     from streamjoin.plan import JobPlan
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
@@ -136,7 +137,7 @@ class ServedQueries:
             with the job, the query and the name of its text before a change is accepted.
         history_us: how far behind the watermark every stream's state keeps rows at least,
             for the queries added later (None: all of them; `plan.plan_job`).
-        share: whether two-way queries may share a join (`optimizer.sharing`).
+        share: whether a query may share a join (`optimizer.sharing`; `Settings.may_share`).
     """
 
     def __init__(
@@ -146,7 +147,7 @@ class ServedQueries:
         check: Callable[[Job, Query, str], None],
         history_us: int | None = 0,
         *,
-        share: bool = True,
+        share: Callable[[Candidate], bool] = lambda _: True,
     ) -> None:
         self.base = base
         self.history_us = history_us
@@ -186,19 +187,25 @@ class ServedQueries:
 
     def plan(self, job: Job, groups: t.Sequence[t.Sequence[str]] | None = None) -> JobPlan:
         """The plan of a served `job`: every stream read, each keeping the history, and the
-        two-way queries in `groups` sharing a join each (None: grouped afresh)."""
-        groups = groups if self.share else ()
-        return plan_job(job, every_stream=True, history_us=self.history_us, groups=groups)
+        queries in `groups` sharing a join each (None: grouped afresh)."""
+
+        def planned(groups: t.Sequence[t.Sequence[str]]) -> JobPlan:
+            return plan_job(job, every_stream=True, history_us=self.history_us, groups=groups)
+
+        if groups is None:
+            groups = group_all(self._candidates(planned(())))
+        return planned(groups)
+
+    def _candidates(self, plan: JobPlan) -> list[Candidate]:
+        return [c for c in candidates_of(plan) if self.share(c)]
 
     def _regroup(self, before: QuerySet, after: QuerySet, prev: Manifest) -> QuerySet:
         """`after` (`before` with some changes) with its groups: `before`'s, each added query
         placed and each dropped one taken out, or all made afresh past AJoin's churn."""
         if after == before and after.groups is not None:
             return after
-        if not self.share:
-            return replace(after, groups=())
         plan = self.plan(self.job_of(after), groups=())
-        candidates = [c for qp in plan.queries if (c := candidate(qp)) is not None]
+        candidates = self._candidates(plan)
         rates = _rates(plan, prev)
         churn = after.seq - before.seq + before.churn
         if before.groups is None or churn > REPLAN_CHURN * max(1, len(plan.job.queries)):
