@@ -131,7 +131,8 @@ def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact
     """o1, o3 and o4 join A, B and C the same way and differ only in their selections (none,
     on c, on a and b): one unfiltered run of that core per batch, which each filters. o2 joins
     A and B the same way, then D: the A ⋈ B prefixes of its terms and the core's are shared
-    views. Results equal the reference with and without sharing."""
+    views. Results equal the reference with and without sharing (which, on, also runs o1, o3
+    and o4 as one join by query-set bits, `plan.shared_multiway`)."""
     ab = f"FROM A a JOIN B b ON a.k = b.k AND {_w('a', 'b', -3, 3)} "
     abc = f"{ab}JOIN C c ON c.k = b.k AND {_w('b', 'c', -2, 2)}"
     sinks = ("o1", "o2", "o3", "o4")
@@ -147,7 +148,7 @@ def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact
         "WHERE a.x < 8.0 AND b.x >= 2.0;\n"
     )
     job = parse_job(text)
-    plan = plan_job(job)
+    plan = plan_job(job, groups=())  # (each query its own multi-way join: CLASH's sharing)
     batches = make_batches(6, streams=("A", "B", "C", "D"), n_batches=3, keys=3)
     views = iter(range(1000))
     built = batch_terms(

@@ -93,3 +93,30 @@ def test_only_an_interruption_counts_as_a_stop(spark: SparkSession, tmp_path: Pa
     assert interrupted(query_failed_with(stop))
     assert interrupted(query_failed_with(jvm.java.lang.IllegalStateException("x", stop)))
     assert not interrupted(query_failed_with(jvm.java.lang.IllegalStateException("x")))
+
+
+def test_a_batch_cancelled_by_a_timeout_is_no_failure(spark: SparkSession) -> None:
+    """A run stopped at its timeout cancels the batch's Spark jobs: that batch's error is the
+    stop's doing, not a failure; the same error without a stop, or another one, is raised."""
+    import pytest
+    from py4j.protocol import Py4JJavaError
+
+    from streamjoin.errors import StreamJoinError
+    from streamjoin.runtime.engine import raise_failure
+
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    cancelled = jvm.org.apache.spark.SparkException(
+        "[SPARK_JOB_CANCELLED] Job 3 cancelled Query [id = x] was stopped SQLSTATE: XXKDA"
+    )
+    query = SimpleNamespace(exception=lambda: None, _jsq=None)
+
+    def failed(error: t.Any) -> t.Any:
+        return SimpleNamespace(error=Py4JJavaError("An error occurred while calling save.", error))
+
+    raise_failure(query, failed(cancelled), stopped=True)  # type: ignore[arg-type]
+    with pytest.raises(StreamJoinError, match="a batch failed"):
+        raise_failure(query, failed(cancelled))  # type: ignore[arg-type]
+    other = jvm.java.lang.IllegalStateException("x")
+    with pytest.raises(StreamJoinError, match="a batch failed"):
+        raise_failure(query, failed(other), stopped=True)  # type: ignore[arg-type]

@@ -71,6 +71,12 @@ POOL: dict[str, tuple[str, str]] = {
         f"JOIN C c ON c.k = b.k AND {_w('b', 'c', 3)}",
         "a.id AS i1, b.id AS i2, c.id AS i3",
     ),
+    # With "abc" it may share one multi-way join (`plan.shared_multiway`).
+    "abc_sel": (
+        f"A x JOIN B y ON y.k = x.k AND x.x > 4 AND {_w('x', 'y', 5)} "
+        f"JOIN C z ON z.k = y.k AND {_w('y', 'z', 2)}",
+        "x.id AS i1, y.id AS i2, z.id AS i3",
+    ),
 }
 
 
@@ -149,14 +155,16 @@ def _check(spark: SparkSession, job: Job, batches: Batches, lives: Lives) -> Non
 
 
 def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path: Path) -> None:
-    """Queries of three kinds and a three-way one come and go; "ab_sel" and "ab_pair" join the
-    job's query (q1) in a shared join, which goes on without q1 once it is dropped."""
+    """Queries of three kinds and three-way ones come and go; "ab_sel" and "ab_pair" join the
+    job's query (q1) in a shared join, which goes on without q1 once it is dropped; "abc_sel"
+    shares a multi-way join with "abc" until "abc" is dropped."""
     base = _base(tmp_path, ("ab",))
     batches = make_batches(21, streams=("A", "B", "C"), n_batches=8, rows_per_batch=10, keys=3)
     served = Served(spark, base, tmp_path / "ckpt")
     plan: dict[int, list[tuple[str, str]]] = {
         1: [("add", "ab_sel")],
         2: [("add", "bc_band"), ("add", "abc"), ("add", "ab_pair")],
+        3: [("add", "abc_sel")],
         4: [("drop", "q1"), ("add", "ac_theta")],
         5: [("add", "ab_wide"), ("drop", "abc")],
     }
@@ -173,11 +181,15 @@ def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path
     finally:
         served.close()
     assert groups[0] == () and groups[1] == (("q1", "ab_sel"),)
-    assert groups[2] == (("q1", "ab_sel", "ab_pair"),) and groups[4] == (("ab_sel", "ab_pair"),)
+    assert groups[2] == (("q1", "ab_sel", "ab_pair"),)
+    assert groups[3] == (("q1", "ab_sel", "ab_pair"), ("abc", "abc_sel"))
+    assert groups[4] == (("ab_sel", "ab_pair"), ("abc", "abc_sel"))
+    assert groups[5] == (("ab_sel", "ab_pair"),)
     assert served.queries.current.since == (
         ("ab_sel", 1),
         ("bc_band", 2),
         ("ab_pair", 2),
+        ("abc_sel", 3),
         ("ac_theta", 4),
         ("ab_wide", 5),
     )
@@ -187,6 +199,7 @@ def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path
         "ab_pair": [(2, None)],
         "bc_band": [(2, None)],
         "abc": [(2, 5)],
+        "abc_sel": [(3, None)],
         "ac_theta": [(4, None)],
         "ab_wide": [(5, None)],
     }

@@ -161,12 +161,14 @@ class Engine:
         writer = self._writer(plan, processor, given, once=once, trigger=trigger)
         started = time.monotonic()
         query = writer.start()
+        stopped = False
         try:
             deadline = None if timeout is None else started + timeout
             while query.isActive:
                 # Seconds as a float work at runtime; pyspark's hint says int.
                 query.awaitTermination(0.5)  # type: ignore[arg-type]
                 if deadline is not None and time.monotonic() > deadline:
+                    stopped = True
                     query.stop()
         except KeyboardInterrupt:
             query.stop()
@@ -179,7 +181,7 @@ class Engine:
             processor.close()
             if line is not None:
                 line.close()
-        raise_failure(query, processor)
+        raise_failure(query, processor, stopped=stopped)
         summary = Summary.from_manifest(
             store.latest(), ckpt, time.monotonic() - started, len(counted)
         )
@@ -254,10 +256,17 @@ class Engine:
         return serving
 
 
-def raise_failure(query: StreamingQuery, processor: BatchProcessor) -> None:
-    """Raise what stopped `query`, if a failure did: a batch's error, or the stream's."""
+def raise_failure(
+    query: StreamingQuery, processor: BatchProcessor, *, stopped: bool = False
+) -> None:
+    """Raise what stopped `query`, if a failure did: a batch's error, or the stream's. When the
+    caller `stopped` the query, a batch's error that the stop's interruption caused is none."""
     if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
         raise processor.error
+    if stopped and processor.error is not None:
+        java = getattr(processor.error, "java_exception", None)
+        if java is not None and (_interruption(java) or _CANCELLED in str(java.getMessage())):
+            return
     if processor.error is not None:
         err = processor.error
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
@@ -272,6 +281,8 @@ def raise_failure(query: StreamingQuery, processor: BatchProcessor) -> None:
         raise StreamJoinError(msg)
 
 
+_CANCELLED = "[SPARK_JOB_CANCELLED]"
+"""The error class of a Spark job cancelled because its streaming query was stopped."""
 _INTERRUPTS = (
     "java.lang.InterruptedException",
     "java.nio.channels.ClosedByInterruptException",
@@ -284,9 +295,12 @@ def interrupted(query: StreamingQuery) -> bool:
     Spark recognises most such errors as a stop, but not all (one wrapped in a SparkException
     while a batch was being planned, seen in CI), and then reports a failed query."""
     failure = query._jsq.exception()  # the JVM error, to walk its causes
-    if failure.isEmpty():
-        return False
-    cause, seen = failure.get(), 0
+    return not failure.isEmpty() and _interruption(failure.get())
+
+
+def _interruption(error: t.Any) -> bool:
+    """Whether JVM throwable `error` or one of its causes is a thread's interruption."""
+    cause, seen = error, 0
     while cause is not None and seen < 32:
         if cause.getClass().getName() in _INTERRUPTS:
             return True
