@@ -37,6 +37,7 @@ first results.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -202,15 +203,22 @@ def run_spark(n: int, data: str, work: str, limit: float) -> dict[str, t.Any]:
             .trigger(availableNow=True)
             .start()
         )
-    finished = True
+    finished, error = True, None
     for q in queries:
         left = limit - (time.monotonic() - started)
-        if left <= 0 or not q.awaitTermination(max(1, int(left))):
-            finished = False
+        try:
+            if left <= 0 or not q.awaitTermination(max(1, int(left))):
+                finished = False
+                break
+        except Exception as err:  # (one query's failure: what a user running N would see)
+            finished, error = False, (str(err).strip().splitlines() or [repr(err)])[0][:300]
             break
     wall = time.monotonic() - started
     for q in queries:
-        q.stop()
+        with contextlib.suppress(Exception):
+            q.stop()
+    if error is not None:
+        return {"failed_after_s": round(wall, 2), "error": error, "joins_per_batch": n}
     rows_in = sum(int(p["numInputRows"]) for q in queries[:1] for p in q.recentProgress)
     result: dict[str, t.Any] = {
         "wall_s": round(wall, 2),

@@ -347,7 +347,8 @@ def adhoc_lines(adhoc: t.Mapping[str, Report]) -> list[str]:
         for key, run in r["runs"].items():
             mode, n = key.rsplit("-", 1)
             if "error" in run:
-                lines.append(f"| {n} | {mode} | error: {run['error'][:80]} |" + " |" * 4)
+                after = f" after {_fmt(run['failed_after_s'])} s" if "failed_after_s" in run else ""
+                lines.append(f"| {n} | {mode} | failed{after}: {run['error'][:80]} |" + " |" * 4)
                 continue
             late = "" if run.get("finished", True) else " (stopped)"
             rows = run.get("rows_in") or r["runs"].get(f"shared-{n}", {}).get("rows_in")

@@ -145,9 +145,15 @@ def explain_plan(plan: JobPlan) -> str:
     """Every stream's state layout and every query's classification and strategy."""
     out = ["streams:"]
     out += [_stream_line(sp) for sp in plan.streams]
+    grouped = {m.name: g.name for g in plan.cores for m in g.members}
     for p in plan.plans():
         out.append("")
         out += _multiway_lines(p) if isinstance(p, MultiwayPlan) else _query_lines(p)
+        if p.query.name in grouped:
+            out.append(
+                f"  runs in the shared join {grouped[p.query.name]} (below): the orders above "
+                "are what it would run alone"
+            )
     if plan.clash is not None:
         title = "multi-way queries, planned together (CLASH's ILP; MIR stores join two streams):"
         out += ["", title]

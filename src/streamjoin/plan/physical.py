@@ -28,7 +28,8 @@ from streamjoin.plan.clash import ClashPlan, plan_clash
 from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_predicate
 from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
-from streamjoin.plan.shared import SharedGroup, candidate, shared_query
+from streamjoin.plan.querybits import numeric_columns
+from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
 
 if t.TYPE_CHECKING:
@@ -218,7 +219,9 @@ def _valid(
 
 
 def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup[QueryPlan]:
-    query, shares, bits = shared_query(members)
+    first = members[0].query
+    numeric = numeric_columns(job, ((first.left.stream, LEFT), (first.right.stream, RIGHT)))
+    query, shares, bits = shared_query(members, numeric)
     return SharedGroup(_plan_query(job, query), shares, bits)
 
 

@@ -10,9 +10,13 @@ some member to select it, when that is short enough to test inside the join.
 from __future__ import annotations
 
 import typing as t
+from decimal import Decimal, InvalidOperation
 
 import sqlglot
 from sqlglot import exp
+
+if t.TYPE_CHECKING:
+    from streamjoin.model import Job
 
 
 def mask(bits: int) -> str:
@@ -25,7 +29,7 @@ def mask(bits: int) -> str:
 
 SIDE_FILTER_TERMS = 16
 """The most conditions a side's filter in the shared join may hold (`side_filter`)."""
-_RANGES: dict[type[exp.Expr], t.Callable[[t.Iterable[float]], float]] = {
+_RANGES: dict[type[exp.Expr], t.Callable[[t.Iterable[Decimal]], Decimal]] = {
     exp.GT: min,
     exp.GTE: min,
     exp.LT: max,
@@ -33,9 +37,21 @@ _RANGES: dict[type[exp.Expr], t.Callable[[t.Iterable[float]], float]] = {
 }
 
 
-def loosest(conds: t.Collection[str]) -> str | None:
+def numeric_columns(job: Job, inputs: t.Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The numeric columns of `inputs` (stream, alias), as ``alias.column``."""
+    return frozenset(
+        exp.column(c.name, table=alias).sql(dialect="spark")
+        for stream, alias in inputs
+        for c in job.stream(stream).columns
+        if c.type.category == "numeric"
+    )
+
+
+def loosest(conds: t.Collection[str], numeric: t.Collection[str]) -> str | None:
     """The one condition that holds whenever any of `conds` does, if they all compare one
-    column with a number the same way (``x > 5``, ``x > 7``: ``x > 5``)."""
+    `numeric` column with a number the same way (``x > 5``, ``x > 7``: ``x > 5``). (Only a
+    numeric column: a string compared with numbers is cast to each literal's type, and casts
+    to different types do not keep the order.)"""
     parsed = [sqlglot.parse_one(c, dialect="spark") for c in conds]
     first = parsed[0]
     pick = _RANGES.get(type(first))
@@ -47,20 +63,24 @@ def loosest(conds: t.Collection[str]) -> str | None:
             return None
         if not isinstance(node.this, exp.Column) or not isinstance(node.expression, exp.Literal):
             return None
-        if not node.expression.is_number:
+        if not node.expression.is_number or node.this.sql(dialect="spark") not in numeric:
             return None
-        bounds[float(node.expression.name)] = c
+        try:
+            bounds[Decimal(node.expression.name)] = c
+        except InvalidOperation:
+            return None
     return bounds[pick(bounds)]
 
 
-def side_filter(sets: t.Sequence[frozenset[str]]) -> str | None:
+def side_filter(sets: t.Sequence[frozenset[str]], numeric: t.Collection[str] = ()) -> str | None:
     """What a side's row must pass for some member to select it, as a short condition, or
     None: some member takes every row, or the members' selections are too many to test
-    in the join (Spark repeats a join's conditions for every slice of state it reads)."""
+    in the join (Spark repeats a join's conditions for every slice of state it reads).
+    `numeric`: the side's numeric columns (`loosest`)."""
     if not all(sets):
         return None
     if all(len(one) == 1 for one in sets):
-        one = loosest(sorted({c for one in sets for c in one}))
+        one = loosest(sorted({c for one in sets for c in one}), numeric)
         if one is not None:
             return one
     distinct = sorted(set(sets), key=sorted)

@@ -65,7 +65,7 @@ class SharedGroup(t.Generic[P]):
 
     plan: P
     members: tuple[SharedMember, ...]
-    bits: str = "-1L"
+    bits: str
     """A shared row's query-set bits (a BIGINT over the join's columns): bit i is set when
     member i's predicate holds."""
 
@@ -140,9 +140,12 @@ def candidate(qp: QueryPlan) -> Candidate | None:
     return Candidate(q.name, key, span, (split.left, split.right), streams)
 
 
-def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMember, ...], str]:
+def shared_query(
+    members: t.Sequence[QueryPlan], numeric: t.Collection[str] = ()
+) -> tuple[Query, tuple[SharedMember, ...], str]:
     """The query whose plan runs `members` as one join, each member's share of it, and the
-    query-set bits of its rows (`SharedGroup.bits`, `querybits.query_bits`)."""
+    query-set bits of its rows (`SharedGroup.bits`, `querybits.query_bits`). `numeric`: the
+    numeric columns of the streams, as ``sjl.<column>`` and ``sjr.<column>``."""
     first = members[0].query
     splits = [_split(qp) for qp in members]
     # The join hashes on the keys common to all; a member's other keys are its own conditions.
@@ -158,7 +161,7 @@ def shared_query(members: t.Sequence[QueryPlan]) -> tuple[Query, tuple[SharedMem
             f"AND {lt} + INTERVAL '{hi}' MICROSECOND"
         )
     for side in ([s.left for s in splits], [s.right for s in splits]):
-        if (only := side_filter(side)) is not None:
+        if (only := side_filter(side, numeric)) is not None:
             conds.append(f"({only})")
     columns = Columns((LEFT, RIGHT))
     shares, own_conds = [], []

@@ -32,7 +32,7 @@ from streamjoin.optimizer.sharing import Candidate
 from streamjoin.plan.classify import conjuncts
 from streamjoin.plan.grouping import conjunct_sql
 from streamjoin.plan.multiway import pair_parts
-from streamjoin.plan.querybits import Columns, query_bits, side_filter
+from streamjoin.plan.querybits import Columns, numeric_columns, query_bits, side_filter
 from streamjoin.plan.shared import SharedMember
 
 if t.TYPE_CHECKING:
@@ -152,8 +152,9 @@ def shared_core(
         ti, tj = f"{alias(i)}.{times[i]}", f"{alias(j)}.{times[j]}"
         span = f"{ti} + INTERVAL '{lo}' MICROSECOND AND {ti} + INTERVAL '{hi}' MICROSECOND"
         conds.append(f"{tj} BETWEEN {span}")
+    numeric = numeric_columns(job, ((side.stream, alias(i)) for i, side in enumerate(first.sides)))
     for i in range(len(first.sides)):
-        if (only := side_filter([p.selections[i] for p in parts])) is not None:
+        if (only := side_filter([p.selections[i] for p in parts], numeric)) is not None:
             conds.append(f"({only})")
     columns = Columns({alias(i) for i in range(len(first.sides))})
     shares, own_conds = [], []

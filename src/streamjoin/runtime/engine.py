@@ -242,7 +242,8 @@ class Engine:
         given = dict(sources or {})
         settings = Settings.of(self.spark)
         store = Checkpoint(FileStore(self.spark), checkpoint)
-        served = ServedQueries(job, store, self.check_query, history, share=settings.may_share)
+        share = (settings.share_joins, settings.share)
+        served = ServedQueries(job, store, self.check_query, history, share=share)
         plan = served.plan(served.job_of(served.current), served.current.groups)
         for q in plan.job.queries:
             self.check_query(plan.job, q)
@@ -264,8 +265,10 @@ def raise_failure(
     if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
         raise processor.error
     if stopped and processor.error is not None:
-        java = getattr(processor.error, "java_exception", None)
-        if java is not None and (_interruption(java) or _CANCELLED in str(java.getMessage())):
+        # (py4j's error, or PySpark's converted one, holds the JVM's.)
+        err = processor.error
+        java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
+        if java is not None and _interruption(java, cancelled=True):
             return
     if processor.error is not None:
         err = processor.error
@@ -298,11 +301,14 @@ def interrupted(query: StreamingQuery) -> bool:
     return not failure.isEmpty() and _interruption(failure.get())
 
 
-def _interruption(error: t.Any) -> bool:
-    """Whether JVM throwable `error` or one of its causes is a thread's interruption."""
+def _interruption(error: t.Any, *, cancelled: bool = False) -> bool:
+    """Whether JVM throwable `error` or one of its causes is a thread's interruption (or, with
+    `cancelled`, a Spark job cancelled because its query was stopped)."""
     cause, seen = error, 0
     while cause is not None and seen < 32:
         if cause.getClass().getName() in _INTERRUPTS:
+            return True
+        if cancelled and _CANCELLED in str(cause.getMessage()):
             return True
         cause, seen = cause.getCause(), seen + 1
     return False

@@ -109,12 +109,19 @@ def test_the_shared_join_of_a_job() -> None:
 
 def test_a_side_is_filtered_in_the_join_only_by_a_short_condition() -> None:
     one = [frozenset({c}) for c in ("sjl.x > 7", "sjl.x > 5", "sjl.x > 6.5")]
-    assert side_filter(one) == "sjl.x > 5"
-    assert side_filter([frozenset({"sjr.x <= 2"}), frozenset({"sjr.x <= 4"})]) == "sjr.x <= 4"
+    numeric = {"sjl.x", "sjr.x"}
+    assert side_filter(one, numeric) == "sjl.x > 5"
+    below = [frozenset({"sjr.x <= 2"}), frozenset({"sjr.x <= 4"})]
+    assert side_filter(below, numeric) == "sjr.x <= 4"
+    # Not a numeric column: Spark casts it to each literal's type, in whatever order; the
+    # filter keeps every member's selection. (Bounds compare exactly, not as doubles.)
+    assert side_filter(one) == "(sjl.x > 5) OR (sjl.x > 6.5) OR (sjl.x > 7)"
+    huge = [frozenset({"sjl.x > 9007199254740993"}), frozenset({"sjl.x > 9007199254740992"})]
+    assert side_filter(huge, numeric) == "sjl.x > 9007199254740992"
     mixed = [frozenset({"sjl.x > 5", "sjl.s = 'p'"}), frozenset({"sjl.y > 7"})]
-    assert side_filter(mixed) == "(sjl.s = 'p' AND sjl.x > 5) OR (sjl.y > 7)"
+    assert side_filter(mixed, numeric) == "(sjl.s = 'p' AND sjl.x > 5) OR (sjl.y > 7)"
     # A member that takes every row, or selections too many to repeat in the join: no filter.
-    assert side_filter([frozenset({"sjl.x > 5"}), frozenset()]) is None
+    assert side_filter([frozenset({"sjl.x > 5"}), frozenset()], numeric) is None
     many = [frozenset({f"sjl.y = {i}"}) for i in range(SIDE_FILTER_TERMS + 1)]
     assert side_filter(many) is None
     assert side_filter(many[:SIDE_FILTER_TERMS]) is not None

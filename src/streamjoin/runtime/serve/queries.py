@@ -137,7 +137,8 @@ class ServedQueries:
             with the job, the query and the name of its text before a change is accepted.
         history_us: how far behind the watermark every stream's state keeps rows at least,
             for the queries added later (None: all of them; `plan.plan_job`).
-        share: whether a query may share a join (`optimizer.sharing`; `Settings.may_share`).
+        share: whether two-way queries, and multi-way ones, may share a join
+            (`optimizer.sharing`; `Settings.may_share`).
     """
 
     def __init__(
@@ -147,7 +148,7 @@ class ServedQueries:
         check: Callable[[Job, Query, str], None],
         history_us: int | None = 0,
         *,
-        share: Callable[[Candidate], bool] = lambda _: True,
+        share: tuple[bool, bool] = (True, True),
     ) -> None:
         self.base = base
         self.history_us = history_us
@@ -193,11 +194,13 @@ class ServedQueries:
             return plan_job(job, every_stream=True, history_us=self.history_us, groups=groups)
 
         if groups is None:
-            groups = group_all(self._candidates(planned(())))
-        return planned(groups)
+            return planned(group_all(self._candidates(planned(()))))
+        # (Groups a checkpoint kept from a run with other settings: only the kinds allowed now.)
+        multiway = {q.name: q.multiway for q in job.queries}
+        return planned([g for g in groups if self.share[multiway.get(g[0], False)]])
 
     def _candidates(self, plan: JobPlan) -> list[Candidate]:
-        return [c for c in candidates_of(plan) if self.share(c)]
+        return [c for c in candidates_of(plan) if self.share[len(c.streams) > 2]]
 
     def _regroup(self, before: QuerySet, after: QuerySet, prev: Manifest) -> QuerySet:
         """`after` (`before` with some changes) with its groups: `before`'s, each added query
