@@ -220,11 +220,14 @@ def run_spark(n: int, data: str, work: str, limit: float) -> dict[str, t.Any]:
     if error is not None:
         return {"failed_after_s": round(wall, 2), "error": error, "joins_per_batch": n}
     rows_in = sum(int(p["numInputRows"]) for q in queries[:1] for p in q.recentProgress)
+    # (Rows a query had read when stopped, on average: what a throughput at the limit needs.)
+    read = [sum(int(p["numInputRows"]) for p in q.recentProgress) for q in queries]
     result: dict[str, t.Any] = {
         "wall_s": round(wall, 2),
         "finished": finished,
         "state_bytes": _dir_bytes(os.path.join(work, "ckpt")),
         "joins_per_batch": n,
+        "rows_read_per_query": round(sum(read) / max(1, len(read))),
     }
     if finished:
         result["counts"] = _counts(spark, out, n)
@@ -395,17 +398,31 @@ def targets(
     out["at_100_vs_spark_ge_10"] = None if spark is None else spark >= 10
     out["at_100_vs_apart_ge_3"] = None if apart is None else apart >= 3
     for peer in ("spark", "apart"):
-        seq = [_number(ratios.get(str(n), {}).get(f"vs_{peer}")) for n in sorted(queries)]
+        seq = [ratios.get(str(n), {}).get(f"vs_{peer}") for n in sorted(queries)]
         known = [v for v in seq if v is not None]
-        out[f"gap_vs_{peer}_widens"] = (
-            all(a < b for a, b in itertools.pairwise(known)) if len(known) > 1 else None
-        )
+        out[f"gap_vs_{peer}_widens"] = _widens(known) if len(known) > 1 else None
     adds = [a for r in runs.values() for a in r.get("churn", {}).get("adds", [])]
     steps = [a["batches_to_first"] for a in adds]
     out["first_results_within_2_batches"] = (
         all(s is not None and s <= 2 for s in steps) if steps else None
     )
     return out
+
+
+def _widens(ratios: t.Sequence[object]) -> bool | None:
+    """Whether each ratio exceeds the one before; None when a bound (">x", a peer stopped at
+    its limit) leaves a step undecided."""
+    decided = True
+    for a, b in itertools.pairwise(ratios):
+        lo_a, lo_b = _number(a), _number(b)
+        assert lo_a is not None and lo_b is not None
+        exact_a = not isinstance(a, str)
+        if lo_b > lo_a and exact_a:
+            continue  # (b is at least lo_b, above a's exact value)
+        if not isinstance(b, str) and lo_b <= lo_a:
+            return False  # (b is exact and at most a's lower bound)
+        decided = False
+    return True if decided else None
 
 
 def _brief(run: dict[str, t.Any]) -> str:

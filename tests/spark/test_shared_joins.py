@@ -30,6 +30,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.model import Job
+    from streamjoin.optimizer.sharing import Candidate
     from streamjoin.plan import JobPlan
     from tests.spark.harness import Batches
 
@@ -99,6 +100,16 @@ def _run(spark: SparkSession, plan: JobPlan, batches: Batches, ckpt: Path) -> No
         processor.close()
 
 
+def _forced(candidates: list[Candidate | None]) -> list[list[str]]:
+    """Every query with a key and window class in common with another shares one join with
+    it, whatever the cost model would say (`a.s = b.s` is a key too)."""
+    by_key: dict[object, list[str]] = {}
+    for c in candidates:
+        if c is not None:
+            by_key.setdefault((c.key, c.span_s is None), []).append(c.name)
+    return [g for g in by_key.values() if len(g) > 1]
+
+
 def _check(spark: SparkSession, job: Job, batches: Batches) -> int:
     expected = run_reference(job, batches)
     total = 0
@@ -117,14 +128,7 @@ def test_any_queries_sharing_one_join_match_the_reference(
     tmp_path = tmp_path_factory.mktemp("shared")
     n = data.draw(st.integers(2, 5))
     job = _job(tmp_path, [data.draw(member(i)) for i in range(n)])
-    # Every query with a key and window class in common with another shares one join with it
-    # (whatever the cost model would say); `a.s = b.s` is a key too.
-    by_key: dict[object, list[str]] = {}
-    for qp in plan_job(job, groups=()).queries:
-        c = candidate(qp)
-        if c is not None:
-            by_key.setdefault((c.key, c.span_s is None), []).append(c.name)
-    groups = [g for g in by_key.values() if len(g) > 1]
+    groups = _forced([candidate(qp) for qp in plan_job(job, groups=()).queries])
     plan = plan_job(job, groups=groups)
     assert sum(len(g.members) for g in plan.shared) == sum(map(len, groups))
     batches = make_batches(seed, n_batches=4, rows_per_batch=10, keys=3)
@@ -166,13 +170,7 @@ def test_multiway_queries_sharing_one_join_match_the_reference(
     tmp_path = tmp_path_factory.mktemp("shared3")
     n = data.draw(st.integers(2, 4))
     job = _job(tmp_path, [data.draw(three_way(i)) for i in range(n)], "ABC")
-    # Queries with the same keys share (`a.s = c.s` is a key too), whatever the cost model says.
-    by_key: dict[object, list[str]] = {}
-    for q in job.queries:
-        c = multiway_candidate(job, q)
-        assert c is not None
-        by_key.setdefault(c.key, []).append(c.name)
-    groups = [g for g in by_key.values() if len(g) > 1]
+    groups = _forced([multiway_candidate(job, q) for q in job.queries])
     plan = plan_job(job, groups=groups)
     assert [[m.name for m in core.members] for core in plan.cores] == groups
     assert len(plan.multiway) == len(groups) + n - sum(map(len, groups)) and not plan.shared

@@ -63,3 +63,13 @@ def test_queries_alternate_templates() -> None:
     (even, cond0), (odd, cond1) = query(0, "/o"), query(1, "/o")
     assert "a.k = b.k AND a.x > 0" in cond0 and "a.g = b.g AND b.x < 37" in cond1
     assert even.startswith("CREATE SINK s0") and "INSERT INTO s1" in odd
+
+
+def test_a_gap_widens_only_where_the_numbers_prove_it() -> None:
+    from benchmarks.adhoc import _widens
+
+    assert _widens([1.96, 10.89, ">12.47"]) is True  # (at least 12.47, above 10.89)
+    assert _widens([2.0, 1.5]) is False
+    # A peer stopped at its limit gives a lower bound: a smaller bound later decides nothing.
+    assert _widens([2.27, ">29.81", ">11.73"]) is None
+    assert _widens([">3", 5.0]) is None
