@@ -37,6 +37,15 @@ _RANGES: dict[type[exp.Expr], t.Callable[[t.Iterable[Decimal]], Decimal]] = {
 }
 
 
+def with_aliases(sql: str, aliases: t.Mapping[str, str]) -> str:
+    """`sql` with each input's alias (the keys, lower case) replaced by the shared join's."""
+    tree = sqlglot.parse_one(sql, dialect="spark")
+    for col in tree.find_all(exp.Column):
+        if col.table.lower() in aliases:
+            col.set("table", exp.to_identifier(aliases[col.table.lower()]))
+    return tree.sql(dialect="spark")
+
+
 def numeric_columns(job: Job, inputs: t.Iterable[tuple[str, str]]) -> frozenset[str]:
     """The numeric columns of `inputs` (stream, alias), as ``alias.column``."""
     return frozenset(

@@ -34,7 +34,7 @@ from streamjoin.model import JoinSide, Query, SelectItem
 from streamjoin.optimizer.sharing import Candidate
 from streamjoin.plan.classify import conjuncts
 from streamjoin.plan.grouping import conjunct_sql
-from streamjoin.plan.querybits import Columns, query_bits, side_filter
+from streamjoin.plan.querybits import Columns, query_bits, side_filter, with_aliases
 
 if t.TYPE_CHECKING:
     from streamjoin.plan.multiway import MultiwayPlan
@@ -75,15 +75,6 @@ class SharedGroup(t.Generic[P]):
         return self.plan.query.name
 
 
-def _roles(sql: str, aliases: t.Mapping[str, str]) -> str:
-    """`sql` with each side's alias replaced by the shared join's."""
-    tree = sqlglot.parse_one(sql, dialect="spark")
-    for col in tree.find_all(exp.Column):
-        if col.table in aliases:
-            col.set("table", exp.to_identifier(aliases[col.table]))
-    return tree.sql(dialect="spark")
-
-
 def _sides(node: exp.Expr) -> set[str]:
     return {col.table for col in node.find_all(exp.Column)}
 
@@ -102,15 +93,17 @@ class _Split:
 
 def _split(qp: QueryPlan) -> _Split:
     q = qp.query
-    aliases = {q.left.alias: LEFT, q.right.alias: RIGHT}
-    equi = tuple(sorted(_roles(f"{k.left_sql} = {k.right_sql}", aliases) for k in qp.parts.equi))
+    aliases = {q.left.alias.lower(): LEFT, q.right.alias.lower(): RIGHT}
+    equi = tuple(
+        sorted(with_aliases(f"{k.left_sql} = {k.right_sql}", aliases) for k in qp.parts.equi)
+    )
     # (The keys as written either way round, to know them among the conjuncts.)
-    keys = {*equi, *(_roles(f"{k.right_sql} = {k.left_sql}", aliases) for k in qp.parts.equi)}
+    keys = {*equi, *(with_aliases(f"{k.right_sql} = {k.left_sql}", aliases) for k in qp.parts.equi)}
     left: set[str] = set()
     right: set[str] = set()
     pair: list[str] = []
     for c in conjuncts(sqlglot.parse_one(q.predicate, dialect="spark")):
-        text = _roles(conjunct_sql(c), aliases)
+        text = with_aliases(conjunct_sql(c), aliases)
         sides = _sides(c)
         if sides == {q.left.alias}:
             left.add(text)
@@ -167,8 +160,8 @@ def shared_query(
     shares, own_conds = [], []
     for i, (qp, split) in enumerate(zip(members, splits, strict=True)):
         q = qp.query
-        aliases = {q.left.alias: LEFT, q.right.alias: RIGHT}
-        own = [(columns.name(_roles(item.sql, aliases)), item.alias) for item in q.select]
+        aliases = {q.left.alias.lower(): LEFT, q.right.alias.lower(): RIGHT}
+        own = [(columns.name(with_aliases(item.sql, aliases)), item.alias) for item in q.select]
         keys = [k for k in split.equi if k not in common]
         mine = sorted({columns.over(c) for c in (*split.left, *split.right, *split.pair, *keys)})
         own_conds.append(mine)

@@ -32,7 +32,13 @@ from streamjoin.optimizer.sharing import Candidate
 from streamjoin.plan.classify import conjuncts
 from streamjoin.plan.grouping import conjunct_sql
 from streamjoin.plan.multiway import pair_parts
-from streamjoin.plan.querybits import Columns, numeric_columns, query_bits, side_filter
+from streamjoin.plan.querybits import (
+    Columns,
+    numeric_columns,
+    query_bits,
+    side_filter,
+    with_aliases,
+)
 from streamjoin.plan.shared import SharedMember
 
 if t.TYPE_CHECKING:
@@ -42,15 +48,6 @@ if t.TYPE_CHECKING:
 def alias(i: int) -> str:
     """The shared join's alias of input `i`."""
     return f"sj{i}"
-
-
-def _roles(sql: str, aliases: t.Mapping[str, str]) -> str:
-    """`sql` with each input's alias replaced by the shared join's."""
-    tree = sqlglot.parse_one(sql, dialect="spark")
-    for col in tree.find_all(exp.Column):
-        if col.table.lower() in aliases:
-            col.set("table", exp.to_identifier(aliases[col.table.lower()]))
-    return tree.sql(dialect="spark")
 
 
 @dataclass(frozen=True)
@@ -79,9 +76,9 @@ def _parts(job: Job, q: Query) -> _Parts | None:
     windows: dict[tuple[int, int], tuple[int, int]] = {}
     for (i, j), parts in pair_parts(job, q).items():
         for k in parts.equi:
-            keys.add(_roles(f"{k.left_sql} = {k.right_sql}", aliases))
+            keys.add(with_aliases(f"{k.left_sql} = {k.right_sql}", aliases))
             written |= {
-                _roles(f"{a} = {b}", aliases)
+                with_aliases(f"{a} = {b}", aliases)
                 for a, b in itertools.permutations((k.left_sql, k.right_sql))
             }
         w = parts.window
@@ -95,7 +92,7 @@ def _parts(job: Job, q: Query) -> _Parts | None:
     selections: list[set[str]] = [set() for _ in q.sides]
     rest = []
     for c in conjuncts(sqlglot.parse_one(q.predicate, dialect="spark")):
-        text = _roles(conjunct_sql(c), aliases)
+        text = with_aliases(conjunct_sql(c), aliases)
         named = _inputs(text)
         if len(named) == 1:
             selections[named.pop()].add(text)
@@ -160,7 +157,7 @@ def shared_core(
     shares, own_conds = [], []
     for bit, (q, p) in enumerate(zip(members, parts, strict=True)):
         aliases = {side.alias.lower(): alias(i) for i, side in enumerate(q.sides)}
-        own = [(columns.name(_roles(item.sql, aliases)), item.alias) for item in q.select]
+        own = [(columns.name(with_aliases(item.sql, aliases)), item.alias) for item in q.select]
         mine = sorted({columns.over(c) for c in (*p.rest, *(c for s in p.selections for c in s))})
         own_conds.append(mine)
         predicate = " AND ".join(f"({c})" for c in mine) or None
