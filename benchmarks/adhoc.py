@@ -374,7 +374,7 @@ def run_adhoc(size: str, queries: t.Sequence[int], modes: t.Sequence[str]) -> di
         "commit": source_commit(),
         "spec": spec,
         "runs": runs,
-        "ratios": (ratios := _ratios(runs, queries)),
+        "ratios": (ratios := _ratios(runs, queries, 2 * spec["files"] * spec["rows"])),
         "checks": _checks(runs, queries),
         "targets": targets(runs, ratios, queries),
     }
@@ -432,19 +432,43 @@ def _brief(run: dict[str, t.Any]) -> str:
     return ", ".join(f"{k} {run[k]}" for k in keys if k in run)
 
 
-def _ratios(runs: dict[str, dict[str, t.Any]], queries: t.Sequence[int]) -> dict[str, t.Any]:
-    """Per N: shared's throughput over each other mode's (by wall time over the same rows)."""
+def _rows_done(run: dict[str, t.Any], n: int, total: int) -> int | None:
+    """Query-rows a run processed: each of its N queries over the rows it read. A run stopped
+    at its limit counts what it had read by then (Spark: each query's own sources)."""
+    if "wall_s" not in run:
+        return None
+    finished = run.get("finished", True)
+    if "rows_read_per_query" in run and not finished:
+        return int(run["rows_read_per_query"]) * n
+    rows = run.get("rows_in", total) if finished or "rows_read_per_query" not in run else None
+    if not finished and "rows_in" not in run:
+        return None
+    return None if rows is None else int(rows) * n
+
+
+def _ratios(
+    runs: dict[str, dict[str, t.Any]], queries: t.Sequence[int], total: int = 0
+) -> dict[str, t.Any]:
+    """Per N: shared's throughput (query-rows per second) over each other mode's. A peer
+    stopped at the limit is judged by what it processed until then, which flatters it: its
+    state, and so its cost per row, was still growing."""
     out = {}
     for n in queries:
         shared = runs.get(f"shared-{n}", {})
-        row = {}
+        row: dict[str, t.Any] = {}
+        ours = _rows_done(shared, n, total)
         for other in ("apart", "spark"):
             r = runs.get(f"{other}-{n}", {})
-            if "wall_s" in shared and "wall_s" in r:
-                faster = r["wall_s"] / shared["wall_s"]
-                row[f"vs_{other}"] = (
-                    round(faster, 2) if r.get("finished", True) else f">{faster:.2f}"
-                )
+            theirs = _rows_done(r, n, total)
+            if ours is None or "wall_s" not in r:
+                continue
+            if not theirs:  # (stopped before it read a row, or its rows not recorded: a bound)
+                row[f"vs_{other}"] = f">{r['wall_s'] / shared['wall_s']:.2f}"
+                continue
+            faster = (ours / shared["wall_s"]) / (theirs / r["wall_s"])
+            row[f"vs_{other}"] = round(faster, 2)
+            if not r.get("finished", True):
+                row[f"{other}_at_limit"] = True
         out[str(n)] = row
     return out
 

@@ -293,15 +293,22 @@ def targets(
 
 def adhoc_targets(adhoc: t.Mapping[str, Report]) -> list[tuple[str, str, bool | None]]:
     """(target, the numbers, met?) of the ``adhoc`` reports present (`benchmarks.adhoc`)."""
+    from benchmarks.adhoc import _ratios
     from benchmarks.adhoc import targets as adhoc_met
 
     rows: list[tuple[str, str, bool | None]] = []
     for file, r in adhoc.items():
         ns = sorted(int(n) for n in r["ratios"])
-        met = adhoc_met(r["runs"], r["ratios"], ns)
-        at = r["ratios"].get("100", {})
+        total = 2 * r["spec"]["files"] * r["spec"]["rows"]
+        ratios = _ratios(r["runs"], ns, total)
+        met = adhoc_met(r["runs"], ratios, ns)
+        at = ratios.get("100", {})
         for peer, least in (("spark", 10), ("apart", 3)):
-            gaps = ", ".join(f"×{r['ratios'][str(n)].get(f'vs_{peer}', '–')} at {n}" for n in ns)
+            gaps = ", ".join(
+                f"×{ratios[str(n)].get(f'vs_{peer}', '–')}"
+                f"{' (at its limit)' if ratios[str(n)].get(f'{peer}_at_limit') else ''} at {n}"
+                for n in ns
+            )
             name = "one Spark query per query" if peer == "spark" else "ours without sharing"
             at_least, widens = met[f"at_100_vs_{peer}_ge_{least}"], met[f"gap_vs_{peer}_widens"]
             verdict = None if at_least is None or widens is None else at_least and widens
@@ -336,7 +343,9 @@ def adhoc_lines(adhoc: t.Mapping[str, Report]) -> list[str]:
         "N two-way queries over two streams, half of each of two templates (`benchmarks/adhoc.py`):"
         " *shared*, one job with AJoin's sharing; *apart*, one job, a join per query; *spark*, "
         "one Spark native join per query, all started together. Our state is the streams' input "
-        "files (the checkpoint keeps manifests); Spark's is its state store.",
+        "files (the checkpoint keeps manifests); Spark's is its state store. *rows/s* is input "
+        "rows a second per query; a run *stopped* at the time limit is rated on what it had "
+        "read by then, and the ratios are of throughput (query-rows a second).",
         "",
     ]
     for file, r in adhoc.items():
@@ -356,7 +365,9 @@ def adhoc_lines(adhoc: t.Mapping[str, Report]) -> list[str]:
                 continue
             late = "" if run.get("finished", True) else " (stopped)"
             rows = run.get("rows_in") or r["runs"].get(f"shared-{n}", {}).get("rows_in")
-            rate = rows / run["wall_s"] if rows and run.get("finished", True) else None
+            if not run.get("finished", True):
+                rows = run.get("rows_read_per_query", run.get("rows_in"))
+            rate = rows / run["wall_s"] if rows else None
             lines.append(
                 f"| {n} | {mode} | {_fmt(run['wall_s'])}{late} | {_fmt(rate)} | "
                 f"{run.get('joins_per_batch', '–')} | {run['state_bytes'] / 2**20:.2f} | "

@@ -30,7 +30,13 @@ REPORT: dict[str, t.Any] = {
             },
         ),
         "apart-100": _run(60.0),
-        "spark-100": _run(900.0, finished=False),
+        "spark-100": {
+            "wall_s": 900.0,
+            "finished": False,
+            "rows_read_per_query": 6_000,
+            "state_bytes": 2**20,
+            "joins_per_batch": 100,
+        },
     },
     "ratios": {
         "10": {"vs_apart": 2.0, "vs_spark": 4.0},
@@ -53,9 +59,11 @@ def test_targets_read_a_stopped_peer_as_a_lower_bound() -> None:
 def test_results_rows() -> None:
     rows = adhoc_targets({"adhoc-quick.json": REPORT})
     assert [met for _, _, met in rows] == [True, True, True]
-    assert rows[0][1] == "×4.0 at 10, ×>75.00 at 100"
+    # Spark stopped at its limit is rated on the rows it had read: 48,000 rows × 100 queries in
+    # 12 s against 6,000 × 100 in 900 s.
+    assert rows[0][1] == "×4.0 at 10, ×600.0 (at its limit) at 100"
     text = "\n".join(adhoc_lines({"adhoc-quick.json": REPORT}))
-    assert "| 100 | spark | 900.0 (stopped) | – | 2 |" in text
+    assert "| 100 | spark | 900.0 (stopped) | 6.66667 | 100 |" in text
     assert "s100 1 (1.5 s)" in text
 
 
@@ -73,3 +81,20 @@ def test_a_gap_widens_only_where_the_numbers_prove_it() -> None:
     # A peer stopped at its limit gives a lower bound: a smaller bound later decides nothing.
     assert _widens([2.27, ">29.81", ">11.73"]) is None
     assert _widens([">3", 5.0]) is None
+
+
+def test_a_stopped_peer_is_rated_on_what_it_read() -> None:
+    from benchmarks.adhoc import _ratios
+
+    runs = {
+        "shared-500": {"wall_s": 50.0, "rows_in": 48_000},
+        "apart-500": {"wall_s": 600.0, "finished": False, "rows_in": 24_000},
+        "spark-500": {"wall_s": 600.0, "finished": False, "rows_read_per_query": 0},
+    }
+    got = _ratios(runs, [500], 48_000)["500"]
+    assert got["vs_apart"] == 24.0 and got["apart_at_limit"] is True
+    # (No row read at all: only the time gives a bound.)
+    assert got["vs_spark"] == ">12.00"
+    # A report from before rows read were recorded: the time ratio, a bound.
+    del runs["spark-500"]["rows_read_per_query"]
+    assert _ratios(runs, [500], 48_000)["500"]["vs_spark"] == ">12.00"
