@@ -33,6 +33,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.model import Job, Query, StreamDef
+    from streamjoin.plan.outer import OuterPlan
 
 ENGINES = ("streamjoin", "spark-native", "spark-foreach")
 
@@ -376,6 +377,32 @@ def _query_sql(q: Query, left: str, right: str) -> str:
     )
 
 
+def _unmatched_sql(op: OuterPlan, before: int | None, now: int) -> list[str]:
+    """The foreachBatch peer's rows without a partner: per preserved side, its kept and new
+    rows that the watermark moving from `before` to `now` decides, anti-joined with the other
+    side's kept and new rows, the other side's columns NULL."""
+    q, out = op.query, []
+    for i in (0, 1):
+        if not op.outer.preserves(i):
+            continue
+        lo, hi = op.dead_below(i, before), op.dead_below(i, now)
+        assert hi is not None
+        mine, other = q.sides[i], q.sides[1 - i]
+        m, o = mine.alias, other.alias
+        ts = f"unix_micros({m}.ts)"
+        bounds = f"{ts} < {hi}" + (f" AND {ts} >= {lo}" if lo is not None else "")
+        rows = f"(SELECT * FROM old_{mine.stream} UNION ALL SELECT * FROM new_{mine.stream})"
+        partners = f"(SELECT * FROM old_{other.stream} UNION ALL SELECT * FROM new_{other.stream})"
+        select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+        sql = (
+            f"SELECT {select} FROM (SELECT {m}.* FROM {rows} AS {m} LEFT ANTI JOIN {partners} "
+            f"AS {o} ON ({op.outer.on}) WHERE {bounds}) AS {m} "
+            f"LEFT JOIN (SELECT * FROM {partners} WHERE false) AS {o} ON false"
+        )
+        out.append(sql + (f" WHERE {op.outer.where}" if op.outer.where else ""))
+    return out
+
+
 def _await(queries: list[t.Any], time_limit: float | None) -> bool:
     """Wait for `queries` to end; past `time_limit` stop them. True if any was stopped."""
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -535,6 +562,8 @@ def _run_foreach(
     kept = os.path.join(workdir, "kept")
     stream_wm: dict[str, int] = {}
     horizon: dict[str, int] = {}
+    marks: list[int | None] = [None]
+    """The global watermark after the last batch."""
 
     def batch(df: DataFrame, batch_id: int) -> None:
         s = df.sparkSession
@@ -576,7 +605,12 @@ def _run_foreach(
                     stream_wm[sp.name] = max(stream_wm.get(sp.name, mark), mark)
         timed = [sp for sp in plan.streams if sp.stream.watermark is not None]
         if timed and all(sp.name in stream_wm for sp in timed):
-            global_wm = min(stream_wm[sp.name] for sp in timed)
+            global_wm = max(min(stream_wm[sp.name] for sp in timed), marks[0] or -(2**62))
+            for op in plan.outers:
+                # The preserved rows the new watermark decides, without a partner.
+                for sql in _unmatched_sql(op, marks[0], global_wm):
+                    s.sql(sql).write.mode("append").parquet(_out_path(job, op.query))
+            marks[0] = global_wm
             for sp in plan.streams:
                 h = sp.horizon(global_wm)
                 if h is not None:

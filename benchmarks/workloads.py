@@ -69,8 +69,9 @@ _STREAM = """CREATE STREAM {name} (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
 """
 
 
-def two_stream_job(backlog: Backlog, on: str) -> str:
-    """A job joining streams ``a l`` and ``b r`` of `backlog` on `on`, into ``{out}``."""
+def two_stream_job(backlog: Backlog, on: str, join: str = "JOIN") -> str:
+    """A job joining streams ``a l`` and ``b r`` of `backlog` on `on` (with `join`: ``LEFT
+    JOIN``, say), into ``{out}``."""
     streams = "".join(
         _STREAM.format(name=n, wm=WATERMARK_SECONDS, path=backlog.streams[n]) for n in ("a", "b")
     )
@@ -78,7 +79,7 @@ def two_stream_job(backlog: Backlog, on: str) -> str:
         streams
         + "CREATE SINK out WITH (format = 'parquet', path = '{out}');\n"
         + f"INSERT INTO out SELECT l.id AS lid, r.id AS rid, l.k AS k, r.x - l.x AS dx\n"
-        f"FROM a l JOIN b r ON {on};\n"
+        f"FROM a l {join} b r ON {on};\n"
     )
 
 
@@ -119,9 +120,10 @@ def two_stream_case(
     *,
     keys: int | None = None,
     warmup_batches: int | None = None,
+    join: str = "JOIN",
 ) -> Case:
     """A `kind` join of two generated streams within `window` seconds (None: no time range at
-    all), over `keys` keys (default `_keys`, about one match per row)."""
+    all), over `keys` keys (default `_keys`, about one match per row); `join`: its kind."""
     shape = shape or TWO_STREAM_SHAPES[size]
     keys = keys or _keys(shape, window)
     tables = two_streams(
@@ -131,7 +133,14 @@ def two_stream_case(
     on = _predicates(kind, keys)
     if window is not None:
         on = f"{on} AND {_window(window)}"
-    return Case(name, two_stream_job(backlog, on), PEERS[kind], backlog, window, on, warmup_batches)
+    job = two_stream_job(backlog, on, join)
+    peer = PEERS[kind] if join == "JOIN" else "spark-foreach"
+    return Case(name, job, peer, backlog, window, on, warmup_batches)
+
+
+def _outer(root: str, size: str) -> list[Case]:
+    # A band join within 10 s, left outer: half the rows' band partners fall outside it.
+    return [two_stream_case(root, size, "band", 10.0, "outer-band", join="LEFT JOIN")]
 
 
 def _simple(kind: str) -> Callable[[str, str], list[Case]]:
@@ -252,4 +261,5 @@ WORKLOADS: dict[str, Callable[[str, str], list[Case]]] = {
     "tpch": _tpch,
     "nexmark": _nexmark,
     "long": _long,
+    "outer": _outer,
 }

@@ -84,6 +84,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         once=args.once,
         trigger=args.trigger,
         timeout=args.timeout,
+        final=args.final,
     )
     print(summary.render())
     return 0
@@ -202,6 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a job file")
     run.add_argument("job", help="the job file (.sql)")
     run.add_argument("--once", action="store_true", help="process all available input, then exit")
+    run.add_argument(
+        "--final",
+        action="store_true",
+        help="with --once: the input is finished; emit every window still open",
+    )
     run.add_argument("--checkpoint", help="state and progress directory (restart continues here)")
     run.add_argument("--trigger", type=parse_trigger, default="1 seconds", help="batch interval")
     run.add_argument("--master", default=None, help="Spark master (default local[*])")

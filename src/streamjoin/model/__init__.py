@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from streamjoin.model.aggregate import Aggregation, EventWindow
 from streamjoin.model.job import (
     Column,
     Job,
     JoinSide,
+    OuterJoin,
     Query,
     SelectItem,
     SinkDef,
@@ -15,9 +17,12 @@ from streamjoin.model.job import (
 from streamjoin.model.types import SqlType
 
 __all__ = [
+    "Aggregation",
     "Column",
+    "EventWindow",
     "Job",
     "JoinSide",
+    "OuterJoin",
     "Query",
     "SelectItem",
     "SinkDef",

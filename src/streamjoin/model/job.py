@@ -8,8 +8,10 @@ they are and the reference executor can evaluate the very same text.
 from __future__ import annotations
 
 import hashlib
+import typing as t
 from dataclasses import dataclass, field
 
+from streamjoin.model.aggregate import Aggregation
 from streamjoin.model.types import SqlType
 
 
@@ -114,6 +116,22 @@ class SelectItem:
 
 
 @dataclass(frozen=True, slots=True)
+class OuterJoin:
+    """``a LEFT | RIGHT | FULL [OUTER] JOIN b ON on [WHERE where]``: besides the pairs, each row
+    of a preserved side that no row of the other side matches on `on` is in the result once,
+    the other side's columns NULL, if `where` holds on it."""
+
+    kind: t.Literal["left", "right", "full"]
+    on: str
+    """The ON condition (qualified Spark SQL): what matching means."""
+    where: str | None = None
+
+    def preserves(self, index: int) -> bool:
+        """Whether input `index` (0 left, 1 right) keeps its unmatched rows."""
+        return self.kind == "full" or (self.kind == "left") == (index == 0)
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     """``INSERT INTO sink SELECT items FROM left JOIN right ON ... [JOIN further ON ...] [WHERE]``.
 
@@ -132,6 +150,10 @@ class Query:
     line: int = 0
     options: tuple[tuple[str, str], ...] = ()
     further: tuple[JoinSide, ...] = ()
+    aggregation: Aggregation | None = None
+    """``GROUP BY window(...)``: `select` is then over each group (`model.aggregate`)."""
+    outer: OuterJoin | None = None
+    """An outer join's kind and ON condition (`predicate` stays ON and WHERE, for the pairs)."""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -169,6 +191,10 @@ class Query:
         sides = ", ".join(f"{s.stream} {s.alias}" for s in self.sides)
         options = ", ".join(f"{k}={v}" for k, v in sorted(self.options))
         text = f"{sides} ON {self.predicate} WITH ({options})"
+        if self.aggregation is not None:
+            text += f" GROUP BY {self.aggregation!r}"
+        if self.outer is not None:
+            text += f" OUTER {self.outer!r}"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

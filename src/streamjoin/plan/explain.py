@@ -11,6 +11,8 @@ from streamjoin.plan.shared_multiway import multiway_candidate
 
 if t.TYPE_CHECKING:
     from streamjoin.optimizer.sharing import Candidate
+    from streamjoin.plan.aggregate import AggregatePlan
+    from streamjoin.plan.outer import OuterPlan
     from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan
 
 
@@ -146,9 +148,15 @@ def explain_plan(plan: JobPlan) -> str:
     out = ["streams:"]
     out += [_stream_line(sp) for sp in plan.streams]
     grouped = {m.name: g.name for g in plan.cores for m in g.members}
+    aggregates = {a.name: a for a in plan.aggregates}
+    outers = {o.name: o for o in plan.outers}
     for p in plan.plans():
         out.append("")
         out += _multiway_lines(p) if isinstance(p, MultiwayPlan) else _query_lines(p)
+        if p.query.name in outers:
+            out += _outer_lines(outers[p.query.name])
+        if p.query.name in aggregates:
+            out += _aggregate_lines(aggregates[p.query.name])
         if p.query.name in grouped:
             out.append(
                 f"  runs in the shared join {grouped[p.query.name]} (below): the orders above "
@@ -162,6 +170,44 @@ def explain_plan(plan: JobPlan) -> str:
     out += _core_lines(plan.multiway)
     out += _shared_lines(plan)
     return "\n".join(out)
+
+
+def _outer_lines(op: OuterPlan) -> list[str]:
+    """When an outer join emits its rows without a partner, and what it keeps for them."""
+    out = [f"  {op.outer.kind} outer join: matching is the ON condition {op.outer.on}"]
+    for i in (0, 1):
+        if op.outer.preserves(i):
+            mine, other = op.query.sides[i], op.query.sides[1 - i]
+            out.append(
+                f"    a row of {mine.alias} without a partner is emitted once, with "
+                f"{other.alias}'s columns NULL, when its event time falls below watermark - "
+                f"{_duration(op.lag(i))}: it is then anti-joined with {other.alias}'s rows its "
+                f"window covers ({other.stream} kept {_duration(op.width)} behind it)"
+            )
+    if op.outer.where is not None:
+        out.append(f"    WHERE {op.outer.where} filters the pairs and the rows without a partner")
+    return out
+
+
+def _aggregate_lines(ap: AggregatePlan) -> list[str]:
+    """The operators after a GROUP BY query's join, and the state they keep."""
+    agg, window = ap.aggregation, ap.aggregation.window
+    kind = (
+        f"tumbling {_duration(window.size_us)}"
+        if window.tumbling
+        else f"hopping {_duration(window.size_us)} every {_duration(window.slide_us)}"
+    )
+    keys = ", ".join(agg.keys) or "none"
+    items = ", ".join(f"{s.sql} AS {s.alias}" for s in ap.query.select)
+    return [
+        f"  then: buffer {', '.join(sql for sql, _ in ap.columns)} of each joined row",
+        f"    -> GROUP BY window({window.time}) {kind}; keys: {keys}"
+        + (f"; HAVING {agg.having}" if agg.having else ""),
+        f"    -> SELECT {items}",
+        f"  a window is emitted once, when watermark - {_duration(ap.lag_us)} passes its end "
+        f"({window.time} trails the watermark by up to {_duration(ap.lag_us)} in a result "
+        "still to come); state: the buffered rows of the open windows, a unit per batch",
+    ]
 
 
 def _candidate(plan: JobPlan, name: str) -> Candidate | None:

@@ -20,14 +20,16 @@ right row while ``r.ts >= W + lo``. A stream's state keeps the loosest bound ove
 from __future__ import annotations
 
 import typing as t
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.optimizer.sharing import Candidate, group_all
+from streamjoin.plan.aggregate import AggregatePlan, plan_aggregate
 from streamjoin.plan.clash import ClashPlan, plan_clash
 from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_predicate
 from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
+from streamjoin.plan.outer import OuterPlan, plan_outer
 from streamjoin.plan.querybits import numeric_columns
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
@@ -100,6 +102,11 @@ class JobPlan:
     cores: tuple[SharedGroup[MultiwayPlan], ...] = ()
     """Multi-way queries that run as one multi-way join (`plan.shared_multiway`); the join's
     plan is in `multiway` too."""
+    aggregates: tuple[AggregatePlan, ...] = ()
+    """The ``GROUP BY window`` queries: in `job`, each is its join, selecting the columns its
+    groups read (`plan.aggregate`)."""
+    outers: tuple[OuterPlan, ...] = ()
+    """The outer joins: when each emits its rows without a partner (`plan.outer`)."""
 
     @property
     def joins(self) -> tuple[QueryPlan, ...]:
@@ -154,6 +161,15 @@ def plan_job(
         groups: the two-way queries that share a join, by name (None: AJoin's grouping
             afresh, `optimizer.sharing.group_all`; empty: none share).
     """
+    aggregates = tuple(
+        plan_aggregate(q, side_lags(job, q), job.source)
+        for q in job.queries
+        if q.aggregation is not None
+    )
+    if aggregates:
+        joins = {a.name: a.join_query() for a in aggregates}
+        job = replace(job, queries=tuple(joins.get(q.name, q) for q in job.queries))
+    outers = tuple(plan_outer(job, q) for q in job.queries if q.outer is not None)
     queries = tuple(_plan_query(job, q) for q in job.queries if not q.multiway)
     many = [q for q in job.queries if q.multiway]
     for q in many:
@@ -177,6 +193,9 @@ def plan_job(
     for plan in plans:
         for stream, keep in query_retention(plan).items():
             retain[stream].append(keep)
+    for op in outers:
+        for stream, keep in op.retention().items():
+            retain[stream].append(keep)
     streams = []
     for index, s in enumerate(active):
         streams.append(StreamPlan(s, index, _loosest(retain[s.name])))
@@ -186,14 +205,25 @@ def plan_job(
     )
     two_way = {qp.query.name: qp for qp in queries}
     shared = tuple(_plan_shared(job, [two_way[n] for n in g]) for g in valid if g[0] not in by_name)
-    return JobPlan(job, tuple(streams), queries, multiway, clash, shared, core_groups)
+    return JobPlan(
+        job, tuple(streams), queries, multiway, clash, shared, core_groups, aggregates, outers
+    )
 
 
 def sharing_candidates(job: Job, queries: t.Iterable[QueryPlan]) -> list[Candidate]:
     """The queries of `job` that may share a join, as the cost model sees them: the two-way
-    ones among `queries` (their plans), and the multi-way ones."""
-    two = [c for qp in queries if (c := candidate(qp)) is not None]
-    many = [c for q in job.queries if q.multiway and (c := multiway_candidate(job, q))]
+    ones among `queries` (their plans), and the multi-way ones. A GROUP BY query or an outer
+    join runs its join alone: its rows go to its buffer, or meet its rows without a partner."""
+    two = [
+        c
+        for qp in queries
+        if qp.query.aggregation is None and qp.query.outer is None and (c := candidate(qp))
+    ]
+    many = [
+        c
+        for q in job.queries
+        if q.multiway and q.aggregation is None and (c := multiway_candidate(job, q))
+    ]
     return [*two, *many]
 
 
@@ -225,24 +255,43 @@ def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup[QueryPlan]:
     return SharedGroup(_plan_query(job, query), shares, bits)
 
 
+def side_retention(plan: QueryPlan | MultiwayPlan) -> tuple[int | None, ...]:
+    """Per input of one query (in the order written): a row of it with event time
+    ``< W - retain`` can no longer be in the query's results (None: always can)."""
+    if isinstance(plan, MultiwayPlan):
+        return plan.retain_us
+    w = plan.parts.window
+    timed = w is not None and plan.left_time is not None and plan.right_time is not None
+    # A left row waits for right rows: they arrive no earlier than W when the right side
+    # has a watermark, so the left row is needed while l.ts >= W - hi.
+    left = w.hi_us if timed and w else None
+    right = -w.lo_us if timed and w and w.lo_us is not None else None
+    return (left, right)
+
+
+def side_lags(job: Job, query: Query) -> tuple[int | None, ...]:
+    """Per input of `query`: how far behind the watermark its event time may be in a result
+    still to come (`plan.aggregate`): its `side_retention` planned alone, and for a preserved
+    side of an outer join, how long its rows may wait for a partner (`plan.outer`)."""
+    plan = plan_multiway(job, query) if query.multiway else _plan_query(job, query)
+    lags = side_retention(plan)
+    if query.outer is None:
+        return lags
+    op = plan_outer(job, query)
+    return tuple(
+        max(lag, op.lag(i)) if lag is not None and op.outer.preserves(i) else lag
+        for i, lag in enumerate(lags)
+    )
+
+
 def query_retention(plan: QueryPlan | MultiwayPlan) -> dict[str, int | None]:
     """How long one query needs each stream it reads kept: a stored row of the stream with
     event time ``< W - retain`` can no longer be in its results (None: always can). A stream
     that the query reads twice gets the looser bound. A stream's state keeps the loosest bound
     over the job's queries (`StreamPlan.retain_us`)."""
     uses: dict[str, list[int | None]] = {}
-    if isinstance(plan, MultiwayPlan):
-        for side, keep in zip(plan.query.sides, plan.retain_us, strict=True):
-            uses.setdefault(side.stream, []).append(keep)
-    else:
-        q, w = plan.query, plan.parts.window
-        timed = w is not None and plan.left_time is not None and plan.right_time is not None
-        # A left row waits for right rows: they arrive no earlier than W when the right side
-        # has a watermark, so the left row is needed while l.ts >= W - hi.
-        uses.setdefault(q.left.stream, []).append(w.hi_us if timed and w else None)
-        uses.setdefault(q.right.stream, []).append(
-            -w.lo_us if timed and w and w.lo_us is not None else None
-        )
+    for side, keep in zip(plan.query.sides, side_retention(plan), strict=True):
+        uses.setdefault(side.stream, []).append(keep)
     return {stream: _loosest(keeps) for stream, keeps in uses.items()}
 
 

@@ -49,9 +49,14 @@ import sqlglot
 from sqlglot import exp
 
 from streamjoin.model import Job, Query, SqlType, StreamDef
+from streamjoin.plan.aggregate import plan_aggregate
+from streamjoin.plan.outer import plan_outer
+from streamjoin.plan.physical import side_lags
 from streamjoin.reference import casts
 from streamjoin.reference import values as v
+from streamjoin.reference.aggregate import aggregate_results
 from streamjoin.reference.evaluate import Evaluator, compile_expression
+from streamjoin.reference.outer import unmatched_results
 
 Row = Mapping[str, object]
 
@@ -94,12 +99,16 @@ class ReferenceResult:
         ]
 
 
-def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> ReferenceResult:
-    """Run every query of `job` over `batches` by brute force (see the module docstring).
+def run_reference(
+    job: Job, batches: Sequence[Mapping[str, Sequence[Row]]], *, final: bool = False
+) -> ReferenceResult:
+    """Run every query of `job` over `batches` by brute force (see the module docstring,
+    `reference.aggregate` for GROUP BY queries and `reference.outer` for outer joins).
 
     Args:
         job: the streams and queries.
         batches: micro-batch i maps stream name -> rows of that stream in batch i.
+        final: the input ends with the last batch, which emits every window still open.
 
     Returns:
         The outputs of every query, the late and malformed rows of every active stream and the
@@ -157,9 +166,18 @@ def run_reference(job: Job, batches: Sequence[Mapping[str, Sequence[Row]]]) -> R
     outputs: dict[str, list[tuple[object, ...]]] = {}
     arrivals: dict[str, list[int]] = {}
     for q in job.queries:
-        joined = _join(
-            q, [on_time[s.stream] for s in q.sides], [arrived[s.stream] for s in q.sides]
-        )
+        grouped = None
+        if q.aggregation is not None:
+            grouped = plan_aggregate(q, side_lags(job, q))
+        joins = grouped.join_query() if grouped else q
+        inputs = [on_time[s.stream] for s in q.sides]
+        batches_of = [arrived[s.stream] for s in q.sides]
+        joined = _join(joins, inputs, batches_of)
+        if q.outer is not None:
+            op = plan_outer(job, q)
+            joined += unmatched_results(job, joins, op, inputs, batches_of, watermarks, final)
+        if grouped is not None:
+            joined = aggregate_results(grouped, joined, watermarks, final)
         outputs[q.name] = [row for row, _ in joined]
         arrivals[q.name] = [b for _, b in joined]
     return ReferenceResult(outputs, late, malformed, watermarks, arrivals)

@@ -125,6 +125,7 @@ class Engine:
         sources: Mapping[str, DataFrame] | None = None,
         progress: bool = True,
         timeout: float | None = None,
+        final: bool = False,
     ) -> Summary:
         """Run `job` until stopped (Ctrl-C), or with ``once`` until all available input is done.
 
@@ -139,7 +140,15 @@ class Engine:
                 the streams' WITH options.
             progress: show the live line on a terminal.
             timeout: stop after this many seconds (None: run until done or interrupted).
+            final: with ``once``, declare the input finished when it is done: every window
+                still open, and every outer join's row still waiting for a partner, is
+                emitted (as if the watermark passed every row), and the
+                checkpoint takes no more input. Without it, a later run continues where this
+                one stopped.
         """
+        if final and not once:
+            msg = "final needs once: only a run that stops when its input is done can end it"
+            raise StreamJoinError(msg)
         given = dict(sources or {})
         settings = Settings.of(self.spark)  # (fails now, naming a bad setting)
         plan = self.validate(job, settings)
@@ -182,6 +191,8 @@ class Engine:
             if line is not None:
                 line.close()
         raise_failure(query, processor, stopped=stopped)
+        if final and not stopped:
+            processor.finish()
         summary = Summary.from_manifest(
             store.latest(), ckpt, time.monotonic() - started, len(counted)
         )

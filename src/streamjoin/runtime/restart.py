@@ -40,13 +40,20 @@ def check_restart(plan: JobPlan, last: Manifest, checkpoint: str = "the checkpoi
 
     Raises:
         StreamJoinError: the job reads other streams than the checkpoint's runs did, or declares
-            them in another order.
+            them in another order; or a run declared the checkpoint's input finished.
 
     Warns:
         StreamJoinWarning: per query and stream whose window reaches rows the state dropped.
     """
     if last.batch < 0:
         return
+    if last.final:
+        msg = (
+            f"the input of {checkpoint} was declared finished (--final) at batch {last.batch}: "
+            "every window was emitted and any further row would be late; run from a new "
+            "checkpoint"
+        )
+        raise StreamJoinError(msg)
     _check_streams(plan, last, checkpoint)
     for message in history_gaps(plan, last):
         warnings.warn(message, StreamJoinWarning, stacklevel=2)

@@ -85,9 +85,17 @@ class _SpanParser(SparkParser):
         return self._stamp(super()._parse_primary(), i)
 
 
-class StreamJoinSpark(Spark):
-    """Spark SQL as sqlglot parses it, with expression spans and no implicit ``ON TRUE``."""
+class _Tokenizer(Spark.Tokenizer):
+    # ``window`` is Spark's event-time window function (``GROUP BY window(ts, '10 seconds')``)
+    # and its output column (``window.start``); a named WINDOW clause is not supported anyway.
+    KEYWORDS: t.ClassVar = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "WINDOW"}
 
+
+class StreamJoinSpark(Spark):
+    """Spark SQL as sqlglot parses it, with expression spans, no implicit ``ON TRUE`` and
+    ``window`` as Spark's window function."""
+
+    Tokenizer = _Tokenizer
     Parser = _SpanParser
 
 

@@ -12,7 +12,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from streamjoin.model import JoinSide, Query, SelectItem, SinkDef, StreamDef
+from streamjoin.model import JoinSide, OuterJoin, Query, SelectItem, SinkDef, StreamDef
+from streamjoin.model.aggregate import WINDOW
+from streamjoin.sql.aggregate import parse_aggregation
 from streamjoin.sql.cursor import Cursor
 from streamjoin.sql.dialect import StreamJoinSpark, node_error, span
 from streamjoin.sql.options import parse_query_with
@@ -58,7 +60,11 @@ def parse_insert(
     select = _select(stmt, cur.tokens, tree)
     check_clauses(stmt, cur.tokens, select)
     rel = find_relations(stmt, cur.tokens, select, streams)
-    resolver = Resolver(stmt, rel.sides)
+    windowed = select.args.get("group") is not None
+    if windowed and any(s.alias.lower() == WINDOW for s in rel.sides):
+        msg = f"an input called {WINDOW!r} would hide the group's window: give it another alias"
+        raise node_error(stmt, select, msg)
+    resolver = Resolver(stmt, rel.sides, windowed=windowed)
     where_clause = select.args.get("where")
     conditions: list[tuple[str, exp.Expr]] = [("ON", on) for on in rel.ons]
     for i, on in enumerate(rel.ons):
@@ -69,6 +75,7 @@ def parse_insert(
         resolver.qualify(where_clause.this)
     for item in select.expressions:
         resolver.qualify(item)
+    aggregation = parse_aggregation(stmt, select, resolver)
     try:
         for item in select.expressions:
             infer_category(item.this if isinstance(item, exp.Alias) else item, resolver.column_type)
@@ -80,6 +87,10 @@ def parse_insert(
     except TypeCheckError as err:
         raise node_error(stmt, err.node, err.message) from None
     left, right, *further = (JoinSide(s.stream.name, s.alias) for s in rel.sides)
+    outer = None
+    if rel.outer is not None:
+        where = None if where_clause is None else _sql(where_clause.this)
+        outer = OuterJoin(rel.outer, _sql(rel.ons[0]), where)
     return Query(
         name=name,
         sink=sink.name,
@@ -90,6 +101,8 @@ def parse_insert(
         line=stmt.line,
         options=options,
         further=tuple(further),
+        aggregation=aggregation,
+        outer=outer,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing as t
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,8 +17,6 @@ from streamjoin.sql.resolve import Side
 # Select clauses streamjoin does not run, with the token that introduces them and why.
 _CLAUSES: dict[str, tuple[TokenType, str]] = {
     "distinct": (TokenType.DISTINCT, "SELECT DISTINCT is not supported yet"),
-    "group": (TokenType.GROUP_BY, "GROUP BY is not supported: aggregations are not supported yet"),
-    "having": (TokenType.HAVING, "HAVING is not supported: aggregations are not supported yet"),
     "qualify": (TokenType.QUALIFY, "QUALIFY is not supported"),
     "windows": (TokenType.WINDOW, "WINDOW is not supported: window functions are not supported"),
     "order": (TokenType.ORDER_BY, "ORDER BY is not supported: a stream has no end to sort"),
@@ -29,7 +28,15 @@ _CLAUSES: dict[str, tuple[TokenType, str]] = {
     "laterals": (TokenType.LATERAL, "LATERAL VIEW is not supported"),
     "with_": (TokenType.WITH, "WITH (common table expressions) is not supported"),
 }
-_ALLOWED = frozenset({"expressions", "from_", "joins", "where", "hint"})
+_ALLOWED = frozenset({"expressions", "from_", "joins", "where", "hint", "group", "having"})
+AGGREGATES: dict[type[exp.Expr], str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Avg: "avg",
+    exp.Min: "min",
+    exp.Max: "max",
+}
+"""The aggregate functions a GROUP BY query may use (count also as count(DISTINCT x))."""
 _JOIN_WORDS = frozenset(
     {
         TokenType.JOIN,
@@ -53,6 +60,8 @@ class Relations:
 
     sides: tuple[Side, ...]
     ons: tuple[exp.Expr, ...]
+    outer: t.Literal["left", "right", "full"] | None = None
+    """The kind of an outer join of two inputs (None: inner)."""
 
 
 def check_clauses(stmt: Statement, tokens: list[Token], select: exp.Select) -> None:
@@ -75,7 +84,7 @@ def check_clauses(stmt: Statement, tokens: list[Token], select: exp.Select) -> N
     for node in select.walk():
         if node is select:
             continue
-        problem = _unsupported_expression(node)
+        problem = _unsupported_expression(node, select.args.get("group") is not None)
         if problem is None:
             continue
         if isinstance(node, (exp.Subquery, exp.Select)):
@@ -105,13 +114,21 @@ def _parenthesized(tokens: list[Token], node: exp.Expr) -> tuple[int, int] | Non
     return opening[-1].start, closing.end + 1
 
 
-def _unsupported_expression(node: exp.Expr) -> str | None:
+def _unsupported_expression(node: exp.Expr, grouped: bool) -> str | None:
     if isinstance(node, (exp.Select, exp.Subquery, exp.Exists, exp.SetOperation)):
         return "subqueries are not supported"
     if isinstance(node, exp.Window):
         return "window functions (OVER ...) are not supported"
     if isinstance(node, exp.AggFunc):
-        return f"aggregate functions ({node.sql(dialect='spark')}) are not supported yet"
+        written = node.sql(dialect="spark")
+        if not grouped:
+            return (
+                f"an aggregate ({written}) needs GROUP BY window(<event time>, '<size>'): "
+                "a stream's groups are counted per event-time window"
+            )
+        if type(node) not in AGGREGATES:
+            known = ", ".join(AGGREGATES.values())
+            return f"aggregate function {written} is not supported; use {known}"
     return None
 
 
@@ -140,8 +157,9 @@ def find_relations(
         )
         raise node_error(stmt, first, msg, unsupported=True)
     ons: list[exp.Expr] = []
+    outer = None
     for join in joins:
-        _check_join_kind(stmt, tokens, join)
+        outer = _check_join_kind(stmt, tokens, join, len(joins)) or outer
         side = _side(stmt, join.this, streams)
         taken = next((s for s in sides if s.alias.lower() == side.alias.lower()), None)
         if taken is not None:
@@ -162,7 +180,7 @@ def find_relations(
             raise stmt.error(msg, first_tok.start, last_tok.end + 1)
         sides.append(side)
         ons.append(on)
-    return Relations(sides=tuple(sides), ons=tuple(ons))
+    return Relations(sides=tuple(sides), ons=tuple(ons), outer=outer)
 
 
 def _side(stmt: Statement, relation: exp.Expr, streams: Sequence[StreamDef]) -> Side:
@@ -190,7 +208,10 @@ def _side(stmt: Statement, relation: exp.Expr, streams: Sequence[StreamDef]) -> 
     raise node_error(stmt, relation.this, msg)
 
 
-def _check_join_kind(stmt: Statement, tokens: list[Token], join: exp.Join) -> None:
+def _check_join_kind(
+    stmt: Statement, tokens: list[Token], join: exp.Join, joins: int
+) -> t.Literal["left", "right", "full"] | None:
+    """The kind of an outer join (None: inner); raises on a join streamjoin does not run."""
     first_tok, last_tok = _join_keywords(tokens, join)
     words = " ".join(t.text.upper() for t in tokens if first_tok.start <= t.start <= last_tok.start)
     msg = None
@@ -198,9 +219,11 @@ def _check_join_kind(stmt: Statement, tokens: list[Token], join: exp.Join) -> No
         msg = "comma joins are not supported: write FROM a JOIN b ON <condition>"
     elif join.kind in ("SEMI", "ANTI", "CROSS") or join.method:
         msg = f"{words} is not supported; use JOIN ... ON <condition>"
-    elif join.side or join.kind == "OUTER":
-        msg = f"outer joins are not supported yet ({words}); use JOIN ... ON"
-    elif join.kind not in ("", "INNER"):
+    elif join.kind == "OUTER" and not join.side:
+        msg = f"{words} needs a side: LEFT, RIGHT or FULL OUTER JOIN"
+    elif join.side and joins > 1:
+        msg = f"outer joins of more than two inputs are not supported yet ({words})"
+    elif join.kind not in ("", "INNER", "OUTER"):
         msg = f"{words} is not supported; use JOIN ... ON <condition>"
     if msg is not None:
         raise stmt.error(msg, first_tok.start, last_tok.end + 1, unsupported=True)
@@ -211,6 +234,8 @@ def _check_join_kind(stmt: Statement, tokens: list[Token], join: exp.Join) -> No
         if at is None:
             raise node_error(stmt, using[0], msg, unsupported=True)
         raise stmt.error(msg, at.start, at.end + 1, unsupported=True)
+    side = str(join.side).lower()
+    return t.cast("t.Literal['left', 'right', 'full']", side) if side else None
 
 
 def _join_keywords(tokens: list[Token], join: exp.Join) -> tuple[Token, Token]:

@@ -9,6 +9,7 @@ from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
 from streamjoin.model import Column, SqlType, StreamDef
+from streamjoin.model.aggregate import WINDOW
 from streamjoin.sql.cursor import WORD_RE
 from streamjoin.sql.dialect import SPAN_KEY, StreamJoinSpark, node_error, span
 from streamjoin.sql.positions import Statement
@@ -29,14 +30,20 @@ class Resolver:
         stmt: the INSERT statement, for error positions.
         sides: the inputs in scope, with distinct aliases.
         later: inputs joined after the scope (named in the error if a column uses one).
+        windowed: ``window.start`` and ``window.end`` name the bounds of a group's window.
     """
 
     def __init__(
-        self, stmt: Statement, sides: tuple[Side, ...], later: tuple[Side, ...] = ()
+        self,
+        stmt: Statement,
+        sides: tuple[Side, ...],
+        later: tuple[Side, ...] = (),
+        windowed: bool = False,
     ) -> None:
         self.stmt = stmt
         self.sides = sides
         self.later = later
+        self.windowed = windowed
 
     def qualify(self, root: exp.Expr) -> None:
         """Rewrite every column under `root` in place to ``alias.column`` (declared spelling).
@@ -49,6 +56,11 @@ class Resolver:
             if where is not None:
                 # The rewritten identifiers carry no position; keep the one written.
                 col.meta[SPAN_KEY] = where
+            if self.windowed and col.table.lower() == WINDOW:
+                if col.name.lower() not in ("start", "end"):
+                    msg = f"a window has a start and an end, not {col.name!r}"
+                    raise node_error(self.stmt, col, msg)
+                continue
             side, column = self._resolve(col)
             col.set("this", identifier(column.name))
             col.set("table", identifier(side.alias))

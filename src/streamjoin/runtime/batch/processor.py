@@ -16,6 +16,7 @@ Per batch, with W the global watermark committed by the previous batch:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import typing as t
 from functools import cache, partial
@@ -24,9 +25,11 @@ from streamjoin.adapt.joinpath import checks_skew
 from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
+from streamjoin.runtime.batch.groups import Closing, buffer_rows, close_windows
 from streamjoin.runtime.batch.intake import classify, write_deadletters
+from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
-from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
+from streamjoin.runtime.batch.sinks import sink_batch_path, write_final, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
@@ -37,7 +40,7 @@ from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.inputrows import settle_reads
-from streamjoin.runtime.state.nextmanifest import next_manifest
+from streamjoin.runtime.state.nextmanifest import add_counts, next_manifest, next_watermarks
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.runtime.state.stores import SPARK_DEFAULTS, StoreViews
 from streamjoin.runtime.threads import Background, PhaseClock
@@ -181,6 +184,16 @@ class BatchProcessor:
             jointly = {m.name for w in joint for m, _ in w.members}
             alone = two.frames | two.member_frames(jointly)
             frames |= {n: [frame] for n, frame in alone.items()}
+            closing = None
+            if self.plan.aggregates or self.plan.outers:
+                # (Windows close, and rows without a partner are decided, by the watermark the
+                # batch leaves: its statistics first.)
+                _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
+                args = (ctx.spark, self.plan, ctx.prev, self.stores, deltas, ctx.scratch.views)
+                for name, frame in unmatched_frames(*args, watermark).items():
+                    frames.setdefault(name, []).append(frame)
+                closing = self._close_windows(ctx, frames, watermark)
+                frames |= {n: [frame] for n, frame in closing.frames.items()}
             out = write_outputs(ctx, frames, joint)
             if joint:
                 self.checkpoint.fs.delete(staging)
@@ -208,6 +221,9 @@ class BatchProcessor:
             carried = ({n: r.state() for n, r in ctx.routers.items()}, multiway_state)
             finish = MultiwayJoins.finish(work, prev)
             manifest = next_manifest(self.plan, prev, batch_id, stats, out, carried, finish)
+            if closing is not None:
+                manifest.groups = closing.states
+                manifest.dropped = manifest.dropped + closing.dropped
             if queries is not None:
                 manifest.served = queries.to_dict()
             self.checkpoint.commit(manifest, prev)
@@ -238,6 +254,50 @@ class BatchProcessor:
         if self.on_batch is not None:
             self.on_batch(report)
         return report
+
+    def _close_windows(
+        self, ctx: BatchContext, frames: dict[str, list[DataFrame]], watermark: int | None
+    ) -> Closing:
+        """Buffer the GROUP BY queries' new rows (out of `frames`) and aggregate the windows
+        that `watermark`, the one the batch leaves, closes (`batch.groups`)."""
+        units = buffer_rows(self.plan, frames, self.checkpoint, ctx.batch_id)
+        reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
+        return close_windows(self.plan, ctx.prev, units, watermark, reading)
+
+    def finish(self) -> int | None:
+        """Declare the input finished (``--final``): a last batch, after the newest committed
+        one, emits every window still open and every outer join's row still waiting for a
+        partner; the checkpoint then takes no more input. Returns
+        that batch's id (None: nothing was committed yet, or the input was finished before)."""
+        prev = self.checkpoint.latest()
+        if prev.batch < 0 or prev.final:
+            return None
+        batch_id = prev.batch + 1
+        spark = self.session
+        scratch = Scratch(spark)
+        try:
+            args = (spark, self.plan, prev, self.stores, None, scratch.views)
+            unmatched = unmatched_frames(*args, prev.global_wm, final=True)
+            frames = {name: [frame] for name, frame in unmatched.items()}
+            units = buffer_rows(self.plan, frames, self.checkpoint, batch_id)
+            reading = (spark, scratch, self.checkpoint, batch_id)
+            closing = close_windows(self.plan, prev, units, prev.global_wm, reading, final=True)
+            last = {name: parts[0] for name, parts in frames.items()} | closing.frames
+            out = write_final(self.plan.job, last, batch_id)
+            totals = dataclasses.replace(prev.totals, out=add_counts(prev.totals.out, out))
+            manifest = dataclasses.replace(
+                prev,
+                batch=batch_id,
+                groups=closing.states,
+                dropped=closing.dropped,
+                final=True,
+                totals=totals,
+            )
+            self.checkpoint.commit(manifest, prev)
+        finally:
+            scratch.release()
+            self.stores.clear()
+        return batch_id
 
     def _context(self, df: DataFrame, batch_id: int) -> BatchContext:
         """What batch `batch_id` starts from: the previous manifest, its routers, the files and

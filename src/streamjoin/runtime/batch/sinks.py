@@ -18,7 +18,7 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import DataFrame
 
-    from streamjoin.model import SinkDef
+    from streamjoin.model import Job, SinkDef
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.sharedsinks import SharedWrite
 
@@ -105,3 +105,20 @@ def write_outputs(
     for write in joint:
         rows |= write.rows()
     return rows
+
+
+def write_final(job: Job, frames: Mapping[str, DataFrame], batch_id: int) -> dict[str, int]:
+    """Write each query's last rows (`frames`, by query name) as batch `batch_id` of its sink,
+    outside a stream's batch (``--final``); returns the rows each query wrote."""
+    per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
+    for q in job.queries:
+        if q.name in frames:
+            obs = Observation(f"sj_{q.name}_{batch_id}_final")
+            df = frames[q.name].observe(obs, F.count(F.lit(1)).alias("rows"))
+            per_sink.setdefault(q.sink, []).append((q.name, df, obs))
+    for sink, outputs in per_sink.items():
+        df = outputs[0][1]
+        for _, more, _ in outputs[1:]:
+            df = df.unionByName(more)
+        write_sink(job.sink(sink), df, batch_id)
+    return {name: int(metrics(obs).get("rows", 0)) for o in per_sink.values() for name, _, obs in o}

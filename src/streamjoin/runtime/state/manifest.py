@@ -84,6 +84,37 @@ class MirUnit:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class GroupUnit:
+    """The joined rows one batch buffered for a ``GROUP BY window`` query (`plan.aggregate`),
+    with the event-time range of the window's time column."""
+
+    query: str
+    batch: int
+    rows: int
+    min_ts: int
+    max_ts: int
+
+    @property
+    def path(self) -> str:
+        """Location under the checkpoint directory."""
+        return f"groups/b={self.batch}/{self.query}"
+
+
+@dataclass
+class GroupState:
+    """A ``GROUP BY window`` query's buffer: every window ending at or before `closed` has been
+    emitted (None: none yet); `units` hold the joined rows of the others."""
+
+    closed: int | None = None
+    units: list[GroupUnit] = field(default_factory=list)
+
+    @staticmethod
+    def of(raw: dict[str, t.Any]) -> GroupState:
+        """Inverse of `dataclasses.asdict`."""
+        return GroupState(raw["closed"], [GroupUnit(**u) for u in raw["units"]])
+
+
 @dataclass
 class Totals:
     """Counters over the whole run (across restarts: they live in the manifest)."""
@@ -119,6 +150,11 @@ class Manifest:
     """Per MIR store kept up to date through this batch: its live units."""
     served: dict[str, t.Any] = field(default_factory=dict)
     """A served job's query set as of this batch (`runtime.serve.queries.QuerySet`)."""
+    groups: dict[str, GroupState] = field(default_factory=dict)
+    """Per ``GROUP BY window`` query: its buffer of open windows (`runtime.batch.groups`)."""
+    final: bool = False
+    """The input was declared finished after the batch before (``--final``): every window was
+    emitted, and the run cannot take more input."""
 
     def live(self, stream: str) -> list[StateUnit]:
         """The live state units of `stream`."""
@@ -152,6 +188,8 @@ class Manifest:
             expired=raw.get("expired", {}),
             mirs={k: [MirUnit.of(u) for u in v] for k, v in raw.get("mirs", {}).items()},
             served=raw.get("served", {}),
+            groups={k: GroupState.of(g) for k, g in raw.get("groups", {}).items()},
+            final=raw.get("final", False),
         )
 
 

@@ -27,6 +27,27 @@ class StreamStats:
     unit: StateUnit | None = None
 
 
+def next_watermarks(
+    plan: JobPlan, prev: Manifest, stats: dict[str, StreamStats]
+) -> tuple[dict[str, int | None], int | None]:
+    """Each stream's watermark and the global one after a batch of `stats` (see
+    `streamjoin.reference` for the rule)."""
+    stream_wm = dict(prev.stream_wm)
+    for sp in plan.streams:
+        s, wm = stats[sp.name], sp.stream.watermark
+        if wm is not None and s.max_ts is not None:
+            candidate = s.max_ts - wm.delay_us
+            old = stream_wm.get(sp.name)
+            stream_wm[sp.name] = candidate if old is None else max(old, candidate)
+    timed = [sp.name for sp in plan.streams if sp.stream.watermark]
+    marks = [stream_wm.get(name) for name in timed]
+    global_wm = prev.global_wm
+    if timed and all(m is not None for m in marks):
+        new = min(t.cast("list[int]", marks))
+        global_wm = new if global_wm is None else max(global_wm, new)
+    return stream_wm, global_wm
+
+
 def next_manifest(
     plan: JobPlan,
     prev: Manifest,
@@ -48,19 +69,7 @@ def next_manifest(
         mirs: given each stream's horizon, the MIR stores' live units and the paths of the
             dropped ones (`runtime.multiway.mirs.MirStores.finish`).
     """
-    stream_wm = dict(prev.stream_wm)
-    for sp in plan.streams:
-        s, wm = stats[sp.name], sp.stream.watermark
-        if wm is not None and s.max_ts is not None:
-            candidate = s.max_ts - wm.delay_us
-            old = stream_wm.get(sp.name)
-            stream_wm[sp.name] = candidate if old is None else max(old, candidate)
-    timed = [sp.name for sp in plan.streams if sp.stream.watermark]
-    marks = [stream_wm.get(name) for name in timed]
-    global_wm = prev.global_wm
-    if timed and all(m is not None for m in marks):
-        new = min(t.cast("list[int]", marks))
-        global_wm = new if global_wm is None else max(global_wm, new)
+    stream_wm, global_wm = next_watermarks(plan, prev, stats)
     live: list[StateUnit] = []
     dropped: list[str] = []
     expired = dict(prev.expired)
@@ -77,10 +86,12 @@ def next_manifest(
     before = prev.totals
     totals = Totals(
         batches=before.batches + 1,
-        rows_in=_add(before.rows_in, {k: s.ok + s.late + s.malformed for k, s in stats.items()}),
-        late=_add(before.late, {k: s.late for k, s in stats.items()}),
-        malformed=_add(before.malformed, {k: s.malformed for k, s in stats.items()}),
-        out=_add(before.out, out),
+        rows_in=add_counts(
+            before.rows_in, {k: s.ok + s.late + s.malformed for k, s in stats.items()}
+        ),
+        late=add_counts(before.late, {k: s.late for k, s in stats.items()}),
+        malformed=add_counts(before.malformed, {k: s.malformed for k, s in stats.items()}),
+        out=add_counts(before.out, out),
     )
     routing, multiway = carried
     return Manifest(
@@ -98,5 +109,6 @@ def next_manifest(
     )
 
 
-def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+def add_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    """`a` and `b` added key by key."""
     return {k: a.get(k, 0) + b.get(k, 0) for k in sorted(set(a) | set(b))}

@@ -1,0 +1,62 @@
+"""``GROUP BY window(time, size[, slide]), keys``: a query's joined rows aggregated per event-time
+window, each group emitted once, when the watermark closes its window.
+
+A query with an `Aggregation` keeps its join (inputs and predicate) as any query; its SELECT
+items are then over a group: aggregate calls (count, sum, avg, min, max, count(DISTINCT)), the
+grouping keys, and ``window.start`` / ``window.end`` (Spark's names for the window's bounds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+WINDOW = "window"
+"""The name under which a query refers to its group's window (``window.start``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventWindow:
+    """``window(time, 'size', 'slide')``: windows ``[start, start + size)`` whose starts are the
+    multiples of `slide` since the epoch (Spark's alignment); tumbling when slide == size. A
+    row at event time ts is in every window with ``start <= ts < start + size``."""
+
+    time: str
+    """The qualified event-time column the rows are windowed by (``b.ts``)."""
+    size_us: int
+    slide_us: int
+
+    def __post_init__(self) -> None:
+        if self.size_us <= 0 or self.slide_us <= 0:
+            msg = f"a window needs a positive size and slide, got {self.size_us}/{self.slide_us} us"
+            raise ValueError(msg)
+        if self.slide_us > self.size_us:
+            msg = (
+                f"a window's slide ({self.slide_us} us) longer than its size ({self.size_us} us) "
+                "would skip rows"
+            )
+            raise ValueError(msg)
+
+    @property
+    def tumbling(self) -> bool:
+        """Whether the windows do not overlap (each row is in exactly one)."""
+        return self.slide_us == self.size_us
+
+    def starts(self, ts_us: int) -> list[int]:
+        """The starts of the windows holding event time `ts_us`, oldest first."""
+        last = ts_us - ts_us % self.slide_us  # (Python's % floors: right before the epoch too)
+        out = []
+        start = last
+        while start + self.size_us > ts_us:
+            out.append(start)
+            start -= self.slide_us
+        return out[::-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregation:
+    """The GROUP BY of a query: its event-time window and the other grouping expressions
+    (qualified Spark SQL), and its HAVING condition if any."""
+
+    window: EventWindow
+    keys: tuple[str, ...] = ()
+    having: str | None = None

@@ -1,0 +1,160 @@
+"""How a ``GROUP BY window(...)`` query runs: its join writes the columns the groups need to a
+buffer, and a window is aggregated once, from the buffer, when no later join result can fall
+into it.
+
+When a window closes: a join result arrives in the batch of its last-arriving row, which was
+on time, so its event time is at least W (the global watermark the batch started with). The
+window's time column belongs to one input, whose rows trail the last-arriving one's by at most
+the join's time windows allow: its `lag` (the same bound that keeps that input's state, see
+`plan.physical.query_retention`). So after a batch that leaves the watermark at W, every result
+still to come has ``time >= W - lag``, and each window ending at or before ``W - lag`` is
+complete. A join whose windows do not bound the lag (a full-history join) never closes one, and
+is refused.
+
+The buffer keeps the joined rows of the open windows, as the join produced them, in units of a
+batch; a closing window reads only the units whose rows may be in it, and a unit is dropped
+once every window its rows are in has closed. Buffering the rows, not running totals, keeps
+every aggregate exact (count(DISTINCT), min, max) at the price of their bytes until the
+window closes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from streamjoin.errors import UnsupportedError
+from streamjoin.model import Aggregation, Query, SelectItem
+from streamjoin.model.aggregate import WINDOW
+
+END = "_sj_window_end"
+"""The column of a group's window end, beside its SELECT items, until the group is chosen."""
+
+
+@dataclass(frozen=True, slots=True)
+class AggregatePlan:
+    """One ``GROUP BY window`` query: the joined columns it buffers and when its windows close."""
+
+    query: Query
+    """The query as written (its SELECT items over a group)."""
+    columns: tuple[tuple[str, str], ...]
+    """Each qualified column the groups read (``a.k``) and its name in the buffer."""
+    lag_us: int
+    """How far the window's time column of a result still to come may trail the watermark."""
+
+    @property
+    def aggregation(self) -> Aggregation:
+        """The query's GROUP BY."""
+        assert self.query.aggregation is not None
+        return self.query.aggregation
+
+    @property
+    def name(self) -> str:
+        """The query's name."""
+        return self.query.name
+
+    @property
+    def time_column(self) -> str:
+        """The buffer column of the window's event time."""
+        return dict(self.columns)[self.aggregation.window.time]
+
+    def join_query(self) -> Query:
+        """The query's join, selecting the buffered columns (what a batch's join produces)."""
+        select = tuple(SelectItem(sql, name) for sql, name in self.columns)
+        return dataclasses.replace(self.query, select=select)
+
+    def closed_below(self, watermark: int | None) -> int | None:
+        """The end at or before which every window is complete, after a batch that leaves the
+        global watermark at `watermark` (None: no window is)."""
+        return None if watermark is None else watermark - self.lag_us
+
+    def first_needed(self, closed: int) -> int:
+        """The oldest event time a window ending after `closed` may hold: buffered rows older
+        than it are in closed windows only."""
+        window = self.aggregation.window
+        return closed - window.size_us + 1
+
+    def group_sql(self, view: str, after: int | None, upto: int | None) -> str:
+        """Spark SQL over the buffer `view`: the query's groups of the windows ending in
+        ``(after, upto]`` (None: unbounded), its SELECT items and the window end (`END`)."""
+        agg, window = self.aggregation, self.aggregation.window
+        time = self.time_column
+        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.query.select]
+        items.append(f"window.end AS {END}")
+        where = []
+        if after is not None:
+            where.append(f"{time} >= timestamp_micros({self.first_needed(after)})")
+        if upto is not None:
+            where.append(f"{time} < timestamp_micros({upto})")
+        sizes = f"'{window.size_us} microseconds', '{window.slide_us} microseconds'"
+        group = [f"window({time}, {sizes})", *(self._rename(k) for k in agg.keys)]
+        sql = f"SELECT {', '.join(items)} FROM {view}"
+        if where:
+            sql += f" WHERE {' AND '.join(where)}"
+        sql += f" GROUP BY {', '.join(group)}"
+        if agg.having is not None:
+            sql += f" HAVING {self._rename(agg.having)}"
+        ends = []
+        if after is not None:
+            ends.append(f"{END} > timestamp_micros({after})")
+        if upto is not None:
+            ends.append(f"{END} <= timestamp_micros({upto})")
+        return f"SELECT * FROM ({sql})" + (f" WHERE {' AND '.join(ends)}" if ends else "")
+
+    def _rename(self, sql: str) -> str:
+        names = dict(self.columns)
+
+        def swap(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Column) and node.table.lower() != WINDOW:
+                return exp.column(names[node.sql(dialect="spark")])
+            return node
+
+        tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")
+        return str(tree.transform(swap).sql(dialect="spark"))
+
+
+def plan_aggregate(
+    query: Query, lags: tuple[int | None, ...], source: str = "<string>"
+) -> AggregatePlan:
+    """The plan of `query`'s GROUP BY, given how far each input's rows may trail the watermark
+    in its results (`plan.physical.side_lags`, in `query.sides` order).
+
+    Raises:
+        UnsupportedError: the window's input may trail without bound (a full-history join).
+    """
+    agg = query.aggregation
+    assert agg is not None
+    window = agg.window
+    alias = window.time.split(".", 1)[0].strip("`")
+    index = next(i for i, s in enumerate(query.sides) if s.alias.lower() == alias.lower())
+    lag = lags[index]
+    if lag is None:
+        msg = (
+            f"query {query.name}: GROUP BY window({window.time}, ...) over a join without a "
+            f"time window bounding {alias!r} would never close a window (a result may pair a "
+            f"row of {alias!r} with rows of any age); bound the join with "
+            f"BETWEEN ... AND ... on the inputs' event times"
+        )
+        text = f"window({window.time}"
+        raise UnsupportedError(msg, line=query.line, col=1, text=text, source=source)
+    return AggregatePlan(query, _columns(query), max(lag, 0))
+
+
+def _columns(query: Query) -> tuple[tuple[str, str], ...]:
+    """Every input column the groups read, in the order first met, with a buffer name."""
+    agg = query.aggregation
+    assert agg is not None
+    texts = [agg.window.time, *agg.keys, *(s.sql for s in query.select)]
+    if agg.having is not None:
+        texts.append(agg.having)
+    seen: dict[str, str] = {}
+    for text in texts:
+        tree: exp.Expr = exp.maybe_parse(text, dialect="spark")
+        for col in tree.find_all(exp.Column):
+            if col.table.lower() == WINDOW:
+                continue
+            sql = col.sql(dialect="spark")
+            seen.setdefault(sql, f"_g{len(seen)}")
+    return tuple(seen.items())

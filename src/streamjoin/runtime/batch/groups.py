@@ -1,0 +1,112 @@
+"""``GROUP BY window`` queries in a batch (`plan.aggregate`): their joins' new rows go to their
+buffers, and the windows the batch's watermark closes are aggregated from the buffers for the
+sinks. A buffer unit is written under the batch's id and overwritten by a replay; the manifest
+says which units are live and up to which window end the groups were emitted."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from streamjoin.plan.aggregate import END
+from streamjoin.runtime.state.manifest import GroupState, GroupUnit
+from streamjoin.runtime.threads import metrics
+
+if t.TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.plan import JobPlan
+    from streamjoin.plan.aggregate import AggregatePlan
+    from streamjoin.runtime.batch.context import Scratch
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.manifest import Manifest
+
+
+@dataclass
+class Closing:
+    """What a batch emits of its GROUP BY queries, and their buffers after it."""
+
+    frames: dict[str, DataFrame] = field(default_factory=dict)
+    """Per query, the groups of the windows the batch closed (none: no window closed)."""
+    states: dict[str, GroupState] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)
+    """Units whose windows have all been emitted (deleted once no replay needs them)."""
+
+
+def buffer_rows(
+    plan: JobPlan,
+    frames: dict[str, list[DataFrame]],
+    checkpoint: Checkpoint,
+    batch_id: int,
+) -> dict[str, GroupUnit]:
+    """Take each GROUP BY query's new joined rows out of `frames` and write them to the query's
+    buffer unit of the batch; the units written (none for a query without new rows)."""
+    units = {}
+    for ap in plan.aggregates:
+        parts = frames.pop(ap.name, [])
+        if not parts:
+            continue
+        rows = parts[0]
+        for p in parts[1:]:
+            rows = rows.unionAll(p)
+        micros = F.expr(f"unix_micros({ap.time_column})")
+        obs = Observation(f"sj_groups_{ap.name}_{batch_id}")
+        counts = (F.count(F.lit(1)).alias("rows"), F.min(micros).alias("lo"))
+        rows = rows.observe(obs, *counts, F.max(micros).alias("hi"))
+        unit = GroupUnit(ap.name, batch_id, 0, 0, 0)
+        path = checkpoint.path(unit.path)
+        rows.write.mode("overwrite").parquet(path)
+        seen = metrics(obs)
+        if int(seen.get("rows") or 0) == 0:
+            checkpoint.fs.delete(path)
+            continue
+        units[ap.name] = GroupUnit(ap.name, batch_id, int(seen["rows"]), seen["lo"], seen["hi"])
+    return units
+
+
+def close_windows(
+    plan: JobPlan,
+    prev: Manifest,
+    new: dict[str, GroupUnit],
+    watermark: int | None,
+    reading: tuple[SparkSession, Scratch, Checkpoint, int],
+    *,
+    final: bool = False,
+) -> Closing:
+    """The groups of each window that `watermark` (the one the batch leaves) closes, or with
+    `final` of every window still open, and the buffers after them."""
+    spark, scratch, checkpoint, batch_id = reading
+    out = Closing()
+    for ap in plan.aggregates:
+        state = prev.groups.get(ap.name, GroupState())
+        units = state.units + ([new[ap.name]] if ap.name in new else [])
+        after = state.closed
+        upto = None if final else ap.closed_below(watermark)
+        if not final and (upto is None or (after is not None and upto <= after)):
+            out.states[ap.name] = GroupState(after, units)
+            continue
+        chosen = _overlapping(ap, units, after, upto)
+        if chosen:
+            df = spark.read.parquet(*(checkpoint.path(u.path) for u in chosen))
+            view = scratch.view(df, f"sj_groups_{ap.name}_{batch_id}")
+            out.frames[ap.name] = spark.sql(ap.group_sql(view, after, upto)).drop(END)
+        closed = after if upto is None else upto
+        live = [] if final else _overlapping(ap, units, closed, None)
+        out.dropped += [u.path for u in units if u not in live]
+        out.states[ap.name] = GroupState(closed, live)
+    return out
+
+
+def _overlapping(
+    ap: AggregatePlan, units: Sequence[GroupUnit], after: int | None, upto: int | None
+) -> list[GroupUnit]:
+    """The units that may hold rows of a window ending in ``(after, upto]`` (None: unbounded)."""
+    lo = None if after is None else ap.first_needed(after)
+    return [
+        u for u in units if (lo is None or u.max_ts >= lo) and (upto is None or u.min_ts < upto)
+    ]
