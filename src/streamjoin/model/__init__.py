@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamjoin.model.aggregate import Aggregation, EventWindow
+from streamjoin.model.aggregate import Aggregation, EventWindow, TopN
 from streamjoin.model.job import (
     Column,
     Job,
@@ -28,5 +28,6 @@ __all__ = [
     "SinkDef",
     "SqlType",
     "StreamDef",
+    "TopN",
     "Watermark",
 ]

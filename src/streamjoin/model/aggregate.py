@@ -1,9 +1,12 @@
-"""``GROUP BY window(time, size[, slide]), keys``: a query's joined rows aggregated per event-time
-window, each group emitted once, when the watermark closes its window.
+"""A query's joined rows per event-time window, each window's answer emitted once, when the
+watermark closes it: ``GROUP BY window(time, size[, slide]), keys`` (`Aggregation`), or the
+first N rows of each window and key by an order (`TopN`, ``ROW_NUMBER() OVER (PARTITION BY
+window(...), keys ORDER BY ...) <= N``).
 
 A query with an `Aggregation` keeps its join (inputs and predicate) as any query; its SELECT
 items are then over a group: aggregate calls (count, sum, avg, min, max, count(DISTINCT)), the
-grouping keys, and ``window.start`` / ``window.end`` (Spark's names for the window's bounds).
+grouping keys, and ``window.start`` / ``window.end`` (Spark's names for the window's bounds). A
+query with a `TopN` selects joined rows, as a join does, and keeps the first N of each group.
 """
 
 from __future__ import annotations
@@ -60,3 +63,26 @@ class Aggregation:
     window: EventWindow
     keys: tuple[str, ...] = ()
     having: str | None = None
+
+
+POINT_US = 1
+"""The size of the window that partitioning by an event-time column itself makes: a group per
+instant, closed once the watermark passes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopN:
+    """``ROW_NUMBER() OVER (PARTITION BY window(...), keys ORDER BY order) <= limit``: of each
+    window and key, the first `limit` joined rows by `order` (Spark SQL ordering terms, each
+    with its direction and NULL placement written out). Partitioning by an input's event-time
+    column instead of a window makes a window of `POINT_US`."""
+
+    window: EventWindow
+    keys: tuple[str, ...]
+    order: tuple[str, ...]
+    limit: int
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            msg = f"a top-N keeps at least one row per group, got {self.limit}"
+            raise ValueError(msg)

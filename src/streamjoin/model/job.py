@@ -11,7 +11,7 @@ import hashlib
 import typing as t
 from dataclasses import dataclass, field
 
-from streamjoin.model.aggregate import Aggregation
+from streamjoin.model.aggregate import Aggregation, TopN
 from streamjoin.model.types import SqlType
 
 
@@ -154,6 +154,8 @@ class Query:
     """``GROUP BY window(...)``: `select` is then over each group (`model.aggregate`)."""
     outer: OuterJoin | None = None
     """An outer join's kind and ON condition (`predicate` stays ON and WHERE, for the pairs)."""
+    topn: TopN | None = None
+    """``ROW_NUMBER() OVER (...) <= N`` over the joined rows (`model.aggregate`)."""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -166,6 +168,11 @@ class Query:
         if len(set(aliases)) != len(aliases):
             msg = f"query {self.name!r}: output column names repeat: {aliases}"
             raise ValueError(msg)
+
+    @property
+    def windowed(self) -> Aggregation | TopN | None:
+        """What the query does per event-time window after its join, if anything."""
+        return self.aggregation or self.topn
 
     @property
     def sides(self) -> tuple[JoinSide, ...]:
@@ -195,6 +202,8 @@ class Query:
             text += f" GROUP BY {self.aggregation!r}"
         if self.outer is not None:
             text += f" OUTER {self.outer!r}"
+        if self.topn is not None:
+            text += f" TOP {self.topn!r}"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

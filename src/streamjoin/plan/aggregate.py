@@ -21,12 +21,14 @@ window closes.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
 
 from streamjoin.errors import UnsupportedError
-from streamjoin.model import Aggregation, Query, SelectItem
+from streamjoin.model import Aggregation, EventWindow, Query, SelectItem, TopN
 from streamjoin.model.aggregate import WINDOW
 
 END = "_sj_window_end"
@@ -45,10 +47,16 @@ class AggregatePlan:
     """How far the window's time column of a result still to come may trail the watermark."""
 
     @property
-    def aggregation(self) -> Aggregation:
-        """The query's GROUP BY."""
-        assert self.query.aggregation is not None
-        return self.query.aggregation
+    def windowed(self) -> Aggregation | TopN:
+        """The query's GROUP BY or top-N."""
+        windowed = self.query.windowed
+        assert windowed is not None
+        return windowed
+
+    @property
+    def window(self) -> EventWindow:
+        """The event-time window of its groups."""
+        return self.windowed.window
 
     @property
     def name(self) -> str:
@@ -56,9 +64,22 @@ class AggregatePlan:
         return self.query.name
 
     @property
+    def side(self) -> int:
+        """The input whose event time the windows are of (its index in the query's sides)."""
+        alias = self.window.time.split(".", 1)[0].strip("`").lower()
+        return next(i for i, s in enumerate(self.query.sides) if s.alias.lower() == alias)
+
+    @property
     def time_column(self) -> str:
         """The buffer column of the window's event time."""
-        return dict(self.columns)[self.aggregation.window.time]
+        return dict(self.columns)[self.windowed.window.time]
+
+    @property
+    def buffer_signature(self) -> str:
+        """What the buffer's rows mean: the query's signature and the buffered columns (a
+        changed query, or SELECT list, starts a buffer of its own)."""
+        text = repr((self.query.signature, self.columns))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def join_query(self) -> Query:
         """The query's join, selecting the buffered columns (what a batch's join produces)."""
@@ -73,13 +94,15 @@ class AggregatePlan:
     def first_needed(self, closed: int) -> int:
         """The oldest event time a window ending after `closed` may hold: buffered rows older
         than it are in closed windows only."""
-        window = self.aggregation.window
+        window = self.windowed.window
         return closed - window.size_us + 1
 
     def group_sql(self, view: str, after: int | None, upto: int | None) -> str:
         """Spark SQL over the buffer `view`: the query's groups of the windows ending in
         ``(after, upto]`` (None: unbounded), its SELECT items and the window end (`END`)."""
-        agg, window = self.aggregation, self.aggregation.window
+        agg, window = self.windowed, self.window
+        if isinstance(agg, TopN):
+            return self._top_sql(agg, view, after, upto)
         time = self.time_column
         items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.query.select]
         items.append(f"window.end AS {END}")
@@ -103,6 +126,39 @@ class AggregatePlan:
             ends.append(f"{END} <= timestamp_micros({upto})")
         return f"SELECT * FROM ({sql})" + (f" WHERE {' AND '.join(ends)}" if ends else "")
 
+    def _top_sql(self, top: TopN, view: str, after: int | None, upto: int | None) -> str:
+        """The first rows of each window and key: every row put in each window holding it
+        (starts the multiples of the slide, as Spark's), then ranked."""
+        size, slide = top.window.size_us, top.window.slide_us
+        ts = f"unix_micros({self.time_column})"
+        last = f"({ts} - pmod({ts}, {slide}))"
+        reach = -(-size // slide) - 1
+        starts = f"explode(sequence({last} - {reach * slide}, {last}, CAST({slide} AS BIGINT)))"
+        where = [f"{ts} < {upto}"] if upto is not None else []
+        where += [f"{ts} >= {self.first_needed(after)}"] if after is not None else []
+        rows = f"SELECT *, {starts} AS _sj_start FROM {view}"
+        if where:
+            rows += f" WHERE {' AND '.join(where)}"
+        ends = [f"_sj_start + {size} > {ts}"]
+        ends += [f"_sj_start + {size} > {after}"] if after is not None else []
+        ends += [f"_sj_start + {size} <= {upto}"] if upto is not None else []
+        keys = ", ".join(["_sj_start", *(self._rename(k) for k in top.keys)])
+        order = ", ".join(self._rename_order(o) for o in top.order)
+        ranked = (
+            f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {order}) AS _sj_rank "
+            f"FROM ({rows}) WHERE {' AND '.join(ends)}"
+        )
+        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.query.select]
+        items.append(f"timestamp_micros(_sj_start + {size}) AS {END}")
+        return f"SELECT {', '.join(items)} FROM ({ranked}) WHERE _sj_rank <= {top.limit}"
+
+    def _rename_order(self, term: str) -> str:
+        """An ordering term (``b.x DESC NULLS LAST``) over the buffer's columns."""
+        tree: exp.Expr = sqlglot.parse_one(f"SELECT 1 ORDER BY {term}", dialect="spark")
+        ordered = tree.args["order"].expressions[0]
+        ordered.set("this", exp.maybe_parse(self._rename(ordered.this.sql(dialect="spark"))))
+        return str(ordered.sql(dialect="spark"))
+
     def _rename(self, sql: str) -> str:
         names = dict(self.columns)
 
@@ -124,12 +180,12 @@ def plan_aggregate(
     Raises:
         UnsupportedError: the window's input may trail without bound (a full-history join).
     """
-    agg = query.aggregation
+    agg = query.windowed
     assert agg is not None
     window = agg.window
-    alias = window.time.split(".", 1)[0].strip("`")
-    index = next(i for i, s in enumerate(query.sides) if s.alias.lower() == alias.lower())
-    lag = lags[index]
+    plan = AggregatePlan(query, _columns(query), 0)
+    alias = query.sides[plan.side].alias
+    lag = lags[plan.side]
     if lag is None:
         msg = (
             f"query {query.name}: GROUP BY window({window.time}, ...) over a join without a "
@@ -139,19 +195,21 @@ def plan_aggregate(
         )
         text = f"window({window.time}"
         raise UnsupportedError(msg, line=query.line, col=1, text=text, source=source)
-    return AggregatePlan(query, _columns(query), max(lag, 0))
+    return dataclasses.replace(plan, lag_us=max(lag, 0))
 
 
 def _columns(query: Query) -> tuple[tuple[str, str], ...]:
     """Every input column the groups read, in the order first met, with a buffer name."""
-    agg = query.aggregation
+    agg = query.windowed
     assert agg is not None
     texts = [agg.window.time, *agg.keys, *(s.sql for s in query.select)]
-    if agg.having is not None:
+    if isinstance(agg, Aggregation) and agg.having is not None:
         texts.append(agg.having)
+    if isinstance(agg, TopN):
+        texts += [f"SELECT 1 ORDER BY {term}" for term in agg.order]
     seen: dict[str, str] = {}
     for text in texts:
-        tree: exp.Expr = exp.maybe_parse(text, dialect="spark")
+        tree: exp.Expr = sqlglot.parse_one(text, dialect="spark")
         for col in tree.find_all(exp.Column):
             if col.table.lower() == WINDOW:
                 continue

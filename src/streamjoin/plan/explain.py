@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.model.aggregate import POINT_US, TopN
 from streamjoin.optimizer.sharing import cost
 from streamjoin.plan.multiway import MultiwayPlan, core_groups
 from streamjoin.plan.shared import candidate
@@ -190,20 +191,32 @@ def _outer_lines(op: OuterPlan) -> list[str]:
 
 
 def _aggregate_lines(ap: AggregatePlan) -> list[str]:
-    """The operators after a GROUP BY query's join, and the state they keep."""
-    agg, window = ap.aggregation, ap.aggregation.window
+    """The operators after a GROUP BY or top-N query's join, and the state they keep."""
+    agg, window = ap.windowed, ap.window
     kind = (
-        f"tumbling {_duration(window.size_us)}"
+        "each instant"
+        if window.size_us == POINT_US
+        else f"tumbling {_duration(window.size_us)}"
         if window.tumbling
         else f"hopping {_duration(window.size_us)} every {_duration(window.slide_us)}"
     )
     keys = ", ".join(agg.keys) or "none"
     items = ", ".join(f"{s.sql} AS {s.alias}" for s in ap.query.select)
+    if isinstance(agg, TopN):
+        then = [
+            f"    -> per window of {window.time} ({kind}) and keys ({keys}): the first "
+            f"{agg.limit} by {', '.join(agg.order)} (ROW_NUMBER)",
+            f"    -> SELECT {items}",
+        ]
+    else:
+        having = f"; HAVING {agg.having}" if agg.having else ""
+        then = [
+            f"    -> GROUP BY window({window.time}) {kind}; keys: {keys}{having}",
+            f"    -> SELECT {items}",
+        ]
     return [
         f"  then: buffer {', '.join(sql for sql, _ in ap.columns)} of each joined row",
-        f"    -> GROUP BY window({window.time}) {kind}; keys: {keys}"
-        + (f"; HAVING {agg.having}" if agg.having else ""),
-        f"    -> SELECT {items}",
+        *then,
         f"  a window is emitted once, when watermark - {_duration(ap.lag_us)} passes its end "
         f"({window.time} trails the watermark by up to {_duration(ap.lag_us)} in a result "
         "still to come); state: the buffered rows of the open windows, a unit per batch",

@@ -45,13 +45,14 @@ class OuterPlan:
         """How far behind the watermark a row of input `index` (0 left, 1 right) may still
         match: it is dead once its event time is below ``W - lag``."""
         assert self.window.hi_us is not None and self.window.lo_us is not None
-        return self.window.hi_us if index == 0 else -self.window.lo_us
+        # (A row whose partners are all later than itself waits for them; one whose partners
+        # are all earlier is decided as it arrives: no wait below zero.)
+        return max(self.window.hi_us if index == 0 else -self.window.lo_us, 0)
 
     @property
     def width(self) -> int:
-        """The window's width: how long the other side is kept behind a preserved row's."""
-        assert self.window.hi_us is not None and self.window.lo_us is not None
-        return self.window.hi_us - self.window.lo_us
+        """How long the other side is kept behind a preserved row's decision."""
+        return self.lag(0) + self.lag(1)
 
     def dead_below(self, index: int, watermark: int | None) -> int | None:
         """The event time below which rows of input `index` can no longer match, after a batch
@@ -101,7 +102,7 @@ def plan_outer(job: Job, query: Query) -> OuterPlan:
             "streams with watermarks; a full-history outer join could never emit one"
         )
         raise UnsupportedError(msg, line=query.line, col=1, text=text, source=job.source)
-    agg = query.aggregation
+    agg = query.windowed
     if agg is not None:
         alias = agg.window.time.split(".", 1)[0].strip("`").lower()
         index = 0 if alias == query.left.alias.lower() else 1

@@ -164,7 +164,7 @@ def plan_job(
     aggregates = tuple(
         plan_aggregate(q, side_lags(job, q), job.source)
         for q in job.queries
-        if q.aggregation is not None
+        if q.windowed is not None
     )
     if aggregates:
         joins = {a.name: a.join_query() for a in aggregates}
@@ -217,12 +217,12 @@ def sharing_candidates(job: Job, queries: t.Iterable[QueryPlan]) -> list[Candida
     two = [
         c
         for qp in queries
-        if qp.query.aggregation is None and qp.query.outer is None and (c := candidate(qp))
+        if qp.query.windowed is None and qp.query.outer is None and (c := candidate(qp))
     ]
     many = [
         c
         for q in job.queries
-        if q.multiway and q.aggregation is None and (c := multiway_candidate(job, q))
+        if q.multiway and q.windowed is None and (c := multiway_candidate(job, q))
     ]
     return [*two, *many]
 

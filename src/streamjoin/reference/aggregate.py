@@ -9,7 +9,8 @@ brute force, and the batch each group is emitted in.
 8. A window ending at e is emitted in the first batch after which ``W - lag >= e``, W the
    global watermark after the batch and lag how far X's event time may trail the watermark in
    a result still to come (`plan.aggregate`); on a run declared final, windows still open are
-   emitted in its last batch; otherwise they are not emitted yet. That batch is the group's
+   emitted in one more batch after the input's last (index ``len(batches)``); otherwise they
+   are not emitted yet. That batch is the group's
    arrival. Every result of a window arrives by the batch that emits it (checked: the run fails
    otherwise, as a wrong lag would make it).
 """
@@ -17,13 +18,15 @@ brute force, and the batch each group is emitted in.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import typing as t
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 
+import sqlglot
 from sqlglot import exp
 
-from streamjoin.model.aggregate import WINDOW
+from streamjoin.model.aggregate import WINDOW, Aggregation, TopN
 from streamjoin.plan.aggregate import AggregatePlan
 from streamjoin.reference import values as v
 from streamjoin.reference.evaluate import compile_expression
@@ -42,7 +45,7 @@ def aggregate_results(
 ) -> list[tuple[tuple[object, ...], int]]:
     """The query's rows and the batch each arrives in, from its join results (the buffered
     columns of `plan`, in order, each with its arrival batch)."""
-    agg = plan.aggregation
+    agg = plan.windowed
     window = agg.window
     names = [_qualified(sql) for sql, _ in plan.columns]
     time = _qualified(window.time)
@@ -58,8 +61,13 @@ def aggregate_results(
         for start in window.starts(v.event_time_us(ts)):
             groups.setdefault((start, *key), []).append((env, arrival))
     emit = _emitter(plan, watermarks, final)
-    items = [_compile_grouped(s.sql) for s in plan.query.select]
-    having = _compile_grouped(agg.having) if agg.having is not None else None
+    top = _ranker(agg) if isinstance(agg, TopN) else None
+    rows, items, having = [], [], None
+    if isinstance(agg, TopN):
+        rows = [compile_expression(s.sql) for s in plan.query.select]
+    else:
+        items = [_compile_grouped(s.sql) for s in plan.query.select]
+        having = _compile_grouped(agg.having) if agg.having is not None else None
     out = []
     for group, members in groups.items():
         end = t.cast("int", group[0]) + window.size_us
@@ -71,11 +79,47 @@ def aggregate_results(
             msg = f"window ending at {end} us emitted in batch {batch}, a result came in {late}"
             raise AssertionError(msg)
         envs = [e for e, _ in members]
+        if top is not None:
+            out += [(tuple(f(e) for f in rows), batch) for e in top(envs)]
+            continue
         bounds = {"start": _timestamp(end - window.size_us), "end": _timestamp(end)}
         if having is not None and having(envs, bounds) is not True:
             continue
         out.append((tuple(f(envs, bounds) for f in items), batch))
     return out
+
+
+def _ranker(top: TopN) -> Callable[[list[Env]], list[Env]]:
+    """The first `top.limit` results of a group by its order; a tie across that boundary
+    makes ROW_NUMBER's choice arbitrary, and the reference refuses it."""
+    terms = []
+    for term in top.order:
+        tree: exp.Expr = sqlglot.parse_one(f"SELECT 1 ORDER BY {term}", dialect="spark")
+        ordered = tree.args["order"].expressions[0]
+        desc, first = bool(ordered.args.get("desc")), bool(ordered.args.get("nulls_first"))
+        terms.append((compile_expression(ordered.this.sql(dialect="spark")), desc, first))
+
+    def compare(a: Env, b: Env) -> int:
+        for value, desc, nulls_first in terms:
+            x, y = value(a), value(b)
+            if x is None or y is None:
+                if x is None and y is None:
+                    continue
+                return (-1 if x is None else 1) * (1 if nulls_first else -1)
+            if x != y:
+                less = x < y  # type: ignore[operator]
+                return (-1 if less else 1) * (-1 if desc else 1)
+        return 0
+
+    def leading(envs: list[Env]) -> list[Env]:
+        ordered = sorted(envs, key=functools.cmp_to_key(compare))
+        n = top.limit
+        if len(ordered) > n and compare(ordered[n - 1], ordered[n]) == 0:
+            msg = f"rows {n} and {n + 1} of a group tie on ORDER BY {', '.join(top.order)}"
+            raise ValueError(msg)
+        return ordered[:n]
+
+    return leading
 
 
 def _emitter(
@@ -87,7 +131,7 @@ def _emitter(
         for i, closed in enumerate(closes):
             if closed is not None and closed >= end:
                 return i
-        return len(watermarks) - 1 if final and watermarks else None
+        return len(watermarks) if final else None
 
     return emit
 

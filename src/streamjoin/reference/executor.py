@@ -108,7 +108,8 @@ def run_reference(
     Args:
         job: the streams and queries.
         batches: micro-batch i maps stream name -> rows of that stream in batch i.
-        final: the input ends with the last batch, which emits every window still open.
+        final: the input ends with the last batch; one more batch (index ``len(batches)``)
+            emits every window still open and every row still waiting for a partner.
 
     Returns:
         The outputs of every query, the late and malformed rows of every active stream and the
@@ -167,7 +168,7 @@ def run_reference(
     arrivals: dict[str, list[int]] = {}
     for q in job.queries:
         grouped = None
-        if q.aggregation is not None:
+        if q.windowed is not None:
             grouped = plan_aggregate(q, side_lags(job, q))
         joins = grouped.join_query() if grouped else q
         inputs = [on_time[s.stream] for s in q.sides]

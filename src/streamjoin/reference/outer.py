@@ -7,8 +7,8 @@ matches, and the batch each is emitted in.
    columns NULL, if `where` holds (NULL is not TRUE) on it.
 10. Such a row arrives in the first batch after which ``ts(r) < W - lag``, W the global
    watermark after the batch and lag how long a row of its side may wait for a partner
-   (`plan.outer`); on a run declared final, in its last batch if none before; otherwise it
-   is not emitted yet.
+   (`plan.outer`); on a run declared final, if none before, in one more batch after the
+   input's last (index ``len(batches)``); otherwise it is not emitted yet.
 """
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ def unmatched_results(
             assert isinstance(ts, dt.datetime)
             batch = _decided(op, i, v.event_time_us(ts), watermarks, final)
             if batch is not None:
-                out.append((tuple(f(env) for f in select), max(batch, arrival)))
+                if batch < arrival:
+                    msg = f"a row of {mine.alias} decided in batch {batch}, before its {arrival}"
+                    raise AssertionError(msg)
+                out.append((tuple(f(env) for f in select), batch))
     return out
 
 
@@ -66,4 +69,4 @@ def _decided(
         dead = op.dead_below(index, watermark)
         if dead is not None and ts < dead:
             return batch
-    return len(watermarks) - 1 if final and watermarks else None
+    return len(watermarks) if final else None

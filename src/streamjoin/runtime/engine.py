@@ -10,7 +10,8 @@ import typing as t
 from streamjoin.errors import JobError, StreamJoinError
 from streamjoin.optimizer.sharing import group_all
 from streamjoin.plan import JobPlan, plan_job
-from streamjoin.plan.physical import candidates_of
+from streamjoin.plan.aggregate import plan_aggregate
+from streamjoin.plan.physical import candidates_of, side_lags
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
@@ -82,8 +83,14 @@ class Engine:
         inputs = ", ".join(
             f"({empty_relation(job.stream(side.stream))}) AS {side.alias}" for side in q.sides
         )
-        select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in q.select)
+        windowed = None
+        if q.windowed is not None:  # (its join, then its groups over the join's columns)
+            windowed = plan_aggregate(q, side_lags(job, q), job.source)
+        join = windowed.join_query() if windowed else q
+        select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in join.select)
         sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
+        if windowed is not None:
+            sql = windowed.group_sql(f"({sql})", None, None)
         try:
             self.spark.sql(sql).schema  # noqa: B018 - forces analysis
         except Exception as err:  # Spark's AnalysisException and friends

@@ -107,13 +107,19 @@ def history_gaps(plan: JobPlan, last: Manifest) -> list[str]:
     """One message per (query, stream) whose window reaches rows that `last`'s state dropped.
 
     With W the watermark `last` committed, a query needs the stream's rows from ``W - retain``
-    on (`plan.query_retention`; all of them when nothing bounds it); the state holds every row
+    on (`plan.query_retention`, and an outer join's `plan.outer.OuterPlan.retention`; all of
+    them when nothing bounds it); the state holds every row
     newer than ``last.expired[stream]``. A query that ran when the rows were dropped never
     needs them: they were dropped because no query of that run could join them any more.
     """
     out = []
+    outers = {op.name: op.retention() for op in plan.outers}
     for qp in plan.plans():
-        for stream, keep in query_retention(qp).items():
+        needs = query_retention(qp)
+        for stream, longer in outers.get(qp.query.name, {}).items():
+            kept = needs.get(stream)
+            needs[stream] = None if kept is None else max(kept, longer)
+        for stream, keep in needs.items():
             cut = last.expired.get(stream)
             if cut is None:
                 continue

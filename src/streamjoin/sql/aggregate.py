@@ -31,7 +31,7 @@ def parse_aggregation(
         if having is not None:
             raise node_error(stmt, having, "HAVING needs a GROUP BY")
         return None
-    windows = [g for g in group.expressions if _is_window(g)]
+    windows = [g for g in group.expressions if is_window(g)]
     if len(windows) != 1:
         what = "two windows" if windows else "no window"
         msg = (
@@ -39,7 +39,7 @@ def parse_aggregation(
             f"emitted when the watermark closes it: {_USAGE}"
         )
         raise node_error(stmt, windows[1] if windows else group, msg, unsupported=True)
-    window = _window(stmt, windows[0], resolver)
+    window = window_of(stmt, windows[0], resolver)
     keys = []
     for key in group.expressions:
         if key is windows[0]:
@@ -58,11 +58,13 @@ def parse_aggregation(
     return Aggregation(window, tuple(keys), condition)
 
 
-def _is_window(node: exp.Expr) -> bool:
+def is_window(node: exp.Expr) -> bool:
+    """Whether `node` is a call of Spark's ``window`` function."""
     return isinstance(node, exp.Anonymous) and str(node.this).lower() == WINDOW
 
 
-def _window(stmt: Statement, call: exp.Anonymous, resolver: Resolver) -> EventWindow:
+def window_of(stmt: Statement, call: exp.Anonymous, resolver: Resolver) -> EventWindow:
+    """The `EventWindow` of a ``window(time, size[, slide])`` call, its time qualified."""
     args = call.expressions
     if not 2 <= len(args) <= 3:
         msg = f"window takes an event time, a size and an optional slide: {_USAGE}"
@@ -104,8 +106,17 @@ def _duration(stmt: Statement, node: exp.Expr) -> int:
 
 
 def _check_grouped(stmt: Statement, node: exp.Expr, keys: list[str], clause: str) -> None:
-    """Every column of `node` outside an aggregate is inside a grouping key or is the window."""
-    if type(node) in AGGREGATES or node.sql(dialect="spark", comments=False) in keys:
+    """Every column of `node` outside an aggregate is inside a grouping key or is the window;
+    DISTINCT only in count, of one expression."""
+    if type(node) in AGGREGATES:
+        distinct = node.this if isinstance(node.this, exp.Distinct) else None
+        if distinct is not None and (
+            not isinstance(node, exp.Count) or len(distinct.expressions) != 1
+        ):
+            msg = "DISTINCT is supported in count(DISTINCT x), of one expression"
+            raise node_error(stmt, node, msg, unsupported=True)
+        return
+    if node.sql(dialect="spark", comments=False) in keys:
         return
     if isinstance(node, exp.Column):
         if node.table.lower() != WINDOW:

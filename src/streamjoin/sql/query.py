@@ -21,6 +21,7 @@ from streamjoin.sql.options import parse_query_with
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import check_clauses, find_relations
 from streamjoin.sql.resolve import Resolver
+from streamjoin.sql.topn import unwrap_ranked
 from streamjoin.sql.typecheck import TypeCheckError, infer_category
 
 _CLASS_REPR = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>")
@@ -58,6 +59,9 @@ def parse_insert(
         raise cur.error_at(msg, cur.tokens[0], cur.tokens[-1])
     sink = _sink(stmt, cur.tokens, tree, sinks)
     select = _select(stmt, cur.tokens, tree)
+    ranked = unwrap_ranked(stmt, select)
+    if ranked is not None:
+        select = ranked.inner
     check_clauses(stmt, cur.tokens, select)
     rel = find_relations(stmt, cur.tokens, select, streams)
     windowed = select.args.get("group") is not None
@@ -76,6 +80,12 @@ def parse_insert(
     for item in select.expressions:
         resolver.qualify(item)
     aggregation = parse_aggregation(stmt, select, resolver)
+    topn = None
+    if ranked is not None:
+        if aggregation is not None:
+            msg = "a top-N of an aggregation is not supported yet"
+            raise node_error(stmt, ranked.over, msg, unsupported=True)
+        topn = ranked.top(stmt, resolver)
     try:
         for item in select.expressions:
             infer_category(item.this if isinstance(item, exp.Alias) else item, resolver.column_type)
@@ -87,6 +97,7 @@ def parse_insert(
     except TypeCheckError as err:
         raise node_error(stmt, err.node, err.message) from None
     left, right, *further = (JoinSide(s.stream.name, s.alias) for s in rel.sides)
+    items = _select_items(stmt, select)
     outer = None
     if rel.outer is not None:
         where = None if where_clause is None else _sql(where_clause.this)
@@ -97,12 +108,13 @@ def parse_insert(
         left=left,
         right=right,
         predicate=_sql(_conjunction([c for _, c in conditions])),
-        select=_select_items(stmt, select),
+        select=ranked.select(items) if ranked else items,
         line=stmt.line,
         options=options,
         further=tuple(further),
         aggregation=aggregation,
         outer=outer,
+        topn=topn,
     )
 
 

@@ -48,7 +48,7 @@ def test_a_final_run_emits_the_windows_still_open() -> None:
     assert open_.outputs["q1"] == [(_t(0), 2)]  # [8 s, 12 s) still open at W - 5 s = 6 s
     final = run_reference(job, BATCHES[:2], final=True)
     assert final.outputs["q1"] == [(_t(0), 2), (_t(8), 1)]
-    assert final.arrivals["q1"] == [1, 1]
+    assert final.arrivals["q1"] == [1, 2]  # (the final batch: one past the input's)
 
 
 def test_a_window_closed_before_its_last_result_fails_the_run(

@@ -110,3 +110,14 @@ def test_other_aggregates_and_window_columns() -> None:
     assert "a window has a start and an end" in err.message
     err = _error("INSERT INTO matches SELECT b.id AS i\n" + JOIN + "HAVING b.id > 1")
     assert "HAVING needs a GROUP BY" in err.message
+
+
+def test_distinct_only_in_a_count_of_one_expression() -> None:
+    for call in ("sum(DISTINCT a.price)", "count(DISTINCT a.id, a.price)"):
+        err = _error(
+            f"INSERT INTO matches SELECT {call} AS x\n"
+            + JOIN
+            + "GROUP BY window(b.ts, '1 second')"
+        )
+        assert isinstance(err, UnsupportedError)
+        assert "count(DISTINCT x), of one expression" in err.message

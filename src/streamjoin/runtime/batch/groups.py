@@ -82,13 +82,20 @@ def close_windows(
     `final` of every window still open, and the buffers after them."""
     spark, scratch, checkpoint, batch_id = reading
     out = Closing()
+    current = {ap.name: ap.buffer_signature for ap in plan.aggregates}
+    for name, old in prev.groups.items():
+        if current.get(name) != old.signature:  # (a query dropped or changed: its buffer goes)
+            out.dropped += [u.path for u in old.units]
     for ap in plan.aggregates:
-        state = prev.groups.get(ap.name, GroupState())
+        signature = ap.buffer_signature
+        state = prev.groups.get(ap.name)
+        if state is None or state.signature != signature:
+            state = GroupState(_first_open(plan, ap, prev), [], signature)
         units = state.units + ([new[ap.name]] if ap.name in new else [])
         after = state.closed
         upto = None if final else ap.closed_below(watermark)
         if not final and (upto is None or (after is not None and upto <= after)):
-            out.states[ap.name] = GroupState(after, units)
+            out.states[ap.name] = GroupState(after, units, signature)
             continue
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
@@ -98,7 +105,7 @@ def close_windows(
         closed = after if upto is None else upto
         live = [] if final else _overlapping(ap, units, closed, None)
         out.dropped += [u.path for u in units if u not in live]
-        out.states[ap.name] = GroupState(closed, live)
+        out.states[ap.name] = GroupState(closed, live, signature)
     return out
 
 
@@ -110,3 +117,15 @@ def _overlapping(
     return [
         u for u in units if (lo is None or u.max_ts >= lo) and (upto is None or u.min_ts < upto)
     ]
+
+
+def _first_open(plan: JobPlan, ap: AggregatePlan, prev: Manifest) -> int | None:
+    """For a query new to the run: the windows it may not answer for end at or before this.
+    The join results of earlier batches, never buffered for it, have event times up to the
+    newest its time column's stream had seen, so only the windows starting after it are
+    complete (None: the run's first batch, nothing was seen)."""
+    stream = plan.stream(ap.query.sides[ap.side].stream).stream
+    seen, mark = prev.stream_wm.get(stream.name), stream.watermark
+    if seen is None or mark is None:
+        return None
+    return seen + mark.delay_us + ap.window.size_us

@@ -224,6 +224,8 @@ class BatchProcessor:
             if closing is not None:
                 manifest.groups = closing.states
                 manifest.dropped = manifest.dropped + closing.dropped
+            elif prev.groups:  # (no GROUP BY query any more: their buffers go)
+                manifest.dropped += [u.path for g in prev.groups.values() for u in g.units]
             if queries is not None:
                 manifest.served = queries.to_dict()
             self.checkpoint.commit(manifest, prev)
@@ -284,7 +286,10 @@ class BatchProcessor:
             closing = close_windows(self.plan, prev, units, prev.global_wm, reading, final=True)
             last = {name: parts[0] for name, parts in frames.items()} | closing.frames
             out = write_final(self.plan.job, last, batch_id)
-            totals = dataclasses.replace(prev.totals, out=add_counts(prev.totals.out, out))
+            before = prev.totals
+            totals = dataclasses.replace(
+                before, batches=before.batches + 1, out=add_counts(before.out, out)
+            )
             manifest = dataclasses.replace(
                 prev,
                 batch=batch_id,
@@ -294,6 +299,8 @@ class BatchProcessor:
                 totals=totals,
             )
             self.checkpoint.commit(manifest, prev)
+            for path in closing.dropped:  # (no batch will replay this one)
+                self.checkpoint.fs.delete(self.checkpoint.path(path))
         finally:
             scratch.release()
             self.stores.clear()

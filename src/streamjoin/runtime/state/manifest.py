@@ -108,11 +108,14 @@ class GroupState:
 
     closed: int | None = None
     units: list[GroupUnit] = field(default_factory=list)
+    signature: str = ""
+    """The query's `model.Query.signature`: a changed query starts a buffer of its own."""
 
     @staticmethod
     def of(raw: dict[str, t.Any]) -> GroupState:
         """Inverse of `dataclasses.asdict`."""
-        return GroupState(raw["closed"], [GroupUnit(**u) for u in raw["units"]])
+        units = [GroupUnit(**u) for u in raw["units"]]
+        return GroupState(raw["closed"], units, raw.get("signature", ""))
 
 
 @dataclass
