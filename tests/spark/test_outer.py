@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typing as t
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamjoin.reference import normalize, run_reference
@@ -25,7 +25,14 @@ if t.TYPE_CHECKING:
     from streamjoin.model import Job
     from tests.spark.harness import Batches
 
-PREDICATES = ["a.k = b.k", "abs(a.x - b.x) <= 1", "a.k = b.k AND a.x < b.x", "a.s = b.s"]
+PREDICATES = [
+    "a.k = b.k",
+    "abs(a.x - b.x) <= 1",
+    "a.k = b.k AND a.x < b.x",
+    "a.s = b.s",
+    "a.x < b.x",
+]
+"""Equality keys (a hash anti-join), a value band and a bare theta (bucketed anti-joins)."""
 
 
 @st.composite
@@ -53,8 +60,18 @@ def _expected(job: Job, batches: Batches, final: bool) -> list[tuple[object, ...
     return [(*row, b) for row, b in zip(result.outputs["q1"], result.arrivals["q1"], strict=True)]
 
 
-@settings(max_examples=3)
+def _written(kind: str, on: str, lo: int, hi: int) -> str:
+    return (
+        f"INSERT INTO o SELECT a.id AS i, b.id AS j, a.x + b.x AS xx FROM A a {kind} JOIN B b "
+        f"ON {on} AND b.ts BETWEEN a.ts + INTERVAL '{lo}' SECOND AND a.ts + INTERVAL '{hi}' SECOND;"
+    )
+
+
+@settings(max_examples=2)
 @given(seed=st.integers(0, 10_000), insert=outer_query(), final=st.booleans())
+# (Always one band and one bare theta, whose partners are found by buckets.)
+@example(seed=17, insert=_written("RIGHT", "abs(a.x - b.x) <= 1", -2, 1), final=False)
+@example(seed=29, insert=_written("FULL OUTER", "a.x < b.x", 0, 3), final=True)
 def test_outer_joins_match_the_reference_batch_by_batch(
     spark: SparkSession,
     tmp_path_factory: pytest.TempPathFactory,

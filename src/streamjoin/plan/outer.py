@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.model import Job, OuterJoin, Query
-from streamjoin.plan.classify import TimeWindow, classify_predicate
+from streamjoin.plan.classify import Band, TimeWindow, classify_predicate
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,9 @@ class OuterPlan:
     query: Query
     window: TimeWindow
     """``right.ts - left.ts ∈ [lo, hi]``, both bounds set."""
+    band: Band | None = None
+    """A band of the ON condition whose buckets find a row's partners, when it has no equality
+    key to hash on (the narrowest value band, else the time window)."""
 
     @property
     def outer(self) -> OuterJoin:
@@ -113,4 +116,15 @@ def plan_outer(job: Job, query: Query) -> OuterPlan:
                 "window by a preserved side's event time"
             )
             raise UnsupportedError(msg, line=query.line, col=1, text=text, source=job.source)
-    return OuterPlan(query, window)
+    band = None
+    if not parts.equi:
+        band = min(parts.bands, key=lambda b: b.width) if parts.bands else None
+        if band is None:
+            band = Band(
+                f"unix_micros({query.left.alias}.{left.event_time})",
+                f"unix_micros({query.right.alias}.{right.event_time})",
+                float(window.lo_us),
+                float(window.hi_us),
+                temporal=True,
+            )
+    return OuterPlan(query, window, band)

@@ -26,7 +26,7 @@ from decimal import Decimal
 import sqlglot
 from sqlglot import exp
 
-from streamjoin.model.aggregate import WINDOW, Aggregation, TopN
+from streamjoin.model.aggregate import WINDOW, TopN
 from streamjoin.plan.aggregate import AggregatePlan
 from streamjoin.reference import values as v
 from streamjoin.reference.evaluate import compile_expression

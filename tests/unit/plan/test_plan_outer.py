@@ -80,3 +80,15 @@ def test_a_grouped_outer_join_waits_for_its_rows_without_a_partner() -> None:
     )
     # Pairs have a.ts >= b.ts - 1 s; a left row without a partner waits 5 s.
     assert plan.aggregates[0].lag_us == 5_000_000
+
+
+def test_rows_without_keys_look_for_partners_by_a_band() -> None:
+    def band(on: str) -> object:
+        (op,) = _plan(
+            f"INSERT INTO s SELECT a.id AS i FROM A a LEFT JOIN B b ON {on} AND {WINDOW}"
+        ).outers
+        return None if op.band is None else (op.band.left_sql, op.band.temporal)
+
+    assert band("a.k = b.k AND abs(a.x - b.x) < 1") is None  # (hashed on the key)
+    assert band("abs(a.x - b.x) <= 1") == ("a.x", False)
+    assert band("a.x < b.x") == ("unix_micros(a.ts)", True)

@@ -115,9 +115,7 @@ def test_other_aggregates_and_window_columns() -> None:
 def test_distinct_only_in_a_count_of_one_expression() -> None:
     for call in ("sum(DISTINCT a.price)", "count(DISTINCT a.id, a.price)"):
         err = _error(
-            f"INSERT INTO matches SELECT {call} AS x\n"
-            + JOIN
-            + "GROUP BY window(b.ts, '1 second')"
+            f"INSERT INTO matches SELECT {call} AS x\n" + JOIN + "GROUP BY window(b.ts, '1 second')"
         )
         assert isinstance(err, UnsupportedError)
         assert "count(DISTINCT x), of one expression" in err.message

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.runtime.batch.joins import BUCKET, bucket_range
+
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
 
     from pyspark.sql import DataFrame, SparkSession
 
-    from streamjoin.plan import JobPlan
+    from streamjoin.plan import Band, JobPlan
     from streamjoin.runtime.state.manifest import Manifest
     from streamjoin.runtime.state.stores import StoreViews
 
@@ -53,9 +55,17 @@ def unmatched_frames(
             decided = f"(SELECT * FROM {rows} WHERE {' AND '.join(bounds) or 'true'})"
             m, o = mine.alias, other.alias
             select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+            band = op.band
+            if band is None:  # (equality keys: Spark's anti-join hashes on them by itself)
+                alone = (
+                    f"SELECT {m}.* FROM {decided} AS {m} LEFT ANTI JOIN {partners} AS {o} "
+                    f"ON ({op.outer.on})"
+                )
+            else:
+                cols = [f"`{c.name}`" for c in sp.stream.columns]
+                alone = _unmatched_by_bucket(band, i, (m, o), decided, partners, op.outer.on, cols)
             sql = (
-                f"SELECT {select} FROM (SELECT {m}.* FROM {decided} AS {m} LEFT ANTI JOIN "
-                f"{partners} AS {o} ON ({op.outer.on})) AS {m} "
+                f"SELECT {select} FROM ({alone}) AS {m} "
                 f"LEFT JOIN (SELECT * FROM {partners} WHERE false) AS {o} ON false"
             )
             if op.outer.where is not None:
@@ -71,3 +81,31 @@ def unmatched_frames(
 
 def _delta(deltas: Mapping[str, str] | None, stream: str) -> str | None:
     return None if deltas is None else deltas[stream]
+
+
+def _unmatched_by_bucket(
+    band: Band,
+    index: int,
+    aliases: tuple[str, str],
+    decided: str,
+    partners: str,
+    on: str,
+    columns: list[str],
+) -> str:
+    """The `decided` rows (of input `index`) that no partner matches, the band's buckets
+    joining them: a decided row is spread over the buckets its band reaches, the rows that
+    meet a partner there are found by a hash join, and the rest is what an anti-join on
+    every column (NULLs equal) leaves. Identical rows match alike, so this is exact."""
+    m, o = aliases
+    low, high, key = bucket_range(band, "left" if index == 0 else "right")
+    spread = (
+        f"SELECT {m}.*, explode(sequence(CAST({low} AS BIGINT), CAST({high} AS BIGINT))) "
+        f"AS {BUCKET} FROM {decided} AS {m}"
+    )
+    picked = ", ".join(f"{m}.{c}" for c in columns)
+    matched = (
+        f"SELECT DISTINCT {picked} FROM ({spread}) AS {m} JOIN {partners} AS {o} "
+        f"ON {m}.{BUCKET} = {key} AND ({on})"
+    )
+    same = " AND ".join(f"{m}.{c} <=> _sj_matched.{c}" for c in columns)
+    return f"SELECT {m}.* FROM {decided} AS {m} LEFT ANTI JOIN ({matched}) AS _sj_matched ON {same}"
