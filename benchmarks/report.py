@@ -25,7 +25,7 @@ from benchmarks.maxrate import maxrate_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-ORDER = ("long", "equi", "band", "theta", "window-growth", "tpch", "nexmark")
+ORDER = ("long", "equi", "band", "theta", "outer", "window-growth", "tpch", "nexmark")
 EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling")
 """The partitioning and ILP reports, by file name (without ``.json``)."""
 
@@ -250,6 +250,18 @@ def targets(
                 f"{kind}: throughput ≥ 30× the foreachBatch join",
                 f"×{r}",
                 None if r is None else r >= 30,
+            )
+        )
+    outer = _case(reports, "outer", "outer-band")
+    if outer is not None:
+        r, agree = outer["ratios"].get("throughput"), outer.get("results_agree")
+        rows.append(
+            (
+                "outer (LEFT JOIN, band, 10 s window): against the foreachBatch join; each row "
+                "without a partner written in the batch whose watermark passes its window "
+                "(checked batch by batch against the reference: tests/spark/test_outer.py)",
+                f"throughput ×{r}; results agree: {agree}",
+                None if agree is None else bool(agree),
             )
         )
     band, eq = _ours(_case(reports, "band", "band")), _ours(equi)
@@ -504,6 +516,12 @@ def settings_line(reports: t.Mapping[str, Report]) -> str:
     return "Spark settings over streamjoin's local defaults: " + "; ".join(parts) + "."
 
 
+def _size_flag(report: Report) -> str:
+    """The size option that reproduces `report` (none for full size)."""
+    size = report.get("size", "full")
+    return "" if size == "full" else f" --{size}"
+
+
 def commit_of(report: Report) -> str:
     """The commit a report ran on, or `NOT_RECORDED` (reports need not record one)."""
     value = report.get("commit") or report.get("git_commit")
@@ -562,7 +580,8 @@ def commands(
 ) -> list[str]:
     """The commands that write every report present, then RESULTS.md."""
     lines = [
-        f"streamjoin bench {name}{_peer_flag(r)} --out benchmarks/results/{name}.json"
+        f"streamjoin bench {name}{_size_flag(r)}{_peer_flag(r)} "
+        f"--out benchmarks/results/{name}.json"
         for name, r in reports.items()
     ]
     lines += [
@@ -687,21 +706,35 @@ def long_table(report: Report, *, note: bool = True) -> list[str]:
 
 
 def workload_lines(reports: dict[str, Report]) -> list[str]:
-    """A heading, one line of context and the table of each backlog workload."""
-    lines = []
-    for name, report in reports.items():
-        limit = report.get("peer_time_limit_s", OLD_PEER_LIMIT)
-        lines += [
-            f"### {name}",
-            "",
-            f"{report.get('size', 'full')} size; peer time limit "
-            f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.",
-            "",
+    """A heading, a line of context and the table of each backlog workload; consecutive
+    workloads with the same table share one (a line of context each)."""
+    lines: list[str] = []
+    runs: list[list[str]] = []
+    for name in reports:
+        if runs and name not in COMPACT and runs[-1][-1] not in COMPACT:
+            runs[-1].append(name)
+        else:
+            runs.append([name])
+    for names in runs:
+        context = [_context(n, reports[n]) for n in names]
+        first = reports[names[0]]
+        if names[0] in COMPACT:
             # (window-growth as long's compact table: a row per case, ours · the peer's)
-            *(long_table(report, note=name == "long") if name in COMPACT else table(report)),
-            "",
-        ]
+            body = long_table(first, note=names[0] == "long")
+        else:
+            body = table(first)
+            for n in names[1:]:
+                body += table(reports[n])[2:]  # (the same columns: rows only)
+        lines += [f"### {', '.join(names)}", "", *context, "", *body, ""]
     return lines
+
+
+def _context(name: str, report: Report) -> str:
+    limit = report.get("peer_time_limit_s", OLD_PEER_LIMIT)
+    return (
+        f"{name}: {report.get('size', 'full')} size; peer time limit "
+        f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}."
+    )
 
 
 def rate_lines(reports: dict[str, Report]) -> list[str]:

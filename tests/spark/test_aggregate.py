@@ -193,3 +193,26 @@ def test_a_bounded_input_run_once_and_final_from_files(spark: SparkSession, tmp_
     summary = Engine(spark).run(job, checkpoint=ckpt, once=True, progress=False, final=True)
     assert summary.batches == len(batches) + 1
     assert _check(spark, job, batches, ["ws", "n", "nb"], final=True) > 0
+
+
+def test_a_three_way_join_counted_per_window(spark: SparkSession, tmp_path: Path) -> None:
+    """A multi-way join feeds a GROUP BY like a two-way one; its lag is the longest path of
+    windows to the window's input (here c trails b by up to 2 s, b trails a by up to 1 s)."""
+    job = parse_job(
+        "\n".join(
+            [
+                stream_ddl("A"),
+                stream_ddl("B"),
+                stream_ddl("C"),
+                f"CREATE SINK g WITH (format = 'parquet', path = '{tmp_path / 'g'}');",
+                "INSERT INTO g SELECT window.start AS ws, b.k AS k, count(*) AS n, "
+                "max(c.x) AS hi FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts - "
+                "INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND JOIN C c ON c.k = b.k AND "
+                "c.ts BETWEEN b.ts - INTERVAL '2' SECOND AND b.ts "
+                "GROUP BY window(c.ts, '4 seconds'), b.k;",
+            ]
+        )
+    )
+    batches = make_batches(3, ("A", "B", "C"), n_batches=4, rows_per_batch=8, keys=2)
+    run_batches(spark, job, batches, tmp_path / "ckpt")
+    assert _check(spark, job, batches, ["ws", "k", "n", "hi"], final=False) > 0

@@ -273,7 +273,9 @@ def side_lags(job: Job, query: Query) -> tuple[int | None, ...]:
     """Per input of `query`: how far behind the watermark its event time may be in a result
     still to come (`plan.aggregate`): its `side_retention` planned alone, and for a preserved
     side of an outer join, how long its rows may wait for a partner (`plan.outer`)."""
-    plan = plan_multiway(job, query) if query.multiway else _plan_query(job, query)
+    # (Planned on its join alone: a GROUP BY's SELECT names the window, no input.)
+    joined = replace(query, select=(), aggregation=None, topn=None)
+    plan = plan_multiway(job, joined) if query.multiway else _plan_query(job, joined)
     lags = side_retention(plan)
     if query.outer is None:
         return lags

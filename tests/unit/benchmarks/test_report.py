@@ -62,11 +62,13 @@ def test_the_commit_is_named_only_where_a_report_recorded_it() -> None:
     assert line == "Commit: `abc1234` (equi); not recorded (band)."
 
 
-def test_each_workload_has_its_own_table_with_every_engine() -> None:
+def test_workloads_of_the_same_columns_share_a_table_with_every_engine() -> None:
     lines = workload_lines({"equi": _backlog(0.8, 1.2), "band": _backlog(40.0, 0.1)})
-    assert [line for line in lines if line.startswith("### ")] == ["### equi", "### band"]
+    assert [line for line in lines if line.startswith("### ")] == ["### equi, band"]
+    assert [line.split(":")[0] for line in lines if "peer time limit" in line] == ["equi", "band"]
+    assert sum(line.startswith("| case |") for line in lines) == 1
     rows = [line for line in lines if line.startswith("| equi |")]
-    assert len(rows) == 4  # (two engines in each of the two tables)
+    assert len(rows) == 4  # (two engines in each of the two workloads)
     assert "rows/s **×0.8** · batch p99 **×1.2**" in rows[0]
 
 
