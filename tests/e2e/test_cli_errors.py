@@ -48,7 +48,14 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
             ":11:",
             "boolean",
         ),
-        (GOOD.replace("FROM bids b JOIN", "FROM bids b LEFT JOIN"), ":10:", "outer joins"),
+        (
+            GOOD.replace("FROM bids b JOIN", "FROM bids b LEFT JOIN").replace(
+                "\n AND a.ts BETWEEN b.ts - INTERVAL '10' SECOND AND b.ts + INTERVAL '10' SECOND",
+                "",
+            ),
+            ":8:1:",
+            "a full-history outer join could never emit",
+        ),
         (GOOD.replace("SELECT b.id AS bid", "SELECT b.id AS bid FROM"), ":9:", ""),
     ],
 )
