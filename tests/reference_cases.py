@@ -1,4 +1,6 @@
-"""Two streams and three batches shared by the reference's hand-counted tests."""
+"""Job texts shared by tests: two streams and three batches for the reference's hand-counted
+tests (`STREAMS`, `BATCHES`), and the bids and asks of the parser's tests (`PRELUDE`, five
+lines, so that a statement after it starts on line 6)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,13 @@ CREATE STREAM A (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
 CREATE STREAM B (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'json', path = '/b');
 CREATE SINK s WITH (format = 'json', path = '/s');
+"""
+PRELUDE = """\
+CREATE STREAM bids (id BIGINT, price DOUBLE, name STRING, ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'json', path = 'in/bids');
+CREATE STREAM asks (id BIGINT, price DOUBLE, ok BOOLEAN, ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (format = 'json', path = 'in/asks');
+CREATE SINK matches WITH (format = 'json', path = 'out/matches');
 """
 JOIN = (
     "FROM A a JOIN B b ON a.k = b.k "

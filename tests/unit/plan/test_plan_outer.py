@@ -9,14 +9,8 @@ from streamjoin.errors import UnsupportedError
 from streamjoin.model import OuterJoin
 from streamjoin.plan import JobPlan, plan_job
 from streamjoin.sql import parse_job
+from tests.reference_cases import STREAMS
 
-STREAMS = """\
-CREATE STREAM A (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'json', path = '/a');
-CREATE STREAM B (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'json', path = '/b');
-CREATE SINK s WITH (format = 'json', path = '/s');
-"""
 WINDOW = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '5' SECOND"
 
 

@@ -7,14 +7,8 @@ import pytest
 from streamjoin.errors import JobError, UnsupportedError
 from streamjoin.model import Aggregation, EventWindow
 from streamjoin.sql import parse_job
+from tests.reference_cases import PRELUDE
 
-PRELUDE = """\
-CREATE STREAM bids (id BIGINT, price DOUBLE, name STRING, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'json', path = 'in/bids');
-CREATE STREAM asks (id BIGINT, price DOUBLE, ok BOOLEAN, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (format = 'json', path = 'in/asks');
-CREATE SINK matches WITH (format = 'json', path = 'out/matches');
-"""
 JOIN = "FROM bids b JOIN asks a ON b.id = a.id\n"
 
 

@@ -8,15 +8,7 @@ from hypothesis import strategies as st
 
 from streamjoin.errors import JobError, UnsupportedError
 from streamjoin.sql import parse_job
-
-# Five lines, so that the statement under test starts on line 6.
-PRELUDE = """\
-CREATE STREAM bids (id BIGINT, price DOUBLE, name STRING, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'json', path = 'in/bids');
-CREATE STREAM asks (id BIGINT, price DOUBLE, ok BOOLEAN, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (format = 'json', path = 'in/asks');
-CREATE SINK matches WITH (format = 'json', path = 'out/matches');
-"""
+from tests.reference_cases import PRELUDE
 
 
 def _error(sql: str) -> JobError:

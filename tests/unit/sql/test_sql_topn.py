@@ -7,14 +7,8 @@ import pytest
 from streamjoin.errors import JobError
 from streamjoin.model import EventWindow, Query, SelectItem, TopN
 from streamjoin.sql import parse_job
+from tests.reference_cases import PRELUDE
 
-PRELUDE = """\
-CREATE STREAM bids (id BIGINT, price DOUBLE, name STRING, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'json', path = 'in/bids');
-CREATE STREAM asks (id BIGINT, price DOUBLE, ok BOOLEAN, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (format = 'json', path = 'in/asks');
-CREATE SINK matches WITH (format = 'json', path = 'out/matches');
-"""
 INNER = (
     "SELECT b.id AS bid, a.id AS aid, a.price AS p, ROW_NUMBER() OVER (PARTITION BY {part} "
     "ORDER BY a.price DESC, a.id) AS rn FROM bids b JOIN asks a ON b.name = 'x' "
