@@ -79,7 +79,7 @@ def _check(spark: SparkSession, job: Job, batches: Batches, columns: list[str], 
     return len(want)
 
 
-@settings(max_examples=3)
+@settings(max_examples=2)
 @given(seed=st.integers(0, 10_000), query=grouped_query(), final=st.booleans())
 def test_windows_match_the_reference_and_close_in_its_batch(
     spark: SparkSession,

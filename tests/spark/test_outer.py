@@ -81,7 +81,7 @@ def test_outer_joins_match_the_reference_batch_by_batch(
 ) -> None:
     tmp_path = tmp_path_factory.mktemp("outer")
     job = _job(tmp_path, insert)
-    batches = make_batches(seed, n_batches=5, rows_per_batch=8, keys=3)
+    batches = make_batches(seed, n_batches=4, rows_per_batch=8, keys=3)
     ckpt = tmp_path / "ckpt"
     run_batches(spark, job, batches[:3], ckpt)
     run_batches(spark, job, batches[2:], ckpt, first_batch=2)  # (batch 2 replayed)
