@@ -269,8 +269,8 @@ class BatchProcessor:
     def finish(self) -> int | None:
         """Declare the input finished (``--final``): a last batch, after the newest committed
         one, emits every window still open and every outer join's row still waiting for a
-        partner; the checkpoint then takes no more input. Returns
-        that batch's id (None: nothing was committed yet, or the input was finished before)."""
+        partner; the checkpoint then takes no more input. Returns that batch's id (None:
+        nothing was committed yet, or the input was finished before)."""
         prev = self.checkpoint.latest()
         if prev.batch < 0 or prev.final:
             return None
