@@ -10,6 +10,7 @@ from streamjoin.errors import JobError
 from streamjoin.model import SqlType
 from streamjoin.sql import parse_job
 from streamjoin.sql.typecheck import Category, TypeCheckError, infer_category
+from tests.reference_cases import PRELUDE
 
 TYPES = {
     "n": SqlType("BIGINT"),
@@ -119,15 +120,6 @@ def test_type_errors(sql: str, message: str, node: str) -> None:
     assert info.value.message == message
     if node:
         assert info.value.node.sql(dialect="spark") == node
-
-
-PRELUDE = """\
-CREATE STREAM bids (id BIGINT, price DOUBLE, name STRING, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'json', path = 'in/bids');
-CREATE STREAM asks (id BIGINT, price DOUBLE, ok BOOLEAN, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (format = 'json', path = 'in/asks');
-CREATE SINK matches WITH (format = 'json', path = 'out/matches');
-"""
 
 
 def _error(sql: str) -> JobError:
