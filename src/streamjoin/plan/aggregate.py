@@ -72,7 +72,7 @@ class AggregatePlan:
     @property
     def time_column(self) -> str:
         """The buffer column of the window's event time."""
-        return dict(self.columns)[self.windowed.window.time]
+        return dict(self.columns)[self.window.time]
 
     @property
     def buffer_signature(self) -> str:
@@ -94,8 +94,7 @@ class AggregatePlan:
     def first_needed(self, closed: int) -> int:
         """The oldest event time a window ending after `closed` may hold: buffered rows older
         than it are in closed windows only."""
-        window = self.windowed.window
-        return closed - window.size_us + 1
+        return closed - self.window.size_us + 1
 
     def group_sql(self, view: str, after: int | None, upto: int | None) -> str:
         """Spark SQL over the buffer `view`: the query's groups of the windows ending in

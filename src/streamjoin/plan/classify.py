@@ -71,6 +71,18 @@ class TimeWindow:
 
         return f"[{fmt(self.lo_us, '-inf')}, {fmt(self.hi_us, '+inf')}]"
 
+    def band(self, left_time: str, right_time: str) -> Band:
+        """The window as a band in microseconds between the qualified event-time columns
+        `left_time` and `right_time` (both bounds set)."""
+        assert self.lo_us is not None and self.hi_us is not None
+        return Band(
+            f"unix_micros({left_time})",
+            f"unix_micros({right_time})",
+            float(self.lo_us),
+            float(self.hi_us),
+            temporal=True,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class PredicateParts:

@@ -120,11 +120,9 @@ def plan_outer(job: Job, query: Query) -> OuterPlan:
     if not parts.equi:
         band = min(parts.bands, key=lambda b: b.width) if parts.bands else None
         if band is None:
-            band = Band(
-                f"unix_micros({query.left.alias}.{left.event_time})",
-                f"unix_micros({query.right.alias}.{right.event_time})",
-                float(window.lo_us),
-                float(window.hi_us),
-                temporal=True,
+            times = (
+                f"{query.left.alias}.{left.event_time}",
+                f"{query.right.alias}.{right.event_time}",
             )
+            band = window.band(*times)
     return OuterPlan(query, window, band)

@@ -26,7 +26,7 @@ from streamjoin.errors import UnsupportedError
 from streamjoin.optimizer.sharing import Candidate, group_all
 from streamjoin.plan.aggregate import AggregatePlan, plan_aggregate
 from streamjoin.plan.clash import ClashPlan, plan_clash
-from streamjoin.plan.classify import Band, PredicateParts, TimeWindow, classify_predicate
+from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
 from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 from streamjoin.plan.outer import OuterPlan, plan_outer
@@ -323,6 +323,7 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
     window = parts.window
     if window is not None and (window.lo_us is None or window.hi_us is None):
         window = None
+    times = (f"{q.left.alias}.{left.event_time}", f"{q.right.alias}.{right.event_time}")
     strategy: Strategy
     if parts.equi:
         # Equality keys of few distinct values leave many candidates per key; a value band's
@@ -330,11 +331,11 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
         strategy = "hash"
         band = min(parts.bands, key=lambda b: b.width) if parts.bands else None
         if band is None and window is not None:
-            time_band = _window_band(q, left, right, window)
+            time_band = window.band(*times)
     elif parts.bands:
         strategy, band = "band", min(parts.bands, key=lambda b: b.width)
     elif window is not None:
-        strategy, band = "band", _window_band(q, left, right, window)
+        strategy, band = "band", window.band(*times)
     else:
         strategy = "nested-loop"
     _check_partitioning(job, q, parts, band)
@@ -355,18 +356,6 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
     spark_predicate = micros_predicate(q.predicate, timestamps)
     return QueryPlan(
         q, parts, strategy, band, left.event_time, right.event_time, time_band, spark_predicate
-    )
-
-
-def _window_band(q: Query, left: StreamDef, right: StreamDef, window: TimeWindow) -> Band:
-    """The event-time window ``right.ts - left.ts ∈ [lo, hi]`` as a band in microseconds."""
-    assert window.lo_us is not None and window.hi_us is not None
-    return Band(
-        f"unix_micros({q.left.alias}.{left.event_time})",
-        f"unix_micros({q.right.alias}.{right.event_time})",
-        float(window.lo_us),
-        float(window.hi_us),
-        temporal=True,
     )
 
 

@@ -29,7 +29,7 @@ from streamjoin.runtime.batch.groups import Closing, buffer_rows, close_windows
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
-from streamjoin.runtime.batch.sinks import sink_batch_path, write_final, write_outputs
+from streamjoin.runtime.batch.sinks import sink_batch_path, write_frames, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
@@ -284,8 +284,8 @@ class BatchProcessor:
             units = buffer_rows(self.plan, frames, self.checkpoint, batch_id)
             reading = (spark, scratch, self.checkpoint, batch_id)
             closing = close_windows(self.plan, prev, units, prev.global_wm, reading, final=True)
-            last = {name: parts[0] for name, parts in frames.items()} | closing.frames
-            out = write_final(self.plan.job, last, batch_id)
+            frames |= {name: [frame] for name, frame in closing.frames.items()}
+            out = write_frames(self.plan.job, batch_id, self.parallelism, frames)
             before = prev.totals
             totals = dataclasses.replace(
                 before, batches=before.batches + 1, out=add_counts(before.out, out)

@@ -67,15 +67,27 @@ def write_outputs(
     """Write each query's new pairs (`frames`: its parts, by query name) to its sink, every sink
     as one Spark job, and the `joint` writes of shared joins' members; returns the rows each
     query wrote."""
+    return write_frames(ctx.plan.job, ctx.batch_id, ctx.parallelism, frames, joint)
+
+
+def write_frames(
+    job: Job,
+    batch_id: int,
+    parallelism: int,
+    frames: Mapping[str, Sequence[DataFrame]],
+    joint: Sequence[SharedWrite] = (),
+) -> dict[str, int]:
+    """`write_outputs` for batch `batch_id` of `job`, its sinks written by up to `parallelism`
+    tasks each (also outside a stream's batch: ``--final``)."""
     per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
-    sinks = {q.name: q.sink for q in ctx.plan.job.queries}
+    sinks = {q.name: q.sink for q in job.queries}
     for name, parts in frames.items():
         if not parts:
             continue
         out = parts[0]
         for p in parts[1:]:
             out = out.unionAll(p)
-        obs = Observation(f"sj_{name}_{ctx.batch_id}")
+        obs = Observation(f"sj_{name}_{batch_id}")
         out = out.observe(obs, F.count(F.lit(1)).alias("rows"))
         per_sink.setdefault(sinks[name], []).append((name, out, obs))
     slots = threading.BoundedSemaphore(CONCURRENT_WRITES)
@@ -84,16 +96,16 @@ def write_outputs(
         sink_df = outputs[0][1]
         for _, df, _ in outputs[1:]:
             sink_df = sink_df.unionByName(df)
-        sink = ctx.plan.job.sink(sink_name)
+        sink = job.sink(sink_name)
         # A live batch's pairs come from a union of a few cached slices per stream, each its
         # own partitions: as many tasks as cores write them, not a task (and a file) each.
-        sink_df = sink_df.coalesce(ctx.parallelism)
+        sink_df = sink_df.coalesce(parallelism)
         if len(per_sink) + len(joint) == 1 or sink.format == "console":  # (console: in order)
-            write_sink(sink, sink_df, ctx.batch_id)
+            write_sink(sink, sink_df, batch_id)
         else:
             # Each sink is its own Spark job whose driver work (planning, the file commit)
             # leaves the cores idle: run them together so one's overhead overlaps another's.
-            writes.append(Background(partial(write_sink, sink, sink_df, ctx.batch_id), slots))
+            writes.append(Background(partial(write_sink, sink, sink_df, batch_id), slots))
     results = [w.wait() for w in writes]  # all of them, even after a failure
     for error in filter(None, results):
         raise error
@@ -105,20 +117,3 @@ def write_outputs(
     for write in joint:
         rows |= write.rows()
     return rows
-
-
-def write_final(job: Job, frames: Mapping[str, DataFrame], batch_id: int) -> dict[str, int]:
-    """Write each query's last rows (`frames`, by query name) as batch `batch_id` of its sink,
-    outside a stream's batch (``--final``); returns the rows each query wrote."""
-    per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
-    for q in job.queries:
-        if q.name in frames:
-            obs = Observation(f"sj_{q.name}_{batch_id}_final")
-            df = frames[q.name].observe(obs, F.count(F.lit(1)).alias("rows"))
-            per_sink.setdefault(q.sink, []).append((q.name, df, obs))
-    for sink, outputs in per_sink.items():
-        df = outputs[0][1]
-        for _, more, _ in outputs[1:]:
-            df = df.unionByName(more)
-        write_sink(job.sink(sink), df, batch_id)
-    return {name: int(metrics(obs).get("rows", 0)) for o in per_sink.values() for name, _, obs in o}
