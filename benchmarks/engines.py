@@ -220,8 +220,10 @@ def run_engine(
     workdir: str,
     time_limit: float | None = None,
     live: Live | None = None,
+    final: bool = False,
 ) -> EngineRun:
     """Run `engine` on the job to the end of its input; results go under `workdir`.
+    `final`: our engine then declares the input finished (`Engine.run(final=True)`).
 
     With `time_limit` (seconds) a run still going is stopped after its current batch and marked
     ``stopped_early``: its throughput is then that of the batches it finished (its first ones,
@@ -244,7 +246,7 @@ def run_engine(
     try:
         if engine == "streamjoin":
             if live is None:
-                _run_streamjoin(spark, job, workdir, run)
+                _run_streamjoin(spark, job, workdir, run, final=final)
             else:
                 run.stopped_early = _run_streamjoin_live(spark, job, workdir, run, live)
         elif engine == "spark-native":
@@ -293,7 +295,12 @@ def _count(spark: SparkSession, path: str) -> int:
 
 
 def _run_streamjoin(
-    spark: SparkSession, job: Job, workdir: str, run: EngineRun, trigger: str | None = None
+    spark: SparkSession,
+    job: Job,
+    workdir: str,
+    run: EngineRun,
+    trigger: str | None = None,
+    final: bool = False,
 ) -> None:
     from streamjoin.runtime.engine import Engine
     from streamjoin.runtime.state.checkpoint import Checkpoint
@@ -305,6 +312,7 @@ def _run_streamjoin(
         once=trigger is None,
         trigger=trigger or "1 second",
         progress=False,
+        final=final,
     )
     run.rows_in = sum(summary.rows_in.values())
     run.out = dict(summary.out)
@@ -637,7 +645,9 @@ def main(argv: list[str]) -> int:
             text = f.read()
         try:
             live = Live(**item["live"]) if item.get("live") else None
-            run = run_engine(engine, text, item["workdir"], item["time_limit"], live)
+            run = run_engine(
+                engine, text, item["workdir"], item["time_limit"], live, item.get("final", False)
+            )
         except Exception as err:  # reported to the harness, which prints it
             run = EngineRun(engine, error=f"{type(err).__name__}: {str(err).splitlines()[0]}")
         runs.append(asdict(run))

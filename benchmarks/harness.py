@@ -10,6 +10,7 @@ one JSON object with every figure and the ratios.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import platform
@@ -80,18 +81,22 @@ def run_engine_process(
     jobs: t.Sequence[tuple[str, str]],
     time_limit: float | None = None,
     live: dict[str, t.Any] | None = None,
+    final: t.Sequence[bool] = (),
 ) -> list[dict[str, t.Any]]:
     """`engine` on each (job, workdir) of `jobs`, one after another in one child process; each
     run's EngineRun as a dict, with the process's peak memory. `live`: the fields of
-    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode)."""
+    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode); `final[i]`: job
+    i declares its input finished."""
     plan = []
-    for job, workdir in jobs:
+    for i, (job, workdir) in enumerate(jobs):
         shutil.rmtree(workdir, ignore_errors=True)
         os.makedirs(workdir)
         job_file = os.path.join(workdir, "job.sql")
         with open(job_file, "w", encoding="utf-8") as f:
             f.write(job.replace("{out}", os.path.join(workdir, "out")))
-        plan.append({"job": job_file, "workdir": workdir, "time_limit": time_limit, "live": live})
+        done = i < len(final) and final[i]
+        item = {"job": job_file, "workdir": workdir, "time_limit": time_limit, "live": live}
+        plan.append(item | {"final": done})
     first = jobs[0][1]
     plan_file, result = os.path.join(first, "plan.json"), os.path.join(first, "result.json")
     with open(plan_file, "w", encoding="utf-8") as f:
@@ -170,6 +175,56 @@ def expected_counts(case: Case) -> dict[str, int] | None:
     return counts
 
 
+def exact_differences(
+    exact: str, streams: t.Mapping[str, str], outs: t.Mapping[str, str]
+) -> tuple[int, dict[str, tuple[int, int]]]:
+    """The size of DuckDB's answer to `exact` over the Parquet directories of `streams`, and per
+    engine of `outs` (its output directory) the rows it lacks and the rows it has in excess,
+    compared as multisets (``EXCEPT ALL`` both ways)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    for name, path in streams.items():
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+    con.execute(f"CREATE TABLE exact AS {exact}")
+    row = con.execute("SELECT count(*) FROM exact").fetchone()
+    size = int(row[0]) if row else 0
+    columns = _types(con, "exact")
+    diffs = {}
+    for engine, out in outs.items():
+        files = glob.glob(os.path.join(out, "**", "*.parquet"), recursive=True)
+        source = (
+            f"read_parquet({files!r}, hive_partitioning = false)"
+            if files
+            else "(SELECT * FROM exact LIMIT 0)"
+        )
+        # By position, in the exact answer's column types (Spark may write other ones).
+        got = f"SELECT * FROM {source}"
+        con.execute(f"CREATE OR REPLACE TABLE got AS {got}")
+        got_cols = [r[0] for r in con.execute("DESCRIBE got").fetchall()]
+        if len(got_cols) != len(columns):
+            diffs[engine] = (size, -1)
+            continue
+        cast = ", ".join(
+            f'CAST("{g}" AS {kind}) AS "{c}"'
+            for g, (c, kind) in zip(got_cols, columns, strict=True)
+        )
+        want, have = "SELECT * FROM exact", f"SELECT {cast} FROM got"
+        counts = []
+        for x, y in ((want, have), (have, want)):
+            r = con.execute(f"SELECT count(*) FROM ({x} EXCEPT ALL {y})").fetchone()
+            counts.append(int(r[0]) if r else 0)
+        diffs[engine] = (counts[0], counts[1])
+    con.close()
+    return size, diffs
+
+
+def _types(con: t.Any, table: str) -> list[tuple[str, str]]:
+    return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {table}").fetchall()]
+
+
 def _percentile(values: list[float], p: float) -> float | None:
     if not values:
         return None
@@ -236,7 +291,8 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
 
 
 def _engines(case: Case, engines: t.Sequence[str] | None) -> list[str]:
-    return [e for e in ("streamjoin", case.peer) if engines is None or e in engines]
+    peers = () if case.peer is None else (case.peer,)
+    return [e for e in ("streamjoin", *peers) if engines is None or e in engines]
 
 
 def run_cases(
@@ -266,7 +322,7 @@ def run_cases(
             # One budget for the group, so that a quick run stays quick.
             limit = max(20.0, limit / len(group))
         jobs = [(c.job, os.path.join(ROOT, "work", c.name, engine)) for c in group]
-        runs = run_engine_process(engine, jobs, limit)
+        runs = run_engine_process(engine, jobs, limit, final=[c.final for c in group])
         for case, run in zip(group, runs, strict=True):
             results[case.name][engine] = figures(run, case)
             _say(progress, f"[{case.name}] {engine}: {_brief(results[case.name][engine])}")
@@ -274,15 +330,26 @@ def run_cases(
 
 
 def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dict[str, t.Any]:
-    expected = expected_counts(case)
     # An engine stopped early by its time limit cannot have the whole result; the others must
-    # match the exact count, or, where there is none, each other.
-    finished = [r.get("out") for r in results.values() if not r.get("stopped_early")]
-    if expected is not None:
-        agree: bool | None = all(out == expected for out in finished)
+    # match the exact result (or its size), or, where there is none, each other.
+    done = {e: r for e, r in results.items() if not r.get("stopped_early") and not r.get("error")}
+    agree: bool | None
+    if case.exact is not None:
+        outs = {e: os.path.join(ROOT, "work", case.name, e, "out") for e in done}
+        size_of, diffs = exact_differences(case.exact, case.backlog.streams, outs)
+        expected: dict[str, int] | None = {"exact": size_of}
+        for engine, (missing, extra) in diffs.items():
+            done[engine]["missing_rows"], done[engine]["extra_rows"] = missing, extra
+        agree = all(d == (0, 0) for d in diffs.values()) and len(done) == len(results)
     else:
-        agree = all(out == finished[0] for out in finished) if len(finished) > 1 else None
-    ours, peer = results.get("streamjoin", {}), results.get(case.peer, {})
+        expected = expected_counts(case)
+        finished = [r.get("out") for r in done.values()]
+        if expected is not None:
+            agree = all(out == expected for out in finished)
+        else:
+            agree = all(out == finished[0] for out in finished) if len(finished) > 1 else None
+    ours = results.get("streamjoin", {})
+    peer = results.get(case.peer, {}) if case.peer else {}
     ratios: dict[str, float | None] = {}
     if ours.get("throughput") and peer.get("throughput"):
         ratios["throughput"] = round(ours["throughput"] / peer["throughput"], 2)
@@ -305,6 +372,8 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         "files": case.backlog.files,
         "expected": expected,
         "results_agree": agree,
+        "final": case.final,
+        "why_no_peer": case.why_no_peer,
         "engines": results,
         "ratios": ratios,
     }

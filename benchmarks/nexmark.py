@@ -1,4 +1,4 @@
-"""Nexmark events (person, auction, bid) as Arrow tables, and the join jobs q3, q8 and q9.
+"""Nexmark events (person, auction, bid) as Arrow tables, in the public suite's columns.
 
 The data model follows the reference generator (nexmark/nexmark, ``GeneratorConfig``,
 ``PersonGenerator``, ``AuctionGenerator``, ``BidGenerator``), vectorised with numpy: event i of
@@ -17,18 +17,9 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
 
-from benchmarks.tpch import (
-    TS,
-    QuerySpec,
-    duckdb_count,
-    epoch_us,
-    lookup_query,
-    query_job,
-    schema,
-)
+from benchmarks.tpch import TS, epoch_us, schema
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping
     from datetime import datetime
 
     from numpy.typing import NDArray
@@ -63,17 +54,22 @@ LAST_NAMES = (
 )  # fmt: skip
 CHANNELS = ("Google", "Facebook", "Baidu", "Apple")
 
+# The column names of the public suite's views (nexmark/nexmark, ddl_views.sql).
 PERSON_SCHEMA = schema(
-    "id BIGINT, name STRING, email STRING, credit_card STRING, city STRING, state STRING,"
-    " date_time TIMESTAMP"
+    "id BIGINT, name STRING, emailAddress STRING, creditCard STRING, city STRING, state STRING,"
+    " dateTime TIMESTAMP, extra STRING"
 )
 AUCTION_SCHEMA = schema(
-    "id BIGINT, item_name STRING, initial_bid BIGINT, reserve BIGINT, date_time TIMESTAMP,"
-    " expires TIMESTAMP, seller BIGINT, category BIGINT"
+    "id BIGINT, itemName STRING, description STRING, initialBid BIGINT, reserve BIGINT,"
+    " dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra STRING"
 )
 BID_SCHEMA = schema(
-    "auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, date_time TIMESTAMP"
+    "auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,"
+    " dateTime TIMESTAMP, extra STRING"
 )
+TIME_COLUMN = "dateTime"
+# GeneratorConfig's average event sizes in bytes, which `extra` pads each event up to.
+AVG_PERSON_BYTES, AVG_AUCTION_BYTES, AVG_BID_BYTES = 200, 500, 100
 
 
 def nexmark_tables(
@@ -136,8 +132,9 @@ def _persons(rng: np.random.Generator, ids: Ints, ts: Ints) -> pa.Table:
         card,
         _pick(rng, US_CITIES, n),
         _pick(rng, US_STATES, n),
-        pa.array(ts, TS),
     ]
+    size = 8 + 8 + np.sum([_lengths(c) for c in columns[1:]], axis=0)
+    columns += [pa.array(ts, TS), _extra(rng, size, AVG_PERSON_BYTES)]
     return pa.Table.from_arrays(columns, schema=PERSON_SCHEMA)
 
 
@@ -154,15 +151,20 @@ def _auctions(
     horizon_us = int(NUM_IN_FLIGHT_AUCTIONS * TOTAL_PROPORTION // AUCTION_PROPORTION * step_us)
     spread_ms = max(min(2 * (horizon_us // 1000), MAX_AUCTION_SECONDS * 1000 - 1), 1)
     length_us = (1 + rng.integers(0, spread_ms, n)) * 1000
+    name = _strings(_letters(rng, n, 3, 20))
+    description = _strings(_letters(rng, n, 3, 100))
+    size = 8 + _lengths(name) + _lengths(description) + 5 * 8
     columns = [
         ids + FIRST_AUCTION_ID,
-        _strings(_letters(rng, n, 3, 20)),
+        name,
+        description,
         initial,
         initial + _prices(rng, n),
         pa.array(ts, TS),
         pa.array(ts + length_us, TS),
         seller + FIRST_PERSON_ID,
         FIRST_CATEGORY_ID + rng.integers(0, NUM_CATEGORIES, n),
+        _extra(rng, size, AVG_AUCTION_BYTES),
     ]
     return pa.Table.from_arrays(columns, schema=AUCTION_SCHEMA)
 
@@ -178,12 +180,21 @@ def _bids(rng: np.random.Generator, last_person: Ints, last_auction: Ints, ts: I
     # The second of the batch, so hot bidders and hot sellers differ; clamped to exist already.
     hot_bidder = np.minimum(last_person // HOT_BATCH * HOT_BATCH + 1, last_person)
     bidder = np.where(hot, hot_bidder, _active_person(rng, last_person))
+    channel = _pick(rng, CHANNELS, n)
+    # BidGenerator's url: three random path segments of the site's item page.
+    parts = [_literal(n, "https://www.nexmark.com/")]
+    for _ in range(3):
+        parts += [_letters(rng, n, 3, 6), _literal(n, "/")]
+    url = _strings(*parts, _literal(n, "item.htm?query=1"))
+    size = 8 + 8 + 8 + _lengths(channel) + _lengths(url) + 8
     columns = [
         auction + FIRST_AUCTION_ID,
         bidder + FIRST_PERSON_ID,
         _prices(rng, n),
-        _pick(rng, CHANNELS, n),
+        channel,
+        url,
         pa.array(ts, TS),
+        _extra(rng, size, AVG_BID_BYTES),
     ]
     return pa.Table.from_arrays(columns, schema=BID_SCHEMA)
 
@@ -214,6 +225,21 @@ def _letters(rng: np.random.Generator, n: int, low: int, high: int) -> Segment:
     return chars, rng.integers(low, high, n)
 
 
+def _lengths(strings: pa.Array) -> Ints:
+    return t.cast("Ints", pc.binary_length(strings).to_numpy(zero_copy_only=False))
+
+
+def _extra(rng: np.random.Generator, size: Ints, average: int) -> pa.Array:
+    """StringsGenerator.nextExtra: letters that bring an event of `size` bytes to `average`,
+    give or take 20 %."""
+    want = np.maximum(average - size, 0)
+    delta = np.rint(want * 0.2).astype(np.int64)
+    length = want - delta + (rng.random(len(size)) * 2 * delta).astype(np.int64)
+    width = max(int(length.max(initial=0)), 1)
+    chars = rng.integers(ord("a"), ord("z") + 1, (len(size), width), dtype=np.uint8)
+    return _strings((chars, length))
+
+
 def _literal(n: int, text: str) -> Segment:
     chars = np.frombuffer(text.encode(), dtype=np.uint8)
     return np.broadcast_to(chars, (n, len(chars))), np.full(n, len(chars), dtype=np.int64)
@@ -229,65 +255,3 @@ def _strings(*segments: Segment) -> pa.Array:
     np.cumsum(lengths, out=offsets[1:])
     data = np.ascontiguousarray(chars[used])  # row-major: row by row, segment by segment
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
-
-
-_QUERIES: dict[str, QuerySpec] = {
-    # Full history: a person may sell in category 10 at any later time.
-    "q3": (
-        ("person", "auction"),
-        "p.name AS name, p.city AS city, p.state AS state, a.id AS aid",
-        """person p JOIN auction a ON a.seller = p.id
-WHERE a.category = 10 AND p.state IN ('OR', 'ID', 'CA')""",
-    ),
-    # Same 10 s tumbling window; the BETWEEN is implied by it and lets state expire.
-    "q8": (
-        ("person", "auction"),
-        "p.id AS pid, p.name AS name, floor(unix_seconds(p.date_time) / 10) * 10 AS window_start",
-        """person p JOIN auction a
-  ON p.id = a.seller
- AND floor(unix_seconds(p.date_time) / 10) = floor(unix_seconds(a.date_time) / 10)
- AND a.date_time BETWEEN p.date_time - INTERVAL '10' SECOND
-                     AND p.date_time + INTERVAL '10' SECOND""",
-    ),
-    # Bids on open auctions. The second BETWEEN is implied (no auction outlasts the maximum);
-    # it is one range on date_time because the planner reads a window only from such ranges
-    # (``b.date_time <= a.date_time + ...`` alone leaves the window open below: bids kept forever).
-    "q9": (
-        ("auction", "bid"),
-        "a.id AS aid, b.bidder AS bidder, b.price AS price, b.date_time AS date_time",
-        f"""auction a JOIN bid b
-  ON b.auction = a.id
- AND b.date_time BETWEEN a.date_time AND a.expires
- AND b.date_time BETWEEN a.date_time
-                     AND a.date_time + INTERVAL '{MAX_AUCTION_SECONDS}' SECOND""",
-    ),
-}
-QUERIES = tuple(_QUERIES)
-_SCHEMAS = {"person": PERSON_SCHEMA, "auction": AUCTION_SCHEMA, "bid": BID_SCHEMA}
-
-
-def nexmark_job(
-    query: str,
-    paths: Mapping[str, str],
-    out: str,
-    options: Mapping[str, str] | None = None,
-) -> str:
-    """The job file of Nexmark `query` (``q3``, ``q8`` or ``q9``) over Parquet directories.
-
-    Args:
-        query: which query.
-        paths: directory of each stream the query reads (``person``, ``auction``, ``bid``).
-        out: directory of the Parquet sink ``out``.
-        options: extra WITH options of every stream, e.g. ``{"maxFilesPerTrigger": "1"}``.
-    """
-    return query_job(f"Nexmark {query}", _query(query), _SCHEMAS, "date_time", paths, out, options)
-
-
-def expected_count(query: str, tables: Mapping[str, pa.Table]) -> int:
-    """The output rows of `query` over all of `tables`, by a batch join in DuckDB."""
-    join = _query(query)[2].replace("unix_seconds(", "epoch(")  # DuckDB's name for it
-    return duckdb_count(join, tables)
-
-
-def _query(query: str) -> QuerySpec:
-    return lookup_query("Nexmark", _QUERIES, query)

@@ -526,7 +526,7 @@ def _checked(
         agree = False if any(r.get("error") for r in results.values()) else None
     else:
         agree = all(o == outs[0] for o in outs) and (expected is None or outs[0] == expected)
-    ours, peer = results.get("streamjoin", {}), results.get(case.peer, {})
+    ours, peer = results.get("streamjoin", {}), results.get(case.peer or "", {})
     ratios: dict[str, float] = {}
     for figure in ("processed_rate", "latency_p50_s", "latency_p99_s", "batch_p99_ms"):
         if ours.get(figure) and peer.get(figure):

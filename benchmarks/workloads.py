@@ -28,13 +28,20 @@ class Case:
 
     name: str
     job: str
-    peer: str
+    peer: str | None
+    """The engine measured beside ours (None: no engine runs the query; `why_no_peer` says why)."""
     backlog: Backlog
     window_seconds: float | None = None
     predicate: str = ""
     warmup_batches: int | None = None
     """Batches of JVM warm-up before the steady state (`harness.steady_figures`); None: the
     case reports no steady-state figures."""
+    final: bool = False
+    """Our run declares its input finished (`--final`), so every group still open is written."""
+    exact: str | None = None
+    """DuckDB SQL of the whole result over the backlog (its streams as views): the engines'
+    rows must equal it as a multiset. None: the result size of a batch join is compared."""
+    why_no_peer: str = ""
 
 
 @dataclass(frozen=True)
@@ -239,15 +246,26 @@ NEXMARK_SIZES = {"tiny": (4_000, 3), "quick": (200_000, 4), "full": (2_000_000, 
 
 
 def _nexmark(root: str, size: str) -> list[Case]:
-    from benchmarks.nexmark import nexmark_job, nexmark_tables
+    from benchmarks.nexmark import TIME_COLUMN, nexmark_tables
+    from benchmarks.nexmark_queries import QUERIES, nexmark_job
 
     events, files = NEXMARK_SIZES[size]
     tables = nexmark_tables(events, seed=1)
-    backlog = write_backlog(f"{root}/nexmark", tables, {n: "date_time" for n in tables}, files)
+    backlog = write_backlog(f"{root}/nexmark", tables, dict.fromkeys(tables, TIME_COLUMN), files)
     cases = []
-    for q in ("q3", "q8", "q9"):
-        job = nexmark_job(q, backlog.streams, "{out}", _FILES_PER_TRIGGER)
-        cases.append(Case(f"nexmark-{q}", job, "spark-native", backlog))
+    for q in QUERIES.values():
+        job = nexmark_job(q.name, backlog.streams, "{out}", _FILES_PER_TRIGGER)
+        peer = None if q.spark else "spark-native"
+        case = Case(
+            f"nexmark-{q.name}",
+            job,
+            peer,
+            backlog,
+            final=q.final,
+            exact=q.published,
+            why_no_peer=q.spark or "",
+        )
+        cases.append(case)
     return cases
 
 

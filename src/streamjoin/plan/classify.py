@@ -151,15 +151,14 @@ def classify_predicate(
                 window.add(0, 0)
                 has_window = True
             continue
-        found = False
-        for left_sql, right_sql, lo, hi in ctx.ranges(conjunct):
-            found = True
+        ranges, whole = ctx.ranges(conjunct)
+        for left_sql, right_sql, lo, hi in ranges:
             if ctx.is_time_pair(left_sql, right_sql):
                 window.add(lo, hi)
                 has_window = True
             else:
                 bands.setdefault((left_sql, right_sql), _Bounds()).add(lo, hi)
-        if not found:
+        if not whole:
             residual.append(conjunct_sql(conjunct))
     return PredicateParts(
         equi=tuple(equi),
@@ -178,6 +177,15 @@ def _window(b: _Bounds) -> TimeWindow:
         lo_us=None if math.isinf(b.lo) else math.ceil(b.lo),
         hi_us=None if math.isinf(b.hi) else math.floor(b.hi),
     )
+
+
+def _bare(sql: str) -> str:
+    """A column reference without its quotes, lower-case (a.`dateTime` is a.datetime)."""
+    return sql.replace("`", "").lower()
+
+
+def _same(a: tuple[exp.Expr, ...], b: tuple[exp.Expr, ...]) -> bool:
+    return [x.sql(dialect="spark") for x in a] == [y.sql(dialect="spark") for y in b]
 
 
 def conjuncts(node: exp.Expr) -> list[exp.Expr]:
@@ -212,8 +220,8 @@ class _Context:
         return (
             self.left_time is not None
             and self.right_time is not None
-            and left_sql.lower() == self.left_time
-            and right_sql.lower() == self.right_time
+            and _bare(left_sql) == self.left_time
+            and _bare(right_sql) == self.right_time
         )
 
     def equi(self, node: exp.Expr) -> EquiKey | None:
@@ -227,15 +235,28 @@ class _Context:
             return EquiKey(b.sql(dialect="spark"), a.sql(dialect="spark"))
         return None
 
-    def ranges(self, node: exp.Expr) -> list[tuple[str, str, float | None, float | None]]:
-        """Bounds ``(left_sql, right_sql, lo, hi)`` on ``right - left`` stated by `node`."""
+    def ranges(
+        self, node: exp.Expr
+    ) -> tuple[list[tuple[str, str, float | None, float | None]], bool]:
+        """Bounds ``(left_sql, right_sql, lo, hi)`` on ``right - left`` stated by `node`, and
+        whether they say all `node` says (else it must still be evaluated as written)."""
         if isinstance(node, exp.Between):
             lo = self._offset_bound(node.this, node.args["low"])
             hi = self._offset_bound(node.this, node.args["high"])
-            if lo is None or hi is None or lo[:2] != hi[:2]:
-                return []
-            # x BETWEEN y+c1 AND y+c2  <=>  x - y in [c1, c2]
-            return [self._orient(lo[0], lo[1], lo[2], hi[2])]
+            if lo is not None and hi is not None and _same(lo[:2], hi[:2]):
+                # x BETWEEN y+c1 AND y+c2  <=>  x - y in [c1, c2]
+                return [self._orient(lo[0], lo[1], lo[2], hi[2])], True
+            # One half still bounds x (`b.t BETWEEN a.t AND a.expires`: b.t - a.t >= 0).
+            halves = []
+            if lo is not None:
+                halves.append(self._orient(lo[0], lo[1], lo[2], None))
+            if hi is not None:
+                halves.append(self._orient(hi[0], hi[1], None, hi[2]))
+            return halves, False
+        found = self._comparison(node)
+        return found, bool(found)
+
+    def _comparison(self, node: exp.Expr) -> list[tuple[str, str, float | None, float | None]]:
         if isinstance(node, (exp.LTE, exp.LT, exp.GTE, exp.GT)):
             found = self._offset_bound(node.this, node.expression)
             if found is None:

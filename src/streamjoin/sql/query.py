@@ -64,13 +64,17 @@ def parse_insert(
         select = ranked.inner
     check_clauses(stmt, cur.tokens, select)
     rel = find_relations(stmt, cur.tokens, select, streams)
+    Resolver(stmt, rel.sides).expand_stars(select)
+    if ranked is not None:
+        ranked.keep(stmt)
     windowed = select.args.get("group") is not None
     if windowed and any(s.alias.lower() == WINDOW for s in rel.sides):
         msg = f"an input called {WINDOW!r} would hide the group's window: give it another alias"
         raise node_error(stmt, select, msg)
     resolver = Resolver(stmt, rel.sides, windowed=windowed)
     where_clause = select.args.get("where")
-    conditions: list[tuple[str, exp.Expr]] = [("ON", on) for on in rel.ons]
+    # A comma join's ON is TRUE: it adds nothing to the predicate.
+    conditions: list[tuple[str, exp.Expr]] = [("ON", on) for on in rel.ons if on != exp.true()]
     for i, on in enumerate(rel.ons):
         # An ON sees the inputs joined before it (and its own), as in SQL.
         Resolver(stmt, rel.sides[: i + 2], rel.sides[i + 2 :]).qualify(on)
@@ -107,7 +111,7 @@ def parse_insert(
         sink=sink.name,
         left=left,
         right=right,
-        predicate=_sql(_conjunction([c for _, c in conditions])),
+        predicate=_sql(_conjunction([c for _, c in conditions])) if conditions else "TRUE",
         select=ranked.select(items) if ranked else items,
         line=stmt.line,
         options=options,

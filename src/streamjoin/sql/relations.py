@@ -92,12 +92,6 @@ def check_clauses(stmt: Statement, tokens: list[Token], select: exp.Select) -> N
             if where is not None:
                 raise stmt.error(problem, where[0], where[1], unsupported=True)
         raise node_error(stmt, node, problem, unsupported=True)
-    for item in select.expressions:
-        if isinstance(item, exp.Star) or (
-            isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
-        ):
-            msg = "SELECT * is not supported: list the output columns (b.id AS bid, ...)"
-            raise node_error(stmt, item, msg, unsupported=True)
 
 
 def _parenthesized(tokens: list[Token], node: exp.Expr) -> tuple[int, int] | None:
@@ -135,11 +129,12 @@ def _unsupported_expression(node: exp.Expr, grouped: bool) -> str | None:
 def find_relations(
     stmt: Statement, tokens: list[Token], select: exp.Select, streams: Sequence[StreamDef]
 ) -> Relations:
-    """The streams of ``FROM a [AS x] [INNER] JOIN b [AS y] ON ... [JOIN c ON ...]...``.
+    """The streams of ``FROM a [AS x] [INNER] JOIN b [AS y] ON ... [JOIN c ON ...]...`` (or of
+    ``FROM a, b``: a join on TRUE, its condition in WHERE).
 
     Raises:
         JobError: unknown stream, repeated alias, JOIN without ON.
-        UnsupportedError: one relation, outer/cross/comma joins, USING.
+        UnsupportedError: one relation, cross/semi/anti joins, USING.
     """
     from_ = select.args.get("from_")
     if from_ is None:
@@ -169,6 +164,8 @@ def find_relations(
             )
             raise node_error(stmt, join.this, msg)
         on = join.args.get("on")
+        if on is None and _join_keywords(tokens, join)[0].token_type == TokenType.COMMA:
+            on = exp.true()  # FROM a, b WHERE ...: the pairs WHERE keeps
         if on is None:
             first_tok, last_tok = _join_keywords(tokens, join)
             after = span(join.this)
@@ -216,8 +213,8 @@ def _check_join_kind(
     words = " ".join(t.text.upper() for t in tokens if first_tok.start <= t.start <= last_tok.start)
     msg = None
     if first_tok.token_type == TokenType.COMMA:
-        msg = "comma joins are not supported: write FROM a JOIN b ON <condition>"
-    elif join.kind in ("SEMI", "ANTI", "CROSS") or join.method:
+        return None  # an inner join whose condition is in WHERE
+    if join.kind in ("SEMI", "ANTI", "CROSS") or join.method:
         msg = f"{words} is not supported; use JOIN ... ON <condition>"
     elif join.kind == "OUTER" and not join.side:
         msg = f"{words} needs a side: LEFT, RIGHT or FULL OUTER JOIN"

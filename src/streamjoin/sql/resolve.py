@@ -73,6 +73,28 @@ class Resolver:
                 return None if found is None else found.type
         return None
 
+    def expand_stars(self, select: exp.Select) -> None:
+        """Replace ``*`` and ``alias.*`` in the SELECT list, in place, by the columns they stand
+        for, in the inputs' declared order (the columns of a star's stream, qualified)."""
+        items: list[exp.Expr] = []
+        for item in select.expressions:
+            star = isinstance(item, exp.Star) or (
+                isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+            )
+            if not star:
+                items.append(item)
+                continue
+            table = item.args.get("table") if isinstance(item, exp.Column) else None
+            sides = self.sides if table is None else (self._side(table),)
+            for side in sides:
+                for column in side.stream.columns:
+                    ref = exp.Column(this=identifier(column.name), table=identifier(side.alias))
+                    where = span(item)
+                    if where is not None:
+                        ref.meta[SPAN_KEY] = where
+                    items.append(ref)
+        select.set("expressions", items)
+
     def _resolve(self, col: exp.Column) -> tuple[Side, Column]:
         if col.args.get("db") is not None or not isinstance(col.this, exp.Identifier):
             msg = f"expected alias.column or column, got {col.sql(dialect='spark')}"

@@ -3,7 +3,7 @@ keys ORDER BY ...) AS rn FROM a JOIN b ON ...) WHERE rn <= N`` into a join query
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -26,11 +26,36 @@ class Ranked:
     """The inner SELECT of a top-N query (its ranking item taken out) and what the outer
     SELECT keeps of it."""
 
+    outer: exp.Select
     inner: exp.Select
     over: exp.Window
     limit: int
-    kept: list[tuple[str, str]]
-    """Per outer item: the inner item's alias and the output name."""
+    rank: str
+    """The ranking item's name (which the outer SELECT may not pick)."""
+    kept: list[tuple[str, str]] = field(default_factory=list)
+    """Per outer item: the inner item's alias and the output name (set by `keep`)."""
+
+    def keep(self, stmt: Statement) -> None:
+        """Match the outer SELECT's columns with the inner items (its stars expanded).
+
+        Raises:
+            UnsupportedError: an outer item that is not a column of the subquery.
+        """
+        names = {i.alias_or_name.lower() for i in self.inner.expressions}
+        for item in self.outer.expressions:
+            column = item.this if isinstance(item, exp.Alias) else item
+            if (
+                not isinstance(column, exp.Column)
+                or column.table
+                or column.name.lower() not in names
+            ):
+                msg = f"select a column of the subquery ({', '.join(sorted(names))})"
+                if isinstance(column, exp.Column) and column.name.lower() == self.rank.lower():
+                    msg = (
+                        "selecting the rank is not supported: the rows come in their order's place"
+                    )
+                raise node_error(stmt, item, msg, unsupported=True)
+            self.kept.append((column.name, item.alias_or_name))
 
     def top(self, stmt: Statement, resolver: Resolver) -> TopN:
         """The `TopN`, its PARTITION BY and ORDER BY qualified by `resolver`."""
@@ -70,10 +95,11 @@ class Ranked:
 
 def unwrap_ranked(stmt: Statement, select: exp.Select) -> Ranked | None:
     """The top-N around a join, if `select` is one; the inner SELECT loses its ranking item.
+    Its outer columns are matched by `Ranked.keep` once the inner stars are expanded.
 
     Raises:
         JobError: a subquery in FROM that is not a top-N of a join, or a top-N written other
-            than as ``WHERE rn <= N`` over columns of the subquery.
+            than as ``WHERE rn <= N``.
     """
     from_ = select.args.get("from_")
     if from_ is None or not isinstance(from_.this, exp.Subquery):
@@ -96,18 +122,8 @@ def unwrap_ranked(stmt: Statement, select: exp.Select) -> Ranked | None:
         msg = f"of the window functions, only ROW_NUMBER() is supported: {_USAGE}"
         raise node_error(stmt, over, msg, unsupported=True)
     limit = _limit(stmt, select, rank.alias)
-    names = {i.alias_or_name.lower() for i in inner.expressions if i is not rank}
-    kept = []
-    for item in select.expressions:
-        column = item.this if isinstance(item, exp.Alias) else item
-        if not isinstance(column, exp.Column) or column.table or column.name.lower() not in names:
-            msg = f"select a column of the subquery ({', '.join(sorted(names))})"
-            if isinstance(column, exp.Column) and column.name.lower() == rank.alias.lower():
-                msg = "selecting the rank is not supported: the rows come in their order's place"
-            raise node_error(stmt, item, msg, unsupported=True)
-        kept.append((column.name, item.alias_or_name))
     inner.set("expressions", [i for i in inner.expressions if i is not rank])
-    return Ranked(inner, over, limit, kept)
+    return Ranked(select, inner, over, limit, rank.alias)
 
 
 def _limit(stmt: Statement, select: exp.Select, rank: str) -> int:

@@ -104,3 +104,21 @@ def test_full_history_and_streams_without_watermark_keep_everything() -> None:
     assert plan.queries[1].strategy == "nested-loop"
     assert all(s.retain_us is None for s in plan.streams)
     assert "full history" in plan.explain()
+
+
+def test_a_between_with_one_constant_end_bounds_the_window_and_stays_evaluated() -> None:
+    # Nexmark q9: a bid falls between its auction's start and expiry (a column, not a
+    # constant); the start alone bounds the window from below, a second conjunct from above.
+    p = classify_predicate(
+        "a.id = b.auction AND b.`dateTime` BETWEEN a.`dateTime` AND a.expires"
+        " AND b.`dateTime` <= a.`dateTime` + INTERVAL '10' SECOND",
+        "a",
+        "b",
+        "dateTime",
+        "dateTime",
+    )
+    assert p.window == TimeWindow(lo_us=0, hi_us=10_000_000)
+    assert p.residual == ("b.`dateTime` BETWEEN a.`dateTime` AND a.expires",)
+    alone = classify_predicate("b.t BETWEEN a.t AND a.e", "a", "b", "t", "t")
+    assert alone.window == TimeWindow(lo_us=0, hi_us=None)
+    assert alone.residual == ("b.t BETWEEN a.t AND a.e",)

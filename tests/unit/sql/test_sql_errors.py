@@ -142,12 +142,14 @@ def test_cross_join() -> None:
     assert "CROSS JOIN is not supported" in err.message
 
 
-def test_comma_join() -> None:
-    err = _unsupported(
-        "INSERT INTO matches SELECT b.id AS i\nFROM bids b, asks a WHERE b.id = a.id"
-    )
-    assert (err.line, err.col, err.text) == (7, 12, ",")
-    assert "comma joins are not supported" in err.message
+def test_comma_join_is_an_inner_join_on_its_where() -> None:
+    comma = "FROM bids b, asks a WHERE b.id = a.id AND b.price > 1"
+    on = "FROM bids b JOIN asks a ON b.id = a.id WHERE b.price > 1"
+    queries = [
+        parse_job(PRELUDE + f"INSERT INTO matches SELECT b.id AS i\n{f}").queries[0]
+        for f in (comma, on)
+    ]
+    assert queries[0] == queries[1]
 
 
 def test_multi_way_on_sees_only_the_inputs_joined_before_it() -> None:
@@ -177,12 +179,19 @@ def test_join_using() -> None:
     assert (err.line, err.col, err.text) == (7, 25, "USING")
 
 
-def test_select_star() -> None:
-    err = _unsupported("INSERT INTO matches\nSELECT *\nFROM bids b JOIN asks a ON b.id = a.id")
+def test_select_star_expands_to_the_inputs_columns() -> None:
+    err = _error("INSERT INTO matches\nSELECT *\nFROM bids b JOIN asks a ON b.id = a.id")
+    # Both inputs have an id: the same output name twice, pointed at the star.
     assert (err.line, err.col, err.text) == (7, 8, "*")
-    assert "list the output columns" in err.message
-    err = _unsupported("INSERT INTO matches\nSELECT b.*\nFROM bids b JOIN asks a ON b.id = a.id")
-    assert (err.line, err.col, err.text) == (7, 8, "b.*")
+    assert "output column 'id' is named twice" in err.message
+    job = parse_job(
+        PRELUDE
+        + "INSERT INTO matches\nSELECT b.*, a.price AS ask\nFROM bids b JOIN asks a ON b.id = a.id"
+    )
+    bids = job.stream("bids")
+    select = job.queries[0].select
+    assert [i.alias for i in select] == [*(c.name for c in bids.columns), "ask"]
+    assert select[0].sql == f"b.{bids.columns[0].name}"
 
 
 @pytest.mark.parametrize(
