@@ -114,8 +114,8 @@ QUERIES: dict[str, NexmarkQuery] = {
                 ),
             ),
             final=True,
-            spark="Spark's streaming refuses ROW_NUMBER() over a stream (non-time window "
-            "functions are not supported on streaming DataFrames)",
+            spark="Spark refuses a ROW_NUMBER() over a stream "
+            "(NON_TIME_WINDOW_NOT_SUPPORTED_IN_STREAMING)",
         ),
         NexmarkQuery(
             "q20",

@@ -22,6 +22,7 @@ import sys
 import typing as t
 
 from benchmarks.maxrate import maxrate_lines
+from benchmarks.report_nexmark import nexmark_table, nexmark_target
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -252,6 +253,8 @@ def targets(
                 None if r is None else r >= 30,
             )
         )
+    if "nexmark" in reports:
+        rows.append(nexmark_target(reports["nexmark"]))
     outer = _case(reports, "outer", "outer-band")
     if outer is not None:
         r, agree = outer["ratios"].get("throughput"), outer.get("results_agree")
@@ -711,7 +714,8 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
     lines: list[str] = []
     runs: list[list[str]] = []
     for name in reports:
-        if runs and name not in COMPACT and runs[-1][-1] not in COMPACT:
+        alone = (*COMPACT, "nexmark")
+        if runs and name not in alone and runs[-1][-1] not in alone:
             runs[-1].append(name)
         else:
             runs.append([name])
@@ -721,6 +725,8 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
         if names[0] in COMPACT:
             # (window-growth as long's compact table: a row per case, ours · the peer's)
             body = long_table(first, note=names[0] == "long")
+        elif names[0] == "nexmark":
+            body = nexmark_table(first, _fmt)
         else:
             body = table(first)
             for n in names[1:]:
