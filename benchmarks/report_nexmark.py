@@ -49,14 +49,17 @@ def nexmark_table(report: Mapping[str, t.Any], fmt: t.Callable[[t.Any], str]) ->
                 f"{fmt(FLINK_PER_CORE.get(q))} | {fmt(r.get('batch_p50_ms'))} / "
                 f"{fmt(r.get('batch_p99_ms'))} | {exact} | {ratio} |"
             )
-    lines += ["", "Edits to the published text (`benchmarks/nexmark_queries.py`):", ""]
-    for q in QUERIES.values():
-        if not q.edits:
-            lines.append(f"- {q.name}: none.")
-        for e in q.edits:
-            lines.append(f"- {q.name}: `{_one_line(e.old)}` → `{_one_line(e.new)}`: {e.why}.")
-    lines += [f"- {name}: not run: {why}." for name, why in NOT_RUN.items()]
-    return lines
+    edits = [
+        f"{q.name}: "
+        + "; ".join(f"`{_one_line(e.old)}` → `{_one_line(e.new)}` ({e.why})" for e in q.edits)
+        for q in QUERIES.values()
+        if q.edits
+    ]
+    untouched = [q.name for q in QUERIES.values() if not q.edits]
+    if untouched:
+        edits.append(f"{', '.join(untouched)}: as published")
+    edits += [f"{name}: not run: {why}" for name, why in NOT_RUN.items()]
+    return [*lines, "", "Edits (`benchmarks/nexmark_queries.py`): " + ". ".join(edits) + "."]
 
 
 def nexmark_target(report: Mapping[str, t.Any]) -> tuple[str, str, bool]:

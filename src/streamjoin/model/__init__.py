@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from streamjoin.model.aggregate import Aggregation, EventWindow, TopN
+from streamjoin.model.groups import GroupQuery, StreamGroup
 from streamjoin.model.job import (
     Column,
     Job,
@@ -20,6 +21,7 @@ __all__ = [
     "Aggregation",
     "Column",
     "EventWindow",
+    "GroupQuery",
     "Job",
     "JoinSide",
     "OuterJoin",
@@ -28,6 +30,7 @@ __all__ = [
     "SinkDef",
     "SqlType",
     "StreamDef",
+    "StreamGroup",
     "TopN",
     "Watermark",
 ]

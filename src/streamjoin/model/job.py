@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from streamjoin.model.aggregate import Aggregation, TopN
 from streamjoin.model.types import SqlType
 
+if t.TYPE_CHECKING:
+    from streamjoin.model.groups import GroupQuery
+
 
 @dataclass(frozen=True, slots=True)
 class Column:
@@ -215,6 +218,13 @@ class Job:
     sinks: tuple[SinkDef, ...]
     queries: tuple[Query, ...]
     source: str = field(default="<string>", compare=False)
+    group_queries: tuple[GroupQuery, ...] = ()
+    """The queries over windowed groups of single streams, with no join before (`model.groups`)."""
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """Every query's sink, by query name (joins and group queries)."""
+        return {q.name: q.sink for q in self.queries} | {q.name: q.sink for q in self.group_queries}
 
     def stream(self, name: str) -> StreamDef:
         """The stream called `name`; KeyError naming the known streams otherwise."""
@@ -235,9 +245,9 @@ class Job:
     def with_query(self, query: Query, sink: SinkDef | None = None) -> Job:
         """This job with `query` added (and its `sink`, if it declares one)."""
         sinks = (*self.sinks, sink) if sink is not None else self.sinks
-        return Job(self.streams, sinks, (*self.queries, query), self.source)
+        return Job(self.streams, sinks, (*self.queries, query), self.source, self.group_queries)
 
     def without_query(self, name: str) -> Job:
         """This job without the query called `name` (its sink stays declared)."""
         kept = tuple(q for q in self.queries if q.name != name)
-        return Job(self.streams, self.sinks, kept, self.source)
+        return Job(self.streams, self.sinks, kept, self.source, self.group_queries)

@@ -36,38 +36,29 @@ END = "_sj_window_end"
 
 
 @dataclass(frozen=True, slots=True)
-class AggregatePlan:
-    """One ``GROUP BY window`` query: the joined columns it buffers and when its windows close."""
+class GroupBuffer:
+    """Rows buffered per batch until their windows close, then grouped: a GROUP BY or top-N
+    query's joined rows (`AggregatePlan`), or one stream's rows (`plan.groups`)."""
 
-    query: Query
-    """The query as written (its SELECT items over a group)."""
+    name: str
+    """The buffer's name in the manifest (its query's, or ``query.alias`` for a stream's)."""
+    windowed: Aggregation | TopN
+    """The GROUP BY or top-N over the rows."""
+    select: tuple[SelectItem, ...]
+    """The items of each group (or kept row), over the qualified columns."""
     columns: tuple[tuple[str, str], ...]
     """Each qualified column the groups read (``a.k``) and its name in the buffer."""
     lag_us: int
-    """How far the window's time column of a result still to come may trail the watermark."""
-
-    @property
-    def windowed(self) -> Aggregation | TopN:
-        """The query's GROUP BY or top-N."""
-        windowed = self.query.windowed
-        assert windowed is not None
-        return windowed
+    """How far the window's time column of a row still to come may trail the watermark."""
+    meaning: str
+    """What a buffered row is (its query's signature): a changed query starts a new buffer."""
+    time_stream: str
+    """The stream whose event time the windows are of."""
 
     @property
     def window(self) -> EventWindow:
         """The event-time window of its groups."""
         return self.windowed.window
-
-    @property
-    def name(self) -> str:
-        """The query's name."""
-        return self.query.name
-
-    @property
-    def side(self) -> int:
-        """The input whose event time the windows are of (its index in the query's sides)."""
-        alias = self.window.time.split(".", 1)[0].strip("`").lower()
-        return next(i for i, s in enumerate(self.query.sides) if s.alias.lower() == alias)
 
     @property
     def time_column(self) -> str:
@@ -78,13 +69,8 @@ class AggregatePlan:
     def buffer_signature(self) -> str:
         """What the buffer's rows mean: the query's signature and the buffered columns (a
         changed query, or SELECT list, starts a buffer of its own)."""
-        text = repr((self.query.signature, self.columns))
+        text = repr((self.meaning, self.columns))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def join_query(self) -> Query:
-        """The query's join, selecting the buffered columns (what a batch's join produces)."""
-        select = tuple(SelectItem(sql, name) for sql, name in self.columns)
-        return dataclasses.replace(self.query, select=select)
 
     def closed_below(self, watermark: int | None) -> int | None:
         """The end at or before which every window is complete, after a batch that leaves the
@@ -103,7 +89,7 @@ class AggregatePlan:
         if isinstance(agg, TopN):
             return self._top_sql(agg, view, after, upto)
         time = self.time_column
-        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.query.select]
+        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
         items.append(f"window.end AS {END}")
         where = []
         if after is not None:
@@ -147,7 +133,7 @@ class AggregatePlan:
             f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {order}) AS _sj_rank "
             f"FROM ({rows}) WHERE {' AND '.join(ends)}"
         )
-        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.query.select]
+        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
         items.append(f"timestamp_micros(_sj_start + {size}) AS {END}")
         return f"SELECT {', '.join(items)} FROM ({ranked}) WHERE _sj_rank <= {top.limit}"
 
@@ -170,6 +156,26 @@ class AggregatePlan:
         return str(tree.transform(swap).sql(dialect="spark"))
 
 
+@dataclass(frozen=True, slots=True)
+class AggregatePlan(GroupBuffer):
+    """One ``GROUP BY window`` (or top-N) query over a join: the joined columns it buffers and
+    when its windows close."""
+
+    query: Query
+    """The query as written (its SELECT items over a group)."""
+
+    @property
+    def side(self) -> int:
+        """The input whose event time the windows are of (its index in the query's sides)."""
+        alias = self.window.time.split(".", 1)[0].strip("`").lower()
+        return next(i for i, s in enumerate(self.query.sides) if s.alias.lower() == alias)
+
+    def join_query(self) -> Query:
+        """The query's join, selecting the buffered columns (what a batch's join produces)."""
+        select = tuple(SelectItem(sql, name) for sql, name in self.columns)
+        return dataclasses.replace(self.query, select=select)
+
+
 def plan_aggregate(
     query: Query, lags: tuple[int | None, ...], source: str = "<string>"
 ) -> AggregatePlan:
@@ -182,7 +188,11 @@ def plan_aggregate(
     agg = query.windowed
     assert agg is not None
     window = agg.window
-    plan = AggregatePlan(query, _columns(query), 0)
+    columns = columns_read(agg, query.select)
+    alias = window.time.split(".", 1)[0].strip("`").lower()
+    side = next(s for s in query.sides if s.alias.lower() == alias)
+    meaning = query.signature
+    plan = AggregatePlan(query.name, agg, query.select, columns, 0, meaning, side.stream, query)
     alias = query.sides[plan.side].alias
     lag = lags[plan.side]
     if lag is None:
@@ -197,11 +207,11 @@ def plan_aggregate(
     return dataclasses.replace(plan, lag_us=max(lag, 0))
 
 
-def _columns(query: Query) -> tuple[tuple[str, str], ...]:
+def columns_read(
+    agg: Aggregation | TopN, select: tuple[SelectItem, ...]
+) -> tuple[tuple[str, str], ...]:
     """Every input column the groups read, in the order first met, with a buffer name."""
-    agg = query.windowed
-    assert agg is not None
-    texts = [agg.window.time, *agg.keys, *(s.sql for s in query.select)]
+    texts = [agg.window.time, *agg.keys, *(s.sql for s in select)]
     if isinstance(agg, Aggregation) and agg.having is not None:
         texts.append(agg.having)
     if isinstance(agg, TopN):

@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.optimizer.sharing import Candidate, group_all
-from streamjoin.plan.aggregate import AggregatePlan, plan_aggregate
+from streamjoin.plan.aggregate import AggregatePlan, GroupBuffer, plan_aggregate
 from streamjoin.plan.clash import ClashPlan, plan_clash
 from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
+from streamjoin.plan.groups import GroupQueryPlan, plan_group_query
 from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 from streamjoin.plan.outer import OuterPlan, plan_outer
@@ -107,6 +108,14 @@ class JobPlan:
     groups read (`plan.aggregate`)."""
     outers: tuple[OuterPlan, ...] = ()
     """The outer joins: when each emits its rows without a partner (`plan.outer`)."""
+    group_queries: tuple[GroupQueryPlan, ...] = ()
+    """The queries over windowed groups of single streams (`plan.groups`)."""
+
+    @property
+    def buffers(self) -> tuple[GroupBuffer, ...]:
+        """Every buffer of rows waiting for their windows to close: the GROUP BY and top-N
+        queries' joined rows, and each group query input's stream rows."""
+        return (*self.aggregates, *(b for g in self.group_queries for b in g.inputs))
 
     @property
     def joins(self) -> tuple[QueryPlan, ...]:
@@ -186,6 +195,7 @@ def plan_job(
     fixed = clash.orders if clash is not None else {}
     multiway = tuple(plan_multiway(job, q, fixed.get(q.name)) for q in run)
     used = {side.stream for q in job.queries for side in q.sides}
+    used |= {s for g in job.group_queries for s in g.streams}
     active = [s for s in job.streams if every_stream or s.name in used]
     kept: list[int | None] = [history_us] if every_stream else []
     retain: dict[str, list[int | None]] = {s.name: list(kept) for s in active}
@@ -196,6 +206,9 @@ def plan_job(
     for op in outers:
         for stream, keep in op.retention().items():
             retain[stream].append(keep)
+    for g in job.group_queries:
+        for stream in g.streams:  # (its rows wait in the query's buffer, not in the state)
+            retain[stream].append(0)
     streams = []
     for index, s in enumerate(active):
         streams.append(StreamPlan(s, index, _loosest(retain[s.name])))
@@ -205,8 +218,18 @@ def plan_job(
     )
     two_way = {qp.query.name: qp for qp in queries}
     shared = tuple(_plan_shared(job, [two_way[n] for n in g]) for g in valid if g[0] not in by_name)
+    group_queries = tuple(plan_group_query(g) for g in job.group_queries)
     return JobPlan(
-        job, tuple(streams), queries, multiway, clash, shared, core_groups, aggregates, outers
+        job,
+        tuple(streams),
+        queries,
+        multiway,
+        clash,
+        shared,
+        core_groups,
+        aggregates,
+        outers,
+        group_queries,
     )
 
 

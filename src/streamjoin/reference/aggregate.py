@@ -27,7 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from streamjoin.model.aggregate import WINDOW, TopN
-from streamjoin.plan.aggregate import AggregatePlan
+from streamjoin.plan.aggregate import GroupBuffer
 from streamjoin.reference import values as v
 from streamjoin.reference.evaluate import compile_expression
 
@@ -38,7 +38,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 
 def aggregate_results(
-    plan: AggregatePlan,
+    plan: GroupBuffer,
     joined: Sequence[tuple[tuple[object, ...], int]],
     watermarks: Sequence[int | None],
     final: bool,
@@ -64,9 +64,9 @@ def aggregate_results(
     top = _ranker(agg) if isinstance(agg, TopN) else None
     rows, items, having = [], [], None
     if isinstance(agg, TopN):
-        rows = [compile_expression(s.sql) for s in plan.query.select]
+        rows = [compile_expression(s.sql) for s in plan.select]
     else:
-        items = [_compile_grouped(s.sql) for s in plan.query.select]
+        items = [_compile_grouped(s.sql) for s in plan.select]
         having = _compile_grouped(agg.having) if agg.having is not None else None
     out = []
     for group, members in groups.items():
@@ -123,7 +123,7 @@ def _ranker(top: TopN) -> Callable[[list[Env]], list[Env]]:
 
 
 def _emitter(
-    plan: AggregatePlan, watermarks: Sequence[int | None], final: bool
+    plan: GroupBuffer, watermarks: Sequence[int | None], final: bool
 ) -> Callable[[int], int | None]:
     closes = [plan.closed_below(w) for w in watermarks]
 

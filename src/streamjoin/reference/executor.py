@@ -56,6 +56,7 @@ from streamjoin.reference import casts
 from streamjoin.reference import values as v
 from streamjoin.reference.aggregate import aggregate_results
 from streamjoin.reference.evaluate import Evaluator, compile_expression
+from streamjoin.reference.groups import group_query_results
 from streamjoin.reference.outer import unmatched_results
 
 Row = Mapping[str, object]
@@ -181,6 +182,10 @@ def run_reference(
             joined = aggregate_results(grouped, joined, watermarks, final)
         outputs[q.name] = [row for row, _ in joined]
         arrivals[q.name] = [b for _, b in joined]
+    for g in job.group_queries:
+        grouped_rows = group_query_results(g, on_time, arrived, watermarks, final)
+        outputs[g.name] = [row for row, _ in grouped_rows]
+        arrivals[g.name] = [b for _, b in grouped_rows]
     return ReferenceResult(outputs, late, malformed, watermarks, arrivals)
 
 
@@ -214,6 +219,7 @@ def reference_join(
 def _active_streams(job: Job) -> list[StreamDef]:
     """Streams referenced by a query, in declaration order."""
     used = {side.stream for q in job.queries for side in q.sides}
+    used |= {s for g in job.group_queries for s in g.streams}
     for name in used:
         job.stream(name)  # KeyError naming the known streams if a query names an unknown one
     return [s for s in job.streams if s.name in used]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from streamjoin.model import Job, Query, SinkDef, StreamDef
+from streamjoin.model import GroupQuery, Job, Query, SinkDef, StreamDef
 from streamjoin.sql.cursor import Cursor
 from streamjoin.sql.ddl import parse_create_sink, parse_create_stream
 from streamjoin.sql.positions import SourceText
@@ -49,14 +49,25 @@ def parse_job(text: str, source: str = "<string>") -> Job:
             _check_unique(cur, "sink", sink.name, [s.name for s in sinks])
             sinks.append(sink)
     queries: list[Query] = []
+    groups: list[GroupQuery] = []
     for n, cur in enumerate(inserts, start=1):
         try:
-            queries.append(parse_insert(cur, f"q{n}", streams, sinks))
+            query = parse_insert(cur, f"q{n}", streams, sinks)
+            if isinstance(query, GroupQuery):
+                groups.append(query)
+            else:
+                queries.append(query)
         except RecursionError:
             # sqlglot and the checks recurse over the expression tree; absurd nesting ends here.
             msg = "this statement nests too deeply (too many parentheses or operators)"
             raise cur.error_at(msg, cur.tokens[0]) from None
-    return Job(streams=tuple(streams), sinks=tuple(sinks), queries=tuple(queries), source=source)
+    return Job(
+        streams=tuple(streams),
+        sinks=tuple(sinks),
+        queries=tuple(queries),
+        source=source,
+        group_queries=tuple(groups),
+    )
 
 
 def parse_query_file(text: str, job: Job, source: str = "<query>") -> tuple[SinkDef | None, Query]:
@@ -96,6 +107,9 @@ def parse_query_file(text: str, job: Job, source: str = "<query>") -> tuple[Sink
     except RecursionError:
         msg = "this statement nests too deeply (too many parentheses or operators)"
         raise insert.error_at(msg, insert.tokens[0]) from None
+    if isinstance(query, GroupQuery):
+        msg = "a query over grouped streams cannot be added to a running job yet; restart with it"
+        raise insert.error_at(msg, insert.tokens[0], insert.tokens[-1], unsupported=True)
     return sink, dataclasses.replace(query, name=query.sink)
 
 

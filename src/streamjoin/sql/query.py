@@ -12,16 +12,18 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from streamjoin.model import JoinSide, OuterJoin, Query, SelectItem, SinkDef, StreamDef
+from streamjoin.model import GroupQuery, JoinSide, OuterJoin, Query, SinkDef, StreamDef
 from streamjoin.model.aggregate import WINDOW
 from streamjoin.sql.aggregate import parse_aggregation
 from streamjoin.sql.cursor import Cursor
 from streamjoin.sql.dialect import StreamJoinSpark, node_error, span
+from streamjoin.sql.groups import is_group_query, parse_group_query
 from streamjoin.sql.options import parse_query_with
 from streamjoin.sql.positions import Statement
-from streamjoin.sql.relations import check_clauses, find_relations
+from streamjoin.sql.relations import check_clauses, find_relations, select_items
 from streamjoin.sql.resolve import Resolver
 from streamjoin.sql.topn import unwrap_ranked
+from streamjoin.sql.tvf import blank_tvfs
 from streamjoin.sql.typecheck import TypeCheckError, infer_category
 
 _CLASS_REPR = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>")
@@ -29,7 +31,7 @@ _CLASS_REPR = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>")
 
 def parse_insert(
     cur: Cursor, name: str, streams: Sequence[StreamDef], sinks: Sequence[SinkDef]
-) -> Query:
+) -> Query | GroupQuery:
     """Parse one INSERT statement into the query called `name`.
 
     Args:
@@ -39,7 +41,8 @@ def parse_insert(
         sinks: the sinks of the job.
 
     Returns:
-        The query, its expressions qualified by alias and rendered as Spark SQL.
+        The query, its expressions qualified by alias and rendered as Spark SQL (a
+        `GroupQuery` when it groups single streams with no join before).
 
     Raises:
         JobError: on syntax errors, unknown names, type mistakes.
@@ -53,12 +56,22 @@ def parse_insert(
         raise cur.error_at(msg, overwrite, unsupported=True)
     cur.expect_word("INTO")
     stmt, options = _split_options(cur)
+    stmt, tvfs = blank_tvfs(stmt, cur.tokens)
     tree = _parse(stmt, cur.tokens)
     if not isinstance(tree, exp.Insert) or tree.args.get("overwrite"):
         msg = "expected INSERT INTO <sink> SELECT ... FROM <stream> JOIN <stream> ON ..."
         raise cur.error_at(msg, cur.tokens[0], cur.tokens[-1])
     sink = _sink(stmt, cur.tokens, tree, sinks)
     select = _select(stmt, cur.tokens, tree)
+    if is_group_query(select):
+        if options:
+            msg = "WITH options of a query over grouped streams are not supported"
+            raise cur.error_at(msg, cur.tokens[-1], unsupported=True)
+        return parse_group_query(stmt, cur.tokens, select, streams, tvfs, (name, sink.name))
+    if tvfs:
+        at = next(iter(tvfs.values())).span
+        msg = "a windowing function's rows are grouped (GROUP BY window_start, window_end, ...)"
+        raise stmt.error(msg, at[0], at[1], unsupported=True)
     ranked = unwrap_ranked(stmt, select)
     if ranked is not None:
         select = ranked.inner
@@ -101,7 +114,7 @@ def parse_insert(
     except TypeCheckError as err:
         raise node_error(stmt, err.node, err.message) from None
     left, right, *further = (JoinSide(s.stream.name, s.alias) for s in rel.sides)
-    items = _select_items(stmt, select)
+    items = select_items(stmt, select)
     outer = None
     if rel.outer is not None:
         where = None if where_clause is None else _sql(where_clause.this)
@@ -233,27 +246,6 @@ def _token_after(tokens: list[Token], where: tuple[int, int] | None) -> Token | 
     if where is None:
         return None
     return next((t for t in tokens if t.start >= where[1]), None)
-
-
-def _select_items(stmt: Statement, select: exp.Select) -> tuple[SelectItem, ...]:
-    items: list[SelectItem] = []
-    seen: dict[str, str] = {}
-    for item in select.expressions:
-        if isinstance(item, exp.Alias):
-            expr, alias, at = item.this, item.alias, item.args["alias"]
-        elif isinstance(item, exp.Column):
-            expr, alias, at = item, item.name, item
-        else:
-            where = span(item)
-            written = stmt.text[where[0] : where[1]] if where else _sql(item)
-            msg = f"give the expression a name: {written} AS name"
-            raise node_error(stmt, item, msg)
-        if alias.lower() in seen:
-            msg = f"output column {alias!r} is named twice; rename one with AS"
-            raise node_error(stmt, at, msg)
-        seen[alias.lower()] = alias
-        items.append(SelectItem(sql=_sql(expr), alias=alias))
-    return tuple(items)
 
 
 def _conjunction(conditions: list[exp.Expr]) -> exp.Expr:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokenizer_core import Token, TokenType
 
-from streamjoin.model import StreamDef
+from streamjoin.model import SelectItem, StreamDef
 from streamjoin.sql.dialect import node_error, span
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.resolve import Side
@@ -144,7 +144,7 @@ def find_relations(
     joins: list[exp.Join] = list(select.args.get("joins") or [])
     if isinstance(first, exp.Table) and first.args.get("joins"):
         joins = list(first.args["joins"]) + joins
-    sides = [_side(stmt, first, streams)]
+    sides = [stream_side(stmt, first, streams)]
     if not joins:
         msg = (
             "a query joins two streams: FROM a JOIN b ON ...; "
@@ -155,7 +155,7 @@ def find_relations(
     outer = None
     for join in joins:
         outer = _check_join_kind(stmt, tokens, join, len(joins)) or outer
-        side = _side(stmt, join.this, streams)
+        side = stream_side(stmt, join.this, streams)
         taken = next((s for s in sides if s.alias.lower() == side.alias.lower()), None)
         if taken is not None:
             msg = (
@@ -180,7 +180,12 @@ def find_relations(
     return Relations(sides=tuple(sides), ons=tuple(ons), outer=outer)
 
 
-def _side(stmt: Statement, relation: exp.Expr, streams: Sequence[StreamDef]) -> Side:
+def stream_side(stmt: Statement, relation: exp.Expr, streams: Sequence[StreamDef]) -> Side:
+    """The declared stream `relation` names, under its alias.
+
+    Raises:
+        JobError: an unknown stream; UnsupportedError: a subquery or other relation.
+    """
     if isinstance(relation, exp.Subquery):
         msg = "subqueries are not supported: join declared streams"
         raise node_error(stmt, relation, msg, unsupported=True)
@@ -260,3 +265,29 @@ def _keyword(
     if not candidates:
         return None
     return candidates[-1] if before is not None else candidates[0]
+
+
+def select_items(stmt: Statement, select: exp.Select) -> tuple[SelectItem, ...]:
+    """The SELECT list as named items (qualified Spark SQL), each name once.
+
+    Raises:
+        JobError: an expression without a name, or a name given twice.
+    """
+    items: list[SelectItem] = []
+    seen: dict[str, str] = {}
+    for item in select.expressions:
+        if isinstance(item, exp.Alias):
+            expr, alias, at = item.this, item.alias, item.args["alias"]
+        elif isinstance(item, exp.Column):
+            expr, alias, at = item, item.name, item
+        else:
+            where = span(item)
+            written = stmt.text[where[0] : where[1]] if where else item.sql(dialect="spark")
+            msg = f"give the expression a name: {written} AS name"
+            raise node_error(stmt, item, msg)
+        if alias.lower() in seen:
+            msg = f"output column {alias!r} is named twice; rename one with AS"
+            raise node_error(stmt, at, msg)
+        seen[alias.lower()] = alias
+        items.append(SelectItem(sql=expr.sql(dialect="spark", comments=False), alias=alias))
+    return tuple(items)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing as t
 
 import pytest
@@ -60,7 +61,7 @@ def test_a_window_closed_before_its_last_result_fails_the_run(
     def early(*args: t.Any) -> AggregatePlan:
         # (A lag 20 s too short: W - lag passes 4 s after batch 0, before (3, 11) at 9 s.)
         plan = plan_aggregate(*args)
-        return AggregatePlan(plan.query, plan.columns, -20_000_000)
+        return dataclasses.replace(plan, lag_us=-20_000_000)
 
     monkeypatch.setattr(executor, "plan_aggregate", early)
     job = parse_job(

@@ -1,7 +1,8 @@
-"""``GROUP BY window`` queries in a batch (`plan.aggregate`): their joins' new rows go to their
-buffers, and the windows the batch's watermark closes are aggregated from the buffers for the
-sinks. A buffer unit is written under the batch's id and overwritten by a replay; the manifest
-says which units are live and up to which window end the groups were emitted."""
+"""``GROUP BY window`` queries in a batch (`plan.aggregate`, `plan.groups`): their joins' new
+rows, or their streams' rows, go to their buffers, and the windows the batch's watermark closes
+are aggregated from the buffers for the sinks (two streams' groups joined first). A buffer unit
+is written under the batch's id and overwritten by a replay; the manifest says which units are
+live and up to which window end the groups were emitted."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from streamjoin.runtime.state.manifest import GroupState, GroupUnit
 from streamjoin.runtime.threads import metrics
 
 if t.TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan
-    from streamjoin.plan.aggregate import AggregatePlan
+    from streamjoin.plan.aggregate import GroupBuffer
     from streamjoin.runtime.batch.context import Scratch
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
@@ -47,7 +48,7 @@ def buffer_rows(
     """Take each GROUP BY query's new joined rows out of `frames` and write them to the query's
     buffer unit of the batch; the units written (none for a query without new rows)."""
     units = {}
-    for ap in plan.aggregates:
+    for ap in plan.buffers:
         parts = frames.pop(ap.name, [])
         if not parts:
             continue
@@ -82,11 +83,11 @@ def close_windows(
     `final` of every window still open, and the buffers after them."""
     spark, scratch, checkpoint, batch_id = reading
     out = Closing()
-    current = {ap.name: ap.buffer_signature for ap in plan.aggregates}
+    current = {ap.name: ap.buffer_signature for ap in plan.buffers}
     for name, old in prev.groups.items():
         if current.get(name) != old.signature:  # (a query dropped or changed: its buffer goes)
             out.dropped += [u.path for u in old.units]
-    for ap in plan.aggregates:
+    for ap in plan.buffers:
         signature = ap.buffer_signature
         state = prev.groups.get(ap.name)
         if state is None or state.signature != signature:
@@ -100,7 +101,7 @@ def close_windows(
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
             df = spark.read.parquet(*(checkpoint.path(u.path) for u in chosen))
-            view = scratch.view(df, f"sj_groups_{ap.name}_{batch_id}")
+            view = scratch.view(df, f"sj_groups_{ap.name.replace('.', '_')}_{batch_id}")
             out.frames[ap.name] = spark.sql(ap.group_sql(view, after, upto)).drop(END)
         closed = after if upto is None else upto
         live = [] if final else _overlapping(ap, units, closed, None)
@@ -110,7 +111,7 @@ def close_windows(
 
 
 def _overlapping(
-    ap: AggregatePlan, units: Sequence[GroupUnit], after: int | None, upto: int | None
+    ap: GroupBuffer, units: Sequence[GroupUnit], after: int | None, upto: int | None
 ) -> list[GroupUnit]:
     """The units that may hold rows of a window ending in ``(after, upto]`` (None: unbounded)."""
     lo = None if after is None else ap.first_needed(after)
@@ -119,12 +120,39 @@ def _overlapping(
     ]
 
 
-def _first_open(plan: JobPlan, ap: AggregatePlan, prev: Manifest) -> int | None:
+def stream_rows(
+    plan: JobPlan, deltas: Mapping[str, str], spark: SparkSession
+) -> dict[str, list[DataFrame]]:
+    """The rows of the batch each group query's input buffers, from its stream's delta."""
+    return {
+        buffer.name: [spark.sql(gq.rows_sql(i, deltas[group.stream]))]
+        for gq in plan.group_queries
+        for i, (group, buffer) in enumerate(zip(gq.query.inputs, gq.inputs, strict=True))
+    }
+
+
+def group_outputs(
+    plan: JobPlan, closing: Closing, scratch: Scratch, spark: SparkSession, batch_id: int
+) -> None:
+    """Replace, in `closing.frames`, each group query's inputs' groups by the query's rows:
+    its one input's groups, or the join of its two inputs' (none while one has no group)."""
+    for gq in plan.group_queries:
+        parts = [closing.frames.pop(b.name, None) for b in gq.inputs]
+        if any(p is None for p in parts):
+            continue
+        views = tuple(
+            scratch.view(t.cast("DataFrame", p), f"sj_{b.name.replace('.', '_')}_{batch_id}")
+            for p, b in zip(parts, gq.inputs, strict=True)
+        )
+        closing.frames[gq.name] = spark.sql(gq.output_sql(views))
+
+
+def _first_open(plan: JobPlan, ap: GroupBuffer, prev: Manifest) -> int | None:
     """For a query new to the run: the windows it may not answer for end at or before this.
-    The join results of earlier batches, never buffered for it, have event times up to the
-    newest its time column's stream had seen, so only the windows starting after it are
-    complete (None: the run's first batch, nothing was seen)."""
-    stream = plan.stream(ap.query.sides[ap.side].stream).stream
+    The rows of earlier batches, never buffered for it, have event times up to the newest its
+    time column's stream had seen, so only the windows starting after it are complete (None:
+    the run's first batch, nothing was seen)."""
+    stream = plan.stream(ap.time_stream).stream
     seen, mark = prev.stream_wm.get(stream.name), stream.watermark
     if seen is None or mark is None:
         return None

@@ -25,7 +25,13 @@ from streamjoin.adapt.joinpath import checks_skew
 from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
-from streamjoin.runtime.batch.groups import Closing, buffer_rows, close_windows
+from streamjoin.runtime.batch.groups import (
+    Closing,
+    buffer_rows,
+    close_windows,
+    group_outputs,
+    stream_rows,
+)
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
@@ -185,7 +191,9 @@ class BatchProcessor:
             alone = two.frames | two.member_frames(jointly)
             frames |= {n: [frame] for n, frame in alone.items()}
             closing = None
-            if self.plan.aggregates or self.plan.outers:
+            if self.plan.group_queries:
+                frames |= stream_rows(self.plan, deltas, ctx.spark)
+            if self.plan.buffers or self.plan.outers:
                 # (Windows close, and rows without a partner are decided, by the watermark the
                 # batch leaves: its statistics first.)
                 _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
@@ -264,7 +272,9 @@ class BatchProcessor:
         that `watermark`, the one the batch leaves, closes (`batch.groups`)."""
         units = buffer_rows(self.plan, frames, self.checkpoint, ctx.batch_id)
         reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
-        return close_windows(self.plan, ctx.prev, units, watermark, reading)
+        closing = close_windows(self.plan, ctx.prev, units, watermark, reading)
+        group_outputs(self.plan, closing, ctx.scratch, ctx.spark, ctx.batch_id)
+        return closing
 
     def finish(self) -> int | None:
         """Declare the input finished (``--final``): a last batch, after the newest committed
@@ -284,6 +294,7 @@ class BatchProcessor:
             units = buffer_rows(self.plan, frames, self.checkpoint, batch_id)
             reading = (spark, scratch, self.checkpoint, batch_id)
             closing = close_windows(self.plan, prev, units, prev.global_wm, reading, final=True)
+            group_outputs(self.plan, closing, scratch, spark, batch_id)
             frames |= {name: [frame] for name, frame in closing.frames.items()}
             out = write_frames(self.plan.job, batch_id, self.parallelism, frames)
             before = prev.totals

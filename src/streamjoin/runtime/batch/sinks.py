@@ -80,7 +80,7 @@ def write_frames(
     """`write_outputs` for batch `batch_id` of `job`, its sinks written by up to `parallelism`
     tasks each (also outside a stream's batch: ``--final``)."""
     per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
-    sinks = {q.name: q.sink for q in job.queries}
+    sinks = job.outputs
     for name, parts in frames.items():
         if not parts:
             continue

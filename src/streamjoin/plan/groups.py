@@ -1,0 +1,62 @@
+"""How a query over windowed groups of single streams runs (`model.groups`): each input's rows
+go to a buffer of their own as a batch reads them, and a window's groups are computed from the
+buffer once the watermark passes its end (a lag of 0: every row still to come is at or above
+the watermark). Two inputs' groups of the windows a batch closes are joined then, in that batch:
+the join's condition matches their windows, so no pair waits for a later batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamjoin.model import GroupQuery, StreamGroup
+from streamjoin.plan.aggregate import GroupBuffer, columns_read
+
+
+@dataclass(frozen=True, slots=True)
+class GroupQueryPlan:
+    """A group query: a buffer per input (`inputs[i]` for `query.inputs[i]`)."""
+
+    query: GroupQuery
+    inputs: tuple[GroupBuffer, ...]
+
+    @property
+    def name(self) -> str:
+        """The query's name."""
+        return self.query.name
+
+    def rows_sql(self, i: int, view: str) -> str:
+        """Spark SQL of input `i`'s rows to buffer, from its stream's rows of a batch in
+        `view`: the columns its groups read, under their buffer names."""
+        group, buffer = self.query.inputs[i], self.inputs[i]
+        items = ", ".join(f"{sql} AS `{name}`" for sql, name in buffer.columns)
+        sql = f"SELECT {items} FROM {view} AS {group.alias}"
+        return sql if group.where is None else f"{sql} WHERE {group.where}"
+
+    def output_sql(self, views: tuple[str, ...]) -> str:
+        """Spark SQL of the query's rows from its inputs' groups (in `views`, input order)."""
+        if len(views) == 1:
+            return f"SELECT * FROM {views[0]}"
+        (a, b), items = (
+            self.query.inputs,
+            ", ".join(f"{s.sql} AS `{s.alias}`" for s in self.query.select),
+        )
+        return (
+            f"SELECT {items} FROM {views[0]} AS {a.name} JOIN {views[1]} AS {b.name} "
+            f"ON ({self.query.on})"
+        )
+
+
+def plan_group_query(query: GroupQuery) -> GroupQueryPlan:
+    """The buffers of `query`'s inputs, named by the query (and the input's alias when it
+    joins two)."""
+    buffers = []
+    for group in query.inputs:
+        name = query.name if len(query.inputs) == 1 else f"{query.name}.{group.name}"
+        buffers.append(_buffer(name, group, query.signature))
+    return GroupQueryPlan(query, tuple(buffers))
+
+
+def _buffer(name: str, group: StreamGroup, meaning: str) -> GroupBuffer:
+    agg = group.aggregation
+    columns = columns_read(agg, group.select)  # (WHERE runs before the buffer)
+    return GroupBuffer(name, agg, group.select, columns, 0, meaning, group.stream)

@@ -1,0 +1,201 @@
+"""Queries over windowed groups of single streams (`model.groups`): ``SELECT ... FROM s [WHERE
+...] GROUP BY window(...), keys``, in Spark's form or Flink's ``TABLE(TUMBLE(...))``, and the
+join of two such subqueries on their window (Nexmark q8's shape)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlglot import exp
+from sqlglot.tokenizer_core import Token
+
+from streamjoin.model import GroupQuery, StreamDef, StreamGroup
+from streamjoin.model.aggregate import WINDOW
+from streamjoin.sql.aggregate import parse_aggregation
+from streamjoin.sql.dialect import SPAN_KEY, node_error, span
+from streamjoin.sql.positions import Statement
+from streamjoin.sql.relations import check_clauses, select_items, stream_side
+from streamjoin.sql.resolve import Resolver, identifier
+from streamjoin.sql.tvf import Tvf, apply_tvf
+
+_JOIN_USAGE = (
+    "FROM (SELECT ..., window_start AS ws FROM TABLE(TUMBLE(...)) GROUP BY window_start, "
+    "window_end, ...) a JOIN (SELECT ...) b ON a.ws = b.ws AND ..."
+)
+
+
+def is_group_query(select: exp.Select) -> bool:
+    """Whether `select` groups one stream (no join), or joins two grouped subqueries."""
+    from_ = select.args.get("from_")
+    if from_ is None:
+        return False
+    joins = select.args.get("joins") or []
+    if not joins:
+        return select.args.get("group") is not None and isinstance(from_.this, exp.Table)
+    relations = [from_.this, *(j.this for j in joins)]
+    return all(_grouped(r) for r in relations)
+
+
+def parse_group_query(
+    stmt: Statement,
+    tokens: list[Token],
+    select: exp.Select,
+    streams: Sequence[StreamDef],
+    tvfs: Mapping[int, Tvf],
+    head: tuple[str, str],
+) -> GroupQuery:
+    """The `GroupQuery` of `select` (`is_group_query`), named and sunk as `head` says.
+
+    Raises:
+        JobError: a group over a stream without an event time, an ungrouped column, a join
+            of groups that does not match their windows; UnsupportedError: shapes not run.
+    """
+    name, sink = head
+    joins = select.args.get("joins") or []
+    if not joins:
+        group = _stream_group(stmt, tokens, select, streams, tvfs, None)
+        return GroupQuery(name, sink, (group,), group.select, line=stmt.line)
+    if len(joins) != 1:
+        msg = f"a join of grouped streams joins two of them: {_JOIN_USAGE}"
+        raise node_error(stmt, joins[1].this, msg, unsupported=True)
+    join = joins[0]
+    if join.side or join.kind not in ("", "INNER"):
+        msg = f"a join of grouped streams is an inner join: {_JOIN_USAGE}"
+        raise node_error(stmt, join, msg, unsupported=True)
+    for arg, value in select.args.items():
+        if value and arg not in ("expressions", "from_", "joins", "where"):
+            msg = f"the outer SELECT of a join of grouped streams picks and filters: {_JOIN_USAGE}"
+            raise node_error(stmt, select, msg, unsupported=True)
+    subqueries = [select.args["from_"].this, join.this]
+    groups = []
+    for sub in subqueries:
+        if not sub.alias:
+            raise node_error(stmt, sub, "name the grouped subquery: (SELECT ...) AS a")
+        groups.append(_stream_group(stmt, tokens, sub.this, streams, tvfs, sub.alias))
+    a, b = groups
+    if a.name.lower() == b.name.lower():
+        raise node_error(stmt, join.this, f"two inputs are called {a.name!r}; alias one")
+    conditions = [c for c in (join.args.get("on"), _where(select)) if c is not None]
+    if not conditions:
+        raise node_error(stmt, join, f"the join needs an ON condition: {_JOIN_USAGE}")
+    for condition in conditions:
+        _qualify(stmt, condition, groups)
+    on = exp.and_(*conditions)
+    _check_windows(stmt, on, a, b)
+    for item in select.expressions:
+        _qualify(stmt, item, groups)
+    items = select_items(stmt, select)
+    return GroupQuery(name, sink, (a, b), items, on.sql(dialect="spark"), stmt.line)
+
+
+def _grouped(relation: exp.Expr) -> bool:
+    return (
+        isinstance(relation, exp.Subquery)
+        and isinstance(relation.this, exp.Select)
+        and relation.this.args.get("group") is not None
+        and not relation.this.args.get("joins")
+    )
+
+
+def _where(select: exp.Select) -> exp.Expr | None:
+    where = select.args.get("where")
+    return None if where is None else where.this
+
+
+def _stream_group(
+    stmt: Statement,
+    tokens: list[Token],
+    select: exp.Select,
+    streams: Sequence[StreamDef],
+    tvfs: Mapping[int, Tvf],
+    output: str | None,
+) -> StreamGroup:
+    """One stream's groups: ``SELECT items FROM s [WHERE ...] GROUP BY window(...), keys``."""
+    relation = select.args["from_"].this
+    where = span(relation)
+    tvf = tvfs.get(where[0]) if where else None
+    if tvf is not None:
+        apply_tvf(stmt, select, tvf)
+    check_clauses(stmt, tokens, select)
+    side = stream_side(stmt, relation, streams)
+    resolver = Resolver(stmt, (side,), windowed=True)
+    condition = _where(select)
+    if condition is not None:
+        resolver.qualify(condition)
+    for item in select.expressions:
+        resolver.qualify(item)
+    aggregation = parse_aggregation(stmt, select, resolver)
+    assert aggregation is not None  # (a GROUP BY, by `is_group_query`)
+    return StreamGroup(
+        alias=side.alias,
+        stream=side.stream.name,
+        aggregation=aggregation,
+        select=select_items(stmt, select),
+        where=None if condition is None else condition.sql(dialect="spark"),
+        output=output or side.alias,
+    )
+
+
+def _qualify(stmt: Statement, root: exp.Expr, groups: Sequence[StreamGroup]) -> None:
+    """Rewrite each column under `root` to ``group.name``, a column of a group's SELECT."""
+    for col in list(root.find_all(exp.Column)):
+        table = col.table.lower()
+        owners = [
+            g
+            for g in groups
+            if (not table or g.name.lower() == table)
+            and any(i.alias.lower() == col.name.lower() for i in g.select)
+        ]
+        if len(owners) != 1:
+            listing = "; ".join(f"{g.name}: {', '.join(i.alias for i in g.select)}" for g in groups)
+            what = "ambiguous" if owners else "unknown"
+            msg = f"{what} column {col.sql(dialect='spark')!r} (columns of {listing})"
+            raise node_error(stmt, col, msg)
+        item = next(i for i in owners[0].select if i.alias.lower() == col.name.lower())
+        where = span(col)
+        col.set("this", identifier(item.alias))
+        col.set("table", identifier(owners[0].name))
+        if where is not None:
+            col.meta[SPAN_KEY] = where
+
+
+def _check_windows(stmt: Statement, on: exp.Expr, a: StreamGroup, b: StreamGroup) -> None:
+    """`on` equates a bound of `a`'s window with the same bound of `b`'s, and the windows are
+    alike: each pair the join makes is then of one window's groups, both closed in one batch."""
+    wa, wb = a.aggregation.window, b.aggregation.window
+    if (wa.size_us, wa.slide_us) != (wb.size_us, wb.slide_us):
+        msg = f"the joined groups' windows differ ({wa.time} and {wb.time}); use the same window"
+        raise node_error(stmt, on, msg, unsupported=True)
+    bounds = {g.name.lower(): _bounds(g) for g in (a, b)}
+    for node in _conjuncts(on):
+        if not isinstance(node, exp.EQ):
+            continue
+        sides = [node.this, node.expression]
+        if not all(isinstance(c, exp.Column) for c in sides):
+            continue
+        found = [bounds.get(c.table.lower(), {}).get(c.name.lower()) for c in sides]
+        if found[0] is not None and found[0] == found[1] and sides[0].table != sides[1].table:
+            return
+    msg = (
+        "a join of grouped streams must match their windows, so that each window's pairs are "
+        f"emitted when it closes: {_JOIN_USAGE}"
+    )
+    raise node_error(stmt, on, msg, unsupported=True)
+
+
+def _bounds(group: StreamGroup) -> dict[str, str]:
+    """The group's output columns that are its window's start or end, and which."""
+    out = {}
+    for item in group.select:
+        for bound in ("start", "end"):
+            if item.sql.lower() in (f"{WINDOW}.{bound}", f"`{WINDOW}`.`{bound}`"):
+                out[item.alias.lower()] = bound
+    return out
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
