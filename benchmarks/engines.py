@@ -32,7 +32,7 @@ from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from streamjoin.model import Job, Query, StreamDef
+    from streamjoin.model import GroupQuery, Job, Query, StreamDef
     from streamjoin.plan.outer import OuterPlan
 
 ENGINES = ("streamjoin", "spark-native", "spark-foreach")
@@ -271,7 +271,8 @@ def run_engine(
     if engine == "spark-native":
         run.state_rows, run.state_bytes = batches.state_rows, batches.state_bytes
     if not run.out:
-        run.out = {q.name: _count(spark, _out_path(job, q)) for q in job.queries}
+        outputs: list[Query | GroupQuery] = [*job.queries, *job.group_queries]
+        run.out = {q.name: _count(spark, _out_path(job, q)) for q in outputs}
     return run
 
 
@@ -283,10 +284,10 @@ def _jvm_flags(spark: SparkSession) -> str:
     return " ".join(a for a in args if a.startswith("-XX:") and "IgnoreUnrecognized" not in a)
 
 
-def _out_path(job: Job, q: Query) -> str:
+def _out_path(job: Job, q: Query | GroupQuery) -> str:
     path = job.sink(q.sink).option("path")
     assert path is not None
-    return path if len(job.queries) == 1 else f"{path}/{q.name}"
+    return path if len(job.outputs) == 1 else f"{path}/{q.name}"
 
 
 def _count(spark: SparkSession, path: str) -> int:
@@ -531,6 +532,8 @@ def _trigger(writer: t.Any, live: Live | None) -> t.Any:
 def _run_native(
     spark: SparkSession, job: Job, workdir: str, time_limit: float | None, live: Live | None
 ) -> bool:
+    from streamjoin.plan.groups import spark_sql
+
     queries = []
     for q in job.queries:
         views = {}
@@ -543,6 +546,19 @@ def _run_native(
             out.writeStream.format("parquet")
             .option("path", _out_path(job, q))
             .option("checkpointLocation", os.path.join(workdir, "ckpt", q.name)),
+            live,
+        ).start()
+        queries.append(query)
+    for g in job.group_queries:
+        views = {}
+        for stream in g.streams:
+            views[stream] = f"native_{g.name}_{stream}"
+            _stream_frame(spark, job.stream(stream)).createOrReplaceTempView(views[stream])
+        out = spark.sql(spark_sql(g, views))
+        query = _trigger(
+            out.writeStream.format("parquet")
+            .option("path", _out_path(job, g))
+            .option("checkpointLocation", os.path.join(workdir, "ckpt", g.name)),
             live,
         ).start()
         queries.append(query)

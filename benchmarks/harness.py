@@ -333,6 +333,11 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
     # An engine stopped early by its time limit cannot have the whole result; the others must
     # match the exact result (or its size), or, where there is none, each other.
     done = {e: r for e, r in results.items() if not r.get("stopped_early") and not r.get("error")}
+    if case.final:
+        # Only ours declares the input finished: a peer's windows still open at its end are
+        # not emitted, so its result is short of the whole answer by design.
+        for engine in [e for e in done if e != "streamjoin"]:
+            done.pop(engine)["unchecked"] = "no end of input: the last windows stay open"
     agree: bool | None
     if case.exact is not None:
         outs = {e: os.path.join(ROOT, "work", case.name, e, "out") for e in done}
@@ -340,7 +345,8 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         expected: dict[str, int] | None = {"exact": size_of}
         for engine, (missing, extra) in diffs.items():
             done[engine]["missing_rows"], done[engine]["extra_rows"] = missing, extra
-        agree = all(d == (0, 0) for d in diffs.values()) and len(done) == len(results)
+        errors = any(r.get("error") for r in results.values())
+        agree = all(d == (0, 0) for d in diffs.values()) and not errors
     else:
         expected = expected_counts(case)
         finished = [r.get("out") for r in done.values()]

@@ -81,6 +81,8 @@ def nexmark_target(report: Mapping[str, t.Any]) -> tuple[str, str, bool]:
 def _exact(r: Mapping[str, t.Any]) -> str:
     if r.get("stopped_early"):
         return "unchecked"
+    if r.get("unchecked"):
+        return f"unchecked ({r['unchecked']})"
     missing, extra = r.get("missing_rows"), r.get("extra_rows")
     if missing is None:
         return "–"

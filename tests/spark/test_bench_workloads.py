@@ -66,12 +66,15 @@ def test_every_engine_matches_reference(spark: SparkSession, tmp_path: Path, wor
         expected = run_reference(job, _batches(job), final=case.final)
         assert not any(expected.late.values()), f"{case.name}: the backlog has late rows"
         for engine in ("streamjoin", *([case.peer] if case.peer else [])):
+            if engine != "streamjoin" and case.final:
+                # Spark's streaming has no end of input: the windows still open are not emitted.
+                expected = run_reference(job, _batches(job))
             workdir = tmp_path / "work" / case.name / engine
             out = workdir / "out"
             text = case.job.replace("{out}", str(out))
             run = run_engine(engine, text, str(workdir), final=case.final)
             assert run.error is None, run.error
-            query = job.queries[0]
+            query = (*job.queries, *job.group_queries)[0]
             columns = [item.alias for item in query.select]
             got = [tuple(r) for r in spark.read.parquet(str(out)).select(*columns).collect()]
             want = expected.outputs[query.name]
@@ -80,7 +83,7 @@ def test_every_engine_matches_reference(spark: SparkSession, tmp_path: Path, wor
                 f"{case.name}/{engine}: {len(got)} rows, reference {len(want)}"
             )
             assert run.out == {query.name: len(want)}
-            if case.exact is not None:
+            if case.exact is not None and (engine == "streamjoin" or not case.final):
                 # The harness's check: DuckDB's answer to the published query, row for row.
                 exact = exact_differences(case.exact, case.backlog.streams, {engine: str(out)})
                 assert exact == (len(want), {engine: (0, 0)}), case.name

@@ -46,6 +46,28 @@ class GroupQueryPlan:
         )
 
 
+def spark_sql(query: GroupQuery, views: dict[str, str]) -> str:
+    """The query as one Spark SQL statement over its streams (`views`, by stream name, each
+    with its watermark): what Spark's own streaming runs for it, in append mode."""
+    parts = []
+    for g in query.inputs:
+        w = g.aggregation.window
+        window = f"window({w.time}, '{w.size_us} microseconds', '{w.slide_us} microseconds')"
+        items = ", ".join(f"{s.sql} AS `{s.alias}`" for s in g.select)
+        sql = f"SELECT {items} FROM {views[g.stream]} AS {g.alias}"
+        sql += f" WHERE {g.where}" if g.where else ""
+        sql += f" GROUP BY {', '.join([window, *g.aggregation.keys])}"
+        having = g.aggregation.having
+        parts.append(sql + (f" HAVING {having}" if having else ""))
+    if len(parts) == 1:
+        return parts[0]
+    (a, b), items = query.inputs, ", ".join(f"{s.sql} AS `{s.alias}`" for s in query.select)
+    return (
+        f"SELECT {items} FROM ({parts[0]}) AS {a.name} JOIN ({parts[1]}) AS {b.name} "
+        f"ON ({query.on})"
+    )
+
+
 def plan_group_query(query: GroupQuery) -> GroupQueryPlan:
     """The buffers of `query`'s inputs, named by the query (and the input's alias when it
     joins two)."""
