@@ -26,7 +26,7 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-    from streamjoin.model import Job
+    from streamjoin.model import GroupQuery, Job, Query
 
 pytest.importorskip("duckdb")
 
@@ -74,7 +74,7 @@ def test_every_engine_matches_reference(spark: SparkSession, tmp_path: Path, wor
             text = case.job.replace("{out}", str(out))
             run = run_engine(engine, text, str(workdir), final=case.final)
             assert run.error is None, run.error
-            query = (*job.queries, *job.group_queries)[0]
+            query: Query | GroupQuery = (job.queries or job.group_queries)[0]
             columns = [item.alias for item in query.select]
             got = [tuple(r) for r in spark.read.parquet(str(out)).select(*columns).collect()]
             want = expected.outputs[query.name]
