@@ -11,7 +11,11 @@ query with a `TopN` selects joined rows, as a join does, and keeps the first N o
 
 from __future__ import annotations
 
+import typing as t
 from dataclasses import dataclass
+
+if t.TYPE_CHECKING:
+    from streamjoin.model.job import SelectItem
 
 WINDOW = "window"
 """The name under which a query refers to its group's window (``window.start``)."""
@@ -86,3 +90,18 @@ class TopN:
         if self.limit < 1:
             msg = f"a top-N keeps at least one row per group, got {self.limit}"
             raise ValueError(msg)
+
+
+@dataclass(frozen=True, slots=True)
+class Rollup:
+    """``SELECT items FROM (<a GROUP BY query>) alias GROUP BY keys [HAVING having]``, with no
+    window: groups over every row the inner query ever emits, so their values change as rows
+    come. An updating result, as Spark's update mode and Flink's upsert sinks give: each batch
+    writes, for each group its new rows changed, the group's values over all rows so far; a
+    reader keeps each group's newest row. `keys`, `select` and `having` are over the inner
+    query's output columns (``alias.name``); the aggregates are count, sum, avg, min and max."""
+
+    alias: str
+    keys: tuple[str, ...]
+    select: tuple[SelectItem, ...]
+    having: str | None = None

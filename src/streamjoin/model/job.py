@@ -11,7 +11,7 @@ import hashlib
 import typing as t
 from dataclasses import dataclass, field
 
-from streamjoin.model.aggregate import Aggregation, TopN
+from streamjoin.model.aggregate import Aggregation, Rollup, TopN
 from streamjoin.model.types import SqlType
 
 if t.TYPE_CHECKING:
@@ -159,6 +159,9 @@ class Query:
     """An outer join's kind and ON condition (`predicate` stays ON and WHERE, for the pairs)."""
     topn: TopN | None = None
     """``ROW_NUMBER() OVER (...) <= N`` over the joined rows (`model.aggregate`)."""
+    rollup: Rollup | None = None
+    """Groups with no window over the rows of the query's GROUP BY (`model.aggregate`): the
+    query's output is then the rollup's, `select` what the GROUP BY feeds it."""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()

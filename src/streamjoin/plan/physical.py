@@ -32,6 +32,7 @@ from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 from streamjoin.plan.outer import OuterPlan, plan_outer
 from streamjoin.plan.querybits import numeric_columns
+from streamjoin.plan.rollup import RollupPlan
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
 
@@ -110,6 +111,11 @@ class JobPlan:
     """The outer joins: when each emits its rows without a partner (`plan.outer`)."""
     group_queries: tuple[GroupQueryPlan, ...] = ()
     """The queries over windowed groups of single streams (`plan.groups`)."""
+
+    @property
+    def rollups(self) -> tuple[RollupPlan, ...]:
+        """The rollups over the GROUP BY queries' rows (`plan.rollup`)."""
+        return tuple(RollupPlan(a.query) for a in self.aggregates if a.query.rollup is not None)
 
     @property
     def buffers(self) -> tuple[GroupBuffer, ...]:

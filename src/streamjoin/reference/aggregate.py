@@ -66,8 +66,8 @@ def aggregate_results(
     if isinstance(agg, TopN):
         rows = [compile_expression(s.sql) for s in plan.select]
     else:
-        items = [_compile_grouped(s.sql) for s in plan.select]
-        having = _compile_grouped(agg.having) if agg.having is not None else None
+        items = [compile_grouped(s.sql) for s in plan.select]
+        having = compile_grouped(agg.having) if agg.having is not None else None
     out = []
     for group, members in groups.items():
         end = t.cast("int", group[0]) + window.size_us
@@ -136,7 +136,7 @@ def _emitter(
     return emit
 
 
-def _compile_grouped(sql: str) -> Callable[[Sequence[Env], Mapping[str, object]], object]:
+def compile_grouped(sql: str) -> Callable[[Sequence[Env], Mapping[str, object]], object]:
     """`sql` over a group: its aggregate calls over the group's results, the rest (keys, the
     window's bounds) over the first result."""
     tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")

@@ -58,6 +58,7 @@ from streamjoin.reference.aggregate import aggregate_results
 from streamjoin.reference.evaluate import Evaluator, compile_expression
 from streamjoin.reference.groups import group_query_results
 from streamjoin.reference.outer import unmatched_results
+from streamjoin.reference.rollup import rollup_results
 
 Row = Mapping[str, object]
 
@@ -180,6 +181,8 @@ def run_reference(
             joined += unmatched_results(job, joins, op, inputs, batches_of, watermarks, final)
         if grouped is not None:
             joined = aggregate_results(grouped, joined, watermarks, final)
+        if q.rollup is not None:
+            joined = rollup_results(q, joined)
         outputs[q.name] = [row for row, _ in joined]
         arrivals[q.name] = [b for _, b in joined]
     for g in job.group_queries:

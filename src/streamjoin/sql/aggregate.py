@@ -6,14 +6,17 @@ from __future__ import annotations
 from sqlglot import exp
 
 from streamjoin.model import Aggregation, EventWindow
-from streamjoin.model.aggregate import WINDOW
+from streamjoin.model.aggregate import POINT_US, WINDOW
 from streamjoin.model.intervals import unit_micros
 from streamjoin.sql.dialect import node_error
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import AGGREGATES
 from streamjoin.sql.resolve import Resolver
 
-_USAGE = "GROUP BY window(<event time>, '<size>'[, '<slide>']), <keys>"
+_USAGE = (
+    "GROUP BY window(<event time>, '<size>'[, '<slide>']), <keys> "
+    "(or an input's event-time column among the keys)"
+)
 
 
 def parse_aggregation(
@@ -32,6 +35,14 @@ def parse_aggregation(
             raise node_error(stmt, having, "HAVING needs a GROUP BY")
         return None
     windows = [g for g in group.expressions if is_window(g)]
+    if not windows:
+        times = [g for g in group.expressions if _event_time(g, resolver)]
+        if len(times) == 1:
+            # Grouping by an input's event time: a window of one instant, which the watermark
+            # closes as it passes (the column stays a key, for SELECT).
+            resolver.qualify(times[0])
+            point = EventWindow(times[0].sql(dialect="spark"), POINT_US, POINT_US)
+            return _grouped_by(stmt, select, resolver, point, list(group.expressions), having)
     if len(windows) != 1:
         what = "two windows" if windows else "no window"
         msg = (
@@ -40,10 +51,21 @@ def parse_aggregation(
         )
         raise node_error(stmt, windows[1] if windows else group, msg, unsupported=True)
     window = window_of(stmt, windows[0], resolver)
+    rest = [g for g in group.expressions if g is not windows[0]]
+    return _grouped_by(stmt, select, resolver, window, rest, having)
+
+
+def _grouped_by(
+    stmt: Statement,
+    select: exp.Select,
+    resolver: Resolver,
+    window: EventWindow,
+    rest: list[exp.Expr],
+    having: exp.Having | None,
+) -> Aggregation:
+    """The aggregation by `window` and the other GROUP BY expressions, `rest`."""
     keys = []
-    for key in group.expressions:
-        if key is windows[0]:
-            continue
+    for key in rest:
         if key.find(exp.AggFunc) is not None:
             raise node_error(stmt, key, "an aggregate cannot be a GROUP BY key")
         resolver.qualify(key)
@@ -51,11 +73,23 @@ def parse_aggregation(
     condition = None
     if having is not None:
         resolver.qualify(having.this)
-        _check_grouped(stmt, having.this, keys, "HAVING")
+        check_grouped(stmt, having.this, keys, "HAVING")
         condition = having.this.sql(dialect="spark", comments=False)
     for item in select.expressions:
-        _check_grouped(stmt, item.this if isinstance(item, exp.Alias) else item, keys, "SELECT")
+        check_grouped(stmt, item.this if isinstance(item, exp.Alias) else item, keys, "SELECT")
     return Aggregation(window, tuple(keys), condition)
+
+
+def _event_time(node: exp.Expr, resolver: Resolver) -> bool:
+    """Whether `node` is a column that is its input's event time."""
+    if not isinstance(node, exp.Column):
+        return False
+    for side in resolver.sides:
+        if node.table and side.alias.lower() != node.table.lower():
+            continue
+        if (side.stream.event_time or "").lower() == node.name.lower():
+            return True
+    return False
 
 
 def is_window(node: exp.Expr) -> bool:
@@ -105,9 +139,13 @@ def _duration(stmt: Statement, node: exp.Expr) -> int:
     return int(parts[0]) * micros
 
 
-def _check_grouped(stmt: Statement, node: exp.Expr, keys: list[str], clause: str) -> None:
+def check_grouped(stmt: Statement, node: exp.Expr, keys: list[str], clause: str) -> None:
     """Every column of `node` outside an aggregate is inside a grouping key or is the window;
-    DISTINCT only in count, of one expression."""
+    DISTINCT only in count, of one expression.
+
+    Raises:
+        JobError: a column neither grouped nor aggregated; UnsupportedError: another DISTINCT.
+    """
     if type(node) in AGGREGATES:
         distinct = node.this if isinstance(node.this, exp.Distinct) else None
         if distinct is not None and (
@@ -127,4 +165,4 @@ def _check_grouped(stmt: Statement, node: exp.Expr, keys: list[str], clause: str
             raise node_error(stmt, node, msg)
         return
     for child in node.iter_expressions():
-        _check_grouped(stmt, child, keys, clause)
+        check_grouped(stmt, child, keys, clause)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 from sqlglot.tokenizer_core import Token
 
-from streamjoin.model import GroupQuery, StreamDef, StreamGroup
+from streamjoin.model import GroupQuery, SelectItem, StreamDef, StreamGroup
 from streamjoin.model.aggregate import WINDOW
 from streamjoin.sql.aggregate import parse_aggregation
 from streamjoin.sql.dialect import SPAN_KEY, node_error, span
@@ -78,12 +78,13 @@ def parse_group_query(
     conditions = [c for c in (join.args.get("on"), _where(select)) if c is not None]
     if not conditions:
         raise node_error(stmt, join, f"the join needs an ON condition: {_JOIN_USAGE}")
+    named = [(g.name, g.select) for g in groups]
     for condition in conditions:
-        _qualify(stmt, condition, groups)
+        qualify_outputs(stmt, condition, named)
     on = exp.and_(*conditions)
     _check_windows(stmt, on, a, b)
     for item in select.expressions:
-        _qualify(stmt, item, groups)
+        qualify_outputs(stmt, item, named)
     items = select_items(stmt, select)
     return GroupQuery(name, sink, (a, b), items, on.sql(dialect="spark"), stmt.line)
 
@@ -136,25 +137,33 @@ def _stream_group(
     )
 
 
-def _qualify(stmt: Statement, root: exp.Expr, groups: Sequence[StreamGroup]) -> None:
-    """Rewrite each column under `root` to ``group.name``, a column of a group's SELECT."""
+def qualify_outputs(
+    stmt: Statement, root: exp.Expr, inputs: Sequence[tuple[str, Sequence[SelectItem]]]
+) -> None:
+    """Rewrite each column under `root` to ``name.column``, a column of one of the subqueries
+    `inputs` (each its name and SELECT list).
+
+    Raises:
+        JobError: a column no input has, or two have.
+    """
     for col in list(root.find_all(exp.Column)):
         table = col.table.lower()
         owners = [
-            g
-            for g in groups
-            if (not table or g.name.lower() == table)
-            and any(i.alias.lower() == col.name.lower() for i in g.select)
+            (name, item)
+            for name, items in inputs
+            if not table or name.lower() == table
+            for item in items
+            if item.alias.lower() == col.name.lower()
         ]
         if len(owners) != 1:
-            listing = "; ".join(f"{g.name}: {', '.join(i.alias for i in g.select)}" for g in groups)
+            listing = "; ".join(f"{n}: {', '.join(i.alias for i in items)}" for n, items in inputs)
             what = "ambiguous" if owners else "unknown"
             msg = f"{what} column {col.sql(dialect='spark')!r} (columns of {listing})"
             raise node_error(stmt, col, msg)
-        item = next(i for i in owners[0].select if i.alias.lower() == col.name.lower())
+        name, item = owners[0]
         where = span(col)
         col.set("this", identifier(item.alias))
-        col.set("table", identifier(owners[0].name))
+        col.set("table", identifier(name))
         if where is not None:
             col.meta[SPAN_KEY] = where
 

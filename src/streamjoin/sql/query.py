@@ -22,6 +22,7 @@ from streamjoin.sql.options import parse_query_with
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import check_clauses, find_relations, select_items
 from streamjoin.sql.resolve import Resolver
+from streamjoin.sql.rollup import parse_rollup, unwrap_rollup
 from streamjoin.sql.topn import unwrap_ranked
 from streamjoin.sql.tvf import blank_tvfs
 from streamjoin.sql.typecheck import TypeCheckError, infer_category
@@ -72,6 +73,9 @@ def parse_insert(
         at = next(iter(tvfs.values())).span
         msg = "a windowing function's rows are grouped (GROUP BY window_start, window_end, ...)"
         raise stmt.error(msg, at[0], at[1], unsupported=True)
+    rolled = unwrap_rollup(select)
+    if rolled is not None:
+        select = rolled[1]
     ranked = unwrap_ranked(stmt, select)
     if ranked is not None:
         select = ranked.inner
@@ -115,6 +119,7 @@ def parse_insert(
         raise node_error(stmt, err.node, err.message) from None
     left, right, *further = (JoinSide(s.stream.name, s.alias) for s in rel.sides)
     items = select_items(stmt, select)
+    rollup = None if rolled is None else parse_rollup(stmt, rolled[0], items)
     outer = None
     if rel.outer is not None:
         where = None if where_clause is None else _sql(where_clause.this)
@@ -132,6 +137,7 @@ def parse_insert(
         aggregation=aggregation,
         outer=outer,
         topn=topn,
+        rollup=rollup,
     )
 
 

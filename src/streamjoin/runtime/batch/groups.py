@@ -84,6 +84,7 @@ def close_windows(
     spark, scratch, checkpoint, batch_id = reading
     out = Closing()
     current = {ap.name: ap.buffer_signature for ap in plan.buffers}
+    current |= {rp.state_name: rp.signature for rp in plan.rollups}  # (`batch.rollup`'s)
     for name, old in prev.groups.items():
         if current.get(name) != old.signature:  # (a query dropped or changed: its buffer goes)
             out.dropped += [u.path for u in old.units]

@@ -34,6 +34,7 @@ from streamjoin.runtime.batch.groups import (
 )
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
+from streamjoin.runtime.batch.rollup import roll_up
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_frames, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
@@ -274,6 +275,7 @@ class BatchProcessor:
         reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
         closing = close_windows(self.plan, ctx.prev, units, watermark, reading)
         group_outputs(self.plan, closing, ctx.scratch, ctx.spark, ctx.batch_id)
+        roll_up(self.plan, ctx.prev, closing, reading)
         return closing
 
     def finish(self) -> int | None:
@@ -295,6 +297,7 @@ class BatchProcessor:
             reading = (spark, scratch, self.checkpoint, batch_id)
             closing = close_windows(self.plan, prev, units, prev.global_wm, reading, final=True)
             group_outputs(self.plan, closing, scratch, spark, batch_id)
+            roll_up(self.plan, prev, closing, reading)
             frames |= {name: [frame] for name, frame in closing.frames.items()}
             out = write_frames(self.plan.job, batch_id, self.parallelism, frames)
             before = prev.totals

@@ -1,0 +1,73 @@
+"""Rollups (groups with no window over a GROUP BY query's rows, Nexmark q4's shape) on Spark
+against the reference: each batch writes the new values of the groups its rows touched, across
+a restart that replays a batch and a final run."""
+
+from __future__ import annotations
+
+import typing as t
+
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.engine import Engine
+from streamjoin.sql import parse_job
+
+from .harness import read_sink, run_batches
+from .streams import make_batches, stream_ddl
+
+if t.TYPE_CHECKING:
+    import pytest
+    from pyspark.sql import SparkSession
+
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
+
+
+@st.composite
+def rollup_query(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """An outer GROUP BY (no window) over a windowed GROUP BY of A ⋈ B: INSERT and columns."""
+    inner_group = draw(
+        st.sampled_from(
+            ["window(a.ts, '2 seconds'), a.k", "a.k, a.ts", "window(b.ts, '3 seconds')"]
+        )
+    )
+    key = "q.k" if "a.k" in inner_group else "q.hi > 5"
+    having = draw(st.sampled_from(["", " HAVING count(*) > 1"]))
+    inner = (
+        "SELECT "
+        + ("a.k AS k, " if "a.k" in inner_group else "")
+        + "count(*) AS n, max(b.x) AS hi, min(a.s) AS s FROM A a JOIN B b ON a.k = b.k "
+        "AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '2' SECOND "
+        f"GROUP BY {inner_group}"
+    )
+    sql = (
+        f"INSERT INTO g SELECT {key} AS key, count(*) AS groups, sum(q.n) AS pairs, "
+        f"avg(q.hi) AS mean, min(q.s) AS least, max(q.n) AS most "
+        f"FROM ({inner}) q GROUP BY {key}{having};"
+    )
+    return sql, ["key", "groups", "pairs", "mean", "least", "most"]
+
+
+@settings(max_examples=3, deadline=None, phases=NO_SHRINK)
+@given(seed=st.integers(0, 10_000), query=rollup_query(), final=st.booleans())
+def test_rollups_match_the_reference(
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    query: tuple[str, list[str]],
+    final: bool,
+) -> None:
+    tmp = tmp_path_factory.mktemp("rollup")
+    insert, columns = query
+    sink = f"CREATE SINK g WITH (format = 'parquet', path = '{tmp / 'g'}');"
+    job = parse_job("\n".join([stream_ddl("A"), stream_ddl("B"), sink, insert]))
+    batches = make_batches(seed, n_batches=5, rows_per_batch=10, keys=3)
+    ckpt = tmp / "ckpt"
+    run_batches(spark, job, batches[:3], ckpt)
+    run_batches(spark, job, batches[2:], ckpt, first_batch=2)  # (replays batch 2)
+    if final:
+        assert Engine(spark).processor(job, str(ckpt)).finish() == len(batches)
+    expected = run_reference(job, batches, final=final)
+    want = [(*r, b) for r, b in zip(expected.outputs["q1"], expected.arrivals["q1"], strict=True)]
+    got = read_sink(spark, job, "g", [*columns, "batch"])
+    assert normalize(got) == normalize(want)
