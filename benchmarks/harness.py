@@ -176,11 +176,15 @@ def expected_counts(case: Case) -> dict[str, int] | None:
 
 
 def exact_differences(
-    exact: str, streams: t.Mapping[str, str], outs: t.Mapping[str, str]
+    exact: str,
+    streams: t.Mapping[str, str],
+    outs: t.Mapping[str, str],
+    latest_by: t.Sequence[str] = (),
 ) -> tuple[int, dict[str, tuple[int, int]]]:
     """The size of DuckDB's answer to `exact` over the Parquet directories of `streams`, and per
     engine of `outs` (its output directory) the rows it lacks and the rows it has in excess,
-    compared as multisets (``EXCEPT ALL`` both ways)."""
+    compared as multisets (``EXCEPT ALL`` both ways). With `latest_by`, the output is an
+    updating result: only each key's row of the newest batch counts."""
     import duckdb
 
     con = duckdb.connect()
@@ -195,13 +199,15 @@ def exact_differences(
     diffs = {}
     for engine, out in outs.items():
         files = glob.glob(os.path.join(out, "**", "*.parquet"), recursive=True)
-        source = (
-            f"read_parquet({files!r}, hive_partitioning = false)"
-            if files
-            else "(SELECT * FROM exact LIMIT 0)"
-        )
-        # By position, in the exact answer's column types (Spark may write other ones).
+        source = f"read_parquet({files!r}, hive_partitioning = {'true' if latest_by else 'false'})"
         got = f"SELECT * FROM {source}"
+        if latest_by:
+            newest = f"PARTITION BY {', '.join(latest_by)} ORDER BY batch DESC"
+            ranked = f"SELECT *, row_number() OVER ({newest}) AS _rank FROM {source}"
+            got = f"SELECT * EXCLUDE (batch, _rank) FROM ({ranked}) WHERE _rank = 1"
+        if not files:
+            got = "SELECT * FROM exact LIMIT 0"
+        # By position, in the exact answer's column types (Spark may write other ones).
         con.execute(f"CREATE OR REPLACE TABLE got AS {got}")
         got_cols = [r[0] for r in con.execute("DESCRIBE got").fetchall()]
         if len(got_cols) != len(columns):
@@ -341,7 +347,7 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
     agree: bool | None
     if case.exact is not None:
         outs = {e: os.path.join(ROOT, "work", case.name, e, "out") for e in done}
-        size_of, diffs = exact_differences(case.exact, case.backlog.streams, outs)
+        size_of, diffs = exact_differences(case.exact, case.backlog.streams, outs, case.latest_by)
         expected: dict[str, int] | None = {"exact": size_of}
         for engine, (missing, extra) in diffs.items():
             done[engine]["missing_rows"], done[engine]["extra_rows"] = missing, extra

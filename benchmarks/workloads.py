@@ -42,6 +42,8 @@ class Case:
     """DuckDB SQL of the whole result over the backlog (its streams as views): the engines'
     rows must equal it as a multiset. None: the result size of a batch join is compared."""
     why_no_peer: str = ""
+    latest_by: tuple[str, ...] = ()
+    """An updating result's key (`harness.exact_differences`)."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,7 @@ def _nexmark(root: str, size: str) -> list[Case]:
             final=q.final,
             exact=q.exact,
             why_no_peer=q.spark or "",
+            latest_by=q.latest_by,
         )
         cases.append(case)
     return cases

@@ -57,6 +57,11 @@ class GroupQuery:
             raise ValueError(msg)
 
     @property
+    def output(self) -> tuple[SelectItem, ...]:
+        """The columns the query writes to its sink."""
+        return self.select
+
+    @property
     def streams(self) -> tuple[str, ...]:
         """The streams the query reads, in its inputs' order."""
         return tuple(g.stream for g in self.inputs)

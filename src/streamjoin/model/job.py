@@ -176,6 +176,11 @@ class Query:
             raise ValueError(msg)
 
     @property
+    def output(self) -> tuple[SelectItem, ...]:
+        """The columns the query writes to its sink (its rollup's, if it has one)."""
+        return self.rollup.select if self.rollup is not None else self.select
+
+    @property
     def windowed(self) -> Aggregation | TopN | None:
         """What the query does per event-time window after its join, if anything."""
         return self.aggregation or self.topn
