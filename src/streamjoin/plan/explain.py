@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.model.aggregate import POINT_US, TopN
+from streamjoin.model.aggregate import POINT_US, EventWindow, TopN
 from streamjoin.optimizer.sharing import cost
 from streamjoin.plan.multiway import MultiwayPlan, core_groups
 from streamjoin.plan.shared import candidate
@@ -13,6 +13,7 @@ from streamjoin.plan.shared_multiway import multiway_candidate
 if t.TYPE_CHECKING:
     from streamjoin.optimizer.sharing import Candidate
     from streamjoin.plan.aggregate import AggregatePlan
+    from streamjoin.plan.groups import GroupQueryPlan
     from streamjoin.plan.outer import OuterPlan
     from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan
 
@@ -163,6 +164,8 @@ def explain_plan(plan: JobPlan) -> str:
                 f"  runs in the shared join {grouped[p.query.name]} (below): the orders above "
                 "are what it would run alone"
             )
+    for gp in plan.group_queries:
+        out += ["", *_group_query_lines(gp)]
     if plan.clash is not None:
         title = "multi-way queries, planned together (CLASH's ILP; MIR stores join two streams):"
         out += ["", title]
@@ -190,16 +193,61 @@ def _outer_lines(op: OuterPlan) -> list[str]:
     return out
 
 
+def _window_kind(window: EventWindow) -> str:
+    if window.size_us == POINT_US:
+        return "each instant"
+    if window.tumbling:
+        return f"tumbling {_duration(window.size_us)}"
+    return f"hopping {_duration(window.size_us)} every {_duration(window.slide_us)}"
+
+
+def _group_query_lines(gp: GroupQueryPlan) -> list[str]:
+    """A query over windowed groups of single streams: each input's groups, then their join."""
+    q = gp.query
+    out = [f"query {q.name} (line {q.line}): INSERT INTO {q.sink}"]
+    for g, buffer in zip(q.inputs, gp.inputs, strict=True):
+        agg = g.aggregation
+        where = f" WHERE {g.where}" if g.where else ""
+        having = f"; HAVING {agg.having}" if agg.having else ""
+        out += [
+            f"  {g.name}: stream {g.stream} AS {g.alias}{where}: buffer "
+            f"{', '.join(sql for sql, _ in buffer.columns)} of each row",
+            f"    -> GROUP BY window({agg.window.time}) {_window_kind(agg.window)}; keys: "
+            f"{', '.join(agg.keys) or 'none'}{having}",
+            f"    -> SELECT {', '.join(f'{s.sql} AS {s.alias}' for s in g.select)}",
+        ]
+    if q.on is not None:
+        a, b = q.inputs
+        out += [
+            f"  then: {a.name}'s groups JOIN {b.name}'s ON {q.on}, in the batch that closes "
+            "their window (the condition matches the windows: no state beyond them)",
+            f"    -> SELECT {', '.join(f'{s.sql} AS {s.alias}' for s in q.select)}",
+        ]
+    out.append(
+        "  a window is emitted once, when the watermark passes its end; state: the buffered "
+        "rows of the open windows, a unit per batch"
+    )
+    return out
+
+
+def _rollup_lines(ap: AggregatePlan) -> list[str]:
+    rollup = ap.query.rollup
+    if rollup is None:
+        return []
+    having = f"; HAVING {rollup.having}" if rollup.having else ""
+    return [
+        f"  then, over every row above as {rollup.alias}: GROUP BY {', '.join(rollup.keys) or '()'}"
+        f" (no window){having}",
+        f"    -> SELECT {', '.join(f'{s.sql} AS {s.alias}' for s in rollup.select)}",
+        "  an updating result: each batch writes the new values of the groups its rows touched "
+        "(a reader keeps each group's newest row); state: running partials per group",
+    ]
+
+
 def _aggregate_lines(ap: AggregatePlan) -> list[str]:
     """The operators after a GROUP BY or top-N query's join, and the state they keep."""
     agg, window = ap.windowed, ap.window
-    kind = (
-        "each instant"
-        if window.size_us == POINT_US
-        else f"tumbling {_duration(window.size_us)}"
-        if window.tumbling
-        else f"hopping {_duration(window.size_us)} every {_duration(window.slide_us)}"
-    )
+    kind = _window_kind(window)
     keys = ", ".join(agg.keys) or "none"
     items = ", ".join(f"{s.sql} AS {s.alias}" for s in ap.query.select)
     if isinstance(agg, TopN):
@@ -220,6 +268,7 @@ def _aggregate_lines(ap: AggregatePlan) -> list[str]:
         f"  a window is emitted once, when watermark - {_duration(ap.lag_us)} passes its end "
         f"({window.time} trails the watermark by up to {_duration(ap.lag_us)} in a result "
         "still to come); state: the buffered rows of the open windows, a unit per batch",
+        *_rollup_lines(ap),
     ]
 
 
