@@ -726,12 +726,13 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
             # (window-growth as long's compact table: a row per case, ours · the peer's)
             body = long_table(first, note=names[0] == "long")
         elif names[0] == "nexmark":
-            body = nexmark_table(first, _fmt)
+            note, _, *body = nexmark_table(first, _fmt)
+            context = [f"{context[0]} {note}"]
         else:
             body = table(first)
             for n in names[1:]:
                 body += table(reports[n])[2:]  # (the same columns: rows only)
-        lines += [f"### {', '.join(names)}", "", *context, "", *body, ""]
+        lines += [f"### {', '.join(names)}", "", " ".join(context), "", *body, ""]
     return lines
 
 

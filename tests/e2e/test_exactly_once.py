@@ -12,6 +12,7 @@ from .cli import streamjoin
 from .files import read_json_rows, write_batches
 
 COLUMNS = ("aid", "bid", "kx")
+GROUPED = ("grouped", "windowjoin", "rollup")
 
 
 def _job(tmp_path: Path) -> str:
@@ -30,6 +31,25 @@ def _job(tmp_path: Path) -> str:
             "AND b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND;",
             "INSERT INTO band SELECT a.id AS aid, b.id AS bid, b.k AS kx FROM A a JOIN B b "
             "ON abs(a.x - b.x) <= 0.5 AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND;",
+            # The operators after and before a join, killed alike: a join's groups per
+            # window, two streams' groups joined on their window, and a rollup of groups.
+            *(
+                f"CREATE SINK {s} WITH (format = 'json', path = '{tmp_path / 'out' / s}');"
+                for s in GROUPED
+            ),
+            "INSERT INTO grouped SELECT a.k AS aid, count(*) AS bid, max(b.id) AS kx "
+            "FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '2' SECOND "
+            "GROUP BY window(a.ts, '3 seconds'), a.k;",
+            "INSERT INTO windowjoin SELECT p.k AS aid, p.n AS bid, q.n AS kx FROM "
+            "(SELECT k, count(*) AS n, window_start AS w FROM TABLE(TUMBLE(TABLE A, "
+            "DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY k, window_start, window_end) p "
+            "JOIN (SELECT k, count(*) AS n, window_start AS w FROM TABLE(TUMBLE(TABLE B, "
+            "DESCRIPTOR(ts), INTERVAL '4' SECOND)) GROUP BY k, window_start, window_end) q "
+            "ON p.k = q.k AND p.w = q.w;",
+            "INSERT INTO rollup SELECT g.k AS aid, count(*) AS bid, sum(g.n) AS kx FROM "
+            "(SELECT a.k AS k, count(*) AS n FROM A a JOIN B b ON a.k = b.k "
+            "AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND "
+            "GROUP BY window(b.ts, '2 seconds'), a.k) g GROUP BY g.k;",
         ]
     )
     path = tmp_path / "job.sql"
@@ -73,7 +93,8 @@ def test_sigkill_at_four_points_then_more_input(tmp_path: Path) -> None:
     assert "rows joined" in more.stdout
 
     expected = run_reference(parse_job(Path(job_path).read_text(encoding="utf-8")), batches)
-    for sink, query in (("eq", "q1"), ("band", "q2")):
+    sinks = {"eq": "q1", "band": "q2"} | {s: f"q{i}" for i, s in enumerate(GROUPED, start=3)}
+    for sink, query in sinks.items():
         got = read_json_rows(tmp_path / "out" / sink, COLUMNS)
         assert normalize(got) == normalize(expected.outputs[query]), sink
         assert got, sink

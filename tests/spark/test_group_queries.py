@@ -34,7 +34,12 @@ def one_stream(draw: st.DrawFn) -> tuple[str, list[str]]:
     where = draw(st.sampled_from(["", " WHERE x > 3"]))
     having = draw(st.sampled_from(["", " HAVING count(*) > 1"]))
     aggregates = "count(*) AS n, sum(x) AS sx, max(s) AS ms, count(DISTINCT k) AS dk"
-    if draw(st.booleans()):
+    form = draw(st.sampled_from(["hop", "window", "distinct"]))
+    if form == "distinct":  # each window's distinct values
+        tumble = f"TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '{size}' SECOND)"
+        sql = f"INSERT INTO g SELECT DISTINCT window_start, k, s FROM TABLE({tumble}){where};"
+        return sql, ["window_start", "k", "s"]
+    if form == "hop":
         hop = f"HOP(TABLE A, DESCRIPTOR(ts), INTERVAL '{slide}' SECOND, INTERVAL '{size}' SECOND)"
         sql = (
             f"INSERT INTO g SELECT window_start, window_end AS we, k, {aggregates} "

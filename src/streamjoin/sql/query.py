@@ -24,7 +24,7 @@ from streamjoin.sql.relations import check_clauses, find_relations, select_items
 from streamjoin.sql.resolve import Resolver
 from streamjoin.sql.rollup import parse_rollup, unwrap_rollup
 from streamjoin.sql.topn import unwrap_ranked
-from streamjoin.sql.tvf import blank_tvfs
+from streamjoin.sql.tvf import blank_tvfs, distinct_by_window
 from streamjoin.sql.typecheck import TypeCheckError, infer_category
 
 _CLASS_REPR = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>")
@@ -64,6 +64,7 @@ def parse_insert(
         raise cur.error_at(msg, cur.tokens[0], cur.tokens[-1])
     sink = _sink(stmt, cur.tokens, tree, sinks)
     select = _select(stmt, cur.tokens, tree)
+    distinct_by_window(select, tvfs)
     if is_group_query(select):
         if options:
             msg = "WITH options of a query over grouped streams are not supported"

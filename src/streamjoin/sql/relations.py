@@ -16,7 +16,11 @@ from streamjoin.sql.resolve import Side
 
 # Select clauses streamjoin does not run, with the token that introduces them and why.
 _CLAUSES: dict[str, tuple[TokenType, str]] = {
-    "distinct": (TokenType.DISTINCT, "SELECT DISTINCT is not supported yet"),
+    "distinct": (
+        TokenType.DISTINCT,
+        "SELECT DISTINCT is supported over a window: SELECT DISTINCT window_start, window_end, "
+        "cols FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ts), size))",
+    ),
     "qualify": (TokenType.QUALIFY, "QUALIFY is not supported"),
     "windows": (TokenType.WINDOW, "WINDOW is not supported: window functions are not supported"),
     "order": (TokenType.ORDER_BY, "ORDER BY is not supported: a stream has no end to sort"),

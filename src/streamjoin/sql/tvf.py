@@ -114,6 +114,25 @@ def apply_tvf(stmt: Statement, select: exp.Select, tvf: Tvf) -> None:
             col.replace(bound)
 
 
+def distinct_by_window(select: exp.Select, tvfs: dict[int, Tvf]) -> None:
+    """``SELECT DISTINCT cols FROM TABLE(TUMBLE(...))``, in place, as ``GROUP BY window_start,
+    window_end, cols``: each window's distinct rows, written when it closes (Flink's window
+    deduplication of values). Any other SELECT DISTINCT is left as written (and refused)."""
+    from_ = select.args.get("from_")
+    if not select.args.get("distinct") or select.args.get("group") or from_ is None:
+        return
+    where = span(from_.this)
+    if where is None or where[0] not in tvfs or select.args.get("joins"):
+        return
+    keys = [exp.column(b) for b in _BOUNDS]
+    for item in select.expressions:
+        value = item.this if isinstance(item, exp.Alias) else item
+        if not _bound(value):
+            keys.append(value.copy())
+    select.set("group", exp.Group(expressions=keys))
+    select.set("distinct", None)
+
+
 def _bound(node: exp.Expr) -> bool:
     return isinstance(node, exp.Column) and not node.table and node.name.lower() in _BOUNDS
 
