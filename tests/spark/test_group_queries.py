@@ -97,7 +97,7 @@ def _run(
     assert normalize(got) == normalize(want)
 
 
-@settings(max_examples=3, deadline=None, phases=NO_SHRINK)
+@settings(max_examples=2, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 10_000), query=one_stream(), final=st.booleans())
 def test_one_streams_groups_match_the_reference(
     spark: SparkSession,
@@ -109,7 +109,7 @@ def test_one_streams_groups_match_the_reference(
     _run(spark, tmp_path_factory.mktemp("one"), seed, query, final)
 
 
-@settings(max_examples=3, deadline=None, phases=NO_SHRINK)
+@settings(max_examples=2, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 10_000), query=window_join(), final=st.booleans())
 def test_two_streams_groups_joined_on_their_window_match_the_reference(
     spark: SparkSession,
