@@ -37,14 +37,17 @@ PREDICATES = [
 
 @st.composite
 def outer_query(draw: st.DrawFn) -> str:
-    """An outer join of A and B, any kind, an equi, band or theta condition, a time window."""
+    """An outer join of A and B, any kind, an equi, band or theta condition, a time window (or
+    a ttl)."""
     kind = draw(st.sampled_from(["LEFT", "RIGHT", "FULL OUTER"]))
     lo, hi = draw(st.integers(-4, 1)), draw(st.integers(0, 4))
     on = draw(st.sampled_from(PREDICATES))
     where = draw(st.sampled_from(["", " WHERE a.x > 2 OR b.x IS NULL", " WHERE b.id IS NULL"]))
+    head = f"INSERT INTO o SELECT a.id AS i, b.id AS j, a.x + b.x AS xx FROM A a {kind} JOIN B b "
+    if draw(st.booleans()):  # the window as a ttl: event times at most that far apart
+        return f"{head}ON {on}{where} WITH (ttl = '{hi + 1} seconds');"
     return (
-        f"INSERT INTO o SELECT a.id AS i, b.id AS j, a.x + b.x AS xx FROM A a {kind} JOIN B b "
-        f"ON {on} AND b.ts BETWEEN a.ts + INTERVAL '{lo}' SECOND "
+        f"{head}ON {on} AND b.ts BETWEEN a.ts + INTERVAL '{lo}' SECOND "
         f"AND a.ts + INTERVAL '{max(lo, hi)}' SECOND{where};"
     )
 

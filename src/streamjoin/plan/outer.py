@@ -10,7 +10,8 @@ matched. The other side's rows must then still be stored: its state is kept for 
 whole width (``hi - lo``) behind the horizon.
 
 Without a window bounded on both sides, an unmatched row could match at any time and would
-never be emitted: such an outer join is refused.
+never be emitted: such an outer join is refused, unless its ``ttl`` option gives the window (a
+row waits that long for a partner: `sql.query`).
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def plan_outer(job: Job, query: Query) -> OuterPlan:
             f"query {query.name}: a {outer.kind} outer join emits a row without a partner once "
             "the watermark passes its window, so its ON condition needs a time window bounded "
             "on both sides (b.ts BETWEEN a.ts - INTERVAL ... AND a.ts + INTERVAL ...) over "
-            "streams with watermarks; a full-history outer join could never emit one"
+            "streams with watermarks; a full-history outer join could never emit one, unless "
+            "WITH (ttl = '1 hour') bounds how long a row waits for a partner"
         )
         raise UnsupportedError(msg, line=query.line, col=1, text=text, source=job.source)
     agg = query.windowed

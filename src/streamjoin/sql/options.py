@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
+from streamjoin.model.intervals import unit_micros
 from streamjoin.sql.cursor import Cursor, is_name
 
 STREAM_FORMATS = ("json", "csv", "parquet", "rate", "kafka")
@@ -203,9 +204,25 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         if value not in ("auto", "true", "false"):
             msg = f"time_buckets must be auto, true or false, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "ttl":
+        if ttl_seconds(o.value) is None:
+            msg = (
+                f"ttl is a duration of whole seconds, as '30 seconds' or '1 hour', not {o.value!r}"
+            )
+            raise cur.error_at(msg, o.value_first, o.value_last)
     else:
         msg = (
             f"unknown query option {o.key!r}; "
-            "expected partitioning, units, unit_rows, adapt, time_buckets or epoch"
+            "expected partitioning, units, unit_rows, adapt, time_buckets, epoch or ttl"
         )
         raise cur.error_at(msg, o.key_first, o.key_last)
+
+
+def ttl_seconds(text: str) -> int | None:
+    """Seconds of a ``ttl`` option (``'30 seconds'``, ``'1 hour'``), or None if it is not a
+    positive whole number of seconds."""
+    parts = text.split()
+    micros = unit_micros(parts[1]) if len(parts) == 2 and parts[0].isdigit() else None
+    if micros is None or int(parts[0]) * micros % 1_000_000 or int(parts[0]) == 0:
+        return None
+    return int(parts[0]) * micros // 1_000_000

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -18,10 +19,10 @@ from streamjoin.sql.aggregate import parse_aggregation
 from streamjoin.sql.cursor import Cursor
 from streamjoin.sql.dialect import StreamJoinSpark, node_error, span
 from streamjoin.sql.groups import is_group_query, parse_group_query
-from streamjoin.sql.options import parse_query_with
+from streamjoin.sql.options import parse_query_with, ttl_seconds
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import check_clauses, find_relations, select_items
-from streamjoin.sql.resolve import Resolver
+from streamjoin.sql.resolve import Resolver, Side, identifier
 from streamjoin.sql.rollup import parse_rollup, unwrap_rollup
 from streamjoin.sql.topn import unwrap_ranked
 from streamjoin.sql.tvf import blank_tvfs, distinct_by_window
@@ -119,6 +120,11 @@ def parse_insert(
     except TypeCheckError as err:
         raise node_error(stmt, err.node, err.message) from None
     left, right, *further = (JoinSide(s.stream.name, s.alias) for s in rel.sides)
+    ttl = _ttl(stmt, dict(options).get("ttl"), rel.sides)
+    if ttl is not None:
+        conditions.append(("ON", ttl))
+        if rel.outer is not None:  # (it bounds matching: a pair further apart is no match)
+            rel = dataclasses.replace(rel, ons=(exp.and_(rel.ons[0], ttl.copy()),))
     items = select_items(stmt, select)
     rollup = None if rolled is None else parse_rollup(stmt, rolled[0], items)
     outer = None
@@ -139,6 +145,25 @@ def parse_insert(
         outer=outer,
         topn=topn,
         rollup=rollup,
+    )
+
+
+def _ttl(stmt: Statement, ttl: str | None, sides: Sequence[Side]) -> exp.Expr | None:
+    """The time window a ``ttl`` option puts on a two-way join: the inputs' event times at most
+    that far apart (a row then lives that long after the watermark passes it)."""
+    if ttl is None:
+        return None
+    seconds = ttl_seconds(ttl)
+    assert seconds is not None  # (checked with the options)
+    if len(sides) != 2 or any(s.stream.event_time is None for s in sides):
+        msg = "ttl bounds a join of two streams with event times (WATERMARK FOR ...)"
+        raise stmt.error(msg, 0, len(stmt.text.split("\n", 1)[0]), unsupported=True)
+    a, b = (
+        f"{s.alias}.{identifier(s.stream.event_time or '').sql(dialect='spark')}" for s in sides
+    )
+    window = f"INTERVAL '{seconds}' SECOND"
+    return sqlglot.parse_one(
+        f"{b} BETWEEN {a} - {window} AND {a} + {window}", dialect=StreamJoinSpark
     )
 
 

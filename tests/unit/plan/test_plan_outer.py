@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamjoin.errors import UnsupportedError
+from streamjoin.errors import JobError, UnsupportedError
 from streamjoin.model import OuterJoin
 from streamjoin.plan import JobPlan, plan_job
 from streamjoin.sql import parse_job
@@ -86,3 +86,18 @@ def test_rows_without_keys_look_for_partners_by_a_band() -> None:
     assert band("a.k = b.k AND abs(a.x - b.x) < 1") is None  # (hashed on the key)
     assert band("abs(a.x - b.x) <= 1") == ("a.x", False)
     assert band("a.x < b.x") == ("unix_micros(a.ts)", True)
+
+
+def test_a_ttl_gives_a_full_history_outer_join_its_window() -> None:
+    join = "INSERT INTO s SELECT a.id AS i, b.id AS j FROM A a LEFT JOIN B b ON a.k = b.k"
+    with pytest.raises(UnsupportedError, match=r"unless WITH \(ttl = '1 hour'\)"):
+        _plan(join)
+    plan = _plan(join + " WITH (ttl = '1 minute')")
+    window = "b.ts BETWEEN a.ts - INTERVAL '60' SECOND AND a.ts + INTERVAL '60' SECOND"
+    q = plan.job.queries[0]
+    assert q.outer is not None and q.outer.on == f"a.k = b.k AND {window}"
+    assert q.predicate == f"a.k = b.k AND {window}"
+    (op,) = plan.outers
+    assert (op.lag(0), op.lag(1)) == (60_000_000, 60_000_000)
+    with pytest.raises(JobError, match="ttl is a duration of whole seconds"):
+        _plan(join + " WITH (ttl = '1500 milliseconds')")
