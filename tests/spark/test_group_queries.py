@@ -119,3 +119,20 @@ def test_two_streams_groups_joined_on_their_window_match_the_reference(
     final: bool,
 ) -> None:
     _run(spark, tmp_path_factory.mktemp("join"), seed, query, final)
+
+
+def test_spark_checks_a_group_query_before_the_stream_starts(spark: SparkSession) -> None:
+    import pytest
+
+    from streamjoin.errors import JobError
+
+    sink = "CREATE SINK g WITH (format = 'parquet', path = '/unused');"
+    insert = (
+        "INSERT INTO g SELECT window_start, no_such_function(k) AS n "
+        "FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '2' SECOND)) "
+        "GROUP BY window_start, window_end, k;"
+    )
+    job = parse_job("\n".join([stream_ddl("A"), sink, insert]))
+    with pytest.raises(JobError, match="Spark rejects query q1") as info:
+        Engine(spark).validate(job)
+    assert info.value.text == "INSERT INTO g"

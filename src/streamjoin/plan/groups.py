@@ -29,7 +29,7 @@ class GroupQueryPlan:
         `view`: the columns its groups read, under their buffer names."""
         group, buffer = self.query.inputs[i], self.inputs[i]
         items = ", ".join(f"{sql} AS `{name}`" for sql, name in buffer.columns)
-        sql = f"SELECT {items} FROM {view} AS {group.alias}"
+        sql = f"SELECT {items} FROM {view} AS `{group.alias}`"
         return sql if group.where is None else f"{sql} WHERE {group.where}"
 
     def output_sql(self, views: tuple[str, ...]) -> str:
@@ -41,7 +41,7 @@ class GroupQueryPlan:
             ", ".join(f"{s.sql} AS `{s.alias}`" for s in self.query.select),
         )
         return (
-            f"SELECT {items} FROM {views[0]} AS {a.name} JOIN {views[1]} AS {b.name} "
+            f"SELECT {items} FROM {views[0]} AS `{a.name}` JOIN {views[1]} AS `{b.name}` "
             f"ON ({self.query.on})"
         )
 
@@ -54,7 +54,7 @@ def spark_sql(query: GroupQuery, views: dict[str, str]) -> str:
         w = g.aggregation.window
         window = f"window({w.time}, '{w.size_us} microseconds', '{w.slide_us} microseconds')"
         items = ", ".join(f"{s.sql} AS `{s.alias}`" for s in g.select)
-        sql = f"SELECT {items} FROM {views[g.stream]} AS {g.alias}"
+        sql = f"SELECT {items} FROM {views[g.stream]} AS `{g.alias}`"
         sql += f" WHERE {g.where}" if g.where else ""
         sql += f" GROUP BY {', '.join([window, *g.aggregation.keys])}"
         having = g.aggregation.having
@@ -63,7 +63,7 @@ def spark_sql(query: GroupQuery, views: dict[str, str]) -> str:
         return parts[0]
     (a, b), items = query.inputs, ", ".join(f"{s.sql} AS `{s.alias}`" for s in query.select)
     return (
-        f"SELECT {items} FROM ({parts[0]}) AS {a.name} JOIN ({parts[1]}) AS {b.name} "
+        f"SELECT {items} FROM ({parts[0]}) AS `{a.name}` JOIN ({parts[1]}) AS `{b.name}` "
         f"ON ({query.on})"
     )
 

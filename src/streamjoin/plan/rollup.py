@@ -57,7 +57,8 @@ class RollupPlan:
             for name, call, _ in _partials(i, agg)
         ]
         group = f" GROUP BY {', '.join(self.rollup.keys)}" if self.rollup.keys else ""
-        return f"SELECT {', '.join([*keys, *parts])} FROM {rows} AS {self.rollup.alias}{group}"
+        alias = f"`{self.rollup.alias}`"
+        return f"SELECT {', '.join([*keys, *parts])} FROM {rows} AS {alias}{group}"
 
     def merge_sql(self, before: str | None, partial: str) -> str:
         """The partials of every group after the batch: `before`'s (None: no table yet)
@@ -87,7 +88,7 @@ class RollupPlan:
             if id(node) in finals:
                 return exp.maybe_parse(finals[id(node)], dialect="spark")
             text = node.sql(dialect="spark")
-            if isinstance(node, exp.Column) and text in renames:
+            if text in renames:  # (a key, a column or any expression: its stored value)
                 return exp.maybe_parse(renames[text], dialect="spark")
             return node
 

@@ -12,6 +12,7 @@ from streamjoin.optimizer.sharing import group_all
 from streamjoin.plan import JobPlan, plan_job
 from streamjoin.plan.aggregate import plan_aggregate
 from streamjoin.plan.physical import candidates_of, side_lags
+from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.progress import ProgressLine, Summary
 from streamjoin.runtime.session import get_session
@@ -28,7 +29,8 @@ if t.TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    from streamjoin.model import Job, Query
+    from streamjoin.model import GroupQuery, Job, Query
+    from streamjoin.plan.groups import GroupQueryPlan
     from streamjoin.runtime.serve.handle import Serving
 
 
@@ -60,6 +62,8 @@ class Engine:
         plan = self._plan(job, settings)
         for q in job.queries:
             self.check_query(job, q)
+        for gp in plan.group_queries:
+            self._analyse(self._group_query_sql(job, gp), gp.query.name, gp.query, job.source)
         return plan
 
     def _plan(self, job: Job, settings: Settings | None = None) -> JobPlan:
@@ -91,14 +95,39 @@ class Engine:
         sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
         if windowed is not None:
             sql = windowed.group_sql(f"({sql})", None, None)
+        if q.rollup is not None:  # (its partials of the groups, merged, then its values)
+            rp = RollupPlan(q)
+            items = ", ".join(f"`{i.alias}`" for i in q.select)  # (not the window's end)
+            groups = f"(SELECT {items} FROM ({sql}))"
+            partial = f"({rp.partial_sql(groups)})"
+            sql = rp.output_sql(f"({rp.merge_sql(None, partial)})", partial)
+        self._analyse(sql, q.name, q, source or job.source)
+
+    def _analyse(self, sql: str, name: str, q: Query | GroupQuery, source: str) -> None:
+        """Let Spark analyse `sql`, query `name`'s SQL over empty inputs.
+
+        Raises:
+            JobError: Spark rejects it, at the query's INSERT INTO in `source`.
+        """
         try:
             self.spark.sql(sql).schema  # noqa: B018 - forces analysis
         except Exception as err:  # Spark's AnalysisException and friends
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            msg = f"Spark rejects query {q.name}: {first}"
-            raise JobError(
-                msg, line=q.line, col=1, text="INSERT INTO " + q.sink, source=source or job.source
-            ) from None
+            msg = f"Spark rejects query {name}: {first}"
+            text = "INSERT INTO " + q.sink
+            raise JobError(msg, line=q.line, col=1, text=text, source=source) from None
+
+    @staticmethod
+    def _group_query_sql(job: Job, gp: GroupQueryPlan) -> str:
+        """A group query's SQL over empty inputs: each input's buffered rows, their groups,
+        then the query's rows."""
+        groups = []
+        for i, group in enumerate(gp.query.inputs):
+            rows = gp.rows_sql(i, f"({empty_relation(job.stream(group.stream))})")
+            grouped = gp.inputs[i].group_sql(f"({rows})", None, None)
+            items = ", ".join(f"`{i.alias}`" for i in group.select)  # (not the window's end)
+            groups.append(f"(SELECT {items} FROM ({grouped}))")
+        return gp.output_sql(tuple(groups))
 
     def processor(
         self, job: Job, checkpoint: str, on_batch: Callable[[BatchReport], None] | None = None

@@ -11,6 +11,7 @@ from sqlglot.tokenizer_core import Token
 
 from streamjoin.model import GroupQuery, SelectItem, StreamDef, StreamGroup
 from streamjoin.model.aggregate import WINDOW
+from streamjoin.plan.classify import conjuncts
 from streamjoin.sql.aggregate import parse_aggregation
 from streamjoin.sql.dialect import SPAN_KEY, node_error, span
 from streamjoin.sql.positions import Statement
@@ -79,6 +80,10 @@ def parse_group_query(
     if not conditions:
         raise node_error(stmt, join, f"the join needs an ON condition: {_JOIN_USAGE}")
     named = [(g.name, g.select) for g in groups]
+    for node in [*conditions, *select.expressions]:
+        for found in node.find_all(exp.AggFunc, exp.Window):
+            msg = f"a join of grouped streams joins their groups' rows as they are: {_JOIN_USAGE}"
+            raise node_error(stmt, found, msg, unsupported=True)
     for condition in conditions:
         qualify_outputs(stmt, condition, named)
     on = exp.and_(*conditions)
@@ -122,7 +127,7 @@ def _stream_group(
     resolver = Resolver(stmt, (side,), windowed=True)
     condition = _where(select)
     if condition is not None:
-        resolver.qualify(condition)
+        Resolver(stmt, (side,)).qualify(condition)  # (rows are filtered before their window)
     for item in select.expressions:
         resolver.qualify(item)
     aggregation = parse_aggregation(stmt, select, resolver)
@@ -176,7 +181,7 @@ def _check_windows(stmt: Statement, on: exp.Expr, a: StreamGroup, b: StreamGroup
         msg = f"the joined groups' windows differ ({wa.time} and {wb.time}); use the same window"
         raise node_error(stmt, on, msg, unsupported=True)
     bounds = {g.name.lower(): _bounds(g) for g in (a, b)}
-    for node in _conjuncts(on):
+    for node in conjuncts(on):
         if not isinstance(node, exp.EQ):
             continue
         sides = [node.this, node.expression]
@@ -200,11 +205,3 @@ def _bounds(group: StreamGroup) -> dict[str, str]:
             if item.sql.lower() in (f"{WINDOW}.{bound}", f"`{WINDOW}`.`{bound}`"):
                 out[item.alias.lower()] = bound
     return out
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]

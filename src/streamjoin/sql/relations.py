@@ -168,7 +168,11 @@ def find_relations(
             )
             raise node_error(stmt, join.this, msg)
         on = join.args.get("on")
-        if on is None and _join_keywords(tokens, join)[0].token_type == TokenType.COMMA:
+        comma = _join_keywords(tokens, join)[0]
+        if on is None and comma.token_type == TokenType.COMMA:
+            if select.args.get("where") is None:
+                msg = "a comma join pairs every row with every other: give WHERE its condition"
+                raise stmt.error(msg, comma.start, comma.end + 1, unsupported=True)
             on = exp.true()  # FROM a, b WHERE ...: the pairs WHERE keeps
         if on is None:
             first_tok, last_tok = _join_keywords(tokens, join)

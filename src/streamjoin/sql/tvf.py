@@ -70,13 +70,15 @@ def blank_tvfs(stmt: Statement, tokens: list[Token]) -> tuple[Statement, dict[in
             )
             raise stmt.error(msg, where[0], where[1], unsupported=kind not in _KINDS)
         name, column = args[0][1], args[1][2]
-        durations = [text[a[0].start : a[-1].end + 1] for a in args[2:]]
+        written = stmt.text[name.start : name.end + 1]  # (as written: quotes kept)
+        durations = [stmt.text[a[0].start : a[-1].end + 1] for a in args[2:]]
         if kind == "HOP":
             durations.reverse()  # (HOP gives the slide first, window() the size)
-        call = f"{WINDOW}({column.text}, {', '.join(durations)})"
+        described = stmt.text[column.start : column.end + 1]
+        call = f"{WINDOW}({described}, {', '.join(durations)})"
         found[name.start] = Tvf(name.start, name.text, call, where)
         blank = "".join(c if c == "\n" else " " for c in text[where[0] : where[1]])
-        blank = blank[: name.start - where[0]] + name.text + blank[name.end + 1 - where[0] :]
+        blank = blank[: name.start - where[0]] + written + blank[name.end + 1 - where[0] :]
         text = text[: where[0]] + blank + text[where[1] :]
     return Statement(stmt.src, stmt.start, text), found
 
@@ -100,7 +102,10 @@ def apply_tvf(stmt: Statement, select: exp.Select, tvf: Tvf) -> None:
     for node in call.walk():
         node.meta[SPAN_KEY] = tvf.span
     group.set("expressions", [call, *(g for g in group.expressions if not _bound(g))])
+    where = select.args.get("where")
     for col in list(select.find_all(exp.Column)):
+        if where is not None and col.find_ancestor(exp.Where) is where:
+            continue  # (rows are filtered before they have a window)
         if col.name.lower() == "window_time" and not col.table:
             msg = "window_time is not supported: use window_end"
             raise node_error(stmt, col, msg, unsupported=True)

@@ -122,3 +122,60 @@ def test_rollup_over_a_grouped_join() -> None:
     assert err.message.startswith("unknown column 'q.price' (columns of q: id, top)")
     err = _error(f"INSERT INTO matches SELECT q.top AS t FROM {inner}\nGROUP BY q.id")
     assert "neither grouped nor aggregated" in err.message
+
+
+def test_a_quoted_stream_in_a_window_function_keeps_every_offset() -> None:
+    tumble = "TABLE(TUMBLE(TABLE `bids`, DESCRIPTOR(`ts`), INTERVAL '{s}' SECOND))"
+    sql = (
+        "INSERT INTO matches SELECT b.n AS n FROM\n"
+        f"(SELECT count(*) AS n, window_start AS w FROM {tumble.format(s=5)} "
+        "GROUP BY window_start, window_end) b JOIN\n"
+        "(SELECT count(*) AS n, window_start AS w FROM "
+        f"{tumble.format(s=5).replace('bids', 'asks')} "
+        "GROUP BY window_start, window_end) a ON b.w = a.w"
+    )
+    query = _job(sql).group_queries[0]
+    assert [g.stream for g in query.inputs] == ["bids", "asks"]
+    assert all(g.aggregation.window.size_us == 5 * SECOND for g in query.inputs)
+
+
+def test_rows_are_filtered_before_they_have_a_window() -> None:
+    err = _error(
+        "INSERT INTO matches SELECT count(*) AS n\n"
+        "FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND))\n"
+        "WHERE window_start > TIMESTAMP '2024-01-01' GROUP BY window_start, window_end"
+    )
+    assert (err.line, err.text) == (8, "window_start") and "unknown column" in err.message
+
+
+def test_a_join_of_groups_joins_rows_as_they_are() -> None:
+    err = _error(
+        "INSERT INTO matches SELECT count(*) AS c\nFROM "
+        + GROUPS.format(a=5, b=5)
+        + "ON b.ws = a.ws"
+    )
+    assert isinstance(err, UnsupportedError) and err.text == "count(*)"
+
+
+@pytest.mark.parametrize(
+    ("items", "where"),
+    [
+        ("stddev(q.top) AS s", "stddev(q.top)"),
+        ("max(count(q.top)) AS m", "max(count(q.top))"),
+        ("avg(q.top) AS a", "avg(q.top) > 1"),
+    ],
+)
+def test_a_rollup_refuses_what_it_cannot_update(items: str, where: str) -> None:
+    inner = (
+        "(SELECT b.id AS id, max(a.price) AS top FROM bids b JOIN asks a ON b.id = a.id\n"
+        " AND a.ts BETWEEN b.ts AND b.ts + INTERVAL '5' SECOND GROUP BY b.id, b.ts) q"
+    )
+    having = " HAVING avg(q.top) > 1" if items.startswith("avg") else ""
+    err = _error(f"INSERT INTO matches SELECT {items} FROM {inner}\nGROUP BY q.id{having}")
+    assert isinstance(err, UnsupportedError)
+    assert err.text.startswith(where)
+
+
+def test_a_comma_join_needs_its_where() -> None:
+    err = _error("INSERT INTO matches SELECT b.id AS i\nFROM bids b, asks a")
+    assert isinstance(err, UnsupportedError) and (err.line, err.text) == (7, ",")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import typing as t
 from dataclasses import dataclass, field
 
@@ -116,3 +117,10 @@ class BatchReport:
     """Per query: rows each unit of its join received (routed queries, and forced hash)."""
     routing: dict[str, str] = field(default_factory=dict)
     """Per query: the scheme the batch ran under, and any change decided for the next batch."""
+
+
+def view_tag(name: str, batch_id: int) -> str:
+    """A part of a temp view's name from a query's (or buffer's) `name` and the batch: Spark
+    takes a view name of one part, word characters only (a served query is named after its
+    sink, which may be quoted)."""
+    return re.sub(r"\W", "_", name) + f"_{batch_id}"

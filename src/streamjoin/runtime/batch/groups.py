@@ -13,6 +13,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.aggregate import END
+from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.state.manifest import GroupState, GroupUnit
 from streamjoin.runtime.threads import metrics
 
@@ -102,7 +103,7 @@ def close_windows(
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
             df = spark.read.parquet(*(checkpoint.path(u.path) for u in chosen))
-            view = scratch.view(df, f"sj_groups_{ap.name.replace('.', '_')}_{batch_id}")
+            view = scratch.view(df, f"sj_groups_{view_tag(ap.name, batch_id)}")
             out.frames[ap.name] = spark.sql(ap.group_sql(view, after, upto)).drop(END)
         closed = after if upto is None else upto
         live = [] if final else _overlapping(ap, units, closed, None)
@@ -142,7 +143,7 @@ def group_outputs(
         if any(p is None for p in parts):
             continue
         views = tuple(
-            scratch.view(t.cast("DataFrame", p), f"sj_{b.name.replace('.', '_')}_{batch_id}")
+            scratch.view(t.cast("DataFrame", p), f"sj_{view_tag(b.name, batch_id)}")
             for p, b in zip(parts, gq.inputs, strict=True)
         )
         closing.frames[gq.name] = spark.sql(gq.output_sql(views))

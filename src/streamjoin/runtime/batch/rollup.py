@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.state.manifest import GroupState, GroupUnit
 
 if t.TYPE_CHECKING:
@@ -37,7 +38,7 @@ def roll_up(
             if state is not None:
                 closing.states[rp.state_name] = state
             continue
-        tag = f"{rp.name}_{batch_id}"
+        tag = view_tag(rp.name, batch_id)
         new = scratch.view(rows, f"sj_rolled_{tag}")
         partial = scratch.view(spark.sql(rp.partial_sql(new)), f"sj_partial_{tag}")
         before = None

@@ -117,8 +117,8 @@ def shared_writes(
     job = ctx.plan.job
     sink_of = {q.name: q.sink for q in job.queries}
     writers: dict[str, int] = {}
-    for q in job.queries:
-        writers[q.sink] = writers.get(q.sink, 0) + 1
+    for target in job.outputs.values():  # (a group query's rows go to its sink too)
+        writers[target] = writers.get(target, 0) + 1
     templates = staging_root.rsplit("/", 1)[0] + "/templates"
     for group, rows in groups:
         sets: dict[tuple[t.Any, ...], list[tuple[SharedMember, SinkDef]]] = {}
