@@ -12,7 +12,7 @@ from .cli import streamjoin
 from .files import read_json_rows, write_batches
 
 COLUMNS = ("aid", "bid", "kx")
-GROUPED = ("grouped", "windowjoin", "rollup")
+GROUPED = ("grouped", "windowjoin", "rollup", "outer")
 
 
 def _job(tmp_path: Path) -> str:
@@ -32,7 +32,8 @@ def _job(tmp_path: Path) -> str:
             "INSERT INTO band SELECT a.id AS aid, b.id AS bid, b.k AS kx FROM A a JOIN B b "
             "ON abs(a.x - b.x) <= 0.5 AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND;",
             # The operators after and before a join, killed alike: a join's groups per
-            # window, two streams' groups joined on their window, and a rollup of groups.
+            # window, two streams' groups joined on their window, a rollup of groups, and an
+            # outer join's rows without a partner.
             *(
                 f"CREATE SINK {s} WITH (format = 'json', path = '{tmp_path / 'out' / s}');"
                 for s in GROUPED
@@ -50,6 +51,8 @@ def _job(tmp_path: Path) -> str:
             "(SELECT a.k AS k, count(*) AS n FROM A a JOIN B b ON a.k = b.k "
             "AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND "
             "GROUP BY window(b.ts, '2 seconds'), a.k) g GROUP BY g.k;",
+            "INSERT INTO outer SELECT a.id AS aid, b.id AS bid, a.k AS kx FROM A a LEFT JOIN B b "
+            "ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts;",
         ]
     )
     path = tmp_path / "job.sql"
