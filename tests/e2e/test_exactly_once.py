@@ -12,7 +12,7 @@ from .cli import streamjoin
 from .files import read_json_rows, write_batches
 
 COLUMNS = ("aid", "bid", "kx")
-GROUPED = ("grouped", "windowjoin", "rollup", "outer")
+GROUPED = ("grouped", "windowjoin", "rollup", "unmatched")
 
 
 def _job(tmp_path: Path) -> str:
@@ -51,7 +51,7 @@ def _job(tmp_path: Path) -> str:
             "(SELECT a.k AS k, count(*) AS n FROM A a JOIN B b ON a.k = b.k "
             "AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND "
             "GROUP BY window(b.ts, '2 seconds'), a.k) g GROUP BY g.k;",
-            "INSERT INTO outer SELECT a.id AS aid, b.id AS bid, a.k AS kx FROM A a LEFT JOIN B b "
+            "INSERT INTO unmatched SELECT a.id AS aid, b.id AS bid, a.k AS kx FROM A a LEFT JOIN B b "
             "ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts;",
         ]
     )
