@@ -51,8 +51,9 @@ def _job(tmp_path: Path) -> str:
             "(SELECT a.k AS k, count(*) AS n FROM A a JOIN B b ON a.k = b.k "
             "AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND "
             "GROUP BY window(b.ts, '2 seconds'), a.k) g GROUP BY g.k;",
-            "INSERT INTO unmatched SELECT a.id AS aid, b.id AS bid, a.k AS kx FROM A a LEFT JOIN B b "
-            "ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts;",
+            "INSERT INTO unmatched SELECT a.id AS aid, b.id AS bid, a.k AS kx "
+            "FROM A a LEFT JOIN B b ON a.k = b.k "
+            "AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts;",
         ]
     )
     path = tmp_path / "job.sql"
