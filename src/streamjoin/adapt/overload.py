@@ -1,0 +1,176 @@
+"""Overload control for a query's join directions: JAQPOT's monitor → analyse → act loop
+(§4.4 of the paper; `adapt.jaqpot` decides), adapted to micro-batches.
+
+- **Monitor.** Each committed batch reports, per join direction (a stream's rows probing the
+  other side), the rows that arrived, the rows that probed, the pairs they found and the rows
+  of the partner state, and the batch's time against its trigger. Windowed averages over the
+  last `window` batches give λ (arrivals per second), ρ_h = pairs per probing row, and μ, the
+  probes a second the engine served: probes over the busy time of the batches.
+- **Analyse.** The budget per second is μ scaled to what keeps a batch within its trigger (or
+  the job's explicit figure). When arrivals would need more probes than the budget, JAQPOT
+  splits it (freshness first when predicates are given). A new split is worked out only when
+  a statistic moved by more than ε since the last analysis.
+- **Act.** The new split replaces the one in force only if its predicted output beats it by
+  more than `gain` (p in the paper); it applies from the next batch. When the budget covers
+  every arrival again, the controller returns to exact processing by itself.
+
+A direction's *allowance* is the fraction of its arriving rows that probe (1.0: exact).
+Rows that do not probe are still stored, so later partners find them: every pair emitted is a
+true pair, and the skipped probes are the only loss. Starved directions keep a trickle of
+`explore` so that their productivity stays measured (the paper is silent on this; the digest's
+§5.2 notes the need).
+"""
+
+from __future__ import annotations
+
+import typing as t
+from collections import deque
+from dataclasses import dataclass, field
+
+from streamjoin.adapt.jaqpot import Hop, InputPath, jaqpot
+
+if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+
+Mode = t.Literal["exact", "shed"]
+
+
+@dataclass(frozen=True, slots=True)
+class DirectionStats:
+    """One join direction in one batch: rows that arrived, rows that probed, pairs found."""
+
+    arrived: int
+    probed: int
+    pairs: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStats:
+    """What a committed batch tells the controller."""
+
+    batch: int
+    seconds: float
+    """Wall time of the batch."""
+    interval: float
+    """Event or trigger time the batch covered (seconds): arrivals per second are per this."""
+    directions: dict[str, DirectionStats]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the runtime applies from batch `batch` on."""
+
+    batch: int
+    allowances: dict[str, float]
+    """Per direction, the fraction of arriving rows that probe (1.0 everywhere: exact)."""
+    predicted_output: float
+    """Pairs a second the split is expected to produce."""
+    budget: float
+    """Probes a second the split may spend."""
+    demand: float
+    """Probes a second exact processing would need."""
+    feasible: bool = True
+    """False when the freshness predicates cannot be met within the budget."""
+
+    @property
+    def exact(self) -> bool:
+        """Whether every arriving row probes."""
+        return all(a >= 1.0 for a in self.allowances.values())
+
+
+@dataclass
+class OverloadController:
+    """The loop for one query's directions (one direction per input stream of a two-way join).
+
+    Args:
+        directions: the directions' names (a stream each).
+        mode: ``exact`` (overload shows as lag and a warning, never as shed probes) or
+            ``shed``.
+        budget: probes a second (None: measured, as what fits the trigger).
+        freshness: per direction's stream, the oldest a row may be in an output (seconds).
+        window: batches averaged.
+        epsilon: relative change of a statistic that triggers a new analysis.
+        gain: relative gain in predicted output a new split must bring to be applied.
+        explore: the allowance a starved direction keeps, to stay measured.
+    """
+
+    directions: tuple[str, ...]
+    mode: Mode = "exact"
+    budget: float | None = None
+    freshness: dict[str, float] = field(default_factory=dict)
+    window: int = 5
+    epsilon: float = 0.05
+    gain: float = 0.05
+    explore: float = 0.01
+    _history: deque[BatchStats] = field(default_factory=deque, init=False, repr=False)
+    _analysed: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    decision: Decision | None = field(default=None, init=False)
+    """The split in force (None: exact, nothing decided yet)."""
+
+    def observe(self, stats: BatchStats) -> Decision | None:
+        """Take batch `stats`; a new decision for the next batch, or None to keep the one in
+        force."""
+        self._history.append(stats)
+        while len(self._history) > self.window:
+            self._history.popleft()
+        figures = self._figures()
+        if figures is None:
+            return None
+        if self._analysed and not self._moved(figures):
+            return None
+        self._analysed = figures
+        proposal = self._analyse(stats.batch + 1, figures)
+        current = self.decision
+        if current is not None and current.exact == proposal.exact:
+            better = proposal.predicted_output > current.predicted_output * (1 + self.gain)
+            if not proposal.exact and not better and current.feasible == proposal.feasible:
+                return None
+        if current is None and proposal.exact:
+            self.decision = proposal
+            return None  # (already exact)
+        self.decision = proposal
+        return proposal
+
+    def _figures(self) -> dict[str, float] | None:
+        """Windowed averages: per direction λ (rows/s), ρ_h (pairs per probe); μ (probes/s)."""
+        span = sum(s.interval for s in self._history)
+        busy = sum(s.seconds for s in self._history)
+        if span <= 0 or busy <= 0:
+            return None
+        out: dict[str, float] = {}
+        probes = 0
+        for d in self.directions:
+            rows = [s.directions[d] for s in self._history if d in s.directions]
+            arrived = sum(r.arrived for r in rows)
+            probed = sum(r.probed for r in rows)
+            probes += probed
+            out[f"rate:{d}"] = arrived / span
+            out[f"rho:{d}"] = sum(r.pairs for r in rows) / probed if probed else 0.0
+        # μ: probes served per second of work. A batch keeps up with its trigger when the
+        # probes a second of arrivals needs are at most that.
+        out["mu"] = probes / busy
+        return out
+
+    def _moved(self, figures: Mapping[str, float]) -> bool:
+        for key, value in figures.items():
+            old = self._analysed.get(key, 0.0)
+            if abs(value - old) > self.epsilon * max(abs(old), 1e-9):
+                return True
+        return False
+
+    def _analyse(self, batch: int, figures: Mapping[str, float]) -> Decision:
+        paths = [
+            InputPath(d, figures[f"rate:{d}"], (Hop(figures[f"rho:{d}"]),)) for d in self.directions
+        ]
+        demand = sum(p.capacity for p in paths)
+        budget = self.budget if self.budget is not None else figures["mu"]
+        if self.mode == "exact" or budget >= demand:
+            exact = {d: 1.0 for d in self.directions}
+            output = sum(p.productivity * p.capacity for p in paths)
+            return Decision(batch, exact, output, budget, demand)
+        chosen = jaqpot(paths, budget)  # (freshness: one operator has no susceptible state)
+        allowances = {}
+        for p in paths:
+            share = chosen.resources.get(p.stream, 0.0) / p.capacity if p.capacity else 1.0
+            allowances[p.stream] = min(max(share, self.explore), 1.0)
+        return Decision(batch, allowances, chosen.output, budget, demand, chosen.feasible)

@@ -1,0 +1,53 @@
+"""The overload loop: exact while the budget covers the arrivals, JAQPOT's split when it does
+not (only in shed mode), a new split only past its thresholds, and back to exact by itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamjoin.adapt.overload import BatchStats, DirectionStats, OverloadController
+
+
+def _batch(
+    n: int, seconds: float, left: tuple[int, int, int], right: tuple[int, int, int]
+) -> BatchStats:
+    return BatchStats(n, seconds, 1.0, {"L": DirectionStats(*left), "R": DirectionStats(*right)})
+
+
+def test_exact_mode_never_sheds() -> None:
+    loop = OverloadController(("L", "R"), mode="exact", budget=100.0)
+    for n in range(3):
+        decision = loop.observe(_batch(n, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert loop.decision is not None and loop.decision.exact
+    assert loop.decision.demand == pytest.approx(2000.0) and loop.decision.budget == 100.0
+    assert decision is None
+
+
+def test_shed_mode_gives_the_budget_to_the_productive_direction_then_recovers() -> None:
+    loop = OverloadController(("L", "R"), mode="shed", budget=1500.0, window=1)
+    # L's rows find 5 pairs each, R's 0.5: 2000 probes a second needed, 1500 allowed.
+    decision = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert decision is not None and decision.batch == 1 and not decision.exact
+    assert decision.allowances == pytest.approx({"L": 1.0, "R": 0.5})
+    assert decision.predicted_output == pytest.approx(5000 + 250)
+    # Unchanged statistics: no new analysis, the split stays.
+    assert loop.observe(_batch(1, 2.0, (1000, 1000, 5000), (1000, 500, 250))) is None
+    # Arrivals fall under the budget: exact again, by itself.
+    back = loop.observe(_batch(2, 0.5, (500, 500, 2500), (500, 250, 125)))
+    assert back is not None and back.exact
+
+
+def test_a_starved_direction_keeps_a_trickle_to_stay_measured() -> None:
+    loop = OverloadController(("L", "R"), mode="shed", budget=1000.0, window=1, explore=0.02)
+    decision = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert decision is not None
+    assert decision.allowances == pytest.approx({"L": 1.0, "R": 0.02})
+
+
+def test_a_new_split_must_beat_the_old_by_the_gain() -> None:
+    loop = OverloadController(("L", "R"), mode="shed", budget=1500.0, window=1, gain=0.5)
+    first = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert first is not None
+    # R a little more productive: a different split, but not 50 % more output.
+    assert loop.observe(_batch(1, 2.0, (1000, 1000, 5000), (1000, 1000, 600))) is None
+    assert loop.decision == first
