@@ -31,6 +31,7 @@ from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS
 
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.model import GroupQuery, Job, Query, StreamDef
     from streamjoin.plan.outer import OuterPlan
@@ -542,27 +543,24 @@ def _run_native(
             _stream_frame(spark, job.stream(side.stream)).createOrReplaceTempView(view)
             views[side.alias] = view
         out = spark.sql(_query_sql(q, views[q.left.alias], views[q.right.alias]))
-        query = _trigger(
-            out.writeStream.format("parquet")
-            .option("path", _out_path(job, q))
-            .option("checkpointLocation", os.path.join(workdir, "ckpt", q.name)),
-            live,
-        ).start()
-        queries.append(query)
+        queries.append(_start_parquet(out, _out_path(job, q), workdir, q.name, live))
     for g in job.group_queries:
         views = {}
         for stream in g.streams:
             views[stream] = f"native_{g.name}_{stream}"
             _stream_frame(spark, job.stream(stream)).createOrReplaceTempView(views[stream])
         out = spark.sql(spark_sql(g, views))
-        query = _trigger(
-            out.writeStream.format("parquet")
-            .option("path", _out_path(job, g))
-            .option("checkpointLocation", os.path.join(workdir, "ckpt", g.name)),
-            live,
-        ).start()
-        queries.append(query)
+        queries.append(_start_parquet(out, _out_path(job, g), workdir, g.name, live))
     return _await(queries, time_limit) if live is None else _await_live(queries, workdir, live)
+
+
+def _start_parquet(
+    out: DataFrame, path: str, workdir: str, name: str, live: Live | None
+) -> StreamingQuery:
+    """Spark's own streaming query writing `out` to the Parquet directory `path`."""
+    writer = out.writeStream.format("parquet").option("path", path)
+    writer = writer.option("checkpointLocation", os.path.join(workdir, "ckpt", name))
+    return t.cast("StreamingQuery", _trigger(writer, live).start())
 
 
 def _run_foreach(

@@ -102,3 +102,30 @@ def run_counting_input(
             spark.conf.unset(key)
         spark.streams.removeListener(listener)
     return summary, listener
+
+
+def replay_and_check(
+    spark: SparkSession,
+    job: Job,
+    batches: Batches,
+    checkpoint: Path,
+    columns: Sequence[str],
+    *,
+    final: bool = False,
+    sink: str = "g",
+) -> int:
+    """Run `batches` with a restart that replays the third (and, with `final`, declare the
+    input finished); the sink's rows, each with its batch, must be the reference's (query
+    q1's). Returns how many rows that is."""
+    from streamjoin.reference import normalize, run_reference
+
+    run_batches(spark, job, batches[:3], checkpoint)
+    run_batches(spark, job, batches[2:], checkpoint, first_batch=2)
+    if final:
+        assert Engine(spark).processor(job, str(checkpoint)).finish() == len(batches)
+    expected = run_reference(job, batches, final=final)
+    rows = zip(expected.outputs["q1"], expected.arrivals["q1"], strict=True)
+    want = [(*r, b) for r, b in rows]
+    got = read_sink(spark, job, sink, [*columns, "batch"])
+    assert normalize(got) == normalize(want)
+    return len(want)

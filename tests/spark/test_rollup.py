@@ -9,11 +9,9 @@ import typing as t
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import replay_and_check
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -61,12 +59,4 @@ def test_rollups_match_the_reference(
     sink = f"CREATE SINK g WITH (format = 'parquet', path = '{tmp / 'g'}');"
     job = parse_job("\n".join([stream_ddl("A"), stream_ddl("B"), sink, insert]))
     batches = make_batches(seed, n_batches=5, rows_per_batch=10, keys=3)
-    ckpt = tmp / "ckpt"
-    run_batches(spark, job, batches[:3], ckpt)
-    run_batches(spark, job, batches[2:], ckpt, first_batch=2)  # (replays batch 2)
-    if final:
-        assert Engine(spark).processor(job, str(ckpt)).finish() == len(batches)
-    expected = run_reference(job, batches, final=final)
-    want = [(*r, b) for r, b in zip(expected.outputs["q1"], expected.arrivals["q1"], strict=True)]
-    got = read_sink(spark, job, "g", [*columns, "batch"])
-    assert normalize(got) == normalize(want)
+    replay_and_check(spark, job, batches, tmp / "ckpt", columns, final=final)

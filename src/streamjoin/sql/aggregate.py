@@ -36,7 +36,7 @@ def parse_aggregation(
         return None
     windows = [g for g in group.expressions if is_window(g)]
     if not windows:
-        times = [g for g in group.expressions if _event_time(g, resolver)]
+        times = [g for g in group.expressions if is_event_time(g, resolver)]
         if len(times) == 1:
             # Grouping by an input's event time: a window of one instant, which the watermark
             # closes as it passes (the column stays a key, for SELECT).
@@ -80,7 +80,7 @@ def _grouped_by(
     return Aggregation(window, tuple(keys), condition)
 
 
-def _event_time(node: exp.Expr, resolver: Resolver) -> bool:
+def is_event_time(node: exp.Expr, resolver: Resolver) -> bool:
     """Whether `node` is a column that is its input's event time."""
     if not isinstance(node, exp.Column):
         return False

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from streamjoin.model import EventWindow, SelectItem, TopN
 from streamjoin.model.aggregate import POINT_US
-from streamjoin.sql.aggregate import is_window, window_of
+from streamjoin.sql.aggregate import is_event_time, is_window, window_of
 from streamjoin.sql.dialect import node_error
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.resolve import Resolver
@@ -60,7 +60,7 @@ class Ranked:
     def top(self, stmt: Statement, resolver: Resolver) -> TopN:
         """The `TopN`, its PARTITION BY and ORDER BY qualified by `resolver`."""
         parts = list(self.over.args.get("partition_by") or [])
-        windows = [p for p in parts if is_window(p) or _event_time(p, resolver)]
+        windows = [p for p in parts if is_window(p) or is_event_time(p, resolver)]
         if len(windows) != 1:
             msg = (
                 "a top-N over a stream partitions by one event-time window (or an input's event "
@@ -145,18 +145,6 @@ def _limit(stmt: Statement, select: exp.Select, rank: str) -> int:
         msg = f"a top-N keeps the first rows of each group: WHERE {rank} <= N, N >= 1"
         raise node_error(stmt, cond if cond is not None else select, msg, unsupported=True)
     return bound
-
-
-def _event_time(node: exp.Expr, resolver: Resolver) -> bool:
-    """Whether `node` is an input's event-time column (a window of one instant)."""
-    if not isinstance(node, exp.Column):
-        return False
-    for side in resolver.sides:
-        if node.table and side.alias.lower() != node.table.lower():
-            continue
-        if (side.stream.event_time or "").lower() == node.name.lower():
-            return True
-    return False
 
 
 def _partition_window(stmt: Statement, node: exp.Expr, resolver: Resolver) -> EventWindow:
