@@ -35,6 +35,7 @@ from streamjoin.plan.querybits import numeric_columns
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
+from streamjoin.plan.shedding import check_shedding
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query, StreamDef
@@ -187,6 +188,8 @@ def plan_job(
     outers = tuple(plan_outer(job, q) for q in job.queries if q.outer is not None)
     queries = tuple(_plan_query(job, q) for q in job.queries if not q.multiway)
     many = [q for q in job.queries if q.multiway]
+    for q in job.queries:
+        check_shedding(job, q)
     for q in many:
         _check_multiway_options(job, q)
     candidates = {c.name: c for c in sharing_candidates(job, queries)}

@@ -35,6 +35,8 @@ class Summary:
     seconds: float = 0.0
     batches_this_run: int = 0
     schemes: dict[str, str] = field(default_factory=dict)
+    shedding: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per query that sheds probes: its allowances now and the probes it skipped in all."""
 
     @property
     def rows_joined(self) -> int:
@@ -58,6 +60,7 @@ class Summary:
             seconds=seconds,
             batches_this_run=batches_this_run,
             schemes={name: _scheme_text(r) for name, r in m.routing.items()},
+            shedding={name: dict(o) for name, o in m.overload.items()},
         )
 
     def render(self) -> str:
@@ -81,6 +84,14 @@ class Summary:
             f"    {name}: {n}" + (f"  [{self.schemes[name]}]" if name in self.schemes else "")
             for name, n in self.out.items()
         ] or ["    (none)"]
+        for name, o in self.shedding.items():
+            skipped = int(o.get("shed.left", 0) + o.get("shed.right", 0))
+            lines.append(
+                f"  {name} sheds probes under overload: {skipped} new rows did not probe "
+                f"(left {int(o.get('shed.left', 0))}, right {int(o.get('shed.right', 0))}); "
+                f"allowances now left {o.get('left', 1.0):.2f}, right {o.get('right', 1.0):.2f}"
+                + ("; its output is a subset of the exact result" if skipped else "")
+            )
         if sum(self.late.values()) + sum(self.malformed.values()):
             lines.append(
                 f"  dead letters under {self.checkpoint}/deadletter/ (or each stream's "

@@ -204,6 +204,14 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         if value not in ("auto", "true", "false"):
             msg = f"time_buckets must be auto, true or false, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "overload":
+        if value not in ("exact", "shed"):
+            msg = f"overload must be 'exact' or 'shed', got {o.value!r}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "budget":
+        if not value.isdigit() or int(value) < 1:
+            msg = f"budget is the probes a batch may make, a whole number >= 1, got {o.value!r}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "ttl":
         if ttl_seconds(o.value) is None:
             msg = (
@@ -213,7 +221,8 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
     else:
         msg = (
             f"unknown query option {o.key!r}; "
-            "expected partitioning, units, unit_rows, adapt, time_buckets, epoch or ttl"
+            "expected partitioning, units, unit_rows, adapt, time_buckets, epoch, ttl, "
+            "overload or budget"
         )
         raise cur.error_at(msg, o.key_first, o.key_last)
 

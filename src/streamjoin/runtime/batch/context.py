@@ -117,6 +117,8 @@ class BatchReport:
     """Per query: rows each unit of its join received (routed queries, and forced hash)."""
     routing: dict[str, str] = field(default_factory=dict)
     """Per query: the scheme the batch ran under, and any change decided for the next batch."""
+    shed: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per shedding query and direction (``left``, ``right``): new rows that did not probe."""
 
 
 def view_tag(name: str, batch_id: int) -> str:

@@ -36,6 +36,7 @@ from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.rollup import roll_up
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
+from streamjoin.runtime.batch.shedding import Shedding
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_frames, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
@@ -97,6 +98,8 @@ class BatchProcessor:
         if plan.multiway:
             self.multiway = MultiwayJoins(plan, checkpoint, self.settings, self.parallelism)
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
+        self.shedding = Shedding()
+        """The overload controllers of the queries that shed probes (`batch.shedding`)."""
         self.served = served
         """A served job's queries, which may change at any batch (`runtime.serve`)."""
         self._serving: tuple[t.Any, ...] | None = None
@@ -172,6 +175,7 @@ class BatchProcessor:
         """Run batch `batch_id` on the unified input `df`; idempotent for a given input."""
         started, clock = time.monotonic(), PhaseClock()
         ctx: BatchContext | None = None
+        shed: dict[str, dict[str, int]] = {}
         work: MultiwayBatch | None = None
         units_job: Background | None = None
         try:
@@ -237,6 +241,12 @@ class BatchProcessor:
                 manifest.dropped += [u.path for g in prev.groups.values() for u in g.units]
             if queries is not None:
                 manifest.served = queries.to_dict()
+            if two.shed:  # (the allowances for the next batch, from this one's figures)
+                arrived = {k: s.ok for k, s in stats.items()}
+                spent = time.monotonic() - started
+                manifest.overload, shed = self.shedding.after_batch(
+                    self.plan, batch_id, spent, two.shed, arrived, prev
+                )
             self.checkpoint.commit(manifest, prev)
             if self.served is not None and queries is not None:
                 self.served.committed(queries)
@@ -261,6 +271,7 @@ class BatchProcessor:
             phases=clock.phases,
             units=units,
             routing=routing,
+            shed=shed,
         )
         if self.on_batch is not None:
             self.on_batch(report)

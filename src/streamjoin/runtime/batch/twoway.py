@@ -12,7 +12,9 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.adapt.joinpath import join_path
+from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.batch.joins import OLD, delta_join_sql, pairs_sql, side_rows
+from streamjoin.runtime.batch.shedding import SIDES, Shed, allowances, probing
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
@@ -32,6 +34,8 @@ class TwoWay:
 
     frames: dict[str, DataFrame] = field(default_factory=dict)
     observed: dict[str, Observed] = field(default_factory=dict)
+    shed: dict[str, Shed] = field(default_factory=dict)
+    """Per shedding query: its allowances and the pairs each direction found."""
     shared: list[tuple[SharedGroup[t.Any], DataFrame]] = field(default_factory=list)
     """Each shared join's rows (its members' columns; `SharedGroup.bits` tells whose)."""
 
@@ -52,7 +56,11 @@ def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreV
     out = TwoWay()
     for qp in ctx.plan.joins:
         observed: list[tuple[str, Observation, int]] = []
-        out.frames[qp.query.name] = _pairs(ctx, qp, deltas, stores, observed)
+        given = allowances(ctx.prev, qp.query)
+        shed = None if given is None else Shed(given)
+        out.frames[qp.query.name] = _pairs(ctx, qp, deltas, stores, observed, shed)
+        if shed is not None:
+            out.shed[qp.query.name] = shed
         if observed:
             out.observed[qp.query.name] = observed
     for group in ctx.plan.shared:
@@ -67,6 +75,7 @@ def _pairs(
     deltas: t.Mapping[str, str],
     stores: StoreViews,
     observed: list[tuple[str, Observation, int]],
+    shed: Shed | None = None,
 ) -> DataFrame:
     q = qp.query
     window = qp.parts.window
@@ -93,7 +102,9 @@ def _pairs(
     observe = observe and q.name not in ctx.counted
     views = ctx.scratch.views
     how = None
-    if not (observe or shuffle or router.band) and ctx.settings.join_path != "halves":
+    # (A shedding query runs the delta rule's two terms: each direction's pairs are counted.)
+    one = shed is None and not (observe or shuffle or router.band)
+    if one and ctx.settings.join_path != "halves":
         always = ctx.settings.join_path == "one"
         l_rows = side_rows(ctx.prev, left, l_lo, ctx.delta_rows)
         r_rows = side_rows(ctx.prev, right, r_lo, ctx.delta_rows)
@@ -116,6 +127,8 @@ def _pairs(
     ]
     sqls = []
     for delta_side, delta_view, state_view in inputs:
+        if shed is not None:
+            delta_view = probing(delta_view, shed.allowances[delta_side], ctx.batch_id)
         if observe:
             delta_view, state_view = _routed_views(
                 ctx, router, delta_side, (delta_view, state_view), observed, shuffle=shuffle
@@ -131,6 +144,13 @@ def _pairs(
                 band=router.band,
             )
         )
+    if shed is not None:
+        terms = []
+        for side, sql in zip(SIDES, sqls, strict=True):
+            seen = Observation(f"sj_shed_{view_tag(q.name, ctx.batch_id)}_{side}")
+            terms.append(ctx.spark.sql(sql).observe(seen, F.count(F.lit(1)).alias("rows")))
+            shed.pairs[side] = seen
+        return terms[0].unionAll(terms[1])
     # One SQL text for both terms: one analysis in the JVM instead of two and a union.
     return ctx.spark.sql(" UNION ALL ".join(f"({sql})" for sql in sqls))
 

@@ -158,6 +158,9 @@ class Manifest:
     final: bool = False
     """The input was declared finished after the batch before (``--final``): every window was
     emitted, and the run cannot take more input."""
+    overload: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per shedding query: each direction's probe allowance for the next batch
+    (`runtime.batch.shedding`)."""
 
     def live(self, stream: str) -> list[StateUnit]:
         """The live state units of `stream`."""
@@ -193,6 +196,7 @@ class Manifest:
             served=raw.get("served", {}),
             groups={k: GroupState.of(g) for k, g in raw.get("groups", {}).items()},
             final=raw.get("final", False),
+            overload=raw.get("overload", {}),
         )
 
 

@@ -1,0 +1,43 @@
+"""Which queries may shed probes under overload (``WITH (overload = 'shed')``, `adapt.overload`).
+
+Shedding skips some rows' probes; every row is still stored, so every pair written is a true
+pair and the result is a subset of the exact one. That holds for the pairs of a two-way inner
+join on its engine's own partitioning. It does not for what is computed over the pairs: a
+count, a top-N or a row written for want of a partner would come out wrong, not short. Those,
+multi-way joins and fixed partitioning schemes are refused, naming the query.
+"""
+
+from __future__ import annotations
+
+from streamjoin.errors import UnsupportedError
+from streamjoin.model import Job, Query
+
+
+def sheds(query: Query) -> bool:
+    """Whether `query` asked to shed probes when overloaded."""
+    return query.option("overload", "exact") == "shed"
+
+
+def check_shedding(job: Job, query: Query) -> None:
+    """Refuse ``overload = 'shed'`` where a skipped probe would make a wrong row.
+
+    Raises:
+        UnsupportedError: naming the query and what it does over its pairs.
+    """
+    if not sheds(query):
+        if query.option("budget") is not None:
+            msg = f"query {query.name}: budget applies with overload = 'shed'"
+            raise UnsupportedError(msg, line=query.line, col=1, text="budget", source=job.source)
+        return
+    why = None
+    if query.windowed is not None or query.rollup is not None:
+        why = "its groups' values would be wrong, not short"
+    elif query.outer is not None:
+        why = "a row would be written without a partner it has"
+    elif query.multiway:
+        why = "it joins more than two inputs (shedding runs on two-way joins)"
+    elif query.option("partitioning", "auto") != "auto":
+        why = "it fixes a partitioning scheme (shedding runs on the default one)"
+    if why is not None:
+        msg = f"query {query.name}: overload = 'shed' is not supported: {why}"
+        raise UnsupportedError(msg, line=query.line, col=1, text="overload", source=job.source)

@@ -1,0 +1,114 @@
+"""Probe shedding for queries with ``WITH (overload = 'shed')`` (`plan.shedding`): the split
+of the controller (`adapt.overload`, JAQPOT) applied to the delta rule.
+
+A direction's allowance a is the fraction of its new rows that probe: a row probes when a hash
+of all its columns and the batch's id falls below a, so a replayed batch makes the same
+choices. The rows that do not probe are still stored by the state job, so a later partner
+finds them. With ``ΔL_p``, ``ΔR_p`` the probing rows, a batch writes ``ΔL_p ⋈ (R_old ∪ ΔR) ∪
+L_old ⋈ ΔR_p``: every pair is a true pair, found once; the pairs the skipped probes would have
+found are the loss, estimated per direction from the pairs a probe found.
+
+The allowances in force for a batch are those the manifest of the batch before holds; the
+controller's averages live in the processor and start afresh after a restart.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+
+from streamjoin.adapt.overload import BatchStats, DirectionStats, OverloadController
+from streamjoin.plan.shedding import sheds
+
+if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pyspark.sql import Observation
+
+    from streamjoin.model import Query
+    from streamjoin.plan import JobPlan
+    from streamjoin.runtime.state.manifest import Manifest
+
+SIDES = ("left", "right")
+_SCALE = 1_000_000
+
+
+def probing(view: str, allowance: float, batch_id: int) -> str:
+    """The rows of `view` that probe at `allowance` in batch `batch_id` (all of them at 1)."""
+    if allowance >= 1.0:
+        return view
+    cut = int(allowance * _SCALE)
+    return f"(SELECT * FROM {view} WHERE pmod(xxhash64(*, {batch_id}), {_SCALE}) < {cut})"
+
+
+def allowances(prev: Manifest, query: Query) -> dict[str, float] | None:
+    """The allowances in force for `query` in the batch after `prev` (None: it does not shed;
+    all 1.0 while it has not needed to)."""
+    if not sheds(query):
+        return None
+    return {side: float(prev.overload.get(query.name, {}).get(side, 1.0)) for side in SIDES}
+
+
+@dataclass
+class Shed:
+    """One batch of a shedding query: its allowances and the pairs each direction found."""
+
+    allowances: dict[str, float]
+    pairs: dict[str, Observation] = field(default_factory=dict)
+
+
+@dataclass
+class Shedding:
+    """The controllers of a job's shedding queries, kept across batches."""
+
+    trigger_seconds: float = 1.0
+    controllers: dict[str, OverloadController] = field(default_factory=dict)
+
+    def after_batch(
+        self,
+        plan: JobPlan,
+        batch_id: int,
+        seconds: float,
+        sheds: Mapping[str, Shed],
+        arrived: Mapping[str, int],
+        prev: Manifest,
+    ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, int]]]:
+        """Feed each shedding query's batch to its controller: the allowances for the next
+        batch (by query and side) and the probes each direction skipped."""
+        from streamjoin.runtime.threads import metrics
+
+        decided: dict[str, dict[str, float]] = {}
+        skipped: dict[str, dict[str, int]] = {}
+        for qp in plan.queries:
+            q = qp.query
+            shed = sheds.get(q.name)
+            if shed is None:
+                continue
+            stats = {}
+            for side, js in zip(SIDES, (q.left, q.right), strict=True):
+                rows = int(arrived.get(js.stream, 0))
+                probed = round(rows * shed.allowances[side])
+                found = int(metrics(shed.pairs[side]).get("rows", 0)) if side in shed.pairs else 0
+                stats[side] = DirectionStats(rows, probed, found)
+                skipped.setdefault(q.name, {})[side] = rows - probed
+            loop = self.controllers.get(q.name)
+            if loop is None:
+                budget = q.option("budget")
+                loop = OverloadController(SIDES, mode="shed", budget=_per_second(budget, self))
+                self.controllers[q.name] = loop
+            loop.observe(BatchStats(batch_id, seconds, self.trigger_seconds, stats))
+            current = loop.decision
+            before = prev.overload.get(q.name, {})
+            decided[q.name] = {
+                side: current.allowances[side] if current else before.get(side, 1.0)
+                for side in SIDES
+            }
+            for side in SIDES:  # (the run's totals, kept with the allowances)
+                total = before.get(f"shed.{side}", 0.0) + skipped[q.name][side]
+                decided[q.name][f"shed.{side}"] = total
+        return decided, skipped
+
+
+def _per_second(budget: str | None, shedding: Shedding) -> float | None:
+    """A budget of probes per batch as probes per second of the trigger."""
+    return None if budget is None else float(budget) / shedding.trigger_seconds

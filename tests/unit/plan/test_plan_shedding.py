@@ -1,0 +1,56 @@
+"""Which queries may shed probes under overload, and the options that ask for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamjoin.errors import JobError, UnsupportedError
+from streamjoin.plan import plan_job
+from streamjoin.sql import parse_job
+from tests.reference_cases import STREAMS
+
+JOIN = (
+    "FROM A a JOIN B b ON a.k = b.k "
+    "AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND"
+)
+
+
+def _plan(sql: str) -> None:
+    plan_job(parse_job(f"{STREAMS}{sql};"))
+
+
+def test_a_two_way_join_may_shed() -> None:
+    _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'shed', budget = '1000')")
+    _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'exact')")
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        (
+            f"SELECT count(*) AS n {JOIN} GROUP BY window(a.ts, '2 seconds') "
+            "WITH (overload = 'shed')",
+            "groups' values would be wrong",
+        ),
+        (
+            "SELECT a.id AS i FROM A a LEFT JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
+            "a.ts + INTERVAL '1' SECOND WITH (overload = 'shed')",
+            "without a partner",
+        ),
+        (
+            f"SELECT a.id AS i {JOIN} WITH (overload = 'shed', partitioning = 'matrix')",
+            "fixes a partitioning scheme",
+        ),
+        (f"SELECT a.id AS i {JOIN} WITH (budget = '10')", "budget applies with overload"),
+    ],
+)
+def test_shedding_is_refused_where_a_skipped_probe_makes_a_wrong_row(sql: str, why: str) -> None:
+    with pytest.raises(UnsupportedError, match=why):
+        _plan(f"INSERT INTO s {sql}")
+
+
+def test_the_options_name_their_bad_values() -> None:
+    with pytest.raises(JobError, match="overload must be 'exact' or 'shed', got 'drop'"):
+        _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'drop')")
+    with pytest.raises(JobError, match="budget is the probes a batch may make"):
+        _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'shed', budget = '0.5')")
