@@ -37,7 +37,7 @@ def test_a_tight_budget_writes_a_subset_of_true_pairs_once(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     job = _job(tmp_path, budget=4)
-    batches = make_batches(5, n_batches=6, rows_per_batch=16, keys=2)
+    batches = make_batches(5, n_batches=5, rows_per_batch=16, keys=2)
     ckpt = tmp_path / "ckpt"
     first = run_batches(spark, job, batches[:3], ckpt)
     rest = run_batches(spark, job, batches[2:], ckpt, first_batch=2)  # (replays batch 2)
@@ -53,7 +53,7 @@ def test_a_tight_budget_writes_a_subset_of_true_pairs_once(
 
 def test_a_budget_that_covers_the_input_is_exact(spark: SparkSession, tmp_path: Path) -> None:
     job = _job(tmp_path, budget=1_000_000)
-    batches = make_batches(6, n_batches=5, rows_per_batch=12, keys=2)
+    batches = make_batches(6, n_batches=3, rows_per_batch=12, keys=2)
     reports = run_batches(spark, job, batches, tmp_path / "ckpt")
     got = read_sink(spark, job, "g", COLUMNS)
     assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"])
