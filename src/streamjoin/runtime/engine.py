@@ -14,7 +14,7 @@ from streamjoin.plan.aggregate import plan_aggregate
 from streamjoin.plan.physical import candidates_of, side_lags
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
-from streamjoin.runtime.progress import ProgressLine, Summary
+from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
@@ -192,17 +192,22 @@ class Engine:
         ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")
         line = ProgressLine() if progress else None
         counted: list[BatchReport] = []
+        every = trigger_seconds(trigger)
+        behind = None if once or every is None else FallingBehind(every)
 
         def on_batch(report: BatchReport) -> None:
             counted.append(report)
             if line is not None:
                 line(report)
+            if behind is not None:
+                behind(report)
 
         store = Checkpoint(FileStore(self.spark), ckpt)
         read = [sp.name for sp in plan.streams if sp.name not in given]
         sourced = sourced_streams(plan, read, settings.state_from_source)
         log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
         processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
+        processor.shedding.trigger_seconds = every or 1.0  # (a measured budget fits it)
         writer = self._writer(plan, processor, given, once=once, trigger=trigger)
         started = time.monotonic()
         query = writer.start()

@@ -142,6 +142,48 @@ class ProgressLine:
             self.stream.flush()
 
 
+class FallingBehind:
+    """One warning line when batches keep taking longer than the trigger: an exact job's
+    overload shows as lag and this line, never as work left undone (`docs/overload.md`)."""
+
+    def __init__(self, trigger_seconds: float, stream: t.TextIO | None = None, streak: int = 3):
+        self.trigger = trigger_seconds
+        self.stream = stream or sys.stderr
+        self.streak = streak
+        self.behind = 0
+        self.warned = False
+
+    def __call__(self, report: BatchReport) -> None:
+        """Count a batch slower than the trigger; warn on the `streak`-th in a row (again after
+        the job has caught up and fallen behind once more)."""
+        if report.seconds <= self.trigger:
+            self.behind, self.warned = 0, False
+            return
+        self.behind += 1
+        if self.behind >= self.streak and not self.warned:
+            self.warned = True
+            shedding = " (queries with overload = 'shed' skip probes to keep up)"
+            self.stream.write(
+                f"\rstreamjoin: {self.behind} batches in a row took longer than the "
+                f"{self.trigger:g}s trigger (the last {report.seconds:.2f}s): input arrives "
+                "faster than the job joins it, and latency grows; a query may shed probes "
+                f"instead with WITH (overload = 'shed'){shedding if report.shed else ''}\n"
+            )
+            self.stream.flush()
+
+
+def trigger_seconds(trigger: str) -> float | None:
+    """Seconds of a processing-time trigger (``'1 second'``, ``'500 milliseconds'``)."""
+    from streamjoin.model.intervals import unit_micros
+
+    parts = trigger.split()
+    micros = unit_micros(parts[1]) if len(parts) == 2 else None
+    try:
+        return None if micros is None else float(parts[0]) * micros / 1e6
+    except ValueError:
+        return None
+
+
 def _scheme_text(saved: dict[str, t.Any]) -> str:
     """A query's scheme, as its saved routing state describes it."""
     from streamjoin.adapt.schemes import scheme_from_params
