@@ -72,8 +72,7 @@ def _written(kind: str, on: str, lo: int, hi: int) -> str:
 
 @settings(max_examples=1)
 @given(seed=st.integers(0, 10_000), insert=outer_query(), final=st.booleans())
-# (Always one band and one bare theta, whose partners are found by buckets.)
-@example(seed=17, insert=_written("RIGHT", "abs(a.x - b.x) <= 1", -2, 1), final=False)
+# (Always a bare theta, whose partners are found by buckets; the drawn query varies the rest.)
 @example(seed=29, insert=_written("FULL OUTER", "a.x < b.x", 0, 3), final=True)
 def test_outer_joins_match_the_reference_batch_by_batch(
     spark: SparkSession,
