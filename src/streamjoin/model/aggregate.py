@@ -94,14 +94,14 @@ class TopN:
 
 @dataclass(frozen=True, slots=True)
 class Rollup:
-    """``SELECT items FROM (<a GROUP BY query>) alias GROUP BY keys [HAVING having]``, with no
+    """``SELECT items FROM (<a GROUP BY query>) alias GROUP BY keys``, with no
     window: groups over every row the inner query ever emits, so their values change as rows
     come. An updating result, as Spark's update mode and Flink's upsert sinks give: each batch
     writes, for each group its new rows changed, the group's values over all rows so far; a
-    reader keeps each group's newest row. `keys`, `select` and `having` are over the inner
-    query's output columns (``alias.name``); the aggregates are count, sum, avg, min and max."""
+    reader keeps each group's newest row. `keys` and `select` are over the inner query's output
+    columns (``alias.name``); the aggregates are count, sum, avg, min and max (no HAVING: a
+    group written once would have to be withdrawn when it stopped passing)."""
 
     alias: str
     keys: tuple[str, ...]
     select: tuple[SelectItem, ...]
-    having: str | None = None

@@ -234,10 +234,9 @@ def _rollup_lines(ap: AggregatePlan) -> list[str]:
     rollup = ap.query.rollup
     if rollup is None:
         return []
-    having = f"; HAVING {rollup.having}" if rollup.having else ""
     return [
         f"  then, over every row above as {rollup.alias}: GROUP BY {', '.join(rollup.keys) or '()'}"
-        f" (no window){having}",
+        " (no window)",
         f"    -> SELECT {', '.join(f'{s.sql} AS {s.alias}' for s in rollup.select)}",
         "  an updating result: each batch writes the new values of the groups its rows touched "
         "(a reader keeps each group's newest row); state: running partials per group",

@@ -36,14 +36,7 @@ class GroupQueryPlan:
         """Spark SQL of the query's rows from its inputs' groups (in `views`, input order)."""
         if len(views) == 1:
             return f"SELECT * FROM {views[0]}"
-        (a, b), items = (
-            self.query.inputs,
-            ", ".join(f"{s.sql} AS `{s.alias}`" for s in self.query.select),
-        )
-        return (
-            f"SELECT {items} FROM {views[0]} AS `{a.name}` JOIN {views[1]} AS `{b.name}` "
-            f"ON ({self.query.on})"
-        )
+        return _joined(self.query, views)
 
 
 def spark_sql(query: GroupQuery, views: dict[str, str]) -> str:
@@ -61,9 +54,14 @@ def spark_sql(query: GroupQuery, views: dict[str, str]) -> str:
         parts.append(sql + (f" HAVING {having}" if having else ""))
     if len(parts) == 1:
         return parts[0]
+    return _joined(query, tuple(f"({p})" for p in parts))
+
+
+def _joined(query: GroupQuery, relations: tuple[str, ...]) -> str:
+    """The query's rows from its two inputs' groups (`relations`, input order), joined."""
     (a, b), items = query.inputs, ", ".join(f"{s.sql} AS `{s.alias}`" for s in query.select)
     return (
-        f"SELECT {items} FROM ({parts[0]}) AS `{a.name}` JOIN ({parts[1]}) AS `{b.name}` "
+        f"SELECT {items} FROM {relations[0]} AS `{a.name}` JOIN {relations[1]} AS `{b.name}` "
         f"ON ({query.on})"
     )
 

@@ -93,26 +93,21 @@ class RollupPlan:
             return node
 
         items = []
-        for item, tree in zip(self.rollup.select, trees, strict=False):
+        for item, tree in zip(self.rollup.select, trees, strict=True):
             value = tree.transform(swap, copy=False).sql(dialect="spark")
             items.append(f"{value} AS `{item.alias}`")
         touched = " AND ".join(f"t.`_k{i}` <=> p.`_k{i}`" for i in range(len(self.rollup.keys)))
         sql = f"SELECT {', '.join(items)} FROM {table} AS t"
         if touched:
             sql += f" LEFT SEMI JOIN {partial} AS p ON {touched}"
-        if self.rollup.having is not None:
-            sql += f" WHERE {trees[-1].transform(swap, copy=False).sql(dialect='spark')}"
         return sql
 
     def _trees(self) -> list[exp.Expr]:
-        """The SELECT items' expressions, then HAVING's, parsed afresh."""
-        texts = [s.sql for s in self.rollup.select]
-        if self.rollup.having is not None:
-            texts.append(self.rollup.having)
-        return [exp.maybe_parse(t, dialect="spark") for t in texts]
+        """The SELECT items' expressions, parsed afresh."""
+        return [exp.maybe_parse(s.sql, dialect="spark") for s in self.rollup.select]
 
     def _aggregates(self) -> list[exp.AggFunc]:
-        """Every aggregate call of the SELECT list and HAVING, in order (one partial set each)."""
+        """Every aggregate call of the SELECT list, in order (one partial set each)."""
         return _calls(self._trees())
 
 

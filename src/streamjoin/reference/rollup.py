@@ -2,7 +2,7 @@
 
 10. A query with a rollup feeds it the rows of its GROUP BY (as in 7 and 8). In each batch
     where some arrive, every group of the rollup's keys that one of them falls into is written
-    with its values over all the rows that arrived by that batch, if its HAVING holds.
+    with its values over all the rows that arrived by that batch.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ def rollup_results(
     assert rollup is not None
     keys = [compile_expression(k) for k in rollup.keys]
     items = [compile_grouped(s.sql) for s in rollup.select]
-    having = compile_grouped(rollup.having) if rollup.having is not None else None
     groups: dict[tuple[object, ...], list[tuple[Env, int]]] = {}
     for values, batch in rows:
         env: Env = {
@@ -35,7 +34,5 @@ def rollup_results(
             if all(b != batch for _, b in members):
                 continue
             envs = [e for e, b in members if b <= batch]
-            if having is not None and having(envs, {}) is not True:
-                continue
             out.append((tuple(f(envs, {}) for f in items), batch))
     return out
