@@ -131,6 +131,11 @@ class OverloadController:
         self.decision = proposal
         return proposal
 
+    def productivity(self, direction: str) -> float:
+        """Pairs per probe of `direction` over the batches averaged (0 where none probed)."""
+        figures = self._figures()
+        return figures.get(f"rho:{direction}", 0.0) if figures else 0.0
+
     def _figures(self) -> dict[str, float] | None:
         """Windowed averages: per direction λ (rows/s), ρ_h (pairs per probe); μ (probes/s)."""
         span = sum(s.interval for s in self._history)

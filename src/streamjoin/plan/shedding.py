@@ -18,6 +18,13 @@ def sheds(query: Query) -> bool:
     return query.option("overload", "exact") == "shed"
 
 
+def counts_shed_pairs(query: Query) -> bool:
+    """Whether `query` counts the pairs its skipped probes would have found (``shed_count =
+    'exact'``: a count-only join of the skipped rows, which costs the probes shedding saves)
+    rather than estimating them from the pairs its probes found."""
+    return query.option("shed_count", "estimate") == "exact"
+
+
 def check_shedding(job: Job, query: Query) -> None:
     """Refuse ``overload = 'shed'`` where a skipped probe would make a wrong row.
 
@@ -25,9 +32,10 @@ def check_shedding(job: Job, query: Query) -> None:
         UnsupportedError: naming the query and what it does over its pairs.
     """
     if not sheds(query):
-        if query.option("budget") is not None:
-            msg = f"query {query.name}: budget applies with overload = 'shed'"
-            raise UnsupportedError(msg, line=query.line, col=1, text="budget", source=job.source)
+        for key in ("budget", "shed_count"):
+            if query.option(key) is not None:
+                msg = f"query {query.name}: {key} applies with overload = 'shed'"
+                raise UnsupportedError(msg, line=query.line, col=1, text=key, source=job.source)
         return
     why = None
     if query.windowed is not None or query.rollup is not None:

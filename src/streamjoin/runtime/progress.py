@@ -86,10 +86,13 @@ class Summary:
         ] or ["    (none)"]
         for name, o in self.shedding.items():
             skipped = int(o.get("shed.left", 0) + o.get("shed.right", 0))
+            missed = int(o.get("missed.left", 0) + o.get("missed.right", 0))
+            how = "" if o.get("counted") else "about "
             lines.append(
                 f"  {name} sheds probes under overload: {skipped} new rows did not probe "
-                f"(left {int(o.get('shed.left', 0))}, right {int(o.get('shed.right', 0))}); "
-                f"allowances now left {o.get('left', 1.0):.2f}, right {o.get('right', 1.0):.2f}"
+                f"(left {int(o.get('shed.left', 0))}, right {int(o.get('shed.right', 0))}), "
+                f"missing {how}{missed} pairs; allowances now left {o.get('left', 1.0):.2f}, "
+                f"right {o.get('right', 1.0):.2f}"
                 + ("; its output is a subset of the exact result" if skipped else "")
             )
         if sum(self.late.values()) + sum(self.malformed.values()):
@@ -125,12 +128,14 @@ class ProgressLine:
                 self.stream.write(f"\r{name}: {what}{note}\n")
         skew = max((u.skew for u in report.units.values()), default=None)
         unit_bytes = max((max(u.store_bytes, default=0) for u in report.units.values()), default=0)
+        shed = sum(n for s in report.shed.values() for k, n in s.items() if k in ("left", "right"))
         self.stream.write(
             f"\rbatch {report.batch}  in {self.rows_in}  out {self.rows_out}  {rate:,.0f} rows/s"
             f"  state {report.state_rows}  late {report.late}  watermark "
             f"{format_watermark(report.watermark)}  ({report.seconds:.2f}s/batch)"
             + (f"  units max/mean {skew:.2f}" if skew is not None else "")
             + (f", state read {unit_bytes / 1e6:.1f} MB/unit max" if unit_bytes else "")
+            + (f"  shed {shed} probes" if shed else "")
             + "   "
         )
         self.stream.flush()

@@ -212,6 +212,10 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         if not value.isdigit() or int(value) < 1:
             msg = f"budget is the probes a batch may make, a whole number >= 1, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "shed_count":
+        if value not in ("estimate", "exact"):
+            msg = f"shed_count must be 'estimate' or 'exact', got {o.value!r}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "ttl":
         if ttl_seconds(o.value) is None:
             msg = (
@@ -222,7 +226,7 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         msg = (
             f"unknown query option {o.key!r}; "
             "expected partitioning, units, unit_rows, adapt, time_buckets, epoch, ttl, "
-            "overload or budget"
+            "overload, budget or shed_count"
         )
         raise cur.error_at(msg, o.key_first, o.key_last)
 

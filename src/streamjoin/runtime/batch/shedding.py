@@ -5,8 +5,10 @@ A direction's allowance a is the fraction of its new rows that probe: a row prob
 of all its columns and the batch's id falls below a, so a replayed batch makes the same
 choices. The rows that do not probe are still stored by the state job, so a later partner
 finds them. With ``ΔL_p``, ``ΔR_p`` the probing rows, a batch writes ``ΔL_p ⋈ (R_old ∪ ΔR) ∪
-L_old ⋈ ΔR_p``: every pair is a true pair, found once; the pairs the skipped probes would have
-found are the loss, estimated per direction from the pairs a probe found.
+L_old ⋈ ΔR_p``: every pair is a true pair, found once. The loss is ``ΔL_s ⋈ (R_old ∪ ΔR) ∪
+L_old ⋈ ΔR_s`` for the skipped rows ``ΔL_s``, ``ΔR_s``: per direction, the skipped probes times
+the pairs a probe found (an estimate), or with ``shed_count = 'exact'`` counted by a count-only
+join of the skipped rows (which costs the probes shedding saves: for audits and tests).
 
 The allowances in force for a batch are those the manifest of the batch before holds; the
 controller's averages live in the processor and start afresh after a restart.
@@ -33,12 +35,14 @@ SIDES = ("left", "right")
 _SCALE = 1_000_000
 
 
-def probing(view: str, allowance: float, batch_id: int) -> str:
-    """The rows of `view` that probe at `allowance` in batch `batch_id` (all of them at 1)."""
-    if allowance >= 1.0:
+def probing(view: str, allowance: float, batch_id: int, *, skipped: bool = False) -> str:
+    """The rows of `view` that probe at `allowance` in batch `batch_id` (all of them at 1), or
+    with `skipped` the others."""
+    if allowance >= 1.0 and not skipped:
         return view
     cut = int(allowance * _SCALE)
-    return f"(SELECT * FROM {view} WHERE pmod(xxhash64(*, {batch_id}), {_SCALE}) < {cut})"
+    test = ">=" if skipped else "<"
+    return f"(SELECT * FROM {view} WHERE pmod(xxhash64(*, {batch_id}), {_SCALE}) {test} {cut})"
 
 
 def allowances(prev: Manifest, query: Query) -> dict[str, float] | None:
@@ -55,6 +59,8 @@ class Shed:
 
     allowances: dict[str, float]
     pairs: dict[str, Observation] = field(default_factory=dict)
+    missed: dict[str, int] | None = None
+    """Per direction, the pairs its skipped probes would have found, where counted."""
 
 
 @dataclass
@@ -74,7 +80,9 @@ class Shedding:
         prev: Manifest,
     ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, int]]]:
         """Feed each shedding query's batch to its controller: the allowances for the next
-        batch (by query and side) and the probes each direction skipped."""
+        batch with the run's totals (by query), and per query and direction the probes it
+        skipped (``left``, ``right``) and the pairs they would have found (``left.pairs``,
+        ``right.pairs``: counted, or estimated from the pairs a probe found)."""
         from streamjoin.runtime.threads import metrics
 
         decided: dict[str, dict[str, float]] = {}
@@ -90,13 +98,20 @@ class Shedding:
                 probed = round(rows * shed.allowances[side])
                 found = int(metrics(shed.pairs[side]).get("rows", 0)) if side in shed.pairs else 0
                 stats[side] = DirectionStats(rows, probed, found)
-                skipped.setdefault(q.name, {})[side] = rows - probed
             loop = self.controllers.get(q.name)
             if loop is None:
                 budget = q.option("budget")
                 loop = OverloadController(SIDES, mode="shed", budget=_per_second(budget, self))
                 self.controllers[q.name] = loop
             loop.observe(BatchStats(batch_id, seconds, self.trigger_seconds, stats))
+            mine = skipped.setdefault(q.name, {})
+            for side, st in stats.items():
+                mine[side] = st.arrived - st.probed
+                if shed.missed is not None:
+                    mine[f"{side}.pairs"] = shed.missed[side]
+                else:  # (this batch's pairs a probe, or the run's where none probed)
+                    rho = st.pairs / st.probed if st.probed else loop.productivity(side)
+                    mine[f"{side}.pairs"] = round(mine[side] * rho)
             current = loop.decision
             before = prev.overload.get(q.name, {})
             decided[q.name] = {
@@ -104,8 +119,9 @@ class Shedding:
                 for side in SIDES
             }
             for side in SIDES:  # (the run's totals, kept with the allowances)
-                total = before.get(f"shed.{side}", 0.0) + skipped[q.name][side]
-                decided[q.name][f"shed.{side}"] = total
+                for key, now in ((f"shed.{side}", side), (f"missed.{side}", f"{side}.pairs")):
+                    decided[q.name][key] = before.get(key, 0.0) + mine[now]
+            decided[q.name]["counted"] = 1.0 if shed.missed is not None else 0.0
         return decided, skipped
 
 

@@ -12,6 +12,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.adapt.joinpath import join_path
+from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.batch.joins import OLD, delta_join_sql, pairs_sql, side_rows
 from streamjoin.runtime.batch.shedding import SIDES, Shed, allowances, probing
@@ -20,7 +21,7 @@ from streamjoin.runtime.routing.router import key_types
 if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from streamjoin.plan import QueryPlan
+    from streamjoin.plan import Band, QueryPlan
     from streamjoin.plan.shared import SharedGroup
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.joins import Side
@@ -126,6 +127,11 @@ def _pairs(
         ("right", deltas[q.right.stream], l_state),
     ]
     sqls = []
+    if shed is not None and counts_shed_pairs(q):
+        shed.missed = {
+            side: _missed(ctx, qp, side, delta, state, shed.allowances[side], router.band)
+            for side, delta, state in inputs
+        }
     for delta_side, delta_view, state_view in inputs:
         if shed is not None:
             delta_view = probing(delta_view, shed.allowances[delta_side], ctx.batch_id)
@@ -153,6 +159,24 @@ def _pairs(
         return terms[0].unionAll(terms[1])
     # One SQL text for both terms: one analysis in the JVM instead of two and a union.
     return ctx.spark.sql(" UNION ALL ".join(f"({sql})" for sql in sqls))
+
+
+def _missed(
+    ctx: BatchContext,
+    qp: QueryPlan,
+    side: Side,
+    delta_view: str,
+    state_view: str,
+    allowance: float,
+    band: Band | None,
+) -> int:
+    """The pairs the rows of `delta_view` that skip their probe at `allowance` would have
+    found in `state_view`: a count-only join (one Spark job)."""
+    if allowance >= 1.0:
+        return 0
+    skipped = probing(delta_view, allowance, ctx.batch_id, skipped=True)
+    sql = delta_join_sql(qp, side, skipped, state_view, band=band)
+    return int(ctx.spark.sql(f"SELECT count(*) FROM ({sql})").first()[0])  # type: ignore[index]
 
 
 def _routed_views(

@@ -155,6 +155,8 @@ class Serving:
             "queries": len(self.served.job_of(self.served.current).queries),
             "shared_joins": [list(g) for g in self.served.current.groups or ()],
             "pending_changes": len(self.served.pending()),
+            # (per shedding query: allowances and the run's skipped probes and missed pairs)
+            "shedding": {} if last is None else dict(last.manifest.overload),
             "error": None if error is None else f"{type(error).__name__}: {error}",
         }
 
