@@ -72,14 +72,14 @@ def test_a_tight_budget_writes_true_pairs_once_and_counts_the_rest(
 
 def test_skipped_pairs_are_estimated_by_default(spark: SparkSession, tmp_path: Path) -> None:
     batches = make_batches(5, n_batches=3, rows_per_batch=16, keys=2)
-    totals = {}
+    totals: dict[str, tuple[float, float, list[tuple[object, ...]]]] = {}
     for count in ("estimate", "exact"):
         job = _job(tmp_path / count, budget=4, count=count)
         reports = run_batches(spark, job, batches, tmp_path / count / "ckpt")
         last = reports[-1].manifest.overload["q1"]
         assert last["counted"] == (count == "exact")
-        totals[count] = (last["shed.left"] + last["shed.right"], last["missed.left"])
-        totals[count] += (sorted(read_sink(spark, job, "g", COLUMNS)),)
+        written = sorted(read_sink(spark, job, "g", COLUMNS))
+        totals[count] = (last["shed.left"] + last["shed.right"], last["missed.left"], written)
     # The same rows probe either way; only the count of what they missed differs in kind.
     assert totals["estimate"][0] == totals["exact"][0] > 0
     assert totals["estimate"][2] == totals["exact"][2]
