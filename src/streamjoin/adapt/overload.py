@@ -33,6 +33,7 @@ if t.TYPE_CHECKING:
     from collections.abc import Mapping
 
 Mode = t.Literal["exact", "shed"]
+Policy = t.Literal["jaqpot", "uniform"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,8 @@ class OverloadController:
         epsilon: relative change of a statistic that triggers a new analysis.
         gain: relative gain in predicted output a new split must bring to be applied.
         explore: the allowance a starved direction keeps, to stay measured.
+        policy: ``jaqpot`` (the budget to the most productive directions first) or
+            ``uniform`` (load shedding's view: every direction the same fraction).
     """
 
     directions: tuple[str, ...]
@@ -102,6 +105,7 @@ class OverloadController:
     epsilon: float = 0.05
     gain: float = 0.05
     explore: float = 0.01
+    policy: Policy = "jaqpot"
     _history: deque[BatchStats] = field(default_factory=deque, init=False, repr=False)
     _analysed: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     decision: Decision | None = field(default=None, init=False)
@@ -173,6 +177,10 @@ class OverloadController:
             exact = {d: 1.0 for d in self.directions}
             output = sum(p.productivity * p.capacity for p in paths)
             return Decision(batch, exact, output, budget, demand)
+        if self.policy == "uniform":
+            share = budget / demand
+            output = sum(p.productivity * p.capacity * share for p in paths)
+            return Decision(batch, {d: share for d in self.directions}, output, budget, demand)
         chosen = jaqpot(paths, budget)  # (freshness: one operator has no susceptible state)
         allowances = {}
         for p in paths:

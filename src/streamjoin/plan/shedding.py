@@ -32,7 +32,7 @@ def check_shedding(job: Job, query: Query) -> None:
         UnsupportedError: naming the query and what it does over its pairs.
     """
     if not sheds(query):
-        for key in ("budget", "shed_count"):
+        for key in ("budget", "shed_count", "shed_policy"):
             if query.option(key) is not None:
                 msg = f"query {query.name}: {key} applies with overload = 'shed'"
                 raise UnsupportedError(msg, line=query.line, col=1, text=key, source=job.source)

@@ -216,6 +216,10 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         if value not in ("estimate", "exact"):
             msg = f"shed_count must be 'estimate' or 'exact', got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "shed_policy":
+        if value not in ("jaqpot", "uniform"):
+            msg = f"shed_policy must be 'jaqpot' or 'uniform', got {o.value!r}"
+            raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "ttl":
         if ttl_seconds(o.value) is None:
             msg = (
@@ -226,7 +230,7 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         msg = (
             f"unknown query option {o.key!r}; "
             "expected partitioning, units, unit_rows, adapt, time_buckets, epoch, ttl, "
-            "overload, budget or shed_count"
+            "overload, budget, shed_count or shed_policy"
         )
         raise cur.error_at(msg, o.key_first, o.key_last)
 

@@ -51,3 +51,12 @@ def test_a_new_split_must_beat_the_old_by_the_gain() -> None:
     # R a little more productive: a different split, but not 50 % more output.
     assert loop.observe(_batch(1, 2.0, (1000, 1000, 5000), (1000, 1000, 600))) is None
     assert loop.decision == first
+
+
+def test_the_uniform_policy_gives_every_direction_the_same_fraction() -> None:
+    loop = OverloadController(("L", "R"), mode="shed", budget=800.0, window=1, policy="uniform")
+    decision = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert decision is not None
+    assert decision.allowances == pytest.approx({"L": 0.4, "R": 0.4})
+    assert decision.predicted_output == pytest.approx(0.4 * 5500)
+    assert loop.productivity("L") == pytest.approx(5.0)

@@ -27,6 +27,7 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import Observation
 
+    from streamjoin.adapt.overload import Policy
     from streamjoin.model import Query
     from streamjoin.plan import JobPlan
     from streamjoin.runtime.state.manifest import Manifest
@@ -100,8 +101,9 @@ class Shedding:
                 stats[side] = DirectionStats(rows, probed, found)
             loop = self.controllers.get(q.name)
             if loop is None:
-                budget = q.option("budget")
-                loop = OverloadController(SIDES, mode="shed", budget=_per_second(budget, self))
+                budget = _per_second(q.option("budget"), self)
+                policy = t.cast("Policy", q.option("shed_policy", "jaqpot"))
+                loop = OverloadController(SIDES, mode="shed", budget=budget, policy=policy)
                 self.controllers[q.name] = loop
             loop.observe(BatchStats(batch_id, seconds, self.trigger_seconds, stats))
             mine = skipped.setdefault(q.name, {})
