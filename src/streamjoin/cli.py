@@ -119,6 +119,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from benchmarks.adhoc import main as adhoc
 
         return adhoc([f"--{size}"] * (size != "full") + ["--out", args.out] * bool(args.out))
+    if args.workload == "overload":  # its own modes and report: benchmarks/overload.py
+        from benchmarks.overload import main as overload
+
+        extra = [f"--rate={args.rate}"] * (args.rate is not None)
+        extra += [f"--duration={args.duration}"] * (args.duration is not None)
+        return overload(
+            [f"--{size}"] * (size != "full") + extra + ["--out", args.out] * bool(args.out)
+        )
     engines = args.engines.split(",") if args.engines else None
     if args.duration is not None and args.rate is None and not args.max_rate:
         msg = "--duration goes with --rate (the live mode)"

@@ -95,6 +95,9 @@ class OverloadController:
         explore: the allowance a starved direction keeps, to stay measured.
         policy: ``jaqpot`` (the budget to the most productive directions first) or
             ``uniform`` (load shedding's view: every direction the same fraction).
+        pairs_cost: whether a pair found costs a unit of work like a probe (the paper counts
+            probes alone). In a micro-batch engine a probe's pairs are most of its work: each
+            is built, shuffled and written. The pairs then form a second hop of each path.
     """
 
     directions: tuple[str, ...]
@@ -106,6 +109,7 @@ class OverloadController:
     gain: float = 0.05
     explore: float = 0.01
     policy: Policy = "jaqpot"
+    pairs_cost: bool = False
     _history: deque[BatchStats] = field(default_factory=deque, init=False, repr=False)
     _analysed: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     decision: Decision | None = field(default=None, init=False)
@@ -147,17 +151,18 @@ class OverloadController:
         if span <= 0 or busy <= 0:
             return None
         out: dict[str, float] = {}
-        probes = 0
+        work = 0
         for d in self.directions:
             rows = [s.directions[d] for s in self._history if d in s.directions]
             arrived = sum(r.arrived for r in rows)
             probed = sum(r.probed for r in rows)
-            probes += probed
+            pairs = sum(r.pairs for r in rows)
+            work += probed + (pairs if self.pairs_cost else 0)
             out[f"rate:{d}"] = arrived / span
-            out[f"rho:{d}"] = sum(r.pairs for r in rows) / probed if probed else 0.0
-        # μ: probes served per second of work. A batch keeps up with its trigger when the
-        # probes a second of arrivals needs are at most that.
-        out["mu"] = probes / busy
+            out[f"rho:{d}"] = pairs / probed if probed else 0.0
+        # μ: work served per second. A batch keeps up with its trigger when the work a second
+        # of arrivals needs is at most that.
+        out["mu"] = work / busy
         return out
 
     def _moved(self, figures: Mapping[str, float]) -> bool:
@@ -167,9 +172,15 @@ class OverloadController:
                 return True
         return False
 
+    def _hops(self, rho: float) -> tuple[Hop, ...]:
+        """A direction as a path: its probe, and with `pairs_cost` the pairs it writes (a hop
+        of productivity 1 whose every input costs a unit)."""
+        return (Hop(rho), Hop(1.0)) if self.pairs_cost else (Hop(rho),)
+
     def _analyse(self, batch: int, figures: Mapping[str, float]) -> Decision:
         paths = [
-            InputPath(d, figures[f"rate:{d}"], (Hop(figures[f"rho:{d}"]),)) for d in self.directions
+            InputPath(d, figures[f"rate:{d}"], self._hops(figures[f"rho:{d}"]))
+            for d in self.directions
         ]
         demand = sum(p.capacity for p in paths)
         budget = self.budget if self.budget is not None else figures["mu"]

@@ -60,3 +60,13 @@ def test_the_uniform_policy_gives_every_direction_the_same_fraction() -> None:
     assert decision.allowances == pytest.approx({"L": 0.4, "R": 0.4})
     assert decision.predicted_output == pytest.approx(0.4 * 5500)
     assert loop.productivity("L") == pytest.approx(5.0)
+
+
+def test_with_pairs_costing_work_the_budget_bounds_the_pairs_too() -> None:
+    loop = OverloadController(("L", "R"), mode="shed", budget=3000.0, window=1, pairs_cost=True)
+    # L: 1000 probes finding 5000 pairs (6000 units); R: 1000 probes, 500 pairs (1500 units).
+    decision = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert decision is not None and decision.demand == pytest.approx(7500.0)
+    # Output per unit: L 5/6, R 1/3. L first, up to the budget: 3000 units, half its rows.
+    assert decision.allowances == pytest.approx({"L": 0.5, "R": 0.01})
+    assert decision.predicted_output == pytest.approx(2500.0)

@@ -103,7 +103,9 @@ class Shedding:
             if loop is None:
                 budget = _per_second(q.option("budget"), self)
                 policy = t.cast("Policy", q.option("shed_policy", "jaqpot"))
-                loop = OverloadController(SIDES, mode="shed", budget=budget, policy=policy)
+                loop = OverloadController(
+                    SIDES, mode="shed", budget=budget, policy=policy, pairs_cost=True
+                )
                 self.controllers[q.name] = loop
             loop.observe(BatchStats(batch_id, seconds, self.trigger_seconds, stats))
             mine = skipped.setdefault(q.name, {})
@@ -128,5 +130,5 @@ class Shedding:
 
 
 def _per_second(budget: str | None, shedding: Shedding) -> float | None:
-    """A budget of probes per batch as probes per second of the trigger."""
+    """A budget of work per batch (probes and pairs) as work per second of the trigger."""
     return None if budget is None else float(budget) / shedding.trigger_seconds

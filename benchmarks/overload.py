@@ -1,0 +1,181 @@
+"""The ``overload`` benchmark (issue 35): shedding probes under a budget, JAQPOT's way against
+load shedding's, in JAQPOT's model and on a live stream.
+
+``python -m benchmarks.overload [--quick|--tiny] [--rate R] [--duration S] [--out F]`` (or
+``streamjoin bench overload``); the last line printed is one JSON object, also written to
+``benchmarks/results/overload-<size>.json`` for quick and full runs.
+
+**Model** (`benchmarks.overload_model`): the paper's plans and policies in its fractional model.
+
+**Live**: a two-way equi join fed at a rate above what exact processing keeps up with
+(`benchmarks.rate`), three ways, each in a process of its own:
+
+- ``exact``: the query as written;
+- ``jaqpot``: ``WITH (overload = 'shed', budget = B)``, the allowances JAQPOT's controller picks;
+- ``uniform``: the same budget with ``shed_policy = 'uniform'``: every direction the same share.
+
+The budget B is 40 % of the work exact processing needs a batch at the fed rate (the probes of
+both streams' rows and the pairs they find; `adapt.overload`, ``pairs_cost``). The workload
+makes the directions differ as JAQPOT's setting does: ``l`` rows join the ``r`` rows of the 10 s
+before them (``r.ts BETWEEN l.ts - 10 s AND l.ts``), so an ``l`` row probing finds its pairs and
+an ``r`` row finds almost none; and ``r``'s rate steps up 3× for the middle third of the run and
+back (a fluctuating rate). Reported per way: output pairs and pairs per second of the run, their
+share of exact's, latency p50/p99 and whether it kept up (`benchmarks.rate`), the skipped probes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import typing as t
+
+import numpy as np
+import pyarrow as pa
+
+from benchmarks.data import two_streams, write_backlog
+from benchmarks.harness import ROOT, _say, machine, source_commit
+from benchmarks.overload_model import run_model
+from benchmarks.rate import TICK, TRIGGER, Feed, _run_one
+from benchmarks.workloads import Case, two_stream_job
+
+SIZES: dict[str, dict[str, t.Any]] = {
+    "tiny": {"rows": 6_000, "span": 30.0, "rate": 200.0, "duration": 10.0, "plans": 3},
+    "quick": {"rows": 240_000, "span": 120.0, "rate": 4_000.0, "duration": 30.0, "plans": 20},
+    "full": {"rows": 600_000, "span": 300.0, "rate": 4_000.0, "duration": 60.0, "plans": 50},
+}
+KEYS = 2_000
+BUDGET_SHARE = 0.4
+WAYS = ("exact", "jaqpot", "uniform")
+
+
+def overload_case(root: str, size: str) -> Case:
+    """The live workload: `l` steady, `r` 3× denser in the middle third of its event time."""
+    shape = SIZES[size]
+    tables = two_streams(3 * shape["rows"], span_seconds=shape["span"], keys=KEYS, seed=11)
+    keep = {}
+    for name, table in tables.items():
+        ts = np.asarray(table["ts"].cast(pa.int64()))
+        third = (ts - ts.min()) * 3 // (ts.max() - ts.min() + 1)
+        rank = np.arange(len(ts)) % 3
+        busy = np.full(len(ts), name == "b")
+        keep[name] = table.filter(pa.array((rank == 0) | (busy & (third == 1))))
+    backlog = write_backlog(os.path.join(root, "overload"), keep, {"a": "ts", "b": "ts"}, 12)
+    on = "l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts"
+    return Case("overload", two_stream_job(backlog, on), None, backlog, 10.0, on)
+
+
+def _way(case: Case, way: str, budget: int) -> Case:
+    if way == "exact":
+        job = case.job
+    else:
+        policy = "" if way == "jaqpot" else ", shed_policy = 'uniform'"
+        options = f" WITH (overload = 'shed', budget = '{budget}'{policy});"
+        job = case.job.rstrip().removesuffix(";") + options + "\n"
+    return Case(f"{case.name}-{way}", job, None, case.backlog, case.window_seconds, case.predicate)
+
+
+def exact_work(case: Case, rate: float) -> float:
+    """Work a second exact processing needs at `rate` rows/s per stream: each row's probe and
+    the pairs it finds (an ``l`` row: ``r``'s rows of its key in the 10 s before it)."""
+    rows = case.backlog.rows
+    share_r = rows["b"] / (rows["a"] + rows["b"])
+    rate_l, rate_r = 2 * rate * (1 - share_r), 2 * rate * share_r
+    pairs = rate_l * rate_r * 10.0 / KEYS
+    return rate_l + rate_r + pairs
+
+
+def run_live(
+    size: str, rate: float, duration: float, progress: t.TextIO | None = None
+) -> dict[str, t.Any]:
+    """The three ways on the live workload at `rate` rows/s per stream for `duration` s."""
+    case = overload_case(os.path.join(ROOT, "data", "overload", size), size)
+    source = Feed(case, rate)
+    budget = round(BUDGET_SHARE * exact_work(case, rate) * TRIGGER)
+    runs = {}
+    for way in WAYS:
+        _say(progress, f"[overload] {way} fed {rate:g} rows/s per stream, {duration:g} s …")
+        runs[way], _ = _run_one(
+            _way(case, way, budget),
+            "streamjoin",
+            source,
+            duration=duration,
+            tick=TICK,
+            trigger=TRIGGER,
+            in_process=False,
+            warmup=True,
+        )
+        _say(progress, f"[overload] {way}: {_brief(runs[way])}")
+    exact_out = _out(runs["exact"])
+    for run in runs.values():
+        out = _out(run)
+        seconds = duration + float(run.get("drain_s") or 0.0)
+        run["pairs"] = out
+        run["pairs_per_s"] = round(out / seconds, 1) if seconds else None
+        run["share_of_exact"] = round(out / exact_out, 4) if exact_out else None
+    return {"rate_per_stream": rate, "duration_s": duration, "budget": budget, "ways": runs}
+
+
+def _out(run: t.Mapping[str, t.Any]) -> int:
+    return int(sum((run.get("out") or {}).values()))
+
+
+def _brief(run: t.Mapping[str, t.Any]) -> str:
+    if run.get("error"):
+        return f"ERROR {run['error']}"
+    verdict = "keeps up" if run.get("keeps_up") else "FALLS BEHIND"
+    return (
+        f"{verdict}: latency p50/p99 {run.get('latency_p50_s')}/{run.get('latency_p99_s')} s, "
+        f"batches p50 {run.get('batch_p50_ms')} ms, out {_out(run)}"
+    )
+
+
+def run_overload(
+    size: str,
+    rate: float | None = None,
+    duration: float | None = None,
+    progress: t.TextIO | None = None,
+) -> dict[str, t.Any]:
+    """The model comparison and the live runs: the JSON report."""
+    shape = SIZES[size]
+    began = time.monotonic()
+    _say(progress, f"[overload] the model: {shape['plans']} plans per shape and freshness …")
+    model = run_model(shape["plans"])
+    live = run_live(size, rate or shape["rate"], duration or shape["duration"], progress)
+    return {
+        "workload": "overload",
+        "size": size,
+        "model": model,
+        "live": live,
+        "machine": machine(),
+        "commit": source_commit(),
+        "wall_seconds": round(time.monotonic() - began, 1),
+    }
+
+
+def main(argv: t.Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.overload")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true")
+    size.add_argument("--tiny", action="store_true")
+    parser.add_argument("--rate", type=float)
+    parser.add_argument("--duration", type=float)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    chosen = "tiny" if args.tiny else "quick" if args.quick else "full"
+    report = run_overload(chosen, args.rate, args.duration, sys.stderr)
+    text = json.dumps(report)
+    out = args.out or (
+        os.path.join(ROOT, "results", f"overload-{chosen}.json") if chosen != "tiny" else None
+    )
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
