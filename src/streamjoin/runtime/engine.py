@@ -14,6 +14,7 @@ from streamjoin.plan.aggregate import plan_aggregate
 from streamjoin.plan.physical import candidates_of, side_lags
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
+from streamjoin.runtime.executors import ExecutorScaler
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
@@ -201,6 +202,8 @@ class Engine:
                 line(report)
             if behind is not None:
                 behind(report)
+            if scaler is not None:
+                scaler(report)
 
         store = Checkpoint(FileStore(self.spark), ckpt)
         read = [sp.name for sp in plan.streams if sp.name not in given]
@@ -208,6 +211,9 @@ class Engine:
         log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
         processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
         processor.shedding.trigger_seconds = every or 1.0  # (a measured budget fits it)
+        scaler = ExecutorScaler.of(self.spark, settings, None if once else every, processor)
+        if scaler is not None:
+            scaler.start()
         writer = self._writer(plan, processor, given, once=once, trigger=trigger)
         started = time.monotonic()
         query = writer.start()

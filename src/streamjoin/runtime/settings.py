@@ -1,9 +1,10 @@
 """Every streamjoin setting, read and checked once per run from Spark's conf and the environment.
 
-A job's settings are Spark confs (``--conf streamjoin.…``, or ``spark.conf.set`` before
-``Engine.run``) and a few environment variables; `Settings.read` is the one place that reads
-them, so a bad value fails when the run starts, naming the key and the value, and every other
-module takes the typed field. The README's table of settings lists the same keys
+A job's settings are Spark confs (``spark.conf.set`` before ``Engine.run``, or ``--conf
+spark.streamjoin.…`` under spark-submit, which drops keys without the ``spark.`` prefix) and a
+few environment variables; `Settings.read` is the one place that reads them, so a bad value
+fails when the run starts, naming the key and the value, and every other module takes the
+typed field. The README's table of settings lists the same keys
 (`SETTINGS`), which a test keeps in step.
 """
 
@@ -122,6 +123,19 @@ SETTINGS: dict[str, Key] = {
             least=0,
         ),
         Key(
+            "streamjoin.elastic.maxExecutors",
+            "0",
+            "on a cluster, more than 0: the most executors the run asks for when its batches "
+            "fall behind their trigger (`runtime.executors`; dynamic allocation off)",
+            least=0,
+        ),
+        Key(
+            "streamjoin.elastic.minExecutors",
+            "1",
+            "the fewest executors an elastic run keeps (it starts with them)",
+            least=1,
+        ),
+        Key(
             "STREAMJOIN_LOCAL",
             "on",
             "`off` starts a local driver without the local-mode speed-ups (`runtime.local`)",
@@ -190,6 +204,8 @@ class Settings:
     mirs: bool = True
     partitioned: bool = True
     route_rows: int = 100_000
+    max_executors: int = 0
+    min_executors: int = 1
     local: bool = True
     debug: bool = False
 
@@ -224,11 +240,19 @@ class Settings:
             mirs=text("streamjoin.multiway.mirs") == "true",
             partitioned=text("streamjoin.multiway.partitioned") == "true",
             route_rows=int(text("streamjoin.multiway.routeRows")),
+            max_executors=int(text("streamjoin.elastic.maxExecutors")),
+            min_executors=int(text("streamjoin.elastic.minExecutors")),
             local=text("STREAMJOIN_LOCAL") == "on",
             debug=bool(text("STREAMJOIN_DEBUG")),
         )
 
     @classmethod
     def of(cls, spark: SparkSession) -> Settings:
-        """The settings of `spark`'s conf and this process's environment."""
-        return cls.read(lambda key: spark.conf.get(key, None))
+        """The settings of `spark`'s conf and this process's environment. A key is also read
+        with a ``spark.`` prefix: spark-submit drops every ``--conf`` key without one."""
+
+        def get(key: str) -> str | None:
+            value = spark.conf.get(key, None)
+            return spark.conf.get(f"spark.{key}", None) if value is None else value
+
+        return cls.read(get)

@@ -118,7 +118,8 @@ class BatchReport:
     routing: dict[str, str] = field(default_factory=dict)
     """Per query: the scheme the batch ran under, and any change decided for the next batch."""
     shed: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per shedding query and direction (``left``, ``right``): new rows that did not probe."""
+    """Per shedding query and direction (``left``, ``right``): new rows that did not probe, and
+    (``left.pairs``, ``right.pairs``) the pairs they would have found."""
 
 
 def view_tag(name: str, batch_id: int) -> str:

@@ -130,6 +130,13 @@ class BatchProcessor:
                 self.multiway = MultiwayJoins(plan, *args)
         return queries
 
+    def resize(self, units: int) -> None:
+        """Shuffle and cache the state in `units` partitions from the next batch on."""
+        self.parallelism = units
+        self.stores.resize(units)
+        if self.multiway is not None:
+            self.multiway.reorder.parallelism = units
+
     def close(self) -> None:
         """Release what the processor keeps cached between batches."""
         self.stores.clear()

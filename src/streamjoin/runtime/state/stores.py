@@ -123,6 +123,12 @@ class StoreViews:
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
 
+    def resize(self, parallelism: int) -> None:
+        """Partitions of the state cached from now on (what is cached keeps its own)."""
+        self.partitioned.parallelism = parallelism
+        if self.hot is not None:
+            self.hot.parallelism = parallelism
+
     def end_batch(self) -> None:
         """Forget the batch's views (the batch drops them)."""
         self._unit_views = {}

@@ -1,0 +1,67 @@
+"""Executors for the load: BiStream's elastic scaling (`adapt.elastic`) over a cluster's
+executors, so that added units get cores of their own.
+
+BiStream grows a group of units when their load passes T_h for N checks in a row and shrinks it
+below T_l, to the count that brings the load to Ψ (Eq. 7). Here a check is a committed batch, the
+units are executors, and an executor's load is the share of the wall time the batches kept the
+cluster busy: a batch's time over the time from its start to the next one's (at least the
+trigger interval). Batches that follow each other with no pause (load near 1) are input waiting
+for the executors, the backlog growing; three in a row above 0.8 ask for ⌈k·load / 0.6⌉
+executors, and three below 0.3 give back what the load does not need. The runtime
+(`runtime.executors`) asks the cluster manager for them and sets the join's units (Spark's
+shuffle partitions) to their cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from streamjoin.adapt.elastic import ElasticController
+
+
+@dataclass
+class ExecutorScaling:
+    """The executor count of one run, between `least` and `most`, started at `least`."""
+
+    least: int
+    most: int
+    confirmations: int = 3
+    high: float = 0.8
+    low: float = 0.3
+    target: float = 0.6
+    _ctl: ElasticController = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.least <= self.most:
+            msg = f"executors: need 1 <= least <= most, got {self.least} and {self.most}"
+            raise ValueError(msg)
+        self._ctl = ElasticController(
+            "executors",
+            self.least,
+            max_units=self.most,
+            min_units=self.least,
+            high=self.high,
+            low=self.low,
+            target=self.target,
+            confirmations=self.confirmations,
+        )
+
+    @property
+    def executors(self) -> int:
+        """The executors asked for now."""
+        return len(self._ctl.units)
+
+    def observe(self, batch: int, seconds: float, interval: float) -> int | None:
+        """Take committed batch `batch`, busy `seconds` of the `interval` from its start to the
+        next batch's; the new executor count from the next batch on, or None to keep it.
+
+        Example:
+            >>> s = ExecutorScaling(1, 2)
+            >>> [s.observe(b, 1.0, 1.02) for b in range(3)]  # back to back: grow
+            [None, None, 2]
+            >>> [s.observe(b, 0.5, 4.0) for b in range(3, 6)]  # pauses between: shrink
+            [None, None, 1]
+        """
+        busy = min(seconds / interval, 1.0) if interval > 0 else 1.0
+        step = self._ctl.observe(batch, {unit: busy for unit in self._ctl.units})
+        return None if step is None else len(step.units_after)

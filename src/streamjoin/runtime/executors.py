@@ -1,0 +1,133 @@
+"""Elastic executors on a cluster (`adapt.executors` decides): the run asks the cluster manager
+for executors when its batches fall behind their trigger and gives them back when they idle.
+
+``--conf spark.streamjoin.elastic.maxExecutors=N`` turns it on (with ``minExecutors``,
+default 1): the run starts with the fewest executors, and each change applies before the next
+batch. Executors come and go through Spark's own calls to its cluster manager
+(``requestTotalExecutors``, ``killExecutor``: standalone, YARN and Kubernetes grant them;
+Spark's dynamic allocation must then be off, as it would undo them). The join's units follow
+the cores: Spark's shuffle partitions, the units of the delta's shuffles and of newly cached
+state, become the executors' cores, so an added executor gets tasks; slices cached before keep
+their partitions until they expire (BiStream's drained units, probed until their rows leave).
+An executor given back takes its cached blocks with it; Spark reads them again from the state's
+files, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import typing as t
+
+from streamjoin.adapt.executors import ExecutorScaling
+from streamjoin.errors import SettingError
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streamjoin.runtime.batch.context import BatchReport
+    from streamjoin.runtime.batch.processor import BatchProcessor
+    from streamjoin.runtime.settings import Settings
+
+
+class ExecutorScaler:
+    """Applies `ExecutorScaling`'s counts to `spark`'s cluster after each committed batch."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        scaling: ExecutorScaling,
+        trigger: float,
+        processor: BatchProcessor,
+    ) -> None:
+        self.spark = spark
+        self.scaling = scaling
+        self.trigger = trigger
+        self.processor = processor
+        self._last: tuple[int, float, float] | None = None
+        """The batch before: its id, start (monotonic) and seconds."""
+        self.steps: list[tuple[int, int, int]] = []
+        """Each change: the batch that decided it, executors before and after."""
+        conf = spark.sparkContext.getConf()
+        self.cores = int(conf.get("spark.executor.cores", "1") or "1")
+
+    @classmethod
+    def of(
+        cls,
+        spark: SparkSession,
+        settings: Settings,
+        trigger: float | None,
+        processor: BatchProcessor,
+    ) -> ExecutorScaler | None:
+        """The scaler `settings` ask for (None: off).
+
+        Raises:
+            SettingError: on a local master, under dynamic allocation, or without a trigger.
+        """
+        if not settings.max_executors:
+            return None
+        master = str(spark.sparkContext.master)
+        why = None
+        if master.startswith("local"):
+            why = f"the master is {master}: executors come from a cluster"
+        elif spark.sparkContext.getConf().get("spark.dynamicAllocation.enabled") == "true":
+            why = "spark.dynamicAllocation.enabled is true: it would undo the requests"
+        elif trigger is None:
+            why = "the run has no trigger interval to measure its batches against (--once)"
+        if why is not None:
+            msg = f"Spark conf streamjoin.elastic.maxExecutors={settings.max_executors}: {why}"
+            raise SettingError(msg)
+        assert trigger is not None
+        scaling = ExecutorScaling(settings.min_executors, settings.max_executors)
+        return cls(spark, scaling, trigger, processor)
+
+    def executor_ids(self) -> list[str]:
+        """The executors the driver has now (not the driver itself)."""
+        ids = self.spark.sparkContext._jsc.sc().getExecutorIds()
+        return [str(ids.apply(i)) for i in range(ids.size())]
+
+    def start(self) -> None:
+        """Settle at the fewest executors before the first batch."""
+        n, most = self.scaling.executors, self.scaling.most
+        print(f"executors: {n}, elastic up to {most}", file=sys.stderr, flush=True)
+        self._apply(n)
+
+    def __call__(self, report: BatchReport) -> None:
+        """Feed the batch before `report`'s to the controller (its interval ends as this one
+        starts), and apply a new count."""
+        began = time.monotonic() - report.seconds
+        last, self._last = self._last, (report.batch, began, report.seconds)
+        if last is None:
+            return
+        before = self.scaling.executors
+        interval = max(self.trigger, began - last[1])
+        target = self.scaling.observe(last[0], last[2], interval)
+        if target is not None and target != before:
+            self.steps.append((report.batch, before, target))
+            why = "behind their trigger" if target > before else "idle most of their trigger"
+            print(
+                f"executors {before} -> {target} after batch {last[0]} (batches {why})",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._apply(target)
+
+    def _apply(self, target: int) -> None:
+        context = self.spark.sparkContext
+        sc, jvm = context._jsc.sc(), context._jvm
+        assert jvm is not None
+        # (The newest go first: the oldest hold the most cached state. A kill lowers Spark's
+        # target too, so the absolute target is set after.)
+        for victim in sorted(self.executor_ids(), key=_executor_order)[target:]:
+            sc.killExecutor(victim)
+        no_locality = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(
+            jvm.java.util.HashMap()
+        )
+        sc.requestTotalExecutors(target, 0, no_locality)
+        units = target * self.cores
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(units))
+        self.processor.resize(units)
+
+
+def _executor_order(executor_id: str) -> tuple[int, str]:
+    return (int(executor_id), "") if executor_id.isdigit() else (1 << 62, executor_id)

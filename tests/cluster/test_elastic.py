@@ -1,0 +1,75 @@
+"""Elastic executors on the 2-worker cluster: a run starts with one executor, takes the second
+while a backlog keeps its batches back to back, gives it back once input only trickles in,
+and its output is exact throughout."""
+
+from __future__ import annotations
+
+import os
+import time
+import typing as t
+
+from tests.e2e.files import write_batches
+from tests.spark.streams import make_batches
+from tests.spark.test_joins_vs_reference import QUERIES
+
+from .jobs import QUICK_JVMS, assert_exact, run_on, write_job
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+    from streamjoin.cluster import LocalCluster
+
+BACKLOG, TRICKLE = 8, 6
+PAUSE = 3.0
+"""Seconds between two trickled batches: the cluster idles most of each."""
+
+
+def _cores(cluster: LocalCluster) -> int | None:
+    """The cores the master gives the running application (None: none runs)."""
+    apps = cluster.status().get("activeapps", [])
+    return int(apps[0]["cores"]) if apps else None
+
+
+def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> None:
+    job = write_job(tmp_path, {"equi_window": QUERIES["equi_window"]})
+    batches = make_batches(11, n_batches=BACKLOG + TRICKLE, rows_per_batch=20, late_per_batch=0)
+    write_batches(tmp_path / "in", batches[:BACKLOG])
+    staged = tmp_path / "staged"
+    write_batches(staged, batches[BACKLOG:], first=BACKLOG)
+    commits = tmp_path / "ckpt" / "spark" / "commits"
+    seen: list[int] = []
+    fed: list[float] = []
+
+    def committed() -> int:
+        """Batches committed (Spark's commit log: a file per batch, named by its id)."""
+        ids = (
+            [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.exists() else []
+        )
+        return max(ids, default=-1) + 1
+
+    def watch() -> bool:
+        cores = _cores(cluster)
+        if cores is not None and (not seen or seen[-1] != cores):
+            seen.append(cores)
+        # The backlog done, one batch's files every PAUSE seconds (renamed in: never partial).
+        due = not fed or time.monotonic() - fed[-1] >= PAUSE
+        if committed() >= BACKLOG + len(fed) and len(fed) < TRICKLE and due:
+            n = BACKLOG + len(fed)
+            for stream in ("A", "B"):
+                name = f"part-{n:05d}.json"
+                os.rename(staged / stream / name, tmp_path / "in" / stream / name)
+            fed.append(time.monotonic())
+        # Stop once every batch is committed and the second executor went back.
+        return committed() == BACKLOG + TRICKLE and seen[-2:] == [2, 1]
+
+    conf = " --conf spark.streamjoin.elastic.maxExecutors=2 pyspark-shell"
+    submit = QUICK_JVMS["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
+    args = ("run", str(job), "--checkpoint", str(tmp_path / "ckpt"), "--trigger", "500ms")
+    run = run_on(cluster, *args, env={"PYSPARK_SUBMIT_ARGS": submit}, kill_when=watch)
+    assert "executors: 1, elastic up to 2" in run.stderr, run.stderr[-3000:]
+    assert "executors 1 -> 2" in run.stderr, run.stderr[-3000:]
+    assert "executors 2 -> 1" in run.stderr, run.stderr[-3000:]
+    # The master gave the run one core, then two, then one: executors really came and went.
+    assert seen[-3:] == [1, 2, 1], seen
+    assert committed() == BACKLOG + TRICKLE
+    assert_exact(job, batches)
