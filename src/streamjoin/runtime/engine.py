@@ -14,6 +14,7 @@ from streamjoin.plan.aggregate import plan_aggregate
 from streamjoin.plan.physical import candidates_of, side_lags
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
+from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
@@ -162,6 +163,7 @@ class Engine:
         progress: bool = True,
         timeout: float | None = None,
         final: bool = False,
+        metrics: MetricsHistory | None = None,
     ) -> Summary:
         """Run `job` until stopped (Ctrl-C), or with ``once`` until all available input is done.
 
@@ -181,6 +183,8 @@ class Engine:
                 emitted (as if the watermark passed every row), and the
                 checkpoint takes no more input. Without it, a later run continues where this
                 one stopped.
+            metrics: where each batch's figures go (`runtime.metrics`); default: a history
+                of its own, written under ``<checkpoint>/metrics/``.
         """
         if final and not once:
             msg = "final needs once: only a run that stops when its input is done can end it"
@@ -192,11 +196,14 @@ class Engine:
         ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")
         line = ProgressLine() if progress else None
         counted: list[BatchReport] = []
+        history = metrics or MetricsHistory(None if temporary else local_dir(f"{ckpt}/metrics"))
+        names = [q.name for q in plan.job.queries]
         every = trigger_seconds(trigger)
         behind = None if once or every is None else FallingBehind(every)
 
         def on_batch(report: BatchReport) -> None:
             counted.append(report)
+            history.record(report, names)
             if line is not None:
                 line(report)
             if behind is not None:
