@@ -25,6 +25,25 @@ function sum(obj) { return Object.values(obj || {}).reduce((a, b) => a + b, 0); 
 function text(id, value) { $(id).textContent = value === null || value === undefined ? "–" : String(value); }
 function fixed(value, digits) { return value === null || value === undefined ? null : value.toFixed(digits); }
 
+// Seconds as the unit that keeps them short: 0.42 s, 3.5 min, 2.1 h, 329 d.
+function duration(seconds) {
+  if (seconds === null || seconds === undefined) return null;
+  const units = [[86400, "d"], [3600, "h"], [60, "min"]];
+  for (const [size, name] of units) {
+    if (Math.abs(seconds) >= 2 * size) return (seconds / size).toPrecision(3) + " " + name;
+  }
+  return seconds.toFixed(2) + " s";
+}
+
+// An axis value in three digits: 950, 12.5k, 3.20M.
+function compact(value) {
+  const units = [[1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  for (const [size, name] of units) {
+    if (Math.abs(value) >= size) return (value / size).toPrecision(3) + name;
+  }
+  return value >= 100 ? String(Math.round(value)) : value.toPrecision(3);
+}
+
 function el(name, attrs, parent) {
   const node = document.createElementNS(SVG, name);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
@@ -47,7 +66,7 @@ function chart(svg, xs, series, stacked) {
   const sx = (x) => left + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (width - left - right);
   const sy = (y) => height - bottom - (y / ymax) * (height - top - bottom);
   el("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, stroke: "#bbb" }, svg);
-  el("text", { x: 2, y: top + 8 }, svg).textContent = ymax >= 100 ? Math.round(ymax) : ymax.toPrecision(3);
+  el("text", { x: 2, y: top + 8 }, svg).textContent = compact(ymax);
   el("text", { x: 2, y: height - bottom }, svg).textContent = "0";
   if (xs.length) {
     el("text", { x: left, y: height - 4 }, svg).textContent = "batch " + x0;
@@ -68,8 +87,8 @@ function chart(svg, xs, series, stacked) {
         .filter((p) => p !== null);
       el("polyline", { points: pts.join(" "), fill: "none", stroke: color, "stroke-width": 1.5 }, svg);
     }
-    el("rect", { x: left + 8 + k * 110, y: top, width: 8, height: 8, fill: color }, svg);
-    el("text", { x: left + 20 + k * 110, y: top + 8 }, svg).textContent = name;
+    el("rect", { x: left + 40 + k * 110, y: top, width: 8, height: 8, fill: color }, svg);
+    el("text", { x: left + 52 + k * 110, y: top + 8 }, svg).textContent = name;
   });
 }
 
@@ -127,8 +146,8 @@ function drawTiles(r, status) {
   text("rejected", `${sum(r.totals.late)} · ${sum(r.totals.malformed)}`);
   text("state-rows", sum(r.state_rows));
   text("batch-seconds", fixed(r.seconds, 3));
-  text("latency", fixed(r.latency, 2));
-  text("lag", fixed(r.watermark_lag, 2));
+  text("latency", duration(r.latency));
+  text("lag", duration(r.watermark_lag));
   text("watermark", status.watermark);
 }
 
@@ -154,7 +173,6 @@ function drawEvents() {
   for (const r of records.slice().reverse()) {
     for (const e of r.events) {
       const item = document.createElement("li");
-      item.value = r.batch;
       item.textContent = `batch ${r.batch}: ${e}`;
       list.appendChild(item);
     }
