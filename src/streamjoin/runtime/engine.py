@@ -16,6 +16,7 @@ from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
+from streamjoin.runtime.serve.runview import Ui, serve_run
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
@@ -164,6 +165,7 @@ class Engine:
         timeout: float | None = None,
         final: bool = False,
         metrics: MetricsHistory | None = None,
+        ui: Ui | None = None,
     ) -> Summary:
         """Run `job` until stopped (Ctrl-C), or with ``once`` until all available input is done.
 
@@ -185,6 +187,8 @@ class Engine:
                 one stopped.
             metrics: where each batch's figures go (`runtime.metrics`); default: a history
                 of its own, written under ``<checkpoint>/metrics/``.
+            ui: serve the dashboard, ``/metrics`` and the read side of the control endpoint
+                there while the job runs (`runtime.serve.runview`).
         """
         if final and not once:
             msg = "final needs once: only a run that stops when its input is done can end it"
@@ -218,6 +222,7 @@ class Engine:
         writer = self._writer(plan, processor, given, once=once, trigger=trigger)
         started = time.monotonic()
         query = writer.start()
+        server = serve_run(ui, plan, history, lambda: query.isActive) if ui else None
         stopped = False
         try:
             deadline = None if timeout is None else started + timeout
@@ -238,6 +243,8 @@ class Engine:
             processor.close()
             if line is not None:
                 line.close()
+            if server is not None:
+                server.stop()
         raise_failure(query, processor, stopped=stopped)
         if final and not stopped:
             processor.finish()

@@ -12,13 +12,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamjoin.adapt.schemes import UnitStats
+from streamjoin.plan import plan_job
 from streamjoin.runtime.batch.context import BatchReport
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir, read_history
 from streamjoin.runtime.metrics.prometheus import render
 from streamjoin.runtime.metrics.record import BatchFigures, figures_of
 from streamjoin.runtime.serve.http import ControlServer
+from streamjoin.runtime.serve.runview import RunView
 from streamjoin.runtime.state.manifest import Manifest, StateUnit, Totals
 from streamjoin.runtime.state.nextmanifest import StreamStats
+from streamjoin.sql import parse_job
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -174,5 +177,34 @@ def test_beyond_loopback_every_read_needs_the_token() -> None:
         assert status == 200 and b"streamjoin_batch_rows_out" in body
         # The page itself holds no data: it loads, then sends the token with each read.
         assert _get(server.port, "/")[0] == 200
+    finally:
+        server.stop()
+
+
+def test_a_run_shows_its_figures_and_takes_no_change() -> None:
+    ddl = (
+        "CREATE STREAM {} (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts) "
+        "WITH (format = 'json', path = 'p');"
+    )
+    job = parse_job(
+        f"{ddl.format('a')}\n{ddl.format('b')}\n"
+        "CREATE SINK q WITH (format = 'json', path = 'q');\n"
+        "INSERT INTO q SELECT a.k AS k FROM a JOIN b ON a.k = b.k;"
+    )
+    history = MetricsHistory()
+    view = RunView(plan_job(job), history, lambda: True)
+    assert view.status()["last_batch"] is None and view.queries()[0]["rows_out"] == 0
+    history.record(_report(0), ["q1"])
+    assert view.status()["last_batch"] == 0 and view.status()["batches"] == 1
+    assert view.queries()[0]["name"] == "q1" and "streams:" in view.plan()
+    server = ControlServer(view, "127.0.0.1", 0).start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        body = json.dumps({"sql": "INSERT INTO ..."})
+        conn.request("POST", "/queries", body, {"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        assert answer.status == 400 and b"queries are fixed" in answer.read()
+        conn.close()
+        assert _get(server.port, "/plan")[0] == 200
     finally:
         server.stop()

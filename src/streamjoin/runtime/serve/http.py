@@ -38,7 +38,7 @@ from streamjoin.errors import JobError, StreamJoinError
 from streamjoin.runtime.metrics.prometheus import CONTENT_TYPE, render
 
 if t.TYPE_CHECKING:
-    from streamjoin.runtime.serve.handle import Serving
+    from streamjoin.runtime.metrics.history import MetricsHistory
 
 DEFAULT_PORT = 8765
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -55,6 +55,30 @@ STATIC_HEADERS = {
 """The page runs only its own files, and no other site may frame it."""
 
 
+class Service(t.Protocol):
+    """What the endpoint answers from: `Serving` (``serve``) or `RunView` (``run --ui``)."""
+
+    metrics: MetricsHistory
+
+    def status(self) -> dict[str, t.Any]:
+        """The service at a glance."""
+
+    def queries(self) -> list[dict[str, t.Any]]:
+        """Every query."""
+
+    def plan(self) -> str:
+        """The running plan, explained."""
+
+    def add_query(self, sql: str, source: str = ...) -> dict[str, t.Any]:
+        """Add a query."""
+
+    def drop_query(self, name: str) -> dict[str, t.Any]:
+        """Drop a query."""
+
+    def wait(self, change: int, timeout: float | None = ...) -> bool:
+        """Wait for a change to apply."""
+
+
 def needs_token(host: str) -> bool:
     """Whether an endpoint bound to `host` must be given a token: any host but loopback."""
     return host not in LOOPBACK
@@ -69,7 +93,7 @@ class ControlServer:
 
     def __init__(
         self,
-        serving: Serving,
+        serving: Service,
         host: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
         token: str | None = None,
@@ -125,7 +149,7 @@ def _seconds(value: object) -> float | None:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    serving: Serving
+    serving: Service
     token: str | None
 
     def log_message(self, format: str, *args: t.Any) -> None:
