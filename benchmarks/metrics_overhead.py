@@ -55,6 +55,7 @@ def _poll(port: int, stop: threading.Event, answered: list[int]) -> None:
 def run(rounds: int, files: int, rows: int) -> dict[str, t.Any]:
     """The measurement (see the module's docstring)."""
     from benchmarks.engines import session
+    from benchmarks.harness import machine, source_commit
     from streamjoin.runtime.engine import Engine
     from streamjoin.runtime.metrics.history import MetricsHistory
     from streamjoin.runtime.serve.runview import Ui
@@ -118,6 +119,11 @@ def run(rounds: int, files: int, rows: int) -> dict[str, t.Any]:
     on_ = [r["rows_per_second"] for r in measured if r["mode"] == "on"]
     return {
         "benchmark": "metrics-overhead",
+        "command": "python -m benchmarks.metrics_overhead "
+        f"--rounds {rounds} --files {files} --rows {rows} "
+        "--out benchmarks/results/metrics-overhead.json",
+        "machine": machine(),
+        "commit": source_commit(),
         "rows_per_stream": rows,
         "files": files,
         "runs": runs,

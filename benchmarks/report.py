@@ -22,12 +22,13 @@ import sys
 import typing as t
 
 from benchmarks.maxrate import maxrate_lines
+from benchmarks.report_history import HISTORY_PLOT, history_plot
 from benchmarks.report_nexmark import nexmark_table, nexmark_target
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 ORDER = ("long", "equi", "band", "theta", "outer", "window-growth", "tpch", "nexmark")
-EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling")
+EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling", "metrics-overhead")
 """The partitioning and ILP reports, by file name (without ``.json``)."""
 
 Report = dict[str, t.Any]
@@ -454,6 +455,18 @@ def other_targets(
         size = extra.get(name, {}).get("size")
         for key, met in extra.get(name, {}).get("targets", {}).items():
             rows.append((f"{name} ({size}): {key}", "see `results/SKEW.md`", met))
+    overhead = extra.get("metrics-overhead")
+    if overhead is not None:
+        ratio = overhead["ratio_on_off"]
+        rows.append(
+            (
+                "metrics and dashboard on: throughput within 3 % of off",
+                f"×{ratio} on/off (medians of {len(overhead['runs']) // 2} runs each, "
+                "alternating, on a shared machine); "
+                f"{overhead['record_ms_per_batch']} ms of driver time a batch",
+                ratio >= 0.97,
+            )
+        )
     ilp = extra.get("ilp-scaling")
     if ilp is not None:
         row: dict[str, t.Any] = next(
@@ -971,7 +984,8 @@ def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
         plt.close(fig)
         written.append("batch_times.png")
     long = long_plot(reports["long"], folder) if "long" in reports else None
-    return [*written, long] if long else written
+    own = history_plot(reports, folder)
+    return [*written, *(p for p in (long, own) if p)]
 
 
 def render(
@@ -1034,7 +1048,7 @@ def render(
         lines += ["## Backlog workloads", "", *workload_lines(reports)]
         kept = [
             p
-            for p in ("window_growth.png", "batch_times.png", LONG_PLOT)
+            for p in ("window_growth.png", "batch_times.png", LONG_PLOT, HISTORY_PLOT)
             if os.path.exists(f"{HERE}/{p}") and (p != LONG_PLOT or "long" in reports)
         ]
         pngs = plots(reports) if plot else kept
