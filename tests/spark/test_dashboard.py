@@ -114,6 +114,45 @@ def _by(samples: Samples, name: str) -> dict[str, float]:
     return {labels[0][1]: v for (n, labels), v in samples.items() if n == name and labels}
 
 
+def test_run_with_ui_serves_the_runs_figures(spark: SparkSession, tmp_path: Path) -> None:
+    write_batches(tmp_path / "in", make_batches(6, n_batches=2, rows_per_batch=6, keys=3))
+    ddl = [
+        stream_ddl(s, str(tmp_path / "in" / s)).replace(
+            "WITH (", "WITH (maxFilesPerTrigger = '1', "
+        )
+        for s in "AB"
+    ]
+    job = parse_job("\n".join([*ddl, QUERY.format(out=tmp_path / "out")]))
+    with socket.socket() as probe:  # (a free port, named before the run starts)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    seen: list[tuple[int, Samples, dict[str, t.Any]]] = []
+
+    class Watched(MetricsHistory):
+        def record(self, report: BatchReport, queries: Sequence[str]) -> BatchFigures:
+            figures = super().record(report, queries)
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30)
+            status = urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=30)
+            seen.append((report.batch, _samples(metrics.read().decode()), json.load(status)))
+            return figures
+
+    summary = Engine(spark).run(
+        job,
+        checkpoint=str(tmp_path / "ckpt"),
+        once=True,
+        progress=False,
+        metrics=Watched(str(tmp_path / "ckpt" / "metrics")),
+        ui=Ui(port=port),
+    )
+    assert [b for b, _, _ in seen] == [0, 1], seen
+    _, samples, status = seen[-1]
+    assert samples[("streamjoin_rows_out_total", (("query", "q1"),))] == summary.out["q1"]
+    assert status["last_batch"] == 1 and status["queries"] == 1
+    assert (tmp_path / "ckpt" / "metrics" / "batches.jsonl").exists()
+    with pytest.raises(OSError):  # (the endpoint ends with the run)
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5)
+
+
 def test_the_dashboard_shows_what_metrics_says(running: Running) -> None:
     try:
         binary = find_or_install()
@@ -197,42 +236,3 @@ def test_history_plot_and_file(running: Running, tmp_path: Path) -> None:
     figure.savefig(tmp_path / "history.png")
     assert (tmp_path / "history.png").stat().st_size > 10_000
     assert "matrix" in running.serving.plan()
-
-
-def test_run_with_ui_serves_the_runs_figures(spark: SparkSession, tmp_path: Path) -> None:
-    write_batches(tmp_path / "in", make_batches(6, n_batches=2, rows_per_batch=6, keys=3))
-    ddl = [
-        stream_ddl(s, str(tmp_path / "in" / s)).replace(
-            "WITH (", "WITH (maxFilesPerTrigger = '1', "
-        )
-        for s in "AB"
-    ]
-    job = parse_job("\n".join([*ddl, QUERY.format(out=tmp_path / "out")]))
-    with socket.socket() as probe:  # (a free port, named before the run starts)
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    seen: list[tuple[int, Samples, dict[str, t.Any]]] = []
-
-    class Watched(MetricsHistory):
-        def record(self, report: BatchReport, queries: Sequence[str]) -> BatchFigures:
-            figures = super().record(report, queries)
-            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30)
-            status = urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=30)
-            seen.append((report.batch, _samples(metrics.read().decode()), json.load(status)))
-            return figures
-
-    summary = Engine(spark).run(
-        job,
-        checkpoint=str(tmp_path / "ckpt"),
-        once=True,
-        progress=False,
-        metrics=Watched(str(tmp_path / "ckpt" / "metrics")),
-        ui=Ui(port=port),
-    )
-    assert [b for b, _, _ in seen] == [0, 1], seen
-    _, samples, status = seen[-1]
-    assert samples[("streamjoin_rows_out_total", (("query", "q1"),))] == summary.out["q1"]
-    assert status["last_batch"] == 1 and status["queries"] == 1
-    assert (tmp_path / "ckpt" / "metrics" / "batches.jsonl").exists()
-    with pytest.raises(OSError):  # (the endpoint ends with the run)
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5)
