@@ -31,7 +31,7 @@ class FakeServing:
         return [{**row, "rows_out": 7, "shares_with": []}]
 
     def plan(self) -> str:
-        return "streams: A, B"
+        return "streams:\n  A, B\n\nquery q (line 1): INSERT INTO q\n  predicate: a.k = b.k\n"
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +54,8 @@ def test_the_page_sends_the_token_of_its_address(browser: Browser) -> None:
         assert browser.evaluate(text.format("rows-out-total")) == "7"
         assert browser.evaluate(text.format("rejected")) == "2 · 1"
         assert browser.evaluate("document.querySelectorAll('#heatmaps rect').length") == 4
+        plan = browser.evaluate("document.querySelector('tr[data-query=q] pre').textContent")
+        assert plan.startswith("query q (line 1)") and "predicate: a.k = b.k" in plan
         events = browser.evaluate(text.format("events"))
         assert "batch 2: 2 late and 1 malformed rows to the dead letters" in events
         assert browser.evaluate(text.format("error")) == ""

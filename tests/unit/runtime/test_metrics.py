@@ -56,7 +56,7 @@ def _report(batch: int, *, late: int = 0, note: str = "matrix 2x2") -> BatchRepo
         seconds=0.5,
         manifest=manifest,
         phases={"join": 0.3, "commit": 0.2},
-        units={"q": UnitStats((1, 2, 3, 4), (0, 5, 0, 0))},
+        units={"q": UnitStats((1, 2, 3, 4), (0, 5, 0, 0), row_bytes=10.0)},
         routing={"q": note},
         shed={"q": {"left": 2, "right": 0}},
         streams=streams,
@@ -69,7 +69,9 @@ def test_figures_come_from_the_report_and_the_commit_time() -> None:
     assert f.rows_in == {"A": 8, "B": 3} and f.late == {"A": 2, "B": 0}
     assert f.state_rows == {"A": 7, "B": 3} and f.state_bytes == {"A": 500, "B": 300}
     assert f.newest == 25 * SECOND and f.latency == 5.0 and f.watermark_lag == 12.0
-    assert f.units == {"q": {"probe": [1, 2, 3, 4], "store": [0, 5, 0, 0]}}
+    assert f.units == {
+        "q": {"probe": [1, 2, 3, 4], "store": [0, 5, 0, 0], "store_bytes": [0, 50, 0, 0]}
+    }
     assert f.schemes == {"q": "matrix 2x2"} and f.shapes["q"]["m"] == 2
     assert f.events == [
         "q: matrix 2x2 -> matrix 1x4",
@@ -127,6 +129,7 @@ def test_prometheus_text_parses_back_to_the_figures() -> None:
     assert got[("streamjoin_watermark_seconds", ())] == 18
     assert got[("streamjoin_latency_seconds", ())] == pytest.approx(t.cast("float", f.latency))
     assert got[("streamjoin_unit_rows", (("query", "q"), ("role", "store"), ("unit", "1")))] == 5
+    assert got[("streamjoin_unit_state_bytes", (("query", "q"), ("unit", "1")))] == 50
     assert got[("streamjoin_scheme_info", (("query", "q"), ("scheme", "matrix 2x2")))] == 1
     assert got[("streamjoin_shed_rows", (("direction", "left"), ("query", "q")))] == 2
 

@@ -130,11 +130,19 @@ class HistoryCollector(Collector):
             "Rows each unit of a query's join received in the newest batch",
             labels=["query", "unit", "role"],
         )
+        stored = GaugeMetricFamily(
+            "streamjoin_unit_state_bytes",
+            "State bytes each unit of a query's join read in the newest batch (estimated)",
+            labels=["query", "unit"],
+        )
         for query, roles in units.items():
-            for role, counts in roles.items():
-                for i, n in enumerate(counts):
+            for role in ("probe", "store"):
+                for i, n in enumerate(roles.get(role, ())):
                     rows.add_metric([query, str(i), role], n)
+            for i, n in enumerate(roles.get("store_bytes", ())):
+                stored.add_metric([query, str(i)], n)
         yield rows
+        yield stored
 
 
 def _optional(names: tuple[str, str], value: float | None) -> Iterator[Metric]:

@@ -43,7 +43,8 @@ class BatchFigures:
     state_bytes: dict[str, int] = field(default_factory=dict)
     """Per stream: bytes of its live state's files (0 where a unit's size was not measured)."""
     units: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-    """Per routed query: rows each unit of its join received, as ``probe`` and ``store``."""
+    """Per routed query: rows each unit of its join received, as ``probe`` and ``store``, and
+    ``store_bytes``: the stored rows at the mean bytes of a stored row of its streams."""
     schemes: dict[str, str] = field(default_factory=dict)
     """Per query with a router or probe orders: what the batch ran under, in words."""
     shapes: dict[str, dict[str, t.Any]] = field(default_factory=dict)
@@ -157,7 +158,8 @@ def figures_of(
         state_rows=m.state_rows(),
         state_bytes=state_bytes,
         units={
-            q: {"probe": list(u.probe), "store": list(u.store)} for q, u in report.units.items()
+            q: {"probe": list(u.probe), "store": list(u.store), "store_bytes": list(u.store_bytes)}
+            for q, u in report.units.items()
         },
         schemes=schemes,
         shapes={q: dict(r.get("params", {})) for q, r in m.routing.items()},

@@ -56,7 +56,7 @@ function chart(svg, xs, series, stacked) {
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   const width = svg.clientWidth || 420, height = svg.clientHeight || 170;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  const left = 48, right = 8, top = 8, bottom = 18;
+  const left = 48, right = 8, top = 20, bottom = 18; // (the legend sits above the plot)
   const names = Object.keys(series);
   const tops = xs.map((_, i) => stacked
     ? names.reduce((a, n) => a + (series[n][i] || 0), 0)
@@ -66,7 +66,7 @@ function chart(svg, xs, series, stacked) {
   const sx = (x) => left + (x1 === x0 ? 0.5 : (x - x0) / (x1 - x0)) * (width - left - right);
   const sy = (y) => height - bottom - (y / ymax) * (height - top - bottom);
   el("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, stroke: "#bbb" }, svg);
-  el("text", { x: 2, y: top + 8 }, svg).textContent = compact(ymax);
+  el("text", { x: 2, y: top + 4 }, svg).textContent = compact(ymax);
   el("text", { x: 2, y: height - bottom }, svg).textContent = "0";
   if (xs.length) {
     el("text", { x: left, y: height - 4 }, svg).textContent = "batch " + x0;
@@ -87,8 +87,8 @@ function chart(svg, xs, series, stacked) {
         .filter((p) => p !== null);
       el("polyline", { points: pts.join(" "), fill: "none", stroke: color, "stroke-width": 1.5 }, svg);
     }
-    el("rect", { x: left + 40 + k * 110, y: top, width: 8, height: 8, fill: color }, svg);
-    el("text", { x: left + 52 + k * 110, y: top + 8 }, svg).textContent = name;
+    el("rect", { x: left + k * 110, y: 2, width: 8, height: 8, fill: color }, svg);
+    el("text", { x: left + 12 + k * 110, y: 10 }, svg).textContent = name;
   });
 }
 
@@ -151,8 +151,20 @@ function drawTiles(r, status) {
   text("watermark", status.watermark);
 }
 
+// Each query's block of the plan's text ("query NAME (line N): ..." up to a blank line).
+function planBlocks(text) {
+  const blocks = {};
+  for (const block of text.split(/\n\s*\n/)) {
+    const m = /^query (\S+) /.exec(block);
+    if (m) blocks[m[1]] = block;
+  }
+  return blocks;
+}
+
 function drawQueries(queries, r) {
   const body = $("queries").tBodies[0];
+  const open = new Set([...body.querySelectorAll("details[open]")].map((d) => d.dataset.query));
+  const blocks = planBlocks($("plan").textContent);
   body.replaceChildren();
   for (const q of queries) {
     const row = body.insertRow();
@@ -164,6 +176,15 @@ function drawQueries(queries, r) {
       cell.textContent = String(value);
       if (i === 4) cell.className = "num rows-out";
     });
+    const details = document.createElement("details");
+    details.dataset.query = q.name;
+    details.open = open.has(q.name);
+    const summary = document.createElement("summary");
+    summary.textContent = "explain";
+    const pre = document.createElement("pre");
+    pre.textContent = blocks[q.name] || (q.sql ? q.sql : "(in the next plan)");
+    details.append(summary, pre);
+    row.insertCell().appendChild(details);
   }
 }
 
@@ -189,6 +210,10 @@ async function poll() {
       drawEvents();
       drawHeatmaps(records[records.length - 1]);
     }
+    if (Date.now() - planShown > 10000) {
+      $("plan").textContent = (await get("/plan")).explain;
+      planShown = Date.now();
+    }
     const r = records[records.length - 1];
     if (r) drawTiles(r, status);
     drawQueries(queries, r);
@@ -196,10 +221,6 @@ async function poll() {
     $("state").className = status.active ? "state" : "state stopped";
     text("error", status.error || "");
     text("kept", records.length);
-    if (Date.now() - planShown > 10000) {
-      $("plan").textContent = (await get("/plan")).explain;
-      planShown = Date.now();
-    }
   } catch (err) {
     text("error", String(err));
   }
