@@ -211,3 +211,12 @@ def test_a_run_shows_its_figures_and_takes_no_change() -> None:
         assert _get(server.port, "/plan")[0] == 200
     finally:
         server.stop()
+
+
+def test_a_file_that_cannot_be_written_stops_alone(tmp_path: Path) -> None:
+    (tmp_path / "metrics").write_text("a file where the folder should be")
+    history = MetricsHistory(str(tmp_path / "metrics"))
+    history.record(_report(0), ["q"])
+    history.record(_report(1), ["q"])
+    assert [r.batch for r in history.records()] == [0, 1]
+    assert history.failed is not None and "metrics" in history.failed

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import typing as t
 from collections import deque
@@ -56,6 +57,8 @@ class MetricsHistory:
         self._records: deque[BatchFigures] = deque(maxlen=keep)
         self._lock = threading.Lock()
         self._serial = 0
+        self.failed: str | None = None
+        """Why the file stopped being written (None: it is written)."""
 
     @property
     def path(self) -> str | None:
@@ -69,8 +72,16 @@ class MetricsHistory:
             figures = figures_of(report, queries, before)
             self._records.append(figures)
             self._serial += 1
-        if self.path is not None:
-            self._write(figures)
+        if self.path is not None and self.failed is None:
+            try:
+                self._write(figures)
+            except OSError as err:
+                # A full disk or a lost folder must not stop the job: the file stops, once said.
+                self.failed = f"{self.path}: {err}"
+                print(
+                    f"streamjoin: the metrics file is no longer written ({self.failed})",
+                    file=sys.stderr,
+                )
         return figures
 
     def _write(self, figures: BatchFigures) -> None:
