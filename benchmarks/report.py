@@ -484,9 +484,12 @@ def metrics_overhead_row(overhead: Report) -> tuple[str, str, bool | None]:
     no verdict from a ratio the noise hides."""
     ratio, spread = overhead["ratio_on_off"], overhead.get("off_spread")
     share = overhead.get("driver_share")
+    spread_text = "–" if spread is None else f"{spread:.0%}"
+    share_text = "–" if share is None else f"{share:.2%}"
     shown = (
-        f"×{ratio} on/off (runs without them spread {_fmt(spread)}); driver time on them: "
-        f"{_fmt(overhead['record_ms_per_batch'])} ms a batch, {_fmt(share)} of the run"
+        f"×{ratio} on/off (the runs without them spread {spread_text}); the driver's extra "
+        f"CPU with them: {share_text} of the run, {overhead['record_ms_per_batch']} ms a "
+        "batch recording them"
     )
     resolved = spread is not None and spread <= 0.03
     met = ratio >= 0.97 if resolved else (share < 0.03 if share is not None else None)
