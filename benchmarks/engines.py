@@ -59,6 +59,9 @@ class EngineRun:
     """The Spark settings the engine ran with over streamjoin's local defaults (`PEER_CONF`)."""
     cpu_seconds: float | None = None
     """CPU the driver used over the run (`CpuClock`), None where it cannot be read."""
+    history: list[dict[str, t.Any]] = field(default_factory=list)
+    """streamjoin's own figures of each batch, as its checkpoint keeps them (`runtime.metrics`;
+    the same records as ``/history`` and `Serving.history`); empty for the peers."""
 
 
 class CpuClock:
@@ -305,6 +308,7 @@ def _run_streamjoin(
     final: bool = False,
 ) -> None:
     from streamjoin.runtime.engine import Engine
+    from streamjoin.runtime.metrics.history import read_history
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.fs import FileStore
 
@@ -325,6 +329,7 @@ def _run_streamjoin(
     run.state_bytes = sum(_dir_bytes(os.path.join(workdir, "ckpt", s)) for s in stores)
     latest = Checkpoint(FileStore(spark), os.path.join(workdir, "ckpt")).latest()
     run.state_bytes += sum(u.bytes for u in latest.units if u.files)
+    run.history = [f.to_dict() for f in read_history(os.path.join(workdir, "ckpt", "metrics"))]
 
 
 def _run_streamjoin_live(

@@ -293,6 +293,7 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
         "state_bytes_per_tuple": round(state_bytes / live, 1) if live else None,
         "state_to_raw": round(state_bytes / live / raw_per_row, 2) if live else None,
         **steady,
+        **({"history": run["history"]} if run.get("history") else {}),
     }
 
 

@@ -22,12 +22,13 @@ import sys
 import typing as t
 
 from benchmarks.maxrate import maxrate_lines
+from benchmarks.report_history import HISTORY_PLOT, history_plot
 from benchmarks.report_nexmark import nexmark_table, nexmark_target
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 ORDER = ("long", "equi", "band", "theta", "outer", "window-growth", "tpch", "nexmark")
-EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling")
+EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling", "metrics-overhead")
 """The partitioning and ILP reports, by file name (without ``.json``)."""
 
 Report = dict[str, t.Any]
@@ -454,6 +455,9 @@ def other_targets(
         size = extra.get(name, {}).get("size")
         for key, met in extra.get(name, {}).get("targets", {}).items():
             rows.append((f"{name} ({size}): {key}", "see `results/SKEW.md`", met))
+    overhead = extra.get("metrics-overhead")
+    if overhead is not None:
+        rows.append(metrics_overhead_row(overhead))
     ilp = extra.get("ilp-scaling")
     if ilp is not None:
         row: dict[str, t.Any] = next(
@@ -472,6 +476,24 @@ def other_targets(
             )
         )
     return rows
+
+
+def metrics_overhead_row(overhead: Report) -> tuple[str, str, bool | None]:
+    """The target of the figures' cost: the on/off ratio where the runs without them agree
+    within 3 %, else the driver's share of the run spent on them (a bound of the cost), and
+    no verdict from a ratio the noise hides."""
+    ratio, spread = overhead["ratio_on_off"], overhead.get("off_spread")
+    share = overhead.get("driver_share")
+    spread_text = "–" if spread is None else f"{spread:.0%}"
+    share_text = "–" if share is None else f"{share:.2%}"
+    shown = (
+        f"×{ratio} on/off (the runs without them spread {spread_text}); the driver's extra "
+        f"CPU with them: {share_text} of the run, {overhead['record_ms_per_batch']} ms a "
+        "batch recording them"
+    )
+    resolved = spread is not None and spread <= 0.03
+    met = ratio >= 0.97 if resolved else (share < 0.03 if share is not None else None)
+    return ("metrics and dashboard on: throughput within 3 % of off", shown, met)
 
 
 OLD_PEER_LIMIT = 180.0
@@ -971,7 +993,8 @@ def plots(reports: dict[str, Report], folder: str = HERE) -> list[str]:
         plt.close(fig)
         written.append("batch_times.png")
     long = long_plot(reports["long"], folder) if "long" in reports else None
-    return [*written, long] if long else written
+    own = history_plot(reports, folder)
+    return [*written, *(p for p in (long, own) if p)]
 
 
 def render(
@@ -1034,7 +1057,7 @@ def render(
         lines += ["## Backlog workloads", "", *workload_lines(reports)]
         kept = [
             p
-            for p in ("window_growth.png", "batch_times.png", LONG_PLOT)
+            for p in ("window_growth.png", "batch_times.png", LONG_PLOT, HISTORY_PLOT)
             if os.path.exists(f"{HERE}/{p}") and (p != LONG_PLOT or "long" in reports)
         ]
         pngs = plots(reports) if plot else kept

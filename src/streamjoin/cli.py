@@ -76,6 +76,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     job = _load(args.job)
     from streamjoin.runtime.engine import Engine
+    from streamjoin.runtime.serve.runview import Ui
 
     engine = Engine(master=args.master)
     summary = engine.run(
@@ -85,6 +86,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         trigger=args.trigger,
         timeout=args.timeout,
         final=args.final,
+        ui=Ui(args.host, args.port, args.token) if args.ui else None,
     )
     print(summary.render())
     return 0
@@ -202,7 +204,7 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``streamjoin`` command."""
-    from streamjoin.cli_serve import add_commands
+    from streamjoin.cli_serve import add_commands, endpoint_arguments
 
     parser = argparse.ArgumentParser(
         prog="streamjoin", description="Continuous joins over data streams on Apache Spark."
@@ -220,6 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trigger", type=parse_trigger, default="1 seconds", help="batch interval")
     run.add_argument("--master", default=None, help="Spark master (default local[*])")
     run.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    run.add_argument(
+        "--ui", action="store_true", help="serve the dashboard and /metrics while it runs"
+    )
+    endpoint_arguments(run)
     run.set_defaults(func=_cmd_run)
     explain = sub.add_parser("explain", help="print the plan of a job file")
     explain.add_argument("job")

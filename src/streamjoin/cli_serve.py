@@ -53,7 +53,7 @@ def add_commands(sub: t.Any, parse_trigger: t.Callable[[str], str]) -> None:
     )
     serve.add_argument("--master", default=None, help="Spark master (default local[*])")
     serve.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
-    _endpoint(serve)
+    endpoint_arguments(serve)
     serve.set_defaults(func=_cmd_serve)
 
     query = sub.add_parser("query", help="add, drop or list the queries of a served job")
@@ -66,17 +66,18 @@ def add_commands(sub: t.Any, parse_trigger: t.Callable[[str], str]) -> None:
     drop.add_argument("--wait", type=float, default=60.0, help="seconds to wait for it to stop")
     listing = verbs.add_parser("list", help="the queries running, starting and stopping")
     for verb in (add, drop, listing):
-        _endpoint(verb)
+        endpoint_arguments(verb)
     add.set_defaults(func=_cmd_query_add)
     drop.set_defaults(func=_cmd_query_drop)
     listing.set_defaults(func=_cmd_query_list)
 
     status = sub.add_parser("status", help="a served job at a glance")
-    _endpoint(status)
+    endpoint_arguments(status)
     status.set_defaults(func=_cmd_status)
 
 
-def _endpoint(parser: argparse.ArgumentParser) -> None:
+def endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--port``, ``--host`` and ``--token``: where a served job (or ``run --ui``) listens."""
     parser.add_argument("--port", type=int, default=8765, help="the service's port (8765)")
     parser.add_argument("--host", default="127.0.0.1", help="the service's address")
     parser.add_argument(

@@ -15,7 +15,9 @@ from streamjoin.plan.physical import candidates_of, side_lags
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
+from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
+from streamjoin.runtime.serve.runview import Ui, serve_run
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
@@ -163,6 +165,8 @@ class Engine:
         progress: bool = True,
         timeout: float | None = None,
         final: bool = False,
+        metrics: MetricsHistory | bool = True,
+        ui: Ui | None = None,
     ) -> Summary:
         """Run `job` until stopped (Ctrl-C), or with ``once`` until all available input is done.
 
@@ -182,9 +186,16 @@ class Engine:
                 emitted (as if the watermark passed every row), and the
                 checkpoint takes no more input. Without it, a later run continues where this
                 one stopped.
+            metrics: where each batch's figures go (`runtime.metrics`); True: a history of
+                the run's own, written under ``<checkpoint>/metrics/``; False: nowhere.
+            ui: serve the dashboard, ``/metrics`` and the read side of the control endpoint
+                there while the job runs (`runtime.serve.runview`).
         """
         if final and not once:
             msg = "final needs once: only a run that stops when its input is done can end it"
+            raise StreamJoinError(msg)
+        if ui is not None and metrics is False:
+            msg = "ui needs metrics: the dashboard draws the batches' figures"
             raise StreamJoinError(msg)
         given = dict(sources or {})
         settings = Settings.of(self.spark)  # (fails now, naming a bad setting)
@@ -193,11 +204,17 @@ class Engine:
         ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")
         line = ProgressLine() if progress else None
         counted: list[BatchReport] = []
+        history = metrics if isinstance(metrics, MetricsHistory) else None
+        if metrics is True:
+            history = MetricsHistory(None if temporary else local_dir(f"{ckpt}/metrics"))
+        names = [q.name for q in plan.job.queries]
         every = trigger_seconds(trigger)
         behind = None if once or every is None else FallingBehind(every)
 
         def on_batch(report: BatchReport) -> None:
             counted.append(report)
+            if history is not None:
+                history.record(report, names)
             if line is not None:
                 line(report)
             if behind is not None:
@@ -217,6 +234,9 @@ class Engine:
         writer = self._writer(plan, processor, given, once=once, trigger=trigger)
         started = time.monotonic()
         query = writer.start()
+        server = None
+        if ui is not None and history is not None:
+            server = serve_run(ui, plan, history, lambda: query.isActive)
         stopped = False
         try:
             deadline = None if timeout is None else started + timeout
@@ -237,6 +257,8 @@ class Engine:
             processor.close()
             if line is not None:
                 line.close()
+            if server is not None:
+                server.stop()
         raise_failure(query, processor, stopped=stopped)
         if final and not stopped:
             processor.finish()

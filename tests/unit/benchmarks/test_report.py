@@ -108,3 +108,14 @@ def test_the_recorded_results_fit_in_two_hundred_lines() -> None:
     )
     assert len(text.splitlines()) <= 200
     assert "session" not in text.lower()
+
+
+def test_the_metrics_overhead_is_judged_by_its_ratio_only_where_the_noise_allows() -> None:
+    quiet = {"ratio_on_off": 0.99, "off_spread": 0.01, "driver_share": 0.001}
+    noisy = {"ratio_on_off": 0.8, "off_spread": 0.4, "driver_share": 0.001}
+    costly = {"ratio_on_off": 1.2, "off_spread": 0.4, "driver_share": 0.05}
+    verdicts = [
+        report.metrics_overhead_row({**r, "record_ms_per_batch": 0.5})[2]
+        for r in (quiet, {**quiet, "ratio_on_off": 0.9}, noisy, costly)
+    ]
+    assert verdicts == [True, False, True, False]

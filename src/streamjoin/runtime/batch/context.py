@@ -19,6 +19,7 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.settings import Settings
     from streamjoin.runtime.state.footers import Footers
     from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.runtime.state.nextmanifest import StreamStats
     from streamjoin.runtime.threads import Waitable
 
 
@@ -120,6 +121,8 @@ class BatchReport:
     shed: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per shedding query and direction (``left``, ``right``): new rows that did not probe, and
     (``left.pairs``, ``right.pairs``) the pairs they would have found."""
+    streams: dict[str, StreamStats] = field(default_factory=dict)
+    """Per stream: the batch's rows (on time, late, malformed) and on-time event-time range."""
 
 
 def view_tag(name: str, batch_id: int) -> str:

@@ -279,6 +279,7 @@ class BatchProcessor:
             units=units,
             routing=routing,
             shed=shed,
+            streams=stats,
         )
         if self.on_batch is not None:
             self.on_batch(report)

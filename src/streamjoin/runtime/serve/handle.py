@@ -6,12 +6,16 @@ import threading
 import time
 import typing as t
 
+from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.progress import Summary, format_watermark
 from streamjoin.runtime.restart import history_gaps
+from streamjoin.runtime.serve.queries import QuerySet
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
+    import pandas as pd
+    from matplotlib.figure import Figure
     from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
@@ -27,13 +31,20 @@ class Serving:
     {'name': 'alerts', 'sink': 'alerts', 'state': 'starting', 'change': 1, 'warnings': []}
     >>> handle.wait(1)                                              # doctest: +SKIP
     >>> handle.drop_query("alerts")                                 # doctest: +SKIP
+    >>> handle.history().tail()                                     # doctest: +SKIP
     """
 
     def __init__(
-        self, served: ServedQueries, on_batch: Callable[[BatchReport], None] | None = None
+        self,
+        served: ServedQueries,
+        on_batch: Callable[[BatchReport], None] | None = None,
+        metrics: MetricsHistory | None = None,
     ) -> None:
         self.served = served
         self._on_batch = on_batch
+        folder = local_dir(served.checkpoint.path("metrics"))
+        self.metrics = metrics or MetricsHistory(folder)
+        """Every batch's figures (`runtime.metrics`): ``/metrics``, ``/history``, `history`."""
         self._query: StreamingQuery | None = None
         self._processor: BatchProcessor | None = None
         self._last: BatchReport | None = None
@@ -47,6 +58,8 @@ class Serving:
 
     def batch_done(self, report: BatchReport) -> None:
         """`BatchProcessor`'s call after each committed batch."""
+        ran = self.served.job_of(QuerySet.of(report.manifest.served)).queries
+        self.metrics.record(report, [q.name for q in ran])
         with self._applied:
             self._last, self._batches = report, self._batches + 1
             self._applied.notify_all()
@@ -159,6 +172,28 @@ class Serving:
             "shedding": {} if last is None else dict(last.manifest.overload),
             "error": None if error is None else f"{type(error).__name__}: {error}",
         }
+
+    def history(self) -> pd.DataFrame:
+        """The figures of the batches kept in memory, a row each (`BatchFigures.flat`): rows
+        in and out, late, malformed, batch time and its phases, latency, watermark and its lag,
+        state rows; and a column per stream, query and phase."""
+        import pandas as pd
+
+        return pd.DataFrame([r.flat() for r in self.metrics.records()])
+
+    def plot(self) -> Figure:
+        """A matplotlib figure of `history`: throughput, latency, batch time by phase and
+        state rows per stream, against the batch id (needs matplotlib)."""
+        from streamjoin.runtime.metrics.plots import plot_history
+
+        return plot_history(self.metrics.records())
+
+    def plan(self) -> str:
+        """The running plan, as ``streamjoin explain`` shows it."""
+        processor = self._processor
+        if processor is None:
+            return ""
+        return processor.plan.explain()
 
     def stop(self) -> Summary:
         """Stop the stream after the batch in progress, and return the run's summary."""

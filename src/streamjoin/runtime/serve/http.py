@@ -6,6 +6,10 @@
 ``POST /queries``          body ``{"sql": text, "source": name, "wait": seconds}``: add a query
                            (`Serving.add_query`); with ``wait``, answer once a batch applied it
 ``DELETE /queries/NAME``   drop a query (`Serving.drop_query`); ``?wait=seconds`` as above
+``GET /metrics``           the newest batch's figures as Prometheus text (`runtime.metrics`)
+``GET /history``           the figures of the batches kept, oldest first; ``?since=BATCH``
+``GET /plan``              ``{"explain": text}``: the running plan (`Serving.plan`)
+``GET /``                  the dashboard (a static page, `serve/static/`, that reads the above)
 =========================  ===================================================================
 
 A refused change answers 400 with ``{"error": message}`` and, for a mistake in the query's text,
@@ -14,7 +18,9 @@ token, sent as ``Authorization: Bearer TOKEN``; without one, or with a wrong one
 Without a token, a request must name a loopback ``Host``, come from no other web ``Origin``,
 and send its body as ``application/json``: a web page the operator visits cannot then add or
 drop queries (a cross-site JSON request needs a CORS check this endpoint never grants, and a
-page served under another name cannot rebind it).
+page served under another name cannot rebind it). The dashboard's page and its assets hold no
+data and are served without the token; the page takes the token from its address's fragment
+(``/#token=TOKEN``, which a browser never sends) and sends it with each read.
 """
 
 from __future__ import annotations
@@ -25,15 +31,52 @@ import socket
 import threading
 import typing as t
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from streamjoin.errors import JobError, StreamJoinError
+from streamjoin.runtime.metrics.prometheus import CONTENT_TYPE, render
 
 if t.TYPE_CHECKING:
-    from streamjoin.runtime.serve.handle import Serving
+    from streamjoin.runtime.metrics.history import MetricsHistory
 
 DEFAULT_PORT = 8765
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+STATIC = {
+    "": ("dashboard.html", "text/html; charset=utf-8"),
+    "dashboard.js": ("dashboard.js", "text/javascript; charset=utf-8"),
+    "dashboard.css": ("dashboard.css", "text/css; charset=utf-8"),
+}
+"""The dashboard's files by request path, shipped in the package (``serve/static/``)."""
+STATIC_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+"""The page runs only its own files, and no other site may frame it."""
+
+
+class Service(t.Protocol):
+    """What the endpoint answers from: `Serving` (``serve``) or `RunView` (``run --ui``)."""
+
+    metrics: MetricsHistory
+
+    def status(self) -> dict[str, t.Any]:
+        """The service at a glance."""
+
+    def queries(self) -> list[dict[str, t.Any]]:
+        """Every query."""
+
+    def plan(self) -> str:
+        """The running plan, explained."""
+
+    def add_query(self, sql: str, source: str = ...) -> dict[str, t.Any]:
+        """Add a query."""
+
+    def drop_query(self, name: str) -> dict[str, t.Any]:
+        """Drop a query."""
+
+    def wait(self, change: int, timeout: float | None = ...) -> bool:
+        """Wait for a change to apply."""
 
 
 def needs_token(host: str) -> bool:
@@ -50,7 +93,7 @@ class ControlServer:
 
     def __init__(
         self,
-        serving: Serving,
+        serving: Service,
         host: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
         token: str | None = None,
@@ -106,7 +149,7 @@ def _seconds(value: object) -> float | None:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    serving: Serving
+    serving: Service
     token: str | None
 
     def log_message(self, format: str, *args: t.Any) -> None:
@@ -122,20 +165,28 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer("DELETE")
 
     def _answer(self, method: str) -> None:
+        url = urlsplit(self.path)
+        page = url.path.strip("/")
+        if method == "GET" and page in STATIC:
+            if self.token is None and self._refused(method):
+                return
+            name, kind = STATIC[page]
+            data = (resources.files(__package__) / "static" / name).read_bytes()
+            self._send_bytes(200, data, kind, STATIC_HEADERS)
+            return
         if self.token:
             # (The header's bytes as sent: http.server decodes them as Latin-1.)
             given = self.headers.get("Authorization", "").encode("latin-1", "replace")
             if not hmac.compare_digest(given, f"Bearer {self.token}".encode()):
                 self._send(401, {"error": "a valid token is required (Authorization: Bearer ...)"})
                 return
-        else:
-            refusal = self._local_refusal(method)
-            if refusal:
-                self._send(403, {"error": refusal})
-                return
-        url = urlsplit(self.path)
+        elif self._refused(method):
+            return
         parts = [unquote(p) for p in url.path.strip("/").split("/") if p]
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        if method == "GET" and parts == ["metrics"]:
+            self._send_bytes(200, render(self.serving.metrics), CONTENT_TYPE)
+            return
         try:
             status, body = self._route(method, parts, query)
         except JobError as err:
@@ -151,6 +202,13 @@ class _Handler(BaseHTTPRequestHandler):
         except (StreamJoinError, ValueError) as err:
             status, body = 400, {"error": str(err)}
         self._send(status, body)
+
+    def _refused(self, method: str) -> bool:
+        """Answer 403 and say True when a request without a token is refused."""
+        refusal = self._local_refusal(method)
+        if refusal:
+            self._send(403, {"error": refusal})
+        return refusal is not None
 
     def _local_refusal(self, method: str) -> str | None:
         """Why a request without a token is refused, or None: it must look like a local
@@ -172,6 +230,11 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, serving.status()
         if method == "GET" and parts == ["queries"]:
             return 200, serving.queries()
+        if method == "GET" and parts == ["history"]:
+            since = int(query.get("since", -1))
+            return 200, [r.to_dict() for r in serving.metrics.records(since)]
+        if method == "GET" and parts == ["plan"]:
+            return 200, {"explain": serving.plan()}
         if method == "POST" and parts == ["queries"]:
             body = self._json()
             sql = body.get("sql")
@@ -205,9 +268,17 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
     def _send(self, status: int, body: t.Any) -> None:
-        data = json.dumps(body, indent=1).encode()
+        self._send_bytes(status, json.dumps(body, indent=1).encode(), "application/json")
+
+    def _send_bytes(
+        self, status: int, data: bytes, kind: str, headers: t.Mapping[str, str] | None = None
+    ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
+        # (Figures change every batch: a browser must ask again, not reuse a stored answer.)
+        self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(data)
