@@ -58,7 +58,7 @@ def _report(batch: int, *, late: int = 0, note: str = "matrix 2x2") -> BatchRepo
         phases={"join": 0.3, "commit": 0.2},
         units={"q": UnitStats((1, 2, 3, 4), (0, 5, 0, 0), row_bytes=10.0)},
         routing={"q": note},
-        shed={"q": {"left": 2, "right": 0}},
+        shed={"q": {"left": 2, "right": 0, "left.pairs": 7, "right.pairs": 0}},
         streams=streams,
     )
 
@@ -132,6 +132,7 @@ def test_prometheus_text_parses_back_to_the_figures() -> None:
     assert got[("streamjoin_unit_state_bytes", (("query", "q"), ("unit", "1")))] == 50
     assert got[("streamjoin_scheme_info", (("query", "q"), ("scheme", "matrix 2x2")))] == 1
     assert got[("streamjoin_shed_rows", (("direction", "left"), ("query", "q")))] == 2
+    assert got[("streamjoin_shed_pairs", (("direction", "left"), ("query", "q")))] == 7
 
 
 class FakeServing:

@@ -118,10 +118,18 @@ class HistoryCollector(Collector):
             "The newest batch's new rows that did not probe, by query and direction",
             labels=["query", "direction"],
         )
+        missed = GaugeMetricFamily(
+            "streamjoin_shed_pairs",
+            "The pairs the newest batch's skipped probes would have found (estimated unless "
+            "the query counts them), by query and direction",
+            labels=["query", "direction"],
+        )
         for query, directions in f.shed.items():
-            for direction, n in directions.items():
-                shed.add_metric([query, direction], n)
+            for key, n in directions.items():
+                direction, _, pairs = key.partition(".")
+                (missed if pairs else shed).add_metric([query, direction], n)
         yield shed
+        yield missed
 
     @staticmethod
     def _units(units: Mapping[str, Mapping[str, Iterable[int]]]) -> Iterator[Metric]:

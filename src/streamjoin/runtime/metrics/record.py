@@ -51,7 +51,8 @@ class BatchFigures:
     """Per routed query: its scheme's parameters for the next batch (``name``, ``n``, ``m``,
     ``units``), as the manifest keeps them: the shape of the dashboard's heatmap."""
     shed: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per shedding query and direction: new rows that did not probe."""
+    """Per shedding query and direction: new rows that did not probe (``left``, ``right``) and
+    the pairs they would have found (``left.pairs``, ``right.pairs``)."""
     totals: dict[str, t.Any] = field(default_factory=dict)
     """The run's counters over the checkpoint's life (``batches``, ``rows_in``, ``out``,
     ``late``, ``malformed`` per stream or query), as the manifest keeps them."""
@@ -138,9 +139,10 @@ def figures_of(
             f"{report.late} late and {report.malformed} malformed rows to the dead letters"
         )
     events += [
-        f"{q}: {sum(d.values())} new rows did not probe (overload)"
+        f"{q}: {d.get('left', 0) + d.get('right', 0)} new rows did not probe (overload), "
+        f"missing about {d.get('left.pairs', 0) + d.get('right.pairs', 0)} pairs"
         for q, d in report.shed.items()
-        if sum(d.values())
+        if d.get("left", 0) + d.get("right", 0)
     ]
     totals = m.totals
     return BatchFigures(
