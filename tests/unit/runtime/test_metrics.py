@@ -78,7 +78,7 @@ def test_figures_come_from_the_report_and_the_commit_time() -> None:
         "query new added",
         "query old dropped",
         "2 late and 1 malformed rows to the dead letters",
-        "q: 2 new rows did not probe (overload)",
+        "q: 2 new rows did not probe (overload), missing about 7 pairs",
     ]
     assert BatchFigures.of(json.loads(json.dumps(f.to_dict()))) == f
     row = f.flat()
