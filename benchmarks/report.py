@@ -24,6 +24,7 @@ import typing as t
 from benchmarks.maxrate import maxrate_lines
 from benchmarks.report_history import HISTORY_PLOT, history_plot
 from benchmarks.report_nexmark import nexmark_table, nexmark_target
+from benchmarks.report_overload import overload_lines, overload_targets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -1006,11 +1007,12 @@ def render(
     plot: bool = True,
     maxrate: dict[str, Report] | None = None,
     adhoc: dict[str, Report] | None = None,
+    overload: dict[str, Report] | None = None,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
     rate, multiquery, extra, maxrate = rate or {}, multiquery or {}, extra or {}, maxrate or {}
-    adhoc = adhoc or {}
-    every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc}
+    adhoc, overload = adhoc or {}, overload or {}
+    every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload}
     if not every:
         return "# Benchmark results\n\nNo run recorded yet.\n"
     lines = [
@@ -1038,6 +1040,12 @@ def render(
             f"{','.join(r['ratios'])} --out benchmarks/results/{file}"
             for file, r in adhoc.items()
         ),
+        *(
+            f"streamjoin bench overload{_SIZE_FLAG.get(r['size'], '')} --rate "
+            f"{r['live']['rate_per_stream']:g} --duration {r['live']['duration_s']:g} "
+            f"--out benchmarks/results/{file}"
+            for file, r in overload.items()
+        ),
         "python -m benchmarks.report",
         "```",
         "",
@@ -1050,6 +1058,7 @@ def render(
         *(targets(reports, rate, maxrate) if reports else []),
         *other_targets(multiquery, extra),
         *adhoc_targets(adhoc),
+        *(row for file, r in overload.items() for row in overload_targets(file, r)),
     ]:
         lines.append(f"| {name} | {numbers} | {_verdict(met)} |")
     lines += ["", *HOW_TO_READ]
@@ -1070,6 +1079,8 @@ def render(
         lines += multiquery_lines(multiquery)
     if adhoc:
         lines += adhoc_lines(adhoc)
+    if overload:
+        lines += overload_lines(overload)
     lines += skew_lines(extra)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -1084,6 +1095,7 @@ def write(folder: str = RESULTS, *, plot: bool = True) -> str:
         plot=plot,
         maxrate=_load_prefixed(folder, "maxrate-"),
         adhoc=_load_prefixed(folder, "adhoc-"),
+        overload=_load_prefixed(folder, "overload-"),
     )
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)
