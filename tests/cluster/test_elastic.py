@@ -19,9 +19,9 @@ if t.TYPE_CHECKING:
 
     from streamjoin.cluster import LocalCluster
 
-BACKLOG, TRICKLE = 8, 6
-PAUSE = 3.0
-"""Seconds between two trickled batches: the cluster idles most of each."""
+BACKLOG, TRICKLE = 8, 4
+PAUSE = 6.0
+"""Seconds from a batch's commit to the next trickled batch's files: the cluster idles."""
 
 
 def _cores(cluster: LocalCluster) -> int | None:
@@ -38,7 +38,8 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     write_batches(staged, batches[BACKLOG:], first=BACKLOG)
     commits = tmp_path / "ckpt" / "spark" / "commits"
     seen: list[int] = []
-    fed: list[float] = []
+    fed: list[int] = []
+    last: list[tuple[int, float]] = [(0, time.monotonic())]  # (batches committed, since when)
 
     def committed() -> int:
         """Batches committed (Spark's commit log: a file per batch, named by its id)."""
@@ -51,16 +52,20 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
         cores = _cores(cluster)
         if cores is not None and (not seen or seen[-1] != cores):
             seen.append(cores)
-        # The backlog done, one batch's files every PAUSE seconds (renamed in: never partial).
-        due = not fed or time.monotonic() - fed[-1] >= PAUSE
-        if committed() >= BACKLOG + len(fed) and len(fed) < TRICKLE and due:
+        done = committed()
+        if done != last[-1][0]:
+            last.append((done, time.monotonic()))
+        # The backlog done, each next batch's files PAUSE seconds after the batch before
+        # committed (renamed in: never read half written).
+        idle = time.monotonic() - last[-1][1] >= PAUSE
+        if done == BACKLOG + len(fed) and len(fed) < TRICKLE and idle:
             n = BACKLOG + len(fed)
             for stream in ("A", "B"):
                 name = f"part-{n:05d}.json"
                 os.rename(staged / stream / name, tmp_path / "in" / stream / name)
-            fed.append(time.monotonic())
+            fed.append(n)
         # Stop once every batch is committed and the second executor went back.
-        return committed() == BACKLOG + TRICKLE and seen[-2:] == [2, 1]
+        return done == BACKLOG + TRICKLE and seen[-2:] == [2, 1]
 
     conf = " --conf spark.streamjoin.elastic.maxExecutors=2 pyspark-shell"
     submit = QUICK_JVMS["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)

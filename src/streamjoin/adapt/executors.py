@@ -4,10 +4,10 @@ executors, so that added units get cores of their own.
 BiStream grows a group of units when their load passes T_h for N checks in a row and shrinks it
 below T_l, to the count that brings the load to Ψ (Eq. 7). Here a check is a committed batch, the
 units are executors, and an executor's load is the share of the wall time the batches kept the
-cluster busy: a batch's time over the time from its start to the next one's (at least the
-trigger interval). Batches that follow each other with no pause (load near 1) are input waiting
-for the executors, the backlog growing; three in a row above 0.8 ask for ⌈k·load / 0.6⌉
-executors, and three below 0.3 give back what the load does not need. The runtime
+cluster busy: all of it while batches follow each other with no pause longer than the trigger
+(input waiting for the executors, the backlog growing), less the pauses otherwise. Three
+batches in a row above 0.8 ask for ⌈k·load / 0.6⌉ executors, and three below 0.3 give back
+what the load does not need. The runtime
 (`runtime.executors`) asks the cluster manager for them and sets the join's units (Spark's
 shuffle partitions) to their cores.
 """
@@ -52,8 +52,8 @@ class ExecutorScaling:
         return len(self._ctl.units)
 
     def observe(self, batch: int, seconds: float, interval: float) -> int | None:
-        """Take committed batch `batch`, busy `seconds` of the `interval` from its start to the
-        next batch's; the new executor count from the next batch on, or None to keep it.
+        """Take committed batch `batch`, busy `seconds` of the `interval` since the batch before
+        ended; the new executor count from the next batch on, or None to keep it.
 
         Example:
             >>> s = ExecutorScaling(1, 2)

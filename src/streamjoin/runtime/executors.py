@@ -44,8 +44,8 @@ class ExecutorScaler:
         self.scaling = scaling
         self.trigger = trigger
         self.processor = processor
-        self._last: tuple[int, float, float] | None = None
-        """The batch before: its id, start (monotonic) and seconds."""
+        self._last: float | None = None
+        """When the batch before ended (monotonic)."""
         self.steps: list[tuple[int, int, int]] = []
         """Each change: the batch that decided it, executors before and after."""
         conf = spark.sparkContext.getConf()
@@ -93,20 +93,26 @@ class ExecutorScaler:
         self._apply(n)
 
     def __call__(self, report: BatchReport) -> None:
-        """Feed the batch before `report`'s to the controller (its interval ends as this one
-        starts), and apply a new count."""
-        began = time.monotonic() - report.seconds
-        last, self._last = self._last, (report.batch, began, report.seconds)
+        """Feed committed batch `report` to the controller, and apply a new count.
+
+        The batch's interval runs from the end of the batch before to its own end. Its idle
+        part is the pause before it started, where that pause is longer than the trigger: a
+        shorter one is Spark's own work between batches, or the trigger's wait while input
+        was already there."""
+        end = time.monotonic()
+        last, self._last = self._last, end
         if last is None:
             return
+        interval = end - last
+        pause = end - report.seconds - last
+        busy = interval if pause < self.trigger else interval - pause
         before = self.scaling.executors
-        interval = max(self.trigger, began - last[1])
-        target = self.scaling.observe(last[0], last[2], interval)
+        target = self.scaling.observe(report.batch, busy, interval)
         if target is not None and target != before:
             self.steps.append((report.batch, before, target))
             why = "behind their trigger" if target > before else "idle most of their trigger"
             print(
-                f"executors {before} -> {target} after batch {last[0]} (batches {why})",
+                f"executors {before} -> {target} after batch {report.batch} (batches {why})",
                 file=sys.stderr,
                 flush=True,
             )
