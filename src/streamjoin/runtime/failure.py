@@ -63,7 +63,7 @@ def raise_failure(
             return
     if processor.error is not None:
         err = processor.error
-        fault = storage_fault(err, where=processor.checkpoint.root)
+        fault = storage_fault(err)  # (a batch's writes name their paths)
         if fault is not None:
             raise fault from err
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
