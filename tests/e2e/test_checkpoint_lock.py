@@ -1,5 +1,6 @@
-"""Two runs on one checkpoint: while a run holds it, a second is refused at once, naming the
-first; after the first is SIGKILLed, a restart takes its lock over and continues exactly."""
+"""Two runs on one checkpoint: while a run holds it, a second is refused at once (before its Spark
+starts), naming the first; after the first is SIGKILLed, a restart takes its lock over and
+continues exactly."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def test_a_second_run_is_refused_and_a_killed_run_s_lock_is_taken_over(tmp_path:
         ), line
         assert "last heartbeat" in line
         assert "Traceback" not in second.stderr
+        assert "log4j" not in second.stderr  # (refused before its Spark started)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(first.pid, signal.SIGKILL)

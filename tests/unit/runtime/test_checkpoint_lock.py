@@ -11,7 +11,7 @@ import typing as t
 import pytest
 
 from streamjoin.errors import CheckpointInUseError, StreamJoinError
-from streamjoin.runtime.state.lock import STALE_BEATS, CheckpointLock, pid_alive
+from streamjoin.runtime.state.lock import STALE_BEATS, CheckpointLock, pid_alive, refuse_if_held
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -170,3 +170,17 @@ def test_a_zombie_is_dead_and_this_process_alive() -> None:
     finally:
         os.waitpid(pid, 0)
     assert not pid_alive(pid)
+
+
+def test_the_command_line_refuses_a_local_checkpoint_in_use_before_spark_starts(
+    tmp_path: Path,
+) -> None:
+    # (The real clock, as the command line's: a fresh heartbeat of a live process.)
+    holder = CheckpointLock.take(t.cast("FileStore", _LocalFiles()), str(tmp_path))
+    for given in (str(tmp_path), f"file:{tmp_path}", f"file://{tmp_path}", f"{tmp_path}/."):
+        with pytest.raises(CheckpointInUseError, match=f"^checkpoint file:{tmp_path} is in use"):
+            refuse_if_held(given)
+    refuse_if_held(f"hdfs://namenode{tmp_path}")  # (only the run can look there)
+    refuse_if_held(str(tmp_path / "elsewhere"))
+    holder.release()
+    refuse_if_held(str(tmp_path))

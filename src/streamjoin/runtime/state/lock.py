@@ -202,12 +202,29 @@ class CheckpointLock:
                 )
                 self._thread.start()
                 return
+        raise self._refusal(held)
+
+    def _refusal(self, held: str) -> CheckpointInUseError:
         msg = (
             f"checkpoint {self.root} is in use by another run: {held}. Stop that run first; "
             f"a run that died leaves a lock that is taken over once its heartbeat is "
             f"{self.interval * STALE_BEATS:.0f} s old (at once on the same machine)"
         )
-        raise CheckpointInUseError(msg)
+        return CheckpointInUseError(msg)
+
+    def peek(self) -> None:
+        """Refuse now if a live run holds the lock, without taking it (a lock being taken
+        passes: `acquire` decides that race).
+
+        Raises:
+            CheckpointInUseError: a live run holds it.
+        """
+        generations = self._generations()
+        if generations:
+            owner, beat = self._read(generations[-1])
+            held = self.busy(owner, beat) if owner is not None else None
+            if held is not None:
+                raise self._refusal(held)
 
     def _write_beat(self, *, released: bool = False) -> None:
         assert self.generation is not None
@@ -268,3 +285,34 @@ class CheckpointLock:
             if self._newer() is None:
                 self._write_beat(released=True)
         self.generation = None
+
+
+class _LocalReads:
+    """The reads `CheckpointLock.peek` makes, on ``file:`` paths without a JVM."""
+
+    def list_names(self, path: str) -> list[str]:
+        local = path[len("file:") :]
+        return os.listdir(local) if os.path.isdir(local) else []
+
+    def read_text(self, path: str) -> str:
+        with open(path[len("file:") :], encoding="utf-8") as f:
+            return f.read()
+
+
+def refuse_if_held(checkpoint: str) -> None:
+    """Refuse a local `checkpoint` (a path, or ``file:``) whose lock a live run holds, before
+    Spark starts (the run takes the lock itself once it has); any other is left to the run.
+
+    Raises:
+        CheckpointInUseError: a live run holds it.
+    """
+    if checkpoint.startswith("file:"):
+        rest = checkpoint[len("file:") :]
+        local = rest[2:] if rest.startswith("///") else None if rest.startswith("//") else rest
+    elif "://" in checkpoint or ":" in checkpoint.split("/", 1)[0]:
+        local = None  # (another file system: only its run, through Hadoop, can tell)
+    else:
+        local = os.path.abspath(checkpoint)
+    if local is not None:
+        root = f"file:{os.path.normpath(local)}"  # (as Hadoop qualifies it)
+        CheckpointLock(t.cast("FileStore", _LocalReads()), root).peek()
