@@ -41,7 +41,7 @@ def test_a_second_run_is_refused_and_a_killed_run_s_lock_is_taken_over(tmp_path:
         ),
         encoding="utf-8",
     )
-    batches = make_batches(31, n_batches=5, rows_per_batch=10)
+    batches = make_batches(31, n_batches=4, rows_per_batch=10)
     write_batches(inputs, batches[:2])
     env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER}
     args = ["run", str(job), "--checkpoint", str(ckpt), "--trigger", "1s"]

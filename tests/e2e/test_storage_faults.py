@@ -86,7 +86,7 @@ def test_a_full_sink_then_a_read_only_checkpoint_then_an_exact_restart(tmp_path:
             ),
             encoding="utf-8",
         )
-        batches = make_batches(23, n_batches=5, rows_per_batch=10)
+        batches = make_batches(23, n_batches=4, rows_per_batch=10)
         write_batches(inputs, batches)
         run = ("run", str(job), "--once", "--checkpoint", str(ckpt))
         manifests = ckpt / "manifests"

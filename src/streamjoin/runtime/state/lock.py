@@ -100,8 +100,10 @@ class CheckpointLock:
     """The lock of one checkpoint, held by this process from `take` to `release`.
 
     >>> lock = CheckpointLock.take(fs, "file:/data/ckpt")    # doctest: +SKIP
-    >>> lock.check()      # before each commit: raises if another run took it over  # doctest: +SKIP
+    >>> lock.check()                                         # doctest: +SKIP
     >>> lock.release()                                       # doctest: +SKIP
+
+    `check` before each commit raises if another run took the lock over meanwhile.
     """
 
     def __init__(
