@@ -107,6 +107,10 @@ def test_a_full_sink_then_a_read_only_checkpoint_then_an_exact_restart(tmp_path:
             f"error: cannot write file:{sinkfs}/eq/batch={failed}: No space left on device."
         ), line
         assert not (ckpt / "spark" / "commits" / str(failed)).exists()
+        # (Its sink directory shows a reader no rows: any left are in Spark's hidden ones.)
+        partial = sinkfs / "eq" / f"batch={failed}"
+        shown = [p for p in partial.rglob("*") if p.is_file()]
+        assert all(str(p.relative_to(partial)).startswith(("_", ".")) for p in shown), shown
         filler = filled[0]
 
         # Space again, but the checkpoint's file system is read-only: refused before a batch.
