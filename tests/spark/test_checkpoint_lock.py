@@ -1,6 +1,7 @@
-"""The checkpoint's lock in the Python API, and a manifest whose rename fails: a served job
-(`Engine.start`) holds its checkpoint against a second served job and a run until it stops; a
-batch whose manifest cannot be renamed into place commits nothing, and says so in one line."""
+"""The checkpoint's lock in the Python API and through Hadoop's file system, and a manifest whose
+rename fails: a served job (`Engine.start`) holds its checkpoint against a second served job and
+a run until it stops; a batch whose manifest cannot be renamed into place commits nothing, and
+says so in one line."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from streamjoin.errors import CheckpointInUseError, StorageError
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
+from streamjoin.runtime.state.lock import CheckpointLock
 from streamjoin.runtime.state.manifest import Manifest
 from streamjoin.runtime.storagefaults import told
 from tests.e2e.files import write_batches
@@ -65,3 +67,22 @@ def test_a_manifest_that_cannot_be_renamed_into_place_is_not_committed(
         store.commit(Manifest(batch=1), first)
     monkeypatch.undo()
     assert Checkpoint(FileStore(spark), str(tmp_path / "ckpt")).latest().batch == 0
+
+
+def test_the_lock_through_hadoop_s_file_system(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (Every path through the JVM's FileSystem, as on HDFS or an object store.)
+    monkeypatch.setattr(FileStore, "_local", staticmethod(lambda _path: None))
+    fs = FileStore(spark)
+    root = fs.qualify(str(tmp_path / "ckpt"))
+    assert fs.create_new(f"{root}/once", "first")
+    assert not fs.create_new(f"{root}/once", "second")
+    assert fs.read_text(f"{root}/once") == "first"
+    held = CheckpointLock.take(fs, root)
+    with pytest.raises(CheckpointInUseError, match=f"in use by another run: pid {os.getpid()} "):
+        CheckpointLock.take(fs, root)
+    held.release()
+    after = CheckpointLock.take(fs, root)
+    assert after.generation == 1
+    after.release()
