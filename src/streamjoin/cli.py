@@ -75,6 +75,10 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     job = _load(args.job)
+    if args.checkpoint:  # (a run on a checkpoint in use is refused before Spark starts)
+        from streamjoin.runtime.state.lock import refuse_if_held
+
+        refuse_if_held(args.checkpoint)
     from streamjoin.runtime.engine import Engine
     from streamjoin.runtime.serve.runview import Ui
 

@@ -90,8 +90,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from streamjoin.runtime.engine import Engine
     from streamjoin.runtime.progress import ProgressLine
     from streamjoin.runtime.serve.http import ControlServer
+    from streamjoin.runtime.state.lock import refuse_if_held
 
     job = _load(args.job)
+    refuse_if_held(args.checkpoint)  # (before Spark starts)
     line = ProgressLine()
 
     def on_batch(report: BatchReport) -> None:

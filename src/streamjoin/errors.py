@@ -58,3 +58,13 @@ class SettingError(StreamJoinError, ValueError):
 
 class JavaMissingError(StreamJoinError):
     """No Java runtime to start Spark with."""
+
+
+class CheckpointInUseError(StreamJoinError):
+    """Another run holds the checkpoint's lock; the message names it (host, pid, since when,
+    its last heartbeat) and the checkpoint."""
+
+
+class StorageError(StreamJoinError):
+    """A file system refused a write (full, read-only, a failed rename); the message names the
+    path and the cause, and nothing of the failed batch was committed."""

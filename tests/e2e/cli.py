@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import typing as t
 
@@ -32,27 +33,32 @@ def streamjoin(
     """Run ``python -m streamjoin ARGS``; with `kill_when`, SIGKILL the whole process group
     (driver and its JVM, as a machine failure would) as soon as it returns True."""
     full_env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER, **(env or {})}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamjoin", *args],
-        env=full_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + timeout
-    try:
-        while proc.poll() is None:
-            if kill_when is not None and kill_when():
+    # Files, not pipes: a failing run's Spark log fills a pipe nobody reads while it polls,
+    # and the run then blocks on its next write.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamjoin", *args],
+            env=full_env,
+            stdout=out,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            while proc.poll() is None:
+                if kill_when is not None and kill_when():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    break
+                if time.monotonic() > deadline:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    raise TimeoutError(f"streamjoin {' '.join(args)} ran over {timeout}s")
+                time.sleep(0.2)
+            proc.wait(timeout=60)
+        finally:
+            # The JVM of a killed driver exits when its stdin closes; make sure of it.
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-                break
-            if time.monotonic() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
-                raise TimeoutError(f"streamjoin {' '.join(args)} ran over {timeout}s")
-            time.sleep(0.2)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        # The JVM of a killed driver exits when its stdin closes; make sure of it.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())

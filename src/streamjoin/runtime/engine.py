@@ -15,6 +15,7 @@ from streamjoin.plan.physical import candidates_of, side_lags
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
+from streamjoin.runtime.failure import drive, interrupted, raise_failure
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
 from streamjoin.runtime.serve.runview import Ui, serve_run
@@ -23,13 +24,16 @@ from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
+from streamjoin.runtime.state.lock import CheckpointLock
 from streamjoin.runtime.state.sourcefiles import SourceLog, sourced_streams
+from streamjoin.runtime.storagefaults import told
+
+__all__ = ["Engine", "interrupted", "raise_failure", "take_lock"]
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming.query import StreamingQuery
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
     from streamjoin.model import GroupQuery, Job, Query
@@ -223,48 +227,33 @@ class Engine:
                 scaler(report)
 
         store = Checkpoint(FileStore(self.spark), ckpt)
-        read = [sp.name for sp in plan.streams if sp.name not in given]
-        sourced = sourced_streams(plan, read, settings.state_from_source)
-        log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
-        processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
-        processor.shedding.trigger_seconds = every or 1.0  # (a measured budget fits it)
-        scaler = ExecutorScaler.of(self.spark, settings, None if once else every, processor)
-        if scaler is not None:
-            scaler.start()
-        writer = self._writer(plan, processor, given, once=once, trigger=trigger)
-        started = time.monotonic()
-        query = writer.start()
+        store.lock = lock = take_lock(store)
         server = None
-        if ui is not None and history is not None:
-            server = serve_run(ui, plan, history, lambda: query.isActive)
-        stopped = False
         try:
-            deadline = None if timeout is None else started + timeout
-            while query.isActive:
-                # Seconds as a float work at runtime; pyspark's hint says int.
-                query.awaitTermination(0.5)  # type: ignore[arg-type]
-                if deadline is not None and time.monotonic() > deadline:
-                    stopped = True
-                    query.stop()
-        except KeyboardInterrupt:
-            query.stop()
-        except Exception:  # a failed batch surfaces here; reported below
-            if processor.error is None and query.exception() is None:
-                raise
+            read = [sp.name for sp in plan.streams if sp.name not in given]
+            sourced = sourced_streams(plan, read, settings.state_from_source)
+            log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
+            processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
+            processor.shedding.trigger_seconds = every or 1.0  # (a measured budget fits it)
+            scaler = ExecutorScaler.of(self.spark, settings, None if once else every, processor)
+            if scaler is not None:
+                scaler.start()
+            writer = self._writer(plan, processor, given, once=once, trigger=trigger)
+            started = time.monotonic()
+            query = writer.start()
+            if ui is not None and history is not None:
+                server = serve_run(ui, plan, history, lambda: query.isActive)
+            stopped = drive(query, processor, line, timeout)
+            if final and not stopped:
+                with told(store.root):
+                    processor.finish()
+            summary = Summary.from_manifest(
+                store.latest(), ckpt, time.monotonic() - started, len(counted)
+            )
         finally:
-            if query.isActive:  # (an unexpected error: no batch may run past this point)
-                query.stop()
-            processor.close()
-            if line is not None:
-                line.close()
             if server is not None:
                 server.stop()
-        raise_failure(query, processor, stopped=stopped)
-        if final and not stopped:
-            processor.finish()
-        summary = Summary.from_manifest(
-            store.latest(), ckpt, time.monotonic() - started, len(counted)
-        )
+            lock.release()
         if temporary:
             shutil.rmtree(ckpt, ignore_errors=True)
         return summary
@@ -322,73 +311,33 @@ class Engine:
         given = dict(sources or {})
         settings = Settings.of(self.spark)
         store = Checkpoint(FileStore(self.spark), checkpoint)
-        share = (settings.share_joins, settings.share)
-        served = ServedQueries(job, store, self.check_query, history, share=share)
-        plan = served.plan(served.job_of(served.current), served.current.groups)
-        for q in plan.job.queries:
-            self.check_query(plan.job, q)
-        serving = Serving(served, on_batch)
-        # (No stream's state is its input files: the queries that will read them are unknown.)
-        processor = BatchProcessor(
-            self.spark, plan, store, serving.batch_done, None, settings, served
-        )
-        writer = self._writer(plan, processor, given, once=False, trigger=trigger)
-        serving.started(writer.start(), processor)
+        store.lock = lock = take_lock(store)
+        try:
+            share = (settings.share_joins, settings.share)
+            served = ServedQueries(job, store, self.check_query, history, share=share)
+            plan = served.plan(served.job_of(served.current), served.current.groups)
+            for q in plan.job.queries:
+                self.check_query(plan.job, q)
+            serving = Serving(served, on_batch)
+            # (No stream's state is its input files: the queries that will read them are
+            # unknown.)
+            processor = BatchProcessor(
+                self.spark, plan, store, serving.batch_done, None, settings, served
+            )
+            writer = self._writer(plan, processor, given, once=False, trigger=trigger)
+            serving.started(writer.start(), processor)
+        except BaseException:
+            lock.release()
+            raise
         return serving
 
 
-def raise_failure(
-    query: StreamingQuery, processor: BatchProcessor, *, stopped: bool = False
-) -> None:
-    """Raise what stopped `query`, if a failure did: a batch's error, or the stream's. When the
-    caller `stopped` the query, a batch's error that the stop's interruption caused is none."""
-    if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
-        raise processor.error
-    if stopped and processor.error is not None:
-        # (py4j's error, or PySpark's converted one, holds the JVM's.)
-        err = processor.error
-        java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
-        if java is not None and _interruption(java, cancelled=True):
-            return
-    if processor.error is not None:
-        err = processor.error
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        msg = f"a batch failed ({type(err).__name__}): {first}"
-        raise StreamJoinError(msg) from err
-    failure = query.exception()
-    # A stop (ours at a timeout, or a caller's) interrupts whatever the query was doing, and
-    # Spark may report that interruption as the query's error: it is a stop, not a failure.
-    if failure is not None and not interrupted(query):
-        first = (str(failure).strip().splitlines() or ["unknown error"])[0]
-        msg = f"the stream stopped with an error: {first}"
-        raise StreamJoinError(msg)
+def take_lock(store: Checkpoint) -> CheckpointLock:
+    """The lock of checkpoint `store` for this run (`state.lock`).
 
-
-_CANCELLED = "[SPARK_JOB_CANCELLED]"
-"""The error class of a Spark job cancelled because its streaming query was stopped."""
-_INTERRUPTS = (
-    "java.lang.InterruptedException",
-    "java.nio.channels.ClosedByInterruptException",
-    "java.io.InterruptedIOException",
-)
-
-
-def interrupted(query: StreamingQuery) -> bool:
-    """Whether `query`'s error was caused by an interruption of its thread (what `stop()` does):
-    Spark recognises most such errors as a stop, but not all (one wrapped in a SparkException
-    while a batch was being planned, seen in CI), and then reports a failed query."""
-    failure = query._jsq.exception()  # the JVM error, to walk its causes
-    return not failure.isEmpty() and _interruption(failure.get())
-
-
-def _interruption(error: t.Any, *, cancelled: bool = False) -> bool:
-    """Whether JVM throwable `error` or one of its causes is a thread's interruption (or, with
-    `cancelled`, a Spark job cancelled because its query was stopped)."""
-    cause, seen = error, 0
-    while cause is not None and seen < 32:
-        if cause.getClass().getName() in _INTERRUPTS:
-            return True
-        if cancelled and _CANCELLED in str(cause.getMessage()):
-            return True
-        cause, seen = cause.getCause(), seen + 1
-    return False
+    Raises:
+        CheckpointInUseError: another live run holds it.
+        StorageError: the checkpoint cannot be written (full, read-only).
+    """
+    with told(store.path("_lock")):
+        return CheckpointLock.take(store.fs, store.root)

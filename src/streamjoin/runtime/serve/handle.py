@@ -196,7 +196,8 @@ class Serving:
         return processor.plan.explain()
 
     def stop(self) -> Summary:
-        """Stop the stream after the batch in progress, and return the run's summary."""
+        """Stop the stream after the batch in progress, release the checkpoint's lock, and
+        return the run's summary."""
         if self._query is not None and self._query.isActive:
             self._query.stop()
         if self._processor is not None:
@@ -204,6 +205,8 @@ class Serving:
         with self._applied:
             self._applied.notify_all()
         store = self.served.checkpoint
+        if store.lock is not None:
+            store.lock.release()
         seconds = time.monotonic() - self._started
         return Summary.from_manifest(store.latest(), store.root, seconds, self._batches)
 

@@ -3,7 +3,7 @@
 Layout under ``<checkpoint>/``:
 ``spark/`` (Spark's offset and commit logs), ``manifests/<batch>.json``,
 ``state/b=<batch>/sj_stream=<stream>/`` (the rows batch b added to the stream's state), and
-``deadletter/<stream>/batch=<batch>/``.
+``deadletter/<stream>/batch=<batch>/``, and ``_lock/`` (the run that uses it, `state.lock`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from streamjoin.runtime.state.manifest import (
 if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
     from streamjoin.runtime.state.fs import FileStore
+    from streamjoin.runtime.state.lock import CheckpointLock
 
 
 class Checkpoint:
@@ -29,6 +30,8 @@ class Checkpoint:
         self.fs = fs
         self.root = fs.qualify(checkpoint).rstrip("/")
         self._cached: Manifest | None = None
+        self.lock: CheckpointLock | None = None
+        """The run's lock on the checkpoint, checked before each commit (None: not locked)."""
 
     def path(self, relative: str) -> str:
         """Absolute location of a path relative to the checkpoint."""
@@ -75,7 +78,12 @@ class Checkpoint:
 
         A replay of this batch starts from `prev`, which still references the state units this batch
         dropped, so those are kept; the ones `prev` dropped are referenced by neither and go.
+
+        Raises:
+            StreamJoinError: another run took the checkpoint's lock over; nothing is written.
         """
+        if self.lock is not None:
+            self.lock.check()
         self.fs.write_text_atomic(
             self.path(f"manifests/{manifest_name(manifest.batch)}"), manifest.to_json()
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import typing as t
 from urllib.parse import urlsplit
 
@@ -145,6 +146,36 @@ class FileStore:
         if not fs.rename(tmp, final):
             msg = f"could not move {tmp} to {final}"
             raise OSError(msg)
+
+    def create_new(self, path: str, text: str) -> bool:
+        """Write `text` to `path` only if no file is there (False if one is): of several callers
+        racing for one path, exactly one gets True."""
+        local = self._local(path)
+        if local is not None:
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            tmp = f"{local}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            try:
+                os.link(tmp, local)  # (fails if `local` exists; readers never see it half written)
+            except FileExistsError:
+                return False
+            finally:
+                os.remove(tmp)
+            return True
+        p = self._path(path)
+        fs = self._fs(p)
+        try:
+            out = fs.create(p, False)
+        except Exception:  # py4j's error around Hadoop's FileAlreadyExistsException
+            if fs.exists(p):
+                return False
+            raise
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+        return True
 
     def delete(self, path: str) -> None:
         """Delete `path` recursively, if it exists."""

@@ -1,0 +1,113 @@
+"""What ends a run: waiting for its stream, and telling what failed it in one line."""
+
+from __future__ import annotations
+
+import time
+import typing as t
+
+from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.storagefaults import storage_fault
+
+if t.TYPE_CHECKING:
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from streamjoin.runtime.batch.processor import BatchProcessor
+    from streamjoin.runtime.progress import ProgressLine
+
+
+def drive(
+    query: StreamingQuery,
+    processor: BatchProcessor,
+    line: ProgressLine | None,
+    timeout: float | None,
+) -> bool:
+    """Wait for `query` to end (Ctrl-C or the `timeout` stop it), then raise what failed it;
+    returns whether it was stopped."""
+    started = time.monotonic()
+    stopped = False
+    try:
+        deadline = None if timeout is None else started + timeout
+        while query.isActive:
+            # Seconds as a float work at runtime; pyspark's hint says int.
+            query.awaitTermination(0.5)  # type: ignore[arg-type]
+            if deadline is not None and time.monotonic() > deadline:
+                stopped = True
+                query.stop()
+    except KeyboardInterrupt:
+        query.stop()
+    except Exception:  # a failed batch surfaces here; reported below
+        if processor.error is None and query.exception() is None:
+            raise
+    finally:
+        if query.isActive:  # (an unexpected error: no batch may run past this point)
+            query.stop()
+        processor.close()
+        if line is not None:
+            line.close()
+    raise_failure(query, processor, stopped=stopped)
+    return stopped
+
+
+def raise_failure(
+    query: StreamingQuery, processor: BatchProcessor, *, stopped: bool = False
+) -> None:
+    """Raise what stopped `query`, if a failure did: a batch's error, or the stream's. When the
+    caller `stopped` the query, a batch's error that the stop's interruption caused is none."""
+    if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
+        raise processor.error
+    if stopped and processor.error is not None:
+        # (py4j's error, or PySpark's converted one, holds the JVM's.)
+        err = processor.error
+        java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
+        if java is not None and _interruption(java, cancelled=True):
+            return
+    if processor.error is not None:
+        err = processor.error
+        fault = storage_fault(err)  # (a batch's writes name their paths)
+        if fault is not None:
+            raise fault from err
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        msg = f"a batch failed ({type(err).__name__}): {first}"
+        raise StreamJoinError(msg) from err
+    failure = query.exception()
+    # A stop (ours at a timeout, or a caller's) interrupts whatever the query was doing, and
+    # Spark may report that interruption as the query's error: it is a stop, not a failure.
+    if failure is not None and not interrupted(query):
+        # (Spark's own writes are its logs under the checkpoint.)
+        spark_logs = processor.checkpoint.path("spark")
+        fault = storage_fault(jvm=query._jsq.exception().get(), where=spark_logs)
+        if fault is not None:
+            raise fault
+        first = (str(failure).strip().splitlines() or ["unknown error"])[0]
+        msg = f"the stream stopped with an error: {first}"
+        raise StreamJoinError(msg)
+
+
+_CANCELLED = "[SPARK_JOB_CANCELLED]"
+"""The error class of a Spark job cancelled because its streaming query was stopped."""
+_INTERRUPTS = (
+    "java.lang.InterruptedException",
+    "java.nio.channels.ClosedByInterruptException",
+    "java.io.InterruptedIOException",
+)
+
+
+def interrupted(query: StreamingQuery) -> bool:
+    """Whether `query`'s error was caused by an interruption of its thread (what `stop()` does):
+    Spark recognises most such errors as a stop, but not all (one wrapped in a SparkException
+    while a batch was being planned, seen in CI), and then reports a failed query."""
+    failure = query._jsq.exception()  # the JVM error, to walk its causes
+    return not failure.isEmpty() and _interruption(failure.get())
+
+
+def _interruption(error: t.Any, *, cancelled: bool = False) -> bool:
+    """Whether JVM throwable `error` or one of its causes is a thread's interruption (or, with
+    `cancelled`, a Spark job cancelled because its query was stopped)."""
+    cause, seen = error, 0
+    while cause is not None and seen < 32:
+        if cause.getClass().getName() in _INTERRUPTS:
+            return True
+        if cancelled and _CANCELLED in str(cause.getMessage()):
+            return True
+        cause, seen = cause.getCause(), seen + 1
+    return False
