@@ -17,7 +17,11 @@ def format_watermark(us: int | None) -> str:
     """An epoch-microsecond watermark as UTC text ("-" while there is none)."""
     if us is None:
         return "-"
-    return datetime.fromtimestamp(us / 1e6, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    try:
+        return datetime.fromtimestamp(us / 1e6, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except (ValueError, OverflowError, OSError):
+        # An event time near 0001-01-01 less the delay is before Python's first year.
+        return f"{us} µs since 1970"
 
 
 @dataclass

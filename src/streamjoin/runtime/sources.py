@@ -5,8 +5,9 @@ stream is tagged with its index and its columns prefixed, and the streams are un
 batch thus carries the deltas of every stream, under one batch id — what the delta rule needs.
 
 Columns of the unified input:
-``_sj_src`` (stream index), ``_sj_raw`` (the unparsable record, or NULL), ``_sj_ts`` (event time in
-epoch microseconds, NULL when the stream has no watermark) and ``s<i>_<column>`` per column.
+``_sj_src`` (stream index), ``_sj_raw`` (the unparsable record, or NULL: `raw_sql`), ``_sj_ts``
+(event time in epoch microseconds, NULL when the stream has no watermark) and ``s<i>_<column>``
+per column.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pyspark.sql import functions as F
 from streamjoin.errors import StreamJoinError
 
 if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
@@ -133,10 +136,34 @@ def conform(df: DataFrame, stream: StreamDef) -> DataFrame:
     return df.select(*cols)
 
 
+REPLACEMENT = "\ufffd"
+"""What a reader makes of bytes that are not UTF-8 (the CSV reader keeps the row with it)."""
+
+
+def raw_sql(stream: StreamDef, cols: Mapping[str, str], *, corrupt: bool) -> str:
+    """SQL of a row's ``_sj_raw``: the reader's unparsable record (`CORRUPT`, where `corrupt`),
+    else the row as JSON when a STRING value is not valid UTF-8 or holds `REPLACEMENT`, else
+    NULL. `cols` is the SQL of each declared column.
+
+    A string that held invalid UTF-8 is not the value that was sent: Spark's JSON reader
+    rejects it, but its CSV reader (and a cast of Kafka's bytes) replaces the bytes with
+    `REPLACEMENT` and keeps the row, so the test is made here for every format alike.
+    """
+    strings = [cols[c.name] for c in stream.columns if c.type.name == "STRING"]
+    tests = [f"(instr({e}, '{REPLACEMENT}') > 0 OR NOT is_valid_utf8({e}))" for e in strings]
+    whole = ", ".join(f"{cols[c.name]} AS `{c.name}`" for c in stream.columns)
+    bad_text = f"CASE WHEN {' OR '.join(tests)} THEN to_json(struct({whole})) END" if tests else ""
+    parts = ([f"`{CORRUPT}`"] if corrupt else []) + ([bad_text] if bad_text else [])
+    if not parts:
+        return "CAST(NULL AS STRING)"
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
 def tag(df: DataFrame, sp: StreamPlan) -> DataFrame:
     """`df` (declared columns, maybe `CORRUPT`) as rows of the unified input."""
     s = sp.stream
-    raw = F.col(CORRUPT) if CORRUPT in df.columns else F.lit(None).cast("string")
+    names = {c.name: f"`{c.name}`" for c in s.columns}
+    raw = F.expr(raw_sql(s, names, corrupt=CORRUPT in df.columns))
     ts = F.unix_micros(F.col(f"`{s.event_time}`")) if s.event_time else F.lit(None).cast("bigint")
     cols = [F.lit(sp.index).alias("_sj_src"), raw.alias("_sj_raw"), ts.alias("_sj_ts")]
     cols += [F.col(f"`{c.name}`").alias(prefixed(sp.index, c.name)) for c in s.columns]
