@@ -66,7 +66,8 @@ def classify(df: DataFrame, plan: JobPlan, watermark: int | None) -> DataFrame:
     late, null_ts, out_of_range = _tests(timed, watermark)
     status = status_sql(timed, watermark)
     reason = (
-        f"CASE WHEN instr(_sj_raw, '{REPLACEMENT}') > 0 THEN '{NOT_UTF8}' "
+        f"CASE WHEN instr(_sj_raw, '{REPLACEMENT}') > 0 OR NOT is_valid_utf8(_sj_raw) "
+        f"THEN '{NOT_UTF8}' "
         "WHEN _sj_raw IS NOT NULL THEN 'unparsable record or wrong type' "
         f"WHEN {null_ts} THEN 'null event time' "
         f"WHEN {out_of_range} THEN '{OUT_OF_RANGE}' "
