@@ -17,7 +17,14 @@ from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
-from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
+from streamjoin.runtime.sources import (
+    conform,
+    empty_relation,
+    read_stream,
+    tag,
+    unify,
+    unreadable_file,
+)
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
 from streamjoin.runtime.state.sourcefiles import SourceLog, sourced_streams
@@ -324,6 +331,10 @@ def raise_failure(
             return
     if processor.error is not None:
         err = processor.error
+        unreadable = unreadable_file(err)
+        if unreadable is not None:
+            msg = f"an input file cannot be read: {unreadable}"
+            raise StreamJoinError(msg) from err
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         msg = f"a batch failed ({type(err).__name__}): {first}"
         raise StreamJoinError(msg) from err

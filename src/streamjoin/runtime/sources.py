@@ -173,3 +173,31 @@ def tag(df: DataFrame, sp: StreamPlan) -> DataFrame:
 def unify(frames: list[DataFrame]) -> DataFrame:
     """Union the tagged streams by name; each keeps NULL in the others' columns."""
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+_FAILED_READ = "[FAILED_READ_FILE"
+"""Spark's error class of an input file it cannot read (its message names the file)."""
+
+
+def unreadable_file(err: BaseException) -> str | None:
+    """What Spark says of an input file it could not read, when that stopped a batch (`err`, a
+    py4j error): a Parquet file with a column of a type other than the declared one, or not
+    Parquet at all. Its message and the root cause's, in one line; None for other errors.
+
+    Such a file has no rows to dead-letter (none can be read in the declared types), so the run
+    stops, naming it, rather than go on without it.
+    """
+    java = getattr(err, "java_exception", None)
+    found: str | None = None
+    root = ""
+    while java is not None:
+        text = str(java.getMessage() or "")
+        if found is None and _FAILED_READ in text:
+            found = text
+        root = text
+        java = java.getCause()
+    if found is None:
+        return None
+    first = " ".join(found.split()).split(" SQLSTATE")[0]
+    root = " ".join(root.split())
+    return first if not root or root in found else f"{first} ({root})"
