@@ -52,7 +52,7 @@ def bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
         return f"floor({lo_v} / {w_s})", f"floor({hi_v} / {w_s})", key
     xd = f"CAST(({x}) AS DOUBLE)"
     margin = f"(1e-9D * (abs({xd}) + {abs(lo) + abs(hi) + 1.0!r}D))"
-    # An infinite value meets only its own infinity; its margin would make NaN of the range.
+    # An infinite value (or NaN) meets only its own kind; its margin would make NaN of the range.
     finite = f"abs({xd}) < CAST('Infinity' AS DOUBLE)"
     lo_v = f"CASE WHEN {finite} THEN {xd} + {_lit(lo)} - {margin} ELSE {xd} END"
     hi_v = f"CASE WHEN {finite} THEN {xd} + {_lit(hi)} + {margin} ELSE {xd} END"
@@ -68,12 +68,12 @@ than a thousand buckets, and a value of 1e300 would explode into more rows than 
 
 def _clamped(quotient: str) -> str:
     """The bucket of a value over the band's width (`quotient`): its floor, held within
-    ±`_FAR_BUCKET` (monotone, so a range still holds every bucket it held); NULL for NaN, which
-    meets nothing (a NULL range explodes into no rows, a NULL key equals none)."""
-    far = f"{_FAR_BUCKET!r}D"
+    ±`_FAR_BUCKET` (monotone, so a range still holds every bucket it held). NaN, which Spark
+    takes as equal to NaN and greater than any number, meets only NaN: a bucket of its own."""
+    far = int(_FAR_BUCKET)
     return (
-        f"CASE WHEN isnan({quotient}) THEN NULL "
-        f"ELSE floor(least(greatest({quotient}, -{far}), {far})) END"
+        f"CASE WHEN isnan({quotient}) THEN CAST({far + 1} AS BIGINT) "
+        f"ELSE floor(least(greatest({quotient}, -{far}D), {far}D)) END"
     )
 
 
