@@ -389,13 +389,13 @@ def hostile_table(draw: st.DrawFn) -> tuple[list[Record], t.Any]:
         hostile.append(Built(mark, b"", reason))
     for r in goods:
         assert isinstance(r, Good)
-        s = None if r.s is None else r.s.encode()
+        text = None if r.s is None else r.s.encode()
         rows[r.id] = {
             "id": r.id,
             "n": r.n,
             "x": r.x,
             "d": r.d,
-            "s": s,
+            "s": text,
             "b": r.b,
             "ts": micros(r.ts),
         }
