@@ -1,5 +1,6 @@
 """Hostile input for the decoders: good rows with extreme values, records built to be malformed,
-and raw garbage, written as JSON or CSV lines; and the check of what the decoder made of them.
+and raw garbage, written as JSON or CSV lines or a Parquet table (`tests.spark.decoded` checks
+what a decoder made of them).
 
 A good row must come out of the decoder ok and exactly as generated. A built record (`Built`)
 must come out malformed, with a reason of its kind. Garbage may come out as anything but must
@@ -20,13 +21,7 @@ from decimal import Decimal
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from streamjoin.plan import plan_job
-from streamjoin.runtime.batch.intake import NOT_UTF8, OUT_OF_RANGE, classify
-from streamjoin.runtime.sources import conform, file_reader, reader_options, tag
-from streamjoin.sql import parse_job
-
-if t.TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from streamjoin.runtime.batch.intake import NOT_UTF8, OUT_OF_RANGE
 
 EXAMPLES_ENV = "STREAMJOIN_FUZZ_EXAMPLES"
 """Hostile inputs per decoder: the long mode sets it (e.g. 10000); CI runs `CI_INPUTS`."""
@@ -307,57 +302,6 @@ def hostile_file(draw: st.DrawFn, fmt: str) -> tuple[list[Record], bytes]:
         else:
             lines.append(r)
     return records, b"\n".join(lines) + b"\n"
-
-
-def decode(spark: SparkSession, fmt: str, path: str, options: str = "") -> list[dict[str, t.Any]]:
-    """The rows the stream's decoder makes of the files under `path`: the reader, `conform`,
-    `tag` and `intake.classify`, as a streaming batch runs them."""
-    plan = plan_job(parse_job(job_text(fmt, path, options)))
-    sp = plan.streams[0]
-    df = file_reader(spark.read.options(**reader_options(sp.stream)), sp.stream).load(path)
-    rows = classify(tag(conform(df, sp.stream), sp), plan, None)
-    picked = rows.selectExpr(
-        "_sj_raw AS raw", "_sj_status AS status", "_sj_reason AS reason", "_sj_ts AS ts",
-        "s0_id AS id", "s0_n AS n", "s0_x AS x", "CAST(s0_d AS STRING) AS d", "s0_s AS s",
-        "s0_b AS b",
-    )  # fmt: skip
-    return [r.asDict() for r in picked.collect()]
-
-
-def check(records: list[Record], got: list[dict[str, t.Any]]) -> None:
-    """Every good row came out once, ok and exact; every built record once, malformed with its
-    reason. (Garbage may come out as anything.)"""
-    by_id: dict[int, list[dict[str, t.Any]]] = {}
-    for row in got:
-        if row["id"] is not None:
-            by_id.setdefault(row["id"], []).append(row)
-    for r in records:
-        if isinstance(r, Good):
-            rows = by_id.get(r.id, [])
-            assert len(rows) == 1, (r, rows)
-            _check_good(r, rows[0])
-        elif isinstance(r, Built):
-            mine = [row for row in got if _marked(row, r.mark)]
-            assert len(mine) == 1, (r, mine)
-            row = mine[0]
-            assert row["status"] == "malformed", (r, row)
-            assert row["reason"], (r, row)
-            if r.reason is not None:
-                assert row["reason"] == r.reason, (r, row)
-
-
-def _marked(row: dict[str, t.Any], mark: int) -> bool:
-    raw = row["raw"]
-    return (raw is not None and str(mark) in raw) or row["id"] == mark or row["s"] == f"m{mark}"
-
-
-def _check_good(r: Good, row: dict[str, t.Any]) -> None:
-    assert row["status"] == "ok" and row["raw"] is None, (r, row)
-    assert row["ts"] == micros(r.ts), (r, row)
-    assert (row["n"], row["s"], row["b"]) == (r.n, r.s, r.b), (r, row)
-    assert (row["x"] is None) == (r.x is None) and repr(row["x"]) == repr(r.x), (r, row)
-    assert (row["d"] is None) == (r.d is None), (r, row)
-    assert row["d"] is None or Decimal(row["d"]) == r.d, (r, row)
 
 
 @st.composite

@@ -16,14 +16,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.spark.hostile import (
-    Record,
-    check,
-    decode,
-    fuzz_settings,
-    hostile_file,
-    hostile_table,
-)
+from tests.spark.decoded import check, decode
+from tests.spark.hostile import Record, fuzz_settings, hostile_file, hostile_table
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession

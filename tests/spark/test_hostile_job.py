@@ -18,8 +18,9 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.intake import NOT_UTF8, OUT_OF_RANGE
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
+from tests.spark.decoded import decode
 from tests.spark.harness import read_sink
-from tests.spark.hostile import NULL_TS, UNPARSABLE, decode
+from tests.spark.hostile import NULL_TS, UNPARSABLE
 from tests.spark.streams import make_batches
 
 if t.TYPE_CHECKING:
