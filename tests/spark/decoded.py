@@ -1,6 +1,6 @@
-"""What a stream's decoder makes of a file (`decode`), and the check that good rows came out ok
-and exact and built records malformed with their reasons (`check`); the records are
-`tests.spark.hostile`'s."""
+"""What a stream's decoder makes of a file (`decode`) or of Kafka's values (`decode_values`),
+and the check that good rows came out ok and exact and built records malformed with their
+reasons (`check`); the records are `tests.spark.hostile`'s."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from decimal import Decimal
 
 from streamjoin.plan import plan_job
 from streamjoin.runtime.batch.intake import classify
-from streamjoin.runtime.sources import conform, file_reader, reader_options, tag
+from streamjoin.runtime.sources import conform, file_reader, parse_values, reader_options, tag
 from streamjoin.sql import parse_job
 from tests.spark.hostile import Built, Good, Record, job_text, micros
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.plan import JobPlan
 
 
 def decode(spark: SparkSession, fmt: str, path: str, options: str = "") -> list[dict[str, t.Any]]:
@@ -23,6 +25,19 @@ def decode(spark: SparkSession, fmt: str, path: str, options: str = "") -> list[
     plan = plan_job(parse_job(job_text(fmt, path, options)))
     sp = plan.streams[0]
     df = file_reader(spark.read.options(**reader_options(sp.stream)), sp.stream).load(path)
+    return _classified(df, plan)
+
+
+def decode_values(spark: SparkSession, values: list[bytes]) -> list[dict[str, t.Any]]:
+    """The rows a Kafka stream's decoder makes of records with these values (`parse_values`,
+    then as `decode`)."""
+    plan = plan_job(parse_job(job_text("kafka", "/unused")))
+    raw = spark.createDataFrame([(bytearray(v),) for v in values], "value BINARY")
+    return _classified(parse_values(raw, plan.streams[0].stream), plan)
+
+
+def _classified(df: DataFrame, plan: JobPlan) -> list[dict[str, t.Any]]:
+    sp = plan.streams[0]
     rows = classify(tag(conform(df, sp.stream), sp), plan, None)
     picked = rows.selectExpr(
         "_sj_raw AS raw", "_sj_status AS status", "_sj_reason AS reason", "_sj_ts AS ts",

@@ -1,4 +1,5 @@
-"""Hostile input through each file decoder: no read fails, every good row comes out ok and
+"""Hostile input through each decoder (JSON, CSV and Parquet files, Kafka's JSON values): no read
+fails, every good row comes out ok and
 exactly as written, every record made malformed is dead-lettered with its reason.
 
 Examples are counted as hostile inputs: each hypothesis example is one file of
@@ -16,7 +17,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.spark.decoded import check, decode
+from tests.spark.decoded import check, decode, decode_values
 from tests.spark.hostile import Record, fuzz_settings, hostile_file, hostile_table
 
 if t.TYPE_CHECKING:
@@ -59,3 +60,11 @@ def test_parquet_decoder(
         pq.write_table(table, Path(tmp) / "part-0.parquet", row_group_size=row_group)
         got = decode(spark, "parquet", tmp)
     check(records, got)
+
+
+@fuzz_settings()
+@given(hostile_file("json"))
+def test_kafka_json_decoder(spark: SparkSession, example: tuple[list[Record], bytes]) -> None:
+    # Kafka's values are the JSON file's lines, one record each (no connector needed).
+    records, data = example
+    check(records, decode_values(spark, data.split(b"\n")[:-1]))

@@ -79,17 +79,22 @@ def read_stream(spark: SparkSession, stream: StreamDef) -> DataFrame:
     if fmt == "rate":
         return conform(reader.format("rate").load(), stream)
     if fmt == "kafka":
-        raw = reader.format("kafka").load()
-        parsed = raw.select(
-            F.from_json(
-                F.col("value").cast("string"),
-                schema_ddl(stream, corrupt=True),
-                {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"},
-            ).alias("v")
-        )
-        return parsed.select("v.*")
+        return parse_values(reader.format("kafka").load(), stream)
     msg = f"stream {stream.name!r}: unsupported format {fmt!r}"
     raise StreamJoinError(msg)
+
+
+def parse_values(raw: DataFrame, stream: StreamDef) -> DataFrame:
+    """Records whose ``value`` (Kafka's bytes) is a JSON object, parsed into the stream's
+    declared columns and `CORRUPT` (the value, where it does not parse)."""
+    parsed = raw.select(
+        F.from_json(
+            F.col("value").cast("string"),
+            schema_ddl(stream, corrupt=True),
+            {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"},
+        ).alias("v")
+    )
+    return parsed.select("v.*")
 
 
 def file_reader(reader: R, stream: StreamDef) -> R:
