@@ -1,6 +1,6 @@
 """Hostile input through each decoder (JSON, CSV and Parquet files, Kafka's JSON values): no read
-fails, every good row comes out ok and
-exactly as written, every record made malformed is dead-lettered with its reason.
+fails, every good row comes out ok and exactly as written, every record made malformed is
+dead-lettered with its reason.
 
 Examples are counted as hostile inputs: each hypothesis example is one file of
 `hostile.HOSTILE_PER_EXAMPLE` hostile records (built to be malformed, or raw garbage) among good
