@@ -150,9 +150,9 @@ def raw_sql(stream: StreamDef, cols: Mapping[str, str], *, corrupt: bool) -> str
     else the row as JSON when a STRING value is not valid UTF-8 or holds `REPLACEMENT`, else
     NULL. `cols` is the SQL of each declared column.
 
-    A string that held invalid UTF-8 is not the value that was sent: Spark's JSON reader
-    rejects it, but its CSV reader (and a cast of Kafka's bytes) replaces the bytes with
-    `REPLACEMENT` and keeps the row, so the test is made here for every format alike.
+    A string that held invalid UTF-8 is not the value that was sent: Spark's JSON parser
+    rejects it, but its CSV reader replaces the bytes with `REPLACEMENT` and keeps the row, and
+    a Parquet file's strings come as stored, so the test is made here for every format alike.
     """
     strings = [cols[c.name] for c in stream.columns if c.type.name == "STRING"]
     tests = [f"(instr({e}, '{REPLACEMENT}') > 0 OR NOT is_valid_utf8({e}))" for e in strings]
