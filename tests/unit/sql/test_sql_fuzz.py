@@ -173,3 +173,12 @@ def test_huge_identifiers_raise_job_errors_or_parse(size: int) -> None:
     name = "s" * size
     _check(PRELUDE.replace("bids", name) + f"INSERT INTO matches SELECT b.id AS i FROM {name} b "
            f"JOIN asks a ON b.id = a.id AND {_WINDOW};")  # fmt: skip
+
+
+def test_a_windowing_call_whose_durations_do_not_parse_is_a_job_error() -> None:
+    # Found by the long mode: sqlglot's own ParseError escaped from the window's text.
+    text = VALID[3].replace("DESCRIPTOR(ts),", "DESCRIPTOR(ts),\\")
+    with pytest.raises(JobError) as info:
+        parse_job(text, "job.sql")
+    assert (info.value.line, info.value.col) == (7, 6)
+    assert "cannot read this call's durations" in info.value.message
