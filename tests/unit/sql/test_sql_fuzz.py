@@ -182,3 +182,26 @@ def test_a_windowing_call_whose_durations_do_not_parse_is_a_job_error() -> None:
         parse_job(text, "job.sql")
     assert (info.value.line, info.value.col) == (7, 6)
     assert "cannot read this call's durations" in info.value.message
+
+
+def _with(text: str, option: str) -> str:
+    return text[: text.rindex(";")] + f" WITH ({option});\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        VALID[1].replace("'10 seconds'", "'" + "1" * 5000 + " seconds'"),
+        _with(VALID[0], "units = '²'"),
+        _with(VALID[0], "budget = '" + "9" * 5000 + "'"),
+        _with(VALID[2], "ttl = '" + "9" * 5000 + " seconds'"),
+        _with(VALID[2], "ttl = '² seconds'"),
+        PRELUDE + "INSERT INTO matches SELECT * FROM (SELECT b.id AS i, ROW_NUMBER() OVER "
+        "(PARTITION BY window(b.ts, '1 second') ORDER BY b.price) AS rn FROM bids b JOIN asks a "
+        f"ON b.id = a.id AND {_WINDOW}) WHERE rn <= {'9' * 5000};",
+    ],
+)
+def test_numbers_python_cannot_read_are_job_errors(text: str) -> None:
+    # Found by the long mode: int() refuses 4,301 digits, and '²'.isdigit() is True.
+    with pytest.raises(JobError):
+        parse_job(text)
