@@ -200,6 +200,7 @@ def _with(text: str, option: str) -> str:
         "(PARTITION BY window(b.ts, '1 second') ORDER BY b.price) AS rn FROM bids b JOIN asks a "
         f"ON b.id = a.id AND {_WINDOW}) WHERE rn <= {'9' * 5000};",
     ],
+    ids=["window size", "units", "budget", "ttl digits", "ttl superscript", "top-N"],
 )
 def test_numbers_python_cannot_read_are_job_errors(text: str) -> None:
     # Found by the long mode: int() refuses 4,301 digits, and '²'.isdigit() is True.
