@@ -30,3 +30,15 @@ def unit_micros(name: str) -> int | None:
     (1000000, 86400000000, None)
     """
     return MICROS_PER_UNIT.get(name.upper().removesuffix("S"))
+
+
+def whole_number(text: str) -> int | None:
+    """The number `text` spells in at most 18 ASCII digits, or None: a job's counts and
+    durations (``str.isdigit`` takes ``'²'``, and ``int`` refuses more than 4,300 digits).
+
+    >>> whole_number("10"), whole_number("²"), whole_number("1" * 5000), whole_number("-1")
+    (10, None, None, None)
+    """
+    if not 0 < len(text) <= 18 or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)

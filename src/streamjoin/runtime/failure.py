@@ -6,6 +6,7 @@ import time
 import typing as t
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.sources import unreadable_file
 from streamjoin.runtime.storagefaults import storage_fault
 
 if t.TYPE_CHECKING:
@@ -66,6 +67,10 @@ def raise_failure(
         fault = storage_fault(err)  # (a batch's writes name their paths)
         if fault is not None:
             raise fault from err
+        unreadable = unreadable_file(err)
+        if unreadable is not None:
+            msg = f"an input file cannot be read: {unreadable}"
+            raise StreamJoinError(msg) from err
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         msg = f"a batch failed ({type(err).__name__}): {first}"
         raise StreamJoinError(msg) from err

@@ -6,18 +6,26 @@ import sys
 import time
 import typing as t
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 
 if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.processor import BatchReport
     from streamjoin.runtime.state.manifest import Manifest
 
 
+_EPOCH = datetime(1970, 1, 1)
+
+
 def format_watermark(us: int | None) -> str:
     """An epoch-microsecond watermark as UTC text ("-" while there is none)."""
     if us is None:
         return "-"
-    return datetime.fromtimestamp(us / 1e6, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    try:
+        # Exact in integers: a float of seconds rounds 9999-12-31 23:59:59.999999 into year 10000.
+        return (_EPOCH + timedelta(microseconds=us)).isoformat(" ", "milliseconds")
+    except OverflowError:
+        # An event time near 0001-01-01 less the delay is before Python's first year.
+        return f"{us} µs since 1970"
 
 
 @dataclass

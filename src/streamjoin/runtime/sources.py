@@ -5,8 +5,9 @@ stream is tagged with its index and its columns prefixed, and the streams are un
 batch thus carries the deltas of every stream, under one batch id — what the delta rule needs.
 
 Columns of the unified input:
-``_sj_src`` (stream index), ``_sj_raw`` (the unparsable record, or NULL), ``_sj_ts`` (event time in
-epoch microseconds, NULL when the stream has no watermark) and ``s<i>_<column>`` per column.
+``_sj_src`` (stream index), ``_sj_raw`` (the unparsable record, or NULL: `raw_sql`), ``_sj_ts``
+(event time in epoch microseconds, NULL when the stream has no watermark) and ``s<i>_<column>``
+per column.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pyspark.sql import functions as F
 from streamjoin.errors import StreamJoinError
 
 if t.TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
@@ -76,17 +79,22 @@ def read_stream(spark: SparkSession, stream: StreamDef) -> DataFrame:
     if fmt == "rate":
         return conform(reader.format("rate").load(), stream)
     if fmt == "kafka":
-        raw = reader.format("kafka").load()
-        parsed = raw.select(
-            F.from_json(
-                F.col("value").cast("string"),
-                schema_ddl(stream, corrupt=True),
-                {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"},
-            ).alias("v")
-        )
-        return parsed.select("v.*")
+        return parse_values(reader.format("kafka").load(), stream)
     msg = f"stream {stream.name!r}: unsupported format {fmt!r}"
     raise StreamJoinError(msg)
+
+
+def parse_values(raw: DataFrame, stream: StreamDef) -> DataFrame:
+    """Records whose ``value`` (Kafka's bytes) is a JSON object, parsed into the stream's
+    declared columns and `CORRUPT` (the value, where it does not parse)."""
+    parsed = raw.select(
+        F.from_json(
+            F.col("value").cast("string"),
+            schema_ddl(stream, corrupt=True),
+            {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"},
+        ).alias("v")
+    )
+    return parsed.select("v.*")
 
 
 def file_reader(reader: R, stream: StreamDef) -> R:
@@ -133,10 +141,34 @@ def conform(df: DataFrame, stream: StreamDef) -> DataFrame:
     return df.select(*cols)
 
 
+REPLACEMENT = "\ufffd"
+"""What a reader makes of bytes that are not UTF-8 (the CSV reader keeps the row with it)."""
+
+
+def raw_sql(stream: StreamDef, cols: Mapping[str, str], *, corrupt: bool) -> str:
+    """SQL of a row's ``_sj_raw``: the reader's unparsable record (`CORRUPT`, where `corrupt`),
+    else the row as JSON when a STRING value is not valid UTF-8 or holds `REPLACEMENT`, else
+    NULL. `cols` is the SQL of each declared column.
+
+    A string that held invalid UTF-8 is not the value that was sent: Spark's JSON parser
+    rejects it, but its CSV reader replaces the bytes with `REPLACEMENT` and keeps the row, and
+    a Parquet file's strings come as stored, so the test is made here for every format alike.
+    """
+    strings = [cols[c.name] for c in stream.columns if c.type.name == "STRING"]
+    tests = [f"(instr({e}, '{REPLACEMENT}') > 0 OR NOT is_valid_utf8({e}))" for e in strings]
+    whole = ", ".join(f"{cols[c.name]} AS `{c.name}`" for c in stream.columns)
+    bad_text = f"CASE WHEN {' OR '.join(tests)} THEN to_json(struct({whole})) END" if tests else ""
+    parts = ([f"`{CORRUPT}`"] if corrupt else []) + ([bad_text] if bad_text else [])
+    if not parts:
+        return "CAST(NULL AS STRING)"
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
 def tag(df: DataFrame, sp: StreamPlan) -> DataFrame:
     """`df` (declared columns, maybe `CORRUPT`) as rows of the unified input."""
     s = sp.stream
-    raw = F.col(CORRUPT) if CORRUPT in df.columns else F.lit(None).cast("string")
+    names = {c.name: f"`{c.name}`" for c in s.columns}
+    raw = F.expr(raw_sql(s, names, corrupt=CORRUPT in df.columns))
     ts = F.unix_micros(F.col(f"`{s.event_time}`")) if s.event_time else F.lit(None).cast("bigint")
     cols = [F.lit(sp.index).alias("_sj_src"), raw.alias("_sj_raw"), ts.alias("_sj_ts")]
     cols += [F.col(f"`{c.name}`").alias(prefixed(sp.index, c.name)) for c in s.columns]
@@ -146,3 +178,31 @@ def tag(df: DataFrame, sp: StreamPlan) -> DataFrame:
 def unify(frames: list[DataFrame]) -> DataFrame:
     """Union the tagged streams by name; each keeps NULL in the others' columns."""
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+_FAILED_READ = "[FAILED_READ_FILE"
+"""Spark's error class of an input file it cannot read (its message names the file)."""
+
+
+def unreadable_file(err: BaseException) -> str | None:
+    """What Spark says of an input file it could not read, when that stopped a batch (`err`, a
+    py4j error): a Parquet file with a column of a type other than the declared one, or not
+    Parquet at all. Its message and the root cause's, in one line; None for other errors.
+
+    Such a file has no rows to dead-letter (none can be read in the declared types), so the run
+    stops, naming it, rather than go on without it.
+    """
+    java = getattr(err, "java_exception", None)
+    found: str | None = None
+    root = ""
+    while java is not None:
+        text = str(java.getMessage() or "")
+        if found is None and _FAILED_READ in text:
+            found = text
+        root = text
+        java = java.getCause()
+    if found is None:
+        return None
+    first = " ".join(found.split()).split(" SQLSTATE")[0]
+    root = " ".join(root.split())
+    return first if not root or root in found else f"{first} ({root})"

@@ -7,7 +7,7 @@ from sqlglot import exp
 
 from streamjoin.model import Aggregation, EventWindow
 from streamjoin.model.aggregate import POINT_US, WINDOW
-from streamjoin.model.intervals import unit_micros
+from streamjoin.model.intervals import unit_micros, whole_number
 from streamjoin.sql.dialect import node_error
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import AGGREGATES
@@ -133,10 +133,11 @@ def _duration(stmt: Statement, node: exp.Expr) -> int:
         text = f"{node.this.name} {node.unit.name}"
     parts = (text or "").split()
     micros = unit_micros(parts[1]) if len(parts) == 2 else None
-    if micros is None or not parts[0].isdigit() or int(parts[0]) <= 0:
+    n = whole_number(parts[0]) if parts else None
+    if micros is None or n is None or n <= 0:
         msg = "a window's size and slide are durations such as '10 seconds' or '1 minute'"
         raise node_error(stmt, node, msg)
-    return int(parts[0]) * micros
+    return n * micros
 
 
 def check_grouped(stmt: Statement, node: exp.Expr, keys: list[str], clause: str) -> None:

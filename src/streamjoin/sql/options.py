@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
-from streamjoin.model.intervals import unit_micros
+from streamjoin.model.intervals import unit_micros, whole_number
 from streamjoin.sql.cursor import Cursor, is_name
 
 STREAM_FORMATS = ("json", "csv", "parquet", "rate", "kafka")
@@ -189,11 +189,13 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
             msg = f"unknown partitioning {o.value!r}; expected one of {', '.join(PARTITIONINGS)}"
             raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "units":
-        if not value.isdigit() or not 1 <= int(value) <= 4096:
+        n = whole_number(value)
+        if n is None or not 1 <= n <= 4096:
             msg = f"units must be a whole number from 1 to 4096, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key in ("unit_rows", "epoch"):
-        if not value.isdigit() or int(value) < 1:
+        n = whole_number(value)
+        if n is None or n < 1:
             msg = f"{o.key} must be a whole number >= 1, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "adapt":
@@ -209,7 +211,8 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
             msg = f"overload must be 'exact' or 'shed', got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "budget":
-        if not value.isdigit() or int(value) < 1:
+        n = whole_number(value)
+        if n is None or n < 1:
             msg = f"budget is the probes a batch may make, a whole number >= 1, got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "shed_count":
@@ -239,7 +242,8 @@ def ttl_seconds(text: str) -> int | None:
     """Seconds of a ``ttl`` option (``'30 seconds'``, ``'1 hour'``), or None if it is not a
     positive whole number of seconds."""
     parts = text.split()
-    micros = unit_micros(parts[1]) if len(parts) == 2 and parts[0].isdigit() else None
-    if micros is None or int(parts[0]) * micros % 1_000_000 or int(parts[0]) == 0:
+    n = whole_number(parts[0]) if len(parts) == 2 else None
+    micros = unit_micros(parts[1]) if n is not None else None
+    if n is None or micros is None or n * micros % 1_000_000 or n == 0:
         return None
-    return int(parts[0]) * micros // 1_000_000
+    return n * micros // 1_000_000

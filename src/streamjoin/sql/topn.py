@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from streamjoin.model import EventWindow, SelectItem, TopN
 from streamjoin.model.aggregate import POINT_US
+from streamjoin.model.intervals import whole_number
 from streamjoin.sql.aggregate import is_event_time, is_window, window_of
 from streamjoin.sql.dialect import node_error
 from streamjoin.sql.positions import Statement
@@ -139,8 +140,9 @@ def _limit(stmt: Statement, select: exp.Select, rank: str) -> int:
             and isinstance(right, exp.Literal)
             and right.is_int
         ):
-            n = int(right.this)
-            bound = {exp.LTE: n, exp.LT: n - 1, exp.EQ: n if n == 1 else None}[type(cond)]
+            n = whole_number(right.this)
+            if n is not None:
+                bound = {exp.LTE: n, exp.LT: n - 1, exp.EQ: n if n == 1 else None}[type(cond)]
     if bound is None or bound < 1:
         msg = f"a top-N keeps the first rows of each group: WHERE {rank} <= N, N >= 1"
         raise node_error(stmt, cond if cond is not None else select, msg, unsupported=True)

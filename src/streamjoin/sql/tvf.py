@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from streamjoin.model.aggregate import WINDOW
@@ -98,7 +99,11 @@ def apply_tvf(stmt: Statement, select: exp.Select, tvf: Tvf) -> None:
             "GROUP BY window_start, window_end, <keys>"
         )
         raise stmt.error(msg, tvf.span[0], tvf.span[1], unsupported=True)
-    call: exp.Expr = sqlglot.parse_one(tvf.window, dialect=StreamJoinSpark)
+    try:
+        call: exp.Expr = sqlglot.parse_one(tvf.window, dialect=StreamJoinSpark)
+    except SqlglotError as err:  # (durations that are no expressions, e.g. a stray backslash)
+        msg = f"cannot read this call's durations as {tvf.window}: {str(err).splitlines()[0]}"
+        raise stmt.error(msg, tvf.span[0], tvf.span[1]) from None
     for node in call.walk():
         node.meta[SPAN_KEY] = tvf.span
     group.set("expressions", [call, *(g for g in group.expressions if not _bound(g))])

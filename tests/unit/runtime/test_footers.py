@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamjoin.plan import StreamPlan, plan_job
+from streamjoin.runtime.batch.intake import EVENT_TIME_RANGE
 from streamjoin.runtime.state.footers import Footers, read_footers
 from streamjoin.sql import parse_job
 
@@ -100,6 +101,10 @@ def test_the_floor_is_the_least_event_time_of_every_file_and_row_group(
         (Footers({"f": 3}, 10, 20, 1), None, False),  # a NULL event time: malformed
         (Footers({"f": 3}, 10, None, 0), None, False),  # the greatest not exact
         (Footers({"f": 0}, None, None, 0), 5, True),  # no rows
+        # An event time outside 0001-01-01..9999-12-31: malformed.
+        (Footers({"f": 3}, 10, EVENT_TIME_RANGE[1] + 1, 0), None, False),
+        (Footers({"f": 3}, EVENT_TIME_RANGE[0] - 1, 10, 0), None, False),
+        (Footers({"f": 3}, *EVENT_TIME_RANGE, 0), None, True),
     ],
 )
 def test_every_row_is_ok_only_with_no_null_and_none_behind_the_watermark(

@@ -1,9 +1,9 @@
 """A batch's input rows sorted into ok, late and malformed, and the rejected ones written out.
 
 Every row of the unified input (`sources`) gets a status: ``malformed`` (unparsable, or no event
-time on a stream with a watermark), ``late`` (event time behind the watermark the batch started
-with) or ``ok``; the join and the state take the ok rows, the dead-letter directory of each
-stream the others, with the reason.
+time, or one outside Spark's timestamp range, on a stream with a watermark), ``late`` (event time
+behind the watermark the batch started with) or ``ok``; the join and the state take the ok rows,
+the dead-letter directory of each stream the others, with the reason.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import typing as t
 
 from pyspark.sql import functions as F
 
-from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.sources import REPLACEMENT, prefixed
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 
 if t.TYPE_CHECKING:
@@ -24,11 +24,28 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.checkpoint import Checkpoint
 
 
-def _tests(timed: Sequence[int], watermark: int | None) -> tuple[str, str]:
-    """SQL of the late and the null-event-time tests of a unified input row."""
+EVENT_TIME_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)
+"""The event times (epoch microseconds) a row may have: Spark's documented timestamp range,
+0001-01-01 to 9999-12-31 UTC. Spark parses years beyond it, but one such row would move the
+watermark past every later row (or out of the decimal the late test compares in)."""
+
+NOT_UTF8 = "invalid UTF-8 (or U+FFFD) in the record"
+"""The dead-letter reason of a record that held bytes that are not UTF-8 (`sources.raw_sql`)."""
+
+OUT_OF_RANGE = "event time outside 0001-01-01 to 9999-12-31"
+"""The dead-letter reason of a row whose event time is outside `EVENT_TIME_RANGE`."""
+
+
+def _tests(timed: Sequence[int], watermark: int | None) -> tuple[str, str, str]:
+    """SQL of the late, the null-event-time and the event-time-out-of-range tests of a unified
+    input row."""
     late = "FALSE" if watermark is None else f"{as_decimal('_sj_ts')} < {batch_constant(watermark)}"
-    null_ts = f"_sj_src IN ({', '.join(map(str, timed))}) AND _sj_ts IS NULL" if timed else "FALSE"
-    return late, null_ts
+    if not timed:
+        return late, "FALSE", "FALSE"
+    streams = f"_sj_src IN ({', '.join(map(str, timed))})"
+    low, high = EVENT_TIME_RANGE
+    outside = f"{streams} AND _sj_ts NOT BETWEEN {low} AND {high}"
+    return late, f"{streams} AND _sj_ts IS NULL", outside
 
 
 def status_sql(timed: Sequence[int], watermark: int | None) -> str:
@@ -36,21 +53,24 @@ def status_sql(timed: Sequence[int], watermark: int | None) -> str:
     (their indexes) having event times and a batch that started at `watermark`. (The state of
     a file stream read back from its files takes its rows by the same test,
     `runtime.state.stores`.)"""
-    late, null_ts = _tests(timed, watermark)
+    late, null_ts, out_of_range = _tests(timed, watermark)
     return (
         f"CASE WHEN _sj_raw IS NOT NULL THEN 'malformed' WHEN {null_ts} THEN 'malformed' "
-        f"WHEN {late} THEN 'late' ELSE 'ok' END"
+        f"WHEN {out_of_range} THEN 'malformed' WHEN {late} THEN 'late' ELSE 'ok' END"
     )
 
 
 def classify(df: DataFrame, plan: JobPlan, watermark: int | None) -> DataFrame:
     """`df` with ``_sj_status`` (ok / late / malformed) and ``_sj_reason`` for the others."""
     timed = [sp.index for sp in plan.streams if sp.stream.watermark]
-    late, null_ts = _tests(timed, watermark)
+    late, null_ts, out_of_range = _tests(timed, watermark)
     status = status_sql(timed, watermark)
     reason = (
-        "CASE WHEN _sj_raw IS NOT NULL THEN 'unparsable record or wrong type' "
+        f"CASE WHEN instr(_sj_raw, '{REPLACEMENT}') > 0 OR NOT is_valid_utf8(_sj_raw) "
+        f"THEN '{NOT_UTF8}' "
+        "WHEN _sj_raw IS NOT NULL THEN 'unparsable record or wrong type' "
         f"WHEN {null_ts} THEN 'null event time' "
+        f"WHEN {out_of_range} THEN '{OUT_OF_RANGE}' "
         + (
             f"WHEN {late} THEN concat('late: event time behind the watermark ', "
             f"CAST(timestamp_micros({watermark}) AS STRING)) "

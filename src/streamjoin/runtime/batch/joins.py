@@ -48,14 +48,33 @@ def bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
         lo_v = f"CAST(({x}) + ({int(lo)}) AS DOUBLE)"
         hi_v = f"CAST(({x}) + ({int(hi)}) AS DOUBLE)"
         w_s = f"{float(w)!r}D"
-    else:
-        xd = f"CAST(({x}) AS DOUBLE)"
-        margin = f"(1e-9D * (abs({xd}) + {abs(lo) + abs(hi) + 1.0!r}D))"
-        lo_v = f"({xd} + {_lit(lo)} - {margin})"
-        hi_v = f"({xd} + {_lit(hi)} + {margin})"
-        w_s = _lit(w)
-    key = f"floor(CAST(({y}) AS DOUBLE) / {w_s})"
-    return f"floor({lo_v} / {w_s})", f"floor({hi_v} / {w_s})", key
+        key = f"floor(CAST(({y}) AS DOUBLE) / {w_s})"
+        return f"floor({lo_v} / {w_s})", f"floor({hi_v} / {w_s})", key
+    xd = f"CAST(({x}) AS DOUBLE)"
+    margin = f"(1e-9D * (abs({xd}) + {abs(lo) + abs(hi) + 1.0!r}D))"
+    # An infinite value (or NaN) meets only its own kind; its margin would make NaN of the range.
+    finite = f"abs({xd}) < CAST('Infinity' AS DOUBLE)"
+    lo_v = f"CASE WHEN {finite} THEN {xd} + {_lit(lo)} - {margin} ELSE {xd} END"
+    hi_v = f"CASE WHEN {finite} THEN {xd} + {_lit(hi)} + {margin} ELSE {xd} END"
+    w_s = _lit(w)
+    key = _clamped(f"CAST(({y}) AS DOUBLE) / {w_s}")
+    return _clamped(f"({lo_v}) / {w_s}"), _clamped(f"({hi_v}) / {w_s}"), key
+
+
+_FAR_BUCKET = float(2**40)
+"""Buckets of double values end at ±2^40: past that a margin of 1e-9 of the value spans more
+than a thousand buckets, and a value of 1e300 would explode into more rows than exist."""
+
+
+def _clamped(quotient: str) -> str:
+    """The bucket of a value over the band's width (`quotient`): its floor, held within
+    ±`_FAR_BUCKET` (monotone, so a range still holds every bucket it held). NaN, which Spark
+    takes as equal to NaN and greater than any number, meets only NaN: a bucket of its own."""
+    far = int(_FAR_BUCKET)
+    return (
+        f"CASE WHEN isnan({quotient}) THEN CAST({far + 1} AS BIGINT) "
+        f"ELSE floor(least(greatest({quotient}, -{far}D), {far}D)) END"
+    )
 
 
 def delta_join_sql(

@@ -24,6 +24,7 @@ import json
 import typing as t
 from dataclasses import dataclass
 
+from streamjoin.runtime.batch.intake import EVENT_TIME_RANGE
 from streamjoin.runtime.sources import column_exprs
 
 if t.TYPE_CHECKING:
@@ -55,12 +56,19 @@ class Footers:
 
     def all_ok(self, watermark: int | None) -> bool:
         """Whether every row is ok for a batch that started at `watermark`: none has a NULL
-        event time (malformed) or one behind the watermark (late)."""
+        event time or one outside `EVENT_TIME_RANGE` (malformed), or one behind the watermark
+        (late)."""
         if self.nulls:
             return False
         if self.least is None:
             return True  # (no rows)
-        return self.greatest is not None and (watermark is None or self.least >= watermark)
+        low, high = EVENT_TIME_RANGE
+        return (
+            self.greatest is not None
+            and low <= self.least
+            and self.greatest <= high
+            and (watermark is None or self.least >= watermark)
+        )
 
 
 def read_footers(sp: StreamPlan, files: Collection[str]) -> Footers | None:

@@ -31,11 +31,11 @@ from urllib.parse import unquote
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.sources import (
-    CORRUPT,
     FILE_FORMATS,
     column_exprs,
     file_reader,
     prefixed,
+    raw_sql,
     reader_options,
 )
 
@@ -264,7 +264,7 @@ def stored_sql(sp: StreamPlan, view: str, watermark: int | None) -> str:
         c.name: f"CAST({derived.get(c.name, f'`{c.name}`')} AS {c.type.ddl})" for c in s.columns
     }
     assert s.event_time is not None  # (sourced streams have one)
-    raw = "CAST(NULL AS STRING)" if s.format == "parquet" else f"`{CORRUPT}`"
+    raw = raw_sql(s, cols, corrupt=s.format != "parquet")
     tagged = [
         f"{sp.index} AS _sj_src",
         f"{raw} AS _sj_raw",
