@@ -7,6 +7,7 @@ module does not import `evaluate`; `evaluate` puts them in its dispatch table.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -292,6 +293,17 @@ def _cast(n: exp.Cast, c: Compile) -> Evaluator:
     return f
 
 
+def _isnan(n: exp.IsNan, c: Compile) -> Evaluator:
+    # Spark's isnan is not NULL-strict: NULL is not NaN.
+    f = c(n.this)
+
+    def run(env: Env) -> object:
+        a = f(env)
+        return isinstance(a, float) and math.isnan(a)
+
+    return run
+
+
 def _anonymous(n: exp.Anonymous, c: Compile) -> Evaluator:
     # sqlglot has no node of its own for these Spark functions.
     if n.name.lower() == "pmod" and len(n.expressions) == 2:
@@ -306,6 +318,7 @@ FUNCTIONS: dict[type[exp.Expression], Handler] = {
     exp.Coalesce: _coalesce,
     exp.Nullif: _nullif,
     exp.Abs: unary(v.absolute),
+    exp.IsNan: _isnan,
     exp.Floor: _floor_ceil(ceil=False),
     exp.Ceil: _floor_ceil(ceil=True),
     exp.Round: _round,
