@@ -167,8 +167,9 @@ def main(argv: t.Sequence[str] | None = None) -> int:
     chosen = "tiny" if args.tiny else "quick" if args.quick else "full"
     report = run_overload(chosen, args.rate, args.duration, sys.stderr)
     text = json.dumps(report)
+    here = os.path.dirname(os.path.abspath(__file__))
     out = args.out or (
-        os.path.join(ROOT, "results", f"overload-{chosen}.json") if chosen != "tiny" else None
+        os.path.join(here, "results", f"overload-{chosen}.json") if chosen != "tiny" else None
     )
     if out:
         with open(out, "w", encoding="utf-8") as f:
