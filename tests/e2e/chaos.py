@@ -19,28 +19,25 @@ tested too. A failure names its seed; ``python -m tests.e2e.chaos --seed N --kil
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import typing as t
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
-from tests.e2e.cli import QUICK_DRIVER
-from tests.e2e.files import read_json_rows
+from tests.e2e.files import Feeder, read_json_rows
+from tests.e2e.groups import Runs
 from tests.spark.streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     Batches = Sequence[Mapping[str, Sequence[Mapping[str, object]]]]
 
@@ -72,7 +69,9 @@ COLUMNS = ("i1", "i2", "i3")
 
 @dataclass(frozen=True)
 class ChaosConfig:
-    """One chaos run: `kills` driver kills over `batches` input batches fed every ~`feed_s`."""
+    """One chaos run: `kills` driver kills over `batches` input batches fed every ~`feed_s`
+    seconds, on `master` (default local), with `env` for the runs; `rerun` tells a failure how
+    to run it again (default: this module's command line)."""
 
     seed: int
     kills: int
@@ -81,19 +80,32 @@ class ChaosConfig:
     feed_s: float = 1.0
     master: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    rerun: str = ""
 
 
 @dataclass
 class Kill:
     """One SIGKILL: of which run or worker, when (s after the run started), and how it was
     timed (``time``: a drawn delay from the start; ``progress``: a drawn delay after the run's
-    first sign of progress)."""
+    first sign of progress), the batches committed then, and whether one was under way."""
 
     target: str
     run: int
     at_s: float
     mode: str
     committed: int
+    mid_batch: bool
+
+
+class Disruption(t.Protocol):
+    """More chaos while the runs are up (the cluster test's worker kills)."""
+
+    def tick(self, now: float, run: int, ckpt: Path) -> Kill | None:
+        """Called about every 0.2 s while run `run` is up (`now`: seconds since the chaos
+        began); a returned `Kill` is recorded."""
+
+    def ready(self, run: int) -> bool:
+        """Whether run `run` may be killed yet (at its drawn moment or later)."""
 
 
 @dataclass
@@ -146,127 +158,45 @@ def make_input(config: ChaosConfig) -> list[dict[str, list[dict[str, object]]]]:
     )
 
 
-class Feeder(threading.Thread):
-    """Writes batch i of every stream to ``in/<stream>/part-<i>.json`` at a random pace."""
-
-    def __init__(self, root: Path, batches: Batches, rng: random.Random, mean_s: float) -> None:
-        super().__init__(name="chaos-feeder", daemon=True)
-        self.root = root
-        self.batches = batches
-        self.pauses = [rng.uniform(0, 2 * mean_s) for _ in batches]
-        self.fed = 0
-        self.error: BaseException | None = None
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        """Feed every batch unless stopped; keep the error for the test to raise."""
-        try:
-            for i, batch in enumerate(self.batches):
-                if self.stop.wait(self.pauses[i]):
-                    return
-                for stream, rows in batch.items():
-                    folder = self.root / "in" / stream
-                    folder.mkdir(parents=True, exist_ok=True)
-                    hidden = folder / f".part-{i:05d}.json"
-                    lines = [json.dumps({**r, "ts": _iso(r["ts"])}) for r in rows]
-                    hidden.write_text("\n".join(lines) + "\n", encoding="utf-8")
-                    hidden.rename(folder / f"part-{i:05d}.json")
-                self.fed = i + 1
-        except BaseException as err:  # the test thread re-raises it
-            self.error = err
-
-
-def _iso(value: object) -> object:
-    return value.isoformat() if hasattr(value, "isoformat") else value
-
-
 def _count(folder: Path) -> int:
     return sum(1 for p in folder.glob("*") if p.name.isdigit()) if folder.is_dir() else 0
 
 
-def committed(ckpt: Path) -> int:
-    """Micro-batches Spark has committed in `ckpt` (its commit log's entries)."""
-    return _count(ckpt / "spark" / "commits")
-
-
-def group_alive(pgid: int) -> list[str]:
-    """Command lines of the live (not zombie) processes still in process group `pgid`."""
-    out = subprocess.run(
-        ["ps", "-eww", "-o", "pgid=,stat=,args="], capture_output=True, text=True, check=False
-    ).stdout
-    alive = []
-    for line in out.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) == 3 and parts[0] == str(pgid) and not parts[1].startswith("Z"):
-            alive.append(parts[2])
-    return alive
-
-
-class Runs:
-    """Starts ``streamjoin run`` in its own process group, logging to ``root/logs/``."""
-
-    def __init__(self, root: Path, job: Path, config: ChaosConfig) -> None:
-        self.root = root
-        self.job = job
-        self.config = config
-        self.started = 0
-        self.leaks: list[str] = []
-        (root / "logs").mkdir(parents=True, exist_ok=True)
-
-    def start(self, *extra: str) -> subprocess.Popen[bytes]:
-        """A run on the chaos checkpoint (`extra`: more options, e.g. ``--once``)."""
-        args = ["run", str(self.job), "--checkpoint", str(self.root / "ckpt"), *extra]
-        if self.config.master:
-            args += ["--master", self.config.master]
-        env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER, **self.config.env}
-        log = self.root / "logs" / f"run-{self.started}.log"
-        self.started += 1
-        with open(log, "wb") as out:
-            return subprocess.Popen(
-                [sys.executable, "-m", "streamjoin", *args],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-
-    def kill(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the run's whole group, reap it, and record any member that outlived it."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-        deadline = time.monotonic() + 10
-        while (left := group_alive(proc.pid)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if left:
-            self.leaks += left
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-
-    def log(self, run: int) -> str:
-        """The last lines of run `run`'s output."""
-        text = (self.root / "logs" / f"run-{run}.log").read_text(encoding="utf-8", errors="replace")
-        return "\n".join(text.splitlines()[-40:])
+def progress(ckpt: Path) -> tuple[int, int]:
+    """Micro-batches Spark has started and committed in `ckpt` (its offset and commit logs);
+    a kill between the two falls inside a batch."""
+    return _count(ckpt / "spark" / "offsets"), _count(ckpt / "spark" / "commits")
 
 
 def run_chaos(
     root: Path,
     config: ChaosConfig,
     *,
-    tick: Callable[[float], Kill | None] | None = None,
+    more: Disruption | None = None,
     run_timeout: float = 600,
 ) -> ChaosReport:
-    """Run the chaos of `config` in `root`; raise AssertionError (naming the seed) unless every
-    sink ends exactly equal to the reference.
+    """Run the chaos of `config` in `root`; raise AssertionError (naming the seed and how to
+    rerun it) unless every sink ends exactly equal to the reference.
 
     Args:
-        root: an empty directory for the job, its input, output, checkpoint and logs.
-        config: the seed, number of driver kills and input size.
-        tick: called about every 0.2 s while a run is up, with the seconds since the chaos
-            began; a returned `Kill` is recorded (the cluster test kills workers from here).
+        root: a directory for the job, its input, output, checkpoint and logs.
+        config: the seed, the number of driver kills and the input's size.
+        more: more disruption while the runs are up, and when a run may be killed.
         run_timeout: seconds one run may take before the chaos gives up.
     """
+    try:
+        return _chaos(root, config, more, run_timeout)
+    except AssertionError as err:
+        msg = f"chaos seed {config.seed} in {root}: {err}\nrerun: {rerun(config)}"
+        raise AssertionError(msg) from None
+
+
+def _chaos(
+    root: Path,
+    config: ChaosConfig,
+    more: Disruption | None,
+    run_timeout: float,
+) -> ChaosReport:
     began = time.monotonic()
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(config.seed)
@@ -274,8 +204,8 @@ def run_chaos(
     job = write_job(root)
     batches = make_input(config)
     ckpt = root / "ckpt"
-    runs = Runs(root, job, config)
-    feeder = Feeder(root, batches, rng, config.feed_s)
+    runs = Runs(root / "logs", job, ckpt, config.master, config.env)
+    feeder = Feeder(root / "in", batches, rng, config.feed_s)
     feeder.start()
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -283,12 +213,13 @@ def run_chaos(
             proc = runs.start()
             run = runs.started - 1
             mode, delay = _draw_kill(rng)
-            at = _wait_kill(proc, ckpt, mode, delay, began, tick, report, run_timeout)
+            at = _wait(proc, ckpt, run, mode, delay, began, more, report, run_timeout)
             if proc.poll() is not None:
-                msg = f"run {run} exited by itself ({proc.returncode}):\n{runs.log(run)}"
+                msg = f"run {run} exited by itself ({proc.returncode}):\n{runs.tail(run)}"
                 raise AssertionError(msg)
+            started, done = progress(ckpt)
             runs.kill(proc)
-            report.kills.append(Kill("driver", run, round(at, 2), mode, committed(ckpt)))
+            report.kills.append(Kill("driver", run, round(at, 2), mode, done, started > done))
             time.sleep(rng.uniform(0, 1))
         feeder.join()
         if feeder.error is not None:
@@ -296,90 +227,94 @@ def run_chaos(
         report.batches = feeder.fed
         proc = runs.start("--once")
         run = runs.started - 1
-        _wait_kill(proc, ckpt, "none", 0, began, tick, report, run_timeout)
+        _wait(proc, ckpt, run, "none", 0, began, more, report, run_timeout)
         if proc.returncode != 0:
-            msg = f"the final run failed ({proc.returncode}):\n{runs.log(run)}"
+            msg = f"the final run failed ({proc.returncode}):\n{runs.tail(run)}"
             raise AssertionError(msg)
     finally:
         feeder.stop.set()
         if proc is not None and proc.poll() is None:
             runs.kill(proc)
     report.runs = runs.started
-    assert not runs.leaks, f"seed {config.seed}: processes outlived their group: {runs.leaks}"
-    report.rows = check_exact(root, job, batches, config.seed)
+    assert not runs.leaks, f"processes outlived their group's SIGKILL: {runs.leaks}"
+    report.rows = check_exact(root, job, batches)
     report.seconds = time.monotonic() - began
     return report
 
 
 def _draw_kill(rng: random.Random) -> tuple[str, float]:
     # Some kills at any moment from the start (start-up, a replay, recovery); most a little
-    # after the run has shown progress, where batches are under way.
+    # after the run has shown progress, when batches are under way.
     if rng.random() < 0.3:
         return "time", rng.uniform(2, 20)
     return "progress", rng.uniform(0, 4)
 
 
-def _wait_kill(
+def _wait(
     proc: subprocess.Popen[bytes],
     ckpt: Path,
+    run: int,
     mode: str,
     delay: float,
     began: float,
-    tick: Callable[[float], Kill | None] | None,
+    more: Disruption | None,
     report: ChaosReport,
     timeout: float,
 ) -> float:
-    """Wait until the kill moment of (`mode`, `delay`) or until `proc` exits; the seconds since
+    """Wait until the kill moment of (`mode`, `delay`), or until `proc` exits; the seconds since
     the run started."""
     start = time.monotonic()
-    marks = (_count(ckpt / "spark" / "offsets"), committed(ckpt))
+    marks = progress(ckpt)
     progressed: float | None = None
     while proc.poll() is None:
         now = time.monotonic()
         if now - start > timeout:
-            msg = f"seed {report.seed}: a run took over {timeout:.0f} s"
+            msg = f"run {run} took over {timeout:.0f} s"
             raise AssertionError(msg)
-        if progressed is None and (_count(ckpt / "spark" / "offsets"), committed(ckpt)) != marks:
+        if progressed is None and progress(ckpt) != marks:
             progressed = now
-        if mode == "time" and now - start >= delay:
+        due = (mode == "time" and now - start >= delay) or (
+            mode == "progress" and progressed is not None and now - progressed >= delay
+        )
+        if due and (more is None or more.ready(run)):
             break
-        if mode == "progress" and progressed is not None and now - progressed >= delay:
-            break
-        if tick is not None and (kill := tick(now - began)) is not None:
+        if more is not None and (kill := more.tick(now - began, run, ckpt)) is not None:
             report.kills.append(kill)
         time.sleep(0.2)
     return time.monotonic() - start
 
 
-def check_exact(root: Path, job: Path, batches: Batches, seed: int) -> dict[str, int]:
-    """Assert that every sink equals the reference and that nothing went to the dead letters;
-    the rows per sink."""
+def check_exact(root: Path, job: Path, batches: Batches) -> dict[str, int]:
+    """Assert that every sink under ``root/out`` equals the reference over `batches` and that
+    nothing went to the dead letters; the rows per sink."""
     parsed = parse_job(job.read_text(encoding="utf-8"))
     expected = run_reference(parsed, batches)
     assert not any(expected.late.values()), "the chaos input must have no late rows"
     dead = [p for p in (root / "ckpt" / "deadletter").rglob("part-*") if p.stat().st_size]
-    assert not dead, f"seed {seed}: rows went to the dead letters: {dead[:3]}"
+    assert not dead, f"rows went to the dead letters: {dead[:3]}"
     rows = {}
     for q in parsed.queries:
-        got = normalize(read_json_rows(root / "out" / q.sink, COLUMNS))
-        want = normalize(expected.outputs[q.name])
-        assert want, f"seed {seed}: {q.sink} has no result to check"
-        if got != want:
-            missing = len([r for r in want if r not in set(got)])
-            twice = len(got) - len(set(got))
-            msg = (
-                f"seed {seed}: {q.sink}: {len(got)} rows vs {len(want)} "
-                f"({missing} missing, {twice} duplicated); rerun: {rerun(seed)}"
-            )
-            raise AssertionError(msg)
-        rows[q.sink] = len(got)
+        got = Counter(normalize(read_json_rows(root / "out" / q.sink, COLUMNS)))
+        want = Counter(normalize(expected.outputs[q.name]))
+        assert want, f"{q.sink} has no result to check"
+        missing, extra = want - got, got - want
+        assert not missing and not extra, (
+            f"{q.sink}: {got.total()} rows vs {want.total()}; missing {missing.total()} "
+            f"(e.g. {sorted(missing)[:3]}), extra or twice {extra.total()} "
+            f"(e.g. {sorted(extra)[:3]})"
+        )
+        rows[q.sink] = got.total()
     return rows
 
 
-def rerun(seed: int, kills: int | None = None) -> str:
-    """The command that reruns the chaos of `seed`."""
-    more = f" --kills {kills}" if kills else ""
-    return f"python -m tests.e2e.chaos --seed {seed}{more}"
+def rerun(config: ChaosConfig) -> str:
+    """How to rerun the chaos of `config` (same seed: same input and kill moments)."""
+    if config.rerun:
+        return config.rerun
+    return (
+        f"python -m tests.e2e.chaos --seed {config.seed} --kills {config.kills} "
+        f"--batches {config.batches}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -387,11 +322,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.chaos", description=__doc__)
     parser.add_argument("--seed", type=int, default=random.SystemRandom().randrange(10**6))
     parser.add_argument("--kills", type=int, default=20)
-    parser.add_argument("--batches", type=int, default=None, help="default: 4 per kill")
+    parser.add_argument("--batches", type=int, default=None, help="default: 3 per kill")
     parser.add_argument("--dir", default=None, help="default: a new temporary directory")
     args = parser.parse_args(argv)
     root = Path(args.dir or tempfile.mkdtemp(prefix="sj-chaos-"))
-    config = ChaosConfig(args.seed, args.kills, args.batches or 4 * args.kills)
+    config = ChaosConfig(args.seed, args.kills, args.batches or max(8, 3 * args.kills))
     print(f"chaos seed {config.seed} in {root}", flush=True)
     report = run_chaos(root, config)
     print(json.dumps(asdict(report), indent=1))
