@@ -13,10 +13,8 @@ import os
 import random
 import typing as t
 
-from tests.e2e.chaos import ChaosConfig, Kill, progress, run_chaos
+from tests.e2e.chaos import ChaosConfig, Kill, jvm_env, progress, run_chaos
 from tests.e2e.test_chaos import chaos_seed
-
-from .jobs import QUICK_JVMS
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -37,26 +35,33 @@ class WorkerKills:
         self.target = target
         self.driver_kills = driver_kills
         self.done = 0
-        self.next_at = rng.uniform(3, 10)
+        self.next_at: float | None = None
+        self.run = -1
         self.down: dict[int, float] = {}
 
-    def tick(self, now: float, run: int, ckpt: Path) -> Kill | None:
-        """Restart a worker whose pause is over; kill one if it is time and both are up."""
+    def tick(self, now: float, run: int, ckpt: Path, busy: bool) -> Kill | None:
+        """Restart a worker whose pause is over; kill one at the drawn moment, once the run
+        is busy and both workers are up."""
+        if run != self.run:
+            self.run, self.next_at = run, None
         for i, back in list(self.down.items()):
             if now >= back:
                 self.cluster.start_worker(i, wait=False)
                 del self.down[i]
-        if now < self.next_at or self.down or self.done >= self.target:
+        if not busy or self.down or self.done >= self.target:
             return None
-        if self.cluster.alive_workers() < self.cluster.workers:
-            return None  # a restarted worker is still registering
+        if self.next_at is None:
+            # A drawn moment after the run got busy, so that the kill hits batches under way.
+            self.next_at = now + self.rng.uniform(0, 4)
+        if now < self.next_at or self.cluster.alive_workers() < self.cluster.workers:
+            return None
         i = self.rng.randrange(self.cluster.workers)
         started, committed = progress(ckpt)
         self.cluster.kill_worker(i)
         self.done += 1
         self.down[i] = now + self.rng.uniform(1, 5)
         self.next_at = now + self.rng.uniform(3, 10)
-        return Kill(f"worker-{i}", run, round(now, 2), "time", committed, started > committed)
+        return Kill(f"worker-{i}", run, round(now, 2), "busy", committed, started > committed)
 
     def ready(self, run: int) -> bool:
         """Whether run `run` has seen its share of the worker kills."""
@@ -75,9 +80,9 @@ def test_workers_and_driver_killed_at_random(cluster: LocalCluster, tmp_path: Pa
     config = ChaosConfig(
         seed,
         drivers,
-        batches=6 * (drivers + 1),
+        batches=4 * (drivers + 1),
         master=cluster.master_url,
-        env=QUICK_JVMS,
+        env=jvm_env(executors=True),
         rerun=rerun,
     )
     print(f"chaos seed {seed}: {rerun}")

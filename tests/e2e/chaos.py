@@ -32,6 +32,7 @@ from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
+from tests.e2e.cli import QUICK_JIT
 from tests.e2e.files import Feeder, read_json_rows
 from tests.e2e.groups import Runs
 from tests.spark.streams import make_batches, stream_ddl
@@ -44,7 +45,7 @@ if t.TYPE_CHECKING:
 STREAMS = ("A", "B", "C")
 # Files a micro-batch takes per stream (0: all there are): the streams advance unevenly, so the
 # state one keeps for another's lagging watermark is exercised too.
-FILES_PER_TRIGGER = {"A": 1, "B": 2, "C": 0}
+FILES_PER_TRIGGER = {"A": 2, "B": 3, "C": 0}
 W3 = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
 PAIR = "a.id AS i1, b.id AS i2, a.x + b.x AS i3"
 # sink -> (SELECT list, FROM ... ON ...)
@@ -65,6 +66,17 @@ QUERIES: dict[str, tuple[str, str]] = {
     ),
 }
 COLUMNS = ("i1", "i2", "i3")
+JVM_OPTIONS = f"{QUICK_JIT} -XX:ReservedCodeCacheSize=240m"
+"""The quick compiler alone fills its default 48 MB code cache within minutes of a run, after
+which the JVM stops compiling and runs interpreted, several times slower."""
+
+
+def jvm_env(executors: bool = False) -> dict[str, str]:
+    """The runs' ``PYSPARK_SUBMIT_ARGS``: `JVM_OPTIONS` for the driver (and the executors)."""
+    confs = f'--conf "spark.driver.extraJavaOptions={JVM_OPTIONS}" '
+    if executors:
+        confs += f'--conf "spark.executor.extraJavaOptions={JVM_OPTIONS}" '
+    return {"PYSPARK_SUBMIT_ARGS": f"{confs}pyspark-shell"}
 
 
 @dataclass(frozen=True)
@@ -79,7 +91,7 @@ class ChaosConfig:
     rows_per_batch: int = 10
     feed_s: float = 1.0
     master: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=jvm_env)
     rerun: str = ""
 
 
@@ -100,9 +112,10 @@ class Kill:
 class Disruption(t.Protocol):
     """More chaos while the runs are up (the cluster test's worker kills)."""
 
-    def tick(self, now: float, run: int, ckpt: Path) -> Kill | None:
+    def tick(self, now: float, run: int, ckpt: Path, busy: bool) -> Kill | None:
         """Called about every 0.2 s while run `run` is up (`now`: seconds since the chaos
-        began); a returned `Kill` is recorded."""
+        began; `busy`: the run has started or committed a batch); a returned `Kill` is
+        recorded."""
 
     def ready(self, run: int) -> bool:
         """Whether run `run` may be killed yet (at its drawn moment or later)."""
@@ -120,14 +133,14 @@ class ChaosReport:
     rows: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One line: the seed and the counts, for the test log."""
-        by: dict[str, int] = {}
-        for k in self.kills:
-            kind = k.target.split("-")[0]
-            by[kind] = by.get(kind, 0) + 1
+        """The seed, the counts, and each kill as target@seconds (``*``: inside a batch)."""
+        kinds = Counter(k.target.split("-")[0] for k in self.kills)
+        kills = " ".join(
+            f"{k.target}@{k.at_s:.0f}s{'*' if k.mid_batch else ''}" for k in self.kills
+        )
         return (
-            f"chaos seed {self.seed}: {by} kills, {self.runs} runs, {self.batches} input "
-            f"batches, {self.seconds:.0f} s, rows {self.rows}"
+            f"chaos seed {self.seed}: {dict(kinds)} kills ({kills}), {self.runs} runs, "
+            f"{self.batches} input batches, {self.seconds:.0f} s, rows {self.rows}"
         )
 
 
@@ -278,7 +291,10 @@ def _wait(
         )
         if due and (more is None or more.ready(run)):
             break
-        if more is not None and (kill := more.tick(now - began, run, ckpt)) is not None:
+        if (
+            more is not None
+            and (kill := more.tick(now - began, run, ckpt, progressed is not None)) is not None
+        ):
             report.kills.append(kill)
         time.sleep(0.2)
     return time.monotonic() - start
