@@ -97,9 +97,10 @@ class ChaosConfig:
 
 @dataclass
 class Kill:
-    """One SIGKILL: of which run or worker, when (s after the run started), and how it was
-    timed (``time``: a drawn delay from the start; ``progress``: a drawn delay after the run's
-    first sign of progress), the batches committed then, and whether one was under way."""
+    """One SIGKILL: of a worker or of run `run`'s driver, `at_s` seconds into the chaos, timed
+    by `mode` (``time``: a drawn delay after the run started; ``progress``: after its first new
+    offset or commit; ``busy``: a worker's, after that), with `committed` batches committed and
+    whether one was under way."""
 
     target: str
     run: int
@@ -226,11 +227,12 @@ def _chaos(
             proc = runs.start()
             run = runs.started - 1
             mode, delay = _draw_kill(rng)
-            at = _wait(proc, ckpt, run, mode, delay, began, more, report, run_timeout)
+            _wait(proc, ckpt, run, mode, delay, began, more, report, run_timeout)
             if proc.poll() is not None:
                 msg = f"run {run} exited by itself ({proc.returncode}):\n{runs.tail(run)}"
                 raise AssertionError(msg)
             started, done = progress(ckpt)
+            at = time.monotonic() - began
             runs.kill(proc)
             report.kills.append(Kill("driver", run, round(at, 2), mode, done, started > done))
             time.sleep(rng.uniform(0, 1))
@@ -273,9 +275,8 @@ def _wait(
     more: Disruption | None,
     report: ChaosReport,
     timeout: float,
-) -> float:
-    """Wait until the kill moment of (`mode`, `delay`), or until `proc` exits; the seconds since
-    the run started."""
+) -> None:
+    """Wait until the kill moment of (`mode`, `delay`), or until `proc` exits."""
     start = time.monotonic()
     marks = progress(ckpt)
     progressed: float | None = None
@@ -297,7 +298,6 @@ def _wait(
         ):
             report.kills.append(kill)
         time.sleep(0.2)
-    return time.monotonic() - start
 
 
 def check_exact(root: Path, job: Path, batches: Batches) -> dict[str, int]:
