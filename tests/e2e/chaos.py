@@ -280,6 +280,7 @@ def _wait(
     start = time.monotonic()
     marks = progress(ckpt)
     progressed: float | None = None
+    ready: float | None = None
     while proc.poll() is None:
         now = time.monotonic()
         if now - start > timeout:
@@ -287,10 +288,13 @@ def _wait(
             raise AssertionError(msg)
         if progressed is None and progress(ckpt) != marks:
             progressed = now
+        if ready is None and (more is None or more.ready(run)):
+            ready = now
         due = (mode == "time" and now - start >= delay) or (
             mode == "progress" and progressed is not None and now - progressed >= delay
         )
-        if due and (more is None or more.ready(run)):
+        # A kill held back until the run was ready still falls a drawn while after that.
+        if due and ready is not None and now - ready >= min(delay, 4):
             break
         if (
             more is not None
