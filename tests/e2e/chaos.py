@@ -100,7 +100,7 @@ class Kill:
     """One SIGKILL: of a worker or of run `run`'s driver, `at_s` seconds into the chaos, timed
     by `mode` (``time``: a drawn delay after the run started; ``progress``: after its first new
     offset or commit; ``busy``: a worker's, after that), with `committed` batches committed and
-    whether one was under way."""
+    whether one was open (started and not committed: under way, or waiting for its replay)."""
 
     target: str
     run: int
