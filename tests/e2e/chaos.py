@@ -81,18 +81,25 @@ def jvm_env(executors: bool = False) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ChaosConfig:
-    """One chaos run: `kills` driver kills over `batches` input batches fed every ~`feed_s`
-    seconds, on `master` (default local), with `env` for the runs; `rerun` tells a failure how
-    to run it again (default: this module's command line)."""
+    """One chaos run: `kills` driver kills over `batches` input batches, fed about every
+    `feed_s` seconds, an equal share between two driver kills; on `master` (default local), with
+    `env` for the runs; `rerun` tells a failure how to run it again (default: this module's
+    command line)."""
 
     seed: int
     kills: int
     batches: int
     rows_per_batch: int = 10
-    feed_s: float = 1.0
+    feed_s: float = 3.0
     master: str | None = None
     env: Mapping[str, str] = field(default_factory=jvm_env)
     rerun: str = ""
+
+    def __post_init__(self) -> None:
+        # A run with no new input shows no progress, and a kill timed by progress never comes.
+        if self.batches < self.kills:
+            msg = f"every run needs new input: {self.batches} batches for {self.kills} kills"
+            raise ValueError(msg)
 
 
 @dataclass
@@ -132,6 +139,10 @@ class ChaosReport:
     batches: int = 0
     seconds: float = 0.0
     rows: dict[str, int] = field(default_factory=dict)
+
+    def driver_kills(self) -> int:
+        """The driver kills so far."""
+        return sum(k.target == "driver" for k in self.kills)
 
     def summary(self) -> str:
         """The seed, the counts, and each kill as target@seconds (``*``: inside a batch)."""
@@ -219,7 +230,14 @@ def _chaos(
     batches = make_input(config)
     ckpt = root / "ckpt"
     runs = Runs(root / "logs", job, ckpt, config.master, config.env)
-    feeder = Feeder(root / "in", batches, rng, config.feed_s)
+    feeder = Feeder(
+        root / "in",
+        batches,
+        rng,
+        config.feed_s,
+        # Spread over the runs: a share of the input arrives while each run is up.
+        released=lambda i: report.driver_kills() >= i * config.kills // config.batches,
+    )
     feeder.start()
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -236,6 +254,7 @@ def _chaos(
             runs.kill(proc)
             report.kills.append(Kill("driver", run, round(at, 2), mode, done, started > done))
             time.sleep(rng.uniform(0, 1))
+        feeder.hurry.set()
         feeder.join()
         if feeder.error is not None:
             raise feeder.error

@@ -11,7 +11,7 @@ from pathlib import Path
 
 if t.TYPE_CHECKING:
     import random
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 _EPOCH = 1_700_000_000
 
@@ -72,8 +72,9 @@ def read_json_rows(path: Path, columns: Sequence[str]) -> list[tuple[object, ...
 
 
 class Feeder(threading.Thread):
-    """Writes batch i of every stream to ``root/<stream>/part-<i>.json``, after a pause drawn
-    from `rng` (up to twice `mean_s`), as input that keeps arriving while a job runs.
+    """Writes batch i of every stream to ``root/<stream>/part-<i>.json`` once `released(i)`
+    holds, after a pause drawn from `rng` (up to twice `mean_s`): input that keeps arriving
+    while a job runs. Setting `hurry` skips the pauses still to come.
 
     Each file is written under a hidden name (Spark's file source skips names starting with a
     dot) and then renamed, so no micro-batch ever reads half a file.
@@ -85,20 +86,26 @@ class Feeder(threading.Thread):
         batches: Sequence[Mapping[str, Sequence[Mapping[str, object]]]],
         rng: random.Random,
         mean_s: float,
+        released: Callable[[int], bool] = lambda i: True,
     ) -> None:
         super().__init__(name="feeder", daemon=True)
         self.root = root
         self.batches = batches
         self.pauses = [rng.uniform(0, 2 * mean_s) for _ in batches]
+        self.released = released
         self.fed = 0
         self.error: BaseException | None = None
         self.stop = threading.Event()
+        self.hurry = threading.Event()
 
     def run(self) -> None:
         """Feed every batch unless stopped; keep an error for the caller to raise."""
         try:
             for i, batch in enumerate(self.batches):
-                if self.stop.wait(self.pauses[i]):
+                while not (self.hurry.is_set() or self.released(i)):
+                    if self.stop.wait(0.1):
+                        return
+                if not self.hurry.wait(self.pauses[i]) and self.stop.is_set():
                     return
                 for stream, rows in batch.items():
                     folder = self.root / stream
