@@ -77,7 +77,8 @@ class Feeder(threading.Thread):
     while a job runs. Setting `hurry` skips the pauses still to come.
 
     Each file is written under a hidden name (Spark's file source skips names starting with a
-    dot) and then renamed, so no micro-batch ever reads half a file.
+    dot) and then renamed, so no micro-batch ever reads half a file; its modification time is
+    set as in `write_batches`, so the batches are read in order.
     """
 
     def __init__(
@@ -113,6 +114,9 @@ class Feeder(threading.Thread):
                     hidden = folder / f".part-{i:05d}.json"
                     lines = [json.dumps({**r, "ts": _iso(r["ts"])}) for r in rows]
                     hidden.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                    # Spark takes files in modification-time order (in ms) and breaks ties at
+                    # random: files written in the same ms could be read out of order.
+                    os.utime(hidden, (_EPOCH + i, _EPOCH + i))
                     hidden.rename(folder / f"part-{i:05d}.json")
                 self.fed = i + 1
         except BaseException as err:  # re-raised by the thread that joins this one
