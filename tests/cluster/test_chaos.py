@@ -2,8 +2,8 @@
 random moments while input keeps arriving; the output stays exact.
 
 CI runs one driver kill and two worker kills on a random seed (printed, and named by any
-failure); ``STREAMJOIN_CHAOS_KILLS=20`` runs the long version (two driver kills, at least five
-worker kills), ``STREAMJOIN_CHAOS_SEED=N`` a given seed.
+failure); ``STREAMJOIN_CHAOS_KILLS=20`` (or more) runs the long version (two driver kills and
+six worker kills), ``STREAMJOIN_CHAOS_SEED=N`` a given seed.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import os
 import random
 import typing as t
 
-from tests.e2e.chaos import ChaosConfig, Kill, jvm_env, progress, run_chaos
-from tests.e2e.test_chaos import chaos_seed
+from tests.e2e.chaos import ChaosConfig, Kill, chaos_seed, jvm_env, progress, run_chaos
 
 if t.TYPE_CHECKING:
     from pathlib import Path

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -154,6 +155,12 @@ class ChaosReport:
             f"chaos seed {self.seed}: {dict(kinds)} kills ({kills}), {self.runs} runs, "
             f"{self.batches} input batches, {self.seconds:.0f} s, rows {self.rows}"
         )
+
+
+def chaos_seed() -> int:
+    """``STREAMJOIN_CHAOS_SEED``, or a fresh one: each run explores other kill moments."""
+    given = os.environ.get("STREAMJOIN_CHAOS_SEED")
+    return int(given) if given else random.SystemRandom().randrange(10**6)
 
 
 def write_job(root: Path) -> Path:

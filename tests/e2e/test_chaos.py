@@ -7,19 +7,12 @@ CI runs three kills on a random seed (printed, and named by any failure);
 from __future__ import annotations
 
 import os
-import random
 import typing as t
 
-from .chaos import ChaosConfig, run_chaos
+from .chaos import ChaosConfig, chaos_seed, run_chaos
 
 if t.TYPE_CHECKING:
     from pathlib import Path
-
-
-def chaos_seed() -> int:
-    """``STREAMJOIN_CHAOS_SEED``, or a fresh one: each run explores other kill moments."""
-    given = os.environ.get("STREAMJOIN_CHAOS_SEED")
-    return int(given) if given else random.SystemRandom().randrange(10**6)
 
 
 def test_sigkill_at_random_moments_while_input_arrives(tmp_path: Path) -> None:
