@@ -106,9 +106,10 @@ class ChaosConfig:
 @dataclass
 class Kill:
     """One SIGKILL: of a worker or of run `run`'s driver, `at_s` seconds into the chaos, timed
-    by `mode` (``time``: a drawn delay after the run started; ``progress``: after its first new
-    offset or commit; ``busy``: a worker's, after that), with `committed` batches committed and
-    whether one was open (started and not committed: under way, or waiting for its replay)."""
+    by `mode` (``time``: a drawn delay after the run started; ``progress``: after its first
+    commit; ``busy``: a worker's, after the run's first new offset or commit), with `committed`
+    batches committed and whether one was open (started and not committed: under way, or
+    waiting for its replay)."""
 
     target: str
     run: int
@@ -146,10 +147,12 @@ class ChaosReport:
         return sum(k.target == "driver" for k in self.kills)
 
     def summary(self) -> str:
-        """The seed, the counts, and each kill as target@seconds (``*``: inside a batch)."""
+        """The seed, the counts, and each kill as target@seconds/batches committed (``*``: a
+        batch open)."""
         kinds = Counter(k.target.split("-")[0] for k in self.kills)
         kills = " ".join(
-            f"{k.target}@{k.at_s:.0f}s{'*' if k.mid_batch else ''}" for k in self.kills
+            f"{k.target}@{k.at_s:.0f}s/{k.committed}{'*' if k.mid_batch else ''}"
+            for k in self.kills
         )
         return (
             f"chaos seed {self.seed}: {dict(kinds)} kills ({kills}), {self.runs} runs, "
@@ -285,7 +288,8 @@ def _chaos(
 
 def _draw_kill(rng: random.Random) -> tuple[str, float]:
     # Some kills at any moment from the start (start-up, a replay, recovery); most a little
-    # after the run has shown progress, when batches are under way.
+    # after the run has committed a batch of its own, so every run moves the checkpoint on
+    # and the kill falls in or between the batches after it.
     if rng.random() < 0.3:
         return "time", rng.uniform(2, 20)
     return "progress", rng.uniform(0, 4)
@@ -304,7 +308,8 @@ def _wait(
 ) -> None:
     """Wait until the kill moment of (`mode`, `delay`), or until `proc` exits."""
     start = time.monotonic()
-    marks = progress(ckpt)
+    started, committed = progress(ckpt)
+    busy = False
     progressed: float | None = None
     ready: float | None = None
     while proc.poll() is None:
@@ -312,8 +317,10 @@ def _wait(
         if now - start > timeout:
             msg = f"run {run} took over {timeout:.0f} s"
             raise AssertionError(msg)
-        if progressed is None and progress(ckpt) != marks:
-            progressed = now
+        if progressed is None:
+            now_started, now_committed = progress(ckpt)
+            busy = busy or (now_started, now_committed) != (started, committed)
+            progressed = now if now_committed > committed else None
         if ready is None and (more is None or more.ready(run)):
             ready = now
         due = (mode == "time" and now - start >= delay) or (
@@ -322,10 +329,7 @@ def _wait(
         # A kill held back until the run was ready still falls a drawn while after that.
         if due and ready is not None and now - ready >= min(delay, 4):
             break
-        if (
-            more is not None
-            and (kill := more.tick(now - began, run, ckpt, progressed is not None)) is not None
-        ):
+        if more is not None and (kill := more.tick(now - began, run, ckpt, busy)) is not None:
             report.kills.append(kill)
         time.sleep(0.2)
 
