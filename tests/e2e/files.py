@@ -1,14 +1,17 @@
-"""Input files for CLI runs: one file per stream per micro-batch, in modification-time order."""
+"""Input files for CLI runs: one file per stream per micro-batch, in modification-time order,
+written at once or fed while a job runs."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import typing as t
 from pathlib import Path
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    import random
+    from collections.abc import Callable, Mapping, Sequence
 
 _EPOCH = 1_700_000_000
 
@@ -66,3 +69,55 @@ def read_json_rows(path: Path, columns: Sequence[str]) -> list[tuple[object, ...
                 obj = json.loads(line)
                 rows.append(tuple(obj.get(c) for c in columns))
     return rows
+
+
+class Feeder(threading.Thread):
+    """Writes batch i of every stream to ``root/<stream>/part-<i>.json`` once `released(i)`
+    holds, after a pause drawn from `rng` (up to twice `mean_s`): input that keeps arriving
+    while a job runs. Setting `hurry` skips the pauses still to come.
+
+    Each file is written under a hidden name (Spark's file source skips names starting with a
+    dot) and then renamed, so no micro-batch ever reads half a file; its modification time is
+    set as in `write_batches`, so the batches are read in order.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        batches: Sequence[Mapping[str, Sequence[Mapping[str, object]]]],
+        rng: random.Random,
+        mean_s: float,
+        released: Callable[[int], bool] = lambda i: True,
+    ) -> None:
+        super().__init__(name="feeder", daemon=True)
+        self.root = root
+        self.batches = batches
+        self.pauses = [rng.uniform(0, 2 * mean_s) for _ in batches]
+        self.released = released
+        self.fed = 0
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.hurry = threading.Event()
+
+    def run(self) -> None:
+        """Feed every batch unless stopped; keep an error for the caller to raise."""
+        try:
+            for i, batch in enumerate(self.batches):
+                while not (self.hurry.is_set() or self.released(i)):
+                    if self.stop.wait(0.1):
+                        return
+                if not self.hurry.wait(self.pauses[i]) and self.stop.is_set():
+                    return
+                for stream, rows in batch.items():
+                    folder = self.root / stream
+                    folder.mkdir(parents=True, exist_ok=True)
+                    hidden = folder / f".part-{i:05d}.json"
+                    lines = [json.dumps({**r, "ts": _iso(r["ts"])}) for r in rows]
+                    hidden.write_text("\n".join(lines) + "\n", encoding="utf-8")
+                    # Spark takes files in modification-time order (in ms) and breaks ties at
+                    # random: files written in the same ms could be read out of order.
+                    os.utime(hidden, (_EPOCH + i, _EPOCH + i))
+                    hidden.rename(folder / f"part-{i:05d}.json")
+                self.fed = i + 1
+        except BaseException as err:  # re-raised by the thread that joins this one
+            self.error = err
