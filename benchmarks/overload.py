@@ -43,7 +43,7 @@ from benchmarks.workloads import Case, two_stream_job
 
 SIZES: dict[str, dict[str, t.Any]] = {
     "tiny": {"rows": 6_000, "span": 30.0, "rate": 200.0, "duration": 10.0, "plans": 3},
-    "quick": {"rows": 240_000, "span": 120.0, "rate": 4_000.0, "duration": 30.0, "plans": 20},
+    "quick": {"rows": 240_000, "span": 120.0, "rate": 12_000.0, "duration": 30.0, "plans": 20},
     "full": {"rows": 600_000, "span": 300.0, "rate": 4_000.0, "duration": 60.0, "plans": 50},
 }
 KEYS = 2_000

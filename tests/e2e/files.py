@@ -9,6 +9,8 @@ import threading
 import typing as t
 from pathlib import Path
 
+from tests.spark.streams import stream_ddl
+
 if t.TYPE_CHECKING:
     import random
     from collections.abc import Callable, Mapping, Sequence
@@ -121,3 +123,15 @@ class Feeder(threading.Thread):
                 self.fed = i + 1
         except BaseException as err:  # re-raised by the thread that joins this one
             self.error = err
+
+
+def write_job(path: Path, inputs: Path, sinks: Mapping[str, Path], inserts: Sequence[str]) -> Path:
+    """A job file at `path`: the generated streams A and B read from ``inputs/<stream>`` one
+    file a batch, a JSON sink per name of `sinks` at its path, and the `inserts`."""
+    ddl = (
+        stream_ddl(s, str(inputs / s)).replace("WITH (", "WITH (maxFilesPerTrigger = '1', ")
+        for s in "AB"
+    )
+    sink_ddl = (f"CREATE SINK {n} WITH (format = 'json', path = '{p}');" for n, p in sinks.items())
+    path.write_text("\n".join([*ddl, *sink_ddl, *inserts]), encoding="utf-8")
+    return path

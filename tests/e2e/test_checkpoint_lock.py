@@ -14,33 +14,21 @@ from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
-from tests.spark.streams import make_batches, stream_ddl
+from tests.spark.streams import make_batches
 
 from .cli import QUICK_DRIVER, streamjoin
-from .files import read_json_rows, write_batches
+from .files import read_json_rows, write_batches, write_job
 
 COLUMNS = ("aid", "bid", "kx")
 
 
 def test_a_second_run_is_refused_and_a_killed_run_s_lock_is_taken_over(tmp_path: Path) -> None:
     inputs, ckpt, out = tmp_path / "in", tmp_path / "ckpt", tmp_path / "out"
-    job = tmp_path / "job.sql"
-    job.write_text(
-        "\n".join(
-            [
-                *(
-                    stream_ddl(s, str(inputs / s)).replace(
-                        "WITH (", "WITH (maxFilesPerTrigger = '1', "
-                    )
-                    for s in "AB"
-                ),
-                f"CREATE SINK band WITH (format = 'json', path = '{out}');",
-                "INSERT INTO band SELECT a.id AS aid, b.id AS bid, b.k AS kx FROM A a JOIN B b "
-                "ON abs(a.x - b.x) <= 0.5 AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND;",
-            ]
-        ),
-        encoding="utf-8",
+    insert = (
+        "INSERT INTO band SELECT a.id AS aid, b.id AS bid, b.k AS kx FROM A a JOIN B b "
+        "ON abs(a.x - b.x) <= 0.5 AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND;"
     )
+    job = write_job(tmp_path / "job.sql", inputs, {"band": out}, [insert])
     batches = make_batches(31, n_batches=4, rows_per_batch=10)
     write_batches(inputs, batches[:2])
     env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER}

@@ -15,10 +15,10 @@ import pytest
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
-from tests.spark.streams import make_batches, stream_ddl
+from tests.spark.streams import make_batches
 
 from .cli import streamjoin
-from .files import read_json_rows, write_batches
+from .files import read_json_rows, write_batches, write_job
 
 if t.TYPE_CHECKING:
     from collections.abc import Iterator
@@ -68,24 +68,12 @@ def _error_line(run: subprocess.CompletedProcess[str]) -> str:
 def test_a_full_sink_then_a_read_only_checkpoint_then_an_exact_restart(tmp_path: Path) -> None:
     with _tmpfs(tmp_path / "sinkfs", "1m") as sinkfs, _tmpfs(tmp_path / "ckptfs", "16m") as ckfs:
         inputs, ckpt = tmp_path / "in", ckfs / "ckpt"
-        job = tmp_path / "job.sql"
-        job.write_text(
-            "\n".join(
-                [
-                    *(
-                        stream_ddl(s, str(inputs / s)).replace(
-                            "WITH (", "WITH (maxFilesPerTrigger = '1', "
-                        )
-                        for s in "AB"
-                    ),
-                    f"CREATE SINK eq WITH (format = 'json', path = '{sinkfs / 'eq'}');",
-                    "INSERT INTO eq SELECT a.id AS aid, b.id AS bid, a.k AS kx FROM A a "
-                    "JOIN B b ON a.k = b.k "
-                    "AND b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND;",
-                ]
-            ),
-            encoding="utf-8",
+        insert = (
+            "INSERT INTO eq SELECT a.id AS aid, b.id AS bid, a.k AS kx FROM A a "
+            "JOIN B b ON a.k = b.k "
+            "AND b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND;"
         )
+        job = write_job(tmp_path / "job.sql", inputs, {"eq": sinkfs / "eq"}, [insert])
         batches = make_batches(23, n_batches=4, rows_per_batch=10)
         write_batches(inputs, batches)
         run = ("run", str(job), "--once", "--checkpoint", str(ckpt))
