@@ -80,10 +80,11 @@ def test_skipped_pairs_are_estimated_by_default(spark: SparkSession, tmp_path: P
         assert last["counted"] == (count == "exact")
         written = sorted(read_sink(spark, job, "g", COLUMNS))
         totals[count] = (last["shed.left"] + last["shed.right"], last["missed.left"], written)
-    # The same rows probe either way; only the count of what they missed differs in kind.
+    # The same rows probe either way, and the same pairs are written; only the count of what
+    # the skipped probes missed differs in kind (an estimate is 0 where no probe of the batch's
+    # direction found a pair, as a starved direction's few probes may not).
     assert totals["estimate"][0] == totals["exact"][0] > 0
     assert totals["estimate"][2] == totals["exact"][2]
-    assert (totals["estimate"][1] > 0) == (totals["exact"][1] > 0)
 
 
 def test_a_budget_that_covers_the_input_is_exact(spark: SparkSession, tmp_path: Path) -> None:
