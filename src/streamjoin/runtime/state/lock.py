@@ -126,6 +126,8 @@ class CheckpointLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lost: str | None = None
+        self._confirmed: float | None = None
+        """When this holder last wrote a heartbeat, having seen no newer generation."""
 
     @classmethod
     def take(cls, fs: FileStore, root: str, **kwargs: t.Any) -> CheckpointLock:
@@ -230,8 +232,10 @@ class CheckpointLock:
 
     def _write_beat(self, *, released: bool = False) -> None:
         assert self.generation is not None
-        beat = {"at": self._clock(), "released": released}
+        now = self._clock()
+        beat = {"at": now, "released": released}
         self.fs.write_text_atomic(self._path(self.generation, "beat"), json.dumps(beat))
+        self._confirmed = now
 
     def _newer(self) -> str | None:
         """Who took the lock over from this holder, if anyone did."""
@@ -265,7 +269,12 @@ class CheckpointLock:
         Raises:
             StreamJoinError: another run took the lock over (named in the message).
         """
-        if self._lost is None and self.generation is not None:
+        # A takeover needs a heartbeat older than the stale age: within half of it (a margin
+        # for the machines' clocks) none can have happened, and the commit lists nothing.
+        recent = self._confirmed is not None and (
+            self._clock() - self._confirmed < self.interval * STALE_BEATS / 2
+        )
+        if self._lost is None and self.generation is not None and not recent:
             self._lost = self._newer()
         if self._lost is not None:
             msg = (
