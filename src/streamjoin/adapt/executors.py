@@ -8,8 +8,8 @@ cluster busy: all of it while batches follow each other with no pause longer tha
 (input waiting for the executors, the backlog growing), less the pauses otherwise. Three
 batches in a row above 0.8 ask for ⌈k·load / 0.6⌉ executors, and three below 0.3 give back
 what the load does not need. The runtime
-(`runtime.executors`) asks the cluster manager for them and sets the join's units (Spark's
-shuffle partitions) to their cores.
+(`runtime.executors`) asks the cluster manager for them and sets the processor's units to
+their cores.
 """
 
 from __future__ import annotations

@@ -5,10 +5,12 @@ for executors when its batches fall behind their trigger and gives them back whe
 default 1): the run starts with the fewest executors, and each change applies before the next
 batch. Executors come and go through Spark's own calls to its cluster manager
 (``requestTotalExecutors``, ``killExecutor``: standalone, YARN and Kubernetes grant them;
-Spark's dynamic allocation must then be off, as it would undo them). The join's units follow
-the cores: Spark's shuffle partitions, the units of the delta's shuffles and of newly cached
-state, become the executors' cores, so an added executor gets tasks; slices cached before keep
-their partitions until they expire (BiStream's drained units, probed until their rows leave).
+Spark's dynamic allocation must then be off, as it would undo them). The processor's units
+follow the cores: newly cached state, the sinks' write tasks and the multi-way stores take as
+many partitions as the executors have cores, so an added executor gets tasks; slices cached
+before keep their partitions until they expire (BiStream's drained units, probed until their
+rows leave). Spark's own shuffle partitions stay as the checkpoint recorded them: each batch's
+session takes them from its offset log, as a restart does.
 An executor given back takes its cached blocks with it; Spark reads them again from the state's
 files, so nothing is lost.
 """
@@ -130,9 +132,7 @@ class ExecutorScaler:
             jvm.java.util.HashMap()
         )
         sc.requestTotalExecutors(target, 0, no_locality)
-        units = target * self.cores
-        self.spark.conf.set("spark.sql.shuffle.partitions", str(units))
-        self.processor.resize(units)
+        self.processor.resize(target * self.cores)
 
 
 def _executor_order(executor_id: str) -> tuple[int, str]:
