@@ -140,7 +140,8 @@ def figures_of(
         )
     events += [
         f"{q}: {d.get('left', 0) + d.get('right', 0)} new rows did not probe (overload), "
-        f"missing about {d.get('left.pairs', 0) + d.get('right.pairs', 0)} pairs"
+        f"missing {'' if m.overload.get(q, {}).get('counted') else 'about '}"
+        f"{d.get('left.pairs', 0) + d.get('right.pairs', 0)} pairs"
         for q, d in report.shed.items()
         if d.get("left", 0) + d.get("right", 0)
     ]
