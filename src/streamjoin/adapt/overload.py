@@ -145,7 +145,8 @@ class OverloadController:
         return figures.get(f"rho:{direction}", 0.0) if figures else 0.0
 
     def _figures(self) -> dict[str, float] | None:
-        """Windowed averages: per direction λ (rows/s), ρ_h (pairs per probe); μ (probes/s)."""
+        """Windowed averages: per direction λ (rows/s), ρ_h (pairs per probe); μ (work/s: probes,
+        and pairs with `pairs_cost`)."""
         span = sum(s.interval for s in self._history)
         busy = sum(s.seconds for s in self._history)
         if span <= 0 or busy <= 0:
