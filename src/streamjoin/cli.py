@@ -133,6 +133,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return overload(
             [f"--{size}"] * (size != "full") + extra + ["--out", args.out] * bool(args.out)
         )
+    if args.workload == "soak":  # one long live run of ours alone: benchmarks/soak.py
+        from benchmarks.soak import main as soak
+
+        extra = [f"--rate={args.rate}"] * (args.rate is not None)
+        extra += [f"--duration={args.duration}"] * (args.duration is not None)
+        return soak(extra + ["--out", args.out] * bool(args.out))
     engines = args.engines.split(",") if args.engines else None
     if args.duration is not None and args.rate is None and not args.max_rate:
         msg = "--duration goes with --rate (the live mode)"
@@ -243,8 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         help="run a benchmark workload: streamjoin and its Spark peer side by side",
         description="Workloads: equi, band, theta, window-growth, long, tpch, nexmark, "
-        "multiquery. The last line printed is one JSON object with every figure and the ratios "
-        "to the peer.",
+        "multiquery, adhoc, overload, soak (ours alone, fed live for --duration seconds, default "
+        "300, at --rate, default 70%% of the highest rate found by --max-rate). The last line "
+        "printed is one JSON object with every figure and the ratios to the peer.",
     )
     bench.add_argument("workload")
     size = bench.add_mutually_exclusive_group()

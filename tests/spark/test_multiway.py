@@ -25,7 +25,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.plan import MultiwayPlan
-    from streamjoin.plan.multiway import Mir
+    from streamjoin.plan.probeorder import Mir
 
 
 def _w(x: str, y: str, lo: int, hi: int) -> str:

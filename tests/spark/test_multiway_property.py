@@ -25,7 +25,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.adapt.reorder import Orders
-    from streamjoin.plan.multiway import Target
+    from streamjoin.plan.probeorder import Target
 
 
 def _w(x: str, y: str, s: int) -> str:

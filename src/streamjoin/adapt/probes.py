@@ -12,7 +12,8 @@ import typing as t
 
 from streamjoin.adapt.reorder import ReorderController
 from streamjoin.plan.clash import measured_selectivities, pair_measures, plan_clash
-from streamjoin.plan.multiway import flat, pair_parts, plan_multiway
+from streamjoin.plan.multiway import pair_parts, plan_multiway
+from streamjoin.plan.probeorder import flat
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -20,7 +21,7 @@ if t.TYPE_CHECKING:
     from streamjoin.adapt.reorder import Orders
     from streamjoin.plan import JobPlan, MultiwayPlan
     from streamjoin.plan.clash import ClashPlan
-    from streamjoin.plan.multiway import Target
+    from streamjoin.plan.probeorder import Target
 
 DEFAULT_EPOCH = 10
 """Batches per statistics epoch of the multi-way re-planning (query option ``epoch``)."""

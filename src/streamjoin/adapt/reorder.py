@@ -28,7 +28,7 @@ if t.TYPE_CHECKING:
 
 Orders = dict[str, dict[int, tuple[int | tuple[int, ...], ...]]]
 """Per query, per starting input position: the stores of the other inputs, in probe order: an
-input's position, or the positions of the inputs an MIR store joins (`plan.multiway.Target`)."""
+input's position, or the positions of the inputs an MIR store joins (`plan.probeorder.Target`)."""
 
 
 @dataclass

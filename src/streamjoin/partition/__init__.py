@@ -19,19 +19,16 @@ from streamjoin.partition.cost import (
     sgr_matrix,
 )
 from streamjoin.partition.estimate import Estimate, Stats, candidates, estimate
+from streamjoin.partition.ranges import RangeScheme, range_bounds, range_index_sql, range_of
 from streamjoin.partition.scheme import (
     BicliqueScheme,
     ContRandScheme,
     HashScheme,
     MatrixScheme,
     Places,
-    RangeScheme,
     RowSql,
     Scheme,
     Side,
-    range_bounds,
-    range_index_sql,
-    range_of,
 )
 
 __all__ = [

@@ -38,16 +38,14 @@ from streamjoin.partition.cost import (
     memory_matrix,
     optimal_shape,
 )
+from streamjoin.partition.ranges import RangeScheme, range_bounds, range_of
 from streamjoin.partition.scheme import (
     BicliqueScheme,
     ContRandScheme,
     HashScheme,
     MatrixScheme,
-    RangeScheme,
     Scheme,
     Side,
-    range_bounds,
-    range_of,
 )
 
 

@@ -35,7 +35,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import Job, Query
     from streamjoin.plan.classify import PredicateParts
-    from streamjoin.plan.multiway import Target
+    from streamjoin.plan.probeorder import Target
 
 MAX_MIR = 2
 """The most streams an MIR store joins."""
@@ -51,7 +51,7 @@ class ClashPlan:
 
     plan: GlobalPlan
     orders: dict[str, dict[int, tuple[Target, ...]]]
-    """Per query and start position, the stores to probe (`plan.multiway.Target`)."""
+    """Per query and start position, the stores to probe (`plan.probeorder.Target`)."""
     left_out: dict[str, str]
     """Queries planned greedily instead, with the reason."""
 

@@ -29,28 +29,24 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from streamjoin.plan.classify import Band, PredicateParts, classify_predicate, conjuncts
+from streamjoin.plan.classify import PredicateParts, classify_predicate, conjuncts
+from streamjoin.plan.probeorder import (
+    Conjunct,
+    Mir,
+    ProbeOrder,
+    Step,
+    Target,
+    column_name,
+    greedy_order,
+    method_into,
+    mir_of,
+    probe_order,
+    rename,
+    step_band,
+)
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query
-
-Method = t.Literal["hash", "band", "nested-loop"]
-"""How one probe step finds its candidates."""
-
-Target = int | tuple[int, ...]
-"""A store a probe order visits: one input (its position), or the MIR store of several inputs
-(their positions, ascending): the join of their streams on the conjuncts among them, kept up
-to date batch by batch (`runtime.multiway.mirs`), so that one step binds them all."""
-
-
-def flat(sequence: t.Sequence[Target]) -> tuple[int, ...]:
-    """The input positions a probe sequence visits, in order."""
-    return tuple(i for x in sequence for i in ((x,) if isinstance(x, int) else x))
-
-
-def column_name(slot: str, column: str) -> str:
-    """The name of `column` of the input in `slot` inside a multi-way join (see `slots`)."""
-    return f"_sj_{slot}_{column}"
 
 
 def slots(q: Query) -> tuple[str, ...]:
@@ -68,78 +64,6 @@ def slots(q: Query) -> tuple[str, ...]:
     if len(set(out)) != len(out):  # a stream named like another's repeat ("a_1"): by position
         return tuple(f"{i}" for i in range(len(out)))
     return tuple(out)
-
-
-@dataclass(frozen=True, slots=True)
-class Conjunct:
-    """One top-level conjunct of the predicate and the inputs (positions) it names."""
-
-    sql: str
-    inputs: frozenset[int]
-
-
-@dataclass(frozen=True, slots=True)
-class Mir:
-    """The MIR store of some inputs of a query: their streams' join on the conjuncts among them.
-
-    Queries share an MIR store when they join the same streams on the same conjuncts: `key`
-    holds the streams' slots and the conjuncts (over the unique column names), not positions.
-    """
-
-    inputs: tuple[int, ...]
-    """The inputs' positions in the query, ascending."""
-    slots: tuple[str, ...]
-    """Their slots (`slots`), in the same order."""
-    conditions: tuple[str, ...]
-    """The conjuncts among them, sorted."""
-    streams: tuple[str, ...] = ()
-    """Their streams (lower case), in the same order."""
-
-    def bit(self, i: int) -> int:
-        """The tag bit of input `i` in the store's rows (`runtime.multiway.mirs`): its slot's place
-        among the slots in sorted order, the same in every query sharing the store."""
-        return 1 << sorted(self.slots).index(self.slots[self.inputs.index(i)])
-
-    @property
-    def key(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
-        """What makes two MIR stores the same: (slot, stream) pairs and the conditions."""
-        return (tuple(sorted(zip(self.slots, self.streams, strict=True))), self.conditions)
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """Join one more input's store into the rows built so far.
-
-    `conditions` are rewritten to the unique column names (`column_name`); `band`, when the
-    method is ``band``, is oriented ``store - probe ∈ [lo, hi]`` over those names too.
-    """
-
-    input: int
-    method: Method
-    conditions: tuple[str, ...]
-    band: Band | None = None
-    mir: Mir | None = None
-    """The MIR store the step probes (binding every input of it), or None: input `input`'s
-    own store."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeOrder:
-    """Term `start` of the delta rule: Δstart filtered by `filters`, then `steps` in order."""
-
-    start: int
-    filters: tuple[str, ...]
-    steps: tuple[Step, ...]
-
-    def describe(self, aliases: t.Sequence[str]) -> str:
-        """E.g. ``Δa -> b (hash) -> c (band)``."""
-        parts = [f"Δ{aliases[self.start]}"]
-        for s in self.steps:
-            store = aliases[s.input]
-            if s.mir is not None:
-                store = "(" + " ⋈ ".join(aliases[i] for i in s.mir.inputs) + ")"
-            parts.append(f"{store} ({s.method})")
-        return " -> ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -187,8 +111,8 @@ def plan_multiway(
     fixed = orders or {}
     plans = []
     for start in range(len(aliases)):
-        sequence = fixed.get(start) or _greedy_order(start, len(aliases), conjuncts, pairs)
-        order = _probe_order(start, sequence, conjuncts, pairs, aliases, times, _naming(q), q)
+        sequence = fixed.get(start) or greedy_order(start, len(aliases), conjuncts, pairs)
+        order = probe_order(start, sequence, conjuncts, pairs, aliases, times, _naming(q), q)
         plans.append(order)
     naming = _naming(q)
     select = tuple((rename(item.sql, naming), item.alias) for item in q.select)
@@ -268,17 +192,17 @@ def pair_step(mp: MultiwayPlan, probe: int, store: int) -> Step:
     conditions = tuple(
         rename(c.sql, naming) for c in mp.conjuncts if c.inputs == frozenset((probe, store))
     )
-    method = _method(store, {probe}, pairs)
+    method = method_into(store, {probe}, pairs)
     band = None
     if method == "band":
-        band = _step_band(store, {probe}, pairs, aliases, mp.times, naming)
+        band = step_band(store, {probe}, pairs, aliases, mp.times, naming)
     return Step(store, method, conditions, band)
 
 
 def pair_mir(mp: MultiwayPlan, a: int, b: int) -> Mir:
     """The MIR store of inputs `a` and `b` of `mp` (whether or not a plan keeps it)."""
     q = mp.query
-    return _mir(tuple(sorted((a, b))), mp.conjuncts, q, _naming(q))
+    return mir_of(tuple(sorted((a, b))), mp.conjuncts, q, _naming(q))
 
 
 def renamed_sql(q: Query, sql: str) -> str:
@@ -297,20 +221,6 @@ def pair_parts(job: Job, q: Query) -> dict[tuple[int, int], PredicateParts]:
     times = tuple(job.stream(s.stream).event_time for s in q.sides)
     aliases = [s.alias for s in q.sides]
     return _pair_parts(_conjuncts(q.predicate, position), aliases, times)
-
-
-def rename(sql: str, naming: dict[str, str]) -> str:
-    """`sql` with every ``alias.column`` replaced by its unique name (`column_name`); `naming`
-    maps each lower-case alias to its slot."""
-    tree = sqlglot.parse_one(sql, dialect="spark")
-
-    def swap(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Column) and node.table:
-            name = column_name(naming[node.table.lower()], node.name)
-            return exp.Column(this=exp.Identifier(this=name, quoted=True))
-        return node
-
-    return tree.transform(swap).sql(dialect="spark")
 
 
 def _conjuncts(predicate: str, position: dict[str, int]) -> list[Conjunct]:
@@ -367,122 +277,3 @@ def _retention(
         worst = max(dist[i][x] for x in range(k) if x != i)
         out.append(None if math.isinf(worst) else int(worst))
     return tuple(out)
-
-
-def _method(new: int, bound: set[int], pairs: dict[tuple[int, int], PredicateParts]) -> Method:
-    best: Method = "nested-loop"
-    for b in bound:
-        parts = pairs.get((min(b, new), max(b, new)))
-        if parts is None:
-            continue
-        if parts.equi:
-            return "hash"
-        if parts.bands or (
-            parts.window and parts.window.lo_us is not None and parts.window.hi_us is not None
-        ):
-            best = "band"
-    return best
-
-
-def _greedy_order(
-    start: int,
-    k: int,
-    conjuncts: t.Sequence[Conjunct],
-    pairs: dict[tuple[int, int], PredicateParts],
-) -> tuple[int, ...]:
-    """Hash-connected inputs first, then band-connected, then any conjunct-connected input, and a
-    cross product only when nothing else is left; ties go to the written order."""
-    rank = {"hash": 0, "band": 1, "nested-loop": 2}
-    bound, order = {start}, []
-    while len(bound) < k:
-
-        def score(n: int) -> tuple[int, int, int]:
-            connected = any(n in c.inputs and c.inputs & bound for c in conjuncts)
-            return (0 if connected else 1, rank[_method(n, bound, pairs)], n)
-
-        nxt = min((n for n in range(k) if n not in bound), key=score)
-        order.append(nxt)
-        bound.add(nxt)
-    return tuple(order)
-
-
-def _probe_order(
-    start: int,
-    sequence: tuple[Target, ...],
-    conjuncts: t.Sequence[Conjunct],
-    pairs: dict[tuple[int, int], PredicateParts],
-    aliases: list[str],
-    times: tuple[str | None, ...],
-    naming: dict[str, str],
-    q: Query,
-) -> ProbeOrder:
-    k = len(aliases)
-    if sorted((start, *flat(sequence))) != list(range(k)):
-        got = [aliases[i] for i in flat(sequence)]
-        msg = f"the probe order from {aliases[start]!r} must visit every other input once: {got}"
-        raise ValueError(msg)
-    bound = {start}
-    filters = tuple(rename(c.sql, naming) for c in conjuncts if c.inputs <= bound)
-    steps = []
-    rank = {"hash": 0, "band": 1, "nested-loop": 2}
-    for target in sequence:
-        group = (target,) if isinstance(target, int) else tuple(sorted(target))
-        now = bound | set(group)
-        mir = _mir(group, conjuncts, q, naming) if len(group) > 1 else None
-        # An MIR holds its inputs' join, not their selections: those are checked here.
-        inside = [c for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)]
-        conditions = tuple(
-            rename(c.sql, naming)
-            for c in conjuncts
-            if c.inputs <= now and not c.inputs <= bound and (mir is None or c not in inside)
-        )
-        # The best way into any of the group's inputs finds the candidates.
-        new = min(group, key=lambda n: (rank[_method(n, bound, pairs)], n))
-        method = _method(new, bound, pairs)
-        band = _step_band(new, bound, pairs, aliases, times, naming) if method == "band" else None
-        steps.append(Step(new, method, conditions, band, mir))
-        bound = now
-    return ProbeOrder(start, filters, tuple(steps))
-
-
-def _mir(
-    group: tuple[int, ...], conjuncts: t.Sequence[Conjunct], q: Query, naming: dict[str, str]
-) -> Mir:
-    inside = sorted(
-        rename(c.sql, naming) for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)
-    )
-    sides = [q.sides[i] for i in group]
-    slots = tuple(naming[side.alias.lower()] for side in sides)
-    return Mir(group, slots, tuple(inside), tuple(side.stream.lower() for side in sides))
-
-
-def _step_band(
-    new: int,
-    bound: set[int],
-    pairs: dict[tuple[int, int], PredicateParts],
-    aliases: list[str],
-    times: tuple[str | None, ...],
-    naming: dict[str, str],
-) -> Band:
-    """The narrowest band between `new` and a bound input, as ``store - probe ∈ [lo, hi]``."""
-    found: list[Band] = []
-    for b in sorted(bound):
-        i, j = min(b, new), max(b, new)
-        parts = pairs.get((i, j))
-        if parts is None:
-            continue
-        candidates = list(parts.bands)
-        w = parts.window
-        if w is not None and w.lo_us is not None and w.hi_us is not None:
-            # The pair's event-time window as a band on microseconds (classify's convention:
-            # right - left, with left = input i).
-            li = f"unix_micros({aliases[i]}.{times[i]})"
-            ri = f"unix_micros({aliases[j]}.{times[j]})"
-            candidates.append(Band(li, ri, float(w.lo_us), float(w.hi_us), temporal=True))
-        for band in candidates:
-            left, right = rename(band.left_sql, naming), rename(band.right_sql, naming)
-            if b == i:  # probe is the left side: store - probe = right - left
-                found.append(Band(left, right, band.lo, band.hi, band.temporal))
-            else:  # probe is the right side: left - right ∈ [-hi, -lo]
-                found.append(Band(right, left, -band.hi, -band.lo, band.temporal))
-    return min(found, key=lambda band: band.width)

@@ -21,7 +21,7 @@ from streamjoin.partition import (
     ilf,
     memory_matrix,
 )
-from streamjoin.partition.scheme import range_of
+from streamjoin.partition.ranges import range_of
 
 INSENSITIVE = (MatrixScheme, BicliqueScheme)
 

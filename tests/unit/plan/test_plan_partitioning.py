@@ -7,7 +7,8 @@ import typing as t
 
 from streamjoin.adapt.probes import Reorderer
 from streamjoin.plan import plan_job
-from streamjoin.plan.multiway import Step, carries
+from streamjoin.plan.multiway import carries
+from streamjoin.plan.probeorder import Step
 from streamjoin.sql import parse_job
 from tests.spark.streams import stream_ddl
 

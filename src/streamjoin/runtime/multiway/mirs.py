@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from streamjoin.plan.multiway import column_name, pair_step
+from streamjoin.plan.multiway import pair_step
+from streamjoin.plan.probeorder import column_name
 from streamjoin.runtime.multiway.terms import renamed, step_sql
 from streamjoin.runtime.state.manifest import MirUnit
 from streamjoin.runtime.threads import Background, metrics
@@ -44,7 +45,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import MultiwayPlan
-    from streamjoin.plan.multiway import Mir
+    from streamjoin.plan.probeorder import Mir
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
 

@@ -17,14 +17,8 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, field
 
-from streamjoin.plan.multiway import (
-    carries,
-    column_name,
-    core_groups,
-    local_filters,
-    pair_mir,
-    without_filters,
-)
+from streamjoin.plan.multiway import carries, core_groups, local_filters, pair_mir, without_filters
+from streamjoin.plan.probeorder import column_name
 from streamjoin.runtime.batch.joins import bucket_range
 
 if t.TYPE_CHECKING:
@@ -32,7 +26,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import MultiwayPlan, ProbeOrder, Step
-    from streamjoin.plan.multiway import Mir
+    from streamjoin.plan.probeorder import Mir
 
 
 def renamed(view: str, slot: str, stream: StreamDef) -> str:
