@@ -25,6 +25,7 @@ from benchmarks.maxrate import maxrate_lines
 from benchmarks.report_history import HISTORY_PLOT, history_plot
 from benchmarks.report_nexmark import nexmark_table, nexmark_target
 from benchmarks.report_overload import overload_lines, overload_targets
+from benchmarks.report_soak import soak_lines, soak_targets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -1008,11 +1009,12 @@ def render(
     maxrate: dict[str, Report] | None = None,
     adhoc: dict[str, Report] | None = None,
     overload: dict[str, Report] | None = None,
+    soak: dict[str, Report] | None = None,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
     rate, multiquery, extra, maxrate = rate or {}, multiquery or {}, extra or {}, maxrate or {}
-    adhoc, overload = adhoc or {}, overload or {}
-    every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload}
+    adhoc, overload, soak = adhoc or {}, overload or {}, soak or {}
+    every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload, **soak}
     if not every:
         return "# Benchmark results\n\nNo run recorded yet.\n"
     lines = [
@@ -1046,6 +1048,11 @@ def render(
             f"--out benchmarks/results/{file}"
             for file, r in overload.items()
         ),
+        *(
+            f"streamjoin bench soak --rate {r['rate_per_stream']:g} --duration "
+            f"{r['duration_s']:g} --out benchmarks/results/{file}"
+            for file, r in soak.items()
+        ),
         "python -m benchmarks.report",
         "```",
         "",
@@ -1059,6 +1066,7 @@ def render(
         *other_targets(multiquery, extra),
         *adhoc_targets(adhoc),
         *(row for file, r in overload.items() for row in overload_targets(file, r)),
+        *(row for file, r in soak.items() for row in soak_targets(file, r)),
     ]:
         lines.append(f"| {name} | {numbers} | {_verdict(met)} |")
     lines += ["", *HOW_TO_READ]
@@ -1081,6 +1089,8 @@ def render(
         lines += adhoc_lines(adhoc)
     if overload:
         lines += overload_lines(overload)
+    if soak:
+        lines += soak_lines(soak, HERE, plot=plot)
     lines += skew_lines(extra)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -1096,6 +1106,7 @@ def write(folder: str = RESULTS, *, plot: bool = True) -> str:
         maxrate=_load_prefixed(folder, "maxrate-"),
         adhoc=_load_prefixed(folder, "adhoc-"),
         overload=_load_prefixed(folder, "overload-"),
+        soak=_load_prefixed(folder, "soak"),
     )
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)
