@@ -4,8 +4,8 @@ A job's settings are Spark confs (``spark.conf.set`` before ``Engine.run``, or `
 spark.streamjoin.…`` under spark-submit, which drops keys without the ``spark.`` prefix) and a
 few environment variables; `Settings.read` is the one place that reads them, so a bad value
 fails when the run starts, naming the key and the value, and every other module takes the
-typed field. The README's table of settings lists the same keys
-(`SETTINGS`), which a test keeps in step.
+typed field. The table in docs/settings.md lists the same keys (`SETTINGS`), which a test
+keeps in step.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ Optimizer = t.Literal["ilp", "greedy"]
 
 @dataclass(frozen=True)
 class Key:
-    """One setting: where it is read from, its default, and what it does (for the README)."""
+    """One setting: where it is read from, its default, and what it does (for docs/settings.md)."""
 
     name: str
     default: str
@@ -154,7 +154,7 @@ SETTINGS: dict[str, Key] = {
 
 RETIRED = {
     "STREAMJOIN_LOCAL_FS": "STREAMJOIN_LOCAL=off turns the local-mode speed-ups off",
-    "STREAMJOIN_JVM_ARCHIVE": "README, Local mode, says how to keep Java's classes in an archive",
+    "STREAMJOIN_JVM_ARCHIVE": "docs/settings.md, Local mode, says how to keep Java's classes in an archive",
     "STREAMJOIN_CACHE_DIR": "the local file system's jar is kept under $XDG_CACHE_HOME",
     "streamjoin.warmup": "a driver's JVM is no longer warmed at start",
 }

@@ -1,4 +1,4 @@
-"""`Settings`: every key read once, a bad value named with its key, and the README's table in
+"""`Settings`: every key read once, a bad value named with its key, and the settings page's table in
 step with the keys (no JVM: the reader takes a lookup function)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from streamjoin.errors import StreamJoinWarning
 from streamjoin.runtime.settings import SETTINGS, Settings
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+TABLE = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
 
 
 def _read(conf: dict[str, str], env: dict[str, str] | None = None) -> Settings:
@@ -94,7 +94,7 @@ def test_a_retired_key_is_named_in_a_warning() -> None:
         _read({"streamjoin.warmup": "false"})
 
 
-def test_the_readme_lists_every_key_once() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_settings_page_lists_every_key_once() -> None:
+    text = TABLE.read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([A-Za-z_.]+)` \|", text, flags=re.MULTILINE)
     assert sorted(rows) == sorted(SETTINGS)
