@@ -154,7 +154,7 @@ SETTINGS: dict[str, Key] = {
 
 RETIRED = {
     "STREAMJOIN_LOCAL_FS": "STREAMJOIN_LOCAL=off turns the local-mode speed-ups off",
-    "STREAMJOIN_JVM_ARCHIVE": "docs/settings.md, Local mode, says how to keep Java's classes in an archive",
+    "STREAMJOIN_JVM_ARCHIVE": "docs/settings.md says how to keep Java's classes in an archive",
     "STREAMJOIN_CACHE_DIR": "the local file system's jar is kept under $XDG_CACHE_HOME",
     "streamjoin.warmup": "a driver's JVM is no longer warmed at start",
 }
