@@ -1,0 +1,67 @@
+"""The soak benchmark's flatness test (`benchmarks.soak.trend`) and its RESULTS.md rows."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks.report_soak import OURS, soak_targets
+from benchmarks.soak import SETTLE, TOLERANCE, trend
+
+
+def _series(rise: float, noise: float, seed: int, n: int = 120) -> tuple[list[float], list[float]]:
+    """`n` samples a minute apart around 100, rising by `rise` over the run, with uniform noise."""
+    rng = random.Random(seed)
+    times = [60.0 * i for i in range(n)]
+    return times, [100 + rise * i / (n - 1) + rng.uniform(-noise, noise) for i in range(n)]
+
+
+@given(noise=st.floats(0, 30), seed=st.integers(0, 1000))
+def test_noise_about_a_level_is_flat(noise: float, seed: int) -> None:
+    assert trend(*_series(0.0, noise, seed))["flat"] is True
+
+
+@given(rise=st.floats(40, 400), seed=st.integers(0, 1000))
+def test_a_steady_rise_beyond_the_tolerance_grows(rise: float, seed: int) -> None:
+    found = trend(*_series(rise, 2.0, seed))
+    assert found["flat"] is False
+    # The rise is measured after the settling share, where the line rises (1 - SETTLE) of it.
+    assert found["rise"] == pytest.approx(rise * (1 - SETTLE), rel=0.1)
+    assert found["rise_share"] > TOLERANCE
+
+
+def test_a_sawtooth_is_flat_and_warm_up_is_left_out() -> None:
+    times = [60.0 * i for i in range(100)]
+    # Fast growth in the first tenth (a heap growing to its size), then a sawtooth (garbage
+    # collected every ten samples).
+    values = [50 + 5 * i if i < 10 else 100 + (i % 10) * 3 for i in range(100)]
+    assert trend(times, values)["flat"] is True
+    assert trend(times[:3], values[:3]) == {"samples": 3, "flat": None}
+
+
+def _report(**trends: dict[str, object]) -> dict[str, object]:
+    flat = {"flat": True, "rise_share": 0.01}
+    return {
+        "duration_s": 3600,
+        "rate_per_stream": 35000,
+        "batch_p50_ms": 700.0,
+        "latency_p50_s": 1.1,
+        "latency_p99_s": 2.0,
+        "latency_growth": 1.0,
+        "backlog_at_end_s": 1.0,
+        "trends": {name: flat for name in OURS} | trends,
+    }
+
+
+def test_the_target_holds_only_when_every_figure_is_flat_and_it_keeps_up() -> None:
+    (row,) = soak_targets("soak.json", _report())
+    assert row[2] is True
+    (row,) = soak_targets("soak.json", _report(jvm_rss_mb={"flat": False, "rise_share": 0.4}))
+    assert row[2] is False and "grows: jvm_rss_mb" in row[1]
+    (row,) = soak_targets("soak.json", _report(heap_mb={"flat": None}))
+    assert row[2] is False
+    behind = _report() | {"backlog_at_end_s": 30.0}
+    assert soak_targets("soak.json", behind)[0][2] is False
