@@ -8,6 +8,7 @@ import os
 import time
 import typing as t
 
+from streamjoin.runtime.metrics.history import read_history
 from tests.e2e.files import write_batches
 from tests.spark.streams import make_batches
 from tests.spark.test_joins_vs_reference import QUERIES
@@ -77,4 +78,7 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     # The master gave the run one core, then two, then one: executors really came and went.
     assert seen[-3:] == [1, 2, 1], seen
     assert committed() == BACKLOG + TRICKLE
+    # The joins' shuffles followed the cores: one task, two while there were two, then one.
+    tasks = [f.parallelism for f in read_history(str(tmp_path / "ckpt" / "metrics"))]
+    assert tasks[0] == 1 and 2 in tasks and tasks[-1] == 1, tasks
     assert_exact(job, batches)

@@ -6,11 +6,10 @@ default 1): the run starts with the fewest executors, and each change applies be
 batch. Executors come and go through Spark's own calls to its cluster manager
 (``requestTotalExecutors``, ``killExecutor``: standalone, YARN and Kubernetes grant them;
 Spark's dynamic allocation must then be off, as it would undo them). The processor's units
-follow the cores: newly cached state, the sinks' write tasks and the multi-way stores take as
-many partitions as the executors have cores, so an added executor gets tasks; slices cached
-before keep their partitions until they expire (BiStream's drained units, probed until their
-rows leave). Spark's own shuffle partitions stay as the checkpoint recorded them: each batch's
-session takes them from its offset log, as a restart does.
+follow the cores: the joins' shuffles (the batch session's ``spark.sql.shuffle.partitions``),
+newly cached state, the sinks' write tasks and the multi-way stores take as many partitions as
+the executors have cores, so an added executor gets tasks; slices cached before keep their
+partitions until they expire (BiStream's drained units, probed until their rows leave).
 An executor given back takes its cached blocks with it; Spark reads them again from the state's
 files, so nothing is lost.
 """

@@ -123,6 +123,8 @@ class BatchReport:
     (``left.pairs``, ``right.pairs``) the pairs they would have found."""
     streams: dict[str, StreamStats] = field(default_factory=dict)
     """Per stream: the batch's rows (on time, late, malformed) and on-time event-time range."""
+    parallelism: int = 0
+    """The shuffle partitions (parallel tasks) the batch's joins ran with."""
 
 
 def view_tag(name: str, batch_id: int) -> str:

@@ -91,6 +91,8 @@ class BatchProcessor:
         self.settings = settings or Settings.of(spark)
         self.error: BaseException | None = None
         self.parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+        self._shuffles: int | None = None
+        """Shuffle partitions for the next batch's session to take (`resize`)."""
         self.state_job = StateJob(plan, checkpoint, source_log)
         self.stores = StoreViews(checkpoint, self.parallelism, hot=self.settings.hot_state)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
@@ -131,8 +133,10 @@ class BatchProcessor:
         return queries
 
     def resize(self, units: int) -> None:
-        """Shuffle and cache the state in `units` partitions from the next batch on."""
+        """Shuffle and cache the state in `units` partitions from the next batch on: Spark's
+        shuffles of the batch's joins too, so that added cores get tasks."""
         self.parallelism = units
+        self._shuffles = units
         self.stores.resize(units)
         if self.multiway is not None:
             self.multiway.reorder.parallelism = units
@@ -280,6 +284,7 @@ class BatchProcessor:
             routing=routing,
             shed=shed,
             streams=stats,
+            parallelism=ctx.parallelism,
         )
         if self.on_batch is not None:
             self.on_batch(report)
@@ -346,6 +351,11 @@ class BatchProcessor:
         for key, value in (BATCH_CONF | SPARK_DEFAULTS).items():
             spark.conf.set(key, value)
         prev = self.checkpoint.previous(batch_id)
+        if self._shuffles is not None:
+            # (foreachBatch hands over the same clone each batch: the setting stays for the
+            # batches after; a restart takes Spark's from its checkpoint again.)
+            spark.conf.set("spark.sql.shuffle.partitions", str(self._shuffles))
+            self._shuffles = None
         # (The batch's session: a restart takes Spark's shuffle partitions from its checkpoint.)
         parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         forced, self._next_schemes = self._next_schemes, {}

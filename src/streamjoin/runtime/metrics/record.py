@@ -56,6 +56,8 @@ class BatchFigures:
     totals: dict[str, t.Any] = field(default_factory=dict)
     """The run's counters over the checkpoint's life (``batches``, ``rows_in``, ``out``,
     ``late``, ``malformed`` per stream or query), as the manifest keeps them."""
+    parallelism: int = 0
+    """The shuffle partitions (parallel tasks) the batch's joins ran with."""
     events: list[str] = field(default_factory=list)
     """What changed at this batch: schemes, probe orders, queries added or dropped, dead
     letters written."""
@@ -174,5 +176,6 @@ def figures_of(
             "late": dict(totals.late),
             "malformed": dict(totals.malformed),
         },
+        parallelism=report.parallelism,
         events=events,
     )
