@@ -48,6 +48,8 @@ SIZES: dict[str, dict[str, t.Any]] = {
     "full": {"rows": 600_000, "span": 300.0, "rate": 4_000.0, "duration": 60.0, "plans": 50},
 }
 KEYS = 2_000
+ON = "l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts"
+"""An ``l`` row joins the ``r`` rows of its key in the 10 s before it."""
 BUDGET_SHARE = 0.4
 WAYS = ("exact", "jaqpot", "uniform")
 
@@ -56,16 +58,22 @@ def overload_case(root: str, size: str) -> Case:
     """The live workload: `l` steady, `r` 3× denser in the middle third of its event time."""
     shape = SIZES[size]
     tables = two_streams(3 * shape["rows"], span_seconds=shape["span"], keys=KEYS, seed=11)
+    backlog = write_backlog(
+        os.path.join(root, "overload"), stepped(tables, ("b",)), {"a": "ts", "b": "ts"}, 12
+    )
+    return Case("overload", two_stream_job(backlog, ON), None, backlog, 10.0, ON)
+
+
+def stepped(tables: t.Mapping[str, pa.Table], busy: t.Collection[str]) -> dict[str, pa.Table]:
+    """Each table thinned to every third row, except, for the streams in `busy`, in the middle
+    third of their event time, where every row stays: their rate steps up 3× and back."""
     keep = {}
     for name, table in tables.items():
         ts = np.asarray(table["ts"].cast(pa.int64()))
         third = (ts - ts.min()) * 3 // (ts.max() - ts.min() + 1)
         rank = np.arange(len(ts)) % 3
-        busy = np.full(len(ts), name == "b")
-        keep[name] = table.filter(pa.array((rank == 0) | (busy & (third == 1))))
-    backlog = write_backlog(os.path.join(root, "overload"), keep, {"a": "ts", "b": "ts"}, 12)
-    on = "l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts"
-    return Case("overload", two_stream_job(backlog, on), None, backlog, 10.0, on)
+        keep[name] = table.filter(pa.array((rank == 0) | ((name in busy) & (third == 1))))
+    return keep
 
 
 def _way(case: Case, way: str, budget: int) -> Case:

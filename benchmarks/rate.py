@@ -294,6 +294,26 @@ def commit_stamps(ckpt: str, batches: Iterable[int], seen: Mapping[int, float]) 
     return stamps
 
 
+def done_times(
+    workdir: str, fed: list[FedFile], seen: Mapping[str, Mapping[int, float]] | None = None
+) -> dict[str, float]:
+    """When each fed file was done: committed by every query reading its stream (the last of
+    their commits), from the engine's checkpoints and the commit times `seen` during the run."""
+    logs = []
+    for ckpt in query_checkpoints(workdir):
+        files = committed_files(ckpt)
+        stamps = commit_stamps(ckpt, set(files.values()), (seen or {}).get(ckpt, {}))
+        commits = {p: stamps[b] for p, b in files.items() if b in stamps}
+        logs.append((commits, {os.path.dirname(p) for p in files}))
+    done: dict[str, float] = {}
+    for f in fed:
+        stream = os.path.dirname(f.path)
+        times = [commits.get(f.path) for commits, reads in logs if stream in reads]
+        if times and all(x is not None for x in times):
+            done[f.path] = max(x for x in times if x is not None)
+    return done
+
+
 def latency_figures(
     workdir: str,
     fed: list[FedFile],
@@ -304,19 +324,7 @@ def latency_figures(
 ) -> dict[str, t.Any]:
     """Latency, processed rate, backlog at the end and growth, from the engine's checkpoints and
     the commit times `seen` during the run (`CommitWatch`), by checkpoint and batch."""
-    logs = []
-    for ckpt in query_checkpoints(workdir):
-        files = committed_files(ckpt)
-        stamps = commit_stamps(ckpt, set(files.values()), (seen or {}).get(ckpt, {}))
-        commits = {p: stamps[b] for p, b in files.items() if b in stamps}
-        logs.append((commits, {os.path.dirname(p) for p in files}))
-    # A file is done when every query reading its stream has committed it: at the last commit.
-    done: dict[str, float] = {}
-    for f in fed:
-        stream = os.path.dirname(f.path)
-        times = [commits.get(f.path) for commits, reads in logs if stream in reads]
-        if times and all(x is not None for x in times):
-            done[f.path] = max(x for x in times if x is not None)
+    done = done_times(workdir, fed, seen)
     rows_fed = sum(f.rows for f in fed)
     lat = [(done[f.path] - f.written, f.rows) for f in fed if f.path in done]
     processed_by_end = sum(f.rows for f in fed if f.path in done and done[f.path] <= ended)

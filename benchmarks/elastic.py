@@ -1,0 +1,231 @@
+"""The overload benchmark's elasticity case (issue 35, BiStream's scale-out): a live equi join
+on the two-worker standalone cluster of `streamjoin cluster` (one core each) while the input
+rate steps up 3× for the middle third of the run and back, run twice: with elastic executors
+(``streamjoin.elastic.maxExecutors = 2``, starting from one) and without (one executor
+throughout, ``spark.cores.max = 1``).
+
+``python -m benchmarks.elastic [--rate R] [--duration S] [--out F]``. The feed is
+`benchmarks.rate`'s (a Parquet file per stream every half second); the workload is the
+overload case's with both streams 3× denser in the middle third of their event time. Reported
+per run, over the run in 5-second buckets: the latency of the rows written in the bucket, the
+backlog (rows written and not yet committed, as seconds of input at the base rate) and the
+cores the master gave the run; and the run's latency p50/p99 and whether it kept up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import typing as t
+
+from benchmarks.data import two_streams, write_backlog
+from benchmarks.engines import _drained
+from benchmarks.harness import ROOT, _say, machine, source_commit
+from benchmarks.overload import KEYS, ON, stepped
+from benchmarks.rate import (
+    TICK,
+    TRIGGER,
+    CommitWatch,
+    FedFile,
+    Feed,
+    _live_job,
+    done_times,
+    feed,
+    latency_figures,
+)
+from benchmarks.workloads import Case, two_stream_job
+
+RATE = 2_000.0
+"""Rows a second per stream in the outer thirds (3× in the middle one)."""
+DURATION = 90.0
+BUCKET = 5.0
+WAYS = {
+    "elastic": "--conf spark.streamjoin.elastic.maxExecutors=2",
+    "fixed": "--conf spark.cores.max=1",
+}
+
+
+def step_case(root: str, rate: float, duration: float) -> Case:
+    """Streams ``a`` and ``b`` over `duration` seconds of event time: `rate` rows a second
+    each in the outer thirds, 3× in the middle one (`overload.stepped`), joined as the
+    overload case is."""
+    tables = two_streams(round(3 * rate * duration), span_seconds=duration, keys=KEYS, seed=13)
+    keep = stepped(tables, ("a", "b"))
+    backlog = write_backlog(os.path.join(root, "elastic"), keep, {"a": "ts", "b": "ts"}, 12)
+    return Case("elastic", two_stream_job(backlog, ON), None, backlog, 10.0, ON)
+
+
+def run_way(
+    way: str, master: str, status: t.Callable[[], dict[str, t.Any]], rate: float, duration: float
+) -> dict[str, t.Any]:
+    """One run of the step workload on the cluster at `master`: its figures and series."""
+    case = step_case(os.path.join(ROOT, "data", "elastic"), rate, duration)
+    # (The feed's average rate that replays the whole backlog once in `duration` seconds.)
+    source = Feed(case, sum(case.backlog.rows.values()) / (2 * duration))
+    base = os.path.join(ROOT, "elastic", way)
+    shutil.rmtree(base, ignore_errors=True)
+    dirs = {name: os.path.join(base, "feed", name) for name in case.backlog.streams}
+    for folder in dirs.values():
+        os.makedirs(folder)
+    workdir = os.path.join(base, "work")
+    os.makedirs(workdir)
+    job = os.path.join(base, "job.sql")
+    with open(job, "w", encoding="utf-8") as f:
+        f.write(_live_job(case, dirs).replace("{out}", os.path.join(workdir, "out")))
+    quick = "-XX:TieredStopAtLevel=1"
+    submit = (
+        f"--conf spark.executor.extraJavaOptions={quick} {WAYS[way]} "
+        "--conf spark.sql.shuffle.partitions=2 pyspark-shell"
+    )
+    ckpt = os.path.join(workdir, "ckpt")
+    args = ["run", job, "--checkpoint", ckpt, "--trigger", f"{TRIGGER:g}s", "--master", master]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamjoin", *args],
+        env=dict(os.environ, PYSPARK_SUBMIT_ARGS=submit),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 180
+    while not os.path.exists(os.path.join(ckpt, "spark", "metadata")):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            return {"way": way, "error": "".join(errors[-5:]) or "the run did not start"}
+        time.sleep(0.2)
+    cores: list[tuple[float, int]] = []
+    stop = threading.Event()
+    began = time.time()
+
+    def watch_cores() -> None:
+        while not stop.wait(1.0):
+            apps = status().get("activeapps", [])
+            cores.append((round(time.time() - began, 1), int(apps[0]["cores"]) if apps else 0))
+
+    watcher = threading.Thread(target=watch_cores, daemon=True)
+    watcher.start()
+    commits = CommitWatch(workdir)
+    commits.start()
+    fed, started, ended = feed(source, dirs, duration, TICK)
+    limit = time.monotonic() + max(60.0, duration)
+    paths = {os.path.abspath(x.path) for x in fed}
+    while not _drained(workdir, paths) and time.monotonic() < limit and proc.poll() is None:
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    stop.set()
+    watcher.join()
+    reader.join(timeout=5)
+    seen = commits.stop()
+    figures = latency_figures(workdir, fed, started, ended, TRIGGER)
+    steps = [line.strip() for line in errors if line.startswith("executors ")]
+    return {
+        "way": way,
+        **figures,
+        "keeps_up": figures["rows_processed"] == figures["rows_fed"]
+        and (figures["latency_growth"] or 0) <= 2.0,
+        "steps": steps,
+        "series": series(fed, done_times(workdir, fed, seen), started, ended, rate, cores),
+    }
+
+
+def series(
+    fed: list[FedFile],
+    done: t.Mapping[str, float],
+    started: float,
+    ended: float,
+    rate: float,
+    cores: list[tuple[float, int]],
+) -> list[dict[str, t.Any]]:
+    """Per `BUCKET` seconds of the run: the latency p50 of the rows written in it, the backlog
+    at its end (seconds of input at `rate` per stream), the cores the run had."""
+    out = []
+    streams = len({os.path.dirname(f.path) for f in fed}) or 1
+    for i in range(int((ended - started) // BUCKET) + 1):
+        lo, hi = started + i * BUCKET, started + (i + 1) * BUCKET
+        lat = sorted(
+            done[f.path] - f.written for f in fed if lo <= f.written < hi and f.path in done
+        )
+        waiting = sum(
+            f.rows for f in fed if f.written < hi and (f.path not in done or done[f.path] > hi)
+        )
+        have = [c for at, c in cores if lo - started <= at < hi - started]
+        out.append(
+            {
+                "t": round(i * BUCKET, 1),
+                "latency_p50_s": round(lat[len(lat) // 2], 3) if lat else None,
+                "backlog_s": round(waiting / (rate * streams), 2),
+                "cores": max(have) if have else None,
+            }
+        )
+    return out
+
+
+def run_elastic(
+    rate: float = RATE, duration: float = DURATION, progress: t.TextIO | None = None
+) -> dict[str, t.Any]:
+    """Both runs on one two-worker cluster: the JSON report."""
+    from streamjoin.cluster import LocalCluster
+
+    began = time.monotonic()
+    runs = {}
+    folder = os.path.join(ROOT, "elastic", "cluster")
+    shutil.rmtree(folder, ignore_errors=True)
+    with LocalCluster(folder, workers=2, cores=1) as cluster:
+        for way in WAYS:
+            cluster.wait_workers(cluster.workers)
+            _say(progress, f"[elastic] {way}: {rate:g} rows/s per stream, 3× mid-run …")
+            runs[way] = run_way(way, cluster.master_url, cluster.status, rate, duration)
+            r = runs[way]
+            _say(
+                progress,
+                f"[elastic] {way}: "
+                + (
+                    f"ERROR {r['error']}"
+                    if r.get("error")
+                    else f"latency p50/p99 {r['latency_p50_s']}/{r['latency_p99_s']} s, "
+                    f"max backlog {max(s['backlog_s'] for s in r['series'])} s, {r['steps']}"
+                ),
+            )
+    return {
+        "workload": "elastic",
+        "rate_per_stream": rate,
+        "duration_s": duration,
+        "runs": runs,
+        "machine": machine(),
+        "commit": source_commit(),
+        "wall_seconds": round(time.monotonic() - began, 1),
+    }
+
+
+def main(argv: t.Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.elastic")
+    parser.add_argument("--rate", type=float, default=RATE)
+    parser.add_argument("--duration", type=float, default=DURATION)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    report = run_elastic(args.rate, args.duration, sys.stderr)
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = args.out or os.path.join(here, "results", "elastic.json")
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(report, f)
+    print(json.dumps({k: v for k, v in report.items() if k != "runs"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
