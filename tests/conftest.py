@@ -30,8 +30,19 @@ if t.TYPE_CHECKING:
 _HERE = Path(__file__).parent
 
 
+# Tests that must not run beside each other on pytest-xdist's workers (``-n 2``, in addopts):
+# the cluster tests share one cluster, the benchmark tests one data folder under the temporary
+# directory, and the browser tests an ``apt-get install chromium``. Each group runs on one worker.
+_GROUPS = {
+    "cluster": ("cluster",),
+    "bench": ("spark/test_bench_",),
+    "browser": ("spark/test_dashboard.py", "unit/runtime/test_dashboard_page.py"),
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by folder: tests/spark → spark, tests/e2e → e2e (never by hand)."""
+    """Mark tests by folder: tests/spark → spark, tests/e2e → e2e (never by hand); and put the
+    tests of each of `_GROUPS` on one xdist worker."""
     for item in items:
         path = Path(str(item.fspath))
         parts = path.relative_to(_HERE).parts if path.is_relative_to(_HERE) else ()
@@ -39,6 +50,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
         elif parts and parts[0] == "e2e":
             item.add_marker(pytest.mark.e2e)
+        where = "/".join(parts)
+        for group, prefixes in _GROUPS.items():
+            if where.startswith(prefixes):
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,11 @@
 """Which queries may shed probes under overload (``WITH (overload = 'shed')``, `adapt.overload`).
 
 Shedding skips some rows' probes; every row is still stored, so every pair written is a true
-pair and the result is a subset of the exact one. That holds for the pairs of a two-way inner
-join on its engine's own partitioning. It does not for what is computed over the pairs: a
-count, a top-N or a row written for want of a partner would come out wrong, not short. Those,
-multi-way joins and fixed partitioning schemes are refused, naming the query.
+pair and the result is a subset of the exact one. That holds for the pairs of an inner join,
+two-way on its engine's own partitioning or multi-way (a term of the delta rule skips some of
+its new rows). It does not for what is computed over the pairs: a count, a top-N or a row
+written for want of a partner would come out wrong, not short. Those and fixed partitioning
+schemes are refused, naming the query.
 """
 
 from __future__ import annotations
@@ -42,8 +43,6 @@ def check_shedding(job: Job, query: Query) -> None:
         why = "its groups' values would be wrong, not short"
     elif query.outer is not None:
         why = "a row would be written without a partner it has"
-    elif query.multiway:
-        why = "it joins more than two inputs (shedding runs on two-way joins)"
     elif query.option("partitioning", "auto") != "auto":
         why = "it fixes a partitioning scheme (shedding runs on the default one)"
     if why is not None:

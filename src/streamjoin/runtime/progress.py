@@ -93,14 +93,15 @@ class Summary:
             for name, n in self.out.items()
         ] or ["    (none)"]
         for name, o in self.shedding.items():
-            skipped = int(o.get("shed.left", 0) + o.get("shed.right", 0))
-            missed = int(o.get("missed.left", 0) + o.get("missed.right", 0))
+            ways = [k.removeprefix("shed.") for k in o if k.startswith("shed.")]
+            skipped = int(sum(o[f"shed.{d}"] for d in ways))
+            missed = int(sum(o.get(f"missed.{d}", 0) for d in ways))
             how = "" if o.get("counted") else "about "
             lines.append(
-                f"  {name} sheds probes under overload: {skipped} new rows did not probe "
-                f"(left {int(o.get('shed.left', 0))}, right {int(o.get('shed.right', 0))}), "
-                f"missing {how}{missed} pairs; allowances now left {o.get('left', 1.0):.2f}, "
-                f"right {o.get('right', 1.0):.2f}"
+                f"  {name} sheds probes under overload: {skipped} new rows did not probe ("
+                + ", ".join(f"{d} {int(o[f'shed.{d}'])}" for d in ways)
+                + f"), missing {how}{missed} pairs; allowances now "
+                + ", ".join(f"{d} {o.get(d, 1.0):.2f}" for d in ways)
                 + ("; its output is a subset of the exact result" if skipped else "")
             )
         if sum(self.late.values()) + sum(self.malformed.values()):
@@ -136,7 +137,7 @@ class ProgressLine:
                 self.stream.write(f"\r{name}: {what}{note}\n")
         skew = max((u.skew for u in report.units.values()), default=None)
         unit_bytes = max((max(u.store_bytes, default=0) for u in report.units.values()), default=0)
-        shed = sum(n for s in report.shed.values() for k, n in s.items() if k in ("left", "right"))
+        shed = sum(n for s in report.shed.values() for k, n in s.items() if "." not in k)
         self.stream.write(
             f"\rbatch {report.batch}  in {self.rows_in}  out {self.rows_out}  {rate:,.0f} rows/s"
             f"  state {report.state_rows}  late {report.late}  watermark "

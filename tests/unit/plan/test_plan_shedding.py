@@ -19,9 +19,11 @@ def _plan(sql: str) -> None:
     plan_job(parse_job(f"{STREAMS}{sql};"))
 
 
-def test_a_two_way_join_may_shed() -> None:
+def test_inner_joins_of_two_or_more_inputs_may_shed() -> None:
     _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'shed', budget = '1000')")
     _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'exact')")
+    three = f"{JOIN} JOIN A c ON c.k = b.k AND c.ts BETWEEN b.ts AND b.ts + INTERVAL '1' SECOND"
+    _plan(f"INSERT INTO s SELECT a.id AS i {three} WITH (overload = 'shed')")
 
 
 @pytest.mark.parametrize(

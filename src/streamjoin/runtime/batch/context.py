@@ -119,8 +119,8 @@ class BatchReport:
     routing: dict[str, str] = field(default_factory=dict)
     """Per query: the scheme the batch ran under, and any change decided for the next batch."""
     shed: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per shedding query and direction (``left``, ``right``): new rows that did not probe, and
-    (``left.pairs``, ``right.pairs``) the pairs they would have found."""
+    """Per shedding query and direction (``left``, ``right``, or a multi-way query's aliases):
+    new rows that did not probe, and (``left.pairs``, …) the pairs they would have found."""
     streams: dict[str, StreamStats] = field(default_factory=dict)
     """Per stream: the batch's rows (on time, late, malformed) and on-time event-time range."""
     parallelism: int = 0

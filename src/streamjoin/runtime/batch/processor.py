@@ -16,28 +16,23 @@ Per batch, with W the global watermark committed by the previous batch:
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import typing as t
 from functools import cache, partial
 
 from streamjoin.adapt.joinpath import checks_skew
 from streamjoin.adapt.schemes import scheme_from_params
+from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.groups import (
-    Closing,
-    buffer_rows,
-    close_windows,
-    group_outputs,
     stream_rows,
 )
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
-from streamjoin.runtime.batch.rollup import roll_up
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
 from streamjoin.runtime.batch.shedding import Shedding
-from streamjoin.runtime.batch.sinks import sink_batch_path, write_frames, write_outputs
+from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
@@ -48,7 +43,7 @@ from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.inputrows import settle_reads
-from streamjoin.runtime.state.nextmanifest import add_counts, next_manifest, next_watermarks
+from streamjoin.runtime.state.nextmanifest import next_manifest, next_watermarks
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.runtime.state.stores import SPARK_DEFAULTS, StoreViews
 from streamjoin.runtime.threads import Background, PhaseClock
@@ -216,7 +211,8 @@ class BatchProcessor:
                 args = (ctx.spark, self.plan, ctx.prev, self.stores, deltas, ctx.scratch.views)
                 for name, frame in unmatched_frames(*args, watermark).items():
                     frames.setdefault(name, []).append(frame)
-                closing = self._close_windows(ctx, frames, watermark)
+                reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
+                closing = close_batch_windows(self.plan, ctx.prev, frames, watermark, reading)
                 frames |= {n: [frame] for n, frame in closing.frames.items()}
             out = write_outputs(ctx, frames, joint)
             if joint:
@@ -252,11 +248,12 @@ class BatchProcessor:
                 manifest.dropped += [u.path for g in prev.groups.values() for u in g.units]
             if queries is not None:
                 manifest.served = queries.to_dict()
-            if two.shed:  # (the allowances for the next batch, from this one's figures)
+            sheds = two.shed | (work.shed if work is not None else {})
+            if sheds:  # (the allowances for the next batch, from this one's figures)
                 arrived = {k: s.ok for k, s in stats.items()}
                 spent = time.monotonic() - started
                 manifest.overload, shed = self.shedding.after_batch(
-                    self.plan, batch_id, spent, two.shed, arrived, prev
+                    self.plan, batch_id, spent, sheds, arrived, prev
                 )
             self.checkpoint.commit(manifest, prev)
             if self.served is not None and queries is not None:
@@ -290,59 +287,13 @@ class BatchProcessor:
             self.on_batch(report)
         return report
 
-    def _close_windows(
-        self, ctx: BatchContext, frames: dict[str, list[DataFrame]], watermark: int | None
-    ) -> Closing:
-        """Buffer the GROUP BY queries' new rows (out of `frames`) and aggregate the windows
-        that `watermark`, the one the batch leaves, closes (`batch.groups`)."""
-        units = buffer_rows(self.plan, frames, self.checkpoint, ctx.batch_id)
-        reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
-        closing = close_windows(self.plan, ctx.prev, units, watermark, reading)
-        group_outputs(self.plan, closing, ctx.scratch, ctx.spark, ctx.batch_id)
-        roll_up(self.plan, ctx.prev, closing, reading)
-        return closing
-
     def finish(self) -> int | None:
         """Declare the input finished (``--final``): a last batch, after the newest committed
         one, emits every window still open and every outer join's row still waiting for a
         partner; the checkpoint then takes no more input. Returns that batch's id (None:
         nothing was committed yet, or the input was finished before)."""
-        prev = self.checkpoint.latest()
-        if prev.batch < 0 or prev.final:
-            return None
-        batch_id = prev.batch + 1
-        spark = self.session
-        scratch = Scratch(spark)
-        try:
-            args = (spark, self.plan, prev, self.stores, None, scratch.views)
-            unmatched = unmatched_frames(*args, prev.global_wm, final=True)
-            frames = {name: [frame] for name, frame in unmatched.items()}
-            units = buffer_rows(self.plan, frames, self.checkpoint, batch_id)
-            reading = (spark, scratch, self.checkpoint, batch_id)
-            closing = close_windows(self.plan, prev, units, prev.global_wm, reading, final=True)
-            group_outputs(self.plan, closing, scratch, spark, batch_id)
-            roll_up(self.plan, prev, closing, reading)
-            frames |= {name: [frame] for name, frame in closing.frames.items()}
-            out = write_frames(self.plan.job, batch_id, self.parallelism, frames)
-            before = prev.totals
-            totals = dataclasses.replace(
-                before, batches=before.batches + 1, out=add_counts(before.out, out)
-            )
-            manifest = dataclasses.replace(
-                prev,
-                batch=batch_id,
-                groups=closing.states,
-                dropped=closing.dropped,
-                final=True,
-                totals=totals,
-            )
-            self.checkpoint.commit(manifest, prev)
-            for path in closing.dropped:  # (no batch will replay this one)
-                self.checkpoint.fs.delete(self.checkpoint.path(path))
-        finally:
-            scratch.release()
-            self.stores.clear()
-        return batch_id
+        args = (self.session, self.plan, self.checkpoint, self.stores, self.parallelism)
+        return finish_input(*args)
 
     def _context(self, df: DataFrame, batch_id: int) -> BatchContext:
         """What batch `batch_id` starts from: the previous manifest, its routers, the files and

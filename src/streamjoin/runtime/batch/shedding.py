@@ -1,6 +1,10 @@
 """Probe shedding for queries with ``WITH (overload = 'shed')`` (`plan.shedding`): the split
 of the controller (`adapt.overload`, JAQPOT) applied to the delta rule.
 
+A two-way query has two directions, ``left`` and ``right``; a multi-way query one per input,
+named by its alias: the term of the delta rule that input's new rows start
+(`runtime.multiway.joins`), where they probe the other inputs' stores.
+
 A direction's allowance a is the fraction of its new rows that probe: a row probes when a hash
 of all its columns and the batch's id falls below a, so a replayed batch makes the same
 choices. The rows that do not probe are still stored by the state job, so a later partner
@@ -46,12 +50,19 @@ def probing(view: str, allowance: float, batch_id: int, *, skipped: bool = False
     return f"(SELECT * FROM {view} WHERE pmod(xxhash64(*, {batch_id}), {_SCALE}) {test} {cut})"
 
 
+def directions(query: Query) -> tuple[str, ...]:
+    """The join directions of `query`, in the order of its inputs: ``left`` and ``right``, or
+    a multi-way query's aliases (lower case)."""
+    return tuple(s.alias.lower() for s in query.sides) if query.multiway else SIDES
+
+
 def allowances(prev: Manifest, query: Query) -> dict[str, float] | None:
     """The allowances in force for `query` in the batch after `prev` (None: it does not shed;
     all 1.0 while it has not needed to)."""
     if not sheds(query):
         return None
-    return {side: float(prev.overload.get(query.name, {}).get(side, 1.0)) for side in SIDES}
+    given = prev.overload.get(query.name, {})
+    return {d: float(given.get(d, 1.0)) for d in directions(query)}
 
 
 @dataclass
@@ -82,19 +93,19 @@ class Shedding:
     ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, int]]]:
         """Feed each shedding query's batch to its controller: the allowances for the next
         batch with the run's totals (by query), and per query and direction the probes it
-        skipped (``left``, ``right``) and the pairs they would have found (``left.pairs``,
-        ``right.pairs``: counted, or estimated from the pairs a probe found)."""
+        skipped (``left``, ``right``, or a multi-way query's aliases) and the pairs they would
+        have found (``left.pairs``, …: counted, or estimated from the pairs a probe found)."""
         from streamjoin.runtime.threads import metrics
 
         decided: dict[str, dict[str, float]] = {}
         skipped: dict[str, dict[str, int]] = {}
-        for qp in plan.queries:
-            q = qp.query
+        for q in (*(qp.query for qp in plan.queries), *(mp.query for mp in plan.multiway)):
             shed = sheds.get(q.name)
             if shed is None:
                 continue
             stats = {}
-            for side, js in zip(SIDES, (q.left, q.right), strict=True):
+            names = directions(q)
+            for side, js in zip(names, q.sides, strict=True):
                 rows = int(arrived.get(js.stream, 0))
                 probed = round(rows * shed.allowances[side])
                 found = int(metrics(shed.pairs[side]).get("rows", 0)) if side in shed.pairs else 0
@@ -104,7 +115,7 @@ class Shedding:
                 budget = _per_second(q.option("budget"), self)
                 policy = t.cast("Policy", q.option("shed_policy", "jaqpot"))
                 loop = OverloadController(
-                    SIDES, mode="shed", budget=budget, policy=policy, pairs_cost=True
+                    names, mode="shed", budget=budget, policy=policy, pairs_cost=True
                 )
                 self.controllers[q.name] = loop
             loop.observe(BatchStats(batch_id, seconds, self.trigger_seconds, stats))
@@ -120,9 +131,9 @@ class Shedding:
             before = prev.overload.get(q.name, {})
             decided[q.name] = {
                 side: current.allowances[side] if current else before.get(side, 1.0)
-                for side in SIDES
+                for side in names
             }
-            for side in SIDES:  # (the run's totals, kept with the allowances)
+            for side in names:  # (the run's totals, kept with the allowances)
                 for key, now in ((f"shed.{side}", side), (f"missed.{side}", f"{side}.pairs")):
                     decided[q.name][key] = before.get(key, 0.0) + mine[now]
             decided[q.name]["counted"] = 1.0 if shed.missed is not None else 0.0

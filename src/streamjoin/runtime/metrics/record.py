@@ -51,8 +51,8 @@ class BatchFigures:
     """Per routed query: its scheme's parameters for the next batch (``name``, ``n``, ``m``,
     ``units``), as the manifest keeps them: the shape of the dashboard's heatmap."""
     shed: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per shedding query and direction: new rows that did not probe (``left``, ``right``) and
-    the pairs they would have found (``left.pairs``, ``right.pairs``)."""
+    """Per shedding query and direction: new rows that did not probe (``left``, ``right``, or a
+    multi-way query's aliases) and the pairs they would have found (``left.pairs``, …)."""
     totals: dict[str, t.Any] = field(default_factory=dict)
     """The run's counters over the checkpoint's life (``batches``, ``rows_in``, ``out``,
     ``late``, ``malformed`` per stream or query), as the manifest keeps them."""
@@ -140,13 +140,14 @@ def figures_of(
         events.append(
             f"{report.late} late and {report.malformed} malformed rows to the dead letters"
         )
-    events += [
-        f"{q}: {d.get('left', 0) + d.get('right', 0)} new rows did not probe (overload), "
-        f"missing {'' if m.overload.get(q, {}).get('counted') else 'about '}"
-        f"{d.get('left.pairs', 0) + d.get('right.pairs', 0)} pairs"
-        for q, d in report.shed.items()
-        if d.get("left", 0) + d.get("right", 0)
-    ]
+    for q, d in report.shed.items():
+        skipped = sum(n for k, n in d.items() if "." not in k)
+        if skipped:
+            how = "" if m.overload.get(q, {}).get("counted") else "about "
+            pairs = sum(n for k, n in d.items() if k.endswith(".pairs"))
+            events.append(
+                f"{q}: {skipped} new rows did not probe (overload), missing {how}{pairs} pairs"
+            )
     totals = m.totals
     return BatchFigures(
         batch=report.batch,

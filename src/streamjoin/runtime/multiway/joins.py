@@ -5,18 +5,24 @@ batch, the MIR stores kept up to date beside them, and an epoch's selectivities 
 from __future__ import annotations
 
 import typing as t
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
 
 from streamjoin.adapt.probes import Reorderer
+from streamjoin.plan.shedding import counts_shed_pairs
+from streamjoin.runtime.batch.context import view_tag
+from streamjoin.runtime.batch.shedding import Shed, allowances, directions, probing
 from streamjoin.runtime.multiway.mirs import MirStores
 from streamjoin.runtime.multiway.selectivity import start_measures
-from streamjoin.runtime.multiway.terms import batch_terms
+from streamjoin.runtime.multiway.terms import BatchTerms, batch_terms
 from streamjoin.runtime.state.stores import PARTITIONED_STORE_CONF
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import JobPlan, MultiwayPlan
@@ -36,6 +42,8 @@ class MultiwayBatch:
     mirs: MirStores
     measures: Background | None
     """The selectivity counts running beside an epoch's last batch."""
+    shed: dict[str, Shed] = field(default_factory=dict)
+    """Per query that sheds probes: its allowances and the pairs each term found."""
 
 
 class MultiwayJoins:
@@ -97,24 +105,55 @@ class MultiwayJoins:
             args = (spark, self.reorder, batch_id, plans, streams, deltas, store)
             measures = start_measures(*args)
             ctx.scratch.running.append(measures)
-        built = batch_terms(
-            plans,
-            streams,
-            deltas,
-            store,
-            prev.global_wm,
-            share=self.settings.share,
-            mirs=mirs,
-            partitioning=partitioning,
-            routed=large,
-        )
+        shed: dict[str, Shed] = {}
+        starts: dict[str, dict[int, str]] = {}
+        for mp in plans:
+            given = allowances(prev, mp.query)
+            if given is not None:
+                shed[mp.query.name] = Shed(given)
+                starts[mp.query.name] = _starts(mp, streams(mp), deltas, given, batch_id)
+
+        def terms(chosen: list[MultiwayPlan], views: Mapping[str, Mapping[int, str]]) -> BatchTerms:
+            return batch_terms(
+                chosen,
+                streams,
+                deltas,
+                store,
+                prev.global_wm,
+                share=self.settings.share,
+                mirs=mirs,
+                partitioning=partitioning,
+                routed=large,
+                probing=views,
+            )
+
+        built = terms(plans, starts)
         for name, sql in built.shared.items():
             # A join's output has as many partitions as its store's files and the batch's input
             # together (tens); every reader of the view would run a task for each.
             df = ctx.scratch.persist(spark.sql(sql).coalesce(self.reorder.parallelism))
             ctx.scratch.view(df, name)
-        frames = {name: [spark.sql(sql) for sql in terms] for name, terms in built.terms.items()}
-        return MultiwayBatch(frames, mirs, measures)
+        frames = {name: [spark.sql(sql) for sql in sqls] for name, sqls in built.terms.items()}
+        for mp in plans:
+            q = mp.query
+            if q.name not in shed:
+                continue
+            # (Term j starts from input j's new rows: its pairs are direction j's.)
+            names = directions(q)
+            observed = []
+            for j, df in enumerate(frames[q.name]):
+                seen = Observation(f"sj_shed_{view_tag(q.name, batch_id)}_{j}")
+                observed.append(df.observe(seen, F.count(F.lit(1)).alias("rows")))
+                shed[q.name].pairs[names[j]] = seen
+            frames[q.name] = observed
+            if counts_shed_pairs(q):
+                skipped = _starts(mp, streams(mp), deltas, shed[q.name].allowances, batch_id, True)
+                missed = terms([mp], {q.name: skipped}).terms[q.name]
+                shed[q.name].missed = {
+                    d: _count(spark, sql) if shed[q.name].allowances[d] < 1.0 else 0
+                    for d, sql in zip(names, missed, strict=True)
+                }
+        return MultiwayBatch(frames, mirs, measures, shed)
 
     def after_batch(
         self, work: MultiwayBatch, batch_id: int, rows: Mapping[str, int]
@@ -135,3 +174,25 @@ class MultiwayJoins:
             gone = [u.path for units in prev.mirs.values() for u in units]
             return lambda horizon: ({}, gone)
         return work.mirs.finish
+
+
+def _starts(
+    mp: MultiwayPlan,
+    inputs: t.Sequence[StreamDef],
+    deltas: Mapping[str, str],
+    given: Mapping[str, float],
+    batch_id: int,
+    skipped: bool = False,
+) -> dict[int, str]:
+    """Per input position of a shedding query: its new rows that probe at its direction's
+    allowance (`runtime.batch.shedding.probing`), or with `skipped` those that do not."""
+    names = directions(mp.query)
+    return {
+        j: probing(deltas[s.name], given[names[j]], batch_id, skipped=skipped)
+        for j, s in enumerate(inputs)
+    }
+
+
+def _count(spark: SparkSession, sql: str) -> int:
+    """Rows of `sql`: a count-only job (the pairs a term's skipped rows would have found)."""
+    return int(spark.sql(f"SELECT count(*) FROM ({sql})").first()[0])  # type: ignore[index]

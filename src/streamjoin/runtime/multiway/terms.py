@@ -136,6 +136,7 @@ def batch_terms(
     mirs: MirViews | None = None,
     partitioning: Mapping[str, str] | None = None,
     routed: Collection[str] = (),
+    probing: Mapping[str, Mapping[int, str]] | None = None,
 ) -> BatchTerms:
     """Every term of every multi-way query's delta rule for one batch.
 
@@ -161,6 +162,9 @@ def batch_terms(
             partitioned on it), any other step to all of them.
         routed: the streams whose deltas are large enough to send to one partition (see
             `partitioning`); the terms starting from any other stream broadcast every step.
+        probing: per query that sheds probes (`runtime.batch.shedding`), per input position
+            j: the view of Δj's rows that probe in term j. Such a query shares nothing, and
+            its first steps do not read an MIR store's new pairs (all of Δj's).
     """
     partitioned = partitioning or {}
     views: dict[tuple[str, int | None, bool, str | None], str] = {}
@@ -173,7 +177,10 @@ def batch_terms(
     kept = {s.mir.key for mp in plans for o in mp.orders for s in o.steps if s.mir is not None}
     kept_slots = {slots for slots, _ in kept}
     out = BatchTerms()
-    groups = core_groups(plans) if share else [[mp] for mp in plans]
+    shedding = probing or {}
+    alone = [[mp] for mp in plans if mp.query.name in shedding]
+    others = [mp for mp in plans if mp.query.name not in shedding]
+    groups = (core_groups(others) if share else [[mp] for mp in others]) + alone
     terms: list[_Term] = []
     filtered: dict[str, tuple[str, str, tuple[str, ...]]] = {}
     """Query -> (core view, its select, its selections) for queries answered from a core."""
@@ -195,9 +202,10 @@ def batch_terms(
             for m in members:
                 chosen = ", ".join(f"{sql} AS `{a}`" for sql, a in m.select)
                 filtered[m.query.name] = (owner, chosen, local_filters(m))
+        starts = shedding.get(mp.query.name, {})
         for order in orders:
             j = order.start
-            rows = renamed(deltas[inputs[j].name], mp.slots[j], inputs[j])
+            rows = renamed(starts.get(j, deltas[inputs[j].name]), mp.slots[j], inputs[j])
             if order.filters:
                 condition = " AND ".join(f"({f})" for f in order.filters)
                 rows = f"SELECT * FROM ({rows}) WHERE {condition}"
@@ -209,7 +217,12 @@ def batch_terms(
                 i = step.input
                 pair = None
                 # (`pair_mir` parses the conjuncts: only for a pair of streams a store joins.)
-                if n == 0 and step.mir is None and _pair_slots(mp, j, i) in kept_slots:
+                if (
+                    n == 0
+                    and step.mir is None
+                    and j not in starts
+                    and _pair_slots(mp, j, i) in kept_slots
+                ):
                     pair = pair_mir(mp, j, i)
                 if mirs is not None and pair is not None and pair.key in kept:
                     # The first step's pairs are the MIR store's new pairs from Δj.

@@ -1,0 +1,84 @@
+"""The windows a batch closes (GROUP BY queries, their rollups), and the last batch of an input
+declared finished (``--final``), which closes every window and outer join still open."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as t
+
+from streamjoin.runtime.batch.context import Scratch
+from streamjoin.runtime.batch.groups import Closing, buffer_rows, close_windows, group_outputs
+from streamjoin.runtime.batch.outer import unmatched_frames
+from streamjoin.runtime.batch.rollup import roll_up
+from streamjoin.runtime.batch.sinks import write_frames
+from streamjoin.runtime.state.nextmanifest import add_counts
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from streamjoin.plan import JobPlan
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.runtime.state.stores import StoreViews
+
+Reading = tuple["SparkSession", Scratch, "Checkpoint", int]
+"""What a batch reads with: its session, its scratch, the checkpoint and the batch's id."""
+
+
+def close_batch_windows(
+    plan: JobPlan,
+    prev: Manifest,
+    frames: dict[str, list[DataFrame]],
+    watermark: int | None,
+    reading: Reading,
+    *,
+    final: bool = False,
+) -> Closing:
+    """Buffer the GROUP BY queries' new rows (out of `frames`) and aggregate the windows that
+    `watermark`, the one the batch leaves, closes (every window, when `final`)."""
+    spark, scratch, checkpoint, batch_id = reading
+    units = buffer_rows(plan, frames, checkpoint, batch_id)
+    closing = close_windows(plan, prev, units, watermark, reading, final=final)
+    group_outputs(plan, closing, scratch, spark, batch_id)
+    roll_up(plan, prev, closing, reading)
+    return closing
+
+
+def finish_input(
+    spark: SparkSession, plan: JobPlan, checkpoint: Checkpoint, stores: StoreViews, tasks: int
+) -> int | None:
+    """Run the last batch of a finished input, after the newest committed one: every window
+    still open and every outer join's row still waiting for a partner is written, and the
+    checkpoint takes no more input. Its id (None: nothing committed yet, or finished before)."""
+    prev = checkpoint.latest()
+    if prev.batch < 0 or prev.final:
+        return None
+    batch_id = prev.batch + 1
+    scratch = Scratch(spark)
+    try:
+        args = (spark, plan, prev, stores, None, scratch.views)
+        unmatched = unmatched_frames(*args, prev.global_wm, final=True)
+        frames = {name: [frame] for name, frame in unmatched.items()}
+        reading = (spark, scratch, checkpoint, batch_id)
+        closing = close_batch_windows(plan, prev, frames, prev.global_wm, reading, final=True)
+        frames |= {name: [frame] for name, frame in closing.frames.items()}
+        out = write_frames(plan.job, batch_id, tasks, frames)
+        before = prev.totals
+        totals = dataclasses.replace(
+            before, batches=before.batches + 1, out=add_counts(before.out, out)
+        )
+        manifest = dataclasses.replace(
+            prev,
+            batch=batch_id,
+            groups=closing.states,
+            dropped=closing.dropped,
+            final=True,
+            totals=totals,
+        )
+        checkpoint.commit(manifest, prev)
+        for path in closing.dropped:  # (no batch will replay this one)
+            checkpoint.fs.delete(checkpoint.path(path))
+    finally:
+        scratch.release()
+        stores.clear()
+    return batch_id
