@@ -24,7 +24,7 @@ import typing as t
 from benchmarks.maxrate import maxrate_lines
 from benchmarks.report_history import HISTORY_PLOT, history_plot
 from benchmarks.report_nexmark import nexmark_table, nexmark_target
-from benchmarks.report_overload import overload_lines, overload_targets
+from benchmarks.report_overload import elastic_lines, overload_lines, overload_targets
 from benchmarks.report_soak import soak_lines, soak_targets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1010,11 +1010,13 @@ def render(
     adhoc: dict[str, Report] | None = None,
     overload: dict[str, Report] | None = None,
     soak: dict[str, Report] | None = None,
+    elastic: Report | None = None,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
     rate, multiquery, extra, maxrate = rate or {}, multiquery or {}, extra or {}, maxrate or {}
     adhoc, overload, soak = adhoc or {}, overload or {}, soak or {}
     every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload, **soak}
+    every |= {"elastic.json": elastic} if elastic else {}
     if not every:
         return "# Benchmark results\n\nNo run recorded yet.\n"
     lines = [
@@ -1053,6 +1055,14 @@ def render(
             f"{r['duration_s']:g} --out benchmarks/results/{file}"
             for file, r in soak.items()
         ),
+        *(
+            [
+                f"python -m benchmarks.elastic --rate {elastic['rate_per_stream']:g} --duration "
+                f"{elastic['duration_s']:g}"
+            ]
+            if elastic
+            else []
+        ),
         "python -m benchmarks.report",
         "```",
         "",
@@ -1089,6 +1099,8 @@ def render(
         lines += adhoc_lines(adhoc)
     if overload:
         lines += overload_lines(overload)
+    if elastic:
+        lines += elastic_lines(elastic, HERE, plot=plot)
     if soak:
         lines += soak_lines(soak, HERE, plot=plot)
     lines += skew_lines(extra)
@@ -1107,6 +1119,7 @@ def write(folder: str = RESULTS, *, plot: bool = True) -> str:
         adhoc=_load_prefixed(folder, "adhoc-"),
         overload=_load_prefixed(folder, "overload-"),
         soak=_load_prefixed(folder, "soak"),
+        elastic=_load_prefixed(folder, "elastic.json").get("elastic.json"),
     )
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write(text)

@@ -3,6 +3,7 @@ short section, the model's cases and the live runs."""
 
 from __future__ import annotations
 
+import os
 import typing as t
 
 Report = dict[str, t.Any]
@@ -87,3 +88,61 @@ def overload_lines(reports: t.Mapping[str, Report]) -> list[str]:
                 f"{'yes' if r.get('keeps_up') else 'no'} |"
             )
     return [*lines, ""]
+
+
+ELASTIC_PLOT = "elastic.png"
+
+
+def elastic_lines(report: Report, folder: str, *, plot: bool = True) -> list[str]:
+    """The elasticity case (`benchmarks.elastic`): each run's figures and the plot over time."""
+    lines = [
+        "### Elasticity (`elastic.json`)",
+        "",
+        f"The live equi join on the two-worker cluster (one core each), "
+        f"{report['rate_per_stream']:g} rows/s per stream stepping up 3× for the middle third of "
+        f"{report['duration_s']:g} s and back; with elastic executors (1 to 2) and with one.",
+        "",
+        "| run | latency p50 / p99 s | max backlog s | keeps up | executor changes |",
+        "|---|---|---|---|---|",
+    ]
+    for way, r in report["runs"].items():
+        if r.get("error"):
+            lines.append(f"| {way} | error: {r['error']} | | | |")
+            continue
+        backlog = max((s["backlog_s"] for s in r["series"]), default=None)
+        lines.append(
+            f"| {way} | {r['latency_p50_s']} / {r['latency_p99_s']} | {backlog} | "
+            f"{'yes' if r['keeps_up'] else 'no'} | {'; '.join(r['steps']) or 'none'} |"
+        )
+    drawn = elastic_plot(report, folder) if plot else os.path.exists(f"{folder}/{ELASTIC_PLOT}")
+    return [*lines, "", *([f"![{ELASTIC_PLOT}]({ELASTIC_PLOT})", ""] if drawn else [])]
+
+
+def elastic_plot(report: Report, folder: str) -> bool:
+    """Write `ELASTIC_PLOT`: latency, backlog and cores over each run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = {w: r for w, r in report["runs"].items() if not r.get("error")}
+    if not runs:
+        return False
+    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
+    for way, r in runs.items():
+        at = [s["t"] for s in r["series"]]
+        axes[0].plot(at, [s["latency_p50_s"] for s in r["series"]], label=way)
+        axes[1].plot(at, [s["backlog_s"] for s in r["series"]], label=way)
+        axes[2].step(at, [s["cores"] for s in r["series"]], where="post", label=way)
+    for ax, label in zip(axes, ("latency p50, s", "backlog, s of input", "cores"), strict=True):
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    third = report["duration_s"] / 3
+    for ax in axes:
+        ax.axvspan(third, 2 * third, color="0.9", zorder=0)
+    axes[2].set_xlabel("seconds (shaded: the input at 3×)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(folder, ELASTIC_PLOT), dpi=90)
+    plt.close(fig)
+    return True
