@@ -29,7 +29,7 @@ from streamjoin.plan.shedding import sheds
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from pyspark.sql import Observation
+    from pyspark.sql import Observation, SparkSession
 
     from streamjoin.adapt.overload import Policy
     from streamjoin.model import Query
@@ -48,6 +48,12 @@ def probing(view: str, allowance: float, batch_id: int, *, skipped: bool = False
     cut = int(allowance * _SCALE)
     test = ">=" if skipped else "<"
     return f"(SELECT * FROM {view} WHERE pmod(xxhash64(*, {batch_id}), {_SCALE}) {test} {cut})"
+
+
+def count_rows(spark: SparkSession, sql: str) -> int:
+    """Rows of `sql`, by a count-only job: the pairs a direction's skipped rows would have
+    found, for ``shed_count = 'exact'``."""
+    return int(spark.sql(f"SELECT count(*) FROM ({sql})").first()[0])  # type: ignore[index]
 
 
 def directions(query: Query) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from streamjoin.adapt.joinpath import join_path
 from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.batch.joins import OLD, delta_join_sql, pairs_sql, side_rows
-from streamjoin.runtime.batch.shedding import SIDES, Shed, allowances, probing
+from streamjoin.runtime.batch.shedding import SIDES, Shed, allowances, count_rows, probing
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _missed(
         return 0
     skipped = probing(delta_view, allowance, ctx.batch_id, skipped=True)
     sql = delta_join_sql(qp, side, skipped, state_view, band=band)
-    return int(ctx.spark.sql(f"SELECT count(*) FROM ({sql})").first()[0])  # type: ignore[index]
+    return count_rows(ctx.spark, sql)
 
 
 def _routed_views(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import typing as t
 from dataclasses import dataclass, field
+from functools import partial
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
@@ -13,7 +14,7 @@ from pyspark.sql import functions as F
 from streamjoin.adapt.probes import Reorderer
 from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
-from streamjoin.runtime.batch.shedding import Shed, allowances, directions, probing
+from streamjoin.runtime.batch.shedding import Shed, allowances, count_rows, directions, probing
 from streamjoin.runtime.multiway.mirs import MirStores
 from streamjoin.runtime.multiway.selectivity import start_measures
 from streamjoin.runtime.multiway.terms import BatchTerms, batch_terms
@@ -135,24 +136,10 @@ class MultiwayJoins:
             ctx.scratch.view(df, name)
         frames = {name: [spark.sql(sql) for sql in sqls] for name, sqls in built.terms.items()}
         for mp in plans:
-            q = mp.query
-            if q.name not in shed:
-                continue
-            # (Term j starts from input j's new rows: its pairs are direction j's.)
-            names = directions(q)
-            observed = []
-            for j, df in enumerate(frames[q.name]):
-                seen = Observation(f"sj_shed_{view_tag(q.name, batch_id)}_{j}")
-                observed.append(df.observe(seen, F.count(F.lit(1)).alias("rows")))
-                shed[q.name].pairs[names[j]] = seen
-            frames[q.name] = observed
-            if counts_shed_pairs(q):
-                skipped = _starts(mp, streams(mp), deltas, shed[q.name].allowances, batch_id, True)
-                missed = terms([mp], {q.name: skipped}).terms[q.name]
-                shed[q.name].missed = {
-                    d: _count(spark, sql) if shed[q.name].allowances[d] < 1.0 else 0
-                    for d, sql in zip(names, missed, strict=True)
-                }
+            if mp.query.name in shed:
+                recount = partial(terms, [mp]) if counts_shed_pairs(mp.query) else None
+                query = (mp, streams(mp), deltas, shed[mp.query.name], batch_id)
+                frames[mp.query.name] = _observe_shed(spark, *query, frames[mp.query.name], recount)
         return MultiwayBatch(frames, mirs, measures, shed)
 
     def after_batch(
@@ -193,6 +180,31 @@ def _starts(
     }
 
 
-def _count(spark: SparkSession, sql: str) -> int:
-    """Rows of `sql`: a count-only job (the pairs a term's skipped rows would have found)."""
-    return int(spark.sql(f"SELECT count(*) FROM ({sql})").first()[0])  # type: ignore[index]
+def _observe_shed(
+    spark: SparkSession,
+    mp: MultiwayPlan,
+    inputs: t.Sequence[StreamDef],
+    deltas: Mapping[str, str],
+    shed: Shed,
+    batch_id: int,
+    frames: list[DataFrame],
+    recount: Callable[[Mapping[str, Mapping[int, str]]], BatchTerms] | None,
+) -> list[DataFrame]:
+    """A shedding query's term frames, each observed for the pairs its direction found; with
+    `recount` (the batch's terms for other starting rows), the pairs its skipped rows would
+    have found, counted."""
+    q = mp.query
+    names = directions(q)  # (term j starts from input j's new rows: direction j)
+    observed = []
+    for j, df in enumerate(frames):
+        seen = Observation(f"sj_shed_{view_tag(q.name, batch_id)}_{j}")
+        observed.append(df.observe(seen, F.count(F.lit(1)).alias("rows")))
+        shed.pairs[names[j]] = seen
+    if recount is not None:
+        skipped = _starts(mp, inputs, deltas, shed.allowances, batch_id, skipped=True)
+        missed = recount({q.name: skipped}).terms[q.name]
+        shed.missed = {
+            d: count_rows(spark, sql) if shed.allowances[d] < 1.0 else 0
+            for d, sql in zip(names, missed, strict=True)
+        }
+    return observed
