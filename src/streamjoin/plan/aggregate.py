@@ -6,7 +6,7 @@ When a window closes: a join result arrives in the batch of its last-arriving ro
 on time, so its event time is at least W (the global watermark the batch started with). The
 window's time column belongs to one input, whose rows trail the last-arriving one's by at most
 the join's time windows allow: its `lag` (the same bound that keeps that input's state, see
-`plan.physical.query_retention`). So after a batch that leaves the watermark at W, every result
+`plan.retention.query_retention`). So after a batch that leaves the watermark at W, every result
 still to come has ``time >= W - lag``, and each window ending at or before ``W - lag`` is
 complete. A join whose windows do not bound the lag (a full-history join) never closes one, and
 is refused.

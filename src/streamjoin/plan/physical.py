@@ -32,6 +32,7 @@ from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 from streamjoin.plan.outer import OuterPlan, plan_outer
 from streamjoin.plan.querybits import numeric_columns
+from streamjoin.plan.retention import loosest, query_retention, side_retention
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
@@ -220,7 +221,7 @@ def plan_job(
             retain[stream].append(0)
     streams = []
     for index, s in enumerate(active):
-        streams.append(StreamPlan(s, index, _loosest(retain[s.name])))
+        streams.append(StreamPlan(s, index, loosest(retain[s.name])))
     planned = {mp.query.name: mp for mp in multiway}
     core_groups = tuple(
         SharedGroup(planned[core.name], shares, bits) for _, (core, shares, bits) in cores
@@ -287,20 +288,6 @@ def _plan_shared(job: Job, members: list[QueryPlan]) -> SharedGroup[QueryPlan]:
     return SharedGroup(_plan_query(job, query), shares, bits)
 
 
-def side_retention(plan: QueryPlan | MultiwayPlan) -> tuple[int | None, ...]:
-    """Per input of one query (in the order written): a row of it with event time
-    ``< W - retain`` can no longer be in the query's results (None: always can)."""
-    if isinstance(plan, MultiwayPlan):
-        return plan.retain_us
-    w = plan.parts.window
-    timed = w is not None and plan.left_time is not None and plan.right_time is not None
-    # A left row waits for right rows: they arrive no earlier than W when the right side
-    # has a watermark, so the left row is needed while l.ts >= W - hi.
-    left = w.hi_us if timed and w else None
-    right = -w.lo_us if timed and w and w.lo_us is not None else None
-    return (left, right)
-
-
 def side_lags(job: Job, query: Query) -> tuple[int | None, ...]:
     """Per input of `query`: how far behind the watermark its event time may be in a result
     still to come (`plan.aggregate`): its `side_retention` planned alone, and for a preserved
@@ -316,21 +303,6 @@ def side_lags(job: Job, query: Query) -> tuple[int | None, ...]:
         max(lag, op.lag(i)) if lag is not None and op.outer.preserves(i) else lag
         for i, lag in enumerate(lags)
     )
-
-
-def query_retention(plan: QueryPlan | MultiwayPlan) -> dict[str, int | None]:
-    """How long one query needs each stream it reads kept: a stored row of the stream with
-    event time ``< W - retain`` can no longer be in its results (None: always can). A stream
-    that the query reads twice gets the looser bound. A stream's state keeps the loosest bound
-    over the job's queries (`StreamPlan.retain_us`)."""
-    uses: dict[str, list[int | None]] = {}
-    for side, keep in zip(plan.query.sides, side_retention(plan), strict=True):
-        uses.setdefault(side.stream, []).append(keep)
-    return {stream: _loosest(keeps) for stream, keeps in uses.items()}
-
-
-def _loosest(keeps: list[int | None]) -> int | None:
-    return None if any(k is None for k in keeps) else max(t.cast("list[int]", keeps))
 
 
 def _check_multiway_options(job: Job, q: Query) -> None:
