@@ -82,11 +82,12 @@ def run_engine_process(
     time_limit: float | None = None,
     live: dict[str, t.Any] | None = None,
     final: t.Sequence[bool] = (),
+    log: str | None = None,
 ) -> list[dict[str, t.Any]]:
     """`engine` on each (job, workdir) of `jobs`, one after another in one child process; each
     run's EngineRun as a dict, with the process's peak memory. `live`: the fields of
     `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode); `final[i]`: job
-    i declares its input finished."""
+    i declares its input finished; `log`: a file for the child's whole stderr."""
     plan = []
     for i, (job, workdir) in enumerate(jobs):
         shutil.rmtree(workdir, ignore_errors=True)
@@ -102,7 +103,7 @@ def run_engine_process(
     with open(plan_file, "w", encoding="utf-8") as f:
         json.dump(plan, f)
     args = ["benchmarks.engines", engine, plan_file, result]
-    code, tail, peak_mb = run_child(args)
+    code, tail, peak_mb = run_child(args, log=log)
     if not os.path.exists(result):
         return [{"engine": engine, "error": f"exit {code}: {tail}"} for _ in jobs]
     with open(result, encoding="utf-8") as f:
@@ -113,11 +114,14 @@ def run_engine_process(
 
 
 def run_child(
-    args: t.Sequence[str], paths: t.Sequence[str] = (), extra_env: t.Mapping[str, str] | None = None
+    args: t.Sequence[str],
+    paths: t.Sequence[str] = (),
+    extra_env: t.Mapping[str, str] | None = None,
+    log: str | None = None,
 ) -> tuple[int, str, float]:
     """``python -m *args`` with this checkout's benchmarks (and `paths`) first on the path and
     `extra_env` in its environment, sampling its process tree's memory: (exit code, last lines of
-    stderr, peak RSS in MB)."""
+    stderr, peak RSS in MB); its whole stderr is written to `log`, if given."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *paths, env.get("PYTHONPATH", "")) if p)
@@ -134,6 +138,9 @@ def run_child(
     _, stderr = proc.communicate()
     done.set()
     sampler.join()
+    if log is not None:
+        with open(log, "w", encoding="utf-8") as f:
+            f.write(stderr)
     tail = "\n".join(stderr.strip().splitlines()[-5:])
     return proc.returncode, tail, round(peak.rss / 2**20, 1)
 

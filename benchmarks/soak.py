@@ -5,10 +5,10 @@ show that nothing grows: memory, state, checkpoint and batch time stay flat.
 While the feeder runs (`benchmarks.rate`: one Parquet file per stream every tick), a sampler
 records every `every` seconds the engine's resident memory, its Python driver and its JVM apart
 (in local mode the JVM is both the driver and the executor), and the checkpoint's bytes by part.
-Every `gc_every` seconds it asks the JVM for a full collection (``jcmd <pid> GC.run``) and reads
-the heap left in use (``jstat -gc``): the live heap, which a leak raises and garbage waiting for
-a collection does not. Each batch's time, state bytes and latency come from the engine's own
-history (`streamjoin.runtime.metrics`).
+Every `gc_every` seconds it reads the JVM's live objects by class (``jcmd <pid>
+GC.class_histogram``, which collects first): the live heap, which a leak raises and garbage
+waiting for a collection does not; the classes that grew most are reported. Each batch's time,
+state bytes and latency come from the engine's own history (`streamjoin.runtime.metrics`).
 
 The feeder deletes a stream's files `keep` seconds after writing them, far beyond the window (a
 user's retention): Spark's file source lists the folder at every batch, and an hour's files
@@ -49,6 +49,7 @@ from benchmarks.rate import (
     latency_figures,
 )
 from benchmarks.workloads import WORKLOADS
+from streamjoin.runtime.metrics.history import read_history
 
 SHARE = 0.7
 """The soak's rate as a share of the highest rate the live benchmark kept up with."""
@@ -112,16 +113,35 @@ def _du(path: str) -> int:
     return total
 
 
-def _heap_used_mb(jvm: int) -> float | None:
-    """The JVM's heap in use (MB), by ``jstat -gc``: survivors, eden and old generation."""
+def live_heap(jvm: int) -> dict[str, int]:
+    """The JVM's live objects' bytes by class (``jcmd GC.class_histogram``, which collects
+    first), with the total under ``"total"``; empty if the JVM did not answer."""
     out = subprocess.run(
-        ["jstat", "-gc", str(jvm)], capture_output=True, text=True, timeout=30, check=False
-    ).stdout.split()
-    if len(out) < 2 or len(out) % 2:
-        return None
-    row = dict(zip(out[: len(out) // 2], out[len(out) // 2 :], strict=True))
-    used = ("S0U", "S1U", "EU", "OU")
-    return round(sum(float(row[k]) for k in used if k in row) / 1024, 1)
+        ["jcmd", str(jvm), "GC.class_histogram"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
+    return parse_histogram(out)
+
+
+def parse_histogram(text: str) -> dict[str, int]:
+    """``GC.class_histogram``'s rows (``num: instances bytes class``) and its ``Total`` line."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0].endswith(":") and parts[2].isdigit():
+            found[parts[3]] = found.get(parts[3], 0) + int(parts[2])
+        elif len(parts) == 3 and parts[0] == "Total" and parts[2].isdigit():
+            found["total"] = int(parts[2])
+    return found
+
+
+def grown(first: dict[str, int], last: dict[str, int], top: int = 15) -> list[tuple[str, int]]:
+    """The classes whose live bytes grew most from `first` to `last` (bytes grown)."""
+    growth = {c: n - first.get(c, 0) for c, n in last.items() if c != "total"}
+    return sorted(((c, d) for c, d in growth.items() if d > 0), key=lambda x: -x[1])[:top]
 
 
 class Sampler:
@@ -131,6 +151,8 @@ class Sampler:
         self.ckpt, self.every, self.gc_every = ckpt, every, gc_every
         self.samples: list[dict[str, t.Any]] = []
         self.live_heap: list[dict[str, t.Any]] = []
+        self.histograms: list[tuple[float, dict[str, int]]] = []
+        """The live heap by class at each collection (the first and last are reported)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="soak-sampler", daemon=True)
         self._started = time.time()
@@ -172,12 +194,11 @@ class Sampler:
             self.samples.append(sample)
             if now - last_gc >= self.gc_every:
                 last_gc = now
-                subprocess.run(
-                    ["jcmd", str(jvm.pid), "GC.run"], capture_output=True, timeout=60, check=False
-                )
-                used = _heap_used_mb(jvm.pid)
-                if used is not None:
-                    self.live_heap.append({"t": sample["t"], "heap_mb": used})
+                histogram = live_heap(jvm.pid)
+                if "total" in histogram:
+                    mb = round(histogram["total"] / 2**20, 1)
+                    self.live_heap.append({"t": sample["t"], "heap_mb": mb})
+                    self.histograms.append((sample["t"], histogram))
 
 
 def _retain(dirs: t.Mapping[str, str], keep: float, stop: threading.Event) -> None:
@@ -216,7 +237,13 @@ def run_soak(
     result: list[dict[str, t.Any]] = []
     engine = threading.Thread(
         target=lambda: result.extend(
-            run_engine_process("streamjoin", [(_live_job(case, dirs), workdir)], None, asdict(live))
+            run_engine_process(
+                "streamjoin",
+                [(_live_job(case, dirs), workdir)],
+                None,
+                asdict(live),
+                log=os.path.join(base, "engine.log"),
+            )
         ),
         name="soak-engine",
         daemon=True,
@@ -244,11 +271,13 @@ def run_soak(
     sampler.stop()
     seen = watch.stop()
     run: dict[str, t.Any] = result[0] if result else {"error": "no report"}
-    if run.get("error"):
-        return {"workload": "soak", "error": run["error"], "rate_per_stream": rate}
     figures = latency_figures(workdir, fed, started, ended, TRIGGER, seen)
+    if not run.get("history"):  # (a failed run reports none: its checkpoint kept them)
+        kept = read_history(os.path.join(workdir, "ckpt", "metrics"))
+        run["history"] = [f.to_dict() for f in kept]
     return {
         "workload": "soak",
+        "error": run.get("error"),
         "case": case.name,
         "window_seconds": case.window_seconds,
         "rate_per_stream": rate,
@@ -286,7 +315,10 @@ def _trends(sampler: Sampler, history: list[dict[str, t.Any]], started: float) -
         have = [s for s in sampler.samples if figure in s]
         series[figure] = ([s["t"] for s in have], [s[figure] for s in have])
     batch_ms = [1000 * h["seconds"] for h in live]
+    end = sampler.samples[-1]["t"] if sampler.samples else 0.0
+    settled = [h for at, h in sampler.histograms if at >= SETTLE * end]
     return {
+        "heap_grown": grown(settled[0], settled[-1]) if len(settled) > 1 else [],
         "batches": len(live),
         "batch_p50_ms": round(_percentile(batch_ms, 50) or 0.0, 1),
         "batch_p99_ms": round(_percentile(batch_ms, 99) or 0.0, 1),
@@ -307,9 +339,10 @@ def _trends(sampler: Sampler, history: list[dict[str, t.Any]], started: float) -
 
 def summary(report: t.Mapping[str, t.Any]) -> str:
     """One line per figure: its mean, its rise over the run and whether it is flat."""
-    if report.get("error"):
-        return f"soak: ERROR {report['error']}"
-    lines = [
+    lines = [f"soak: ERROR {report['error']}"] if report.get("error") else []
+    if "trends" not in report:
+        return "\n".join(lines)
+    lines += [
         f"soak at {report['rate_per_stream']:g} rows/s per stream for {report['duration_s']:g} s: "
         f"{report['batches']} batches, p50/p99 {report['batch_p50_ms']}/{report['batch_p99_ms']} "
         f"ms, latency p50/p99 {report['latency_p50_s']}/{report['latency_p99_s']} s, backlog "
@@ -324,6 +357,7 @@ def summary(report: t.Mapping[str, t.Any]) -> str:
             f"  {name}: mean {tr['mean']}, rise {tr['rise']} ± {tr['rise_stderr']} "
             f"({tr['per_hour']}/h): {verdict}"
         )
+    lines += [f"  heap grew: {name} +{n / 2**20:.1f} MB" for name, n in report["heap_grown"][:8]]
     return "\n".join(lines)
 
 

@@ -49,6 +49,13 @@ LOCAL_CONF: dict[str, str] = {
     "spark.default.parallelism": "4",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # With the UI off, Spark's status store still keeps its last 1,000 jobs, stages and SQL
+    # executions with their plans' graphs: on a live stream of several jobs a second that was
+    # most of a 2 GB driver's live heap, which ran out within 15 minutes (the soak benchmark).
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "1000",
+    "spark.sql.ui.retainedExecutions": "50",
     # State is read back as many small directories; listing them with a Spark job per batch
     # would cost more than the listing itself.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
@@ -82,6 +89,10 @@ BATCH_CONF = {
     # writer open per stream.
     "spark.sql.optimizer.plannedWrite.enabled": "false",
     "spark.sql.maxConcurrentOutputFileWriters": "16",
+    # Spark caches a DataFrame in a clone of its session unless these are off (its cache
+    # manager turns them off for the cached plan); the batches cache every stream's new rows.
+    "spark.sql.sources.bucketing.autoBucketedScan.enabled": "false",
+    "spark.sql.adaptive.applyFinalStageShuffleOptimizations": "false",
 }
 
 

@@ -10,7 +10,8 @@ four whenever the oldest of them holds no more live rows than the other three), 
 keeps about 3·log4(units) slices and each row is copied about log4(units) times over its life.
 A merge leaves out the rows of units that expired; a slice whose units all expired is released.
 Merges are built by a thread of their own once a batch ends (`HotState.end_batch`), in the time
-a live stream waits for its next trigger; until a merge is built, batches read its parents.
+a live stream waits for its next trigger; until a merge is built, batches read its parents. A
+merge is a local checkpoint of its parents' rows: its plan is its own blocks, not theirs.
 
 The cache is only a copy: a batch that fails on a missing file while slices are cached (a
 block lost with an executor is rebuilt from files an expired unit may have had deleted) is run
@@ -74,6 +75,8 @@ class _Slice:
     """A temp view of the cached rows themselves (`_cached_leaf`)."""
     builder: t.Any = None
     """Spark's builder of the cached rows (None: not known), to tell when they are built."""
+    blocks: t.Any = None
+    """A merged slice's checkpointed RDD (JVM), whose blocks its release removes."""
     parents: list[_Slice] = field(default_factory=list)
     """The slices merged into this one, kept until its rows are built from theirs."""
     released: bool = False
@@ -308,13 +311,12 @@ class HotState:
         rows = self._session.sql(" UNION ALL ".join(q.relation() for q in parts))
         wanted = -(-merged.rows // ROWS_PER_PARTITION)
         n = max(1, min(self.parallelism, wanted))
-        built = self._cached(rows.coalesce(n), {})
-        try:
-            assert built.df is not None
-            built.df.count()
-        except Exception:
-            self._release(built)
-            raise
+        # A local checkpoint rather than a cache: a cached merge's plan keeps its parents'
+        # caches' plans, and those theirs, so the run's merges formed one chain that grew with
+        # every batch (the soak benchmark's driver ran out of memory); a checkpoint's plan is
+        # its own blocks.
+        df = rows.coalesce(n).localCheckpoint(True, StorageLevel.MEMORY_AND_DISK)
+        built = _Slice({}, frozenset(), df, self._view(df), blocks=_checkpoint_rdd(df))
         with self._lock:
             if not merged.released:
                 merged.view, merged.builder = built.view, built.builder
@@ -344,6 +346,8 @@ class HotState:
         if df is not None:
             df.sparkSession.catalog.dropTempView(s.view)
             df.unpersist()
+        if s.blocks is not None:
+            s.blocks.unpersist(False)
         for parent in s.parents:
             self._release(parent)
 
@@ -370,6 +374,13 @@ def _forget_expired(s: _Slice, live: dict[int, StateUnit]) -> None:
     s.units = {b: u for b, u in s.units.items() if live.get(b) == u}
     for parent in s.parents:
         _forget_expired(parent, live)
+
+
+def _checkpoint_rdd(df: DataFrame) -> t.Any:
+    """The RDD (JVM) under a locally checkpointed DataFrame, whose blocks hold its rows (None
+    where its plan is not that RDD alone)."""
+    plan = df._jdf.queryExecution().analyzed()
+    return plan.rdd() if plan.getClass().getSimpleName() == "LogicalRDD" else None
 
 
 def _cached_leaf(df: DataFrame) -> tuple[DataFrame, t.Any]:
