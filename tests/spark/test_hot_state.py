@@ -120,6 +120,10 @@ def test_a_failure_is_the_caches_only_when_a_file_is_missing_and_slices_are_held
     try:
         hot.relation(spark, sp, Manifest(batch=0, units=[unit]), [unit])
         assert hot.failed(missing)
+        lost = RuntimeError(
+            "[CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND] Checkpoint block rdd_7_0 not found"
+        )
+        assert hot.failed(lost)
         assert not hot.failed(RuntimeError("division by zero"))
     finally:
         hot.clear()

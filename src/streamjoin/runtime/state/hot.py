@@ -143,9 +143,10 @@ class HotState:
     def failed(self, err: BaseException) -> bool:
         """Whether a batch's `err` may be the cache's: Spark recomputes a cached block lost with
         an executor from the files it was read from, and a slice may still hold units that
-        expired since, whose files may be gone."""
+        expired since, whose files may be gone; a merge's checkpointed block lost with an
+        executor cannot be recomputed at all."""
         text = str(err)
-        missing = "FILE_NOT_EXIST" in text or "FileNotFoundException" in text
+        missing = any(m in text for m in _LOST)
         return missing and any(self._slices.values())
 
     def relation(
@@ -351,6 +352,10 @@ class HotState:
         for parent in s.parents:
             self._release(parent)
 
+
+_LOST = ("FILE_NOT_EXIST", "FileNotFoundException", "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND")
+"""What a batch's error says when a slice's rows were lost: a file gone, or a checkpoint's
+block gone with its executor."""
 
 _BATCH_PROPERTIES = (
     "spark.sql.execution.id",
