@@ -201,6 +201,11 @@ class Sampler:
                     self.histograms.append((sample["t"], histogram))
 
 
+def _stop_after(thread: threading.Thread, stop: threading.Event) -> None:
+    thread.join()
+    stop.set()
+
+
 def _retain(dirs: t.Mapping[str, str], keep: float, stop: threading.Event) -> None:
     """Delete the feed's files older than `keep` seconds until `stop`."""
     while not stop.wait(min(keep / 4, 30.0)):
@@ -260,8 +265,11 @@ def run_soak(
     sampler = Sampler(os.path.join(workdir, "ckpt"), every, gc_every)
     stop = threading.Event()
     cleaner = threading.Thread(target=_retain, args=(dirs, keep, stop), daemon=True)
+    # (An engine that failed ends its thread early: the feed stops then, not an hour later.)
+    ended_early = threading.Thread(target=_stop_after, args=(engine, stop), daemon=True)
     sampler.start()
     cleaner.start()
+    ended_early.start()
     fed, started, ended = feed(source, dirs, duration, TICK, stop)
     stop.set()
     with open(done + ".tmp", "w", encoding="utf-8") as f:
