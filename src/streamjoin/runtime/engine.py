@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
 import time
@@ -207,7 +208,7 @@ class Engine:
         temporary = checkpoint is None
         ckpt = checkpoint or tempfile.mkdtemp(prefix="streamjoin-")
         line = ProgressLine() if progress else None
-        counted: list[BatchReport] = []
+        counted = itertools.count()  # (batches this run; a report is not kept past its batch)
         history = metrics if isinstance(metrics, MetricsHistory) else None
         if metrics is True:
             history = MetricsHistory(None if temporary else local_dir(f"{ckpt}/metrics"))
@@ -216,7 +217,7 @@ class Engine:
         behind = None if once or every is None else FallingBehind(every)
 
         def on_batch(report: BatchReport) -> None:
-            counted.append(report)
+            next(counted)
             if history is not None:
                 history.record(report, names)
             if line is not None:
@@ -248,7 +249,7 @@ class Engine:
                 with told(store.root):
                     processor.finish()
             summary = Summary.from_manifest(
-                store.latest(), ckpt, time.monotonic() - started, len(counted)
+                store.latest(), ckpt, time.monotonic() - started, next(counted)
             )
         finally:
             if server is not None:

@@ -25,9 +25,7 @@ from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
-from streamjoin.runtime.batch.groups import (
-    stream_rows,
-)
+from streamjoin.runtime.batch.groups import stream_rows
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
