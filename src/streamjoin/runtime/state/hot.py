@@ -27,11 +27,11 @@ import threading
 import typing as t
 from dataclasses import dataclass, field
 
-from py4j.protocol import Py4JError
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.state.cachedframes import cached_leaf, checkpoint_rdd
 from streamjoin.runtime.state.sourcefiles import check_files, read_files, stored_sql
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 from streamjoin.runtime.threads import Background
@@ -72,7 +72,7 @@ class _Slice:
     df: DataFrame | None = None
     """The persisted rows (unpersisted on release); None for a merge not built yet."""
     view: str = ""
-    """A temp view of the cached rows themselves (`_cached_leaf`)."""
+    """A temp view of the cached rows themselves (`cached_leaf`)."""
     builder: t.Any = None
     """Spark's builder of the cached rows (None: not known), to tell when they are built."""
     blocks: t.Any = None
@@ -317,7 +317,7 @@ class HotState:
         # every batch (the soak benchmark's driver ran out of memory); a checkpoint's plan is
         # its own blocks.
         df = rows.coalesce(n).localCheckpoint(True, StorageLevel.MEMORY_AND_DISK)
-        built = _Slice({}, frozenset(), df, self._view(df), blocks=_checkpoint_rdd(df))
+        built = _Slice({}, frozenset(), df, self._view(df), blocks=checkpoint_rdd(df))
         with self._lock:
             if not merged.released:
                 merged.view, merged.builder = built.view, built.builder
@@ -327,7 +327,7 @@ class HotState:
 
     def _cached(self, rows: DataFrame, units: dict[int, StateUnit]) -> _Slice:
         df = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-        leaf, builder = _cached_leaf(df)
+        leaf, builder = cached_leaf(df)
         return _Slice(dict(units), frozenset(units), df, self._view(leaf), builder)
 
     def _view(self, df: DataFrame) -> str:
@@ -379,31 +379,3 @@ def _forget_expired(s: _Slice, live: dict[int, StateUnit]) -> None:
     s.units = {b: u for b, u in s.units.items() if live.get(b) == u}
     for parent in s.parents:
         _forget_expired(parent, live)
-
-
-def _checkpoint_rdd(df: DataFrame) -> t.Any:
-    """The RDD (JVM) under a locally checkpointed DataFrame, whose blocks hold its rows (None
-    where its plan is not that RDD alone)."""
-    plan = df._jdf.queryExecution().analyzed()
-    return plan.rdd() if plan.getClass().getSimpleName() == "LogicalRDD" else None
-
-
-def _cached_leaf(df: DataFrame) -> tuple[DataFrame, t.Any]:
-    """`df` (persisted) as a DataFrame whose plan is its cache alone, and the cache's builder:
-    a slice merged from two others then plans as a union of two cached relations, where the
-    plans of the DataFrames themselves would nest every merge of the run. Falls back to `df`
-    (and no builder) where Spark's cache manager does not answer so."""
-    session = df.sparkSession
-    jss = session._jsparkSession
-    try:
-        cached = jss.sharedState().cacheManager().lookupCachedData(df._jdf)
-        if cached.isEmpty():
-            return df, None
-        jvm = session.sparkContext._jvm
-        assert jvm is not None
-        relation = cached.get().cachedRepresentation()
-        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, relation)
-        builder = relation.cacheBuilder()
-    except Py4JError:
-        return df, None
-    return DataFrame(jdf, session), builder
