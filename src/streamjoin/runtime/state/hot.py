@@ -313,9 +313,9 @@ class HotState:
         wanted = -(-merged.rows // ROWS_PER_PARTITION)
         n = max(1, min(self.parallelism, wanted))
         # A local checkpoint rather than a cache: a cached merge's plan keeps its parents'
-        # caches' plans, and those theirs, so the run's merges formed one chain that grew with
-        # every batch (the soak benchmark's driver ran out of memory); a checkpoint's plan is
-        # its own blocks.
+        # caches' plans and lineage, and those theirs, so the run's merges formed one chain that
+        # grew with every batch until a task no longer deserialized (the soak benchmark); a
+        # checkpoint's plan is its own blocks.
         df = rows.coalesce(n).localCheckpoint(True, StorageLevel.MEMORY_AND_DISK)
         built = _Slice({}, frozenset(), df, self._view(df), blocks=checkpoint_rdd(df))
         with self._lock:
