@@ -63,7 +63,12 @@ def step_case(root: str, rate: float, duration: float) -> Case:
 
 
 def run_way(
-    way: str, master: str, status: t.Callable[[], dict[str, t.Any]], rate: float, duration: float
+    way: str,
+    master: str,
+    status: t.Callable[[], dict[str, t.Any]],
+    rate: float,
+    duration: float,
+    trigger: float = TRIGGER,
 ) -> dict[str, t.Any]:
     """One run of the step workload on the cluster at `master`: its figures and series."""
     case = step_case(os.path.join(ROOT, "data", "elastic"), rate, duration)
@@ -85,7 +90,7 @@ def run_way(
         "--conf spark.sql.shuffle.partitions=2 pyspark-shell"
     )
     ckpt = os.path.join(workdir, "ckpt")
-    args = ["run", job, "--checkpoint", ckpt, "--trigger", f"{TRIGGER:g}s", "--master", master]
+    args = ["run", job, "--checkpoint", ckpt, "--trigger", f"{trigger:g}s", "--master", master]
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamjoin", *args],
         env=dict(os.environ, PYSPARK_SUBMIT_ARGS=submit),
@@ -131,7 +136,7 @@ def run_way(
     watcher.join()
     reader.join(timeout=5)
     seen = commits.stop()
-    figures = latency_figures(workdir, fed, started, ended, TRIGGER)
+    figures = latency_figures(workdir, fed, started, ended, trigger)
     steps = [line.strip() for line in errors if line.startswith("executors ")]
     return {
         "way": way,
@@ -176,7 +181,10 @@ def series(
 
 
 def run_elastic(
-    rate: float = RATE, duration: float = DURATION, progress: t.TextIO | None = None
+    rate: float = RATE,
+    duration: float = DURATION,
+    progress: t.TextIO | None = None,
+    trigger: float = TRIGGER,
 ) -> dict[str, t.Any]:
     """Both runs on one two-worker cluster: the JSON report."""
     from streamjoin.cluster import LocalCluster
@@ -189,7 +197,7 @@ def run_elastic(
         for way in WAYS:
             cluster.wait_workers(cluster.workers)
             _say(progress, f"[elastic] {way}: {rate:g} rows/s per stream, 3× mid-run …")
-            runs[way] = run_way(way, cluster.master_url, cluster.status, rate, duration)
+            runs[way] = run_way(way, cluster.master_url, cluster.status, rate, duration, trigger)
             r = runs[way]
             _say(
                 progress,
@@ -205,6 +213,7 @@ def run_elastic(
         "workload": "elastic",
         "rate_per_stream": rate,
         "duration_s": duration,
+        "trigger_s": trigger,
         "runs": runs,
         "machine": machine(),
         "commit": source_commit(),
@@ -216,9 +225,10 @@ def main(argv: t.Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.elastic")
     parser.add_argument("--rate", type=float, default=RATE)
     parser.add_argument("--duration", type=float, default=DURATION)
+    parser.add_argument("--trigger", type=float, default=TRIGGER, help="seconds")
     parser.add_argument("--out")
     args = parser.parse_args(argv)
-    report = run_elastic(args.rate, args.duration, sys.stderr)
+    report = run_elastic(args.rate, args.duration, sys.stderr, args.trigger)
     here = os.path.dirname(os.path.abspath(__file__))
     out = args.out or os.path.join(here, "results", "elastic.json")
     with open(out, "w", encoding="utf-8") as f:

@@ -1058,7 +1058,7 @@ def render(
         *(
             [
                 f"python -m benchmarks.elastic --rate {elastic['rate_per_stream']:g} --duration "
-                f"{elastic['duration_s']:g}"
+                f"{elastic['duration_s']:g} --trigger {elastic.get('trigger_s', 1.0):g}"
             ]
             if elastic
             else []

@@ -100,7 +100,9 @@ def elastic_lines(report: Report, folder: str, *, plot: bool = True) -> list[str
         "",
         f"The live equi join on the two-worker cluster (one core each), "
         f"{report['rate_per_stream']:g} rows/s per stream stepping up 3× for the middle third of "
-        f"{report['duration_s']:g} s and back; with elastic executors (1 to 2) and with one.",
+        f"{report['duration_s']:g} s and back, a {report.get('trigger_s', 1.0):g} s trigger; "
+        "with elastic executors (1 to 2) and with one. The driver and both workers share the "
+        f"machine's {report['machine']['cores']} cores.",
         "",
         "| run | latency p50 / p99 s | max backlog s | keeps up | executor changes |",
         "|---|---|---|---|---|",

@@ -31,6 +31,10 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.settings import Settings
 
 
+LATE = 1.1
+"""A batch interval over this many triggers, after a short pause, ran past its trigger."""
+
+
 class ExecutorScaler:
     """Applies `ExecutorScaling`'s counts to `spark`'s cluster after each committed batch."""
 
@@ -96,17 +100,19 @@ class ExecutorScaler:
     def __call__(self, report: BatchReport) -> None:
         """Feed committed batch `report` to the controller, and apply a new count.
 
-        The batch's interval runs from the end of the batch before to its own end. Its idle
-        part is the pause before it started, where that pause is longer than the trigger: a
-        shorter one is Spark's own work between batches, or the trigger's wait while input
-        was already there."""
+        The batch's interval runs from the end of the batch before to its own end. A batch
+        that started right after the one before (a pause shorter than the trigger) in an
+        interval past the trigger ran late: input waited for it, so the whole interval was
+        busy. Otherwise the batch ran on its trigger's schedule, or after input paused, and
+        only its own time was busy: the wait for the next trigger is idle."""
         end = time.monotonic()
         last, self._last = self._last, end
         if last is None:
             return
         interval = end - last
         pause = end - report.seconds - last
-        busy = interval if pause < self.trigger else interval - pause
+        late = interval > LATE * self.trigger and pause < self.trigger
+        busy = interval if late else min(report.seconds, interval)
         before = self.scaling.executors
         target = self.scaling.observe(report.batch, busy, interval)
         if target is not None and target != before:
