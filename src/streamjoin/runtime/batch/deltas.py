@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import typing as t
+from functools import partial
 
 from streamjoin.runtime.sources import prefixed
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
+    from streamjoin.plan import StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.stores import StoreViews
 
@@ -26,11 +29,23 @@ def delta_relations(ctx: BatchContext, stores: StoreViews) -> dict[str, str]:
     if any(sp.name not in ctx.files for sp in plan.streams):
         ctx.scratch.view(ctx.classified(), INPUT_VIEW)
     deltas: dict[str, str] = {}
+    sourced = [sp for sp in plan.streams if sp.name in ctx.files]
+
+    def read(sp: StreamPlan) -> str:
+        return stores.sourced_delta(ctx.spark, sp, ctx.batch_id, ctx.files[sp.name], ctx.watermark)
+
+    # Each sourced delta is a chain of JVM calls (a read, views, a cache), each an analysis on
+    # one core: the streams' chains run side by side.
+    beside = [(sp.name, Background(partial(read, sp))) for sp in sourced[1:]]
+    try:
+        if sourced:
+            deltas[sourced[0].name] = read(sourced[0])
+    finally:
+        for _, job in beside:  # (all of them, even after a failure)
+            job.wait()
+    deltas |= {name: job.result() for name, job in beside}
     for sp in plan.streams:
         if sp.name in ctx.files:
-            deltas[sp.name] = stores.sourced_delta(
-                ctx.spark, sp, ctx.batch_id, ctx.files[sp.name], ctx.watermark
-            )
             continue
         cols = ", ".join(f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns)
         rows = f"SELECT {cols} FROM {INPUT_VIEW} WHERE _sj_status = 'ok' AND _sj_src = {sp.index}"
@@ -42,4 +57,4 @@ def delta_relations(ctx: BatchContext, stores: StoreViews) -> dict[str, str]:
             deltas[sp.name] = ctx.scratch.view(delta, f"_sj_delta_{sp.index}")
         else:
             deltas[sp.name] = f"({rows})"
-    return deltas
+    return {sp.name: deltas[sp.name] for sp in plan.streams}
