@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import shutil
 import threading
 import time
@@ -77,6 +78,8 @@ US = 1_000_000
 TICK = 0.5
 TRIGGER = 1.0
 DURATION = {"tiny": 10.0, "quick": 30.0, "full": 60.0}
+JITTER = 7
+"""Seed of the moments within a tick at which the feed's files land (`feed`)."""
 
 
 def drain_limit(duration: float) -> float:
@@ -170,15 +173,21 @@ def feed(
     stop: threading.Event | None = None,
 ) -> tuple[list[FedFile], float, float]:
     """Write one file per stream every `tick` seconds for `duration` seconds (rows of the last
-    tick, event times just behind wall-clock time); the files written, the start and end."""
+    tick, event times just behind wall-clock time); the files written, the start and end.
+
+    Each tick's files land at a drawn moment within the tick after it (`JITTER`'s seeded
+    draws): with files at fixed moments, each waits the same part of the trigger, so latency
+    percentiles would turn on where the feed's start fell against the trigger's clock, a
+    different place for each engine."""
     for folder in dirs.values():
         os.makedirs(folder, exist_ok=True)
     started = time.time()
     origin = int(started * US)
     fed: list[FedFile] = []
     step = round(tick * US)
+    draws = random.Random(JITTER)
     for j in range(max(1, round(duration / tick))):
-        due = started + (j + 1) * tick
+        due = started + (j + 1 + draws.random()) * tick
         if stop is not None and stop.is_set():
             break
         pause = due - time.time()

@@ -775,8 +775,11 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
         "",
         "Each engine fed a live source at a fixed rate with a processing-time trigger; latency is "
         "a row's batch commit time minus its file's arrival (definitions: `benchmarks/rate.py`). "
-        "Quick runs on a loaded machine: batch times, and so latencies, move up to 2× between "
-        "repeats.",
+        "A file per stream lands every half second, at a drawn moment within its tick (the same "
+        "draws for every engine), so its wait for the next trigger does not depend on where the "
+        "run started against the trigger's clock. The first minute of a run is mostly the JVM "
+        "compiling the batches' code: runs of 30 s measure that, runs of 300 s the steady "
+        "state. Batch times, and so latencies, move up to 2× between repeats of short runs.",
         "",
         "| rows/s per stream | size, feed s | engine | keeps up | fed / processed rows/s | "
         "latency p50 / p95 / p99 / max s | growth | backlog at end s | batch p50 / p99 ms | "
