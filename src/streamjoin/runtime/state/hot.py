@@ -11,8 +11,7 @@ keeps about 3·log4(units) slices and each row is copied about log4(units) times
 A merge leaves out the rows of units that expired; a slice whose units all expired is released.
 Merges are built by a thread of their own once a batch ends (`HotState.end_batch`), in the time
 a live stream waits for its next trigger; until a merge is built, batches read its parents. A
-merge is cached from a local checkpoint of its parents' rows: its plan is its own blocks, not
-theirs.
+merge is a local checkpoint of its parents' rows: its plan is its own blocks, not theirs.
 
 The cache is only a copy: a batch that fails on a missing file while slices are cached (a
 block lost with an executor is rebuilt from files an expired unit may have had deleted) is run
@@ -76,6 +75,8 @@ class _Slice:
     """A temp view of the cached rows themselves (`cached_leaf`)."""
     builder: t.Any = None
     """Spark's builder of the cached rows (None: not known), to tell when they are built."""
+    blocks: t.Any = None
+    """A merged slice's checkpointed RDD (JVM), whose blocks its release removes."""
     parents: list[_Slice] = field(default_factory=list)
     """The slices merged into this one, kept until its rows are built from theirs."""
     released: bool = False
@@ -312,20 +313,12 @@ class HotState:
         rows = self._session.sql(" UNION ALL ".join(q.relation() for q in parts))
         wanted = -(-merged.rows // ROWS_PER_PARTITION)
         n = max(1, min(self.parallelism, wanted))
-        # Cached from a local checkpoint of the parents' rows: a merge cached from its parents
-        # keeps their plans and lineage, and those theirs, so the run's merges formed one chain
-        # that grew with every batch until a task no longer deserialized (the soak benchmark);
-        # a checkpoint's plan is its own blocks. The rows are then cached in Spark's columnar
-        # form, which a batch scans 2-3 times faster than the checkpoint's serialized rows,
-        # and the checkpoint's blocks go (a lost cached block then fails the batch, which is
-        # run again from the files: `failed`).
-        checkpoint = rows.coalesce(n).localCheckpoint(True, StorageLevel.MEMORY_AND_DISK)
-        built = self._cached(checkpoint, {})
-        assert built.df is not None
-        built.df.count()
-        blocks = checkpoint_rdd(checkpoint)
-        if blocks is not None:
-            blocks.unpersist(False)
+        # A local checkpoint rather than a cache: a cached merge's plan keeps its parents'
+        # caches' plans and lineage, and those theirs, so the run's merges formed one chain that
+        # grew with every batch until a task no longer deserialized (the soak benchmark); a
+        # checkpoint's plan is its own blocks.
+        df = rows.coalesce(n).localCheckpoint(True, StorageLevel.MEMORY_AND_DISK)
+        built = _Slice({}, frozenset(), df, self._view(df), blocks=checkpoint_rdd(df))
         with self._lock:
             if not merged.released:
                 merged.view, merged.builder = built.view, built.builder
@@ -355,6 +348,8 @@ class HotState:
         if df is not None:
             df.sparkSession.catalog.dropTempView(s.view)
             df.unpersist()
+        if s.blocks is not None:
+            s.blocks.unpersist(False)
         for parent in s.parents:
             self._release(parent)
 
