@@ -440,7 +440,8 @@ def machine() -> dict[str, t.Any]:
 
 def source_commit() -> str | None:
     """The commit of the checkout the benchmarks run from (None outside a git checkout), with
-    ``+dirty`` when its tracked files have changes."""
+    ``+dirty`` when its tracked files have changes (the benchmarks' own results aside: a run
+    of several benchmarks writes them as it goes)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         head = subprocess.run(
@@ -450,7 +451,10 @@ def source_commit() -> str | None:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+            [
+                *("git", "-C", here, "status", "--porcelain", "--untracked-files=no", "--"),
+                *(".", ":!benchmarks/results", ":!benchmarks/RESULTS.md", ":!benchmarks/*.png"),
+            ],
             capture_output=True,
             text=True,
             check=True,
