@@ -62,11 +62,12 @@ def read_sink(
 
 
 class InputRows(StreamingQueryListener):
-    """Spark's count of each batch's input rows, in all and per source (`numInputRows`), by
-    batch id."""
+    """Spark's count of each batch's input rows, in all and per source (`numInputRows`), and
+    the figures the engine published in its progress (`observedMetrics`), by batch id."""
 
     def __init__(self) -> None:
         self.rows: dict[int, tuple[int, list[int]]] = {}
+        self.observed: dict[int, dict[str, t.Any]] = {}
 
     def onQueryStarted(self, event: t.Any) -> None:  # (Spark's camel-case names)
         pass
@@ -75,6 +76,9 @@ class InputRows(StreamingQueryListener):
         p = event.progress
         if p.numInputRows:
             self.rows[p.batchId] = (p.numInputRows, [s.numInputRows for s in p.sources])
+        figures = p.observedMetrics.get("streamjoin")
+        if figures is not None and figures.batch is not None:
+            self.observed[p.batchId] = figures.asDict()
 
     def onQueryIdle(self, event: t.Any) -> None:
         pass

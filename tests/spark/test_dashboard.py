@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import threading
+import time
 import typing as t
 import urllib.request
 from dataclasses import dataclass
@@ -217,6 +218,29 @@ def test_metrics_are_the_batch_reports(running: Running) -> None:
     assert units == sum(last.units["q1"].per_unit) > 0
     schemes = [dict(labels)["scheme"] for (n, labels) in got if n == "streamjoin_scheme_info"]
     assert len(schemes) == 1 and "matrix" in schemes[0]
+
+
+def test_sparks_progress_carries_each_batchs_figures(running: Running) -> None:
+    reports = running.reach(N)
+    query = running.serving.query
+    assert query is not None
+    deadline = time.monotonic() + 30
+    published: dict[int, t.Any] = {}
+    while len(published) < N and time.monotonic() < deadline:
+        for p in query.recentProgress:
+            row = p.observedMetrics.get("streamjoin")
+            if row is not None and row.batch is not None:
+                published[p.batchId] = row
+        time.sleep(0.1)  # (Spark adds a batch's progress after foreachBatch returns)
+    for r in reports:
+        row = published[r.batch]
+        assert row.batch == r.batch
+        assert row.rows_in == r.rows_in and row.late == r.late
+        assert row.rows_out == sum(r.out.values()) > 0
+        assert row.state_rows == r.state_rows
+        assert row.seconds == pytest.approx(r.seconds)
+        record = json.loads(row.figures)
+        assert record["out"] == r.out and record["units"]["q1"]["probe"]
 
 
 def test_history_plot_and_file(running: Running, tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """Spark's count of a batch's input rows (`numInputRows`, per source too) is each row once,
 however many of the batch's jobs read Spark's DataFrame: the statistics job, the joins of a
 stream whose state is copied, the dead letters of late and malformed rows
-(`runtime.state.inputrows.settle_input_rows`)."""
+(`runtime.state.inputrows.settle_input_rows`); and Spark's progress carries each batch's
+figures as the engine recorded them (`runtime.metrics.sparkprogress`), whether the batch's
+jobs read Spark's DataFrame or not."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.metrics import read_history
+from streamjoin.runtime.metrics.sparkprogress import FIELDS, values
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink, run_counting_input
@@ -49,3 +53,10 @@ def test_spark_counts_each_input_row_once(
         a, bb = (len(b[s]) + len(extra.get((i, s), [])) for s in ("A", "B"))
         want[i] = (a + bb, [a, bb])
     assert listener.rows == want
+    recorded = {f.batch: values(f) for f in read_history(str(tmp_path / "ckpt" / "metrics"))}
+    assert sorted(recorded) == list(range(len(batches)))
+    assert listener.observed == recorded
+    assert all(list(row) == list(FIELDS) for row in listener.observed.values())
+    assert [listener.observed[i]["rows_in"] for i in range(len(batches))] == [
+        n for n, _ in want.values()
+    ]

@@ -18,6 +18,7 @@ from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
 from streamjoin.runtime.failure import drive, interrupted, raise_failure
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
+from streamjoin.runtime.metrics.sparkprogress import OBSERVED, ProgressPublisher, observed_columns
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
 from streamjoin.runtime.serve.runview import Ui, serve_run
 from streamjoin.runtime.session import get_session
@@ -216,10 +217,14 @@ class Engine:
         every = trigger_seconds(trigger)
         behind = None if once or every is None else FallingBehind(every)
 
+        publisher = ProgressPublisher(self.spark) if history is not None else None
+
         def on_batch(report: BatchReport) -> None:
             next(counted)
             if history is not None:
-                history.record(report, names)
+                figures = history.record(report, names)
+                if publisher is not None:
+                    publisher.publish(figures)
             if line is not None:
                 line(report)
             if behind is not None:
@@ -239,7 +244,9 @@ class Engine:
             scaler = ExecutorScaler.of(self.spark, settings, None if once else every, processor)
             if scaler is not None:
                 scaler.start()
-            writer = self._writer(plan, processor, given, once=once, trigger=trigger)
+            writer = self._writer(
+                plan, processor, given, once=once, trigger=trigger, observe=history is not None
+            )
             started = time.monotonic()
             query = writer.start()
             if ui is not None and history is not None:
@@ -267,16 +274,19 @@ class Engine:
         *,
         once: bool,
         trigger: str,
+        observe: bool,
     ) -> DataStreamWriter:
-        """The stream of `plan`'s inputs into `processor`, ready to start."""
+        """The stream of `plan`'s inputs into `processor`, ready to start; with `observe`, it
+        carries the observation each batch's figures are published in (`sparkprogress`)."""
         frames = {
             sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
             for sp in plan.streams
         }
-        writer = (
-            self.unified(plan, frames)
-            .writeStream.foreachBatch(processor)
-            .option("checkpointLocation", processor.checkpoint.path("spark"))
+        unified = self.unified(plan, frames)
+        if observe:
+            unified = unified.observe(OBSERVED, *observed_columns())
+        writer = unified.writeStream.foreachBatch(processor).option(
+            "checkpointLocation", processor.checkpoint.path("spark")
         )
         return writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger)
 
@@ -319,13 +329,13 @@ class Engine:
             plan = served.plan(served.job_of(served.current), served.current.groups)
             for q in plan.job.queries:
                 self.check_query(plan.job, q)
-            serving = Serving(served, on_batch)
+            serving = Serving(served, on_batch, publisher=ProgressPublisher(self.spark))
             # (No stream's state is its input files: the queries that will read them are
             # unknown.)
             processor = BatchProcessor(
                 self.spark, plan, store, serving.batch_done, None, settings, served
             )
-            writer = self._writer(plan, processor, given, once=False, trigger=trigger)
+            writer = self._writer(plan, processor, given, once=False, trigger=trigger, observe=True)
             serving.started(writer.start(), processor)
         except BaseException:
             lock.release()

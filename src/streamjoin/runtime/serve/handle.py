@@ -19,6 +19,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
+    from streamjoin.runtime.metrics.sparkprogress import ProgressPublisher
     from streamjoin.runtime.serve.queries import ServedQueries
 
 
@@ -39,8 +40,11 @@ class Serving:
         served: ServedQueries,
         on_batch: Callable[[BatchReport], None] | None = None,
         metrics: MetricsHistory | None = None,
+        publisher: ProgressPublisher | None = None,
     ) -> None:
         self.served = served
+        self._publisher = publisher
+        """Puts each batch's figures in Spark's progress (None: not put)."""
         self._on_batch = on_batch
         folder = local_dir(served.checkpoint.path("metrics"))
         self.metrics = metrics or MetricsHistory(folder)
@@ -59,7 +63,9 @@ class Serving:
     def batch_done(self, report: BatchReport) -> None:
         """`BatchProcessor`'s call after each committed batch."""
         ran = self.served.job_of(QuerySet.of(report.manifest.served)).queries
-        self.metrics.record(report, [q.name for q in ran])
+        figures = self.metrics.record(report, [q.name for q in ran])
+        if self._publisher is not None:
+            self._publisher.publish(figures)
         with self._applied:
             self._last, self._batches = report, self._batches + 1
             self._applied.notify_all()
@@ -146,6 +152,12 @@ class Serving:
                 }
             )
         return rows
+
+    @property
+    def query(self) -> StreamingQuery | None:
+        """Spark's streaming query behind the handle (None before it starts); its progress
+        carries each batch's figures (``docs/metrics.md``)."""
+        return self._query
 
     @property
     def active(self) -> bool:
