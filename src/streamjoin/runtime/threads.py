@@ -10,7 +10,7 @@ import typing as t
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pyspark.sql import Observation
+    from pyspark.sql import Observation, SparkSession
 
 
 class Waitable(t.Protocol):
@@ -54,6 +54,27 @@ class Background:
         """Wait for the function to end; its error, if it raised one."""
         self._thread.join()
         return self._error
+
+
+_BATCH_PROPERTIES = (
+    "spark.sql.execution.id",
+    "spark.sql.execution.root.id",
+    "spark.jobGroup.id",
+    "spark.job.interruptOnCancel",
+    "sql.streaming.queryId",
+    "streaming.sql.batchId",
+)
+"""Spark's local properties that a thread started in a batch inherits from it and that name
+the batch's SQL execution, job group or streaming batch."""
+
+
+def detach_from_batch(spark: SparkSession, description: str) -> None:
+    """Make this thread's Spark jobs its own, under `description`: a thread started in a batch
+    would otherwise run them in the batch's SQL execution, job group and streaming batch."""
+    context = spark.sparkContext
+    for key in _BATCH_PROPERTIES:
+        context.setLocalProperty(key, None)  # type: ignore[arg-type]
+    context.setJobDescription(description)
 
 
 def metrics(obs: Observation) -> dict[str, t.Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import struct
 import typing as t
 
 import pytest
@@ -17,6 +18,7 @@ from streamjoin.runtime.batch.context import BatchReport
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir, read_history
 from streamjoin.runtime.metrics.prometheus import render
 from streamjoin.runtime.metrics.record import BatchFigures, figures_of
+from streamjoin.runtime.metrics.sparkprogress import FIELDS, unsafe_row, values
 from streamjoin.runtime.serve.http import ControlServer
 from streamjoin.runtime.serve.runview import RunView
 from streamjoin.runtime.state.manifest import Manifest, StateUnit, Totals
@@ -83,6 +85,24 @@ def test_figures_come_from_the_report_and_the_commit_time() -> None:
     assert BatchFigures.of(json.loads(json.dumps(f.to_dict()))) == f
     row = f.flat()
     assert (row["rows_in"], row["rows_out"], row["out.q"], row["phase.join"]) == (11, 4, 4, 0.3)
+
+
+def test_the_row_published_in_sparks_progress() -> None:
+    f = figures_of(_report(1, late=2), ["q"], None, 30.0)
+    row = values(f)
+    assert list(row) == list(FIELDS)
+    assert (row["batch"], row["rows_in"], row["rows_out"], row["late"]) == (1, 11, 4, 2)
+    assert (row["state_rows"], row["state_bytes"], row["shed_rows"]) == (10, 800, 2)
+    assert (row["latency"], row["watermark_lag"]) == (5.0, 12.0)
+    assert BatchFigures.of(json.loads(row["figures"])) == f
+    # Spark's row layout: a word of null bits, a word per field, the JSON padded to a word.
+    encoded = unsafe_row(row | {"latency": None})
+    nulls, *words = struct.unpack(f"={1 + len(FIELDS)}q", encoded[: 8 * (1 + len(FIELDS))])
+    assert nulls == 1 << FIELDS.index("latency")
+    assert words[FIELDS.index("rows_in")] == 11
+    where = words[FIELDS.index("figures")]
+    text = encoded[where >> 32 : (where >> 32) + (where & 0xFFFFFFFF)]
+    assert text.decode() == row["figures"] and len(encoded) % 8 == 0
 
 
 def test_history_keeps_the_newest_and_rotates_its_file(tmp_path: Path) -> None:

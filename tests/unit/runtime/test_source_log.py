@@ -11,6 +11,7 @@ import pytest
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.plan import JobPlan, plan_job
+from streamjoin.runtime.state.copybehind import unbounded_streams
 from streamjoin.runtime.state.sourcefiles import SourceLog, sourced_streams
 from streamjoin.sql import parse_job
 
@@ -122,13 +123,16 @@ def test_streams_whose_files_the_logs_do_not_tell_are_left_out() -> None:
     assert log.files(6) == {}
 
 
-def test_only_file_streams_with_bounded_state_keep_it_in_their_files() -> None:
+def test_file_streams_keep_their_state_in_their_files_unless_told() -> None:
     assert [sp.name for sp in sourced_streams(_plan(), {"a", "b"})] == ["a", "b"]
     assert sourced_streams(_plan(), {"a", "b"}, from_source=False) == []
     # A stream handed over as a DataFrame: the sources' order is unknown.
     assert sourced_streams(_plan(), {"a"}) == []
-    # Full history: the files would be needed for ever.
-    assert sourced_streams(_plan(window=False), {"a", "b"}) == []
+    # Full history: the files are needed until each unit's copy lands (`copybehind`).
+    unbounded = _plan(window=False)
+    assert [sp.name for sp in sourced_streams(unbounded, {"a", "b"})] == ["a", "b"]
+    assert [sp.name for sp in unbounded_streams(unbounded)] == ["a", "b"]
+    assert unbounded_streams(_plan()) == []
     assert sourced_streams(_plan(", state = 'copy'"), {"a", "b"}) == []
     assert sourced_streams(_plan(", cleanSource = 'delete'"), {"a", "b"}) == []
     with pytest.raises(StreamJoinError, match="state must be one of 'auto', 'copy', got 'keep'"):

@@ -39,6 +39,7 @@ from streamjoin.runtime.routing.router import after_batch, restore_routers
 from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units
 from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.settings import Settings
+from streamjoin.runtime.state.copybehind import CopyBehind, unbounded_streams
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.inputrows import settle_reads
 from streamjoin.runtime.state.nextmanifest import next_manifest, next_watermarks
@@ -87,6 +88,8 @@ class BatchProcessor:
         self._shuffles: int | None = None
         """Shuffle partitions for the next batch's session to take (`resize`)."""
         self.state_job = StateJob(plan, checkpoint, source_log)
+        self.behind = CopyBehind(checkpoint, unbounded_streams(plan))
+        """Copies the units of unbounded streams read back from their files (`copybehind`)."""
         self.stores = StoreViews(checkpoint, self.parallelism, hot=self.settings.hot_state)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
         self.multiway: MultiwayJoins | None = None
@@ -136,6 +139,7 @@ class BatchProcessor:
 
     def close(self) -> None:
         """Release what the processor keeps cached between batches."""
+        self.behind.stop()
         self.stores.clear()
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
@@ -185,6 +189,7 @@ class BatchProcessor:
         try:
             queries = self._follow(batch_id)
             ctx = self._context(df, batch_id)
+            self.behind.submit(ctx.spark, ctx.prev)
             known, statistics = self._start_state(ctx)
             deltas = delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:
@@ -253,6 +258,7 @@ class BatchProcessor:
                 manifest.overload, shed = self.shedding.after_batch(
                     self.plan, batch_id, spent, sheds, arrived, prev
                 )
+            self.behind.swap(manifest)
             self.checkpoint.commit(manifest, prev)
             if self.served is not None and queries is not None:
                 self.served.committed(queries)

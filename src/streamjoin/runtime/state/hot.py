@@ -34,7 +34,7 @@ from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.cachedframes import cached_leaf, checkpoint_rdd
 from streamjoin.runtime.state.sourcefiles import check_files, read_files, stored_sql
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
-from streamjoin.runtime.threads import Background
+from streamjoin.runtime.threads import Background, detach_from_batch
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -291,10 +291,7 @@ class HotState:
         if after is not None:
             after.wait()
         assert self._session is not None  # (a merge is decided in `_sync`, which sets it)
-        context = self._session.sparkContext
-        for key in _BATCH_PROPERTIES:
-            context.setLocalProperty(key, None)  # type: ignore[arg-type]
-        context.setJobDescription("streamjoin: merge cached state slices")
+        detach_from_batch(self._session, "streamjoin: merge cached state slices")
         for merged in merges:
             if self._stopping:
                 return
@@ -358,17 +355,6 @@ _LOST = ("FILE_NOT_EXIST", "FileNotFoundException", "CHECKPOINT_RDD_BLOCK_ID_NOT
 """What a batch's error says when a slice's rows were lost: a file gone, or a checkpoint's
 block gone with its executor."""
 
-_BATCH_PROPERTIES = (
-    "spark.sql.execution.id",
-    "spark.sql.execution.root.id",
-    "spark.jobGroup.id",
-    "spark.job.interruptOnCancel",
-    "sql.streaming.queryId",
-    "streaming.sql.batchId",
-)
-"""Spark's local properties that a thread started in a batch inherits from it and that name
-the batch's SQL execution, job group or streaming batch."""
-
 
 def _unmerged(slices: list[_Slice]) -> list[_Slice]:
     """`slices` with each merge whose build failed replaced by its parents."""
@@ -377,6 +363,6 @@ def _unmerged(slices: list[_Slice]) -> list[_Slice]:
 
 def _forget_expired(s: _Slice, live: dict[int, StateUnit]) -> None:
     """Keep in `s` (and in the parents a batch may read for it) only the units in `live`."""
-    s.units = {b: u for b, u in s.units.items() if live.get(b) == u}
+    s.units = {b: u for b, u in s.units.items() if u.same_rows(live.get(b))}
     for parent in s.parents:
         _forget_expired(parent, live)

@@ -19,6 +19,13 @@ def batch_state_dir(batch: int) -> str:
     return f"state/b={batch}"
 
 
+def copy_state_dir(batch: int) -> str:
+    """Where the units of batch `batch` copied after it are written (one directory per
+    stream), relative to the checkpoint directory: apart from `batch_state_dir`, which a
+    replay of the batch overwrites whole."""
+    return f"state/c={batch}"
+
+
 @dataclass(frozen=True, slots=True)
 class StateUnit:
     """The rows one batch appended to one stream's state, with their event-time range."""
@@ -38,6 +45,9 @@ class StateUnit:
     watermark: int | None = None
     """For rows read back from `files`: the watermark their batch started with (the files'
     rows behind it were late, and are not state)."""
+    behind: bool = False
+    """Copied after its batch, from the files it was first read back from
+    (`runtime.state.copybehind`): its rows are under `copy_state_dir`."""
 
     @staticmethod
     def of(raw: dict[str, t.Any]) -> StateUnit:
@@ -50,7 +60,18 @@ class StateUnit:
     @property
     def path(self) -> str:
         """Location under the checkpoint directory."""
-        return f"{batch_state_dir(self.batch)}/sj_stream={self.stream}"
+        where = copy_state_dir(self.batch) if self.behind else batch_state_dir(self.batch)
+        return f"{where}/sj_stream={self.stream}"
+
+    def same_rows(self, other: StateUnit | None) -> bool:
+        """Whether `other` holds the rows this unit holds, wherever either keeps them."""
+        return other is not None and (
+            other.stream,
+            other.batch,
+            other.rows,
+            other.min_ts,
+            other.max_ts,
+        ) == (self.stream, self.batch, self.rows, self.min_ts, self.max_ts)
 
     def overlaps(self, lo: int | None, hi: int | None) -> bool:
         """Whether any of its rows may have an event time in ``[lo, hi]`` (None = unbounded)."""

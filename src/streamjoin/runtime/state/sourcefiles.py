@@ -7,15 +7,17 @@ files give the same rows, and the status test of `runtime.batch.intake` with tha
 keeps the same ok rows. The batch skips writing them (on the full equi backlog that write was a
 seventh of the run's CPU: docs/dev-log.md).
 
-The price is that the files must stay until the state no longer needs them, which is bounded
-only when the stream's state is: a stream is *sourced* when it is read by the engine from a
-``json``, ``csv`` or ``parquet`` path without wildcards, has an event time and a watermark, and
-every query over it is a two-way join with a window both ways (so a unit is dropped once the
-watermark passes its rows' window). Spark's ``cleanSource`` (which moves or deletes files after
+The price is that the files must stay until the state no longer needs them. A stream is
+*sourced* when it is read by the engine from a ``json``, ``csv`` or ``parquet`` path without
+wildcards, has an event time and a watermark, and no multi-way query reads it. When every query
+over it has a window both ways, a unit is dropped once the watermark passes its rows' window;
+when its state is unbounded (full history), each unit is copied into the checkpoint after its
+batch, off the batch's path, and the files are needed only until the copy lands
+(`runtime.state.copybehind`). Spark's ``cleanSource`` (which moves or deletes files after
 their batch), the stream option ``state = 'copy'`` and the Spark conf
-``streamjoin.state.fromSource = false`` keep the copy. A unit's files are checked before each
-read: a file that is gone or changed stops the batch with an error naming it, never a silently
-smaller state.
+``streamjoin.state.fromSource = false`` keep the copy in the batch. A unit's files are checked
+before each read: a file that is gone or changed stops the batch with an error naming it, never
+a silently smaller state.
 
 Which files a batch read is what Spark's own checkpoint says (`SourceLog`), read before the
 batch's state job: a stream whose files the logs do not tell is copied for that batch.
@@ -87,7 +89,6 @@ def _file_backed(sp: StreamPlan) -> bool:
         and not any(c in path for c in "*?[{")
         and s.watermark is not None
         and s.event_time is not None
-        and sp.retain_us is not None
     )
 
 
@@ -188,8 +189,10 @@ def check_files(fs: FileStore, sp: StreamPlan, unit: StateUnit) -> None:
             msg = (
                 f"stream {sp.name!r}: its state from batch {unit.batch} is read back from the "
                 f"input file {path}, which {what}. A file stream's input files must stay as they "
-                "are until the watermark passes their rows' window; to copy the state into the "
-                f"checkpoint instead, set WITH ({STATE_OPTION} = 'copy') on the stream"
+                "are while its state reads them back (with a window, until the watermark passes "
+                "their rows' window; without one, two batches more, until their copy in the "
+                "checkpoint); to copy the state into the checkpoint in each batch instead, set "
+                f"WITH ({STATE_OPTION} = 'copy') on the stream"
             )
             raise StreamJoinError(msg)
 

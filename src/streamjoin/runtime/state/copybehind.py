@@ -1,0 +1,166 @@
+"""State units of unbounded file streams, copied into the checkpoint after their batch.
+
+A sourced stream (`runtime.state.sourcefiles`) whose state is never dropped (a query over it
+has no window) keeps every batch's rows. Read back from the input files for ever, that state
+would hang on files the user may move or delete once Spark has read them; copied in the batch
+(the state job), it costs a Spark job on every batch's path. So the batch keeps its unit as
+the files, as a windowed stream does, and once the batch is committed a thread copies the
+unit's rows under the checkpoint (`StateUnit.behind`, `manifest.copy_state_dir`); the
+manifest of a later batch names the copy instead of the files. Until then the files must
+stay, as for any sourced unit: a file gone or changed fails the copy, and the next batch with
+it, naming the file.
+
+A copy is whole before a manifest names it, and a manifest is written whole, so a crash at
+any point leaves each unit as its files or as a whole copy; the batches after a restart copy
+what the newest manifest still names as files.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import typing as t
+from dataclasses import replace
+
+from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.state.sourcefiles import check_files, read_files, stored_sql
+from streamjoin.runtime.threads import Background, detach_from_batch
+
+if t.TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from pyspark.sql import SparkSession
+
+    from streamjoin.plan import JobPlan, StreamPlan
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.manifest import Manifest, StateUnit
+
+_views = itertools.count()
+
+
+def unbounded_streams(plan: JobPlan) -> list[StreamPlan]:
+    """The streams of `plan` whose units may be read back from their files (no multi-way
+    query reads them) and are never dropped."""
+    multiway = {side.stream for mp in plan.multiway for side in mp.query.sides}
+    return [sp for sp in plan.streams if sp.retain_us is None and sp.name not in multiway]
+
+
+LAG = 2
+"""A batch's units are copies by the commit of the batch this many after it: a batch waits
+for copies that late, so the input files are needed for at most as many batches, and copies
+never fall further behind."""
+
+
+class CopyBehind:
+    """Copies, in one thread, the units of `streams` that a committed manifest names as input
+    files (`submit`), and names the copies in the manifests after it (`swap`)."""
+
+    def __init__(self, store: Checkpoint, streams: Collection[StreamPlan]) -> None:
+        self.store = store
+        self.streams = {sp.name: sp for sp in streams}
+        """The streams whose state is unbounded, by name."""
+        self._done = threading.Condition()
+        self._queue: list[StateUnit] = []
+        self._copies: dict[tuple[str, int], StateUnit] = {}
+        """The copy of each unit copied that no committed manifest names yet."""
+        self._error: BaseException | None = None
+        self._running = False
+        self._stopping = False
+        self._worker: Background | None = None
+        self._session: SparkSession | None = None
+
+    def submit(self, spark: SparkSession, committed: Manifest) -> None:
+        """Copy each unit the `committed` manifest still names as input files, in a thread
+        that runs Spark jobs on `spark` (the batch's session)."""
+        files = [u for u in committed.units if u.files and u.stream in self.streams]
+        with self._done:
+            named = {(u.stream, u.batch) for u in files}
+            # (A copy a committed manifest names instead of files is done with.)
+            self._copies = {k: c for k, c in self._copies.items() if k in named}
+            have = {(u.stream, u.batch) for u in self._queue} | self._copies.keys()
+            self._queue += [u for u in files if (u.stream, u.batch) not in have]
+            start = bool(self._queue) and not self._running and not self._stopping
+            self._running = self._running or start
+        if start:
+            self._session = spark
+            self._worker = Background(self._copy_all)
+
+    def swap(self, manifest: Manifest) -> None:
+        """Name in `manifest`, before it is committed, the copies made of its units, once those
+        of its units `LAG` batches old or more are made.
+
+        Raises:
+            StreamJoinError: a copy failed (a file gone or changed, a full disk); it names why.
+        """
+        due = {
+            (u.stream, u.batch)
+            for u in manifest.units
+            if u.files and u.stream in self.streams and u.batch <= manifest.batch - LAG
+        }
+        with self._done:
+            self._done.wait_for(
+                lambda: self._error is not None or due <= self._copies.keys() or not self._running
+            )
+            err, self._error = self._error, None
+            copies = dict(self._copies)
+        if err is not None:
+            msg = f"copying a stream's state into the checkpoint failed: {err}"
+            raise StreamJoinError(msg) from err
+        if not due <= copies.keys():  # (never queued: a fault of the engine's own)
+            msg = f"state units {sorted(due - copies.keys())} were not copied into the checkpoint"
+            raise StreamJoinError(msg)
+        if copies:
+            manifest.units = [_copy_of(u, copies) for u in manifest.units]
+
+    def stop(self) -> None:
+        """Let the copy under way end and drop the rest (the next run copies them)."""
+        with self._done:
+            self._stopping, self._queue = True, []
+        if self._worker is not None:
+            self._worker.wait()
+        with self._done:
+            self._stopping, self._running, self._copies = False, False, {}
+
+    def _copy_all(self) -> None:
+        assert self._session is not None  # (set before the thread starts)
+        detach_from_batch(self._session, "streamjoin: copy state into the checkpoint")
+        while True:
+            with self._done:
+                if self._stopping or not self._queue:
+                    self._running = False
+                    self._done.notify_all()
+                    return
+                unit = self._queue[0]
+            try:
+                copy = self._copy(self._session, unit)
+            except Exception as err:  # (told by the next `swap`, which fails its batch)
+                with self._done:
+                    self._error, self._queue, self._running = err, [], False
+                    self._done.notify_all()
+                return
+            with self._done:
+                self._copies[unit.stream, unit.batch] = copy
+                self._queue = [u for u in self._queue if u != unit]
+                self._done.notify_all()
+
+    def _copy(self, spark: SparkSession, unit: StateUnit) -> StateUnit:
+        """Write `unit`'s rows under the checkpoint; the unit that names them."""
+        sp = self.streams[unit.stream]
+        check_files(self.store.fs, sp, unit)
+        view = f"_sj_behind_{next(_views)}"
+        read_files(spark, sp, unit.files).createOrReplaceTempView(view)
+        copy = replace(unit, files=(), sizes=(), watermark=None, behind=True)
+        path = self.store.path(copy.path)
+        try:
+            spark.sql(stored_sql(sp, view, unit.watermark)).write.mode("overwrite").option(
+                "parquet.enable.dictionary", "false"
+            ).parquet(path)
+        finally:
+            spark.catalog.dropTempView(view)
+        check_files(self.store.fs, sp, unit)  # (unchanged while read: the copy is the unit)
+        return replace(copy, bytes=self.store.fs.size(path))
+
+
+def _copy_of(unit: StateUnit, copies: dict[tuple[str, int], StateUnit]) -> StateUnit:
+    copy = copies.get((unit.stream, unit.batch))
+    return copy if unit.files and copy is not None and copy.same_rows(unit) else unit
