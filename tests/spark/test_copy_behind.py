@@ -68,8 +68,15 @@ def test_unbounded_state_moves_from_the_input_files_to_copies(
     # were copied in the second run's first batches.
     copied = {u.batch for u in units if u.behind}
     assert copied >= set(range(manifest.batch - LAG + 1))
-    assert all(not u.files and (ckpt / u.path).is_dir() for u in units if u.behind)
-    assert all(u.files for u in units if not u.behind)
+    for u in units:
+        assert u.files
+        if u.behind:  # (the files' copies, byte for byte, where the manifest says)
+            copies = [_local(f) for f in u.files]
+            assert all(c.parent == ckpt / u.path for c in copies)
+            originals = [tmp_path / "in" / u.stream / c.name for c in copies]
+            assert [c.read_bytes() for c in copies] == [o.read_bytes() for o in originals]
+        else:
+            assert all(_local(f).parent == tmp_path / "in" / u.stream for f in u.files)
     assert not list((ckpt / "state").glob("b=*"))  # (no copy in the batches themselves)
 
     # The copied batches' input files may go now: the state no longer reads them.

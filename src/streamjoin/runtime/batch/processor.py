@@ -189,7 +189,7 @@ class BatchProcessor:
         try:
             queries = self._follow(batch_id)
             ctx = self._context(df, batch_id)
-            self.behind.submit(ctx.spark, ctx.prev)
+            self.behind.submit(ctx.prev)
             known, statistics = self._start_state(ctx)
             deltas = delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:

@@ -5,10 +5,12 @@ has no window) keeps every batch's rows. Read back from the input files for ever
 would hang on files the user may move or delete once Spark has read them; copied in the batch
 (the state job), it costs a Spark job on every batch's path. So the batch keeps its unit as
 the files, as a windowed stream does, and once the batch is committed a thread copies the
-unit's rows under the checkpoint (`StateUnit.behind`, `manifest.copy_state_dir`); the
-manifest of a later batch names the copy instead of the files. Until then the files must
-stay, as for any sourced unit: a file gone or changed fails the copy, and the next batch with
-it, naming the file.
+files byte for byte under the checkpoint (`StateUnit.behind`, `manifest.copy_state_dir`),
+each at its place below the stream's directory, so that they read back as the stream's own
+files do (the unit's watermark still tells its late rows apart). The manifest of a later
+batch names the copies instead of the files. Until then the files must stay, as for any
+sourced unit: a file gone or changed fails the copy, and the next batch with it, naming the
+file. A copy costs no Spark job, only the bytes of the batch's input.
 
 A copy is whole before a manifest names it, and a manifest is written whole, so a crash at
 any point leaves each unit as its files or as a whole copy; the batches after a restart copy
@@ -17,25 +19,20 @@ what the newest manifest still names as files.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import typing as t
 from dataclasses import replace
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.runtime.state.sourcefiles import check_files, read_files, stored_sql
-from streamjoin.runtime.threads import Background, detach_from_batch
+from streamjoin.runtime.state.sourcefiles import bare_path, check_files
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
     from collections.abc import Collection
 
-    from pyspark.sql import SparkSession
-
     from streamjoin.plan import JobPlan, StreamPlan
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest, StateUnit
-
-_views = itertools.count()
 
 
 def unbounded_streams(plan: JobPlan) -> list[StreamPlan]:
@@ -67,12 +64,11 @@ class CopyBehind:
         self._running = False
         self._stopping = False
         self._worker: Background | None = None
-        self._session: SparkSession | None = None
 
-    def submit(self, spark: SparkSession, committed: Manifest) -> None:
-        """Copy each unit the `committed` manifest still names as input files, in a thread
-        that runs Spark jobs on `spark` (the batch's session)."""
-        files = [u for u in committed.units if u.files and u.stream in self.streams]
+    def submit(self, committed: Manifest) -> None:
+        """Copy, in a thread, each unit the `committed` manifest still names as the stream's
+        input files."""
+        files = [u for u in committed.units if _original(u) and u.stream in self.streams]
         with self._done:
             named = {(u.stream, u.batch) for u in files}
             # (A copy a committed manifest names instead of files is done with.)
@@ -82,7 +78,6 @@ class CopyBehind:
             start = bool(self._queue) and not self._running and not self._stopping
             self._running = self._running or start
         if start:
-            self._session = spark
             self._worker = Background(self._copy_all)
 
     def swap(self, manifest: Manifest) -> None:
@@ -95,7 +90,7 @@ class CopyBehind:
         due = {
             (u.stream, u.batch)
             for u in manifest.units
-            if u.files and u.stream in self.streams and u.batch <= manifest.batch - LAG
+            if _original(u) and u.stream in self.streams and u.batch <= manifest.batch - LAG
         }
         with self._done:
             self._done.wait_for(
@@ -122,8 +117,6 @@ class CopyBehind:
             self._stopping, self._running, self._copies = False, False, {}
 
     def _copy_all(self) -> None:
-        assert self._session is not None  # (set before the thread starts)
-        detach_from_batch(self._session, "streamjoin: copy state into the checkpoint")
         while True:
             with self._done:
                 if self._stopping or not self._queue:
@@ -132,7 +125,7 @@ class CopyBehind:
                     return
                 unit = self._queue[0]
             try:
-                copy = self._copy(self._session, unit)
+                copy = self._copy(unit)
             except Exception as err:  # (told by the next `swap`, which fails its batch)
                 with self._done:
                     self._error, self._queue, self._running = err, [], False
@@ -143,24 +136,32 @@ class CopyBehind:
                 self._queue = [u for u in self._queue if u != unit]
                 self._done.notify_all()
 
-    def _copy(self, spark: SparkSession, unit: StateUnit) -> StateUnit:
-        """Write `unit`'s rows under the checkpoint; the unit that names them."""
+    def _copy(self, unit: StateUnit) -> StateUnit:
+        """Copy `unit`'s files under the checkpoint, each at its place below the stream's
+        directory; the unit that names the copies."""
         sp = self.streams[unit.stream]
-        check_files(self.store.fs, sp, unit)
-        view = f"_sj_behind_{next(_views)}"
-        read_files(spark, sp, unit.files).createOrReplaceTempView(view)
-        copy = replace(unit, files=(), sizes=(), watermark=None, behind=True)
-        path = self.store.path(copy.path)
-        try:
-            spark.sql(stored_sql(sp, view, unit.watermark)).write.mode("overwrite").option(
-                "parquet.enable.dictionary", "false"
-            ).parquet(path)
-        finally:
-            spark.catalog.dropTempView(view)
-        check_files(self.store.fs, sp, unit)  # (unchanged while read: the copy is the unit)
-        return replace(copy, bytes=self.store.fs.size(path))
+        fs = self.store.fs
+        check_files(fs, sp, unit)
+        root = bare_path(fs.qualify(sp.stream.option("path") or "").rstrip("/") + "/")
+        copy = replace(unit, behind=True)
+        base = self.store.path(copy.path)
+        copies = []
+        for f in unit.files:
+            below = bare_path(f)
+            if not below.startswith(root):
+                msg = f"stream {sp.name!r}: input file {f} is not under the stream's path {root}"
+                raise StreamJoinError(msg)
+            copies.append(fs.qualify(f"{base}/{below[len(root) :]}"))
+            fs.copy_file(f, copies[-1])
+        check_files(fs, sp, unit)  # (unchanged while copied: the copies are the unit)
+        return replace(copy, files=tuple(copies))
 
 
 def _copy_of(unit: StateUnit, copies: dict[tuple[str, int], StateUnit]) -> StateUnit:
     copy = copies.get((unit.stream, unit.batch))
-    return copy if unit.files and copy is not None and copy.same_rows(unit) else unit
+    return copy if _original(unit) and copy is not None and copy.same_rows(unit) else unit
+
+
+def _original(unit: StateUnit) -> bool:
+    """Whether `unit` is read back from the stream's own input files (not yet copied)."""
+    return bool(unit.files) and not unit.behind

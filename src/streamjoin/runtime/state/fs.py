@@ -9,6 +9,7 @@ local file system starts for every file it creates when its native library is mi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
@@ -222,6 +223,19 @@ class FileStore:
             p, q = self._path(f"{src}/{name}"), self._path(f"{dst}/{name}")
             util = getattr(self._jvm, "org.apache.hadoop.fs.FileUtil")
             util.copy(self._fs(p), p, self._fs(q), q, False, self._conf)
+
+    def copy_file(self, src: str, dst: str) -> None:
+        """Copy file `src` to `dst`, replacing it (its directory is made if missing)."""
+        local, target = self._local(src), self._local(dst)
+        if local is not None and target is not None:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(local, target)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._crc(target))  # (a stale checksum would fail Hadoop's reads)
+            return
+        p, q = self._path(src), self._path(dst)
+        util = getattr(self._jvm, "org.apache.hadoop.fs.FileUtil")
+        util.copy(self._fs(p), p, self._fs(q), q, False, True, self._conf)
 
     def mkdirs(self, path: str) -> None:
         """Make directory `path` and its parents."""

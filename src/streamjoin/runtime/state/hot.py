@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame
 
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.cachedframes import cached_leaf, checkpoint_rdd
-from streamjoin.runtime.state.sourcefiles import check_files, read_files, stored_sql
+from streamjoin.runtime.state.sourcefiles import check_files, copy_base, read_files, stored_sql
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 from streamjoin.runtime.threads import Background, detach_from_batch
 
@@ -262,7 +262,7 @@ class HotState:
         """A slice of one unit, read from its files (cached when a batch first scans it)."""
         if unit.files:
             check_files(self.store.fs, sp, unit)
-            raw = read_files(spark, sp, unit.files)
+            raw = read_files(spark, sp, unit.files, copy_base(unit))
             view = self._view(raw)
             rows = raw.sparkSession.sql(
                 f"SELECT *, {batch_constant(unit.batch)} AS {BATCH} FROM "

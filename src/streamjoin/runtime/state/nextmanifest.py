@@ -77,7 +77,7 @@ def next_manifest(
     for u in prev.units + new_units:
         horizon = plan.stream(u.stream).horizon(global_wm)
         if horizon is not None and u.max_ts is not None and u.max_ts < horizon:
-            if not u.files:  # (a file stream's input files are its own, not ours to delete)
+            if u.behind or not u.files:  # (a stream's own input files are not ours to delete)
                 dropped.append(u.path)
             expired[u.stream] = max(expired.get(u.stream, u.max_ts), u.max_ts)
         else:

@@ -205,15 +205,16 @@ class SourcedUnits:
 
     def __init__(self, fs: FileStore) -> None:
         self.fs = fs
-        self._views: dict[tuple[str, int], tuple[str, DataFrame]] = {}
-        self._used: set[tuple[str, int]] = set()
+        self._views: dict[tuple[str, int, str | None], tuple[str, DataFrame]] = {}
+        self._used: set[tuple[str, int, str | None]] = set()
         self._prefix = f"_sj_sourced_{next(_processors)}"
 
     def view(self, spark: SparkSession, sp: StreamPlan, unit: StateUnit) -> str:
         """A relation (SQL text) of `unit`'s rows under their stored names, once its files are
         checked."""
         check_files(self.fs, sp, unit)
-        return self.batch_view(spark, sp, unit.batch, unit.files, unit.watermark)
+        base = copy_base(unit)
+        return self.batch_view(spark, sp, unit.batch, unit.files, unit.watermark, base)
 
     def batch_view(
         self,
@@ -222,15 +223,17 @@ class SourcedUnits:
         batch: int,
         files: Collection[str],
         watermark: int | None,
+        base: str | None = None,
     ) -> str:
         """A relation of the ok rows of `files`, which batch `batch` (started at `watermark`)
         read: the rows its classified input held for `sp`. Batch `batch` itself reads them as
-        its delta; the batches after it, as its unit, through the same view."""
-        key = (sp.name, batch)
+        its delta; the batches after it, as its unit, through the same view. `base`: where
+        copies of the files are (`copy_base`; None: they are the stream's own)."""
+        key = (sp.name, batch, base)
         self._used.add(key)
         if key not in self._views:
-            name = f"{self._prefix}_{sp.index}_{batch}"
-            raw = read_files(spark, sp, files)
+            name = f"{self._prefix}_{sp.index}_{batch}{'_copy' if base else ''}"
+            raw = read_files(spark, sp, files, base)
             raw.createOrReplaceTempView(name)
             self._views[key] = (name, raw)
         return stored_sql(sp, self._views[key][0], watermark)
@@ -248,12 +251,25 @@ class SourcedUnits:
         self._used = set()
 
 
-def read_files(spark: SparkSession, sp: StreamPlan, files: Collection[str]) -> DataFrame:
-    """`files` of stream `sp` as its reader parses them (for `stored_sql`)."""
+def read_files(
+    spark: SparkSession, sp: StreamPlan, files: Collection[str], base: str | None = None
+) -> DataFrame:
+    """`files` of stream `sp` as its reader parses them (for `stored_sql`); `base`: the
+    directory that stands for the stream's in their paths (for copies of its files)."""
     s = sp.stream
     reader = file_reader(spark.read.options(**reader_options(s)), s)
     # The stream's directory as the base: partition columns come out as the stream's.
-    return reader.option("basePath", s.option("path") or "").load(list(files))
+    return reader.option("basePath", base or s.option("path") or "").load(list(files))
+
+
+def copy_base(unit: StateUnit) -> str | None:
+    """For a unit whose files are copies in the checkpoint (`runtime.state.copybehind`), the
+    directory that holds them as the stream's directory holds its files; else None."""
+    if not unit.behind or not unit.files:
+        return None
+    marker = f"/{unit.path}/"
+    first = unit.files[0]
+    return first[: first.index(marker) + len(marker) - 1]
 
 
 def stored_sql(sp: StreamPlan, view: str, watermark: int | None) -> str:
