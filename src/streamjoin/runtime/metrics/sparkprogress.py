@@ -55,22 +55,15 @@ def observed_columns() -> list[Column]:
 
 
 def values(figures: BatchFigures) -> dict[str, t.Any]:
-    """The observed row of `figures`, by field."""
+    """The observed row of `figures`, by field: the totals of `BatchFigures.flat`."""
+    flat = figures.flat()
     shed = sum(n for per in figures.shed.values() for d, n in per.items() if "." not in d)
-    return {
-        "batch": figures.batch,
-        "rows_in": sum(figures.rows_in.values()),
-        "rows_out": sum(figures.out.values()),
-        "late": sum(figures.late.values()),
-        "malformed": sum(figures.malformed.values()),
-        "state_rows": sum(figures.state_rows.values()),
-        "state_bytes": sum(figures.state_bytes.values()),
+    own = {
         "shed_rows": shed,
         "seconds": float(figures.seconds),
-        "latency": figures.latency,
-        "watermark_lag": figures.watermark_lag,
         "figures": json.dumps(figures.to_dict(), sort_keys=True),
     }
+    return {f: own[f] if f in own else flat[f] for f in FIELDS}
 
 
 class ProgressPublisher:
