@@ -30,8 +30,8 @@ def test_worker_killed_mid_batch(cluster: LocalCluster, tmp_path: Path) -> None:
     killed: list[bool] = []
 
     def running(batch: int) -> bool:
-        # A batch is under way once its state directory exists and until its manifest does.
-        started = (ckpt / "state" / f"b={batch}").exists()
+        # A batch is under way once Spark logged its offsets and until its manifest exists.
+        started = (ckpt / "spark" / "offsets" / str(batch)).exists()
         return started and not (ckpt / "manifests" / f"{batch:012d}.json").exists()
 
     def kill_worker_mid_batch() -> bool:
