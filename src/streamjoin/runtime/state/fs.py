@@ -214,15 +214,8 @@ class FileStore:
         into directory `dst`, made if missing."""
         self.mkdirs(dst)
         for name in self.list_names(src):
-            if name.startswith(("_", ".")):
-                continue
-            local, target = self._local(f"{src}/{name}"), self._local(f"{dst}/{name}")
-            if local is not None and target is not None:
-                shutil.copyfile(local, target)
-                continue
-            p, q = self._path(f"{src}/{name}"), self._path(f"{dst}/{name}")
-            util = getattr(self._jvm, "org.apache.hadoop.fs.FileUtil")
-            util.copy(self._fs(p), p, self._fs(q), q, False, self._conf)
+            if not name.startswith(("_", ".")):
+                self.copy_file(f"{src}/{name}", f"{dst}/{name}")
 
     def copy_file(self, src: str, dst: str) -> None:
         """Copy file `src` to `dst`, replacing it (its directory is made if missing)."""
