@@ -107,6 +107,23 @@ def test_an_offset_folded_into_a_compaction_is_read_from_it() -> None:
     assert log.files(5) == {"a": ["file:///in/a/p5.parquet"]}
 
 
+def test_a_compaction_is_read_from_its_end_down_to_the_offset() -> None:
+    # The lines before offset 9's are never parsed: a batch costs its entries, not the run's.
+    older = "\n".join(["v1", "{not json", _entries(("file:///in/a/p8.parquet", 8))[3:]])
+    log = _log(
+        {
+            f"{CKPT}/offsets/8": _offsets(8, None),
+            f"{CKPT}/offsets/9": _offsets(9, None),
+            f"{CKPT}/sources/0/9.compact": older
+            + "\n"
+            + "\n".join(
+                json.dumps({"path": f"file:///in/a/p9-{i}.parquet", "batchId": 9}) for i in (0, 1)
+            ),
+        }
+    )
+    assert log.files(9) == {"a": ["file:///in/a/p9-0.parquet", "file:///in/a/p9-1.parquet"]}
+
+
 def test_streams_whose_files_the_logs_do_not_tell_are_left_out() -> None:
     log = _log(
         {

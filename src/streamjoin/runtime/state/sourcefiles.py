@@ -162,11 +162,16 @@ class SourceLog:
                 return None
             name = f"{later[0]}.compact"
         files = []
-        for line in self.fs.read_text(f"{d}/{name}").splitlines()[1:]:  # (after the version)
+        # A compaction lists every entry since the start in batch order: read from its end,
+        # so a batch costs its own entries, not the run's.
+        for line in reversed(self.fs.read_text(f"{d}/{name}").splitlines()[1:]):
             entry = json.loads(line)
-            if entry.get("batchId") == offset and isinstance(entry.get("path"), str):
+            at = entry.get("batchId")
+            if isinstance(at, int) and at < offset:
+                break
+            if at == offset and isinstance(entry.get("path"), str):
                 files.append(unquote(entry["path"]))
-        return files
+        return files[::-1]
 
 
 def _at(offsets: list[int | None] | None, index: int) -> int | None:
