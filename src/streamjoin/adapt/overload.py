@@ -129,9 +129,13 @@ class OverloadController:
         self._analysed = figures
         proposal = self._analyse(stats.batch + 1, figures)
         current = self.decision
-        if current is not None and current.exact == proposal.exact:
-            better = proposal.predicted_output > current.predicted_output * (1 + self.gain)
-            if not proposal.exact and not better and current.feasible == proposal.feasible:
+        if current is not None and current.exact == proposal.exact and not proposal.exact:
+            # The split in force judged on today's figures, not on those it was chosen with:
+            # as a window fills, each probe finds more pairs and an old split overruns.
+            work, output = self._judge(current.allowances, figures)
+            overruns = work > proposal.budget * (1 + self.epsilon)
+            better = proposal.predicted_output > output * (1 + self.gain)
+            if not overruns and not better and current.feasible == proposal.feasible:
                 return None
         if current is None and proposal.exact:
             self.decision = proposal
@@ -178,11 +182,25 @@ class OverloadController:
         of productivity 1 whose every input costs a unit)."""
         return (Hop(rho), Hop(1.0)) if self.pairs_cost else (Hop(rho),)
 
-    def _analyse(self, batch: int, figures: Mapping[str, float]) -> Decision:
-        paths = [
+    def _paths(self, figures: Mapping[str, float]) -> list[InputPath]:
+        return [
             InputPath(d, figures[f"rate:{d}"], self._hops(figures[f"rho:{d}"]))
             for d in self.directions
         ]
+
+    def _judge(
+        self, allowances: Mapping[str, float], figures: Mapping[str, float]
+    ) -> tuple[float, float]:
+        """The work a second and the pairs a second of `allowances` at `figures`."""
+        work = output = 0.0
+        for p in self._paths(figures):
+            spent = allowances.get(p.stream, 1.0) * p.capacity
+            work += spent
+            output += spent * p.productivity
+        return work, output
+
+    def _analyse(self, batch: int, figures: Mapping[str, float]) -> Decision:
+        paths = self._paths(figures)
         demand = sum(p.capacity for p in paths)
         budget = self.budget if self.budget is not None else figures["mu"]
         if self.mode == "exact" or budget >= demand:

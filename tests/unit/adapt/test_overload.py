@@ -70,3 +70,16 @@ def test_with_pairs_costing_work_the_budget_bounds_the_pairs_too() -> None:
     # Output per unit: L 5/6, R 1/3. L first, up to the budget: 3000 units, half its rows.
     assert decision.allowances == pytest.approx({"L": 0.5, "R": 0.01})
     assert decision.predicted_output == pytest.approx(2500.0)
+
+
+def test_a_split_that_overruns_the_budget_on_new_figures_is_replaced() -> None:
+    loop = OverloadController(
+        ("L", "R"), mode="shed", budget=3000.0, window=1, pairs_cost=True, gain=0.5
+    )
+    first = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert first is not None and first.allowances["L"] == pytest.approx(0.5)
+    # The window fills: L's probes now find 10 pairs each. Half its rows probing would cost
+    # 5,500 units against 3,000, so the split goes, whatever the gain in predicted output.
+    again = loop.observe(_batch(1, 2.0, (1000, 500, 5000), (1000, 10, 5)))
+    assert again is not None
+    assert again.allowances["L"] == pytest.approx((3000 - 0.01 * 1000 * 1.5) / 11000, rel=0.02)
