@@ -2,13 +2,15 @@
 
 - `join_path`: the delta rule's two halves as one join or as two, and which side a shuffled
   join builds its tables on.
-- `checks_skew`: which batches count the automatic hash path's rows per unit from their files.
+- `checks_skew`, `skew_check_period`: which batches count the automatic hash path's rows per
+  unit from their files.
 
 The runtime counts the rows (a manifest's live units, a batch's footers) and applies the answer.
 """
 
 from __future__ import annotations
 
+import math
 import typing as t
 
 SHUFFLE_ROWS = 10_000
@@ -50,6 +52,16 @@ def join_path(
     if min(left_rows, right_rows) < shuffle_rows:
         return "auto"
     return "left" if left_rows < right_rows else "right"
+
+
+def skew_check_period(every: int, seconds: float, trigger: float | None) -> int:
+    """Batches between two skew checks: `every`, or with a trigger of `trigger` seconds as many
+    as span `seconds` if more. A check is a job, a fixed cost whatever the batch's size: on a
+    live stream of small batches a period counted in batches made them pay most, where a hot
+    key is a matter of the stream's time. (None: a backlog run without a trigger.)"""
+    if trigger is None or trigger <= 0 or seconds <= 0:
+        return every
+    return max(every, math.ceil(seconds / trigger - 1e-9))
 
 
 def checks_skew(batch_id: int, every: int) -> bool:

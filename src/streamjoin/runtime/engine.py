@@ -240,7 +240,7 @@ class Engine:
             sourced = sourced_streams(plan, read, settings.state_from_source)
             log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
             processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
-            processor.shedding.trigger_seconds = every or 1.0  # (a measured budget fits it)
+            processor.set_trigger(None if once else every)
             scaler = ExecutorScaler.of(self.spark, settings, None if once else every, processor)
             if scaler is not None:
                 scaler.start()
@@ -335,6 +335,7 @@ class Engine:
             processor = BatchProcessor(
                 self.spark, plan, store, serving.batch_done, None, settings, served
             )
+            processor.set_trigger(trigger_seconds(trigger))
             writer = self._writer(plan, processor, given, once=False, trigger=trigger, observe=True)
             serving.started(writer.start(), processor)
         except BaseException:

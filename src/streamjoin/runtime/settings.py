@@ -65,6 +65,14 @@ SETTINGS: dict[str, Key] = {
             least=1,
         ),
         Key(
+            "streamjoin.hash.skewCheckSeconds",
+            "20",
+            "with a trigger, the counts of rows per unit come at most every this many seconds of "
+            "triggers (more batches apart than skewCheckEvery when triggers are short); 0: by "
+            "skewCheckEvery alone",
+            least=0,
+        ),
+        Key(
             "streamjoin.state.fromSource",
             "true",
             "`false` copies every stream's state into the checkpoint instead of reading it back "
@@ -195,6 +203,7 @@ class Settings:
     shuffle_rows: int = SHUFFLE_ROWS
     join_path: JoinPath = "auto"
     skew_check_every: int = 5
+    skew_check_seconds: int = 20
     state_from_source: bool = True
     footers: bool = True
     hot_state: bool = True
@@ -231,6 +240,7 @@ class Settings:
             shuffle_rows=int(text("streamjoin.join.shuffleRows")),
             join_path=t.cast("JoinPath", text("streamjoin.join.path")),
             skew_check_every=int(text("streamjoin.hash.skewCheckEvery")),
+            skew_check_seconds=int(text("streamjoin.hash.skewCheckSeconds")),
             state_from_source=text("streamjoin.state.fromSource") == "true",
             footers=text("streamjoin.state.footers") == "true",
             hot_state=text("streamjoin.state.hot") == "true",

@@ -11,7 +11,14 @@ import typing as t
 
 import pytest
 
-from streamjoin.adapt.joinpath import SHUFFLE_ROWS, OneJoin, SideRows, checks_skew, join_path
+from streamjoin.adapt.joinpath import (
+    SHUFFLE_ROWS,
+    OneJoin,
+    SideRows,
+    checks_skew,
+    join_path,
+    skew_check_period,
+)
 from streamjoin.plan import StreamPlan, plan_job
 from streamjoin.runtime.batch.joins import side_rows
 from streamjoin.runtime.state.manifest import Manifest, StateUnit
@@ -69,6 +76,17 @@ def test_the_rule_weighs_the_old_pairs_dropped_against_the_halves_pairs() -> Non
 def test_skew_is_checked_every_interval_from_batch_1(every: int) -> None:
     checked = [b for b in range(40) if checks_skew(b, every)]
     assert checked == (list(range(1, 40, every)) if every > 1 else list(range(40)))
+
+
+def test_skew_checks_are_spaced_by_the_triggers_time_on_short_triggers() -> None:
+    # A backlog run (no trigger), or the time part off: the batch count alone.
+    assert skew_check_period(5, 20, None) == 5
+    assert skew_check_period(5, 0, 1.0) == 5
+    # Triggers of a second: a check every 20 batches; of 10 s: the batch count is longer.
+    assert skew_check_period(5, 20, 1.0) == 20
+    assert skew_check_period(5, 20, 0.3) == 67
+    assert skew_check_period(5, 20, 10.0) == 5
+    assert skew_check_period(1, 20, 20.0) == 1
 
 
 def test_a_state_of_a_batch_or_two_is_joined_in_one_and_a_deep_state_in_two_halves() -> None:

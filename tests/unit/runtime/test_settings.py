@@ -31,6 +31,7 @@ def test_each_key_reaches_its_field() -> None:
             "streamjoin.join.shuffleRows": "0",
             "streamjoin.join.path": "Halves",
             "streamjoin.hash.skewCheckEvery": "1",
+            "streamjoin.hash.skewCheckSeconds": "0",
             "streamjoin.state.fromSource": "false",
             "streamjoin.state.footers": "FALSE",
             "streamjoin.multiway.optimizer": "greedy",
@@ -45,6 +46,7 @@ def test_each_key_reaches_its_field() -> None:
         shuffle_rows=0,
         join_path="halves",
         skew_check_every=1,
+        skew_check_seconds=0,
         state_from_source=False,
         footers=False,
         optimizer="greedy",
@@ -65,6 +67,7 @@ def test_environment_keys_are_not_read_from_the_conf() -> None:
     ("key", "value", "expected"),
     [
         ("streamjoin.hash.skewCheckEvery", "0", "at least 1"),
+        ("streamjoin.hash.skewCheckSeconds", "-1", "at least 0"),
         ("streamjoin.join.shuffleRows", "many", "whole number"),
         ("streamjoin.multiway.optimizer", "genetic", "'ilp', 'greedy'"),
         ("streamjoin.state.fromSource", "no", "'true', 'false'"),

@@ -20,7 +20,7 @@ import time
 import typing as t
 from functools import cache, partial
 
-from streamjoin.adapt.joinpath import checks_skew
+from streamjoin.adapt.joinpath import checks_skew, skew_check_period
 from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
@@ -98,11 +98,19 @@ class BatchProcessor:
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
         self.shedding = Shedding()
         """The overload controllers of the queries that shed probes (`batch.shedding`)."""
+        self.trigger_seconds: float | None = None
+        """The run's trigger interval (None: a backlog run, or not told): see `set_trigger`."""
         self.served = served
         """A served job's queries, which may change at any batch (`runtime.serve`)."""
         self._serving: tuple[t.Any, ...] | None = None
         # A restart may run an edited job: fail now if the checkpoints cannot serve it.
         check_restart(plan, checkpoint.latest(), checkpoint.root)
+
+    def set_trigger(self, seconds: float | None) -> None:
+        """Take the run's trigger interval (None: none, as with ``--once``): a measured
+        shedding budget fits it, and the skew checks are spaced by it (`skew_check_period`)."""
+        self.trigger_seconds = seconds
+        self.shedding.trigger_seconds = seconds or 1.0
 
     def _follow(self, batch_id: int) -> QuerySet | None:
         """A served job's query set for batch `batch_id`, its plan put in place if it changed:
@@ -358,7 +366,9 @@ class BatchProcessor:
 
     def _start_unit_counts(self, ctx: BatchContext) -> Background | None:
         """The skew check's rows per unit from the batch's files (`checks_skew`)."""
-        if not checks_skew(ctx.batch_id, self.settings.skew_check_every):
+        s = self.settings
+        every = skew_check_period(s.skew_check_every, s.skew_check_seconds, self.trigger_seconds)
+        if not checks_skew(ctx.batch_id, every):
             return None
         job = count_units(ctx, self.stores.sourced)
         ctx.scratch.running.append(job)  # (it reads the batch's views)
