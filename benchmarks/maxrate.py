@@ -125,14 +125,14 @@ def summary_lines(report: dict[str, t.Any]) -> list[str]:
     return lines
 
 
-def maxrate_lines(report: dict[str, t.Any]) -> list[str]:
-    """The RESULTS.md table of a max-rate report: a row per case."""
+def maxrate_lines(*reports: dict[str, t.Any]) -> list[str]:
+    """The RESULTS.md table of max-rate reports: a row per case."""
     lines = [
         "| highest rate kept up with (`--max-rate`) | ours, rows/s per stream | peer | peer's | "
         "ours ÷ peer's | probes (✓ kept up) |",
         "|" + "---|" * 6,
     ]
-    for c in report["cases"]:
+    for c in (c for report in reports for c in report["cases"]):
         ours = c["engines"].get("streamjoin", {})
         theirs = c["engines"].get(c["peer"], {})
         probes = "; ".join(

@@ -50,6 +50,12 @@ def load(folder: str = RESULTS) -> dict[str, Report]:
     return {name: _read(p) for name, p in paths.items() if os.path.exists(p)}
 
 
+def _engines_flag(report: Report) -> str:
+    """``--engines …`` where a report ran fewer engines than its workload has (else nothing)."""
+    ran = sorted({e for c in report.get("cases", []) for e in c.get("engines", {})})
+    return f" --engines {','.join(ran)}" if ran and len(ran) < 2 else ""
+
+
 def _load_prefixed(folder: str, prefix: str) -> dict[str, Report]:
     if not os.path.isdir(folder):
         return {}
@@ -1038,8 +1044,8 @@ def render(
         *commands(reports, rate, multiquery, extra)[:-1],
         *(
             f"streamjoin bench {r['workload']} --max-rate --rate {r.get('start_rate', 5000):g}"
-            f"{_SIZE_FLAG.get(r['size'], '')} --duration {r.get('duration_s', 30):g} "
-            f"--out benchmarks/results/{file}"
+            f"{_SIZE_FLAG.get(r['size'], '')} --duration {r.get('duration_s', 30):g}"
+            f"{_engines_flag(r)} --out benchmarks/results/{file}"
             for file, r in maxrate.items()
         ),
         *(
@@ -1095,7 +1101,7 @@ def render(
     if rate:
         lines += rate_lines(rate)
     if maxrate:  # (under the live rate mode's heading: the same runs, searched)
-        lines += [*(row for r in maxrate.values() for row in maxrate_lines(r)), ""]
+        lines += [*maxrate_lines(*maxrate.values()), ""]
     if multiquery:
         lines += multiquery_lines(multiquery)
     if adhoc:
