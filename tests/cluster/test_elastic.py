@@ -21,7 +21,10 @@ if t.TYPE_CHECKING:
 
     from streamjoin.cluster import LocalCluster
 
-BACKLOG, TRICKLE = 8, 4
+BACKLOG, TRICKLE, MOST = 8, 4, 16
+"""Batches of backlog; trickled batches at least, and at most while the second executor stays
+(a scale-in needs three quiet batches in a row: on a loaded machine the first trickled ones may
+not be quiet yet, and without batches no decision comes)."""
 PAUSE = 6.0
 """Seconds from a batch's commit to the next trickled batch's files: the cluster idles."""
 
@@ -34,7 +37,7 @@ def _cores(cluster: LocalCluster) -> int | None:
 
 def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> None:
     job = write_job(tmp_path, {"equi_window": QUERIES["equi_window"]})
-    batches = make_batches(11, n_batches=BACKLOG + TRICKLE, rows_per_batch=20, late_per_batch=0)
+    batches = make_batches(11, n_batches=BACKLOG + MOST, rows_per_batch=20, late_per_batch=0)
     write_batches(tmp_path / "in", batches[:BACKLOG])
     staged = tmp_path / "staged"
     write_batches(staged, batches[BACKLOG:], first=BACKLOG)
@@ -61,14 +64,15 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
         # committed (renamed in: never read half written). Spark may see one stream's file a
         # trigger before the other's, so a fed pair can take two batches.
         idle = time.monotonic() - last[-1][1] >= PAUSE
-        if done >= BACKLOG + len(fed) and len(fed) < TRICKLE and idle:
+        back = seen[-2:] == [2, 1]
+        if done >= BACKLOG + len(fed) and len(fed) < (TRICKLE if back else MOST) and idle:
             n = BACKLOG + len(fed)
             for stream in ("A", "B"):
                 name = f"part-{n:05d}.json"
                 os.rename(staged / stream / name, tmp_path / "in" / stream / name)
             fed.append(n)
-        # Stop once every row is committed and the second executor went back.
-        return len(fed) == TRICKLE and processed() == rows and seen[-2:] == [2, 1]
+        # Stop once every fed row is committed and the second executor went back.
+        return len(fed) >= TRICKLE and processed() == fed_rows() and back
 
     def processed() -> int:
         """Input rows the newest manifest counts (0 before the first)."""
@@ -78,7 +82,8 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
         totals = json.loads(manifests[-1].read_text(encoding="utf-8"))["totals"]["rows_in"]
         return int(sum(totals.values()))
 
-    rows = sum(len(rows) for b in batches for rows in b.values())
+    def fed_rows() -> int:
+        return sum(len(rows) for b in batches[: BACKLOG + len(fed)] for rows in b.values())
 
     conf = " --conf spark.streamjoin.elastic.maxExecutors=2 pyspark-shell"
     submit = QUICK_JVMS["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
@@ -89,8 +94,8 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     assert "executors 2 -> 1" in run.stderr, run.stderr[-3000:]
     # The master gave the run one core, then two, then one: executors really came and went.
     assert seen[-3:] == [1, 2, 1], seen
-    assert committed() >= BACKLOG + TRICKLE and processed() == rows
+    assert committed() >= BACKLOG + TRICKLE and processed() == fed_rows()
     # The joins' shuffles followed the cores: one task, two while there were two, then one.
     tasks = [f.parallelism for f in read_history(str(tmp_path / "ckpt" / "metrics"))]
     assert tasks[0] == 1 and 2 in tasks and tasks[-1] == 1, tasks
-    assert_exact(job, batches)
+    assert_exact(job, batches[: BACKLOG + len(fed)])
