@@ -23,8 +23,8 @@ if t.TYPE_CHECKING:
 
 BACKLOG, TRICKLE, MOST = 8, 4, 16
 """Batches of backlog; trickled batches at least, and at most while the second executor stays
-(a scale-in needs three quiet batches in a row: on a loaded machine the first trickled ones may
-not be quiet yet, and without batches no decision comes)."""
+and one more (a scale-in needs three quiet batches in a row: on a loaded machine the first
+trickled ones may not be quiet yet, and without batches no decision comes)."""
 PAUSE = 6.0
 """Seconds from a batch's commit to the next trickled batch's files: the cluster idles."""
 
@@ -44,6 +44,7 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     commits = tmp_path / "ckpt" / "spark" / "commits"
     seen: list[int] = []
     fed: list[int] = []
+    back_fed: list[int] = []  # (batches fed when the master first showed one core again)
     last: list[tuple[int, float]] = [(0, time.monotonic())]  # (batches committed, since when)
 
     def committed() -> int:
@@ -64,15 +65,19 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
         # committed (renamed in: never read half written). Spark may see one stream's file a
         # trigger before the other's, so a fed pair can take two batches.
         idle = time.monotonic() - last[-1][1] >= PAUSE
-        back = seen[-2:] == [2, 1]
-        if done >= BACKLOG + len(fed) and len(fed) < (TRICKLE if back else MOST) and idle:
+        if seen[-2:] == [2, 1] and not back_fed:
+            back_fed.append(len(fed))
+        # Until the executor went back, and one batch more after that to run on one core.
+        after = bool(back_fed) and len(fed) > back_fed[0]
+        wanted = len(fed) < MOST and (len(fed) < TRICKLE or not after)
+        if done >= BACKLOG + len(fed) and wanted and idle:
             n = BACKLOG + len(fed)
             for stream in ("A", "B"):
                 name = f"part-{n:05d}.json"
                 os.rename(staged / stream / name, tmp_path / "in" / stream / name)
             fed.append(n)
-        # Stop once every fed row is committed and the second executor went back.
-        return len(fed) >= TRICKLE and processed() == fed_rows() and back
+        # Stop once every fed row is committed and a batch ran after the executor went back.
+        return len(fed) >= TRICKLE and after and processed() == fed_rows()
 
     def processed() -> int:
         """Input rows the newest manifest counts (0 before the first)."""
