@@ -63,10 +63,13 @@ def spark() -> Iterator[SparkSession]:
     from streamjoin.runtime.session import check_java
 
     try:
-        check_java()
+        java = check_java()
     except JavaMissingError as err:
         pytest.skip(str(err))
+    from pyspark.find_spark_home import _find_spark_home
     from pyspark.sql import SparkSession
+
+    from streamjoin.runtime.local.localfs import CLASS_PATH, build_jar
 
     from streamjoin.runtime.local import CHECKPOINT_MANAGER
     from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS, LOCAL_CONF
@@ -75,6 +78,10 @@ def spark() -> Iterator[SparkSession]:
     builder = SparkSession.builder.master("local[2]").appName("streamjoin-tests")
     quick = f"{QUICK_JIT} {LOCAL_CONF[DRIVER_JAVA_OPTIONS]}"
     conf = {**LOCAL_CONF, **CHECKPOINT_MANAGER, DRIVER_JAVA_OPTIONS: quick}
+    # streamjoin's jar on the class path (the executor-memory index), Hadoop's file system kept.
+    jar = build_jar(java, _find_spark_home())
+    if jar is not None:
+        conf[CLASS_PATH] = jar
     for key, value in {**conf, "spark.sql.shuffle.partitions": "2"}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -94,6 +94,14 @@ SETTINGS: dict[str, Key] = {
             choices=("true", "false"),
         ),
         Key(
+            "streamjoin.twoway.index",
+            "false",
+            "`true`: in a local driver, two-way equi joins on the hash path probe hash indexes "
+            "of their live state kept in executor memory across batches, one Spark job a batch "
+            "(`runtime.batch.indexed`)",
+            choices=("true", "false"),
+        ),
+        Key(
             "streamjoin.multiway.optimizer",
             "ilp",
             "`greedy`: greedy probe orders, no integer program",
@@ -207,6 +215,7 @@ class Settings:
     state_from_source: bool = True
     footers: bool = True
     hot_state: bool = True
+    index: bool = False
     optimizer: Optimizer = "ilp"
     share: bool = True
     share_joins: bool = True
@@ -244,6 +253,7 @@ class Settings:
             state_from_source=text("streamjoin.state.fromSource") == "true",
             footers=text("streamjoin.state.footers") == "true",
             hot_state=text("streamjoin.state.hot") == "true",
+            index=text("streamjoin.twoway.index") == "true",
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.multiway.share") == "true",
             share_joins=text("streamjoin.twoway.share") == "true",

@@ -26,6 +26,7 @@ from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.groups import stream_rows
+from streamjoin.runtime.batch.indexed import IndexedJoins, serves_every_join
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
@@ -90,7 +91,11 @@ class BatchProcessor:
         self.state_job = StateJob(plan, checkpoint, source_log)
         self.behind = CopyBehind(checkpoint, unbounded_streams(plan))
         """Copies the units of unbounded streams read back from their files (`copybehind`)."""
-        self.stores = StoreViews(checkpoint, self.parallelism, hot=self.settings.hot_state)
+        self.indexed = IndexedJoins()
+        """The indexes of the two-way equi joins (`batch.indexed`), with the setting on."""
+        # (Joins served by their indexes read no cached state: no copies nor merges of it.)
+        hot = self.settings.hot_state and not (self.settings.index and serves_every_join(plan))
+        self.stores = StoreViews(checkpoint, self.parallelism, hot=hot)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
         self.multiway: MultiwayJoins | None = None
         if plan.multiway:
@@ -149,6 +154,7 @@ class BatchProcessor:
         """Release what the processor keeps cached between batches."""
         self.behind.stop()
         self.stores.clear()
+        self.indexed.clear(self.session)
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -202,7 +208,7 @@ class BatchProcessor:
             deltas = delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
-            two = two_way_joins(ctx, deltas, self.stores)
+            two = two_way_joins(ctx, deltas, self.stores, self.indexed)
             frames: dict[str, list[DataFrame]] = {}
             if self.multiway is not None:
                 work = self.multiway.run(ctx, deltas, self.stores)
@@ -268,10 +274,14 @@ class BatchProcessor:
                 )
             self.behind.swap(manifest)
             self.checkpoint.commit(manifest, prev)
+            self.indexed.committed()
             if self.served is not None and queries is not None:
                 self.served.committed(queries)
             clock.mark("commit")
             maybe_crash("after-commit", batch_id)
+        except BaseException:
+            self.indexed.failed()
+            raise
         finally:
             if ctx is not None:
                 ctx.scratch.release()

@@ -24,6 +24,7 @@ if t.TYPE_CHECKING:
     from streamjoin.plan import Band, QueryPlan
     from streamjoin.plan.shared import SharedGroup
     from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.indexed import IndexedJoins
     from streamjoin.runtime.batch.joins import Side
     from streamjoin.runtime.routing.router import Observed, QueryRouter
     from streamjoin.runtime.state.stores import StoreViews
@@ -52,13 +53,22 @@ class TwoWay:
         return out
 
 
-def two_way_joins(ctx: BatchContext, deltas: t.Mapping[str, str], stores: StoreViews) -> TwoWay:
-    """Every two-way query's new pairs in the batch (`deltas`: each stream's new rows)."""
+def two_way_joins(
+    ctx: BatchContext,
+    deltas: t.Mapping[str, str],
+    stores: StoreViews,
+    indexed: IndexedJoins | None = None,
+) -> TwoWay:
+    """Every two-way query's new pairs in the batch (`deltas`: each stream's new rows), from
+    their `indexed` state where it serves them (`batch.indexed`)."""
     out = TwoWay()
     for qp in ctx.plan.joins:
         observed: list[tuple[str, Observation, int]] = []
         given = allowances(ctx.prev, qp.query)
         shed = None if given is None else Shed(given)
+        if shed is None and indexed is not None and indexed.eligible(ctx, qp):
+            out.frames[qp.query.name] = indexed.pairs(ctx, qp, deltas, stores)
+            continue
         out.frames[qp.query.name] = _pairs(ctx, qp, deltas, stores, observed, shed)
         if shed is not None:
             out.shed[qp.query.name] = shed

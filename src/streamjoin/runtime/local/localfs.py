@@ -7,7 +7,8 @@ the batch's output), 8 of them on the stream's own thread between batches.
 ``LocalFiles.java`` beside this module is the same file system with permissions set through
 Java's own calls. It is compiled with the Java compiler that ships in Spark's jars (janino, so a
 JRE is enough) into a jar in streamjoin's cache directory, once per Spark, and named on the
-driver's class path and as Hadoop's ``fs.file.impl``.
+driver's class path and as Hadoop's ``fs.file.impl``. The same jar carries ``JoinIndex.java``,
+the executor-memory index of `runtime.batch.indexed`.
 
 Only for a driver streamjoin starts itself with a local master (`runtime.local`): executors of
 a cluster would not have the class. An optimisation only: when the jar cannot be built, one line
@@ -30,7 +31,7 @@ FS_IMPL = "spark.hadoop.fs.file.impl"
 CLASS_PATH = "spark.driver.extraClassPath"
 CLASS_NAME = "streamjoin.LocalFiles"
 
-_SOURCE = "LocalFiles.java"
+_SOURCES = ("LocalFiles.java", "JoinIndex.java")
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
 
 
@@ -56,15 +57,18 @@ def local_fs_settings(
 
 
 def build_jar(java: str, spark_home: str, directory: str | None = None) -> str | None:
-    """The jar of ``LocalFiles.java`` compiled against `spark_home`'s jars, in `directory`
+    """The jar of the Java sources beside this module compiled against `spark_home`'s jars, in
+    `directory`
     (default: the cache directory), built unless there; None, after one line on stderr, when
     it cannot be built (and, for a failed compile, until the source or Spark's jars change)."""
     directory = directory or cache_dir()
-    source = resources.files("streamjoin.runtime.local").joinpath(_SOURCE).read_bytes()
+    here = resources.files("streamjoin.runtime.local")
+    sources = {name: here.joinpath(name).read_bytes() for name in _SOURCES}
     jars = os.path.join(spark_home, "jars")
     names = sorted(os.listdir(jars)) if os.path.isdir(jars) else []
-    key = hashlib.sha256(source + "\0".join(names).encode()).hexdigest()[:16]
-    path = os.path.join(directory, f"localfs-{key}.jar")
+    text = b"\0".join(sources.values()) + "\0".join(names).encode()
+    key = hashlib.sha256(text).hexdigest()[:16]
+    path = os.path.join(directory, f"streamjoin-{key}.jar")
     if os.path.exists(path):
         return path
     if os.path.exists(path + ".failed"):
@@ -72,7 +76,7 @@ def build_jar(java: str, spark_home: str, directory: str | None = None) -> str |
     try:
         os.makedirs(directory, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=directory, prefix=".localfs-") as work:
-            _compile(java, source, [os.path.join(jars, n) for n in names], work)
+            _compile(java, sources, [os.path.join(jars, n) for n in names], work)
             # (A link fails rather than replace a jar another session published meanwhile.)
             with contextlib.suppress(FileExistsError):
                 os.link(os.path.join(work, "localfs.jar"), path)
@@ -90,18 +94,20 @@ def build_jar(java: str, spark_home: str, directory: str | None = None) -> str |
 
 
 class CompileError(Exception):
-    """Spark's Java compiler did not compile ``LocalFiles.java``."""
+    """Spark's Java compiler did not compile the Java sources."""
 
 
-def _compile(java: str, source: bytes, class_path: list[str], work: str) -> None:
-    """Compile `source` against `class_path` into ``localfs.jar`` in `work`."""
-    java_file = os.path.join(work, _SOURCE)
-    with open(java_file, "wb") as f:
-        f.write(source)
+def _compile(java: str, sources: t.Mapping[str, bytes], class_path: list[str], work: str) -> None:
+    """Compile `sources` (by file name) against `class_path` into ``localfs.jar`` in `work`."""
+    java_files = []
+    for name, source in sources.items():
+        java_files.append(os.path.join(work, name))
+        with open(java_files[-1], "wb") as f:
+            f.write(source)
     classes = os.path.join(work, "classes")
     os.makedirs(classes)
     jars = os.pathsep.join(class_path)
-    command = [java, "-cp", jars, _COMPILER, "-d", classes, "-classpath", jars, java_file]
+    command = [java, "-cp", jars, _COMPILER, "-d", classes, "-classpath", jars, *java_files]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     compiled = [
         os.path.relpath(os.path.join(d, n), classes)
@@ -111,7 +117,7 @@ def _compile(java: str, source: bytes, class_path: list[str], work: str) -> None
     ]
     if done.returncode != 0 or not compiled:
         lines = (done.stderr or done.stdout).strip().splitlines() or [f"exit {done.returncode}"]
-        msg = f"compiling {_SOURCE} with Spark's janino failed: {lines[-1]}"
+        msg = f"compiling {', '.join(sources)} with Spark's janino failed: {lines[-1]}"
         raise CompileError(msg)
     # Fixed timestamps: the same source and compiler make the same jar.
     with zipfile.ZipFile(os.path.join(work, "localfs.jar"), "w") as jar:

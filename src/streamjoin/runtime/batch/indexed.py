@@ -1,0 +1,193 @@
+"""Step 4 for two-way equi joins on the hash path, with ``streamjoin.twoway.index``: the live
+state as hash indexes in executor memory, kept across batches (``JoinIndex.java``), so that a
+batch shuffles only its delta, probes only the rows of its keys, and runs one Spark job.
+
+Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
+rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
+that hash; each task drops the rows the watermark has put out of reach, probes and extends its
+partition, and returns the candidate pairs; the query's whole predicate and SELECT then run over
+them in Spark SQL, so a hash collision or the time window costs a filter, never a wrong pair.
+
+The index is a copy, like the hot state: the manifest's units stay the durable state. The
+index is built from them when a run starts, when the shuffle partitions change, or when the
+query comes back to the hash path (one job), and a batch run again takes back the rows its
+earlier attempt added (each partition records the last batch it applied). Only where the
+executors are the driver's JVM (a ``local[…]`` master, `runtime.local`'s jar on the class
+path): there every partition's task finds the index it left.
+"""
+
+from __future__ import annotations
+
+import itertools
+import typing as t
+import uuid
+
+from pyspark.sql import DataFrame
+
+from streamjoin.runtime.routing.router import key_types
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from streamjoin.plan import JobPlan, QueryPlan, StreamPlan
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.state.stores import StoreViews
+
+_LEAST = -(2**63)
+_names = itertools.count()
+
+
+def index_class(spark: SparkSession) -> t.Any | None:
+    """The JVM's `JoinIndex` class, or None where it is not on the driver's class path."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    cls = jvm.streamjoin.JoinIndex
+    try:
+        cls.rows("")
+    except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)
+        return None
+    return cls
+
+
+class IndexedJoins:
+    """The indexes of one processor's queries, and the batch each was last committed at."""
+
+    def __init__(self) -> None:
+        self._prefix = f"sj-{uuid.uuid4().hex[:8]}-{next(_names)}"
+        self._built: dict[str, tuple[int, int]] = {}
+        """Query → (batch committed into its index, partitions)."""
+        self._used: dict[str, tuple[int, int]] = {}
+        """Query → (batch, partitions) of the indexes this batch applies."""
+        self._jvm: t.Any = None
+
+    def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
+        """Whether `qp` runs on its index in this batch: an inner two-way equi join that no
+        scheme places, whose rows are not bucketed nor rationed, in a local driver."""
+        q = qp.query
+        router = ctx.routers[q.name]
+        return (
+            ctx.settings.index
+            and bool(qp.parts.equi)
+            and q.outer is None
+            and router.scheme is None
+            and router.band is None
+            and q.option("partitioning") != "hash"
+            and self._class(ctx.spark) is not None
+        )
+
+    def pairs(
+        self, ctx: BatchContext, qp: QueryPlan, deltas: t.Mapping[str, str], stores: StoreViews
+    ) -> DataFrame:
+        """`qp`'s new pairs in the batch, from its index (built first where it is not there)."""
+        q = qp.query
+        name = f"{self._prefix}/{q.name}"
+        router = ctx.routers[q.name]
+        if router.key_types is None:
+            router.key_types = key_types(ctx.spark, router)
+        left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
+        l_least, r_least = self._least(ctx, qp)
+        cls = self._class(ctx.spark)
+        built = self._built.get(q.name)
+        if built != (ctx.batch_id - 1, ctx.parallelism) and built != (
+            ctx.batch_id,
+            ctx.parallelism,
+        ):
+            cls.reset(name, ctx.parallelism, ctx.batch_id - 1)
+            views = ctx.scratch.views
+            state = [
+                stores.state(ctx.spark, sp, ctx.prev, bound, None, views)
+                for sp, bound in ((left, l_least), (right, r_least))
+            ]
+            if any(u for sp in (left, right) for u in ctx.prev.live(sp.name)):
+                cls.load(self._input(ctx, qp, *state)._jdf, name, ctx.parallelism)
+        self._used[q.name] = (ctx.batch_id, ctx.parallelism)
+        delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
+        least = [_LEAST if x is None else x for x in (l_least, r_least)]
+        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id, *least)
+        found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
+        a, b = q.left.alias, q.right.alias
+        select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+        return ctx.spark.sql(
+            f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b} FROM {found}) "
+            f"WHERE {qp.spark_predicate}"
+        )
+
+    def built(self) -> dict[str, int]:
+        """The batch each query's index was last committed at, by query."""
+        return {query: batch for query, (batch, _) in self._built.items()}
+
+    def committed(self) -> None:
+        """The batch committed: its indexes are at its id."""
+        self._built |= self._used
+        self._used = {}
+
+    def failed(self) -> None:
+        """The batch failed: its indexes may hold part of it (taken back when it runs again)."""
+        self._used = {}
+
+    def clear(self, spark: SparkSession) -> None:
+        """Drop every index (the processor is done)."""
+        cls = self._class(spark) if self._built else None
+        if cls is not None:
+            for query in self._built:
+                cls.drop(f"{self._prefix}/{query}")
+        self._built = {}
+
+    def _class(self, spark: SparkSession) -> t.Any:
+        if self._jvm is None:
+            found = index_class(spark)
+            self._jvm = False if found is None else found
+        return self._jvm or None
+
+    @staticmethod
+    def _least(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | None]:
+        """The least event time a left and a right state row needs to meet the batch's rows
+        (which are at or past the watermark W): ``W - hi`` and ``W + lo`` for a window of
+        ``right - left`` in [lo, hi]; None where nothing bounds it."""
+        window = qp.parts.window
+        wm = ctx.watermark
+        if window is None or wm is None or qp.left_time is None or qp.right_time is None:
+            return None, None
+        lo = None if window.hi_us is None else wm - window.hi_us
+        hi = None if window.lo_us is None else wm + window.lo_us
+        return lo, hi
+
+    @staticmethod
+    def _input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
+        """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
+        takes them: side, key hash, event time, and each row as a struct on its side's column."""
+        q = qp.query
+        types = ctx.routers[q.name].key_types or ()
+        streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
+        none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
+        parts = []
+        for i, (alias, rel, time) in enumerate(
+            ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
+        ):
+            keys = [k.left_sql if i == 0 else k.right_sql for k in qp.parts.equi]
+            cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, types, strict=True)]
+            null = " OR ".join(f"({c}) IS NULL" for c in cast)
+            key = f"CASE WHEN {null} THEN NULL ELSE xxhash64({', '.join(cast)}) END"
+            ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
+            row = f"struct({alias}.*)"
+            sides = (row, none[1]) if i == 0 else (none[0], row)
+            parts.append(
+                f"SELECT {i} AS _sj_side, {key} AS _sj_key, {ts} AS _sj_ts, "
+                f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r FROM {rel} AS {alias}"
+            )
+        return ctx.spark.sql(" UNION ALL ".join(parts))
+
+
+def _struct(sp: StreamPlan) -> str:
+    """The DDL of a struct of `sp`'s columns."""
+    return "STRUCT<" + ", ".join(f"`{c.name}`: {c.type.ddl}" for c in sp.stream.columns) + ">"
+
+
+def serves_every_join(plan: JobPlan) -> bool:
+    """Whether the indexes can serve every join of `plan` (two-way inner equi joins only, no
+    query that reads the stored rows otherwise), so that no state needs caching beside them."""
+    plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
+    return plain and all(
+        qp.parts.equi and qp.query.outer is None and qp.query.option("partitioning") is None
+        for qp in plan.joins
+    )

@@ -1,0 +1,152 @@
+"""Two-way equi joins on executor-memory indexes (`runtime.batch.indexed`,
+``streamjoin.twoway.index``): the same rows as the reference over disordered batches with late
+rows and NULL keys, after a restart that rebuilds the indexes from the manifest's units, and
+when a batch runs twice in one processor (its first attempt's rows taken back)."""
+
+from __future__ import annotations
+
+import typing as t
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch.indexed import index_class
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.sources import schema_ddl
+from streamjoin.sql import parse_job
+
+from .harness import read_sink
+from .streams import make_batches, stream_ddl
+
+if t.TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+    from streamjoin.model import Job
+    from streamjoin.runtime.batch.processor import BatchProcessor
+
+    from .harness import Batches
+
+W3 = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
+QUERIES = {
+    "equi_window": ("A a JOIN B b", f"a.k = b.k AND {W3}"),
+    "equi_residual": ("A a JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 4.5 AND {W3}"),
+    "one_sided": ("A a JOIN B b", "a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 2 SECONDS"),
+    "full_history": ("A a JOIN B b", "a.k = b.k AND a.s <> b.s"),
+    "two_keys_coerced": (
+        "A a JOIN B b",
+        f"a.k = b.k AND a.id % 3 = CAST(b.id % 3 AS INT) AND {W3}",
+    ),
+    "self_join": ("A a JOIN A b", f"a.k = b.k AND a.id < b.id AND {W3}"),
+}
+SELECT = "a.id AS aid, b.id AS bid, a.x + b.x AS xs"
+COLUMNS = ("aid", "bid", "xs")
+
+
+@pytest.fixture
+def indexed(spark: SparkSession) -> Iterator[None]:
+    if index_class(spark) is None:
+        pytest.skip("streamjoin's jar is not on the session's class path")
+    spark.conf.set("streamjoin.twoway.index", "true")
+    try:
+        yield
+    finally:
+        spark.conf.unset("streamjoin.twoway.index")
+
+
+def _job(tmp_path: Path, queries: t.Mapping[str, tuple[str, str]]) -> Job:
+    parts = [stream_ddl("A"), stream_ddl("B")]
+    for name in queries:
+        parts.append(f"CREATE SINK {name} WITH (format = 'parquet', path = '{tmp_path / name}');")
+    for name, (from_, on) in queries.items():
+        parts.append(f"INSERT INTO {name} SELECT {SELECT} FROM {from_} ON {on};")
+    return parse_job("\n".join(parts))
+
+
+def _feed(
+    spark: SparkSession, processor: BatchProcessor, job: Job, batches: Batches, first: int = 0
+) -> None:
+    engine = Engine(spark)
+    for i, batch in enumerate(batches):
+        frames = {}
+        for name, rows in batch.items():
+            stream = job.stream(name)
+            cols = [c.name for c in stream.columns]
+            data = [tuple(r.get(c) for c in cols) for r in rows]
+            frames[name] = spark.createDataFrame(data, schema=schema_ddl(stream))
+        processor.process(engine.unified(processor.plan, frames), first + i)
+
+
+def _check(spark: SparkSession, job: Job, batches: Batches) -> None:
+    expected = run_reference(job, batches)
+    for i, q in enumerate(job.queries):
+        name = q.sink
+        got = read_sink(spark, job, name, COLUMNS)
+        want = expected.outputs[f"q{i + 1}"]
+        assert normalize(got) == normalize(want), f"{name}: {len(got)} rows, want {len(want)}"
+
+
+def test_indexed_joins_equal_the_reference_through_a_restart_and_a_batch_run_twice(
+    spark: SparkSession, tmp_path: Path, indexed: None
+) -> None:
+    job = _job(tmp_path, QUERIES)
+    batches = make_batches(3, n_batches=6, rows_per_batch=14, keys=4)
+    checkpoint = str(tmp_path / "ckpt")
+    processor = Engine(spark).processor(job, checkpoint)
+    try:
+        _feed(spark, processor, job, batches[:3])
+        # Every query ran on its index, which holds the live rows.
+        built = processor.indexed.built()
+        assert set(built) == {qp.query.name for qp in processor.plan.joins}
+        assert all(at == 2 for at in built.values())
+        # Batch 2 again in the same processor: the index takes its rows back first.
+        _feed(spark, processor, job, batches[2:3], first=2)
+    finally:
+        processor.close()
+    # A new processor (a restart) builds the indexes from the manifest's units; its last batch
+    # runs twice too.
+    processor = Engine(spark).processor(job, checkpoint)
+    try:
+        _feed(spark, processor, job, batches[3:], first=3)
+        _feed(spark, processor, job, batches[5:], first=5)
+    finally:
+        processor.close()
+    _check(spark, job, batches)
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    seed=st.integers(0, 10_000),
+    keys=st.sampled_from([1, 2, 50]),
+    rows=st.integers(0, 9),
+    disorder=st.sampled_from([0.0, 3.0]),
+)
+def test_indexed_equi_join_matches_the_reference_on_generated_streams(
+    spark: SparkSession,
+    tmp_path_factory: t.Any,
+    indexed: None,
+    seed: int,
+    keys: int,
+    rows: int,
+    disorder: float,
+) -> None:
+    tmp_path = tmp_path_factory.mktemp("indexed")
+    job = _job(tmp_path, {"equi_window": QUERIES["equi_window"]})
+    batches = make_batches(
+        seed, n_batches=4, rows_per_batch=rows, keys=keys, disorder_s=disorder, late_per_batch=1
+    )
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    try:
+        _feed(spark, processor, job, batches)
+        assert processor.indexed.built() or not any(batches)
+    finally:
+        processor.close()
+    _check(spark, job, batches)
