@@ -69,9 +69,8 @@ def spark() -> Iterator[SparkSession]:
     from pyspark.find_spark_home import _find_spark_home
     from pyspark.sql import SparkSession
 
-    from streamjoin.runtime.local.localfs import CLASS_PATH, build_jar
-
     from streamjoin.runtime.local import CHECKPOINT_MANAGER
+    from streamjoin.runtime.local.localfs import CLASS_PATH, build_jar
     from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS, LOCAL_CONF
     from tests.e2e.cli import QUICK_JIT
 

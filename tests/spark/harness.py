@@ -16,7 +16,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.model import Job
-    from streamjoin.runtime.batch.processor import BatchReport
+    from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
     from streamjoin.runtime.progress import Summary
 
 Row = Mapping[str, object]
@@ -24,11 +24,20 @@ Batches = Sequence[Mapping[str, Sequence[Row]]]
 
 
 def run_batches(
-    spark: SparkSession, job: Job, batches: Batches, checkpoint: Path, *, first_batch: int = 0
+    spark: SparkSession,
+    job: Job,
+    batches: Batches,
+    checkpoint: Path,
+    *,
+    first_batch: int = 0,
+    processor: BatchProcessor | None = None,
 ) -> list[BatchReport]:
-    """Feed `batches` (stream → rows) to the job's batch processor, one micro-batch each."""
+    """Feed `batches` (stream → rows) to the job's batch processor, one micro-batch each: a new
+    processor, closed at the end, or `processor` (left open: batches after these keep what it
+    holds in memory)."""
     engine = Engine(spark)
-    processor = engine.processor(job, str(checkpoint))
+    own = processor is None
+    processor = processor or engine.processor(job, str(checkpoint))
     reports = []
     try:
         for i, batch in enumerate(batches):
@@ -43,7 +52,8 @@ def run_batches(
                     processor.process(engine.unified(processor.plan, frames), first_batch + i)
                 )
     finally:
-        processor.close()
+        if own:
+            processor.close()
     return reports
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
 
 from .harness import run_batches
@@ -35,10 +36,16 @@ def test_a_window_join_compiles_no_new_code_once_the_watermark_moves(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     job = parse_job(window_join_job(str(tmp_path / "w"), 5))
-    # Batch 0 has no watermark yet and batch 1 is the first with one: both compile.
-    run_batches(spark, job, [_batch(0), _batch(1)], tmp_path / "ckpt")
-    before = _compilations(spark)
-    reports = run_batches(spark, job, [_batch(2), _batch(3)], tmp_path / "ckpt", first_batch=2)
+    ckpt = tmp_path / "ckpt"
+    processor = Engine(spark).processor(job, str(ckpt))
+    try:
+        # Batch 0 has no watermark yet and batch 1 is the first with one: both compile.
+        run_batches(spark, job, [_batch(0), _batch(1)], ckpt, processor=processor)
+        before = _compilations(spark)
+        batches = [_batch(2), _batch(3)]
+        reports = run_batches(spark, job, batches, ckpt, first_batch=2, processor=processor)
+    finally:
+        processor.close()
     assert reports[-1].watermark != reports[0].watermark  # the bounds did move
     assert all(r.out for r in reports)
     assert _compilations(spark) == before

@@ -5,7 +5,9 @@ when a batch runs twice in one processor (its first attempt's rows taken back)."
 
 from __future__ import annotations
 
+import itertools
 import typing as t
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,15 +16,13 @@ from hypothesis import strategies as st
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.engine import Engine
-from streamjoin.runtime.sources import schema_ddl
 from streamjoin.sql import parse_job
 
-from .harness import read_sink
+from .harness import read_sink, run_batches
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
     from pyspark.sql import SparkSession
 
@@ -70,15 +70,7 @@ def _job(tmp_path: Path, queries: t.Mapping[str, tuple[str, str]]) -> Job:
 def _feed(
     spark: SparkSession, processor: BatchProcessor, job: Job, batches: Batches, first: int = 0
 ) -> None:
-    engine = Engine(spark)
-    for i, batch in enumerate(batches):
-        frames = {}
-        for name, rows in batch.items():
-            stream = job.stream(name)
-            cols = [c.name for c in stream.columns]
-            data = [tuple(r.get(c) for c in cols) for r in rows]
-            frames[name] = spark.createDataFrame(data, schema=schema_ddl(stream))
-        processor.process(engine.unified(processor.plan, frames), first + i)
+    run_batches(spark, job, batches, Path("/unused"), first_batch=first, processor=processor)
 
 
 def _check(spark: SparkSession, job: Job, batches: Batches) -> None:
@@ -149,4 +141,27 @@ def test_indexed_equi_join_matches_the_reference_on_generated_streams(
         assert processor.indexed.built() or not any(batches)
     finally:
         processor.close()
+    _check(spark, job, batches)
+
+
+def test_a_join_leaves_its_index_above_the_row_limit_and_comes_back(
+    spark: SparkSession, tmp_path: Path, indexed: None
+) -> None:
+    job = _job(tmp_path, {"equi_window": QUERIES["equi_window"]})
+    batches = make_batches(5, n_batches=9, rows_per_batch=16, keys=3)
+    # (Live rows after each batch: 25, 48, 74, 73, 78, 83, 85, 77, …)
+    spark.conf.set("streamjoin.twoway.indexRows", "80")
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    served = []
+    try:
+        for i, batch in enumerate(batches):
+            _feed(spark, processor, job, [batch], first=i)
+            served.append(bool(processor.indexed.built()))
+    finally:
+        processor.close()
+        spark.conf.unset("streamjoin.twoway.indexRows")
+    # (Live rows pass the limit and fall back below it as the window moves on.)
+    left = any(a and not b for a, b in itertools.pairwise(served))
+    back = any(b and not a for a, b in itertools.pairwise(served))
+    assert left and back, served
     _check(spark, job, batches)

@@ -95,11 +95,18 @@ SETTINGS: dict[str, Key] = {
         ),
         Key(
             "streamjoin.twoway.index",
-            "false",
-            "`true`: in a local driver, two-way equi joins on the hash path probe hash indexes "
-            "of their live state kept in executor memory across batches, one Spark job a batch "
-            "(`runtime.batch.indexed`)",
+            "true",
+            "in a local driver, two-way equi joins on the hash path probe hash indexes of their "
+            "live state kept in executor memory across batches, one Spark job a batch "
+            "(`runtime.batch.indexed`); `false`: they probe the cached state slices",
             choices=("true", "false"),
+        ),
+        Key(
+            "streamjoin.twoway.indexRows",
+            "2000000",
+            "live rows (both sides) above which a join leaves its index for the cached state "
+            "slices, which can spill to disk",
+            least=0,
         ),
         Key(
             "streamjoin.multiway.optimizer",
@@ -215,7 +222,8 @@ class Settings:
     state_from_source: bool = True
     footers: bool = True
     hot_state: bool = True
-    index: bool = False
+    index: bool = True
+    index_rows: int = 2_000_000
     optimizer: Optimizer = "ilp"
     share: bool = True
     share_joins: bool = True
@@ -254,6 +262,7 @@ class Settings:
             footers=text("streamjoin.state.footers") == "true",
             hot_state=text("streamjoin.state.hot") == "true",
             index=text("streamjoin.twoway.index") == "true",
+            index_rows=int(text("streamjoin.twoway.indexRows")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.multiway.share") == "true",
             share_joins=text("streamjoin.twoway.share") == "true",

@@ -62,9 +62,12 @@ class IndexedJoins:
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch: an inner two-way equi join that no
-        scheme places, whose rows are not bucketed nor rationed, in a local driver."""
+        scheme places, whose rows are not bucketed, whose live state is within
+        ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
         q = qp.query
         router = ctx.routers[q.name]
+        rows = ctx.prev.state_rows()
+        live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
         return (
             ctx.settings.index
             and bool(qp.parts.equi)
@@ -72,8 +75,15 @@ class IndexedJoins:
             and router.scheme is None
             and router.band is None
             and q.option("partitioning") != "hash"
+            and live <= ctx.settings.index_rows
             and self._class(ctx.spark) is not None
         )
+
+    def serve_all(self, ctx: BatchContext) -> bool:
+        """Whether the indexes serve every join of the batch, so that no relation of the
+        stored rows is read (`serves_every_join`)."""
+        plan = ctx.plan
+        return serves_every_join(plan) and all(self.eligible(ctx, qp) for qp in plan.joins)
 
     def pairs(
         self, ctx: BatchContext, qp: QueryPlan, deltas: t.Mapping[str, str], stores: StoreViews
@@ -116,9 +126,12 @@ class IndexedJoins:
         """The batch each query's index was last committed at, by query."""
         return {query: batch for query, (batch, _) in self._built.items()}
 
-    def committed(self) -> None:
-        """The batch committed: its indexes are at its id."""
-        self._built |= self._used
+    def committed(self, spark: SparkSession) -> None:
+        """The batch committed: its indexes are at its id; those it did not use go (a query
+        that comes back to its index builds it anew)."""
+        for query in self._built.keys() - self._used.keys():
+            self._class(spark).drop(f"{self._prefix}/{query}")
+        self._built = self._used
         self._used = {}
 
     def failed(self) -> None:

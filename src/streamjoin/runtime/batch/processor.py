@@ -26,7 +26,7 @@ from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.groups import stream_rows
-from streamjoin.runtime.batch.indexed import IndexedJoins, serves_every_join
+from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.batch.intake import classify, write_deadletters
 from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
@@ -92,10 +92,8 @@ class BatchProcessor:
         self.behind = CopyBehind(checkpoint, unbounded_streams(plan))
         """Copies the units of unbounded streams read back from their files (`copybehind`)."""
         self.indexed = IndexedJoins()
-        """The indexes of the two-way equi joins (`batch.indexed`), with the setting on."""
-        # (Joins served by their indexes read no cached state: no copies nor merges of it.)
-        hot = self.settings.hot_state and not (self.settings.index and serves_every_join(plan))
-        self.stores = StoreViews(checkpoint, self.parallelism, hot=hot)
+        """The indexes of the two-way equi joins (`batch.indexed`)."""
+        self.stores = StoreViews(checkpoint, self.parallelism, hot=self.settings.hot_state)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
         self.multiway: MultiwayJoins | None = None
         if plan.multiway:
@@ -205,6 +203,8 @@ class BatchProcessor:
             ctx = self._context(df, batch_id)
             self.behind.submit(ctx.prev)
             known, statistics = self._start_state(ctx)
+            # (Where indexes serve every join, no state slice is read: none is cached.)
+            self.stores.cache_deltas = not self.indexed.serve_all(ctx)
             deltas = delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
@@ -274,7 +274,7 @@ class BatchProcessor:
                 )
             self.behind.swap(manifest)
             self.checkpoint.commit(manifest, prev)
-            self.indexed.committed()
+            self.indexed.committed(self.session)
             if self.served is not None and queries is not None:
                 self.served.committed(queries)
             clock.mark("commit")

@@ -122,6 +122,10 @@ class StoreViews:
         """The live units cached in executor memory (None: read from their files each batch)."""
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
+        self.cache_deltas = True
+        """Whether a sourced stream's delta is cached as the batch reads it (`HotState.delta`):
+        not while no batch reads the slices (`batch.indexed`); a unit not cached then is read
+        from its files by the first batch that asks for it."""
 
     def resize(self, parallelism: int) -> None:
         """Partitions of the state cached from now on (what is cached keeps its own)."""
@@ -183,7 +187,7 @@ class StoreViews:
         """A relation (SQL text) of `sp`'s ok rows of batch `batch` (started at `wm`) under their
         own names, read from the input `files` the batch reads (`SourcedUnits.batch_view`)."""
         rows = self.sourced.batch_view(spark, sp, batch, files, wm)
-        if self.hot is not None:
+        if self.hot is not None and self.cache_deltas:
             rows = self.hot.delta(spark, sp, batch, rows)
         return f"({self._rows(sp, rows, None)})"
 
