@@ -45,33 +45,40 @@ class Path_:
     multiway: bool = False
 
 
+SLICES = {"streamjoin.twoway.index": "false"}
+"""The cached state slices instead of the indexes of equi joins (`runtime.batch.indexed`)."""
+INDEXED = ("DeserializeToObject", "SerializeFromObject")
+"""A plan through the index: the Java function's rows in and out (no other path has them)."""
+
 TWO_WAY = {
-    "one-join": Path_({"streamjoin.join.path": "one"}, plan_has=("_sj_old",)),
-    "two-halves": Path_({"streamjoin.join.path": "halves"}, plan_lacks=("_sj_old",)),
+    "one-join": Path_({**SLICES, "streamjoin.join.path": "one"}, plan_has=("_sj_old",)),
+    "two-halves": Path_({**SLICES, "streamjoin.join.path": "halves"}, plan_lacks=("_sj_old",)),
     "one-join-broadcast": Path_(
-        {"streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "1000000000"},
+        {**SLICES, "streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "1000000000"},
         plan_has=("BroadcastHashJoin",),
         plan_lacks=("ShuffledHashJoin",),
     ),
     "one-join-shuffled": Path_(
-        {"streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "0"},
+        {**SLICES, "streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "0"},
         plan_has=("ShuffledHashJoin",),
     ),
-    "sourced-footers": Path_(state_jobs=False, copied=False, plan_has=("InMemoryTableScan",)),
+    "sourced-footers": Path_(
+        SLICES, state_jobs=False, copied=False, plan_has=("InMemoryTableScan",)
+    ),
     "sourced-from-files": Path_(
-        {"streamjoin.state.hot": "false"}, copied=False, plan_lacks=("InMemoryTableScan",)
+        {**SLICES, "streamjoin.state.hot": "false"}, copied=False, plan_lacks=("InMemoryTableScan",)
     ),
     "sourced-state-job": Path_(
-        {"streamjoin.state.footers": "false"}, state_jobs=True, copied=False
+        {**SLICES, "streamjoin.state.footers": "false"}, state_jobs=True, copied=False
     ),
     "copied": Path_(
-        {"streamjoin.state.fromSource": "false"},
+        {**SLICES, "streamjoin.state.fromSource": "false"},
         state_jobs=True,
         copied=True,
         plan_has=("InMemoryTableScan",),
     ),
     "copied-from-files": Path_(
-        {"streamjoin.state.fromSource": "false", "streamjoin.state.hot": "false"},
+        {**SLICES, "streamjoin.state.fromSource": "false", "streamjoin.state.hot": "false"},
         copied=True,
         plan_lacks=("InMemoryTableScan",),
     ),
@@ -87,7 +94,19 @@ TWO_WAY = {
     "time-buckets": Path_(with_="time_buckets = 'true'"),
     "band-buckets": Path_(on=f"{BAND} AND {WINDOW}"),
     "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
-    "full-history": Path_(on=EQUI, copied=True),
+    "full-history": Path_(SLICES, on=EQUI, copied=True),
+    "indexed": Path_(
+        state_jobs=False, copied=False, plan_has=INDEXED, plan_lacks=("InMemoryTableScan",)
+    ),
+    "indexed-state-job": Path_(
+        {"streamjoin.state.footers": "false"},
+        state_jobs=True,
+        plan_has=INDEXED,
+        plan_lacks=("InMemoryTableScan",),
+    ),
+    "indexed-full-history": Path_(
+        on=EQUI, copied=True, plan_has=INDEXED, plan_lacks=("InMemoryTableScan",)
+    ),
 }
 
 MULTI_WAY = {

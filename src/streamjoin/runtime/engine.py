@@ -235,6 +235,7 @@ class Engine:
         store = Checkpoint(FileStore(self.spark), ckpt)
         store.lock = lock = take_lock(store)
         server = None
+        processor = None
         try:
             read = [sp.name for sp in plan.streams if sp.name not in given]
             sourced = sourced_streams(plan, read, settings.state_from_source)
@@ -261,6 +262,9 @@ class Engine:
         finally:
             if server is not None:
                 server.stop()
+            if processor is not None:
+                # (What it holds in executor memory goes: cached slices, the joins' indexes.)
+                processor.close()
             lock.release()
         if temporary:
             shutil.rmtree(ckpt, ignore_errors=True)

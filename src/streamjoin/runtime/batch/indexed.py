@@ -1,6 +1,6 @@
-"""Step 4 for two-way equi joins on the hash path, with ``streamjoin.twoway.index``: the live
-state as hash indexes in executor memory, kept across batches (``JoinIndex.java``), so that a
-batch shuffles only its delta, probes only the rows of its keys, and runs one Spark job.
+"""Step 4 for two-way equi joins on the hash path, in a local driver: the live state as hash
+indexes in executor memory, kept across batches (``JoinIndex.java``), so that a batch shuffles
+only its delta, probes only the rows of its keys, and runs one Spark job.
 
 Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
@@ -8,16 +8,18 @@ that hash; each task drops the rows the watermark has put out of reach, probes a
 partition, and returns the candidate pairs; the query's whole predicate and SELECT then run over
 them in Spark SQL, so a hash collision or the time window costs a filter, never a wrong pair.
 
-The index is a copy, like the hot state: the manifest's units stay the durable state. The
-index is built from them when a run starts, when the shuffle partitions change, or when the
-query comes back to the hash path (one job), and a batch run again takes back the rows its
-earlier attempt added (each partition records the last batch it applied). Only where the
-executors are the driver's JVM (a ``local[…]`` master, `runtime.local`'s jar on the class
-path): there every partition's task finds the index it left.
+The index is a copy: the manifest's units stay the durable state. It is built from them when a
+run starts, when the shuffle partitions change, or when the query comes back after leaving it
+(a scheme other than hash, shedding, or more live rows than ``streamjoin.twoway.indexRows``,
+where the cached slices take over: they can spill to disk). A batch run again takes back the
+rows its earlier attempt added (each partition records the last batch it applied). Only where
+the executors are the driver's JVM (a ``local[…]`` master with `runtime.local`'s jar on the
+class path): there every partition's task finds the index it left. docs/architecture.md.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import typing as t
 import uuid
@@ -55,7 +57,7 @@ class IndexedJoins:
     def __init__(self) -> None:
         self._prefix = f"sj-{uuid.uuid4().hex[:8]}-{next(_names)}"
         self._built: dict[str, tuple[int, int]] = {}
-        """Query → (batch committed into its index, partitions)."""
+        """Query (`_key`) → (batch committed into its index, partitions)."""
         self._used: dict[str, tuple[int, int]] = {}
         """Query → (batch, partitions) of the indexes this batch applies."""
         self._jvm: t.Any = None
@@ -90,14 +92,15 @@ class IndexedJoins:
     ) -> DataFrame:
         """`qp`'s new pairs in the batch, from its index (built first where it is not there)."""
         q = qp.query
-        name = f"{self._prefix}/{q.name}"
+        key = _key(qp)
+        name = f"{self._prefix}/{key}"
         router = ctx.routers[q.name]
         if router.key_types is None:
             router.key_types = key_types(ctx.spark, router)
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
         l_least, r_least = self._least(ctx, qp)
         cls = self._class(ctx.spark)
-        built = self._built.get(q.name)
+        built = self._built.get(key)
         if built != (ctx.batch_id - 1, ctx.parallelism) and built != (
             ctx.batch_id,
             ctx.parallelism,
@@ -110,7 +113,7 @@ class IndexedJoins:
             ]
             if any(u for sp in (left, right) for u in ctx.prev.live(sp.name)):
                 cls.load(self._input(ctx, qp, *state)._jdf, name, ctx.parallelism)
-        self._used[q.name] = (ctx.batch_id, ctx.parallelism)
+        self._used[key] = (ctx.batch_id, ctx.parallelism)
         delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id, *least)
@@ -123,8 +126,8 @@ class IndexedJoins:
         )
 
     def built(self) -> dict[str, int]:
-        """The batch each query's index was last committed at, by query."""
-        return {query: batch for query, (batch, _) in self._built.items()}
+        """The batch each query's index was last committed at, by query name."""
+        return {key.split("#")[0]: batch for key, (batch, _) in self._built.items()}
 
     def committed(self, spark: SparkSession) -> None:
         """The batch committed: its indexes are at its id; those it did not use go (a query
@@ -189,6 +192,13 @@ class IndexedJoins:
                 f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r FROM {rel} AS {alias}"
             )
         return ctx.spark.sql(" UNION ALL ".join(parts))
+
+
+def _key(qp: QueryPlan) -> str:
+    """The index's name for `qp`: its query's name and a digest of its definition (a served
+    job may give the name to another query)."""
+    digest = hashlib.sha256(repr(qp.query).encode()).hexdigest()[:12]
+    return f"{qp.query.name}#{digest}"
 
 
 def _struct(sp: StreamPlan) -> str:
