@@ -100,18 +100,16 @@ class IndexedJoins:
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
         l_least, r_least = self._least(ctx, qp)
         cls = self._class(ctx.spark)
-        built = self._built.get(key)
-        if built != (ctx.batch_id - 1, ctx.parallelism) and built != (
-            ctx.batch_id,
-            ctx.parallelism,
-        ):
+        at = {(ctx.batch_id - 1, ctx.parallelism), (ctx.batch_id, ctx.parallelism)}
+        if self._built.get(key) not in at:
+            # (Built from the units' files: the index is their only copy in memory.)
             cls.reset(name, ctx.parallelism, ctx.batch_id - 1)
-            views = ctx.scratch.views
-            state = [
-                stores.state(ctx.spark, sp, ctx.prev, bound, None, views)
-                for sp, bound in ((left, l_least), (right, r_least))
-            ]
-            if any(u for sp in (left, right) for u in ctx.prev.live(sp.name)):
+            if any(ctx.prev.live(sp.name) for sp in (left, right)):
+                views = ctx.scratch.views
+                state = [
+                    stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
+                    for sp, least in ((left, l_least), (right, r_least))
+                ]
                 cls.load(self._input(ctx, qp, *state)._jdf, name, ctx.parallelism)
         self._used[key] = (ctx.batch_id, ctx.parallelism)
         delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])

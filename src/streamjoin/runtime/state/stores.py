@@ -157,9 +157,12 @@ class StoreViews:
         delta_view: str | None,
         views: list[str],
         column: str | None = None,
+        *,
+        cached: bool = True,
     ) -> str:
         """A relation (SQL text) of `sp`'s committed state with event times >= lo, plus the
-        rows of `delta_view`. With `column`, hash-partitioned on it (`PartitionedUnits`)."""
+        rows of `delta_view`. With `column`, hash-partitioned on it (`PartitionedUnits`);
+        `cached` False: read from the units' files, none of them cached for later batches."""
         units = [u for u in prev.live(sp.name) if u.overlaps(lo, None)]
         if column is not None and units:
             parts = [
@@ -173,7 +176,7 @@ class StoreViews:
         # No units: a scan of no files, which the optimizer cannot prove empty. (A relation it
         # can, like `empty_relation`, is pruned with the observations on its plan, which then
         # never report.)
-        if units and self.hot is not None:
+        if units and self.hot is not None and cached:
             state = self._rows(sp, self.hot.relation(spark, sp, prev, units, lo), None)
         else:
             state = self._rows(sp, self._files_view(spark, sp, units, views), lo if units else None)
