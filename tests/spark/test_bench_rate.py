@@ -22,7 +22,8 @@ def test_tiny_equi_rate(spark: SparkSession) -> None:
     assert report["mode"] == "rate"
     (case,) = report["cases"]
     assert set(case["engines"]) == {"streamjoin", "spark-native"}
-    assert case["results_agree"] is True, case
+    outs = {name: (r.get("out"), r.get("drained")) for name, r in case["engines"].items()}
+    assert case["results_agree"] is True, (case["expected"], outs)
     assert case["expected"] and case["expected"]["q1"] > 0
     for name, r in case["engines"].items():
         assert not r.get("error"), (name, r.get("error"))

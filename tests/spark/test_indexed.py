@@ -165,3 +165,33 @@ def test_a_join_leaves_its_index_above_the_row_limit_and_comes_back(
     back = any(b and not a for a, b in itertools.pairwise(served))
     assert left and back, served
     _check(spark, job, batches)
+
+
+def test_two_indexed_joins_written_to_one_sink_keep_each_key_in_its_partition(
+    spark: SparkSession, tmp_path: Path, indexed: None
+) -> None:
+    # One sink's write is a union of both queries' pairs, coalesced: its tasks are numbered
+    # unlike the probes' shuffle partitions, and batches that leave a partition empty make it
+    # worse. Every row must still meet its key's partition.
+    out = tmp_path / "both"
+    ddl = [stream_ddl("A"), stream_ddl("B")]
+    ddl.append(f"CREATE SINK both WITH (format = 'parquet', path = '{out}');")
+    for name in ("equi_window", "self_join"):
+        from_, on = QUERIES[name]
+        ddl.append(f"INSERT INTO both SELECT {SELECT}, '{name}' AS q FROM {from_} ON {on};")
+    job = parse_job("\n".join(ddl))
+    generated = make_batches(11, n_batches=8, rows_per_batch=16, keys=6, late_per_batch=0)
+    batches = []
+    for i, batch in enumerate(generated):
+        keep = {i % 6} if i % 3 else set(range(6))
+        batches.append({s: [r for r in rows if r["k"] in keep] for s, rows in batch.items()})
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    try:
+        _feed(spark, processor, job, batches)
+        assert len(processor.indexed.built()) == 2
+    finally:
+        processor.close()
+    expected = run_reference(job, batches)
+    got = read_sink(spark, job, "both", (*COLUMNS, "q"))
+    want = [*expected.outputs["q1"], *expected.outputs["q2"]]
+    assert normalize(got) == normalize(want), f"{len(got)} rows, want {len(want)}"

@@ -4,15 +4,16 @@ only its delta, probes only the rows of its keys, and runs one Spark job.
 
 Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
-that hash; each task drops the rows the watermark has put out of reach, probes and extends its
-partition, and returns the candidate pairs; the query's whole predicate and SELECT then run over
-them in Spark SQL, so a hash collision or the time window costs a filter, never a wrong pair.
+that hash; the rows the watermark has put out of reach go first, then each task probes and
+extends the partitions it has rows of and returns the candidate pairs; the query's whole
+predicate and SELECT then run over them in Spark SQL, so a hash collision or the time window
+costs a filter, never a wrong pair.
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, when the shuffle partitions change, or when the query comes back after leaving it
 (a scheme other than hash, shedding, or more live rows than ``streamjoin.twoway.indexRows``,
 where the cached slices take over: they can spill to disk). A batch run again takes back the
-rows its earlier attempt added (each partition records the last batch it applied). Only where
+rows its earlier attempt added (each partition records the last batch applied to it). Only where
 the executors are the driver's JVM (a ``local[…]`` master with `runtime.local`'s jar on the
 class path): there every partition's task finds the index it left. docs/architecture.md.
 """
@@ -114,7 +115,9 @@ class IndexedJoins:
         self._used[key] = (ctx.batch_id, ctx.parallelism)
         delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
-        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id, *least)
+        # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
+        cls.expire(name, ctx.parallelism, *least)
+        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
         a, b = q.left.alias, q.right.alias
         select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)

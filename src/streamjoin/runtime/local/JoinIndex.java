@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.ForeachPartitionFunction;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Column;
@@ -15,6 +14,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
 /**
  * The live state of two-way equi joins as hash indexes in the executor's memory, kept across
@@ -26,10 +26,12 @@ import org.apache.spark.sql.types.StructType;
  *
  * <p>Input rows: {@code _sj_side} (0 left, 1 right), {@code _sj_key} (a 64-bit hash of the key
  * values; NULL: a NULL key, which meets nothing), {@code _sj_ts} (event time in microseconds, or
- * NULL), {@code _sj_l} and {@code _sj_r} (the row, as a struct on its side's column). Each
- * partition records the last batch applied: a batch run again (a retried task, a batch rerun
- * after a failure) first takes back the rows it added. Written for Spark's own Java compiler
- * (janino): no lambdas, raw collections.
+ * NULL), {@code _sj_l} and {@code _sj_r} (the row, as a struct on its side's column). A row's
+ * partition is computed from its key as Spark's shuffle computed it, never taken from the task:
+ * operators after the probe (a union of several queries' pairs, the sink's coalesce) number
+ * their tasks otherwise. Each partition records the last batch applied to it: a batch run again
+ * (a retried task, a batch rerun after a failure) first takes back the rows it added. Written
+ * for Spark's own Java compiler (janino): no lambdas, raw collections.
  */
 public final class JoinIndex {
   private JoinIndex() {}
@@ -118,6 +120,45 @@ public final class JoinIndex {
     return part;
   }
 
+  /** The shuffle partition of key hash {@code key}, as {@code repartition(parts, _sj_key)}
+   * placed it (Spark's HashPartitioning: Murmur3 with seed 42, then a non-negative modulo). */
+  static int partOf(long key, int parts) {
+    int h = Murmur3_x86_32.hashLong(key, 42) % parts;
+    return h < 0 ? h + parts : h;
+  }
+
+  /** Each partition's rows of {@code rows}, as an entry list per side, by partition. */
+  static HashMap byPart(Iterator rows, int parts, long batch) {
+    HashMap out = new HashMap();
+    while (rows.hasNext()) {
+      Row r = (Row) rows.next();
+      Entry e = entry(r, batch);
+      if (e == null) {
+        continue;
+      }
+      Integer p = Integer.valueOf(partOf(e.key, parts));
+      ArrayList[] sides = (ArrayList[]) out.get(p);
+      if (sides == null) {
+        sides = new ArrayList[] {new ArrayList(), new ArrayList()};
+        out.put(p, sides);
+      }
+      sides[r.getInt(0)].add(e);
+    }
+    return out;
+  }
+
+  /** Drops, in every partition of {@code name}, the rows below {@code leftLeast} (left) and
+   * {@code rightLeast} (right): no row of the batch about to run can meet them. */
+  public static void expire(String name, int parts, long leftLeast, long rightLeast) {
+    for (int p = 0; p < parts; p++) {
+      Part part = part(name, p);
+      synchronized (part) {
+        part.sides[0].expire(leftLeast);
+        part.sides[1].expire(rightLeast);
+      }
+    }
+  }
+
   /** Empty indexes for {@code name} in {@code parts} partitions, at batch {@code version}. */
   public static void reset(String name, int parts, long version) {
     drop(name);
@@ -165,35 +206,38 @@ public final class JoinIndex {
 
   /** Loads committed rows into the (reset) indexes of {@code name}: one Spark job. */
   public static void load(Dataset in, String name, int parts) {
-    shuffled(in, parts).foreachPartition(new Load(name));
+    shuffled(in, parts).foreachPartition(new Load(name, parts));
   }
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
-   * them applies the batch); rows with event times below {@code leftLeast} (left) and
-   * {@code rightLeast} (right) are dropped first. */
-  public static Dataset probe(
-      Dataset in, String name, int parts, long batch, long leftLeast, long rightLeast) {
+   * them applies the batch to the partitions it has rows for). */
+  public static Dataset probe(Dataset in, String name, int parts, long batch) {
     StructType s = in.schema();
     StructType out = new StructType(new StructField[] {s.apply("_sj_l"), s.apply("_sj_r")});
-    Probe f = new Probe(name, batch, leftLeast, rightLeast);
+    Probe f = new Probe(name, parts, batch);
     return shuffled(in, parts).mapPartitions(f, Encoders.row(out));
   }
 
   static final class Load implements ForeachPartitionFunction {
     final String name;
+    final int parts;
 
-    Load(String name) {
+    Load(String name, int parts) {
       this.name = name;
+      this.parts = parts;
     }
 
     public void call(Iterator rows) {
-      Part part = part(name, TaskContext.getPartitionId());
-      synchronized (part) {
-        while (rows.hasNext()) {
-          Row r = (Row) rows.next();
-          Entry e = entry(r, Long.MIN_VALUE);
-          if (e != null) {
-            part.sides[r.getInt(0)].add(e);
+      Iterator it = byPart(rows, parts, Long.MIN_VALUE).entrySet().iterator();
+      while (it.hasNext()) {
+        java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+        Part part = part(name, ((Integer) e.getKey()).intValue());
+        ArrayList[] sides = (ArrayList[]) e.getValue();
+        synchronized (part) {
+          for (int side = 0; side < 2; side++) {
+            for (int i = 0; i < sides[side].size(); i++) {
+              part.sides[side].add((Entry) sides[side].get(i));
+            }
           }
         }
       }
@@ -202,38 +246,35 @@ public final class JoinIndex {
 
   static final class Probe implements MapPartitionsFunction {
     final String name;
+    final int parts;
     final long batch;
-    final long leftLeast;
-    final long rightLeast;
 
-    Probe(String name, long batch, long leftLeast, long rightLeast) {
+    Probe(String name, int parts, long batch) {
       this.name = name;
+      this.parts = parts;
       this.batch = batch;
-      this.leftLeast = leftLeast;
-      this.rightLeast = rightLeast;
     }
 
     public Iterator call(Iterator rows) {
-      ArrayList[] delta = new ArrayList[] {new ArrayList(), new ArrayList()};
-      while (rows.hasNext()) {
-        Row r = (Row) rows.next();
-        Entry e = entry(r, batch);
-        if (e != null) {
-          delta[r.getInt(0)].add(e);
-        }
-      }
-      Part part = part(name, TaskContext.getPartitionId());
       ArrayList out = new ArrayList();
+      Iterator it = byPart(rows, parts, batch).entrySet().iterator();
+      while (it.hasNext()) {
+        java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+        apply(part(name, ((Integer) e.getKey()).intValue()), (ArrayList[]) e.getValue(), out);
+      }
+      return out.iterator();
+    }
+
+    /** Probes and extends one partition with its rows of the batch (the delta rule). */
+    void apply(Part part, ArrayList[] delta, ArrayList out) {
       synchronized (part) {
         if (part.version == batch) {
           part.sides[0].undo(batch);
           part.sides[1].undo(batch);
-        } else if (part.version != batch - 1) {
+        } else if (part.version > batch) {
           throw new IllegalStateException(
-              "streamjoin: index " + name + " is at batch " + part.version + ", not " + (batch - 1));
+              "streamjoin: index " + name + " is at batch " + part.version + ", past " + batch);
         }
-        part.sides[0].expire(leftLeast);
-        part.sides[1].expire(rightLeast);
         for (int i = 0; i < delta[1].size(); i++) {
           part.sides[1].add((Entry) delta[1].get(i));
         }
@@ -244,7 +285,6 @@ public final class JoinIndex {
         }
         part.version = batch;
       }
-      return out.iterator();
     }
 
     static void find(ArrayList delta, Side other, boolean left, ArrayList out) {
