@@ -96,7 +96,9 @@ def test_a_query_added_then_a_sigkill_in_the_batch_that_applies_it(tmp_path: Pat
     )
     ckpt, port = tmp_path / "ckpt", _free_port()
 
-    first = _serve(job, ckpt, port, fault="after-sink:2")
+    # (Killed in whichever batch the addition reaches: the command may take longer than a
+    # trigger on a loaded machine.)
+    first = _serve(job, ckpt, port, fault="after-sink:added")
     try:
         _until(lambda: _committed(ckpt, 1), first, "batch 1")
         add = _cli("query", "add", str(added), "--port", str(port), "--wait", "0")
@@ -129,7 +131,7 @@ def test_a_query_added_then_a_sigkill_in_the_batch_that_applies_it(tmp_path: Pat
 
     manifest = json.loads((ckpt / "manifests" / f"{N - 1:012d}.json").read_text())
     since = manifest["served"]["since"]["band"]
-    assert since == 2, manifest["served"]  # (the add reached the service before batch 2)
+    assert 2 <= since < N, manifest["served"]  # (added once batch 1 had committed)
     base = parse_job(job.read_text(encoding="utf-8"))
     sink, query = parse_query_file(added.read_text(encoding="utf-8"), base)
     expected = run_reference(base.with_query(query, sink), batches)

@@ -1,4 +1,6 @@
-"""Crash points for recovery tests: ``STREAMJOIN_FAULT=<point>:<batch>`` SIGKILLs the driver there.
+"""Crash points for recovery tests: ``STREAMJOIN_FAULT=<point>:<batch>`` SIGKILLs the driver there;
+``<point>:added``, there in the batch a served query added at run time starts in (whichever batch
+the addition reached: a test need not race the trigger).
 
 The kill is real (the process and its JVM die with no clean-up), so a test that uses it checks the
 same recovery path as a machine failure at that moment. Unset, this costs one dict lookup.
@@ -12,8 +14,9 @@ import signal
 POINTS = ("after-deadletter", "after-state", "after-sink", "after-commit")
 
 
-def maybe_crash(point: str, batch_id: int) -> None:
-    """SIGKILL this process if the environment asks for a crash at `point` in `batch_id`."""
+def maybe_crash(point: str, batch_id: int, adds: bool = False) -> None:
+    """SIGKILL this process if the environment asks for a crash at `point` in `batch_id`, or in
+    a batch that `adds` a served query."""
     spec = os.environ.get("STREAMJOIN_FAULT")
-    if spec and spec == f"{point}:{batch_id}":
+    if spec and (spec == f"{point}:{batch_id}" or (adds and spec == f"{point}:added")):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -235,7 +235,8 @@ class BatchProcessor:
             if joint:
                 self.checkpoint.fs.delete(staging)
             clock.mark("join")
-            maybe_crash("after-sink", batch_id)
+            adds = queries is not None and any(b == batch_id for _, b in queries.since)
+            maybe_crash("after-sink", batch_id, adds)
             stats = statistics()
             clock.mark("state")
             maybe_crash("after-state", batch_id)
