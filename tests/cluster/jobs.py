@@ -32,6 +32,7 @@ def run_on(
     *args: str,
     env: Mapping[str, str] | None = None,
     kill_when: Callable[[], bool] | None = None,
+    timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
     """``streamjoin ARGS --master <cluster>`` in a subprocess (see `tests.e2e.cli.streamjoin`)."""
     return streamjoin(
@@ -40,6 +41,7 @@ def run_on(
         cluster.master_url,
         env={**QUICK_JVMS, **(env or {})},
         kill_when=kill_when,
+        timeout=timeout,
     )
 
 

@@ -26,7 +26,10 @@ BACKLOG, TRICKLE, MOST = 8, 4, 16
 and one more (a scale-in needs three quiet batches in a row: on a loaded machine the first
 trickled ones may not be quiet yet, and without batches no decision comes)."""
 PAUSE = 6.0
-"""Seconds from a batch's commit to the next trickled batch's files: the cluster idles."""
+"""Seconds from a batch's commit to the next trickled batch's files at least: the cluster
+idles. On a loaded machine a trickled batch can take seconds: the pause is then 4× the last
+one's time from its files to its commit, so that its share of the interval stays below the
+scale-in's 0.3."""
 
 
 def _cores(cluster: LocalCluster) -> int | None:
@@ -46,6 +49,8 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     fed: list[int] = []
     back_fed: list[int] = []  # (batches fed when the master first showed one core again)
     last: list[tuple[int, float]] = [(0, time.monotonic())]  # (batches committed, since when)
+    took = [0.0]  # (seconds from the last trickled batch's files to its commit)
+    fed_at: list[float] = []
 
     def committed() -> int:
         """Batches committed (Spark's commit log: a file per batch, named by its id)."""
@@ -61,10 +66,12 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
         done = committed()
         if done != last[-1][0]:
             last.append((done, time.monotonic()))
+            if fed and done >= BACKLOG + len(fed):
+                took[0] = last[-1][1] - fed_at[-1]
         # The backlog done, each next batch's files PAUSE seconds after the batch before
         # committed (renamed in: never read half written). Spark may see one stream's file a
         # trigger before the other's, so a fed pair can take two batches.
-        idle = time.monotonic() - last[-1][1] >= PAUSE
+        idle = time.monotonic() - last[-1][1] >= max(PAUSE, 4 * took[0])
         # (One core, two, one: a run may briefly hold two cores as it starts.)
         if seen[-3:] == [1, 2, 1] and not back_fed:
             back_fed.append(len(fed))
@@ -77,6 +84,7 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
                 name = f"part-{n:05d}.json"
                 os.rename(staged / stream / name, tmp_path / "in" / stream / name)
             fed.append(n)
+            fed_at.append(time.monotonic())
         # Stop once every fed row is committed and a batch ran after the executor went back.
         return len(fed) >= TRICKLE and after and processed() == fed_rows()
 
@@ -94,7 +102,7 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     conf = " --conf spark.streamjoin.elastic.maxExecutors=2 pyspark-shell"
     submit = QUICK_JVMS["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
     args = ("run", str(job), "--checkpoint", str(tmp_path / "ckpt"), "--trigger", "500ms")
-    run = run_on(cluster, *args, env={"PYSPARK_SUBMIT_ARGS": submit}, kill_when=watch)
+    run = run_on(cluster, *args, env={"PYSPARK_SUBMIT_ARGS": submit}, kill_when=watch, timeout=480)
     assert "executors: 1, elastic up to 2" in run.stderr, run.stderr[-3000:]
     assert "executors 1 -> 2" in run.stderr, run.stderr[-3000:]
     assert "executors 2 -> 1" in run.stderr, run.stderr[-3000:]

@@ -14,9 +14,9 @@ import signal
 POINTS = ("after-deadletter", "after-state", "after-sink", "after-commit")
 
 
-def maybe_crash(point: str, batch_id: int, adds: bool = False) -> None:
-    """SIGKILL this process if the environment asks for a crash at `point` in `batch_id`, or in
-    a batch that `adds` a served query."""
+def maybe_crash(point: str, batch_id: int | str) -> None:
+    """SIGKILL this process if the environment asks for a crash at `point` in `batch_id` (a
+    batch's id, or ``added``)."""
     spec = os.environ.get("STREAMJOIN_FAULT")
-    if spec and (spec == f"{point}:{batch_id}" or (adds and spec == f"{point}:added")):
+    if spec and spec == f"{point}:{batch_id}":
         os.kill(os.getpid(), signal.SIGKILL)

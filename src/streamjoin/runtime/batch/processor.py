@@ -235,8 +235,9 @@ class BatchProcessor:
             if joint:
                 self.checkpoint.fs.delete(staging)
             clock.mark("join")
-            adds = queries is not None and any(b == batch_id for _, b in queries.since)
-            maybe_crash("after-sink", batch_id, adds)
+            maybe_crash("after-sink", batch_id)
+            if queries is not None and any(b == batch_id for _, b in queries.since):
+                maybe_crash("after-sink", "added")
             stats = statistics()
             clock.mark("state")
             maybe_crash("after-state", batch_id)
