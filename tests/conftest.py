@@ -40,9 +40,11 @@ _GROUPS = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark tests by folder: tests/spark → spark, tests/e2e → e2e (never by hand); and put the
-    tests of each of `_GROUPS` on one xdist worker."""
+    tests of each of `_GROUPS` on one xdist worker. (First: xdist's own hook, registered after
+    this file, reads the group marks to send a group to one worker.)"""
     for item in items:
         path = Path(str(item.fspath))
         parts = path.relative_to(_HERE).parts if path.is_relative_to(_HERE) else ()
