@@ -455,21 +455,30 @@ def committed_files(checkpoint: str) -> dict[str, int]:
     def committed(batch: int) -> bool:
         return batch in done or (oldest is not None and batch < oldest)
 
-    files: dict[str, int] = {}
-    sources = os.path.join(checkpoint, "sources")
-    for d, _, names in os.walk(sources):
-        for name in names:
-            if name.startswith("."):
-                continue
-            with open(os.path.join(d, name), encoding="utf-8") as f:
-                lines = f.read().splitlines()[1:]
-            for line in lines:
-                if not line.strip():
+    def read(sources: str) -> dict[str, int]:
+        files: dict[str, int] = {}
+        for d, _, names in os.walk(sources):
+            for name in names:
+                if name.startswith("."):
                     continue
-                entry = json.loads(line)
-                if committed(int(entry["batchId"])):
-                    files[unquote(urlparse(entry["path"]).path)] = int(entry["batchId"])
-    return files
+                with open(os.path.join(d, name), encoding="utf-8") as f:
+                    lines = f.read().splitlines()[1:]
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    entry = json.loads(line)
+                    if committed(int(entry["batchId"])):
+                        files[unquote(urlparse(entry["path"]).path)] = int(entry["batchId"])
+        return files
+
+    # A running query compacts its log: an entry listed a moment ago may be gone, its files
+    # then in a later ``.compact``. Read the folder again until a pass meets no such gap.
+    for _ in range(20):
+        try:
+            return read(os.path.join(checkpoint, "sources"))
+        except FileNotFoundError:
+            time.sleep(0.05)
+    return read(os.path.join(checkpoint, "sources"))
 
 
 def query_checkpoints(workdir: str) -> list[str]:

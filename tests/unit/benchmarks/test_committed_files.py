@@ -81,3 +81,32 @@ def test_the_watch_keeps_the_times_of_deleted_commit_files(tmp_path: Path) -> No
     os.remove(os.path.join(ckpt, "commits", "0"))
     (tmp_path / "work" / "ckpt" / "q1" / "commits" / "2").write_text("v1\n")
     assert set(watch.stop()[ckpt]) == {0, 1, 2}
+
+
+def test_an_entry_compacted_away_while_being_read_is_found_in_the_compaction(
+    tmp_path: Path, monkeypatch: t.Any
+) -> None:
+    """Spark writes ``<n>.compact`` and deletes the entries before it while the run goes on: an
+    entry listed by one read may be gone when it is opened."""
+    feed = tmp_path / "feed"
+    ckpt = _checkpoint(tmp_path / "ckpt", feed, batches=9, commits=range(9))
+    log = tmp_path / "ckpt" / "sources" / "0"
+    real_walk = os.walk
+
+    def walk_then_compact(top: str) -> t.Iterator[tuple[str, list[str], list[str]]]:
+        for d, dirs, names in real_walk(top):
+            if d == str(log) and not (log / "9.compact").exists():
+                entries = [json.loads(line) for n in range(9) for line in _lines(log / str(n))]
+                entries.append({"path": f"file://{_file(feed, 9)}", "timestamp": 0, "batchId": 9})
+                rows = ["v1", *(json.dumps(e) for e in entries)]
+                (log / "9.compact").write_text("\n".join(rows) + "\n")
+                for n in range(9):
+                    (log / str(n)).unlink()
+            yield d, dirs, names  # (as listed before the compaction)
+
+    monkeypatch.setattr(os, "walk", walk_then_compact)
+    assert committed_files(ckpt) == {_file(feed, b): b for b in range(9)}
+
+
+def _lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines()[1:] if line.strip()]
