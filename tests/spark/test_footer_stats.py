@@ -1,7 +1,8 @@
 """Batches of sourced Parquet streams whose files' footers prove every row ok run no statistics
 job (`runtime.state.footers`, `StateJob.from_footers`): their counts, watermarks and results are the
 job's, Spark still reports their input rows, and the automatic hash path's rows per unit are
-counted from the files' keys every `streamjoin.hash.skewCheckEvery`-th batch from batch 1."""
+counted from the files' keys every `streamjoin.hash.skewCheckEvery`-th batch from batch 1, or,
+for a query its executor-memory index serves, by the index's probe every batch."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch import processor
 from streamjoin.runtime.batch.context import BatchContext
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.routing import unitcounts
+from streamjoin.runtime.routing.unitcounts import InputUnitCounts
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
@@ -31,8 +34,9 @@ COLUMNS = ("aid", "bid")
 SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"
 
 
+@pytest.mark.parametrize("index", [False, True], ids=["files-keys", "index-probe"])
 def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: bool
 ) -> None:
     batches = make_batches(41, n_batches=7, rows_per_batch=14, late_per_batch=0)
 
@@ -60,25 +64,36 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         return job_run(self, classified, batch_id, *args)
 
     monkeypatch.setattr(StateJob, "run", counted)
-    units: list[tuple[int, dict[str, list[tuple[int, str]]], dict[str, list[int]]]] = []
+    jobs: list[int] = []
     count_units = unitcounts.count_units
 
     def count_and_keep(ctx: BatchContext, *args: t.Any) -> t.Any:
-        job = count_units(ctx, *args)
-        job.result()  # (the counts, as the batch reads them)
-        units.append((ctx.batch_id, dict(ctx.counted.sides), dict(ctx.counted.counts)))
-        return job
+        jobs.append(ctx.batch_id)
+        return count_units(ctx, *args)
 
-    monkeypatch.setattr("streamjoin.runtime.batch.processor.count_units", count_and_keep)
-    summary, listener = run_counting_input(
-        spark, job, str(tmp_path / "ckpt"), len(batches), {SKEW_EVERY_CONF: "4"}
-    )
-
-    # The state job ran for the late row (batch 4) only; the others took their statistics from
-    # the footers, and batches 1 and 5 counted the rows per unit from their files' keys.
-    assert sorted(ran) == [4]
-    assert [b for b, _, _ in units] == [1, 5]
+    units: list[tuple[int, dict[str, list[tuple[int, str]]], dict[str, list[int]]]] = []
+    after_batch = processor.after_batch
     plan = plan_job(job)
+
+    def after_and_keep(*args: t.Any) -> t.Any:
+        _, routers, _, counts, batch_id, _, _ = args
+        if counts:  # (the counts the routers take, however they were counted)
+            sides = InputUnitCounts()
+            sides.choose(spark, plan, routers)
+            units.append((batch_id, dict(sides.sides), dict(counts)))
+        return after_batch(*args)
+
+    monkeypatch.setattr(processor, "count_units", count_and_keep)
+    monkeypatch.setattr(processor, "after_batch", after_and_keep)
+    conf = {SKEW_EVERY_CONF: "4", "streamjoin.twoway.index": str(index).lower()}
+    summary, listener = run_counting_input(spark, job, str(tmp_path / "ckpt"), len(batches), conf)
+
+    # The state job ran for the late row (batch 4) only, and counted its rows per unit; the
+    # others took their statistics from the footers. Without the index, batches 1 and 5 counted
+    # the rows per unit from their files' keys; the index's probe counts them every batch.
+    assert sorted(ran) == [4]
+    assert jobs == ([] if index else [1, 5])
+    assert [b for b, _, _ in units] == (list(range(len(batches))) if index else [1, 4, 5])
     for b, sides, counts in units:
         assert list(counts) == ["q1"]
         per_unit = [0] * len(counts["q1"])
@@ -87,13 +102,20 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
             assert sp.index == src
             kind = next(c.type.ddl for c in sp.stream.columns if c.name == "k")
             keys = spark.createDataFrame(
-                [(r["k"],) for r in batches[b][sp.name]], f"`{prefixed(src, 'k')}` {kind}"
+                # (The index keeps no row with a NULL key: it meets nothing.)
+                [
+                    (r["k"],)
+                    for r in batches[b][sp.name]
+                    if not (r is late or (index and r["k"] is None))
+                ],
+                f"`{prefixed(src, 'k')}` {kind}",
             )
             for row in keys.selectExpr(f"{unit} AS u").collect():
                 if row.u is not None:
                     per_unit[row.u] += 1
-        assert counts["q1"] == per_unit
-        assert sum(per_unit) == sum(len(batches[b][s]) for s in "AB")
+        assert counts["q1"] == per_unit, b
+        nulls = sum(r["k"] is None for s in "AB" for r in batches[b][s]) if index else 0
+        assert sum(per_unit) == sum(len(batches[b][s]) for s in "AB") - (b == 4) - nulls
     expected = run_reference(job, batches)
     assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected.outputs["q1"])
     assert expected.outputs["q1"]

@@ -27,6 +27,7 @@ import uuid
 
 from pyspark.sql import DataFrame
 
+from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
@@ -61,12 +62,14 @@ class IndexedJoins:
         """Query (`_key`) → (batch committed into its index, partitions)."""
         self._used: dict[str, tuple[int, int]] = {}
         """Query → (batch, partitions) of the indexes this batch applies."""
+        self._counting: dict[str, tuple[str, int]] = {}
+        """Query name → (index name, units) of the probes that count rows per unit."""
         self._jvm: t.Any = None
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch: an inner two-way equi join that no
-        scheme places, whose rows are not bucketed, whose live state is within
-        ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
+        scheme places, whose rows are not bucketed, that does not shed, whose live state is
+        within ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
         q = qp.query
         router = ctx.routers[q.name]
         rows = ctx.prev.state_rows()
@@ -78,9 +81,29 @@ class IndexedJoins:
             and router.scheme is None
             and router.band is None
             and q.option("partitioning") != "hash"
+            and allowances(ctx.prev, q) is None
             and live <= ctx.settings.index_rows
             and self._class(ctx.spark) is not None
         )
+
+    def counts_units(self, ctx: BatchContext, query: str) -> bool:
+        """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
+        the batch's rows per unit in its probe (so that no job of its own does)."""
+        qp = next((qp for qp in ctx.plan.joins if qp.query.name == query), None)
+        return qp is not None and query in ctx.counted and self.eligible(ctx, qp)
+
+    def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
+        """The rows per unit that the batch's probes counted, by query (read once, after the
+        job that ran them). A row with a NULL key is in none: it meets nothing and the index
+        keeps it nowhere."""
+        counting, self._counting = self._counting, {}
+        if not counting:
+            return {}
+        cls = self._class(ctx.spark)
+        return {
+            query: [int(n) for n in cls.unitCounts(name, ctx.batch_id, units)]
+            for query, (name, units) in counting.items()
+        }
 
     def serve_all(self, ctx: BatchContext) -> bool:
         """Whether the indexes serve every join of the batch, so that no relation of the
@@ -117,7 +140,10 @@ class IndexedJoins:
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, ctx.parallelism, *least)
-        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id)
+        units = router.units if q.name in ctx.counted else 0
+        if units:
+            self._counting[q.name] = (name, units)
+        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id, units)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
         a, b = q.left.alias, q.right.alias
         select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
@@ -141,6 +167,7 @@ class IndexedJoins:
     def failed(self) -> None:
         """The batch failed: its indexes may hold part of it (taken back when it runs again)."""
         self._used = {}
+        self._counting = {}
 
     def clear(self, spark: SparkSession) -> None:
         """Drop every index (the processor is done)."""

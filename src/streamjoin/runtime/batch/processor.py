@@ -248,6 +248,9 @@ class BatchProcessor:
             maybe_crash("after-deadletter", batch_id)
             if units_job is not None:
                 units_job.result()
+            # (An index's counts over a state job's: the index is the join's load, and keeps
+            # no row with a NULL key.)
+            ctx.counted.counts |= self.indexed.unit_counts(ctx)
             prev = ctx.prev
             units, routing = after_batch(
                 self.plan, ctx.routers, two.observed, ctx.counted.counts, batch_id, stats, prev
@@ -377,11 +380,15 @@ class BatchProcessor:
         return None, job.result
 
     def _start_unit_counts(self, ctx: BatchContext) -> Background | None:
-        """The skew check's rows per unit from the batch's files (`checks_skew`)."""
+        """The skew check's rows per unit from the batch's files (`checks_skew`), for the
+        queries that no index counts (`IndexedJoins.counts_units`)."""
         s = self.settings
         every = skew_check_period(s.skew_check_every, s.skew_check_seconds, self.trigger_seconds)
         if not checks_skew(ctx.batch_id, every):
             return None
-        job = count_units(ctx, self.stores.sourced)
+        names = [n for n in ctx.counted.sides if not self.indexed.counts_units(ctx, n)]
+        if not names:
+            return None
+        job = count_units(ctx, self.stores.sourced, names)
         ctx.scratch.running.append(job)  # (it reads the batch's views)
         return job

@@ -5,13 +5,15 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.spark.api.java.function.ForeachPartitionFunction;
-import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.api.java.function.VoidFunction;
 import org.apache.spark.sql.Column;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
@@ -22,7 +24,9 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
  * key, and in arrival order for expiry. A batch's delta is shuffled by the same hash; each task
  * probes and extends its partition's index (the delta rule: new left rows meet old and new
  * right rows, new right rows meet old left rows) and returns the candidate pairs, which the
- * query's whole predicate then filters in Spark SQL.
+ * query's whole predicate then filters in Spark SQL. Rows stay in Spark's internal form (the
+ * shuffle's rows, copied): no conversion to and from external rows, which cost a generated
+ * (de)serializer per batch and two conversions per row.
  *
  * <p>Input rows: {@code _sj_side} (0 left, 1 right), {@code _sj_key} (a 64-bit hash of the key
  * values; NULL: a NULL key, which meets nothing), {@code _sj_ts} (event time in microseconds, or
@@ -41,9 +45,9 @@ public final class JoinIndex {
     final long key;
     final long ts;
     final long batch;
-    final Row row;
+    final InternalRow row;
 
-    Entry(long key, long ts, long batch, Row row) {
+    Entry(long key, long ts, long batch, InternalRow row) {
       this.key = key;
       this.ts = ts;
       this.batch = batch;
@@ -127,14 +131,19 @@ public final class JoinIndex {
     return h < 0 ? h + parts : h;
   }
 
-  /** Each partition's rows of {@code rows}, as an entry list per side, by partition. */
-  static HashMap byPart(Iterator rows, int parts, long batch) {
+  /** Each partition's rows of {@code rows}, as an entry list per side, by partition; with
+   * {@code counts}, the rows of each of its units (a unit of the skew check: the key's hash,
+   * as a non-negative long, modulo the units) counted in it. */
+  static HashMap byPart(Iterator rows, int parts, long batch, int[] fields, long[] counts) {
     HashMap out = new HashMap();
     while (rows.hasNext()) {
-      Row r = (Row) rows.next();
-      Entry e = entry(r, batch);
+      InternalRow r = (InternalRow) rows.next();
+      Entry e = entry(r, batch, fields);
       if (e == null) {
         continue;
+      }
+      if (counts != null) {
+        counts[(int) ((e.key & Long.MAX_VALUE) % counts.length)]++;
       }
       Integer p = Integer.valueOf(partOf(e.key, parts));
       ArrayList[] sides = (ArrayList[]) out.get(p);
@@ -192,43 +201,88 @@ public final class JoinIndex {
     return n;
   }
 
-  static Entry entry(Row r, long batch) {
+  /** The entry of input row {@code r} (its side's struct copied: the shuffle reuses its rows);
+   * null for a NULL key. {@code fields}: each side's struct's field count. */
+  static Entry entry(InternalRow r, long batch, int[] fields) {
     if (r.isNullAt(1)) {
       return null;
     }
     long ts = r.isNullAt(2) ? Long.MAX_VALUE : r.getLong(2);
-    return new Entry(r.getLong(1), ts, batch, r.getStruct(3 + r.getInt(0)));
+    int side = r.getInt(0);
+    InternalRow row = r.getStruct(3 + side, fields[side]).copy();
+    return new Entry(r.getLong(1), ts, batch, row);
   }
 
-  static Dataset shuffled(Dataset in, int parts) {
-    return in.repartition(parts, new Column[] {in.col("_sj_key")});
+  static JavaRDD shuffled(Dataset in, int parts) {
+    Dataset by = in.repartition(parts, new Column[] {in.col("_sj_key")});
+    return by.queryExecution().toRdd().toJavaRDD();
+  }
+
+  static int[] fields(StructType s) {
+    return new int[] {
+      ((StructType) s.apply("_sj_l").dataType()).size(),
+      ((StructType) s.apply("_sj_r").dataType()).size()
+    };
   }
 
   /** Loads committed rows into the (reset) indexes of {@code name}: one Spark job. */
   public static void load(Dataset in, String name, int parts) {
-    shuffled(in, parts).foreachPartition(new Load(name, parts));
+    shuffled(in, parts).foreachPartition(new Load(name, parts, fields(in.schema())));
   }
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
-   * them applies the batch to the partitions it has rows for). */
-  public static Dataset probe(Dataset in, String name, int parts, long batch) {
+   * them applies the batch to the partitions it has rows of). {@code units} above 0: count
+   * the delta's rows per unit of the skew check ({@link #unitCounts}). */
+  public static Dataset probe(Dataset in, String name, int parts, long batch, int units) {
     StructType s = in.schema();
     StructType out = new StructType(new StructField[] {s.apply("_sj_l"), s.apply("_sj_r")});
-    Probe f = new Probe(name, parts, batch);
-    return shuffled(in, parts).mapPartitions(f, Encoders.row(out));
+    Probe f = new Probe(name, parts, batch, fields(s), units);
+    COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
+    JavaRDD pairs = shuffled(in, parts).mapPartitions(f);
+    return ((SparkSession) in.sparkSession()).internalCreateDataFrame(pairs.rdd(), out, false);
   }
 
-  static final class Load implements ForeachPartitionFunction {
+  /** Per probe {@code name + "@" + batch}: each task's rows per unit, by stage and partition
+   * (a task run again replaces its attempt's counts). */
+  static final ConcurrentHashMap COUNTS = new ConcurrentHashMap();
+
+  /** The delta's rows per unit that the probe of batch {@code batch} of {@code name} counted
+   * (both sides; zeros where it counted none), forgotten once read. */
+  public static long[] unitCounts(String name, long batch, int units) {
+    long[] total = new long[units];
+    ConcurrentHashMap tasks = (ConcurrentHashMap) COUNTS.remove(name + "@" + batch);
+    if (tasks != null) {
+      Iterator it = tasks.values().iterator();
+      while (it.hasNext()) {
+        long[] c = (long[]) it.next();
+        for (int u = 0; u < units && u < c.length; u++) {
+          total[u] += c[u];
+        }
+      }
+    }
+    Iterator keys = COUNTS.keySet().iterator();
+    while (keys.hasNext()) {  // (a failed batch's counts, never read)
+      if (((String) keys.next()).startsWith(name + "@")) {
+        keys.remove();
+      }
+    }
+    return total;
+  }
+
+  static final class Load implements VoidFunction {
     final String name;
     final int parts;
+    final int[] fields;
 
-    Load(String name, int parts) {
+    Load(String name, int parts, int[] fields) {
       this.name = name;
       this.parts = parts;
+      this.fields = fields;
     }
 
-    public void call(Iterator rows) {
-      Iterator it = byPart(rows, parts, Long.MIN_VALUE).entrySet().iterator();
+    public void call(Object rows) {
+      HashMap found = byPart((Iterator) rows, parts, Long.MIN_VALUE, fields, null);
+      Iterator it = found.entrySet().iterator();
       while (it.hasNext()) {
         java.util.Map.Entry e = (java.util.Map.Entry) it.next();
         Part part = part(name, ((Integer) e.getKey()).intValue());
@@ -244,20 +298,35 @@ public final class JoinIndex {
     }
   }
 
-  static final class Probe implements MapPartitionsFunction {
+  static final class Probe implements FlatMapFunction {
     final String name;
     final int parts;
     final long batch;
+    final int[] fields;
+    final int units;
 
-    Probe(String name, int parts, long batch) {
+    Probe(String name, int parts, long batch, int[] fields, int units) {
       this.name = name;
       this.parts = parts;
       this.batch = batch;
+      this.fields = fields;
+      this.units = units;
     }
 
-    public Iterator call(Iterator rows) {
+    public Iterator call(Object rows) {
       ArrayList out = new ArrayList();
-      Iterator it = byPart(rows, parts, batch).entrySet().iterator();
+      long[] counts = units > 0 ? new long[units] : null;
+      HashMap found = byPart((Iterator) rows, parts, batch, fields, counts);
+      if (counts != null && !found.isEmpty()) {
+        // (By the shuffle partition read, which the task's number is not once a coalesce
+        // puts several in one task; a task run again replaces its counts.)
+        TaskContext task = TaskContext.get();
+        String at = (task == null ? "" : task.stageId() + "/") + found.keySet().iterator().next();
+        ConcurrentHashMap tasks = new ConcurrentHashMap();
+        Object had = COUNTS.putIfAbsent(name + "@" + batch, tasks);
+        ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);
+      }
+      Iterator it = found.entrySet().iterator();
       while (it.hasNext()) {
         java.util.Map.Entry e = (java.util.Map.Entry) it.next();
         apply(part(name, ((Integer) e.getKey()).intValue()), (ArrayList[]) e.getValue(), out);
@@ -296,7 +365,8 @@ public final class JoinIndex {
         }
         for (int j = 0; j < found.size(); j++) {
           Entry o = (Entry) found.get(j);
-          out.add(left ? RowFactory.create(new Object[] {d.row, o.row}) : RowFactory.create(new Object[] {o.row, d.row}));
+          Object[] pair = left ? new Object[] {d.row, o.row} : new Object[] {o.row, d.row};
+          out.add(new GenericInternalRow(pair));
         }
       }
     }

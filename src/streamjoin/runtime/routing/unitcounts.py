@@ -9,7 +9,9 @@ a `CollectMetrics` in the join's plan (docs/dev-log.md has the measurement). A b
 whose statistics its files' footers give runs no state job: every
 ``streamjoin.hash.skewCheckEvery``-th one counts in a job of its own that reads only the keys of
 those files (`files_sql`; `adapt.joinpath.checks_skew` picks the batches): a job is a fixed
-cost, so a key that stays hot is seen within that many batches.
+cost, so a key that stays hot is seen within that many batches. A query that its executor-memory
+index serves (`batch.indexed`) is counted by the index's probe, which sees every delta row's key
+hash anyway: every batch, and without that job.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from pyspark.sql import Column, SparkSession
 
@@ -106,28 +108,31 @@ class InputUnitCounts:
             for qi, (name, sides) in enumerate(self.sides.items())
         }
 
-    def files_sql(self, relations: Mapping[int, str]) -> str:
-        """SQL of the counted queries' rows per unit over each stream's ok rows of the batch in
-        `relations` (SQL text by stream index, under stored names), one row per query index,
-        unit and count (`read_rows`): for a batch whose statistics its files' footers gave,
-        a job that reads only the keys (and what tells an ok row) of those files."""
+    def files_sql(self, relations: Mapping[int, str], names: Sequence[str]) -> str:
+        """SQL of queries `names`' rows per unit over each stream's ok rows of the batch in
+        `relations` (SQL text by stream index, under stored names), one row per query index
+        in `names`, unit and count (`read_rows`): for a batch whose statistics its files'
+        footers gave, a job that reads only the keys (and what tells an ok row) of those
+        files."""
         parts = [
             f"SELECT {qi} AS q, {unit} AS u FROM {relations[src]}"
-            for qi, sides in enumerate(self.sides.values())
-            for src, unit in sides
+            for qi, name in enumerate(names)
+            for src, unit in self.sides[name]
         ]
         return f"SELECT q, u, count(*) AS n FROM ({' UNION ALL '.join(parts)}) GROUP BY q, u"
 
     def read_rows(
-        self, rows: Iterable[tuple[int, int | None, int]], routers: Mapping[str, QueryRouter]
+        self,
+        rows: Iterable[tuple[int, int | None, int]],
+        routers: Mapping[str, QueryRouter],
+        names: Sequence[str],
     ) -> None:
-        """Take the counts from the rows of `files_sql`."""
-        names = list(self.sides)
+        """Take queries `names`' counts from the rows of `files_sql`."""
         counts = {name: [0] * routers[name].units for name in names}
         for q, u, n in rows:
             if u is not None:  # (a NULL key: no unit, as in the observation's counts)
                 counts[names[q]][u] += n
-        self.counts = counts
+        self.counts |= counts
 
 
 def _column_name(query: int, side: int) -> str:
@@ -141,17 +146,17 @@ def column_of(sql: str, alias: str) -> str | None:
     return tail if dot and head == alias and tail.isidentifier() else None
 
 
-def count_units(ctx: BatchContext, sourced: SourcedUnits) -> Background:
-    """The rows per unit of the queries `ctx.counted` counts, over the batch's files (whose
-    footers gave its statistics, so no state job counts them): a job beside the joins that
-    reads only the keys (`InputUnitCounts.files_sql`), where the state job would read every
-    column of the batch's input."""
+def count_units(ctx: BatchContext, sourced: SourcedUnits, names: Sequence[str]) -> Background:
+    """The rows per unit of queries `names` (counted by `ctx.counted`), over the batch's files
+    (whose footers gave its statistics, so no state job counts them): a job beside the joins
+    that reads only the keys (`InputUnitCounts.files_sql`), where the state job would read
+    every column of the batch's input."""
     spark, plan, files = ctx.spark, ctx.plan, ctx.files
     relations = {
         sp.index: sourced.batch_view(spark, sp, ctx.batch_id, files[sp.name], ctx.watermark)
         for sp in plan.streams
         if sp.name in files
     }
-    sql = ctx.counted.files_sql(relations)
+    sql = ctx.counted.files_sql(relations, names)
     counted, routers = ctx.counted, ctx.routers
-    return Background(lambda: counted.read_rows(spark.sql(sql).collect(), routers))
+    return Background(lambda: counted.read_rows(spark.sql(sql).collect(), routers, names))
