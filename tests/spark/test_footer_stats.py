@@ -17,7 +17,7 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import processor
 from streamjoin.runtime.batch.context import BatchContext
 from streamjoin.runtime.engine import Engine
-from streamjoin.runtime.routing import unitcounts
+from streamjoin.runtime.routing import router, unitcounts
 from streamjoin.runtime.routing.unitcounts import InputUnitCounts
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.statejob import StateJob
@@ -72,7 +72,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         return count_units(ctx, *args)
 
     units: list[tuple[int, dict[str, list[tuple[int, str]]], dict[str, list[int]]]] = []
-    after_batch = processor.after_batch
+    after_batch = router.after_batch
     plan = plan_job(job)
 
     def after_and_keep(*args: t.Any) -> t.Any:

@@ -1,7 +1,8 @@
 """Two-way equi joins on executor-memory indexes (`runtime.batch.indexed`,
 ``streamjoin.twoway.index``): the same rows as the reference over disordered batches with late
 rows and NULL keys, after a restart that rebuilds the indexes from the manifest's units, and
-when a batch runs twice in one processor (its first attempt's rows taken back)."""
+when a batch runs twice in one processor (its first attempt's rows taken back), with each
+batch's delta shuffled to the partitions' tasks or probed in one task."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch import indexed as indexed_module
 from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
@@ -82,8 +84,16 @@ def _check(spark: SparkSession, job: Job, batches: Batches) -> None:
         assert normalize(got) == normalize(want), f"{name}: {len(got)} rows, want {len(want)}"
 
 
+@pytest.fixture(params=["shuffled", "one-task"])
+def probe_tasks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each batch's delta shuffled by key to the partitions' tasks, or all of it in one task
+    (`indexed.one_task`: a small delta whose files' footers count it)."""
+    one = request.param == "one-task"
+    monkeypatch.setattr(indexed_module, "one_task", lambda *_: one)
+
+
 def test_indexed_joins_equal_the_reference_through_a_restart_and_a_batch_run_twice(
-    spark: SparkSession, tmp_path: Path, indexed: None
+    spark: SparkSession, tmp_path: Path, indexed: None, probe_tasks: None
 ) -> None:
     job = _job(tmp_path, QUERIES)
     batches = make_batches(3, n_batches=6, rows_per_batch=14, keys=4)
@@ -168,7 +178,7 @@ def test_a_join_leaves_its_index_above_the_row_limit_and_comes_back(
 
 
 def test_two_indexed_joins_written_to_one_sink_keep_each_key_in_its_partition(
-    spark: SparkSession, tmp_path: Path, indexed: None
+    spark: SparkSession, tmp_path: Path, indexed: None, probe_tasks: None
 ) -> None:
     # One sink's write is a union of both queries' pairs, coalesced: its tasks are numbered
     # unlike the probes' shuffle partitions, and batches that leave a partition empty make it

@@ -38,6 +38,10 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.stores import StoreViews
 
 _LEAST = -(2**63)
+
+ONE_TASK_ROWS = 20_000
+"""A batch's delta of at most this many rows (both sides, by its files' footers) is probed in one
+task without a shuffle: the shuffle's stage costs more than a second core saves on it."""
 _names = itertools.count()
 
 
@@ -143,7 +147,8 @@ class IndexedJoins:
         units = router.units if q.name in ctx.counted else 0
         if units:
             self._counting[q.name] = (name, units)
-        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id, units)
+        one = one_task(ctx, left, right)
+        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id, units, one)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
         a, b = q.left.alias, q.right.alias
         select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
@@ -220,6 +225,15 @@ class IndexedJoins:
                 f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r FROM {rel} AS {alias}"
             )
         return ctx.spark.sql(" UNION ALL ".join(parts))
+
+
+def one_task(ctx: BatchContext, left: StreamPlan, right: StreamPlan) -> bool:
+    """Whether the batch's delta of a join of `left` and `right` is small enough, by its files'
+    footers, to be probed in one task (`ONE_TASK_ROWS`)."""
+    rows = ctx.delta_rows
+    if left.name not in rows or right.name not in rows:
+        return False
+    return rows[left.name] + (rows[right.name] if right is not left else 0) <= ONE_TASK_ROWS
 
 
 def _key(qp: QueryPlan) -> str:

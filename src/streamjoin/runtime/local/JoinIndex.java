@@ -218,6 +218,11 @@ public final class JoinIndex {
     return by.queryExecution().toRdd().toJavaRDD();
   }
 
+  /** {@code in}'s rows in one task, without a shuffle: a stage fewer for a small delta. */
+  static JavaRDD together(Dataset in) {
+    return in.coalesce(1).queryExecution().toRdd().toJavaRDD();
+  }
+
   static int[] fields(StructType s) {
     return new int[] {
       ((StructType) s.apply("_sj_l").dataType()).size(),
@@ -232,13 +237,16 @@ public final class JoinIndex {
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
    * them applies the batch to the partitions it has rows of). {@code units} above 0: count
-   * the delta's rows per unit of the skew check ({@link #unitCounts}). */
-  public static Dataset probe(Dataset in, String name, int parts, long batch, int units) {
+   * the delta's rows per unit of the skew check ({@link #unitCounts}). {@code oneTask}: one
+   * task applies every partition's rows, with no shuffle (a partition's rows of a batch must
+   * all be in one task: a second would take back the first's as a rerun's). */
+  public static Dataset probe(
+      Dataset in, String name, int parts, long batch, int units, boolean oneTask) {
     StructType s = in.schema();
     StructType out = new StructType(new StructField[] {s.apply("_sj_l"), s.apply("_sj_r")});
     Probe f = new Probe(name, parts, batch, fields(s), units);
     COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
-    JavaRDD pairs = shuffled(in, parts).mapPartitions(f);
+    JavaRDD pairs = (oneTask ? together(in) : shuffled(in, parts)).mapPartitions(f);
     return ((SparkSession) in.sparkSession()).internalCreateDataFrame(pairs.rdd(), out, false);
   }
 
@@ -318,8 +326,8 @@ public final class JoinIndex {
       long[] counts = units > 0 ? new long[units] : null;
       HashMap found = byPart((Iterator) rows, parts, batch, fields, counts);
       if (counts != null && !found.isEmpty()) {
-        // (By the shuffle partition read, which the task's number is not once a coalesce
-        // puts several in one task; a task run again replaces its counts.)
+        // (By a partition the task read, which the task's number is not once a coalesce puts
+        // several in one task; a task run again replaces its counts.)
         TaskContext task = TaskContext.get();
         String at = (task == null ? "" : task.stageId() + "/") + found.keySet().iterator().next();
         ConcurrentHashMap tasks = new ConcurrentHashMap();
