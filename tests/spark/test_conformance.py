@@ -47,8 +47,9 @@ class Path_:
 
 SLICES = {"streamjoin.twoway.index": "false"}
 """The cached state slices instead of the indexes of equi joins (`runtime.batch.indexed`)."""
-INDEXED = ("DeserializeToObject", "SerializeFromObject")
-"""A plan through the index: the Java function's rows in and out (no other path has them)."""
+INDEXED = ("Scan ExistingRDD", "_sj_l")
+"""A plan through the index: the probe's pairs, an RDD of rows with the index's own column names
+(no other path has them)."""
 
 TWO_WAY = {
     "one-join": Path_({**SLICES, "streamjoin.join.path": "one"}, plan_has=("_sj_old",)),
