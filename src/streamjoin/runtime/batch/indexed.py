@@ -4,10 +4,12 @@ only its delta, probes only the rows of its keys, and runs one Spark job.
 
 Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
-that hash; the rows the watermark has put out of reach go first, then each task probes and
-extends the partitions it has rows of and returns the candidate pairs; the query's whole
-predicate and SELECT then run over them in Spark SQL, so a hash collision or the time window
-costs a filter, never a wrong pair.
+that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task; the
+rows the watermark has put out of reach go first, then each task probes and extends the
+partitions it has rows of and returns the candidate pairs; the query's whole predicate and
+SELECT then run over them in Spark SQL, so a hash collision or the time window costs a filter,
+never a wrong pair. The probe also counts the delta's rows per unit for the skew check
+(`routing.unitcounts`).
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, when the shuffle partitions change, or when the query comes back after leaving it
@@ -233,7 +235,7 @@ def one_task(ctx: BatchContext, left: StreamPlan, right: StreamPlan) -> bool:
     rows = ctx.delta_rows
     if left.name not in rows or right.name not in rows:
         return False
-    return rows[left.name] + (rows[right.name] if right is not left else 0) <= ONE_TASK_ROWS
+    return rows[left.name] + rows[right.name] <= ONE_TASK_ROWS  # (a self-join's rows: twice)
 
 
 def _key(qp: QueryPlan) -> str:

@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.java.function.VoidFunction;
@@ -21,10 +20,11 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 /**
  * The live state of two-way equi joins as hash indexes in the executor's memory, kept across
  * micro-batches: one per query and shuffle partition, each side's rows by the hash of their
- * key, and in arrival order for expiry. A batch's delta is shuffled by the same hash; each task
- * probes and extends its partition's index (the delta rule: new left rows meet old and new
- * right rows, new right rows meet old left rows) and returns the candidate pairs, which the
- * query's whole predicate then filters in Spark SQL. Rows stay in Spark's internal form (the
+ * key, and in arrival order for expiry. A batch's delta is shuffled by the same hash (or, when
+ * small, put in one task); each task probes and extends the partitions it has rows of (the delta
+ * rule: new left rows meet old and new right rows, new right rows meet old left rows) and
+ * returns the candidate pairs, which the query's whole predicate then filters in Spark SQL. The
+ * probe can also count the delta's rows per unit of the skew check ({@link #unitCounts}). Rows stay in Spark's internal form (the
  * shuffle's rows, copied): no conversion to and from external rows, which cost a generated
  * (de)serializer per batch and two conversions per row.
  *
@@ -176,13 +176,19 @@ public final class JoinIndex {
     }
   }
 
-  /** Forgets every partition of {@code name}. */
+  /** Forgets every partition of {@code name}, and its counts not read. */
   public static void drop(String name) {
     Iterator it = PARTS.keySet().iterator();
     while (it.hasNext()) {
       String key = (String) it.next();
       if (key.startsWith(name + "/")) {
         it.remove();
+      }
+    }
+    Iterator counted = COUNTS.keySet().iterator();
+    while (counted.hasNext()) {
+      if (((String) counted.next()).startsWith(name + "@")) {
+        counted.remove();
       }
     }
   }
@@ -213,6 +219,8 @@ public final class JoinIndex {
     return new Entry(r.getLong(1), ts, batch, row);
   }
 
+  /** The rows of {@code in} by key hash in {@code parts} partitions. (The RDD is lazy while
+   * adaptive execution is off, as the batches run: with it on, this would run the shuffle.) */
   static JavaRDD shuffled(Dataset in, int parts) {
     Dataset by = in.repartition(parts, new Column[] {in.col("_sj_key")});
     return by.queryExecution().toRdd().toJavaRDD();
@@ -327,9 +335,8 @@ public final class JoinIndex {
       HashMap found = byPart((Iterator) rows, parts, batch, fields, counts);
       if (counts != null && !found.isEmpty()) {
         // (By a partition the task read, which the task's number is not once a coalesce puts
-        // several in one task; a task run again replaces its counts.)
-        TaskContext task = TaskContext.get();
-        String at = (task == null ? "" : task.stageId() + "/") + found.keySet().iterator().next();
+        // several in one task; a task run again, or a stage computed again, replaces them.)
+        String at = String.valueOf(found.keySet().iterator().next());
         ConcurrentHashMap tasks = new ConcurrentHashMap();
         Object had = COUNTS.putIfAbsent(name + "@" + batch, tasks);
         ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);

@@ -247,10 +247,10 @@ def after_batch(
     stats: t.Mapping[str, StreamStats],
     prev: Manifest,
 ) -> tuple[dict[str, UnitStats], dict[str, str]]:
-    """Each query's rows per unit in batch `batch_id`: `counted` (by the state job or the
-    files' keys, all as probe rows), else its `observed` views; and its router's choice of the
-    next scheme, with `stats` (the batch's rows per stream) and `prev`'s live state. Returns
-    the rows per unit and each router's note, by query."""
+    """Each query's rows per unit in batch `batch_id`: `counted` (by the state job, the files'
+    keys or the query's index, all as probe rows), else its `observed` views; and its router's
+    choice of the next scheme, with `stats` (the batch's rows per stream) and `prev`'s live
+    state. Returns the rows per unit and each router's note, by query."""
     units: dict[str, UnitStats] = {}
     notes: dict[str, str] = {}
     state = prev.state_rows()

@@ -38,8 +38,9 @@ if t.TYPE_CHECKING:
 
 
 class InputUnitCounts:
-    """For one batch: which queries are counted (by the state job's observation, or from the
-    files' keys), the columns, aggregates or SQL that count them, and their counts."""
+    """For one batch: which queries are counted (by the state job's observation, from the
+    files' keys, or by their index's probe), the columns, aggregates or SQL that count them,
+    and their counts."""
 
     def __init__(self) -> None:
         self.sides: dict[str, list[tuple[int, str]]] = {}
@@ -130,7 +131,7 @@ class InputUnitCounts:
         """Take queries `names`' counts from the rows of `files_sql`."""
         counts = {name: [0] * routers[name].units for name in names}
         for q, u, n in rows:
-            if u is not None:  # (a NULL key: no unit, as in the observation's counts)
+            if u is not None:  # (A NULL key has one: xxhash64 skips NULLs. The index's none.)
                 counts[names[q]][u] += n
         self.counts |= counts
 
