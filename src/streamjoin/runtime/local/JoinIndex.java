@@ -258,8 +258,8 @@ public final class JoinIndex {
     return ((SparkSession) in.sparkSession()).internalCreateDataFrame(pairs.rdd(), out, false);
   }
 
-  /** Per probe {@code name + "@" + batch}: each task's rows per unit, by stage and partition
-   * (a task run again replaces its attempt's counts). */
+  /** Per probe {@code name + "@" + batch}: each task's rows per unit, by a partition it read
+   * (a task or stage run again replaces its counts). */
   static final ConcurrentHashMap COUNTS = new ConcurrentHashMap();
 
   /** The delta's rows per unit that the probe of batch {@code batch} of {@code name} counted
