@@ -21,10 +21,13 @@ if t.TYPE_CHECKING:
 
     from streamjoin.cluster import LocalCluster
 
-BACKLOG, TRICKLE, MOST = 8, 4, 16
-"""Batches of backlog; trickled batches at least, and at most while the second executor stays
-and one more (a scale-in needs three quiet batches in a row: on a loaded machine the first
+BACKLOG, TRICKLE, MOST = 10, 4, 16
+"""Batches of backlog (those in the stabilization period after the start do not count);
+trickled batches at least, and at most while the second executor stays and one more (a
+scale-in needs three quiet batches in a row after the period: on a loaded machine the first
 trickled ones may not be quiet yet, and without batches no decision comes)."""
+SETTLE = 2
+"""Seconds of the stabilization period after the start and after each change."""
 PAUSE = 6.0
 """Seconds from a batch's commit to the next trickled batch's files at least: the cluster
 idles. On a loaded machine a trickled batch can take seconds: the pause is then 4× the last
@@ -99,7 +102,10 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     def fed_rows() -> int:
         return sum(len(rows) for b in batches[: BACKLOG + len(fed)] for rows in b.values())
 
-    conf = " --conf spark.streamjoin.elastic.maxExecutors=2 pyspark-shell"
+    conf = (
+        " --conf spark.streamjoin.elastic.maxExecutors=2"
+        f" --conf spark.streamjoin.elastic.stabilizationSeconds={SETTLE} pyspark-shell"
+    )
     submit = QUICK_JVMS["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
     args = ("run", str(job), "--checkpoint", str(tmp_path / "ckpt"), "--trigger", "500ms")
     run = run_on(cluster, *args, env={"PYSPARK_SUBMIT_ARGS": submit}, kill_when=watch, timeout=480)

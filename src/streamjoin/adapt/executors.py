@@ -7,9 +7,13 @@ units are executors, and an executor's load is the share of the wall time the ba
 cluster busy: all of it while batches follow each other with no pause longer than the trigger
 (input waiting for the executors, the backlog growing), less the pauses otherwise. Three
 batches in a row above 0.8 ask for ⌈k·load / 0.6⌉ executors, and three below 0.3 give back
-what the load does not need. The runtime
-(`runtime.executors`) asks the cluster manager for them and sets the processor's units to
-their cores.
+what the load does not need. The runtime (`runtime.executors`) asks the cluster manager for them
+and sets the processor's units to their cores.
+
+No batch counts during a stabilization period after the start and after each change (as Flink's
+autoscaler's ``job.autoscaler.stabilization.interval``): a run's first batches are slow while its
+JVMs compile the batches' code, and executors just asked for or given back take seconds to come
+and go; either would read as load the run does not have.
 """
 
 from __future__ import annotations
@@ -29,11 +33,18 @@ class ExecutorScaling:
     high: float = 0.8
     low: float = 0.3
     target: float = 0.6
+    stabilization: float = 30.0
+    """Seconds after the start and after each change whose batches do not count."""
     _ctl: ElasticController = field(init=False, repr=False)
+    _settling: float = field(init=False, repr=False)
+    """Seconds left of the current stabilization period."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.least <= self.most:
             msg = f"executors: need 1 <= least <= most, got {self.least} and {self.most}"
+            raise ValueError(msg)
+        if self.stabilization < 0:
+            msg = f"executors: the stabilization period must be >= 0 s, got {self.stabilization}"
             raise ValueError(msg)
         self._ctl = ElasticController(
             "executors",
@@ -45,6 +56,7 @@ class ExecutorScaling:
             target=self.target,
             confirmations=self.confirmations,
         )
+        self._settling = self.stabilization
 
     @property
     def executors(self) -> int:
@@ -53,15 +65,24 @@ class ExecutorScaling:
 
     def observe(self, batch: int, seconds: float, interval: float) -> int | None:
         """Take committed batch `batch`, busy `seconds` of the `interval` since the batch before
-        ended; the new executor count from the next batch on, or None to keep it.
+        ended; the new executor count from the next batch on, or None to keep it. A batch that
+        ends in a stabilization period, or spans its end, does not count.
 
         Example:
-            >>> s = ExecutorScaling(1, 2)
-            >>> [s.observe(b, 1.0, 1.02) for b in range(3)]  # back to back: grow
+            >>> s = ExecutorScaling(1, 2, stabilization=4.0)
+            >>> [s.observe(b, 1.0, 1.02) for b in range(4)]  # the start: settling
+            [None, None, None, None]
+            >>> [s.observe(b, 1.0, 1.02) for b in range(4, 7)]  # back to back: grow
             [None, None, 2]
-            >>> [s.observe(b, 0.5, 4.0) for b in range(3, 6)]  # pauses between: shrink
-            [None, None, 1]
+            >>> [s.observe(b, 0.5, 4.0) for b in range(7, 11)]  # pauses: settle, then shrink
+            [None, None, None, 1]
         """
+        if self._settling > 0:
+            self._settling -= interval
+            return None
         busy = min(seconds / interval, 1.0) if interval > 0 else 1.0
         step = self._ctl.observe(batch, {unit: busy for unit in self._ctl.units})
-        return None if step is None else len(step.units_after)
+        if step is None:
+            return None
+        self._settling = self.stabilization
+        return len(step.units_after)

@@ -3,7 +3,8 @@ for executors when its batches fall behind their trigger and gives them back whe
 
 ``--conf spark.streamjoin.elastic.maxExecutors=N`` turns it on (with ``minExecutors``,
 default 1): the run starts with the fewest executors, and each change applies before the next
-batch. Executors come and go through Spark's own calls to its cluster manager
+batch. Batches in the ``stabilizationSeconds`` (default 30) after the start and after each
+change do not count. Executors come and go through Spark's own calls to its cluster manager
 (``requestTotalExecutors``, ``killExecutor``: standalone, YARN and Kubernetes grant them;
 Spark's dynamic allocation must then be off, as it would undo them). The processor's units
 follow the cores: the joins' shuffles (the batch session's ``spark.sql.shuffle.partitions``),
@@ -83,7 +84,8 @@ class ExecutorScaler:
             msg = f"Spark conf streamjoin.elastic.maxExecutors={settings.max_executors}: {why}"
             raise SettingError(msg)
         assert trigger is not None
-        scaling = ExecutorScaling(settings.min_executors, settings.max_executors)
+        least, most = settings.min_executors, settings.max_executors
+        scaling = ExecutorScaling(least, most, stabilization=settings.stabilization_seconds)
         return cls(spark, scaling, trigger, processor)
 
     def executor_ids(self) -> list[str]:

@@ -159,6 +159,14 @@ SETTINGS: dict[str, Key] = {
             least=1,
         ),
         Key(
+            "streamjoin.elastic.stabilizationSeconds",
+            "30",
+            "seconds after an elastic run starts, and after each change of its executors, whose "
+            "batches do not count towards the next change (warm-up and executors coming and "
+            "going are not load)",
+            least=0,
+        ),
+        Key(
             "STREAMJOIN_LOCAL",
             "on",
             "`off` starts a local driver without the local-mode speed-ups (`runtime.local`)",
@@ -232,6 +240,7 @@ class Settings:
     route_rows: int = 100_000
     max_executors: int = 0
     min_executors: int = 1
+    stabilization_seconds: int = 30
     local: bool = True
     debug: bool = False
 
@@ -271,6 +280,7 @@ class Settings:
             route_rows=int(text("streamjoin.multiway.routeRows")),
             max_executors=int(text("streamjoin.elastic.maxExecutors")),
             min_executors=int(text("streamjoin.elastic.minExecutors")),
+            stabilization_seconds=int(text("streamjoin.elastic.stabilizationSeconds")),
             local=text("STREAMJOIN_LOCAL") == "on",
             debug=bool(text("STREAMJOIN_DEBUG")),
         )
