@@ -15,6 +15,7 @@ cores the master gave the run; and the run's latency p50/p99 and whether it kept
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -126,18 +127,24 @@ def run_way(
     paths = {os.path.abspath(x.path) for x in fed}
     while not _drained(workdir, paths) and time.monotonic() < limit and proc.poll() is None:
         time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    died = proc.poll()
+    if died is None:
+        with contextlib.suppress(ProcessLookupError):  # (gone meanwhile)
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     stop.set()
     watcher.join()
     reader.join(timeout=5)
     seen = commits.stop()
     figures = latency_figures(workdir, fed, started, ended, trigger)
     steps = [line.strip() for line in errors if line.startswith("executors ")]
+    if died:  # (the run stopped by itself, before its input was done)
+        figures["error"] = f"exit {died}: " + "".join(errors[-5:]).strip()
     return {
         "way": way,
         **figures,

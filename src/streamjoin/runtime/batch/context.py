@@ -73,6 +73,8 @@ class BatchContext:
     classified: Callable[[], DataFrame]
     """The batch's input sorted into ok, late and malformed (`intake.classify`), built at first
     call: a batch whose statistics its files' footers tell never reads it."""
+    rows: DataFrame
+    """The batch's unified input as foreachBatch handed it: rows Spark has planned."""
     files: Mapping[str, list[str]]
     """Per stream whose state is read back from its input files, the files the batch reads."""
     footers: Mapping[str, Footers]

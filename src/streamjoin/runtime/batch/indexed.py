@@ -4,9 +4,12 @@ only its delta, probes only the rows of its keys, and runs one Spark job.
 
 Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
-that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task; the
-rows the watermark has put out of reach go first, then each task probes and extends the
-partitions it has rows of and returns the candidate pairs; the query's whole predicate and
+that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task.
+In one task it is made from the rows Spark planned for the batch by expressions analysed once
+per query (``BatchInput.java``): such a batch plans nothing for its input, no relation of its
+files and no analysis, optimisation or code generation of its own. The rows the watermark has
+put out of reach go first, then each task probes and extends the partitions it has rows of and
+returns the candidate pairs; the query's whole predicate and
 SELECT then run over them in Spark SQL, so a hash collision or the time window costs a filter,
 never a wrong pair. The probe also counts the delta's rows per unit for the skew check
 (`routing.unitcounts`).
@@ -29,8 +32,10 @@ import uuid
 
 from pyspark.sql import DataFrame
 
+from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.routing.router import key_types
+from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -70,6 +75,10 @@ class IndexedJoins:
         """Query → (batch, partitions) of the indexes this batch applies."""
         self._counting: dict[str, tuple[str, int]] = {}
         """Query name → (index name, units) of the probes that count rows per unit."""
+        self._inputs: dict[str, t.Any] = {}
+        """Query (`_key`) → its `BatchInput` (False: its plans could not make one)."""
+        self.read_rows = False
+        """Whether a probe of the batch read the batch's own rows (`BatchInput`)."""
         self._jvm: t.Any = None
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
@@ -117,6 +126,28 @@ class IndexedJoins:
         plan = ctx.plan
         return serves_every_join(plan) and all(self.eligible(ctx, qp) for qp in plan.joins)
 
+    def reads_rows(self, ctx: BatchContext) -> bool:
+        """Whether every join of the batch probes its index with the batch's own rows
+        (`batch_input`), so that the batch makes no relation of its streams' new rows."""
+        plan = ctx.plan
+        return self.serve_all(ctx) and all(
+            self.batch_input(ctx, qp) is not None for qp in plan.joins
+        )
+
+    def batch_input(self, ctx: BatchContext, qp: QueryPlan) -> t.Any | None:
+        """`qp`'s `BatchInput` for this batch (its probe's input made from the rows Spark
+        planned for the batch, in one task), or None: the delta is larger than one task takes,
+        or the batch's rows are not in the layout the input was made for."""
+        q = qp.query
+        left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
+        if not one_task(ctx, left, right):
+            return None
+        key = _key(qp)
+        made: t.Any = self._inputs.get(key)
+        if made is None:
+            made = self._inputs[key] = self._batch_input(ctx, qp) or False
+        return made if made is not False and made.fits(ctx.rows._jdf) else None
+
     def pairs(
         self, ctx: BatchContext, qp: QueryPlan, deltas: t.Mapping[str, str], stores: StoreViews
     ) -> DataFrame:
@@ -125,8 +156,6 @@ class IndexedJoins:
         key = _key(qp)
         name = f"{self._prefix}/{key}"
         router = ctx.routers[q.name]
-        if router.key_types is None:
-            router.key_types = key_types(ctx.spark, router)
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
         l_least, r_least = self._least(ctx, qp)
         cls = self._class(ctx.spark)
@@ -142,15 +171,21 @@ class IndexedJoins:
                 ]
                 cls.load(self._input(ctx, qp, *state)._jdf, name, ctx.parallelism)
         self._used[key] = (ctx.batch_id, ctx.parallelism)
-        delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, ctx.parallelism, *least)
         units = router.units if q.name in ctx.counted else 0
         if units:
             self._counting[q.name] = (name, units)
-        one = one_task(ctx, left, right)
-        jdf = cls.probe(delta._jdf, name, ctx.parallelism, ctx.batch_id, units, one)
+        index = (name, ctx.parallelism, ctx.batch_id, units)
+        batch_input = self.batch_input(ctx, qp)
+        if batch_input is not None:
+            late = _LEAST if ctx.watermark is None else ctx.watermark
+            jdf = cls.probeBatch(batch_input, ctx.rows._jdf, late, *index)
+            self.read_rows = True
+        else:
+            delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
+            jdf = cls.probe(delta._jdf, *index, one_task(ctx, left, right))
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
         a, b = q.left.alias, q.right.alias
         select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
@@ -175,6 +210,7 @@ class IndexedJoins:
         """The batch failed: its indexes may hold part of it (taken back when it runs again)."""
         self._used = {}
         self._counting = {}
+        self.read_rows = False
 
     def clear(self, spark: SparkSession) -> None:
         """Drop every index (the processor is done)."""
@@ -203,12 +239,44 @@ class IndexedJoins:
         hi = None if window.lo_us is None else wm + window.lo_us
         return lo, hi
 
-    @staticmethod
-    def _input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
+    def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> t.Any | None:
+        """A `BatchInput` of `qp`, from its probe's input planned over rows in the layout of
+        the batch's (each side's on-time test without the watermark, which the probe applies
+        to each row's event time); None where Spark's plans do not have its shape."""
+        jvm = ctx.spark.sparkContext._jvm
+        assert jvm is not None
+        placeholder = DataFrame(jvm.streamjoin.BatchInput.placeholder(ctx.rows._jdf), ctx.spark)
+        view = ctx.scratch.view(placeholder, f"_sj_rows_{len(ctx.scratch.views)}")
+        timed = [sp.index for sp in ctx.plan.streams if sp.stream.watermark]
+        on_time = status_sql(timed, None)
+        q = qp.query
+        rels = []
+        for sp in (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)):
+            cols = ", ".join(
+                f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
+            )
+            where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
+            rels.append(f"(SELECT {cols} FROM {view} WHERE {where})")
+        left, right = (ctx.spark.sql(p)._jdf for p in self._parts(ctx, qp, *rels, late=True))
+        return jvm.streamjoin.BatchInput.of(left, right)
+
+    @classmethod
+    def _input(cls, ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
         """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
         takes them: side, key hash, event time, and each row as a struct on its side's column."""
+        return ctx.spark.sql(" UNION ALL ".join(cls._parts(ctx, qp, left, right)))
+
+    @staticmethod
+    def _parts(
+        ctx: BatchContext, qp: QueryPlan, left: str, right: str, *, late: bool = False
+    ) -> list[str]:
+        """`_input`'s SELECT of each side; with `late`, each row's event time last (the test
+        of a late row, as `intake.status_sql` makes it)."""
         q = qp.query
-        types = ctx.routers[q.name].key_types or ()
+        router = ctx.routers[q.name]
+        if router.key_types is None:
+            router.key_types = key_types(ctx.spark, router)
+        types = router.key_types
         streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
         none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
         parts = []
@@ -222,11 +290,15 @@ class IndexedJoins:
             ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
             row = f"struct({alias}.*)"
             sides = (row, none[1]) if i == 0 else (none[0], row)
+            event = streams[i].stream.event_time
+            evt = f"unix_micros({alias}.`{event}`)" if event else "CAST(NULL AS BIGINT)"
             parts.append(
                 f"SELECT {i} AS _sj_side, {key} AS _sj_key, {ts} AS _sj_ts, "
-                f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r FROM {rel} AS {alias}"
+                f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r"
+                + (f", {evt} AS _sj_evt" if late else "")
+                + f" FROM {rel} AS {alias}"
             )
-        return ctx.spark.sql(" UNION ALL ".join(parts))
+        return parts
 
 
 def one_task(ctx: BatchContext, left: StreamPlan, right: StreamPlan) -> bool:

@@ -205,7 +205,9 @@ class BatchProcessor:
             known, statistics = self._start_state(ctx)
             # (Where indexes serve every join, no state slice is read: none is cached.)
             self.stores.cache_deltas = not self.indexed.serve_all(ctx)
-            deltas = delta_relations(ctx, self.stores)
+            # (Probes that read the rows Spark planned for the batch need no relation of them.)
+            reads_rows = self.indexed.reads_rows(ctx)
+            deltas = {} if reads_rows else delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
             two = two_way_joins(ctx, deltas, self.stores, self.indexed)
@@ -291,8 +293,9 @@ class BatchProcessor:
             if ctx is not None:
                 ctx.scratch.release()
             self.stores.end_batch()
-        if known is None:
-            settle_reads(self.session, self.plan, ctx.files, stats)
+        probed, self.indexed.read_rows = self.indexed.read_rows, False
+        if known is None or probed:
+            settle_reads(self.session, self.plan, ctx.files, stats, probed=probed)
         report = BatchReport(
             batch=batch_id,
             rows_in=sum(s.ok + s.late + s.malformed for s in stats.values()),
@@ -354,6 +357,7 @@ class BatchProcessor:
             batch_id=batch_id,
             prev=prev,
             classified=cache(lambda: classify(df, self.plan, prev.global_wm)),
+            rows=df,
             files=files,
             footers=footers,
             routers=routers,

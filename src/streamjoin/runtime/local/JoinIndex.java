@@ -6,11 +6,9 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.java.function.VoidFunction;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.types.StructField;
@@ -250,12 +248,37 @@ public final class JoinIndex {
    * all be in one task: a second would take back the first's as a rerun's). */
   public static Dataset probe(
       Dataset in, String name, int parts, long batch, int units, boolean oneTask) {
-    StructType s = in.schema();
-    StructType out = new StructType(new StructField[] {s.apply("_sj_l"), s.apply("_sj_r")});
-    Probe f = new Probe(name, parts, batch, fields(s), units);
+    JavaRDD rows = oneTask ? together(in) : shuffled(in, parts);
+    SparkSession spark = (SparkSession) in.sparkSession();
+    return pairs(spark, rows, in.schema(), name, parts, batch, units);
+  }
+
+  /** {@link #probe} of a micro-batch's own rows {@code rows} made into the probe's input by
+   * {@code input}, in one task, leaving out rows behind {@code lateBefore}. */
+  public static Dataset probeBatch(
+      BatchInput input,
+      Dataset rows,
+      long lateBefore,
+      String name,
+      int parts,
+      long batch,
+      int units) {
+    SparkSession spark = (SparkSession) rows.sparkSession();
+    return pairs(spark, input.rows(rows, lateBefore), input.layout, name, parts, batch, units);
+  }
+
+  static Dataset pairs(
+      SparkSession spark, JavaRDD rows, StructType s, String name, int parts, long batch,
+      int units) {
+    StructType out = new StructType(new StructField[] {nullable(s, "_sj_l"), nullable(s, "_sj_r")});
+    IndexProbe f = new IndexProbe(name, parts, batch, fields(s), units);
     COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
-    JavaRDD pairs = (oneTask ? together(in) : shuffled(in, parts)).mapPartitions(f);
-    return ((SparkSession) in.sparkSession()).internalCreateDataFrame(pairs.rdd(), out, false);
+    return spark.internalCreateDataFrame(rows.mapPartitions(f).rdd(), out, false);
+  }
+
+  static StructField nullable(StructType s, String name) {
+    StructField f = s.apply(name);
+    return new StructField(name, f.dataType(), true, f.metadata());
   }
 
   /** Per probe {@code name + "@" + batch}: each task's rows per unit, by a partition it read
@@ -309,79 +332,6 @@ public final class JoinIndex {
               part.sides[side].add((Entry) sides[side].get(i));
             }
           }
-        }
-      }
-    }
-  }
-
-  static final class Probe implements FlatMapFunction {
-    final String name;
-    final int parts;
-    final long batch;
-    final int[] fields;
-    final int units;
-
-    Probe(String name, int parts, long batch, int[] fields, int units) {
-      this.name = name;
-      this.parts = parts;
-      this.batch = batch;
-      this.fields = fields;
-      this.units = units;
-    }
-
-    public Iterator call(Object rows) {
-      ArrayList out = new ArrayList();
-      long[] counts = units > 0 ? new long[units] : null;
-      HashMap found = byPart((Iterator) rows, parts, batch, fields, counts);
-      if (counts != null && !found.isEmpty()) {
-        // (By a partition the task read, which the task's number is not once a coalesce puts
-        // several in one task; a task run again, or a stage computed again, replaces them.)
-        String at = String.valueOf(found.keySet().iterator().next());
-        ConcurrentHashMap tasks = new ConcurrentHashMap();
-        Object had = COUNTS.putIfAbsent(name + "@" + batch, tasks);
-        ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);
-      }
-      Iterator it = found.entrySet().iterator();
-      while (it.hasNext()) {
-        java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-        apply(part(name, ((Integer) e.getKey()).intValue()), (ArrayList[]) e.getValue(), out);
-      }
-      return out.iterator();
-    }
-
-    /** Probes and extends one partition with its rows of the batch (the delta rule). */
-    void apply(Part part, ArrayList[] delta, ArrayList out) {
-      synchronized (part) {
-        if (part.version == batch) {
-          part.sides[0].undo(batch);
-          part.sides[1].undo(batch);
-        } else if (part.version > batch) {
-          throw new IllegalStateException(
-              "streamjoin: index " + name + " is at batch " + part.version + ", past " + batch);
-        }
-        for (int i = 0; i < delta[1].size(); i++) {
-          part.sides[1].add((Entry) delta[1].get(i));
-        }
-        find(delta[0], part.sides[1], true, out);
-        find(delta[1], part.sides[0], false, out);
-        for (int i = 0; i < delta[0].size(); i++) {
-          part.sides[0].add((Entry) delta[0].get(i));
-        }
-        part.version = batch;
-      }
-    }
-
-    static void find(ArrayList delta, Side other, boolean left, ArrayList out) {
-      for (int i = 0; i < delta.size(); i++) {
-        Entry d = (Entry) delta.get(i);
-        ArrayList found = (ArrayList) other.byKey.get(Long.valueOf(d.key));
-        if (found == null) {
-          continue;
-        }
-        for (int j = 0; j < found.size(); j++) {
-          Entry o = (Entry) found.get(j);
-          Object[] pair = left ? new Object[] {d.row, o.row} : new Object[] {o.row, d.row};
-          out.add(new GenericInternalRow(pair));
         }
       }
     }

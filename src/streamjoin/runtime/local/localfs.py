@@ -7,8 +7,9 @@ the batch's output), 8 of them on the stream's own thread between batches.
 ``LocalFiles.java`` beside this module is the same file system with permissions set through
 Java's own calls. It is compiled with the Java compiler that ships in Spark's jars (janino, so a
 JRE is enough) into a jar in streamjoin's cache directory, once per Spark, and named on the
-driver's class path and as Hadoop's ``fs.file.impl``. The same jar carries ``JoinIndex.java``,
-the executor-memory index of `runtime.batch.indexed`.
+driver's class path and as Hadoop's ``fs.file.impl``. The same jar carries ``JoinIndex.java``
+(with ``IndexProbe.java`` and ``BatchInput.java``), the executor-memory index of
+`runtime.batch.indexed`.
 
 Only for a driver streamjoin starts itself with a local master (`runtime.local`): executors of
 a cluster would not have the class. An optimisation only: when the jar cannot be built, one line
@@ -31,7 +32,7 @@ FS_IMPL = "spark.hadoop.fs.file.impl"
 CLASS_PATH = "spark.driver.extraClassPath"
 CLASS_NAME = "streamjoin.LocalFiles"
 
-_SOURCES = ("LocalFiles.java", "JoinIndex.java")
+_SOURCES = ("LocalFiles.java", "JoinIndex.java", "IndexProbe.java", "BatchInput.java")
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
 
 

@@ -1,0 +1,183 @@
+package streamjoin;
+
+import java.io.Serializable;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.LogicalRDD;
+import org.apache.spark.sql.types.StructType;
+import scala.reflect.ClassTag$;
+
+/**
+ * A {@link JoinIndex} probe's input rows made from a micro-batch's own rows, the RDD that
+ * Spark's foreachBatch planned, by expressions analysed and optimised once per query: a batch
+ * then plans nothing for its input (no analysis, optimisation, code generation or file scan of
+ * its own), and reads its rows once. Each side is a filter and a projection of the batch's rows
+ * into the probe's layout ({@code _sj_side, _sj_key, _sj_ts, _sj_l, _sj_r}) and the row's event
+ * time, by which a row behind the batch's watermark (late) is left out. Written for janino: no
+ * lambdas, no generics.
+ */
+public final class BatchInput implements Serializable {
+  final Expression[] conditions;  // (per side; null: every row)
+  final Object[] projections;  // (per side, a Seq of Expression)
+  final Object[] inputs;  // (per side, the Seq of Attribute its expressions read)
+  final StructType schema;
+  final StructType layout;
+
+  BatchInput(
+      Expression[] conditions,
+      Object[] projections,
+      Object[] inputs,
+      StructType schema,
+      StructType layout) {
+    this.conditions = conditions;
+    this.projections = projections;
+    this.inputs = inputs;
+    this.schema = schema;
+    this.layout = layout;
+  }
+
+  /** Rows in the layout of {@code batch}, none of them: what a BatchInput is planned over. */
+  public static Dataset placeholder(Dataset batch) {
+    SparkSession spark = (SparkSession) batch.sparkSession();
+    RDD none = spark.sparkContext().emptyRDD(ClassTag$.MODULE$.apply(InternalRow.class));
+    return spark.internalCreateDataFrame(none, batch.schema(), false);
+  }
+
+  /** The input of each side's plan {@code left} and {@code right}, each (once optimised) a
+   * projection of a filter of rows in one layout; null where a plan has another shape. */
+  public static BatchInput of(Dataset left, Dataset right) {
+    Dataset[] sides = new Dataset[] {left, right};
+    Expression[] conditions = new Expression[2];
+    Object[] projections = new Object[2];
+    Object[] inputs = new Object[2];
+    StructType schema = null;
+    for (int i = 0; i < 2; i++) {
+      LogicalPlan plan = sides[i].queryExecution().optimizedPlan();
+      if (!(plan instanceof Project)) {
+        return null;
+      }
+      projections[i] = ((Project) plan).projectList();
+      LogicalPlan below = ((Project) plan).child();
+      if (below instanceof Filter) {
+        conditions[i] = ((Filter) below).condition();
+        below = ((Filter) below).child();
+      }
+      if (!(below instanceof LogicalRDD)) {
+        return null;
+      }
+      inputs[i] = below.output();
+      if (schema != null && !schema.equals(below.schema())) {
+        return null;
+      }
+      schema = below.schema();
+    }
+    return new BatchInput(conditions, projections, inputs, schema, left.schema());
+  }
+
+  /** Whether {@code batch} is rows Spark planned (a foreachBatch DataFrame) in the layout the
+   * expressions were bound to. */
+  public boolean fits(Dataset batch) {
+    LogicalPlan plan = batch.queryExecution().logical();
+    return plan instanceof LogicalRDD && schema.equals(batch.schema());
+  }
+
+  /** The probe's input of {@code batch} (see {@link #fits}) in one partition: rows behind
+   * {@code lateBefore} (their event time, microseconds) left out. */
+  public JavaRDD rows(Dataset batch, long lateBefore) {
+    LogicalRDD plan = (LogicalRDD) batch.queryExecution().logical();
+    return plan.rdd().toJavaRDD().coalesce(1).mapPartitions(new Rows(this, lateBefore));
+  }
+
+  /** Each side's rows of a partition of the batch, lazily: a row of a self-join's stream is in
+   * both. */
+  static final class Rows implements FlatMapFunction {
+    final BatchInput in;
+    final long lateBefore;
+
+    Rows(BatchInput in, long lateBefore) {
+      this.in = in;
+      this.lateBefore = lateBefore;
+    }
+
+    public Iterator call(Object rows) {
+      BasePredicate[] tests = new BasePredicate[2];
+      UnsafeProjection[] makes = new UnsafeProjection[2];
+      for (int i = 0; i < 2; i++) {
+        if (in.conditions[i] != null) {
+          tests[i] = Predicate$.MODULE$.create(
+              in.conditions[i], (scala.collection.immutable.Seq) in.inputs[i]);
+          tests[i].initialize(0);
+        }
+        makes[i] = UnsafeProjection$.MODULE$.create(
+            (scala.collection.immutable.Seq) in.projections[i],
+            (scala.collection.immutable.Seq) in.inputs[i]);
+        makes[i].initialize(0);
+      }
+      return new Sides((Iterator) rows, tests, makes, lateBefore);
+    }
+  }
+
+  static final class Sides implements Iterator {
+    final Iterator rows;
+    final BasePredicate[] tests;
+    final UnsafeProjection[] makes;
+    final long lateBefore;
+    InternalRow row;
+    int side = 2;
+    InternalRow next;
+
+    Sides(Iterator rows, BasePredicate[] tests, UnsafeProjection[] makes, long lateBefore) {
+      this.rows = rows;
+      this.tests = tests;
+      this.makes = makes;
+      this.lateBefore = lateBefore;
+    }
+
+    public boolean hasNext() {
+      while (next == null) {
+        if (side == 2) {
+          if (!rows.hasNext()) {
+            return false;
+          }
+          row = (InternalRow) rows.next();
+          side = 0;
+        }
+        int s = side++;
+        if (tests[s] != null && !tests[s].eval(row)) {
+          continue;
+        }
+        InternalRow out = makes[s].apply(row);
+        // (The event time is the last column: NULL for a stream without one, never late.)
+        int t = out.numFields() - 1;
+        if (!out.isNullAt(t) && out.getLong(t) < lateBefore) {
+          continue;
+        }
+        next = out;
+      }
+      return true;
+    }
+
+    public Object next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      InternalRow out = next;
+      next = null;
+      return out;
+    }
+  }
+}

@@ -1,0 +1,86 @@
+package streamjoin;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+
+/**
+ * One task's probe of a {@link JoinIndex} with a batch's rows: it groups them by the index's
+ * partition, counts them per unit where asked, and applies them to each partition (the delta
+ * rule), returning the candidate pairs. Written for janino: no lambdas, raw collections.
+ */
+final class IndexProbe implements FlatMapFunction {
+  final String name;
+  final int parts;
+  final long batch;
+  final int[] fields;
+  final int units;
+
+  IndexProbe(String name, int parts, long batch, int[] fields, int units) {
+    this.name = name;
+    this.parts = parts;
+    this.batch = batch;
+    this.fields = fields;
+    this.units = units;
+  }
+
+  public Iterator call(Object rows) {
+    ArrayList out = new ArrayList();
+    long[] counts = units > 0 ? new long[units] : null;
+    HashMap found = JoinIndex.byPart((Iterator) rows, parts, batch, fields, counts);
+    if (counts != null && !found.isEmpty()) {
+      // (By a partition the task read, which the task's number is not once a coalesce puts
+      // several in one task; a task run again, or a stage computed again, replaces them.)
+      String at = String.valueOf(found.keySet().iterator().next());
+      ConcurrentHashMap tasks = new ConcurrentHashMap();
+      Object had = JoinIndex.COUNTS.putIfAbsent(name + "@" + batch, tasks);
+      ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);
+    }
+    Iterator it = found.entrySet().iterator();
+    while (it.hasNext()) {
+      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+      apply(JoinIndex.part(name, ((Integer) e.getKey()).intValue()), (ArrayList[]) e.getValue(), out);
+    }
+    return out.iterator();
+  }
+
+  /** Probes and extends one partition with its rows of the batch (the delta rule). */
+  void apply(JoinIndex.Part part, ArrayList[] delta, ArrayList out) {
+    synchronized (part) {
+      if (part.version == batch) {
+        part.sides[0].undo(batch);
+        part.sides[1].undo(batch);
+      } else if (part.version > batch) {
+        throw new IllegalStateException(
+            "streamjoin: index " + name + " is at batch " + part.version + ", past " + batch);
+      }
+      for (int i = 0; i < delta[1].size(); i++) {
+        part.sides[1].add((JoinIndex.Entry) delta[1].get(i));
+      }
+      find(delta[0], part.sides[1], true, out);
+      find(delta[1], part.sides[0], false, out);
+      for (int i = 0; i < delta[0].size(); i++) {
+        part.sides[0].add((JoinIndex.Entry) delta[0].get(i));
+      }
+      part.version = batch;
+    }
+  }
+
+  static void find(ArrayList delta, JoinIndex.Side other, boolean left, ArrayList out) {
+    for (int i = 0; i < delta.size(); i++) {
+      JoinIndex.Entry d = (JoinIndex.Entry) delta.get(i);
+      ArrayList found = (ArrayList) other.byKey.get(Long.valueOf(d.key));
+      if (found == null) {
+        continue;
+      }
+      for (int j = 0; j < found.size(); j++) {
+        JoinIndex.Entry o = (JoinIndex.Entry) found.get(j);
+        Object[] pair = left ? new Object[] {d.row, o.row} : new Object[] {o.row, d.row};
+        out.add(new GenericInternalRow(pair));
+      }
+    }
+  }
+}
