@@ -47,9 +47,10 @@ class Path_:
 
 SLICES = {"streamjoin.twoway.index": "false"}
 """The cached state slices instead of the indexes of equi joins (`runtime.batch.indexed`)."""
-INDEXED = ("Scan ExistingRDD", "_sj_l")
-"""A plan through the index: the probe's pairs, an RDD of rows with the index's own column names
-(no other path has them)."""
+INDEXED = ("Scan ExistingRDD",)
+"""A plan through the index: an RDD of the probe's rows (its pairs, or the query's rows made of
+them in the probe's task), and no join of Spark's (`NO_JOIN`)."""
+NO_JOIN = ("InMemoryTableScan", "Join")
 
 TWO_WAY = {
     "one-join": Path_({**SLICES, "streamjoin.join.path": "one"}, plan_has=("_sj_old",)),
@@ -96,18 +97,14 @@ TWO_WAY = {
     "band-buckets": Path_(on=f"{BAND} AND {WINDOW}"),
     "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
     "full-history": Path_(SLICES, on=EQUI, copied=True),
-    "indexed": Path_(
-        state_jobs=False, copied=False, plan_has=INDEXED, plan_lacks=("InMemoryTableScan",)
-    ),
+    "indexed": Path_(state_jobs=False, copied=False, plan_has=INDEXED, plan_lacks=NO_JOIN),
     "indexed-state-job": Path_(
         {"streamjoin.state.footers": "false"},
         state_jobs=True,
         plan_has=INDEXED,
-        plan_lacks=("InMemoryTableScan",),
+        plan_lacks=NO_JOIN,
     ),
-    "indexed-full-history": Path_(
-        on=EQUI, copied=True, plan_has=INDEXED, plan_lacks=("InMemoryTableScan",)
-    ),
+    "indexed-full-history": Path_(on=EQUI, copied=True, plan_has=INDEXED, plan_lacks=NO_JOIN),
 }
 
 MULTI_WAY = {

@@ -95,6 +95,22 @@ def probe_tasks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     if request.param != "batch-rows":
         yield
         return
+    _as_planned(monkeypatch)
+    made: list[bool] = []
+    batch_input = indexed_module.IndexedJoins.batch_input
+
+    def kept(self: indexed_module.IndexedJoins, *args: t.Any) -> t.Any:
+        found = batch_input(self, *args)
+        made.append(found is not None)
+        return found
+
+    monkeypatch.setattr(indexed_module.IndexedJoins, "batch_input", kept)
+    yield
+    assert made and all(made), made  # (every probe read the batch's own rows)
+
+
+def _as_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hand the processor each batch as foreachBatch does: rows Spark has planned (an RDD)."""
     unified = Engine.unified
 
     def planned(self: Engine, plan: t.Any, frames: t.Any) -> DataFrame:
@@ -105,18 +121,7 @@ def probe_tasks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
             session._jsparkSession.internalCreateDataFrame(rdd, jdf.schema(), False), session
         )
 
-    made: list[bool] = []
-    batch_input = indexed_module.IndexedJoins.batch_input
-
-    def kept(self: indexed_module.IndexedJoins, *args: t.Any) -> t.Any:
-        found = batch_input(self, *args)
-        made.append(found is not None)
-        return found
-
     monkeypatch.setattr(Engine, "unified", planned)
-    monkeypatch.setattr(indexed_module.IndexedJoins, "batch_input", kept)
-    yield
-    assert made and all(made), made  # (every probe read the batch's own rows)
 
 
 def test_indexed_joins_equal_the_reference_through_a_restart_and_a_batch_run_twice(
@@ -235,3 +240,43 @@ def test_two_indexed_joins_written_to_one_sink_keep_each_key_in_its_partition(
     got = read_sink(spark, job, "both", (*COLUMNS, "q"))
     want = [*expected.outputs["q1"], *expected.outputs["q2"]]
     assert normalize(got) == normalize(want), f"{len(got)} rows, want {len(want)}"
+
+
+@pytest.mark.parametrize("where", ["key", "select"])
+def test_the_current_time_is_planned_every_batch(
+    spark: SparkSession,
+    tmp_path: Path,
+    indexed: None,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+) -> None:
+    # The current time is a constant of one batch's plan: a probe's input or output planned
+    # once for the query would keep the first batch's. (In the key it adds 0: the pairs are
+    # the plain join's.)
+    now = "CAST(0 * unix_seconds(current_timestamp()) AS BIGINT)"
+    key = f"a.k = b.k + {now}" if where == "key" else "a.k = b.k"
+    stamp = ", current_timestamp() AS at" if where == "select" else ""
+    out = tmp_path / "timed"
+    text = [stream_ddl("A"), stream_ddl("B")]
+    text.append(f"CREATE SINK timed WITH (format = 'parquet', path = '{out}');")
+    text.append(f"INSERT INTO timed SELECT {SELECT}{stamp} FROM A a JOIN B b ON {key} AND {W3};")
+    job = parse_job("\n".join(text))
+    monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
+    _as_planned(monkeypatch)
+    batches = make_batches(5, n_batches=4, rows_per_batch=12, keys=4)
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    try:
+        _feed(spark, processor, job, batches)
+        built = processor.indexed.built()
+        assert set(built) == {qp.query.name for qp in processor.plan.joins}  # (on its index)
+        [planned] = processor.indexed._inputs.values()
+        if where == "key":
+            assert planned is False  # (its input is planned every batch)
+        else:
+            assert planned[0] is not None and planned[1] is None  # (its output is)
+    finally:
+        processor.close()
+    plain = _job(tmp_path, {"timed": ("A a JOIN B b", f"a.k = b.k AND {W3}")})
+    want = run_reference(plain, batches).outputs["q1"]
+    assert normalize(read_sink(spark, job, "timed", COLUMNS)) == normalize(want)
+    assert want

@@ -5,9 +5,11 @@ only its delta, probes only the rows of its keys, and runs one Spark job.
 Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
 that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task.
-In one task it is made from the rows Spark planned for the batch by expressions analysed once
-per query (``BatchInput.java``): such a batch plans nothing for its input, no relation of its
-files and no analysis, optimisation or code generation of its own. The rows the watermark has
+When the footers count at most as many rows of every stream of the job, the task takes them
+from the rows Spark planned for the batch (foreachBatch's RDD, which it reads whole) by each
+side's filter and projection, and makes the query's rows of the pairs it finds by its
+predicate and SELECT, all analysed once per query (``BatchInput.java``): such a batch plans
+nothing for its input or its output but the sink's write. The rows the watermark has
 put out of reach go first, then each task probes and extends the partitions it has rows of and
 returns the candidate pairs; the query's whole predicate and
 SELECT then run over them in Spark SQL, so a hash collision or the time window costs a filter,
@@ -30,6 +32,7 @@ import itertools
 import typing as t
 import uuid
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.intake import status_sql
@@ -76,7 +79,9 @@ class IndexedJoins:
         self._counting: dict[str, tuple[str, int]] = {}
         """Query name → (index name, units) of the probes that count rows per unit."""
         self._inputs: dict[str, t.Any] = {}
-        """Query (`_key`) → its `BatchInput` (False: its plans could not make one)."""
+        """Query (`_key`) → its `BatchInput`s (False: its plans could not make one)."""
+        self._decided: dict[tuple[int, str], tuple[t.Any, t.Any] | None] = {}
+        """(Batch, query) → what `batch_input` decided for it."""
         self.read_rows = False
         """Whether a probe of the batch read the batch's own rows (`BatchInput`)."""
         self._jvm: t.Any = None
@@ -134,19 +139,33 @@ class IndexedJoins:
             self.batch_input(ctx, qp) is not None for qp in plan.joins
         )
 
-    def batch_input(self, ctx: BatchContext, qp: QueryPlan) -> t.Any | None:
+    def batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         """`qp`'s `BatchInput` for this batch (its probe's input made from the rows Spark
-        planned for the batch, in one task), or None: the delta is larger than one task takes,
-        or the batch's rows are not in the layout the input was made for."""
-        q = qp.query
-        left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
-        if not one_task(ctx, left, right):
-            return None
+        planned for the batch, in one task) and the one of its output (None: its SELECT and
+        predicate are planned each batch), or None: the batch's rows of every stream (the task
+        reads them all) are more than one task takes, or they are not rows Spark planned, or
+        the query's plans cannot be made once. Decided once a batch."""
         key = _key(qp)
+        if (ctx.batch_id, key) not in self._decided:
+            self._decided[ctx.batch_id, key] = self._decide(ctx, key, qp)
+        return self._decided[ctx.batch_id, key]
+
+    def _decide(self, ctx: BatchContext, key: str, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
+        if not one_task(ctx, *ctx.plan.streams) or self._class(ctx.spark) is None:
+            return None
+        jvm = ctx.spark.sparkContext._jvm
+        assert jvm is not None
+        if not jvm.streamjoin.BatchInput.planned(ctx.rows._jdf):
+            return None
         made: t.Any = self._inputs.get(key)
-        if made is None:
-            made = self._inputs[key] = self._batch_input(ctx, qp) or False
-        return made if made is not False and made.fits(ctx.rows._jdf) else None
+        if made is None or (made is not False and not made[0].fits(ctx.rows._jdf)):
+            # (First use, or the batch's layout changed: planned again.)
+            try:
+                made = self._batch_input(ctx, qp) or False
+            except Py4JJavaError:  # (an optimisation only: the batch plans its input instead)
+                made = False
+            self._inputs[key] = made
+        return made or None
 
     def pairs(
         self, ctx: BatchContext, qp: QueryPlan, deltas: t.Mapping[str, str], stores: StoreViews
@@ -178,21 +197,20 @@ class IndexedJoins:
         if units:
             self._counting[q.name] = (name, units)
         index = (name, ctx.parallelism, ctx.batch_id, units)
-        batch_input = self.batch_input(ctx, qp)
-        if batch_input is not None:
+        planned = self.batch_input(ctx, qp)
+        output = None
+        if planned is not None:
             late = _LEAST if ctx.watermark is None else ctx.watermark
-            jdf = cls.probeBatch(batch_input, ctx.rows._jdf, late, *index)
+            batch_input, output = planned
+            jdf = cls.probeBatch(batch_input, output, ctx.rows._jdf, late, *index)
             self.read_rows = True
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
             jdf = cls.probe(delta._jdf, *index, one_task(ctx, left, right))
+        if output is not None:
+            return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
-        a, b = q.left.alias, q.right.alias
-        select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
-        return ctx.spark.sql(
-            f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b} FROM {found}) "
-            f"WHERE {qp.spark_predicate}"
-        )
+        return ctx.spark.sql(_output_sql(qp, found))
 
     def built(self) -> dict[str, int]:
         """The batch each query's index was last committed at, by query name."""
@@ -205,11 +223,13 @@ class IndexedJoins:
             self._class(spark).drop(f"{self._prefix}/{query}")
         self._built = self._used
         self._used = {}
+        self._decided = {}
 
     def failed(self) -> None:
         """The batch failed: its indexes may hold part of it (taken back when it runs again)."""
         self._used = {}
         self._counting = {}
+        self._decided = {}
         self.read_rows = False
 
     def clear(self, spark: SparkSession) -> None:
@@ -219,6 +239,7 @@ class IndexedJoins:
             for query in self._built:
                 cls.drop(f"{self._prefix}/{query}")
         self._built = {}
+        self._inputs = {}
 
     def _class(self, spark: SparkSession) -> t.Any:
         if self._jvm is None:
@@ -239,10 +260,12 @@ class IndexedJoins:
         hi = None if window.lo_us is None else wm + window.lo_us
         return lo, hi
 
-    def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> t.Any | None:
-        """A `BatchInput` of `qp`, from its probe's input planned over rows in the layout of
-        the batch's (each side's on-time test without the watermark, which the probe applies
-        to each row's event time); None where Spark's plans do not have its shape."""
+    def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
+        """`qp`'s `BatchInput`s of its probe's input, planned over rows in the layout of the
+        batch's (each side's on-time test without the watermark, which the probe applies to
+        each row's event time), and of its output (the query's predicate and SELECT over the
+        candidate pairs; None where they cannot be planned once); None where Spark's plans of
+        the input do not have its shape."""
         jvm = ctx.spark.sparkContext._jvm
         assert jvm is not None
         placeholder = DataFrame(jvm.streamjoin.BatchInput.placeholder(ctx.rows._jdf), ctx.spark)
@@ -258,7 +281,12 @@ class IndexedJoins:
             where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
             rels.append(f"(SELECT {cols} FROM {view} WHERE {where})")
         left, right = (ctx.spark.sql(p)._jdf for p in self._parts(ctx, qp, *rels, late=True))
-        return jvm.streamjoin.BatchInput.of(left, right)
+        made = jvm.streamjoin.BatchInput.of(left, right)
+        if made is None:
+            return None
+        pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
+        found = ctx.scratch.view(pairs, f"_sj_pairs_{len(ctx.scratch.views)}")
+        return made, jvm.streamjoin.BatchInput.output(ctx.spark.sql(_output_sql(qp, found))._jdf)
 
     @classmethod
     def _input(cls, ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
@@ -270,8 +298,9 @@ class IndexedJoins:
     def _parts(
         ctx: BatchContext, qp: QueryPlan, left: str, right: str, *, late: bool = False
     ) -> list[str]:
-        """`_input`'s SELECT of each side; with `late`, each row's event time last (the test
-        of a late row, as `intake.status_sql` makes it)."""
+        """`_input`'s SELECT of each side; with `late`, each row's event time last, for the
+        probe's late test (`intake.status_sql`'s, there compared as a decimal: the same answer
+        for every event time a row that is not malformed has)."""
         q = qp.query
         router = ctx.routers[q.name]
         if router.key_types is None:
@@ -301,13 +330,26 @@ class IndexedJoins:
         return parts
 
 
-def one_task(ctx: BatchContext, left: StreamPlan, right: StreamPlan) -> bool:
-    """Whether the batch's delta of a join of `left` and `right` is small enough, by its files'
-    footers, to be probed in one task (`ONE_TASK_ROWS`)."""
+def _output_sql(qp: QueryPlan, pairs: str) -> str:
+    """SQL of `qp`'s rows from the candidate pairs in relation `pairs` (its predicate, then its
+    SELECT)."""
+    q = qp.query
+    a, b = q.left.alias, q.right.alias
+    select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    return (
+        f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b} FROM {pairs}) "
+        f"WHERE {qp.spark_predicate}"
+    )
+
+
+def one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
+    """Whether the batch's rows of `streams` (a join's two sides; or every stream, which a probe
+    of the batch's own rows reads) are few enough, by their files' footers, for one task
+    (`ONE_TASK_ROWS`)."""
     rows = ctx.delta_rows
-    if left.name not in rows or right.name not in rows:
+    if any(sp.name not in rows for sp in streams):
         return False
-    return rows[left.name] + rows[right.name] <= ONE_TASK_ROWS  # (a self-join's rows: twice)
+    return sum(rows[sp.name] for sp in streams) <= ONE_TASK_ROWS  # (a self-join's rows: twice)
 
 
 def _key(qp: QueryPlan) -> str:

@@ -5,7 +5,8 @@ Per batch, with W the global watermark committed by the previous batch:
 1. intake: each row ok, malformed or late (event time < W), if a step reads it (`intake`);
 2. state: one Spark job, beside the joins, appends the ok rows to the state and observes the
    counts and event-time ranges, unless the Parquet footers tell them (`state.statejob`);
-3. deltas: each stream's ok rows as relations of the joins' SQL (`deltas`);
+3. deltas: each stream's ok rows as relations of the joins' SQL (`deltas`), unless every
+   join's index probe reads the batch's own rows (`indexed.IndexedJoins.reads_rows`);
 4. joins: two-way queries' new pairs (`twoway`), multi-way ones' (`runtime.multiway.joins`),
    against the committed state cached in executor memory (`state.hot`);
 5. sinks: each sink receives its queries' rows under ``<path>/batch=<id>/`` (`sinks`);

@@ -14,6 +14,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.trees.TreePattern$;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
@@ -58,14 +59,39 @@ public final class BatchInput implements Serializable {
   }
 
   /** The input of each side's plan {@code left} and {@code right}, each (once optimised) a
-   * projection of a filter of rows in one layout; null where a plan has another shape. */
+   * projection of a filter of rows in one layout; null where a plan has another shape, or an
+   * expression whose value may change from one batch to the next. */
   public static BatchInput of(Dataset left, Dataset right) {
-    Dataset[] sides = new Dataset[] {left, right};
-    Expression[] conditions = new Expression[2];
-    Object[] projections = new Object[2];
-    Object[] inputs = new Object[2];
+    return plan(new Dataset[] {left, right});
+  }
+
+  /** The output of a probe: {@code pairs}, a projection of a filter of the candidate pairs
+   * (the placeholder of {@link #pairs}), applied to them in the probe's task; null as {@link
+   * #of}. */
+  public static BatchInput output(Dataset pairs) {
+    return plan(new Dataset[] {pairs});
+  }
+
+  static BatchInput plan(Dataset[] sides) {
+    int n = sides.length;
+    Expression[] conditions = new Expression[n];
+    Object[] projections = new Object[n];
+    Object[] inputs = new Object[n];
     StructType schema = null;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < n; i++) {
+      // (An expression that is not deterministic, or the current time, which optimisation
+      // turns into a constant, would hold for one batch only; a subquery or a Python function
+      // cannot be evaluated row by row in a task.)
+      LogicalPlan analysed = sides[i].queryExecution().analyzed();
+      TreePattern$ is = TreePattern$.MODULE$;
+      boolean now = analysed.containsPattern(is.CURRENT_LIKE());
+      boolean planned = analysed.containsPattern(is.PLAN_EXPRESSION());
+      if (now || planned || analysed.containsPattern(is.PYTHON_UDF())) {
+        return null;
+      }
+      if (!analysed.deterministic()) {
+        return null;
+      }
       LogicalPlan plan = sides[i].queryExecution().optimizedPlan();
       if (!(plan instanceof Project)) {
         return null;
@@ -85,14 +111,47 @@ public final class BatchInput implements Serializable {
       }
       schema = below.schema();
     }
-    return new BatchInput(conditions, projections, inputs, schema, left.schema());
+    return new BatchInput(conditions, projections, inputs, schema, sides[0].schema());
   }
 
-  /** Whether {@code batch} is rows Spark planned (a foreachBatch DataFrame) in the layout the
-   * expressions were bound to. */
+  /** Candidate pairs of this input's probe ({@code _sj_l}, {@code _sj_r}), none of them: what
+   * its {@link #output} is planned over. */
+  public Dataset pairs(Dataset batch) {
+    SparkSession spark = (SparkSession) batch.sparkSession();
+    RDD none = spark.sparkContext().emptyRDD(ClassTag$.MODULE$.apply(InternalRow.class));
+    return spark.internalCreateDataFrame(none, JoinIndex.pairsSchema(layout), false);
+  }
+
+  /** The rows of {@code pairs} (a list of rows of {@link #pairs}'s layout) this one-sided
+   * plan keeps, as it makes them (copies). */
+  java.util.ArrayList apply(java.util.ArrayList pairs) {
+    BasePredicate test = null;
+    if (conditions[0] != null) {
+      test = Predicate$.MODULE$.create(conditions[0], (scala.collection.immutable.Seq) inputs[0]);
+      test.initialize(0);
+    }
+    UnsafeProjection make = UnsafeProjection$.MODULE$.create(
+        (scala.collection.immutable.Seq) projections[0],
+        (scala.collection.immutable.Seq) inputs[0]);
+    make.initialize(0);
+    java.util.ArrayList out = new java.util.ArrayList();
+    for (int i = 0; i < pairs.size(); i++) {
+      InternalRow pair = (InternalRow) pairs.get(i);
+      if (test == null || test.eval(pair)) {
+        out.add(make.apply(pair).copy());
+      }
+    }
+    return out;
+  }
+
+  /** Whether {@code batch} is rows Spark planned (a foreachBatch DataFrame), an RDD. */
+  public static boolean planned(Dataset batch) {
+    return batch.queryExecution().logical() instanceof LogicalRDD;
+  }
+
+  /** Whether {@code batch} is rows Spark planned in the layout the expressions were bound to. */
   public boolean fits(Dataset batch) {
-    LogicalPlan plan = batch.queryExecution().logical();
-    return plan instanceof LogicalRDD && schema.equals(batch.schema());
+    return planned(batch) && schema.equals(batch.schema());
   }
 
   /** The probe's input of {@code batch} (see {@link #fits}) in one partition: rows behind

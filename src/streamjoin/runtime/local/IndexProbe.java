@@ -10,7 +10,8 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 /**
  * One task's probe of a {@link JoinIndex} with a batch's rows: it groups them by the index's
  * partition, counts them per unit where asked, and applies them to each partition (the delta
- * rule), returning the candidate pairs. Written for janino: no lambdas, raw collections.
+ * rule), returning the candidate pairs, or the rows a {@link BatchInput#output} makes of those
+ * it keeps. Written for janino: no lambdas, raw collections.
  */
 final class IndexProbe implements FlatMapFunction {
   final String name;
@@ -18,13 +19,15 @@ final class IndexProbe implements FlatMapFunction {
   final long batch;
   final int[] fields;
   final int units;
+  final BatchInput output;  // (null: the candidate pairs themselves)
 
-  IndexProbe(String name, int parts, long batch, int[] fields, int units) {
+  IndexProbe(String name, int parts, long batch, int[] fields, int units, BatchInput output) {
     this.name = name;
     this.parts = parts;
     this.batch = batch;
     this.fields = fields;
     this.units = units;
+    this.output = output;
   }
 
   public Iterator call(Object rows) {
@@ -42,9 +45,10 @@ final class IndexProbe implements FlatMapFunction {
     Iterator it = found.entrySet().iterator();
     while (it.hasNext()) {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-      apply(JoinIndex.part(name, ((Integer) e.getKey()).intValue()), (ArrayList[]) e.getValue(), out);
+      JoinIndex.Part part = JoinIndex.part(name, ((Integer) e.getKey()).intValue());
+      apply(part, (ArrayList[]) e.getValue(), out);
     }
-    return out.iterator();
+    return (output == null ? out : output.apply(out)).iterator();
   }
 
   /** Probes and extends one partition with its rows of the batch (the delta rule). */

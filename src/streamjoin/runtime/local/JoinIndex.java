@@ -250,13 +250,15 @@ public final class JoinIndex {
       Dataset in, String name, int parts, long batch, int units, boolean oneTask) {
     JavaRDD rows = oneTask ? together(in) : shuffled(in, parts);
     SparkSession spark = (SparkSession) in.sparkSession();
-    return pairs(spark, rows, in.schema(), name, parts, batch, units);
+    return pairs(spark, rows, in.schema(), null, name, parts, batch, units);
   }
 
   /** {@link #probe} of a micro-batch's own rows {@code rows} made into the probe's input by
-   * {@code input}, in one task, leaving out rows behind {@code lateBefore}. */
+   * {@code input}, in one task, leaving out rows behind {@code lateBefore}; with {@code
+   * output} (else null), the pairs it keeps, made into its rows in the task. */
   public static Dataset probeBatch(
       BatchInput input,
+      BatchInput output,
       Dataset rows,
       long lateBefore,
       String name,
@@ -264,16 +266,28 @@ public final class JoinIndex {
       long batch,
       int units) {
     SparkSession spark = (SparkSession) rows.sparkSession();
-    return pairs(spark, input.rows(rows, lateBefore), input.layout, name, parts, batch, units);
+    JavaRDD in = input.rows(rows, lateBefore);
+    return pairs(spark, in, input.layout, output, name, parts, batch, units);
   }
 
   static Dataset pairs(
-      SparkSession spark, JavaRDD rows, StructType s, String name, int parts, long batch,
+      SparkSession spark,
+      JavaRDD rows,
+      StructType s,
+      BatchInput output,
+      String name,
+      int parts,
+      long batch,
       int units) {
-    StructType out = new StructType(new StructField[] {nullable(s, "_sj_l"), nullable(s, "_sj_r")});
-    IndexProbe f = new IndexProbe(name, parts, batch, fields(s), units);
+    IndexProbe f = new IndexProbe(name, parts, batch, fields(s), units, output);
     COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
+    StructType out = output == null ? pairsSchema(s) : output.layout;
     return spark.internalCreateDataFrame(rows.mapPartitions(f).rdd(), out, false);
+  }
+
+  /** The candidate pairs' columns of a probe whose input has columns {@code s}. */
+  static StructType pairsSchema(StructType s) {
+    return new StructType(new StructField[] {nullable(s, "_sj_l"), nullable(s, "_sj_r")});
   }
 
   static StructField nullable(StructType s, String name) {

@@ -4,9 +4,10 @@ source too), made true whichever way the engine read the batch.
 `foreachBatch` hands over one RDD of the micro-batch's plan: every Spark job that reads the
 batch's DataFrame runs that plan's scans again, and each run adds its rows to the same scan
 metrics, which Spark then reports as the batch's input rows. A batch whose statistics come from
-its files' footers reads none (`count_input_rows` sets them); one whose state job reads it once
-may read it again (its joins, for a stream not read back from its files, and its dead
-letters), and `settle_input_rows` sets the count back to the rows the batch read.
+its files' footers reads none for them (`count_input_rows` sets them); one whose state job reads
+it once may read it again (its joins, for a stream not read back from its files, and its dead
+letters), as may an index probe of the batch's own rows (`runtime.batch.indexed`), and
+`settle_input_rows` sets the count back to the rows the batch read.
 
 Both are called on the thread `foreachBatch` calls, whose query they find by Spark's local
 property, with the session that started the query (a batch's DataFrame has a clone, whose
