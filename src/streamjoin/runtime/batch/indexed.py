@@ -9,12 +9,11 @@ When the footers count at most as many rows of every stream of the job, the task
 from the rows Spark planned for the batch (foreachBatch's RDD, which it reads whole) by each
 side's filter and projection, and makes the query's rows of the pairs it finds by its
 predicate and SELECT, all analysed once per query (``BatchInput.java``): such a batch plans
-nothing for its input or its output but the sink's write. The rows the watermark has
-put out of reach go first, then each task probes and extends the partitions it has rows of and
-returns the candidate pairs; the query's whole predicate and
-SELECT then run over them in Spark SQL, so a hash collision or the time window costs a filter,
-never a wrong pair. The probe also counts the delta's rows per unit for the skew check
-(`routing.unitcounts`).
+nothing for its input or its output but the sink's write. The rows the watermark has put out
+of reach go first, then each task probes and extends the partitions it has rows of and returns
+the candidate pairs; the query's whole predicate and SELECT then run over them (in Spark SQL,
+or in that task), so a hash collision or the time window costs a filter, never a wrong pair.
+The probe also counts the delta's rows per unit for the skew check (`routing.unitcounts`).
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, when the shuffle partitions change, or when the query comes back after leaving it
