@@ -26,7 +26,8 @@ import scala.reflect.ClassTag$;
  * A {@link JoinIndex} probe's input rows made from a micro-batch's own rows, the RDD that
  * Spark's foreachBatch planned, by expressions analysed and optimised once per query: a batch
  * then plans nothing for its input (no analysis, optimisation, code generation or file scan of
- * its own), and reads its rows once. Each side is a filter and a projection of the batch's rows
+ * its own). One-sided, the same makes a query's rows of the probe's pairs ({@link #output}).
+ * Each side is a filter and a projection of the batch's rows
  * into the probe's layout ({@code _sj_side, _sj_key, _sj_ts, _sj_l, _sj_r}) and the row's event
  * time, by which a row behind the batch's watermark (late) is left out. Written for janino: no
  * lambdas, no generics.
