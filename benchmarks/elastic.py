@@ -27,7 +27,6 @@ import time
 import typing as t
 
 from benchmarks.data import two_streams, write_backlog
-from benchmarks.engines import _drained
 from benchmarks.harness import ROOT, _say, machine, source_commit
 from benchmarks.overload import KEYS, ON, stepped
 from benchmarks.rate import (
@@ -41,6 +40,7 @@ from benchmarks.rate import (
     feed,
     latency_figures,
 )
+from benchmarks.sparklog import drained
 from benchmarks.workloads import Case, two_stream_job
 
 RATE = 2_000.0
@@ -125,7 +125,7 @@ def run_way(
     fed, started, ended = feed(source, dirs, duration, TICK)
     limit = time.monotonic() + max(60.0, duration)
     paths = {os.path.abspath(x.path) for x in fed}
-    while not _drained(workdir, paths) and time.monotonic() < limit and proc.poll() is None:
+    while not drained(workdir, paths) and time.monotonic() < limit and proc.poll() is None:
         time.sleep(0.5)
     died = proc.poll()
     if died is None:
@@ -140,8 +140,8 @@ def run_way(
     stop.set()
     watcher.join()
     reader.join(timeout=5)
-    seen = commits.stop()
-    figures = latency_figures(workdir, fed, started, ended, trigger)
+    commits.stop()
+    figures = latency_figures(workdir, fed, started, ended, trigger, commits)
     steps = [line.strip() for line in errors if line.startswith("executors ")]
     if died:  # (the run stopped by itself, before its input was done)
         figures["error"] = f"exit {died}: " + "".join(errors[-5:]).strip()
@@ -151,7 +151,7 @@ def run_way(
         "keeps_up": figures["rows_processed"] == figures["rows_fed"]
         and (figures["latency_growth"] or 0) <= 2.0,
         "steps": steps,
-        "series": series(fed, done_times(workdir, fed, seen), started, ended, rate, cores),
+        "series": series(fed, done_times(workdir, fed, commits), started, ended, rate, cores),
     }
 
 

@@ -27,6 +27,7 @@ import time
 import typing as t
 from dataclasses import asdict, dataclass, field
 
+from benchmarks.sparklog import drained
 from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS
 
 if t.TYPE_CHECKING:
@@ -62,6 +63,9 @@ class EngineRun:
     history: list[dict[str, t.Any]] = field(default_factory=list)
     """streamjoin's own figures of each batch, as its checkpoint keeps them (`runtime.metrics`;
     the same records as ``/history`` and `Serving.history`); empty for the peers."""
+    dropped_late: int = 0
+    """Input rows Spark's native join dropped as later than its watermark (its progress
+    events' ``numRowsDroppedByWatermark``): rows the peer's output does not count."""
 
 
 class CpuClock:
@@ -112,7 +116,7 @@ class _Batches:
     which Spark's native join does not need during a batch. A measuring tool should not load
     one engine more than another. (On the full equi backlog the difference is within this
     machine's noise. streamjoin: 20.1 / 20.1 s with PySpark's listener; 19.5-21.6 s, mean
-    20.6, with this one; 18.7-20.7 s, mean 19.8, with none. Session 12.)"""
+    20.6, with this one; 18.7-20.7 s, mean 19.8, with none.)"""
 
     def __init__(self) -> None:
         self.batch_ms: list[float] = []
@@ -121,6 +125,7 @@ class _Batches:
         self.last: float | None = None
         self.state_rows = 0
         self.state_bytes = 0
+        self.dropped_late = 0
         self._jlistener: t.Any = None
 
     def record(self, progress: dict[str, t.Any]) -> None:
@@ -135,6 +140,7 @@ class _Batches:
         ops = progress.get("stateOperators") or []
         self.state_rows = sum(int(op.get("numRowsTotal", 0)) for op in ops)
         self.state_bytes = sum(int(op.get("memoryUsedBytes", 0)) for op in ops)
+        self.dropped_late += sum(int(op.get("numRowsDroppedByWatermark", 0)) for op in ops)
 
     def attach(self, spark: SparkSession) -> None:
         """Listen to `spark`'s streaming queries."""
@@ -274,6 +280,7 @@ def run_engine(
     run.rows_in = run.rows_in or batches.rows
     if engine == "spark-native":
         run.state_rows, run.state_bytes = batches.state_rows, batches.state_bytes
+        run.dropped_late = batches.dropped_late
     if not run.out:
         outputs: list[Query | GroupQuery] = [*job.queries, *job.group_queries]
         run.out = {q.name: _count(spark, _out_path(job, q)) for q in outputs}
@@ -433,78 +440,6 @@ def _await(queries: list[t.Any], time_limit: float | None) -> bool:
     return stopped
 
 
-def commit_ids(checkpoint: str) -> set[int]:
-    """The batches of a Spark query's checkpoint whose ``commits/<batch>`` file is there."""
-    commits = os.path.join(checkpoint, "commits")
-    return {int(n) for n in os.listdir(commits) if n.isdigit()} if os.path.isdir(commits) else set()
-
-
-def committed_files(checkpoint: str) -> dict[str, int]:
-    """Every input file of a Spark file-source query's checkpoint that is in a committed batch,
-    with the batch's id: the ``sources/<i>/<batch>`` logs (and their ``.compact`` files) list
-    each batch's files, ``commits/<batch>`` exists once the batch's output is committed.
-
-    Spark keeps only the last ``minBatchesToRetain`` (100) commit files and deletes older ones
-    as later batches run; a batch runs only once the one before it has committed, so a batch
-    older than the oldest commit file left has committed too."""
-    from urllib.parse import unquote, urlparse
-
-    done = commit_ids(checkpoint)
-    oldest = min(done, default=None)
-
-    def committed(batch: int) -> bool:
-        return batch in done or (oldest is not None and batch < oldest)
-
-    def read(sources: str) -> dict[str, int]:
-        files: dict[str, int] = {}
-        for d, _, names in os.walk(sources):
-            for name in names:
-                if name.startswith("."):
-                    continue
-                with open(os.path.join(d, name), encoding="utf-8") as f:
-                    lines = f.read().splitlines()[1:]
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    entry = json.loads(line)
-                    if committed(int(entry["batchId"])):
-                        files[unquote(urlparse(entry["path"]).path)] = int(entry["batchId"])
-        return files
-
-    # A running query compacts its log: an entry listed a moment ago may be gone, its files
-    # then in a later ``.compact``. Read the folder again until a pass meets no such gap.
-    for _ in range(20):
-        try:
-            return read(os.path.join(checkpoint, "sources"))
-        except FileNotFoundError:
-            time.sleep(0.05)
-    return read(os.path.join(checkpoint, "sources"))
-
-
-def query_checkpoints(workdir: str) -> list[str]:
-    """The Spark checkpoints under ``workdir/ckpt``: one per query (``commits`` beside
-    ``sources``), wherever each engine keeps it."""
-    found = []
-    for d, subdirs, _ in os.walk(os.path.join(workdir, "ckpt")):
-        if "commits" in subdirs and "offsets" in subdirs:
-            found.append(d)
-    return sorted(found)
-
-
-def _drained(workdir: str, fed: set[str]) -> bool:
-    """Every fed file of a stream a query reads is in one of its committed batches."""
-    checkpoints = query_checkpoints(workdir)
-    if not checkpoints:
-        return False
-    for ckpt in checkpoints:
-        seen = committed_files(ckpt)
-        dirs = {os.path.dirname(p) for p in seen}
-        want = {p for p in fed if os.path.dirname(p) in dirs}
-        if not dirs or not want <= seen.keys():
-            return False
-    return True
-
-
 def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
     """Signal readiness, then wait until the feed is processed; past the drain limit, stop the
     queries anyway. True if stopped before every fed file was processed."""
@@ -523,9 +458,9 @@ def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
             deadline = time.monotonic() + live.drain_limit
         if deadline is None:
             continue
-        drained = _drained(workdir, fed)
-        if drained or time.monotonic() > deadline:
-            stopped = not drained
+        done = drained(workdir, fed)
+        if done or time.monotonic() > deadline:
+            stopped = not done
             for q in queries:
                 q.stop()
     for q in queries:

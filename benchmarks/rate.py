@@ -57,7 +57,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.engines import Live, commit_ids, committed_files, query_checkpoints, run_engine
+from benchmarks.engines import Live, run_engine
 from benchmarks.harness import (
     ROOT,
     _engines,
@@ -69,6 +69,7 @@ from benchmarks.harness import (
     run_engine_process,
     source_commit,
 )
+from benchmarks.sparklog import Ends, commit_ids, committed_files, offset_ends, query_checkpoints
 from benchmarks.workloads import WORKLOADS, Case
 
 if t.TYPE_CHECKING:
@@ -251,14 +252,16 @@ def _weighted(values: list[tuple[float, int]], p: float) -> float | None:
 
 
 class CommitWatch:
-    """The commit time of every batch of the query checkpoints under a workdir, read while the
-    engine runs: Spark deletes all but a query's last 100 commit files, and the latency of a
-    fed file needs its batch's commit time after the run."""
+    """The commit time and the sources' end offsets of every batch of the query checkpoints
+    under a workdir, read while the engine runs: Spark deletes all but a query's last 100
+    commit and offset files, and the latency of a fed file needs its batch and that batch's
+    commit time after the run."""
 
     def __init__(self, workdir: str, every: float = 1.0) -> None:
         self.workdir = workdir
         self.every = every
         self.times: dict[str, dict[int, float]] = {}
+        self.ends: dict[str, dict[int, Ends]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="commit-watch", daemon=True)
 
@@ -267,11 +270,13 @@ class CommitWatch:
         self._thread.start()
 
     def scan(self) -> None:
-        """Record the time of each commit file not seen yet."""
+        """Record the time of each commit file, and each batch's end offsets, not seen yet."""
         for ckpt in query_checkpoints(self.workdir):
             seen = self.times.setdefault(ckpt, {})
+            ends = self.ends.setdefault(ckpt, {})
             # (The engine may delete a file, or its whole workdir when it starts, meanwhile.)
             with contextlib.suppress(OSError):
+                ends.update(offset_ends(ckpt, known=ends.keys()))
                 for batch in commit_ids(ckpt) - seen.keys():
                     seen[batch] = os.stat(os.path.join(ckpt, "commits", str(batch))).st_mtime
 
@@ -304,14 +309,15 @@ def commit_stamps(ckpt: str, batches: Iterable[int], seen: Mapping[int, float]) 
 
 
 def done_times(
-    workdir: str, fed: list[FedFile], seen: Mapping[str, Mapping[int, float]] | None = None
+    workdir: str, fed: list[FedFile], watch: CommitWatch | None = None
 ) -> dict[str, float]:
     """When each fed file was done: committed by every query reading its stream (the last of
-    their commits), from the engine's checkpoints and the commit times `seen` during the run."""
+    their commits), from the engine's checkpoints and what `watch` saw during the run."""
     logs = []
+    seen = watch.times if watch is not None else {}
     for ckpt in query_checkpoints(workdir):
-        files = committed_files(ckpt)
-        stamps = commit_stamps(ckpt, set(files.values()), (seen or {}).get(ckpt, {}))
+        files = committed_files(ckpt, watch.ends.get(ckpt) if watch is not None else None)
+        stamps = commit_stamps(ckpt, set(files.values()), seen.get(ckpt, {}))
         commits = {p: stamps[b] for p, b in files.items() if b in stamps}
         logs.append((commits, {os.path.dirname(p) for p in files}))
     done: dict[str, float] = {}
@@ -329,11 +335,11 @@ def latency_figures(
     started: float,
     ended: float,
     trigger: float,
-    seen: Mapping[str, Mapping[int, float]] | None = None,
+    watch: CommitWatch | None = None,
 ) -> dict[str, t.Any]:
     """Latency, processed rate, backlog at the end and growth, from the engine's checkpoints and
-    the commit times `seen` during the run (`CommitWatch`), by checkpoint and batch."""
-    done = done_times(workdir, fed, seen)
+    what `watch` saw of them during the run."""
+    done = done_times(workdir, fed, watch)
     rows_fed = sum(f.rows for f in fed)
     lat = [(done[f.path] - f.written, f.rows) for f in fed if f.path in done]
     processed_by_end = sum(f.rows for f in fed if f.path in done and done[f.path] <= ended)
@@ -433,11 +439,11 @@ def _run_one(
         json.dump({"files": [x.path for x in fed]}, f)
     os.rename(done + ".tmp", done)
     thread.join()
-    seen = watch.stop()
+    watch.stop()
     run: dict[str, t.Any] = result[0] if result else {"engine": engine, "error": "no report"}
     if run.get("error"):
         return {"engine": engine, "error": run["error"]}, job
-    figures = latency_figures(workdir, fed, started, ended, trigger, seen)
+    figures = latency_figures(workdir, fed, started, ended, trigger, watch)
     batch = run.get("batch_ms") or []
     drained = not run.get("stopped_early") and figures["rows_processed"] == figures["rows_fed"]
     growth = figures["latency_growth"]
@@ -461,6 +467,7 @@ def _run_one(
         "keeps_up": keeps_up,
         "within_trigger": batch_s <= trigger,
         "out": run.get("out"),
+        "dropped_late": run.get("dropped_late", 0),
         "peak_rss_mb": run.get("peak_rss_mb"),
     }, job
 
@@ -569,6 +576,7 @@ def _brief(r: dict[str, t.Any]) -> str:
         f"(growth ×{r['latency_growth']}), backlog at end {r['backlog_at_end_s']} s, "
         f"drained in {r['drain_s']} s, batches p50/p99 {r['batch_p50_ms']}/{r['batch_p99_ms']} "
         f"ms, out {r['out']}"
+        + (f", {r['dropped_late']} rows dropped as late" if r.get("dropped_late") else "")
     )
 
 

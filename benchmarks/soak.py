@@ -277,9 +277,9 @@ def run_soak(
     os.rename(done + ".tmp", done)
     engine.join()
     sampler.stop()
-    seen = watch.stop()
+    watch.stop()
     run: dict[str, t.Any] = result[0] if result else {"error": "no report"}
-    figures = latency_figures(workdir, fed, started, ended, TRIGGER, seen)
+    figures = latency_figures(workdir, fed, started, ended, TRIGGER, watch)
     if not run.get("history"):  # (a failed run reports none: its checkpoint kept them)
         kept = read_history(os.path.join(workdir, "ckpt", "metrics"))
         run["history"] = [f.to_dict() for f in kept]

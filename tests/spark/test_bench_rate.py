@@ -22,7 +22,10 @@ def test_tiny_equi_rate(spark: SparkSession) -> None:
     assert report["mode"] == "rate"
     (case,) = report["cases"]
     assert set(case["engines"]) == {"streamjoin", "spark-native"}
-    outs = {name: (r.get("out"), r.get("drained")) for name, r in case["engines"].items()}
+    outs = {
+        name: (r.get("out"), r.get("drained"), r.get("dropped_late"))
+        for name, r in case["engines"].items()
+    }
     assert case["results_agree"] is True, (case["expected"], outs)
     assert case["expected"] and case["expected"]["q1"] > 0
     for name, r in case["engines"].items():
@@ -38,5 +41,6 @@ def test_tiny_equi_rate(spark: SparkSession) -> None:
         assert r["latency_max_s"] < 60
         assert r["batches"] >= 1 and r["batch_p50_ms"] > 0
         assert isinstance(r["keeps_up"], bool)
-        assert r["out"] == case["expected"]
+        assert r["out"] == case["expected"], (name, outs)
+        assert r["dropped_late"] == 0, name  # (fed in event-time order: no row is late)
     assert case["ratios"]["latency_p50_s"] > 0

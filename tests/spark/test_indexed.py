@@ -1,4 +1,4 @@
-"""Two-way equi joins on executor-memory indexes (`runtime.batch.indexed`,
+"""Two-way equi and band joins on executor-memory indexes (`runtime.batch.indexed`,
 ``streamjoin.twoway.index``): the same rows as the reference over disordered batches with late
 rows and NULL keys, after a restart that rebuilds the indexes from the manifest's units, and
 when a batch runs twice in one processor (its first attempt's rows taken back), with each
@@ -45,6 +45,9 @@ QUERIES = {
         f"a.k = b.k AND a.id % 3 = CAST(b.id % 3 AS INT) AND {W3}",
     ),
     "self_join": ("A a JOIN A b", f"a.k = b.k AND a.id < b.id AND {W3}"),
+    "band_window": ("A a JOIN B b", f"abs(a.x - b.x) <= 1.5 AND {W3}"),
+    "theta_window": ("A a JOIN B b", f"a.x < b.x AND b.x < a.x + 2.0 AND {W3}"),
+    "band_history": ("A a JOIN B b", "b.x BETWEEN a.x - 0.5 AND a.x + 0.5 AND a.s <> b.s"),
 }
 SELECT = "a.id AS aid, b.id AS bid, a.x + b.x AS xs"
 COLUMNS = ("aid", "bid", "xs")
@@ -165,8 +168,9 @@ def test_indexed_joins_equal_the_reference_through_a_restart_and_a_batch_run_twi
     keys=st.sampled_from([1, 2, 50]),
     rows=st.integers(0, 9),
     disorder=st.sampled_from([0.0, 3.0]),
+    query=st.sampled_from(["equi_window", "band_window", "theta_window"]),
 )
-def test_indexed_equi_join_matches_the_reference_on_generated_streams(
+def test_indexed_equi_and_band_joins_match_the_reference_on_generated_streams(
     spark: SparkSession,
     tmp_path_factory: t.Any,
     indexed: None,
@@ -174,9 +178,10 @@ def test_indexed_equi_join_matches_the_reference_on_generated_streams(
     keys: int,
     rows: int,
     disorder: float,
+    query: str,
 ) -> None:
     tmp_path = tmp_path_factory.mktemp("indexed")
-    job = _job(tmp_path, {"equi_window": QUERIES["equi_window"]})
+    job = _job(tmp_path, {query: QUERIES[query]})
     batches = make_batches(
         seed, n_batches=4, rows_per_batch=rows, keys=keys, disorder_s=disorder, late_per_batch=1
     )

@@ -7,8 +7,8 @@ import json
 import os
 import typing as t
 
-from benchmarks.engines import _drained, committed_files
 from benchmarks.rate import CommitWatch, FedFile, latency_figures
+from benchmarks.sparklog import committed_files, drained
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -19,14 +19,26 @@ def _file(feed: Path, batch: int) -> str:
 
 
 def _checkpoint(
-    root: Path, feed: Path, batches: int, commits: range, compact_every: int = 10
+    root: Path,
+    feed: Path,
+    batches: int,
+    commits: range,
+    compact_every: int = 10,
+    offsets: t.Sequence[int] | None = None,
 ) -> str:
-    """A Spark file-source checkpoint: batch i read file i of `feed`; ``commits/<i>`` for each
-    i of `commits`; the source log compacted every `compact_every` batches, as Spark does."""
+    """A Spark file-source checkpoint: source entry i lists file i of `feed`; batch b read up
+    to entry ``offsets[b]`` (default b: one entry a batch); ``commits/<i>`` for each i of
+    `commits`, offset files for the same batches and the one after (planned, running); the
+    source log compacted every `compact_every` entries, as Spark does."""
     for d in ("commits", "offsets", "sources/0"):
         (root / d).mkdir(parents=True)
+    ends = list(range(batches)) if offsets is None else list(offsets)
+    for b in range(commits.start, min(commits.stop + 1, len(ends))):
+        meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}})
+        offset = json.dumps({"logOffset": ends[b]})
+        (root / "offsets" / str(b)).write_text(f"v1\n{meta}\n{offset}\n")
     log: list[str] = []
-    for b in range(batches):
+    for b in range(max(ends, default=-1) + 1):
         entry = json.dumps({"path": f"file://{_file(feed, b)}", "timestamp": 0, "batchId": b})
         log.append(entry)
         compact = (b + 1) % compact_every == 0
@@ -42,7 +54,9 @@ def test_batches_older_than_the_oldest_commit_left_are_committed(tmp_path: Path)
     feed = tmp_path / "feed"
     ckpt = _checkpoint(tmp_path / "ckpt", feed, batches=151, commits=range(50, 150))
     files = committed_files(ckpt)
-    assert files == {_file(feed, b): b for b in range(150)}  # (batch 150 is running)
+    # (Batch 150 is running. Spark deleted the offset files of batches 0-49 with their commit
+    # files: their files are given the oldest batch left, 50.)
+    assert files == {_file(feed, b): max(b, 50) for b in range(150)}
 
 
 def test_nothing_is_committed_before_the_first_commit(tmp_path: Path) -> None:
@@ -54,8 +68,37 @@ def test_a_run_of_more_than_a_hundred_batches_drains(tmp_path: Path) -> None:
     feed = tmp_path / "feed"
     _checkpoint(tmp_path / "work" / "ckpt" / "q1", feed, batches=150, commits=range(50, 150))
     fed = {_file(feed, b) for b in range(150)}
-    assert _drained(str(tmp_path / "work"), fed)
-    assert not _drained(str(tmp_path / "work"), fed | {_file(feed, 150)})
+    assert drained(str(tmp_path / "work"), fed)
+    assert not drained(str(tmp_path / "work"), fed | {_file(feed, 150)})
+
+
+def test_a_batch_without_new_data_puts_the_next_files_in_the_batch_after(tmp_path: Path) -> None:
+    """Spark runs a batch without new data when a watermark moves: the sources' entries then
+    trail the batches' numbers, and a file's batch is the first whose offset reaches it."""
+    feed = tmp_path / "feed"
+    # Entries 0, 1, 2 (a file each) read by batches 0, 1 and 3; batch 2 read nothing new.
+    ckpt = _checkpoint(tmp_path / "ckpt", feed, batches=4, commits=range(3), offsets=[0, 1, 1, 2])
+    assert committed_files(ckpt) == {_file(feed, 0): 0, _file(feed, 1): 1}  # (batch 3 runs)
+    (tmp_path / "ckpt" / "commits" / "3").write_text("v1\n")
+    assert committed_files(ckpt) == {_file(feed, 0): 0, _file(feed, 1): 1, _file(feed, 2): 3}
+
+
+def test_offsets_seen_during_the_run_place_files_whose_offset_files_went(tmp_path: Path) -> None:
+    feed, work = tmp_path / "feed", tmp_path / "work"
+    ckpt = _checkpoint(
+        work / "ckpt" / "q1", feed, batches=4, commits=range(4), offsets=[0, 0, 1, 2]
+    )
+    watch = CommitWatch(str(work))
+    watch.scan()
+    for b in (0, 1, 2):
+        os.remove(os.path.join(ckpt, "offsets", str(b)))
+    # (Without the watch, entries 0 and 1 fall to the oldest batch left that reaches them.)
+    assert committed_files(ckpt) == {_file(feed, e): 3 for e in range(3)}
+    assert committed_files(ckpt, watch.ends[ckpt]) == {
+        _file(feed, 0): 0,
+        _file(feed, 1): 2,
+        _file(feed, 2): 3,
+    }
 
 
 def test_latency_takes_commit_times_seen_during_the_run(tmp_path: Path) -> None:
@@ -65,9 +108,11 @@ def test_latency_takes_commit_times_seen_during_the_run(tmp_path: Path) -> None:
         os.utime(os.path.join(ckpt, "commits", str(b)), (110.0 + b, 110.0 + b))
     # Batches 0 and 1 were seen before their commit files went; batch 2's was never seen, so its
     # time is at most that of the oldest file left (batch 3's).
-    seen = {ckpt: {0: 101.0, 1: 102.0}}
+    watch = CommitWatch(str(work))
+    watch.times = {ckpt: {0: 101.0, 1: 102.0}}
+    watch.ends = {ckpt: {0: (0,), 1: (1,)}}
     fed = [FedFile(_file(feed, b), "a", 10, 100.0 + b) for b in range(5)]
-    figures = latency_figures(str(work), fed, 100.0, 105.0, 1.0, seen)
+    figures = latency_figures(str(work), fed, 100.0, 105.0, 1.0, watch)
     assert figures["rows_processed"] == figures["rows_fed"] == 50
     assert figures["latency_max_s"] == 113.0 - 102.0
     assert figures["latency_p50_s"] == 10.0  # (1, 1, 11, 10, 10 s)

@@ -35,6 +35,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.intake import status_sql
+from streamjoin.runtime.batch.joins import Side, bucket_range
 from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.routing.router import key_types
 from streamjoin.runtime.sources import prefixed
@@ -86,19 +87,19 @@ class IndexedJoins:
         self._jvm: t.Any = None
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
-        """Whether `qp` runs on its index in this batch: an inner two-way equi join that no
-        scheme places, whose rows are not bucketed, that does not shed, whose live state is
-        within ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
+        """Whether `qp` runs on its index in this batch: an inner two-way equi join whose rows
+        are not bucketed, or band join (`banded`), that no scheme places, that does not shed,
+        whose live state is within ``streamjoin.twoway.indexRows``, in a driver whose JVM has
+        the class."""
         q = qp.query
         router = ctx.routers[q.name]
         rows = ctx.prev.state_rows()
         live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
         return (
             ctx.settings.index
-            and bool(qp.parts.equi)
+            and ((bool(qp.parts.equi) and router.band is None) or banded(qp))
             and q.outer is None
             and router.scheme is None
-            and router.band is None
             and q.option("partitioning") != "hash"
             and allowances(ctx.prev, q) is None
             and live <= ctx.settings.index_rows
@@ -109,7 +110,12 @@ class IndexedJoins:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
         the batch's rows per unit in its probe (so that no job of its own does)."""
         qp = next((qp for qp in ctx.plan.joins if qp.query.name == query), None)
-        return qp is not None and query in ctx.counted and self.eligible(ctx, qp)
+        return (
+            qp is not None
+            and query in ctx.counted
+            and self.eligible(ctx, qp)
+            and not banded(qp)  # (its one partition has no units)
+        )
 
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows per unit that the batch's probes counted, by query (read once, after the
@@ -177,25 +183,27 @@ class IndexedJoins:
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
         l_least, r_least = self._least(ctx, qp)
         cls = self._class(ctx.spark)
-        at = {(ctx.batch_id - 1, ctx.parallelism), (ctx.batch_id, ctx.parallelism)}
+        # (A band row probes the buckets around its value: all in the one partition.)
+        parts = 1 if banded(qp) else ctx.parallelism
+        at = {(ctx.batch_id - 1, parts), (ctx.batch_id, parts)}
         if self._built.get(key) not in at:
             # (Built from the units' files: the index is their only copy in memory.)
-            cls.reset(name, ctx.parallelism, ctx.batch_id - 1)
+            cls.reset(name, parts, ctx.batch_id - 1)
             if any(ctx.prev.live(sp.name) for sp in (left, right)):
                 views = ctx.scratch.views
                 state = [
                     stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
                     for sp, least in ((left, l_least), (right, r_least))
                 ]
-                cls.load(self._input(ctx, qp, *state)._jdf, name, ctx.parallelism)
-        self._used[key] = (ctx.batch_id, ctx.parallelism)
+                cls.load(self._input(ctx, qp, *state)._jdf, name, parts)
+        self._used[key] = (ctx.batch_id, parts)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
-        cls.expire(name, ctx.parallelism, *least)
-        units = router.units if q.name in ctx.counted else 0
+        cls.expire(name, parts, *least)
+        units = router.units if self.counts_units(ctx, q.name) else 0
         if units:
             self._counting[q.name] = (name, units)
-        index = (name, ctx.parallelism, ctx.batch_id, units)
+        index = (name, parts, ctx.batch_id, units)
         planned = self.batch_input(ctx, qp)
         output = None
         if planned is not None:
@@ -301,20 +309,13 @@ class IndexedJoins:
         probe's late test (`intake.status_sql`'s, there compared as a decimal: the same answer
         for every event time a row that is not malformed has)."""
         q = qp.query
-        router = ctx.routers[q.name]
-        if router.key_types is None:
-            router.key_types = key_types(ctx.spark, router)
-        types = router.key_types
         streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
         none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
         parts = []
         for i, (alias, rel, time) in enumerate(
             ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
         ):
-            keys = [k.left_sql if i == 0 else k.right_sql for k in qp.parts.equi]
-            cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, types, strict=True)]
-            null = " OR ".join(f"({c}) IS NULL" for c in cast)
-            key = f"CASE WHEN {null} THEN NULL ELSE xxhash64({', '.join(cast)}) END"
+            key, ranged = _key_sql(ctx, qp, i)
             ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
             row = f"struct({alias}.*)"
             sides = (row, none[1]) if i == 0 else (none[0], row)
@@ -323,10 +324,36 @@ class IndexedJoins:
             parts.append(
                 f"SELECT {i} AS _sj_side, {key} AS _sj_key, {ts} AS _sj_ts, "
                 f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r"
+                + ranged
                 + (f", {evt} AS _sj_evt" if late else "")
                 + f" FROM {rel} AS {alias}"
             )
         return parts
+
+
+def banded(qp: QueryPlan) -> bool:
+    """Whether `qp` is a band join without an equality key: its index holds each row by its
+    value's bucket, and a row probes the buckets its band reaches (`joins.bucket_range`)."""
+    return qp.band is not None and not qp.parts.equi
+
+
+def _key_sql(ctx: BatchContext, qp: QueryPlan, side: int) -> tuple[str, str]:
+    """The SQL of a row of `side`'s key in the index (a hash of its equality keys, NULL where
+    one is NULL; a band join's: its value's bucket), and the columns that follow its other
+    columns (a band join's bucket range, ``_sj_lo`` and ``_sj_hi``; none)."""
+    if banded(qp):
+        assert qp.band is not None
+        sides: tuple[Side, Side] = ("left", "right") if side == 0 else ("right", "left")
+        lo, hi, _ = bucket_range(qp.band, sides[0])
+        key = bucket_range(qp.band, sides[1])[2]  # (the bucket the other side's probes reach)
+        return key, f", CAST({lo} AS BIGINT) AS _sj_lo, CAST({hi} AS BIGINT) AS _sj_hi"
+    router = ctx.routers[qp.query.name]
+    if router.key_types is None:
+        router.key_types = key_types(ctx.spark, router)
+    keys = [k.left_sql if side == 0 else k.right_sql for k in qp.parts.equi]
+    cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, router.key_types, strict=True)]
+    null = " OR ".join(f"({c}) IS NULL" for c in cast)
+    return f"CASE WHEN {null} THEN NULL ELSE xxhash64({', '.join(cast)}) END", ""
 
 
 def _output_sql(qp: QueryPlan, pairs: str) -> str:
@@ -368,6 +395,8 @@ def serves_every_join(plan: JobPlan) -> bool:
     query that reads the stored rows otherwise), so that no state needs caching beside them."""
     plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
     return plain and all(
-        qp.parts.equi and qp.query.outer is None and qp.query.option("partitioning") is None
+        (qp.parts.equi or banded(qp))
+        and qp.query.outer is None
+        and qp.query.option("partitioning") is None
         for qp in plan.joins
     )

@@ -73,18 +73,30 @@ final class IndexProbe implements FlatMapFunction {
     }
   }
 
+  /** The pairs of each row of {@code delta} with the rows of {@code other} of its key, or, a
+   * band's, of each bucket of its range (a row of the other side is in one bucket: each pair
+   * is found once). */
   static void find(ArrayList delta, JoinIndex.Side other, boolean left, ArrayList out) {
     for (int i = 0; i < delta.size(); i++) {
       JoinIndex.Entry d = (JoinIndex.Entry) delta.get(i);
-      ArrayList found = (ArrayList) other.byKey.get(Long.valueOf(d.key));
-      if (found == null) {
+      if (!d.ranged) {
+        pairs(d, (ArrayList) other.byKey.get(Long.valueOf(d.key)), left, out);
         continue;
       }
-      for (int j = 0; j < found.size(); j++) {
-        JoinIndex.Entry o = (JoinIndex.Entry) found.get(j);
-        Object[] pair = left ? new Object[] {d.row, o.row} : new Object[] {o.row, d.row};
-        out.add(new GenericInternalRow(pair));
+      for (long b = d.lo; b <= d.hi; b++) {
+        pairs(d, (ArrayList) other.byKey.get(Long.valueOf(b)), left, out);
       }
+    }
+  }
+
+  static void pairs(JoinIndex.Entry d, ArrayList found, boolean left, ArrayList out) {
+    if (found == null) {
+      return;
+    }
+    for (int j = 0; j < found.size(); j++) {
+      JoinIndex.Entry o = (JoinIndex.Entry) found.get(j);
+      Object[] pair = left ? new Object[] {d.row, o.row} : new Object[] {o.row, d.row};
+      out.add(new GenericInternalRow(pair));
     }
   }
 }

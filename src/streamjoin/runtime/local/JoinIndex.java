@@ -16,7 +16,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
 /**
- * The live state of two-way equi joins as hash indexes in the executor's memory, kept across
+ * The live state of two-way equi and band joins as hash indexes in the executor's memory, kept across
  * micro-batches: one per query and shuffle partition, each side's rows by the hash of their
  * key, and in arrival order for expiry. A batch's delta is shuffled by the same hash (or, when
  * small, put in one task); each task probes and extends the partitions it has rows of (the delta
@@ -38,18 +38,25 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 public final class JoinIndex {
   private JoinIndex() {}
 
-  /** One stored row. */
+  /** One stored row; a band join's row is stored by its own bucket ({@code key}) and probes
+   * the other side's buckets from {@code lo} to {@code hi}. */
   static final class Entry {
     final long key;
     final long ts;
     final long batch;
     final InternalRow row;
+    final boolean ranged;
+    final long lo;
+    final long hi;
 
-    Entry(long key, long ts, long batch, InternalRow row) {
+    Entry(long key, long ts, long batch, InternalRow row, boolean ranged, long lo, long hi) {
       this.key = key;
       this.ts = ts;
       this.batch = batch;
       this.row = row;
+      this.ranged = ranged;
+      this.lo = lo;
+      this.hi = hi;
     }
   }
 
@@ -140,6 +147,11 @@ public final class JoinIndex {
       if (e == null) {
         continue;
       }
+      if (e.ranged && parts != 1) {
+        // (A band row probes buckets that other partitions would hold.)
+        throw new IllegalStateException(
+            "streamjoin: a band join's index has one partition, not " + parts);
+      }
       if (counts != null) {
         counts[(int) ((e.key & Long.MAX_VALUE) % counts.length)]++;
       }
@@ -206,7 +218,8 @@ public final class JoinIndex {
   }
 
   /** The entry of input row {@code r} (its side's struct copied: the shuffle reuses its rows);
-   * null for a NULL key. {@code fields}: each side's struct's field count. */
+   * null for a NULL key. {@code fields}: each side's struct's field count, then the positions
+   * of a band's bucket range {@code _sj_lo} and {@code _sj_hi} (-1: an equi join's rows). */
   static Entry entry(InternalRow r, long batch, int[] fields) {
     if (r.isNullAt(1)) {
       return null;
@@ -214,7 +227,12 @@ public final class JoinIndex {
     long ts = r.isNullAt(2) ? Long.MAX_VALUE : r.getLong(2);
     int side = r.getInt(0);
     InternalRow row = r.getStruct(3 + side, fields[side]).copy();
-    return new Entry(r.getLong(1), ts, batch, row);
+    int lo = fields[2];
+    int hi = fields[3];
+    if (lo < 0 || r.isNullAt(lo) || r.isNullAt(hi)) {
+      return new Entry(r.getLong(1), ts, batch, row, lo >= 0, 0L, -1L);
+    }
+    return new Entry(r.getLong(1), ts, batch, row, true, r.getLong(lo), r.getLong(hi));
   }
 
   /** The rows of {@code in} by key hash in {@code parts} partitions. (The RDD is lazy while
@@ -230,9 +248,12 @@ public final class JoinIndex {
   }
 
   static int[] fields(StructType s) {
+    java.util.List names = java.util.Arrays.asList(s.fieldNames());
     return new int[] {
       ((StructType) s.apply("_sj_l").dataType()).size(),
-      ((StructType) s.apply("_sj_r").dataType()).size()
+      ((StructType) s.apply("_sj_r").dataType()).size(),
+      names.indexOf("_sj_lo"),
+      names.indexOf("_sj_hi")
     };
   }
 

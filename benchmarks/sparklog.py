@@ -1,0 +1,149 @@
+"""What a Spark file-source query's checkpoint says about its input: which batch read each
+file, and whether that batch committed. Every engine reads with Spark's file source, so the
+same logs describe all of them.
+
+A query's batch and its sources' log entries are numbered apart. ``sources/<i>/<n>`` lists
+the files source ``i`` took at its ``n``-th offset; ``offsets/<batch>`` says up to which offset
+of each source the batch reads. A batch with no new data (Spark runs one when a watermark
+moves) advances no source, so after one the source's numbers trail the batch's: a file's
+batch is the first whose end offset reaches the file's entry."""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import json
+import os
+import time
+import typing as t
+
+if t.TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
+Ends = tuple[int | None, ...]
+"""A batch's end offset of each source, by source index (None: a source with none yet)."""
+
+
+def commit_ids(checkpoint: str) -> set[int]:
+    """The batches of a Spark query's checkpoint whose ``commits/<batch>`` file is there."""
+    commits = os.path.join(checkpoint, "commits")
+    return {int(n) for n in os.listdir(commits) if n.isdigit()} if os.path.isdir(commits) else set()
+
+
+def offset_ends(checkpoint: str, known: Collection[int] = ()) -> dict[int, Ends]:
+    """Each planned batch of the checkpoint (but those in `known`) with its sources' end
+    offsets: ``offsets/<batch>`` holds a version line, the batch's metadata, then a line per
+    source, a file source's ``{"logOffset": n}``."""
+    folder = os.path.join(checkpoint, "offsets")
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    ends: dict[int, Ends] = {}
+    for name in names:
+        if not name.isdigit() or int(name) in known:
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                lines = f.read().splitlines()[2:]
+        except FileNotFoundError:  # (deleted meanwhile: Spark keeps a query's last 100)
+            continue
+        ends[int(name)] = tuple(_log_offset(line) for line in lines)
+    return ends
+
+
+def _log_offset(line: str) -> int | None:
+    with contextlib.suppress(ValueError):
+        value = json.loads(line)
+        if isinstance(value, dict) and isinstance(value.get("logOffset"), int):
+            return int(value["logOffset"])
+    return None
+
+
+def committed_files(checkpoint: str, ends: Mapping[int, Ends] | None = None) -> dict[str, int]:
+    """Every input file of a Spark file-source query's checkpoint that is in a committed batch,
+    with the batch's id. The ``sources/<i>/<n>`` logs (and their ``.compact`` files) list each
+    source offset's files; the first batch whose ``offsets/<batch>`` reaches the offset read
+    them (`ends`: batches' end offsets seen earlier, `offset_ends`, which Spark may have
+    deleted since); ``commits/<batch>`` exists once the batch's output is committed.
+
+    Spark keeps only the last ``minBatchesToRetain`` (100) offset and commit files and deletes
+    older ones as later batches run; a batch runs only once the one before it has committed,
+    so a batch older than the oldest commit file left has committed too. (A file whose batch's
+    offsets went unseen is given the oldest batch left that reaches it: a later commit, so its
+    latency is overstated, never understated.)"""
+    from urllib.parse import unquote, urlparse
+
+    done = commit_ids(checkpoint)
+    oldest = min(done, default=None)
+    planned = {**offset_ends(checkpoint, known=(ends or {}).keys()), **(ends or {})}
+    order = sorted(planned)
+
+    def committed(batch: int) -> bool:
+        return batch in done or (oldest is not None and batch < oldest)
+
+    def batch_of(source: int) -> t.Callable[[int], int | None]:
+        # (Offsets only grow from batch to batch: the first batch reaching an entry, by bisection.)
+        batches: list[int] = []
+        offsets: list[int] = []
+        for b in order:
+            end = planned[b][source] if source < len(planned[b]) else None
+            if end is not None:
+                batches.append(b)
+                offsets.append(end)
+
+        def find(entry: int) -> int | None:
+            i = bisect.bisect_left(offsets, entry)
+            return batches[i] if i < len(batches) else None
+
+        return find
+
+    def read(sources: str) -> dict[str, int]:
+        files: dict[str, int] = {}
+        for log in os.listdir(sources) if os.path.isdir(sources) else []:
+            if not log.isdigit():
+                continue
+            find = batch_of(int(log))
+            for name in os.listdir(os.path.join(sources, log)):
+                if name.startswith("."):
+                    continue
+                with open(os.path.join(sources, log, name), encoding="utf-8") as f:
+                    lines = f.read().splitlines()[1:]
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    entry = json.loads(line)
+                    batch = find(int(entry["batchId"]))
+                    if batch is not None and committed(batch):
+                        files[unquote(urlparse(entry["path"]).path)] = batch
+        return files
+
+    # A running query compacts its log: an entry listed a moment ago may be gone, its files
+    # then in a later ``.compact``. Read the folder again until a pass meets no such gap.
+    for _ in range(20):
+        try:
+            return read(os.path.join(checkpoint, "sources"))
+        except FileNotFoundError:
+            time.sleep(0.05)
+    return read(os.path.join(checkpoint, "sources"))
+
+
+def query_checkpoints(workdir: str) -> list[str]:
+    """The Spark checkpoints under ``workdir/ckpt``: one per query (``commits`` beside
+    ``sources``), wherever each engine keeps it."""
+    found = []
+    for d, subdirs, _ in os.walk(os.path.join(workdir, "ckpt")):
+        if "commits" in subdirs and "offsets" in subdirs:
+            found.append(d)
+    return sorted(found)
+
+
+def drained(workdir: str, fed: set[str]) -> bool:
+    """Every fed file of a stream a query reads is in one of its committed batches."""
+    checkpoints = query_checkpoints(workdir)
+    if not checkpoints:
+        return False
+    for ckpt in checkpoints:
+        seen = committed_files(ckpt)
+        dirs = {os.path.dirname(p) for p in seen}
+        want = {p for p in fed if os.path.dirname(p) in dirs}
+        if not dirs or not want <= seen.keys():
+            return False
+    return True
