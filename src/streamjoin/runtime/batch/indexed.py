@@ -1,6 +1,8 @@
-"""Step 4 for two-way equi joins on the hash path, in a local driver: the live state as hash
-indexes in executor memory, kept across batches (``JoinIndex.java``), so that a batch shuffles
-only its delta, probes only the rows of its keys, and runs one Spark job.
+"""Step 4 for two-way equi joins on the hash path, and band joins without an equality key, in
+a local driver: the live state as hash indexes in executor memory, kept across batches
+(``JoinIndex.java``), so that a batch shuffles only its delta, probes only the rows of its keys
+(a band join's: of the buckets its band reaches, in one partition, `banded`), and runs one
+Spark job.
 
 Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
