@@ -40,12 +40,16 @@ def offset_ends(checkpoint: str, known: Collection[int] = ()) -> dict[int, Ends]
     for name in names:
         if not name.isdigit() or int(name) in known:
             continue
+        path = os.path.join(folder, name)
         try:
-            with open(os.path.join(folder, name), encoding="utf-8") as f:
-                lines = f.read().splitlines()[2:]
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
         except FileNotFoundError:  # (deleted meanwhile: Spark keeps a query's last 100)
             continue
-        ends[int(name)] = tuple(_log_offset(line) for line in lines)
+        if lines[:1] != ["v1"]:
+            msg = f"{path}: an offset log of a version this reader does not know ({lines[:1]})"
+            raise ValueError(msg)
+        ends[int(name)] = tuple(_log_offset(line) for line in lines[2:])
     return ends
 
 

@@ -46,7 +46,8 @@ class Path_:
 
 
 SLICES = {"streamjoin.twoway.index": "false"}
-"""The cached state slices instead of the indexes of equi joins (`runtime.batch.indexed`)."""
+"""The cached state slices instead of the indexes of equi and band joins
+(`runtime.batch.indexed`)."""
 INDEXED = ("Scan ExistingRDD",)
 """A plan through the index: an RDD of the probe's rows (its pairs, or the query's rows made of
 them in the probe's task), and no join of Spark's (`NO_JOIN`)."""
@@ -94,7 +95,7 @@ TWO_WAY = {
         plan_has=("_sj_place",),
     ),
     "time-buckets": Path_(with_="time_buckets = 'true'"),
-    "band-buckets": Path_(on=f"{BAND} AND {WINDOW}"),
+    "band-buckets": Path_(SLICES, on=f"{BAND} AND {WINDOW}"),
     "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
     "full-history": Path_(SLICES, on=EQUI, copied=True),
     "indexed": Path_(state_jobs=False, copied=False, plan_has=INDEXED, plan_lacks=NO_JOIN),
@@ -105,6 +106,7 @@ TWO_WAY = {
         plan_lacks=NO_JOIN,
     ),
     "indexed-full-history": Path_(on=EQUI, copied=True, plan_has=INDEXED, plan_lacks=NO_JOIN),
+    "indexed-band": Path_(on=f"{BAND} AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN),
 }
 
 MULTI_WAY = {

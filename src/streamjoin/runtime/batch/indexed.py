@@ -215,7 +215,8 @@ class IndexedJoins:
             self.read_rows = True
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
-            jdf = cls.probe(delta._jdf, *index, one_task(ctx, left, right))
+            # (A band join's one partition takes its rows in one task, without a shuffle.)
+            jdf = cls.probe(delta._jdf, *index, one_task(ctx, left, right) or banded(qp))
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
@@ -348,6 +349,10 @@ def _key_sql(ctx: BatchContext, qp: QueryPlan, side: int) -> tuple[str, str]:
         sides: tuple[Side, Side] = ("left", "right") if side == 0 else ("right", "left")
         lo, hi, _ = bucket_range(qp.band, sides[0])
         key = bucket_range(qp.band, sides[1])[2]  # (the bucket the other side's probes reach)
+        # (A NULL value meets nothing: kept nowhere, as a NULL key. The bucket of NULL is the
+        # lowest one, greatest() passing over NULL.)
+        value = qp.band.left_sql if side == 0 else qp.band.right_sql
+        key = f"CASE WHEN ({value}) IS NULL THEN NULL ELSE {key} END"
         return key, f", CAST({lo} AS BIGINT) AS _sj_lo, CAST({hi} AS BIGINT) AS _sj_hi"
     router = ctx.routers[qp.query.name]
     if router.key_types is None:

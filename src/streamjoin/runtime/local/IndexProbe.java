@@ -83,8 +83,21 @@ final class IndexProbe implements FlatMapFunction {
         pairs(d, (ArrayList) other.byKey.get(Long.valueOf(d.key)), left, out);
         continue;
       }
-      for (long b = d.lo; b <= d.hi; b++) {
-        pairs(d, (ArrayList) other.byKey.get(Long.valueOf(b)), left, out);
+      if (d.hi - d.lo < other.byKey.size()) {
+        for (long b = d.lo; b <= d.hi; b++) {
+          pairs(d, (ArrayList) other.byKey.get(Long.valueOf(b)), left, out);
+        }
+        continue;
+      }
+      // (A range of more buckets than the other side holds, a tiny band's near the ends of the
+      // doubles: its buckets that hold rows, never a loop over all of it.)
+      Iterator keys = other.byKey.entrySet().iterator();
+      while (keys.hasNext()) {
+        java.util.Map.Entry k = (java.util.Map.Entry) keys.next();
+        long b = ((Long) k.getKey()).longValue();
+        if (b >= d.lo && b <= d.hi) {
+          pairs(d, (ArrayList) k.getValue(), left, out);
+        }
       }
     }
   }
