@@ -36,10 +36,9 @@ import uuid
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
+from streamjoin.runtime.batch.indexsql import banded, input_parts, output_sql
 from streamjoin.runtime.batch.intake import status_sql
-from streamjoin.runtime.batch.joins import Side, bucket_range
 from streamjoin.runtime.batch.shedding import allowances
-from streamjoin.runtime.routing.router import key_types
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
@@ -220,7 +219,7 @@ class IndexedJoins:
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
-        return ctx.spark.sql(_output_sql(qp, found))
+        return ctx.spark.sql(output_sql(qp, found))
 
     def built(self) -> dict[str, int]:
         """The batch each query's index was last committed at, by query name."""
@@ -290,89 +289,19 @@ class IndexedJoins:
             )
             where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
             rels.append(f"(SELECT {cols} FROM {view} WHERE {where})")
-        left, right = (ctx.spark.sql(p)._jdf for p in self._parts(ctx, qp, *rels, late=True))
+        left, right = (ctx.spark.sql(p)._jdf for p in input_parts(ctx, qp, *rels, late=True))
         made = jvm.streamjoin.BatchInput.of(left, right)
         if made is None:
             return None
         pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
         found = ctx.scratch.view(pairs, f"_sj_pairs_{len(ctx.scratch.views)}")
-        return made, jvm.streamjoin.BatchInput.output(ctx.spark.sql(_output_sql(qp, found))._jdf)
-
-    @classmethod
-    def _input(cls, ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
-        """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
-        takes them: side, key hash, event time, and each row as a struct on its side's column."""
-        return ctx.spark.sql(" UNION ALL ".join(cls._parts(ctx, qp, left, right)))
+        return made, jvm.streamjoin.BatchInput.output(ctx.spark.sql(output_sql(qp, found))._jdf)
 
     @staticmethod
-    def _parts(
-        ctx: BatchContext, qp: QueryPlan, left: str, right: str, *, late: bool = False
-    ) -> list[str]:
-        """`_input`'s SELECT of each side; with `late`, each row's event time last, for the
-        probe's late test (`intake.status_sql`'s, there compared as a decimal: the same answer
-        for every event time a row that is not malformed has)."""
-        q = qp.query
-        streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
-        none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
-        parts = []
-        for i, (alias, rel, time) in enumerate(
-            ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
-        ):
-            key, ranged = _key_sql(ctx, qp, i)
-            ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
-            row = f"struct({alias}.*)"
-            sides = (row, none[1]) if i == 0 else (none[0], row)
-            event = streams[i].stream.event_time
-            evt = f"unix_micros({alias}.`{event}`)" if event else "CAST(NULL AS BIGINT)"
-            parts.append(
-                f"SELECT {i} AS _sj_side, {key} AS _sj_key, {ts} AS _sj_ts, "
-                f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r"
-                + ranged
-                + (f", {evt} AS _sj_evt" if late else "")
-                + f" FROM {rel} AS {alias}"
-            )
-        return parts
-
-
-def banded(qp: QueryPlan) -> bool:
-    """Whether `qp` is a band join without an equality key: its index holds each row by its
-    value's bucket, and a row probes the buckets its band reaches (`joins.bucket_range`)."""
-    return qp.band is not None and not qp.parts.equi
-
-
-def _key_sql(ctx: BatchContext, qp: QueryPlan, side: int) -> tuple[str, str]:
-    """The SQL of a row of `side`'s key in the index (a hash of its equality keys, NULL where
-    one is NULL; a band join's: its value's bucket), and the columns that follow its other
-    columns (a band join's bucket range, ``_sj_lo`` and ``_sj_hi``; none)."""
-    if banded(qp):
-        assert qp.band is not None
-        sides: tuple[Side, Side] = ("left", "right") if side == 0 else ("right", "left")
-        lo, hi, _ = bucket_range(qp.band, sides[0])
-        key = bucket_range(qp.band, sides[1])[2]  # (the bucket the other side's probes reach)
-        # (A NULL value meets nothing: kept nowhere, as a NULL key. The bucket of NULL is the
-        # lowest one, greatest() passing over NULL.)
-        value = qp.band.left_sql if side == 0 else qp.band.right_sql
-        key = f"CASE WHEN ({value}) IS NULL THEN NULL ELSE {key} END"
-        return key, f", CAST({lo} AS BIGINT) AS _sj_lo, CAST({hi} AS BIGINT) AS _sj_hi"
-    router = ctx.routers[qp.query.name]
-    if router.key_types is None:
-        router.key_types = key_types(ctx.spark, router)
-    keys = [k.left_sql if side == 0 else k.right_sql for k in qp.parts.equi]
-    cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, router.key_types, strict=True)]
-    null = " OR ".join(f"({c}) IS NULL" for c in cast)
-    return f"CASE WHEN {null} THEN NULL ELSE xxhash64({', '.join(cast)}) END", ""
-
-
-def _output_sql(qp: QueryPlan, pairs: str) -> str:
-    """SQL of `qp`'s rows from the candidate pairs in relation `pairs` (its predicate, then its
-    SELECT)."""
-    q = qp.query
-    a, b = q.left.alias, q.right.alias
-    select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
-    return (
-        f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b} FROM {pairs}) "
-        f"WHERE {qp.spark_predicate}"
-    )
+    def _input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
+        """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
+        takes them (`indexsql.input_parts`)."""
+        return ctx.spark.sql(" UNION ALL ".join(input_parts(ctx, qp, left, right)))
 
 
 def one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
@@ -392,14 +321,10 @@ def _key(qp: QueryPlan) -> str:
     return f"{qp.query.name}#{digest}"
 
 
-def _struct(sp: StreamPlan) -> str:
-    """The DDL of a struct of `sp`'s columns."""
-    return "STRUCT<" + ", ".join(f"`{c.name}`: {c.type.ddl}" for c in sp.stream.columns) + ">"
-
-
 def serves_every_join(plan: JobPlan) -> bool:
-    """Whether the indexes can serve every join of `plan` (two-way inner equi joins only, no
-    query that reads the stored rows otherwise), so that no state needs caching beside them."""
+    """Whether the indexes can serve every join of `plan` (two-way inner equi or band joins
+    only, no query that reads the stored rows otherwise), so that no state needs caching
+    beside them."""
     plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
     return plain and all(
         (qp.parts.equi or banded(qp))
