@@ -214,8 +214,9 @@ class IndexedJoins:
             self.read_rows = True
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
-            # (A band join's one partition takes its rows in one task, without a shuffle.)
-            jdf = cls.probe(delta._jdf, *index, one_task(ctx, left, right) or banded(qp))
+            # (A large delta, a band join's too, is read in parallel, then shuffled to the
+            # partitions' tasks: a band join's one.)
+            jdf = cls.probe(delta._jdf, *index, one_task(ctx, left, right))
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
