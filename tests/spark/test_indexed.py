@@ -285,3 +285,25 @@ def test_the_current_time_is_planned_every_batch(
     want = run_reference(plain, batches).outputs["q1"]
     assert normalize(read_sink(spark, job, "timed", COLUMNS)) == normalize(want)
     assert want
+
+
+def test_a_band_join_takes_its_slices_for_a_large_delta_and_comes_back(
+    spark: SparkSession, tmp_path: Path, indexed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A band join's delta beyond `BAND_INDEX_ROWS` (by footers) probes the slices, and the
+    # next small one rebuilds the index from the units. (These batches have no footers: the
+    # limit is moved below 0 to send a batch to the slices.)
+    job = _job(tmp_path, {"band_window": QUERIES["band_window"]})
+    batches = make_batches(8, n_batches=7, rows_per_batch=16, keys=3)
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    served = []
+    try:
+        for i, batch in enumerate(batches):
+            large = i in (2, 3, 5)
+            monkeypatch.setattr(indexed_module, "BAND_INDEX_ROWS", -1 if large else 100_000)
+            _feed(spark, processor, job, [batch], first=i)
+            served.append(i in processor.indexed.built().values())
+    finally:
+        processor.close()
+    assert served == [True, True, False, False, True, False, True], served
+    _check(spark, job, batches)

@@ -53,6 +53,12 @@ _LEAST = -(2**63)
 ONE_TASK_ROWS = 20_000
 """A batch's delta of at most this many rows (both sides, by its files' footers) is probed in one
 task without a shuffle: the shuffle's stage costs more than a second core saves on it."""
+
+BAND_INDEX_ROWS = 100_000
+"""A band join's delta of more rows (both sides, by its files' footers) probes the cached slices
+instead of its index: the index's one partition is one task, which holds the batch's candidate
+pairs in memory, where the slices' join streams them on every core (at 80,000 rows a second a
+stream, a backlogged batch of millions of rows ran for minutes in that task)."""
 _names = itertools.count()
 
 
@@ -98,7 +104,7 @@ class IndexedJoins:
         live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
         return (
             ctx.settings.index
-            and ((bool(qp.parts.equi) and router.band is None) or banded(qp))
+            and ((bool(qp.parts.equi) and router.band is None) or _small_band(ctx, qp))
             and q.outer is None
             and router.scheme is None
             and q.option("partitioning") != "hash"
@@ -303,6 +309,16 @@ class IndexedJoins:
         """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
         takes them (`indexsql.input_parts`)."""
         return ctx.spark.sql(" UNION ALL ".join(input_parts(ctx, qp, left, right)))
+
+
+def _small_band(ctx: BatchContext, qp: QueryPlan) -> bool:
+    """Whether `qp` is a band join (`banded`) whose batch's delta is within `BAND_INDEX_ROWS`
+    by its files' footers (a delta they do not count: taken as within)."""
+    if not banded(qp):
+        return False
+    rows = ctx.delta_rows
+    sides = {qp.query.left.stream, qp.query.right.stream}
+    return sum(rows.get(s, 0) for s in sides) <= BAND_INDEX_ROWS
 
 
 def one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
