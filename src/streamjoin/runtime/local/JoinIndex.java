@@ -16,9 +16,10 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 
 /**
- * The live state of two-way equi and band joins as hash indexes in the executor's memory, kept across
- * micro-batches: one per query and shuffle partition, each side's rows by the hash of their
- * key, and in arrival order for expiry. A batch's delta is shuffled by the same hash (or, when
+ * The live state of two-way equi and band joins as hash indexes in the executor's memory, kept
+ * across micro-batches: one per query and shuffle partition (a band join's: one), each side's
+ * rows by the hash of their key (a band join's: by their value's bucket), and in arrival order
+ * for expiry. A batch's delta is shuffled by the same hash (or, when
  * small, put in one task); each task probes and extends the partitions it has rows of (the delta
  * rule: new left rows meet old and new right rows, new right rows meet old left rows) and
  * returns the candidate pairs, which the query's whole predicate then filters in Spark SQL. The
