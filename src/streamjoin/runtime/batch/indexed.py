@@ -117,12 +117,7 @@ class IndexedJoins:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
         the batch's rows per unit in its probe (so that no job of its own does)."""
         qp = next((qp for qp in ctx.plan.joins if qp.query.name == query), None)
-        return (
-            qp is not None
-            and query in ctx.counted
-            and self.eligible(ctx, qp)
-            and not banded(qp)  # (its one partition has no units)
-        )
+        return qp is not None and query in ctx.counted and self.eligible(ctx, qp)
 
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows per unit that the batch's probes counted, by query (read once, after the
@@ -207,7 +202,7 @@ class IndexedJoins:
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, parts, *least)
-        units = router.units if self.counts_units(ctx, q.name) else 0
+        units = router.units if q.name in ctx.counted else 0  # (never a band join's)
         if units:
             self._counting[q.name] = (name, units)
         index = (name, parts, ctx.batch_id, units)
