@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
 from tests.spark.streams import make_batches, stream_ddl
@@ -99,3 +101,51 @@ def test_sigkill_at_four_points_then_more_input(tmp_path: Path) -> None:
         got = read_json_rows(tmp_path / "out" / sink, COLUMNS)
         assert normalize(got) == normalize(expected.outputs[query]), sink
         assert got, sink
+
+
+def test_sigkill_after_sinks_their_probes_wrote_then_a_restart(tmp_path: Path) -> None:
+    # Parquet in and out: each batch's probe makes its query's rows and writes them into the
+    # sink itself (``BatchWrite.java``); the batch killed after its writes runs again and
+    # replaces them.
+    window = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
+    streams = [
+        stream_ddl(s, str(tmp_path / "in" / s))
+        .replace("format = 'json'", "format = 'parquet'")
+        .replace("WITH (", "WITH (maxFilesPerTrigger = '1', ")
+        for s in ("A", "B")
+    ]
+    sinks = {"eq": f"a.k = b.k AND {window}", "band": f"abs(a.x - b.x) <= 0.5 AND {window}"}
+    text = "\n".join(
+        [
+            *streams,
+            *(
+                f"CREATE SINK {s} WITH (format = 'parquet', path = '{tmp_path / 'out' / s}');\n"
+                f"INSERT INTO {s} SELECT a.id AS aid, b.id AS bid, a.k AS kx "
+                f"FROM A a JOIN B b ON {on};"
+                for s, on in sinks.items()
+            ),
+        ]
+    )
+    job_path = tmp_path / "job.sql"
+    job_path.write_text(text, encoding="utf-8")
+    ckpt = str(tmp_path / "ckpt")
+    batches = make_batches(23, n_batches=5, rows_per_batch=10)
+    write_batches(tmp_path / "in", batches, parquet=True)
+
+    fault = {"STREAMJOIN_FAULT": "after-sink:2"}
+    run = streamjoin("run", str(job_path), "--once", "--checkpoint", ckpt, env=fault)
+    assert run.returncode == -9, run.stderr[-2000:]
+    done = streamjoin("run", str(job_path), "--once", "--checkpoint", ckpt)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    expected = run_reference(parse_job(text), batches)
+    for i, sink in enumerate(sinks, start=1):
+        out = tmp_path / "out" / sink
+        # (The probe's own file in every batch: the direct write ran, in both runs.)
+        files = [out / f"batch={b}" / f"part-00000-b{b}.snappy.parquet" for b in range(5)]
+        assert all(f.exists() for f in files), sink
+        assert not list(out.glob("batch=*/.*.writing"))
+        got = pq.read_table(out).select(list(COLUMNS)).to_pylist()
+        rows = [tuple(r[c] for c in COLUMNS) for r in got]
+        assert normalize(rows) == normalize(expected.outputs[f"q{i}"]), sink
+        assert rows, sink

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import typing as t
+import weakref
 from functools import partial
 
 from pyspark.sql import Observation
@@ -16,6 +17,7 @@ from streamjoin.runtime.threads import Background, metrics
 if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from pyspark import SparkContext
     from pyspark.sql import DataFrame
 
     from streamjoin.model import Job, SinkDef
@@ -79,7 +81,7 @@ def write_frames(
 ) -> dict[str, int]:
     """`write_outputs` for batch `batch_id` of `job`, its sinks written by up to `parallelism`
     tasks each (also outside a stream's batch: ``--final``)."""
-    per_sink: dict[str, list[tuple[str, DataFrame, Observation]]] = {}
+    per_sink: dict[str, list[tuple[str, DataFrame]]] = {}
     sinks = job.outputs
     for name, parts in frames.items():
         if not parts:
@@ -87,33 +89,88 @@ def write_frames(
         out = parts[0]
         for p in parts[1:]:
             out = out.unionAll(p)
-        obs = Observation(f"sj_{name}_{batch_id}")
-        out = out.observe(obs, F.count(F.lit(1)).alias("rows"))
-        per_sink.setdefault(sinks[name], []).append((name, out, obs))
+        per_sink.setdefault(sinks[name], []).append((name, out))
     slots = threading.BoundedSemaphore(CONCURRENT_WRITES)
     writes = [Background(write.run, slots) for write in joint]
+    rows: dict[str, int] = {}
+    counting: list[Background] = []
     for sink_name, outputs in per_sink.items():
-        sink_df = outputs[0][1]
-        for _, df, _ in outputs[1:]:
-            sink_df = sink_df.unionByName(df)
         sink = job.sink(sink_name)
-        # A live batch's pairs come from a union of a few cached slices per stream, each its
-        # own partitions: as many tasks as cores write them, not a task (and a file) each.
-        sink_df = sink_df.coalesce(parallelism)
+        if len(outputs) == 1 and _direct(sink, frames[outputs[0][0]]):
+            write = partial(write_rdd, sink, outputs[0], batch_id)
+        else:
+            write = partial(_write_observed, sink, outputs, batch_id, parallelism)
         if len(per_sink) + len(joint) == 1 or sink.format == "console":  # (console: in order)
-            write_sink(sink, sink_df, batch_id)
+            rows |= write()
         else:
             # Each sink is its own Spark job whose driver work (planning, the file commit)
             # leaves the cores idle: run them together so one's overhead overlaps another's.
-            writes.append(Background(partial(write_sink, sink, sink_df, batch_id), slots))
-    results = [w.wait() for w in writes]  # all of them, even after a failure
+            counting.append(Background(write, slots))
+    results = [w.wait() for w in [*writes, *counting]]  # all of them, even after a failure
     for error in filter(None, results):
         raise error
-    rows = {
-        name: int(metrics(obs).get("rows", 0))
-        for outputs in per_sink.values()
-        for name, _, obs in outputs
-    }
-    for write in joint:
-        rows |= write.rows()
+    for running in counting:
+        rows |= running.result()
+    for shared in joint:
+        rows |= shared.rows()
     return rows
+
+
+def _write_observed(
+    sink: SinkDef, outputs: Sequence[tuple[str, DataFrame]], batch_id: int, parallelism: int
+) -> dict[str, int]:
+    """Write `outputs` (query name, its pairs) to `sink` in one Spark job; the rows of each."""
+    observed = []
+    for name, df in outputs:
+        obs = Observation(f"sj_{name}_{batch_id}")
+        observed.append((name, df.observe(obs, F.count(F.lit(1)).alias("rows")), obs))
+    sink_df = observed[0][1]
+    for _, df, _ in observed[1:]:
+        sink_df = sink_df.unionByName(df)
+    # A live batch's pairs come from a union of a few cached slices per stream, each its own
+    # partitions: as many tasks as cores write them, not a task (and a file) each.
+    write_sink(sink, sink_df.coalesce(parallelism), batch_id)
+    return {name: int(metrics(obs).get("rows", 0)) for name, _, obs in observed}
+
+
+def _direct(sink: SinkDef, parts: Sequence[DataFrame]) -> bool:
+    """Whether `write_rdd` writes a query's `parts` alone in `sink`: one frame (an index's
+    probe makes its rows, `runtime.batch.indexed`), a Parquet sink with no option but the
+    Parquet writer's own (not Spark's writer's, as maxRecordsPerFile), and a driver with the
+    local jar."""
+    options = [k for k, _ in sink.options if k != "path"]
+    return (
+        len(parts) == 1
+        and sink.format == "parquet"
+        and all(k == "compression" or k.startswith("parquet.") for k in options)
+        and _has_jar(parts[0])
+    )
+
+
+def write_rdd(sink: SinkDef, output: tuple[str, DataFrame], batch_id: int) -> dict[str, int]:
+    """Write a query's pairs (`output`: its name, and its pairs, rows of an RDD) as batch
+    `batch_id`'s output of Parquet sink `sink` from the tasks that make them
+    (``BatchWrite.java``): one job and no plan of a write. Returns the rows written, by query;
+    pairs that are not an RDD's rows go through Spark's writer (`write_sink`)."""
+    name, df = output
+    jvm = df.sparkSession.sparkContext._jvm
+    assert jvm is not None
+    options = {k: v for k, v in sink.options if k != "path"}
+    path = sink_batch_path(sink, batch_id)
+    written = int(jvm.streamjoin.BatchWrite.parquet(df._jdf, path, batch_id, options))
+    if written >= 0:
+        return {name: written}
+    return _write_observed(sink, [output], batch_id, 1)
+
+
+_JAR: weakref.WeakKeyDictionary[SparkContext, bool] = weakref.WeakKeyDictionary()
+
+
+def _has_jar(df: DataFrame) -> bool:
+    """Whether the driver's JVM has streamjoin's local jar (`runtime.local`), asked once."""
+    from streamjoin.runtime.batch.indexed import index_class
+
+    sc = df.sparkSession.sparkContext
+    if sc not in _JAR:
+        _JAR[sc] = index_class(df.sparkSession) is not None
+    return _JAR[sc]

@@ -32,7 +32,13 @@ FS_IMPL = "spark.hadoop.fs.file.impl"
 CLASS_PATH = "spark.driver.extraClassPath"
 CLASS_NAME = "streamjoin.LocalFiles"
 
-_SOURCES = ("LocalFiles.java", "JoinIndex.java", "IndexProbe.java", "BatchInput.java")
+_SOURCES = (
+    "LocalFiles.java",
+    "JoinIndex.java",
+    "IndexProbe.java",
+    "BatchInput.java",
+    "BatchWrite.java",
+)
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
 
 
