@@ -174,9 +174,19 @@ def test_every_forced_path_gives_the_reference_result(
     plans: list[str] = []
     write = sinks.write_sink
 
+    write_rdd = sinks.write_rdd
+
     def recording(sink: t.Any, df: DataFrame, batch_id: int) -> None:
         plans.append(str(df._jdf.queryExecution().executedPlan().toString()))
         write(sink, df, batch_id)
+
+    def recording_rdd(sink: t.Any, output: tuple[str, DataFrame], batch_id: int) -> t.Any:
+        # (A probe's rows its tasks write themselves: the plan they come from. Other rows go
+        # on to Spark's writer, `recording`.)
+        jdf = output[1]._jdf
+        if jdf.logicalPlan().getClass().getSimpleName() == "LogicalRDD":
+            plans.append(str(jdf.queryExecution().executedPlan().toString()))
+        return write_rdd(sink, output, batch_id)
 
     ran: list[int] = []
     job_run = StateJob.run
@@ -186,6 +196,7 @@ def test_every_forced_path_gives_the_reference_result(
         return job_run(self, classified, batch_id, *args)
 
     monkeypatch.setattr(sinks, "write_sink", recording)
+    monkeypatch.setattr(sinks, "write_rdd", recording_rdd)
     monkeypatch.setattr(StateJob, "run", counted)
     checkpoint = root / "ckpt" / name
     for key, value in case.conf.items():
