@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.metrics import read_history
 from streamjoin.runtime.metrics.sparkprogress import FIELDS, values
 from streamjoin.sql import parse_job
@@ -60,3 +61,40 @@ def test_spark_counts_each_input_row_once(
     assert [listener.observed[i]["rows_in"] for i in range(len(batches))] == [
         n for n, _ in want.values()
     ]
+
+
+@pytest.mark.parametrize("queries", [1, 2])
+def test_spark_counts_each_row_once_where_index_probes_read_the_batch(
+    spark: SparkSession, tmp_path: Path, queries: int
+) -> None:
+    # Parquet files whose footers prove every row on time: each index probe reads Spark's
+    # batch in its own job (`indexed.IndexedJoins.reads_rows`), the only read of it; with two
+    # queries, two reads, which the count must not add up.
+    batches = make_batches(47, n_batches=4, rows_per_batch=10, late_per_batch=0, disorder_s=0.0)
+    write_batches(tmp_path / "in", batches, parquet=True)
+    text = window_join_job(str(tmp_path / "out"), 10, str(tmp_path / "in"), "parquet")
+    if queries == 2:
+        text += (
+            f"\nCREATE SINK v WITH (format = 'parquet', path = '{tmp_path / 'v'}');\n"
+            "INSERT INTO v SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b "
+            "ON abs(a.x - b.x) <= 0.5 AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '4' SECOND;"
+        )
+    job = parse_job(text, "<test>")
+    probed: list[bool] = []
+    reads_rows = IndexedJoins.reads_rows
+
+    def recorded(self: IndexedJoins, ctx: t.Any) -> bool:
+        probed.append(reads_rows(self, ctx))
+        return probed[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(IndexedJoins, "reads_rows", recorded)
+        _, listener = run_counting_input(spark, job, str(tmp_path / "ckpt"), len(batches), {})
+
+    assert probed and all(probed), probed
+    expected = run_reference(job, batches)
+    for sink, query in (("w", "q1"), ("v", "q2"))[:queries]:
+        got = read_sink(spark, job, sink, ("aid", "bid"))
+        assert normalize(got) == normalize(expected.outputs[query]), sink
+    sizes = [(len(b["A"]), len(b["B"])) for b in batches]
+    assert listener.rows == {i: (a + b, [a, b]) for i, (a, b) in enumerate(sizes)}

@@ -92,6 +92,7 @@ class IndexedJoins:
         self.read_rows = False
         """Whether a probe of the batch read the batch's own rows (`BatchInput`)."""
         self._jvm: t.Any = None
+        self._batch_inputs: t.Any = None
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch: an inner two-way equi join whose rows
@@ -160,9 +161,11 @@ class IndexedJoins:
     def _decide(self, ctx: BatchContext, key: str, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         if not one_task(ctx, *ctx.plan.streams) or self._class(ctx.spark) is None:
             return None
-        jvm = ctx.spark.sparkContext._jvm
-        assert jvm is not None
-        if not jvm.streamjoin.BatchInput.planned(ctx.rows._jdf):
+        if self._batch_inputs is None:  # (each lookup is a call to the JVM)
+            jvm = ctx.spark.sparkContext._jvm
+            assert jvm is not None
+            self._batch_inputs = jvm.streamjoin.BatchInput
+        if not self._batch_inputs.planned(ctx.rows._jdf):
             return None
         made: t.Any = self._inputs.get(key)
         if made is None or (made is not False and not made[0].fits(ctx.rows._jdf)):

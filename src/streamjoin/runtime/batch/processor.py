@@ -203,11 +203,12 @@ class BatchProcessor:
             queries = self._follow(batch_id)
             ctx = self._context(df, batch_id)
             self.behind.submit(ctx.prev)
-            known, statistics = self._start_state(ctx)
+            # (Probes that read the rows Spark planned for the batch need no relation of them,
+            # and their reads are Spark's count of the batch's input rows.)
+            reads_rows = self.indexed.reads_rows(ctx)
+            known, statistics = self._start_state(ctx, reads_rows)
             # (Where indexes serve every join, no state slice is read: none is cached.)
             self.stores.cache_deltas = not self.indexed.serve_all(ctx)
-            # (Probes that read the rows Spark planned for the batch need no relation of them.)
-            reads_rows = self.indexed.reads_rows(ctx)
             deltas = {} if reads_rows else delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
@@ -368,15 +369,15 @@ class BatchProcessor:
         )
 
     def _start_state(
-        self, ctx: BatchContext
+        self, ctx: BatchContext, probed: bool
     ) -> tuple[dict[str, StreamStats] | None, Callable[[], dict[str, StreamStats]]]:
         """The batch's statistics if its footers tell them, and a call that returns them (the
-        footers', or the state job's, started here beside the joins)."""
+        footers', or the state job's, started here beside the joins); `probed`: a probe's job
+        reads the batch's rows, which Spark counts."""
         known = None
         if self.settings.footers:
-            known = self.state_job.from_footers(
-                self.session, ctx.batch_id, ctx.watermark, ctx.files, ctx.footers
-            )
+            args = (ctx.batch_id, ctx.watermark, ctx.files, ctx.footers)
+            known = self.state_job.from_footers(self.session, *args, counted=probed)
         if known is not None:
             return known, lambda: known
         append = partial(self.state_job.run, ctx.classified(), ctx.batch_id, ctx.watermark)

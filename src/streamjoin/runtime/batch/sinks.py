@@ -143,7 +143,7 @@ def _direct(sink: SinkDef, parts: Sequence[DataFrame]) -> bool:
         len(parts) == 1
         and sink.format == "parquet"
         and all(k == "compression" or k.startswith("parquet.") for k in options)
-        and _has_jar(parts[0])
+        and _writer(parts[0]) is not None
     )
 
 
@@ -153,24 +153,24 @@ def write_rdd(sink: SinkDef, output: tuple[str, DataFrame], batch_id: int) -> di
     (``BatchWrite.java``): one job and no plan of a write. Returns the rows written, by query;
     pairs that are not an RDD's rows go through Spark's writer (`write_sink`)."""
     name, df = output
-    jvm = df.sparkSession.sparkContext._jvm
-    assert jvm is not None
     options = {k: v for k, v in sink.options if k != "path"}
     path = sink_batch_path(sink, batch_id)
-    written = int(jvm.streamjoin.BatchWrite.parquet(df._jdf, path, batch_id, options))
+    written = int(_writer(df).parquet(df._jdf, path, batch_id, options))
     if written >= 0:
         return {name: written}
     return _write_observed(sink, [output], batch_id, 1)
 
 
-_JAR: weakref.WeakKeyDictionary[SparkContext, bool] = weakref.WeakKeyDictionary()
+_WRITERS: weakref.WeakKeyDictionary[SparkContext, t.Any] = weakref.WeakKeyDictionary()
 
 
-def _has_jar(df: DataFrame) -> bool:
-    """Whether the driver's JVM has streamjoin's local jar (`runtime.local`), asked once."""
+def _writer(df: DataFrame) -> t.Any:
+    """The JVM's `BatchWrite` class, where the driver's JVM has streamjoin's local jar
+    (`runtime.local`), else None; looked up once (each lookup is a call to the JVM)."""
     from streamjoin.runtime.batch.indexed import index_class
 
     sc = df.sparkSession.sparkContext
-    if sc not in _JAR:
-        _JAR[sc] = index_class(df.sparkSession) is not None
-    return _JAR[sc]
+    if sc not in _WRITERS:
+        found = index_class(df.sparkSession) is not None
+        _WRITERS[sc] = sc._jvm.streamjoin.BatchWrite if found and sc._jvm else None
+    return _WRITERS[sc]

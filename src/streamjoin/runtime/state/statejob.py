@@ -119,13 +119,15 @@ class StateJob:
         watermark: int | None,
         files: Mapping[str, list[str]],
         footers: Mapping[str, Footers],
+        *,
+        counted: bool = False,
     ) -> dict[str, StreamStats] | None:
         """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
         `footers` (`runtime.state.footers`), with Spark's count of the batch's input rows set from
-        them (`streaming` started the stream); or None when this job must run: some stream
-        copies its state, the footers do not prove every row ok, or Spark's plan could not take
-        the count. (A job is a fixed cost: its planning, its scheduling and a scan of every
-        column of the batch's input.)"""
+        them (`streaming` started the stream) unless a job of the batch reads them (`counted`);
+        or None when this job must run: some stream copies its state, the footers do not prove
+        every row ok, or Spark's plan could not take the count. (A job is a fixed cost: its
+        planning, its scheduling and a scan of every column of the batch's input.)"""
         if any(footers.get(sp.name) is None for sp in self.plan.streams):
             return None
         stats = {}
@@ -140,7 +142,7 @@ class StateJob:
                 s.unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
             stats[sp.name] = s
         rows = {file: n for f in footers.values() for file, n in f.rows.items()}
-        return stats if count_input_rows(streaming, rows) else None
+        return stats if counted or count_input_rows(streaming, rows) else None
 
     def batch_files(self, batch_id: int) -> dict[str, list[str]]:
         """Per stream whose state is read back from its input files, the files batch
