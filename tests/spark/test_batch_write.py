@@ -4,6 +4,7 @@ direct write does not serve go through Spark's writer."""
 
 from __future__ import annotations
 
+import shutil
 import typing as t
 from pathlib import Path
 
@@ -58,7 +59,9 @@ def test_a_probe_writes_its_pairs_into_each_parquet_sink_and_a_batch_run_again_r
     processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
     try:
         run_batches(spark, job, batches[:4], Path("/unused"), processor=processor)
-        # Batch 3 again: its files are replaced, not added to.
+        # Batch 3 again: its files are replaced, not added to, whatever the directory held.
+        done = tmp_path / "plain" / "batch=3"
+        shutil.copy(done / "part-00000-b3.snappy.parquet", done / "part-00007-stray.parquet")
         run_batches(spark, job, batches[3:4], Path("/unused"), first_batch=3, processor=processor)
         run_batches(spark, job, batches[4:], Path("/unused"), first_batch=4, processor=processor)
     finally:
@@ -83,3 +86,32 @@ def test_a_probe_writes_its_pairs_into_each_parquet_sink_and_a_batch_run_again_r
     ours = pq.read_schema(plain / "batch=4" / "part-00000-b4.snappy.parquet")
     spark_file = next((capped / "batch=4").glob("part-*.parquet"))
     assert ours.remove_metadata() == pq.read_schema(spark_file).remove_metadata()
+
+
+@pytest.mark.usefixtures("indexed")
+def test_files_of_at_most_so_many_rows_are_left_to_sparks_writer(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
+    _as_planned(monkeypatch)
+    sink = tmp_path / "plain"
+    job = parse_job(
+        "\n".join(
+            [
+                stream_ddl("A"),
+                stream_ddl("B"),
+                f"CREATE SINK plain WITH (format = 'parquet', path = '{sink}');",
+                f"INSERT INTO plain SELECT {SELECT} FROM A a JOIN B b ON {ON};",
+            ]
+        )
+    )
+    batches = make_batches(19, n_batches=2, rows_per_batch=12, keys=2)
+    spark.conf.set("spark.sql.files.maxRecordsPerFile", "2")
+    try:
+        run_batches(spark, job, batches, tmp_path / "ckpt")
+    finally:
+        spark.conf.unset("spark.sql.files.maxRecordsPerFile")
+    want = run_reference(job, batches).outputs["q1"]
+    assert normalize(read_sink(spark, job, "plain", COLUMNS)) == normalize(want)
+    files = list(sink.glob("batch=1/part-*.parquet"))
+    assert len(files) >= 2 and all(pq.read_metadata(f).num_rows <= 2 for f in files)

@@ -180,13 +180,13 @@ def test_every_forced_path_gives_the_reference_result(
         plans.append(str(df._jdf.queryExecution().executedPlan().toString()))
         write(sink, df, batch_id)
 
-    def recording_rdd(sink: t.Any, output: tuple[str, DataFrame], batch_id: int) -> t.Any:
+    def recording_rdd(sink: t.Any, output: tuple[str, DataFrame], *args: t.Any) -> t.Any:
         # (A probe's rows its tasks write themselves: the plan they come from. Other rows go
         # on to Spark's writer, `recording`.)
         jdf = output[1]._jdf
         if jdf.logicalPlan().getClass().getSimpleName() == "LogicalRDD":
             plans.append(str(jdf.queryExecution().executedPlan().toString()))
-        return write_rdd(sink, output, batch_id)
+        return write_rdd(sink, output, *args)
 
     ran: list[int] = []
     job_run = StateJob.run

@@ -16,6 +16,7 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.metrics import read_history
 from streamjoin.runtime.metrics.sparkprogress import FIELDS, values
+from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink, run_counting_input
@@ -87,11 +88,20 @@ def test_spark_counts_each_row_once_where_index_probes_read_the_batch(
         probed.append(reads_rows(self, ctx))
         return probed[-1]
 
+    state_jobs: list[int] = []
+    run = StateJob.run
+
+    def counted(self: StateJob, classified: t.Any, batch_id: int, *args: t.Any) -> t.Any:
+        state_jobs.append(batch_id)
+        return run(self, classified, batch_id, *args)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(IndexedJoins, "reads_rows", recorded)
+        patch.setattr(StateJob, "run", counted)
         _, listener = run_counting_input(spark, job, str(tmp_path / "ckpt"), len(batches), {})
 
-    assert probed and all(probed), probed
+    # (The footers told every batch's statistics: no job of ours but the probes read it.)
+    assert probed and all(probed) and not state_jobs, (probed, state_jobs)
     expected = run_reference(job, batches)
     for sink, query in (("w", "q1"), ("v", "q2"))[:queries]:
         got = read_sink(spark, job, sink, ("aid", "bid"))

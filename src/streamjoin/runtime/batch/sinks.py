@@ -97,7 +97,7 @@ def write_frames(
     for sink_name, outputs in per_sink.items():
         sink = job.sink(sink_name)
         if len(outputs) == 1 and _direct(sink, frames[outputs[0][0]]):
-            write = partial(write_rdd, sink, outputs[0], batch_id)
+            write = partial(write_rdd, sink, outputs[0], batch_id, parallelism)
         else:
             write = partial(_write_observed, sink, outputs, batch_id, parallelism)
         if len(per_sink) + len(joint) == 1 or sink.format == "console":  # (console: in order)
@@ -147,18 +147,21 @@ def _direct(sink: SinkDef, parts: Sequence[DataFrame]) -> bool:
     )
 
 
-def write_rdd(sink: SinkDef, output: tuple[str, DataFrame], batch_id: int) -> dict[str, int]:
+def write_rdd(
+    sink: SinkDef, output: tuple[str, DataFrame], batch_id: int, parallelism: int
+) -> dict[str, int]:
     """Write a query's pairs (`output`: its name, and its pairs, rows of an RDD) as batch
     `batch_id`'s output of Parquet sink `sink` from the tasks that make them
     (``BatchWrite.java``): one job and no plan of a write. Returns the rows written, by query;
-    pairs that are not an RDD's rows go through Spark's writer (`write_sink`)."""
+    pairs that are not an RDD's rows, or that the session's settings give to Spark's writer, go
+    through it, by up to `parallelism` tasks (`write_sink`)."""
     name, df = output
     options = {k: v for k, v in sink.options if k != "path"}
     path = sink_batch_path(sink, batch_id)
     written = int(_writer(df).parquet(df._jdf, path, batch_id, options))
     if written >= 0:
         return {name: written}
-    return _write_observed(sink, [output], batch_id, 1)
+    return _write_observed(sink, [output], batch_id, parallelism)
 
 
 _WRITERS: weakref.WeakKeyDictionary[SparkContext, t.Any] = weakref.WeakKeyDictionary()

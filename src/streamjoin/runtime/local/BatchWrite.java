@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -13,6 +14,7 @@ import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.TaskType;
 import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
+import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.Function2;
 import org.apache.spark.api.python.PythonUtils;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -24,7 +26,9 @@ import org.apache.spark.sql.execution.datasources.DataSourceUtils;
 import org.apache.spark.sql.execution.datasources.OutputWriter;
 import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructType;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A batch's rows of a Parquet sink written by the tasks that make them, with Spark's own Parquet
@@ -55,20 +59,43 @@ public final class BatchWrite {
   /**
    * Writes {@code rows} into directory {@code dir} as Parquet with the sink's {@code options}
    * (Spark's, as {@code DataFrameWriter} takes them) and returns how many it wrote; or -1,
-   * writing nothing, when {@code rows} are not an RDD's (their plan is not a {@code
-   * LogicalRDD}).
+   * writing nothing, where Spark's writer must write them: they are not an RDD's rows (their
+   * plan is not a {@code LogicalRDD}), or the session asks for what only Spark's writer does
+   * (files of at most so many rows, another commit protocol or committer), or two columns share
+   * a name (Spark's writer names them in its error).
    */
   public static long parquet(Dataset rows, String dir, long batch, Map options)
       throws IOException {
     LogicalPlan plan = rows.logicalPlan();
-    if (!(plan instanceof LogicalRDD)) {
+    if (!(plan instanceof LogicalRDD) || ((LogicalRDD) plan).rdd().getNumPartitions() == 0) {
       return -1L;
     }
     SparkSession spark = rows.sparkSession();
+    SQLConf sql = spark.sessionState().conf();
+    Map set = CollectionConverters.asJava(sql.getAllConfs());
+    Object committer = set.get("spark.sql.parquet.output.committer.class");
+    if (sql.maxRecordsPerFile() > 0
+        || !PROTOCOL.equals(sql.fileCommitProtocolClass())
+        || (committer != null && !COMMITTER.equals(committer))) {
+      return -1L;
+    }
     // (Every column nullable, as Spark writes a file source: a sink's files agree whichever
     // way each batch was written.)
     StructType schema = rows.schema().asNullable();
-    String key = options.toString() + "\0" + schema.json();
+    if (duplicated(schema, sql.caseSensitiveAnalysis())) {
+      return -1L;
+    }
+    // (The session's Parquet settings, which the prepared writer took, are in its key.)
+    TreeMap parquet = new TreeMap();
+    Iterator it = set.entrySet().iterator();
+    while (it.hasNext()) {
+      Map.Entry e = (Map.Entry) it.next();
+      String k = (String) e.getKey();
+      if (k.contains("parquet") || k.equals("spark.sql.session.timeZone")) {
+        parquet.put(k, e.getValue());
+      }
+    }
+    String key = options + "\0" + parquet + "\0" + schema.json();
     BatchWrite w = (BatchWrite) PREPARED.get(key);
     if (w == null) {
       scala.collection.immutable.Map opts = PythonUtils.toScalaMap(options);
@@ -80,6 +107,22 @@ public final class BatchWrite {
       PREPARED.put(key, w);
     }
     return w.write(((LogicalRDD) plan).rdd().toJavaRDD(), dir, batch);
+  }
+
+  static final String PROTOCOL =
+      "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol";
+  static final String COMMITTER = "org.apache.parquet.hadoop.ParquetOutputCommitter";
+
+  static boolean duplicated(StructType schema, boolean caseSensitive) {
+    java.util.HashSet names = new java.util.HashSet();
+    String[] fields = schema.fieldNames();
+    for (int i = 0; i < fields.length; i++) {
+      String name = caseSensitive ? fields[i] : fields[i].toLowerCase(java.util.Locale.ROOT);
+      if (!names.add(name)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   long write(org.apache.spark.api.java.JavaRDD rdd, String dir, long batch) throws IOException {
@@ -121,28 +164,44 @@ public final class BatchWrite {
       TaskAttemptContextImpl ctx = new TaskAttemptContextImpl(c, id);
       String name = "part-" + String.format("%05d", new Object[] {Integer.valueOf(part)})
           + "-b" + batch + w.factory.getFileExtension(ctx);
-      Path hidden = new Path(dir, "." + name + ".writing");
-      OutputWriter out = w.factory.newInstance(hidden.toString(), w.schema, ctx);
+      // (An attempt's own hidden file: a retried task never meets the one a failed attempt
+      // left, which it deletes where it can.)
+      int attempt = TaskContext.get() == null ? 0 : TaskContext.get().attemptNumber();
+      Path hidden = new Path(dir, "." + name + "." + attempt + ".writing");
+      FileSystem fs = hidden.getFileSystem(c);
+      OutputWriter out = null;
       long n = 0;
       try {
+        out = w.factory.newInstance(hidden.toString(), w.schema, ctx);
         while (it.hasNext()) {
           out.write((InternalRow) it.next());
           n++;
         }
+        OutputWriter closing = out;
+        out = null;
+        closing.close();
+        Path target = new Path(dir, name);
+        fs.delete(target, false);  // (an earlier attempt's)
+        if (!fs.rename(hidden, target)) {
+          throw new IOException("streamjoin: could not rename " + hidden + " to " + target);
+        }
       } catch (Throwable err) {
+        if (out != null) {
+          try {
+            out.close();
+          } catch (Throwable e) {
+            err.addSuppressed(e);
+          }
+        }
         try {
-          out.close();
-        } finally {
-          hidden.getFileSystem(c).delete(hidden, false);
+          fs.delete(hidden, false);
+        } catch (Throwable e) {
+          err.addSuppressed(e);
+        }
+        if (err instanceof Error) {
+          throw (Error) err;
         }
         throw err instanceof Exception ? (Exception) err : new RuntimeException(err);
-      }
-      out.close();
-      FileSystem fs = hidden.getFileSystem(c);
-      Path target = new Path(dir, name);
-      fs.delete(target, false);  // (an earlier attempt's)
-      if (!fs.rename(hidden, target)) {
-        throw new IOException("streamjoin: could not rename " + hidden + " to " + target);
       }
       return Collections.singletonList(Long.valueOf(n)).iterator();
     }
