@@ -21,11 +21,12 @@ if t.TYPE_CHECKING:
 
     from streamjoin.cluster import LocalCluster
 
-BACKLOG, TRICKLE, MOST = 10, 4, 16
+BACKLOG, TRICKLE, MOST = 10, 4, 24
 """Batches of backlog (those in the stabilization period after the start do not count);
 trickled batches at least, and at most while the second executor stays and one more (a
-scale-in needs three quiet batches in a row after the period: on a loaded machine the first
-trickled ones may not be quiet yet, and without batches no decision comes)."""
+scale-in needs three quiet batches in a row after the period: on a machine loaded by the rest
+of the suite the first dozen trickled ones may not be quiet yet, and without batches no
+decision comes)."""
 SETTLE = 2
 """Seconds of the stabilization period after the start and after each change."""
 PAUSE = 6.0
