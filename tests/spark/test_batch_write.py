@@ -23,6 +23,8 @@ from .test_indexed import _as_planned, indexed  # noqa: F401 - the fixture, by n
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from streamjoin.model import Job
+
 ON = "a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
 SELECT = "a.id AS aid, b.id AS bid, a.x + b.x AS xs, a.s AS s"
 COLUMNS = ("aid", "bid", "xs", "s")
@@ -38,20 +40,25 @@ def _files(sink: Path, batch: int) -> list[str]:
     return sorted(p.name for p in (sink / f"batch={batch}").iterdir())
 
 
+def _job(tmp_path: Path, sinks: t.Mapping[str, str], monkeypatch: pytest.MonkeyPatch) -> Job:
+    """A query per sink (name → its options), each run with every batch's rows as foreachBatch
+    hands them over, in one task: the probe makes the query's rows itself (`BatchInput`), the
+    pairs the direct write takes."""
+    monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
+    _as_planned(monkeypatch)
+    parts = [stream_ddl("A"), stream_ddl("B")]
+    for name, options in sinks.items():
+        path = tmp_path / name
+        parts.append(f"CREATE SINK {name} WITH (format = 'parquet', path = '{path}'{options});")
+        parts.append(f"INSERT INTO {name} SELECT {SELECT} FROM A a JOIN B b ON {ON};")
+    return parse_job("\n".join(parts))
+
+
 @pytest.mark.usefixtures("indexed")
 def test_a_probe_writes_its_pairs_into_each_parquet_sink_and_a_batch_run_again_replaces_them(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Every batch's rows as foreachBatch hands them over, in one task: the probe makes the
-    # query's rows itself (`BatchInput`), the pairs the direct write takes.
-    monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
-    _as_planned(monkeypatch)
-    parts = [stream_ddl("A"), stream_ddl("B")]
-    for name, options in SINKS.items():
-        path = tmp_path / name
-        parts.append(f"CREATE SINK {name} WITH (format = 'parquet', path = '{path}'{options});")
-        parts.append(f"INSERT INTO {name} SELECT {SELECT} FROM A a JOIN B b ON {ON};")
-    job = parse_job("\n".join(parts))
+    job = _job(tmp_path, SINKS, monkeypatch)
     batches = make_batches(17, n_batches=5, rows_per_batch=12, keys=3)
     batches[0]["B"] = []  # (a batch without pairs: its file still carries the columns)
     # (Each query its own join: a join the three shared would split its rows among them.)
@@ -92,19 +99,8 @@ def test_a_probe_writes_its_pairs_into_each_parquet_sink_and_a_batch_run_again_r
 def test_files_of_at_most_so_many_rows_are_left_to_sparks_writer(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
-    _as_planned(monkeypatch)
+    job = _job(tmp_path, {"plain": ""}, monkeypatch)
     sink = tmp_path / "plain"
-    job = parse_job(
-        "\n".join(
-            [
-                stream_ddl("A"),
-                stream_ddl("B"),
-                f"CREATE SINK plain WITH (format = 'parquet', path = '{sink}');",
-                f"INSERT INTO plain SELECT {SELECT} FROM A a JOIN B b ON {ON};",
-            ]
-        )
-    )
     batches = make_batches(19, n_batches=2, rows_per_batch=12, keys=2)
     spark.conf.set("spark.sql.files.maxRecordsPerFile", "2")
     try:
