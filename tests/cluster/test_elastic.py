@@ -89,8 +89,11 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
                 os.rename(staged / stream / name, tmp_path / "in" / stream / name)
             fed.append(n)
             fed_at.append(time.monotonic())
-        # Stop once every fed row is committed and a batch ran after the executor went back.
-        return len(fed) >= TRICKLE and after and processed() == recorded() == fed_rows()
+        # Stop once every fed row is committed and a batch ran after the executor went back,
+        # or (to fail on the asserts below, which say what did not happen) when all is fed.
+        fed_all = len(fed) >= MOST and idle
+        done_rows = processed() == recorded() == fed_rows()
+        return ((len(fed) >= TRICKLE and after) or fed_all) and done_rows
 
     def processed() -> int:
         """Input rows the newest manifest counts (0 before the first)."""
@@ -118,7 +121,15 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     )
     submit = QUICK_JVMS["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
     args = ("run", str(job), "--checkpoint", str(tmp_path / "ckpt"), "--trigger", "500ms")
-    run = run_on(cluster, *args, env={"PYSPARK_SUBMIT_ARGS": submit}, kill_when=watch, timeout=480)
+    try:
+        run = run_on(
+            cluster, *args, env={"PYSPARK_SUBMIT_ARGS": submit}, kill_when=watch, timeout=480
+        )
+    except TimeoutError as e:
+        state = (
+            f"cores seen {seen}, batches fed {fed}, committed {last[-1][0]}, took {took[0]:.1f}s"
+        )
+        raise TimeoutError(f"{state}\n{e}") from None
     assert "executors: 1, elastic up to 2" in run.stderr, run.stderr[-3000:]
     assert "executors 1 -> 2" in run.stderr, run.stderr[-3000:]
     assert "executors 2 -> 1" in run.stderr, run.stderr[-3000:]

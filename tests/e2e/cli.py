@@ -52,7 +52,10 @@ def streamjoin(
                     break
                 if time.monotonic() > deadline:
                     os.killpg(proc.pid, signal.SIGKILL)
-                    raise TimeoutError(f"streamjoin {' '.join(args)} ran over {timeout}s")
+                    err.seek(0)
+                    said = "\n".join(_ours(err.read())[-40:])
+                    msg = f"streamjoin {' '.join(args)} ran over {timeout}s; it said:\n{said}"
+                    raise TimeoutError(msg)
                 time.sleep(0.2)
             proc.wait(timeout=60)
         finally:
@@ -62,3 +65,9 @@ def streamjoin(
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+
+
+def _ours(log: str) -> list[str]:
+    """The lines of `log` that streamjoin wrote (not Spark's log4j lines or stack frames)."""
+    spark = (" INFO ", " WARN ", " ERROR ", "\tat ")
+    return [line for line in log.splitlines() if line and not any(m in line for m in spark)]

@@ -250,6 +250,8 @@ class Engine:
             )
             started = time.monotonic()
             query = writer.start()
+            if scaler is not None:
+                scaler.watch(query)
             if ui is not None and history is not None:
                 server = serve_run(ui, plan, history, lambda: query.isActive)
             stopped = drive(query, processor, line, timeout)

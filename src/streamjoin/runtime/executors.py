@@ -3,7 +3,12 @@ for executors when its batches fall behind their trigger and gives them back whe
 
 ``--conf spark.streamjoin.elastic.maxExecutors=N`` turns it on (with ``minExecutors``,
 default 1): the run starts with the fewest executors, and each change applies before the next
-batch. Batches in the ``stabilizationSeconds`` (default 30) after the start and after each
+batch. The load is read from Spark's own progress reports: the time from one trigger's start to
+the next's, busy for as long as the first trigger ran (its ``triggerExecution``), all of it when
+the next trigger had to start at once because input was waiting (as Spark's
+``ProcessingTimeExecutor`` runs triggers back to back when one overruns its interval). Spark's
+own work between our batches (offset and commit logs, planning) thus counts as busy, as it is.
+Batches in the ``stabilizationSeconds`` (default 30) after the start and after each
 change do not count. Executors come and go through Spark's own calls to its cluster manager
 (``requestTotalExecutors``, ``killExecutor``: standalone, YARN and Kubernetes grant them;
 Spark's dynamic allocation must then be off, as it would undo them). The processor's units
@@ -18,22 +23,28 @@ files, so nothing is lost.
 from __future__ import annotations
 
 import sys
-import time
 import typing as t
+from datetime import datetime
+from typing import NamedTuple
 
 from streamjoin.adapt.executors import ExecutorScaling
 from streamjoin.errors import SettingError
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.runtime.batch.context import BatchReport
     from streamjoin.runtime.batch.processor import BatchProcessor
     from streamjoin.runtime.settings import Settings
 
 
-LATE = 1.1
-"""A batch interval over this many triggers, after a short pause, ran past its trigger."""
+class Trigger(NamedTuple):
+    """When Spark's trigger that ran `batch` started (epoch seconds) and how long it ran."""
+
+    batch: int
+    start: float
+    seconds: float
 
 
 class ExecutorScaler:
@@ -50,8 +61,9 @@ class ExecutorScaler:
         self.scaling = scaling
         self.trigger = trigger
         self.processor = processor
-        self._last: float | None = None
-        """When the batch before ended (monotonic)."""
+        self._query: StreamingQuery | None = None
+        self._before: Trigger | None = None
+        """The trigger that ran the batch before the last one."""
         self.steps: list[tuple[int, int, int]] = []
         """Each change: the batch that decided it, executors before and after."""
         conf = spark.sparkContext.getConf()
@@ -99,33 +111,50 @@ class ExecutorScaler:
         print(f"executors: {n}, elastic up to {most}", file=sys.stderr, flush=True)
         self._apply(n)
 
-    def __call__(self, report: BatchReport) -> None:
-        """Feed committed batch `report` to the controller, and apply a new count.
+    def watch(self, query: StreamingQuery) -> None:
+        """Read the triggers' times from `query`'s progress reports from now on."""
+        self._query = query
 
-        The batch's interval runs from the end of the batch before to its own end. A batch
-        that started right after the one before (a pause shorter than the trigger) in an
-        interval past the trigger ran late: input waited for it, so the whole interval was
-        busy. Otherwise the batch ran on its trigger's schedule, or after input paused, and
-        only its own time was busy: the wait for the next trigger is idle."""
-        end = time.monotonic()
-        last, self._last = self._last, end
-        if last is None:
+    def __call__(self, report: BatchReport) -> None:
+        """Feed the controller the load since the trigger of the batch before `report`'s batch,
+        and apply a new count; give back executors that registered after a scale-in asked
+        for fewer (one asked for before it came up)."""
+        ran = self._trigger(report.batch - 1)
+        before, self._before = self._before, ran
+        if ran is None or before is None or before.batch != ran.batch - 1:
             return
-        interval = end - last
-        pause = end - report.seconds - last
-        late = interval > LATE * self.trigger and pause < self.trigger
-        busy = interval if late else min(report.seconds, interval)
-        before = self.scaling.executors
-        target = self.scaling.observe(report.batch, busy, interval)
-        if target is not None and target != before:
-            self.steps.append((report.batch, before, target))
-            why = "behind their trigger" if target > before else "idle most of their trigger"
+        interval = ran.start - before.start
+        busy = min(before.seconds, interval)
+        had = self.scaling.executors
+        target = self.scaling.observe(ran.batch, busy, interval)
+        if target is not None and target != had:
+            self.steps.append((ran.batch, had, target))
+            why = "behind their trigger" if target > had else "idle most of their trigger"
             print(
-                f"executors {before} -> {target} after batch {report.batch} (batches {why})",
+                f"executors {had} -> {target} after batch {ran.batch} (batches {why})",
                 file=sys.stderr,
                 flush=True,
             )
             self._apply(target)
+        elif len(self.executor_ids()) > had:
+            self._apply(had)
+
+    def _trigger(self, batch: int) -> Trigger | None:
+        """The trigger that ran `batch`, from Spark's recent progress reports (None: not
+        among them, or no query watched yet)."""
+        if self._query is None:
+            return None
+        reports = self._query._jsq.recentProgress()
+        # (The newest last; idle triggers report too, every noDataProgressEventInterval.)
+        for i in range(len(reports) - 1, max(len(reports) - 8, 0) - 1, -1):
+            progress = reports[i]
+            if progress.batchId() < batch:
+                return None
+            durations = progress.durationMs()
+            if progress.batchId() == batch and durations.containsKey("addBatch"):
+                start = datetime.fromisoformat(progress.timestamp()).timestamp()
+                return Trigger(batch, start, durations.get("triggerExecution") / 1000)
+        return None
 
     def _apply(self, target: int) -> None:
         context = self.spark.sparkContext
