@@ -321,13 +321,17 @@ def run_cases(
     seconds after which a peer's run is stopped (default `PEER_TIME_LIMIT` by size; 0: none).
 
     At full size each engine run has a process of its own (a cold JVM for everyone, and its own
-    peak memory); smaller sizes run all of one engine's cases in one process, to be quick.
+    peak memory), and each case's engines run one after the other, so that a machine whose
+    speed drifts over the minutes of a run (shared hosts do) weighs on both sides of a ratio
+    alike; smaller sizes run all of one engine's cases in one process, to be quick.
     """
     results: dict[str, dict[str, dict[str, t.Any]]] = {c.name: {} for c in cases}
     groups: list[tuple[str, list[Case]]] = []
+    if size == "full":
+        groups = [(e, [c]) for c in cases for e in _engines(c, engines)]
     for engine in dict.fromkeys(e for c in cases for e in _engines(c, engines)):
-        mine = [c for c in cases if engine in _engines(c, engines)]
-        groups += [(engine, [c]) for c in mine] if size == "full" else [(engine, mine)]
+        if size != "full":
+            groups.append((engine, [c for c in cases if engine in _engines(c, engines)]))
     for engine, group in groups:
         names = ", ".join(c.name for c in group)
         _say(progress, f"[{names}] running {engine} …")
