@@ -326,12 +326,11 @@ def run_cases(
     alike; smaller sizes run all of one engine's cases in one process, to be quick.
     """
     results: dict[str, dict[str, dict[str, t.Any]]] = {c.name: {} for c in cases}
-    groups: list[tuple[str, list[Case]]] = []
     if size == "full":
         groups = [(e, [c]) for c in cases for e in _engines(c, engines)]
-    for engine in dict.fromkeys(e for c in cases for e in _engines(c, engines)):
-        if size != "full":
-            groups.append((engine, [c for c in cases if engine in _engines(c, engines)]))
+    else:
+        every = dict.fromkeys(e for c in cases for e in _engines(c, engines))
+        groups = [(e, [c for c in cases if e in _engines(c, engines)]) for e in every]
     for engine, group in groups:
         names = ", ".join(c.name for c in group)
         _say(progress, f"[{names}] running {engine} …")

@@ -54,12 +54,10 @@ class ExecutorScaler:
         self,
         spark: SparkSession,
         scaling: ExecutorScaling,
-        trigger: float,
         processor: BatchProcessor,
     ) -> None:
         self.spark = spark
         self.scaling = scaling
-        self.trigger = trigger
         self.processor = processor
         self._query: StreamingQuery | None = None
         self._before: Trigger | None = None
@@ -95,10 +93,9 @@ class ExecutorScaler:
         if why is not None:
             msg = f"Spark conf streamjoin.elastic.maxExecutors={settings.max_executors}: {why}"
             raise SettingError(msg)
-        assert trigger is not None
         least, most = settings.min_executors, settings.max_executors
         scaling = ExecutorScaling(least, most, stabilization=settings.stabilization_seconds)
-        return cls(spark, scaling, trigger, processor)
+        return cls(spark, scaling, processor)
 
     def executor_ids(self) -> list[str]:
         """The executors the driver has now (not the driver itself)."""
