@@ -214,12 +214,17 @@ PEER_CONF: dict[str, dict[str, str]] = {
 runs fastest, so a ratio never comes from slowing the peer down."""
 
 
+MASTER_ENV = "STREAMJOIN_BENCH_MASTER"
+"""The environment variable naming the master an engine's session runs on (default
+``local[2]``): a ``spark://`` cluster's for ``streamjoin bench --cluster``."""
+
+
 def session(engine: str = "streamjoin") -> SparkSession:
-    """The local session `engine` runs on (streamjoin's defaults and `PEER_CONF`, 2 shuffle
-    partitions)."""
+    """The session `engine` runs on (streamjoin's defaults and `PEER_CONF`, 2 shuffle
+    partitions): local, or on the cluster `MASTER_ENV` names."""
     from streamjoin.runtime.session import get_session
 
-    spark = get_session("local[2]", conf=PEER_CONF.get(engine))
+    spark = get_session(os.environ.get(MASTER_ENV) or "local[2]", conf=PEER_CONF.get(engine))
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     return spark
 

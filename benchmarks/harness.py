@@ -25,6 +25,7 @@ import time
 import typing as t
 from dataclasses import dataclass
 
+from benchmarks.engines import MASTER_ENV
 from benchmarks.workloads import SIZES, WORKLOADS
 
 if t.TYPE_CHECKING:
@@ -83,11 +84,13 @@ def run_engine_process(
     live: dict[str, t.Any] | None = None,
     final: t.Sequence[bool] = (),
     log: str | None = None,
+    master: str | None = None,
 ) -> list[dict[str, t.Any]]:
     """`engine` on each (job, workdir) of `jobs`, one after another in one child process; each
     run's EngineRun as a dict, with the process's peak memory. `live`: the fields of
     `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode); `final[i]`: job
-    i declares its input finished; `log`: a file for the child's whole stderr."""
+    i declares its input finished; `log`: a file for the child's whole stderr; `master`: a
+    cluster's to run on (default: local mode)."""
     plan = []
     for i, (job, workdir) in enumerate(jobs):
         shutil.rmtree(workdir, ignore_errors=True)
@@ -103,7 +106,8 @@ def run_engine_process(
     with open(plan_file, "w", encoding="utf-8") as f:
         json.dump(plan, f)
     args = ["benchmarks.engines", engine, plan_file, result]
-    code, tail, peak_mb = run_child(args, log=log)
+    env = {MASTER_ENV: master} if master else None
+    code, tail, peak_mb = run_child(args, extra_env=env, log=log)
     if not os.path.exists(result):
         return [{"engine": engine, "error": f"exit {code}: {tail}"} for _ in jobs]
     with open(result, encoding="utf-8") as f:
@@ -316,9 +320,11 @@ def run_cases(
     engines: t.Sequence[str] | None = None,
     progress: t.TextIO | None = None,
     peer_limit: float | None = None,
+    master: str | None = None,
 ) -> list[dict[str, t.Any]]:
     """Every case by our engine and its peer; each checked and with its ratios. `peer_limit`:
-    seconds after which a peer's run is stopped (default `PEER_TIME_LIMIT` by size; 0: none).
+    seconds after which a peer's run is stopped (default `PEER_TIME_LIMIT` by size; 0: none);
+    `master`: a cluster's to run every engine on (default: local mode).
 
     At full size each engine run has a process of its own (a cold JVM for everyone, and its own
     peak memory), and each case's engines run one after the other, so that a machine whose
@@ -339,7 +345,8 @@ def run_cases(
             # One budget for the group, so that a quick run stays quick.
             limit = max(20.0, limit / len(group))
         jobs = [(c.job, os.path.join(ROOT, "work", c.name, engine)) for c in group]
-        runs = run_engine_process(engine, jobs, limit, final=[c.final for c in group])
+        final = [c.final for c in group]
+        runs = run_engine_process(engine, jobs, limit, final=final, master=master)
         for case, run in zip(group, runs, strict=True):
             results[case.name][engine] = figures(run, case)
             _say(progress, f"[{case.name}] {engine}: {_brief(results[case.name][engine])}")
@@ -484,11 +491,14 @@ def run_workload(
     engines: t.Sequence[str] | None = None,
     progress: t.TextIO | None = None,
     peer_limit: float | None = None,
+    cluster: bool = False,
 ) -> dict[str, t.Any]:
     """Every case of `workload` at `size`; the JSON object the CLI prints last.
 
     `engines` limits the run to some of ``streamjoin`` and the peers; `progress` receives a line
-    per engine run; `peer_limit` (seconds, 0 for none) overrides the size's `PEER_TIME_LIMIT`.
+    per engine run; `peer_limit` (seconds, 0 for none) overrides the size's `PEER_TIME_LIMIT`;
+    `cluster`: every engine runs on a standalone cluster on 127.0.0.1 (`CLUSTER`), which the
+    run starts and stops.
     """
     if peer_limit is not None and peer_limit < 0:
         msg = f"--peer-limit must be 0 (no limit) or a number of seconds, not {peer_limit:g}"
@@ -497,15 +507,33 @@ def run_workload(
     started = time.monotonic()
     _say(progress, f"[{workload}] generating the {size} backlog …")
     cases = WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size)
+    with contextlib.ExitStack() as stack:
+        master = None
+        if cluster:
+            from streamjoin.cluster import LocalCluster
+
+            _say(progress, f"[{workload}] starting a cluster ({CLUSTER}) …")
+            nodes = LocalCluster(os.path.join(ROOT, "work", "cluster"), workers=2, cores=1)
+            master = stack.enter_context(nodes).master_url
+        ran = run_cases(
+            cases, size, engines=engines, progress=progress, peer_limit=peer_limit, master=master
+        )
     return {
         "workload": workload,
         "size": size,
         "machine": machine(),
         "commit": source_commit(),
         "peer_time_limit_s": peer_time_limit(size, peer_limit),
-        "cases": run_cases(cases, size, engines=engines, progress=progress, peer_limit=peer_limit),
+        **({"cluster": CLUSTER} if cluster else {}),
+        "cases": ran,
         "wall_seconds": round(time.monotonic() - started, 1),
     }
+
+
+CLUSTER = "standalone, 2 workers of 1 core and 2 GiB on 127.0.0.1, the driver beside them"
+"""The cluster of ``streamjoin bench --cluster`` (`run_workload`). On a machine of 2 cores the
+driver and both executors share them: it measures what a cluster adds to a batch (tasks sent
+to other JVMs, a shuffle between processes, no state in the driver's memory), not speed-up."""
 
 
 def summary_line(report: dict[str, t.Any]) -> list[str]:

@@ -29,7 +29,17 @@ from benchmarks.report_soak import soak_lines, soak_targets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-ORDER = ("long", "equi", "band", "theta", "outer", "window-growth", "tpch", "nexmark")
+ORDER = (
+    "long",
+    "long-cluster",
+    "equi",
+    "band",
+    "theta",
+    "outer",
+    "window-growth",
+    "tpch",
+    "nexmark",
+)
 EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling", "metrics-overhead")
 """The partitioning and ILP reports, by file name (without ``.json``)."""
 
@@ -606,8 +616,8 @@ def commands(
 ) -> list[str]:
     """The commands that write every report present, then RESULTS.md."""
     lines = [
-        f"streamjoin bench {name}{_size_flag(r)}{_peer_flag(r)} "
-        f"--out benchmarks/results/{name}.json"
+        f"streamjoin bench {r.get('workload', name)}{_size_flag(r)}{_peer_flag(r)}"
+        f"{' --cluster' * bool(r.get('cluster'))} --out benchmarks/results/{name}.json"
         for name, r in reports.items()
     ]
     lines += [
@@ -762,9 +772,10 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
 
 def _context(name: str, report: Report) -> str:
     limit = report.get("peer_time_limit_s", OLD_PEER_LIMIT)
+    cluster = f" Every engine on a cluster: {report['cluster']}." if report.get("cluster") else ""
     return (
         f"{name}: {report.get('size', 'full')} size; peer time limit "
-        f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}."
+        f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.{cluster}"
     )
 
 
@@ -905,7 +916,7 @@ HOW_TO_READ = [
 
 
 LONG_PLOT = "long_batches.png"
-COMPACT = ("long", "window-growth")
+COMPACT = ("long", "long-cluster", "window-growth")
 """Workloads whose table has a row per case, ours · the peer's in each cell."""
 
 

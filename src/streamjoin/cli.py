@@ -146,6 +146,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.peer_limit is not None and (args.rate is not None or args.max_rate):
         msg = "--peer-limit goes with a backlog run, not --rate (a live run ends with its feed)"
         raise StreamJoinError(msg)
+    if args.cluster and (args.rate is not None or args.max_rate):
+        msg = "--cluster goes with a backlog run, not --rate or --max-rate"
+        raise StreamJoinError(msg)
     try:
         if args.max_rate:
             from benchmarks.maxrate import START, run_max_rate
@@ -179,6 +182,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 engines=engines,
                 progress=sys.stderr,
                 peer_limit=args.peer_limit,
+                cluster=args.cluster,
             )
             lines = summary_line(report)
     except ValueError as err:
@@ -284,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="stop a peer's run after this long, 0 for never (default: quick 60, full 3600); "
         "a stopped peer's throughput is that of its finished batches and its result is unchecked",
+    )
+    bench.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run every engine on a standalone cluster of 2 workers of 1 core on 127.0.0.1, "
+        "started and stopped by the run (backlog workloads)",
     )
     bench.set_defaults(func=_cmd_bench)
     cluster = sub.add_parser(
