@@ -127,6 +127,8 @@ class BatchReport:
     """Per stream: the batch's rows (on time, late, malformed) and on-time event-time range."""
     parallelism: int = 0
     """The shuffle partitions (parallel tasks) the batch's joins ran with."""
+    events: list[str] = field(default_factory=list)
+    """What else changed in the batch, in words (an index built on a cluster's executors)."""
 
 
 def view_tag(name: str, batch_id: int) -> str:

@@ -36,15 +36,22 @@ import uuid
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
-from streamjoin.runtime.batch.indexsql import banded, input_parts, output_sql
+from streamjoin.runtime.batch.indexsql import (
+    banded,
+    input_parts,
+    least_times,
+    output_sql,
+    serves_every_join,
+)
 from streamjoin.runtime.batch.intake import status_sql
+from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streamjoin.plan import JobPlan, QueryPlan, StreamPlan
+    from streamjoin.plan import QueryPlan, StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.stores import StoreViews
 
@@ -93,6 +100,9 @@ class IndexedJoins:
         """Whether a probe of the batch read the batch's own rows (`BatchInput`)."""
         self._jvm: t.Any = None
         self._batch_inputs: t.Any = None
+        self._on_cluster: bool | None = None
+        self.placed = PlacedIndexes(self._prefix)
+        """The indexes on a cluster's executors (`on_cluster`)."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch: an inner two-way equi join whose rows
@@ -118,7 +128,8 @@ class IndexedJoins:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
         the batch's rows per unit in its probe (so that no job of its own does)."""
         qp = next((qp for qp in ctx.plan.joins if qp.query.name == query), None)
-        return qp is not None and query in ctx.counted and self.eligible(ctx, qp)
+        placed = self.on_cluster(ctx.spark)
+        return qp is not None and query in ctx.counted and not placed and self.eligible(ctx, qp)
 
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows per unit that the batch's probes counted, by query (read once, after the
@@ -161,6 +172,8 @@ class IndexedJoins:
     def _decide(self, ctx: BatchContext, key: str, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         if not one_task(ctx, *ctx.plan.streams) or self._class(ctx.spark) is None:
             return None
+        if self.on_cluster(ctx.spark):  # (one task reads the whole batch: no place of its own)
+            return None
         if self._batch_inputs is None:  # (each lookup is a call to the JVM)
             jvm = ctx.spark.sparkContext._jvm
             assert jvm is not None
@@ -186,11 +199,13 @@ class IndexedJoins:
         name = f"{self._prefix}/{key}"
         router = ctx.routers[q.name]
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
-        l_least, r_least = self._least(ctx, qp)
+        l_least, r_least = least_times(ctx, qp)
         cls = self._class(ctx.spark)
         # (A band row probes the buckets around its value: all in the one partition.)
         parts = 1 if banded(qp) else ctx.parallelism
         at = {(ctx.batch_id - 1, parts), (ctx.batch_id, parts)}
+        if self.on_cluster(ctx.spark):
+            return self._placed_pairs(ctx, qp, deltas, stores, parts, at)
         if self._built.get(key) not in at:
             # (Built from the units' files: the index is their only copy in memory.)
             cls.reset(name, parts, ctx.batch_id - 1)
@@ -234,20 +249,34 @@ class IndexedJoins:
         """The batch committed: its indexes are at its id; those it did not use go (a query
         that comes back to its index builds it anew)."""
         for query in self._built.keys() - self._used.keys():
+            if query in self.placed:
+                self.placed.drop(spark, query)
+                continue
             self._class(spark).drop(f"{self._prefix}/{query}")
         self._built = self._used
         self._used = {}
         self._decided = {}
 
     def failed(self) -> None:
-        """The batch failed: its indexes may hold part of it (taken back when it runs again)."""
+        """The batch failed: its indexes may hold part of it (taken back when it runs again);
+        those on executors may be lost with one, so they are built again."""
+        for query in self.placed:
+            self._built.pop(query, None)
         self._used = {}
         self._counting = {}
         self._decided = {}
         self.read_rows = False
 
+    def lost(self, err: BaseException) -> bool:
+        """Whether batch error `err` is a probe that found no partition of an index on a
+        cluster's executors where it ran (`PlacedIndexes.lost`): the failed batch (`failed`)
+        left them to be built again."""
+        return self.placed.lost(err)
+
     def clear(self, spark: SparkSession) -> None:
         """Drop every index (the processor is done)."""
+        for query in self.placed:
+            self.placed.drop(spark, query)
         cls = self._class(spark) if self._built else None
         if cls is not None:
             for query in self._built:
@@ -255,24 +284,50 @@ class IndexedJoins:
         self._built = {}
         self._inputs = {}
 
+    def on_cluster(self, spark: SparkSession) -> bool:
+        """Whether the executors are JVMs of their own (a cluster's), where each index
+        partition lives on one of them (``PlacedIndex.java``)."""
+        if self._on_cluster is None:
+            self._on_cluster = on_cluster(spark)
+        return self._on_cluster
+
+    def _placed_pairs(
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        deltas: t.Mapping[str, str],
+        stores: StoreViews,
+        parts: int,
+        at: set[tuple[int, int]],
+    ) -> DataFrame:
+        """`pairs` where a cluster's executors hold the partitions (`PlacedIndexes`): built
+        there from the units where not there, then probed on each partition's owner."""
+        q = qp.query
+        key = _key(qp)
+        left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
+        l_least, r_least = least_times(ctx, qp)
+        delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
+        if self._built.get(key) not in at or key not in self.placed:
+            rows = delta.limit(0)
+            if any(ctx.prev.live(sp.name) for sp in (left, right)):
+                views = ctx.scratch.views
+                state = [
+                    stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
+                    for sp, least in ((left, l_least), (right, r_least))
+                ]
+                rows = self._input(ctx, qp, *state)
+            self.placed.build(ctx.spark, key, rows, parts, ctx.batch_id - 1)
+        self._used[key] = (ctx.batch_id, parts)
+        least = [_LEAST if x is None else x for x in (l_least, r_least)]
+        pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, least)
+        found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
+        return ctx.spark.sql(output_sql(qp, found))
+
     def _class(self, spark: SparkSession) -> t.Any:
         if self._jvm is None:
             found = index_class(spark)
             self._jvm = False if found is None else found
         return self._jvm or None
-
-    @staticmethod
-    def _least(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | None]:
-        """The least event time a left and a right state row needs to meet the batch's rows
-        (which are at or past the watermark W): ``W - hi`` and ``W + lo`` for a window of
-        ``right - left`` in [lo, hi]; None where nothing bounds it."""
-        window = qp.parts.window
-        wm = ctx.watermark
-        if window is None or wm is None or qp.left_time is None or qp.right_time is None:
-            return None, None
-        lo = None if window.hi_us is None else wm - window.hi_us
-        hi = None if window.lo_us is None else wm + window.lo_us
-        return lo, hi
 
     def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         """`qp`'s `BatchInput`s of its probe's input, planned over rows in the layout of the
@@ -334,16 +389,3 @@ def _key(qp: QueryPlan) -> str:
     job may give the name to another query)."""
     digest = hashlib.sha256(repr(qp.query).encode()).hexdigest()[:12]
     return f"{qp.query.name}#{digest}"
-
-
-def serves_every_join(plan: JobPlan) -> bool:
-    """Whether the indexes can serve every join of `plan` (two-way inner equi or band joins
-    only, no query that reads the stored rows otherwise), so that no state needs caching
-    beside them."""
-    plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
-    return plain and all(
-        (qp.parts.equi or banded(qp))
-        and qp.query.outer is None
-        and qp.query.option("partitioning") is None
-        for qp in plan.joins
-    )

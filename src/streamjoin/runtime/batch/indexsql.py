@@ -9,7 +9,7 @@ from streamjoin.runtime.batch.joins import Side, bucket_range
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import QueryPlan, StreamPlan
+    from streamjoin.plan import JobPlan, QueryPlan, StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
 
 
@@ -88,3 +88,29 @@ def output_sql(qp: QueryPlan, pairs: str) -> str:
 def _struct(sp: StreamPlan) -> str:
     """The DDL of a struct of `sp`'s columns."""
     return "STRUCT<" + ", ".join(f"`{c.name}`: {c.type.ddl}" for c in sp.stream.columns) + ">"
+
+
+def least_times(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | None]:
+    """The least event time a left and a right state row needs to meet the batch's rows
+    (which are at or past the watermark W): ``W - hi`` and ``W + lo`` for a window of
+    ``right - left`` in [lo, hi]; None where nothing bounds it."""
+    window = qp.parts.window
+    wm = ctx.watermark
+    if window is None or wm is None or qp.left_time is None or qp.right_time is None:
+        return None, None
+    lo = None if window.hi_us is None else wm - window.hi_us
+    hi = None if window.lo_us is None else wm + window.lo_us
+    return lo, hi
+
+
+def serves_every_join(plan: JobPlan) -> bool:
+    """Whether the indexes can serve every join of `plan` (two-way inner equi or band joins
+    only, no query that reads the stored rows otherwise), so that no state needs caching
+    beside them."""
+    plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
+    return plain and all(
+        (qp.parts.equi or banded(qp))
+        and qp.query.outer is None
+        and qp.query.option("partitioning") is None
+        for qp in plan.joins
+    )

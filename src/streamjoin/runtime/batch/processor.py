@@ -177,15 +177,19 @@ class BatchProcessor:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Spark's foreachBatch call: `process`, again from the files if the cache failed it
-        (`state.hot.HotState.failed`); a failed batch's error is kept for the run."""
+        (`state.hot.HotState.failed`) or an executor took index partitions with it
+        (`IndexedJoins.lost`); a failed batch's error is kept for the run."""
         forced = dict(self._next_schemes)
         try:
             try:
                 self.process(df, batch_id)
             except Exception as err:  # (multi-way stores keep a run's refill: no rerun)
-                if not self.stores.hot or not self.stores.hot.failed(err) or self.multiway:
+                cache = self.stores.hot
+                hot = cache is not None and cache.failed(err) and not self.multiway
+                if not hot and not self.indexed.lost(err):
                     raise
-                self.stores.clear()
+                if hot:
+                    self.stores.clear()
                 self._next_schemes = forced
                 self.process(df, batch_id)
         except BaseException as err:
@@ -314,6 +318,7 @@ class BatchProcessor:
             shed=shed,
             streams=stats,
             parallelism=ctx.parallelism,
+            events=self.indexed.placed.take_events(),
         )
         if self.on_batch is not None:
             self.on_batch(report)

@@ -169,11 +169,14 @@ _WRITERS: weakref.WeakKeyDictionary[SparkContext, t.Any] = weakref.WeakKeyDictio
 
 def _writer(df: DataFrame) -> t.Any:
     """The JVM's `BatchWrite` class, where the driver's JVM has streamjoin's local jar
-    (`runtime.local`), else None; looked up once (each lookup is a call to the JVM)."""
+    (`runtime.local`) and runs the tasks (its tasks find the writer it prepared), else None;
+    looked up once (each lookup is a call to the JVM)."""
     from streamjoin.runtime.batch.indexed import index_class
+    from streamjoin.runtime.batch.placed import on_cluster
 
     sc = df.sparkSession.sparkContext
     if sc not in _WRITERS:
-        found = index_class(df.sparkSession) is not None
+        spark = df.sparkSession
+        found = index_class(spark) is not None and not on_cluster(spark)
         _WRITERS[sc] = sc._jvm.streamjoin.BatchWrite if found and sc._jvm else None
     return _WRITERS[sc]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import typing as t
 
-from streamjoin.runtime.local.localfs import build_jar, local_fs_settings
+from streamjoin.runtime.local.localfs import build_jar, local_fs_settings, placed_index_conf
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -37,6 +37,6 @@ def local_conf(java: str, spark_home: str, master: str, conf: Mapping[str, str])
     """The settings a driver started with `master` and `conf` takes from this package (none
     for a master that is not local)."""
     if not LOCAL_MASTER.fullmatch(master.strip()):
-        return {}
+        return placed_index_conf(conf, lambda: build_jar(java, spark_home))
     out = {k: v for k, v in CHECKPOINT_MANAGER.items() if k not in conf}
     return out | local_fs_settings(conf, lambda: build_jar(java, spark_home))

@@ -38,6 +38,7 @@ _SOURCES = (
     "IndexProbe.java",
     "BatchInput.java",
     "BatchWrite.java",
+    "PlacedIndex.java",
 )
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
 
@@ -61,6 +62,22 @@ def local_fs_settings(
         return {}
     prior = settings.get(CLASS_PATH)
     return {CLASS_PATH: f"{prior}{os.pathsep}{path}" if prior else path, FS_IMPL: CLASS_NAME}
+
+
+def placed_index_conf(
+    settings: t.Mapping[str, str], jar: t.Callable[[], str | None]
+) -> dict[str, str]:
+    """The settings that put the jar on the class path of a cluster's driver and executors,
+    for the indexes kept on the executors (``PlacedIndex.java``); none where it cannot be
+    built."""
+    path = jar()
+    if path is None:
+        return {}
+    prior, jars = settings.get(CLASS_PATH), settings.get("spark.jars")
+    return {
+        CLASS_PATH: f"{prior}{os.pathsep}{path}" if prior else path,
+        "spark.jars": f"{jars},{path}" if jars else path,
+    }
 
 
 def build_jar(java: str, spark_home: str, directory: str | None = None) -> str | None:

@@ -132,6 +132,7 @@ def figures_of(
     newest = [s.max_ts for s in streams.values() if s.max_ts is not None]
     schemes = {q: note.split(" -> ")[0] for q, note in report.routing.items()}
     events = [f"{q}: {note}" for q, note in report.routing.items() if " -> " in note]
+    events += report.events
     if before is not None:
         events += [f"query {q} added" for q in queries if q not in before.queries]
         events += [f"query {q} dropped" for q in before.queries if q not in queries]

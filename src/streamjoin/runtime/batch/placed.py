@@ -1,0 +1,114 @@
+"""The indexes of `indexed` on a cluster, whose executors are JVMs of their own: each index
+partition lives in the memory of one executor, its owner, and every job that reads or changes
+it runs its task there (``PlacedIndex.java``).
+
+A build loads the committed units' rows into new partitions, each on the executor its task ran
+on, and records the owners; a batch's probe then prefers each partition's owner (Spark's
+process-local placement), drops its expired rows there, and probes and extends it. A probe
+task that runs where its partition is not (its owner lost with a worker, or too busy for the
+task to wait for it) fails; when Spark's retries of it fail too, the batch fails, and the
+processor builds the indexes again from the units and runs the batch again (`lost`). Each
+build has a name of its own, so a partition an earlier build left on an executor is never
+taken for the new one's. The jar reaches the executors through ``spark.jars``
+(`runtime.local.placed_index_conf`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import typing as t
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import DataFrame
+
+from streamjoin.runtime.local import LOCAL_MASTER
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LOST = "streamjoin: no index for"
+"""The start of the error of a probe task that found no partition of its index
+(``JoinIndex.part``)."""
+
+_builds = itertools.count()
+
+
+def on_cluster(spark: SparkSession) -> bool:
+    """Whether `spark`'s executors are JVMs of their own (a cluster's, ``local-cluster`` too)."""
+    master = spark.sparkContext.master or ""
+    return LOCAL_MASTER.fullmatch(master.strip()) is None
+
+
+class PlacedIndexes:
+    """The indexes of one processor's queries on a cluster's executors, by query key."""
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+        self._places: dict[str, tuple[str, list[str]]] = {}
+        """Query key → (the index's name, each partition's owner)."""
+        self._events: list[str] = []
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._places
+
+    def __iter__(self) -> t.Iterator[str]:
+        return iter(list(self._places))
+
+    def build(self, spark: SparkSession, key: str, rows: DataFrame, parts: int, at: int) -> None:
+        """New partitions of `key`'s index at batch `at`, holding `rows` (`JoinIndex`'s input
+        layout), each on the executor its task ran on; an earlier build of `key` goes."""
+        if key in self._places:
+            self.drop(spark, key)
+        name = f"{self._prefix}/{key}/{next(_builds)}"
+        owners = list(self._jvm(spark).load(rows._jdf, name, parts, at, None))
+        self._places[key] = (name, owners)
+        held = sorted({o.rsplit("_", 1)[-1] for o in owners})
+        query = key.split("#")[0]
+        self._events.append(f"{query}: index built in {parts} partitions on executors {held}")
+
+    def probe(
+        self, spark: SparkSession, key: str, delta: DataFrame, batch: int, least: t.Sequence[int]
+    ) -> DataFrame:
+        """The candidate pairs of batch `batch`'s `delta` from `key`'s index (lazy), each
+        partition probed on its owner after its rows below `least` (left, right) go."""
+        name, owners = self._places[key]
+        where = _strings(spark, owners)
+        jdf = self._jvm(spark).probe(delta._jdf, name, len(owners), batch, *least, where)
+        return DataFrame(jdf, spark)
+
+    def drop(self, spark: SparkSession, key: str) -> None:
+        """Forget `key`'s index on its executors."""
+        name, owners = self._places.pop(key)
+        # (An executor lost meanwhile took what it held with it.)
+        with contextlib.suppress(Py4JJavaError):
+            self._jvm(spark).drop(spark._jsparkSession, name, _strings(spark, owners))
+
+    def lost(self, err: BaseException) -> bool:
+        """Whether batch error `err` is a probe that found no partition where it ran: the
+        batch is to run again on indexes built again."""
+        if not self._places or LOST not in str(err):
+            return False
+        self._events.append("index partitions lost with an executor: built again")
+        return True
+
+    def take_events(self) -> list[str]:
+        """What happened to the indexes since the last call, in words."""
+        events, self._events = self._events, []
+        return events
+
+    @staticmethod
+    def _jvm(spark: SparkSession) -> t.Any:
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        return jvm.streamjoin.PlacedIndex
+
+
+def _strings(spark: SparkSession, items: t.Sequence[str]) -> t.Any:
+    """A Java ``String[]`` of `items`."""
+    gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
+    assert gateway is not None and jvm is not None
+    out = gateway.new_array(jvm.java.lang.String, len(items))
+    for i, item in enumerate(items):
+        out[i] = item
+    return out

@@ -1,0 +1,172 @@
+package streamjoin;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.function.FlatMapFunction2;
+import org.apache.spark.api.java.function.VoidFunction;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.storage.BlockManagerId;
+
+/**
+ * {@link JoinIndex}'s partitions kept on the executors of a cluster. Each partition lives in the
+ * memory of one executor, its owner; every job that reads or changes it (its load from the
+ * committed units, a batch's probe, its drop) is one task per partition that prefers the owner
+ * (Spark's process-local placement, through a placement RDD zipped with the rows shuffled by
+ * the index's hash); the pairs leave the probe's tasks through a shuffle. A task that runs elsewhere, the owner lost or too busy, finds no partition
+ * of that name and fails: the batch then fails and is run again on an index rebuilt under a new
+ * name (the driver's part). The expiry runs in the probe's task of each partition, since the
+ * driver holds none. Written for janino: no lambdas, raw collections.
+ */
+public final class PlacedIndex {
+  private PlacedIndex() {}
+
+  /** This executor as Spark's scheduler names a place: {@code executor_<host>_<id>}. */
+  static String here() {
+    BlockManagerId id = SparkEnv.get().blockManager().blockManagerId();
+    return "executor_" + id.host() + "_" + id.executorId();
+  }
+
+  /** {@code parts} partitions, partition p holding p and preferring {@code owners[p]} (none
+   * given, or null: anywhere). */
+  static JavaRDD placement(SparkSession spark, int parts, String[] owners) {
+    ArrayList items = new ArrayList();
+    for (int p = 0; p < parts; p++) {
+      ArrayList at = new ArrayList();
+      if (owners != null && p < owners.length && owners[p] != null) {
+        at.add(owners[p]);
+      }
+      items.add(new scala.Tuple2(Integer.valueOf(p), seq(at)));
+    }
+    return spark
+        .sparkContext()
+        .makeRDD(seq(items), scala.reflect.ClassTag$.MODULE$.apply(Integer.class))
+        .toJavaRDD();
+  }
+
+  static scala.collection.immutable.Seq seq(List items) {
+    return scala.jdk.javaapi.CollectionConverters.asScala(items).toList();
+  }
+
+  /** Loads committed rows {@code in} into new partitions of {@code name} at batch {@code
+   * version}, each on the executor its task ran on (preferring {@code owners}, may be null):
+   * one Spark job; returns each partition's owner. */
+  public static String[] load(Dataset in, String name, int parts, long version, String[] owners) {
+    SparkSession spark = (SparkSession) in.sparkSession();
+    JavaRDD rows = JoinIndex.shuffled(in, parts);
+    Load f = new Load(name, parts, version, JoinIndex.fields(in.schema()));
+    List placed = placement(spark, parts, owners).zipPartitions(rows, f).collect();
+    String[] out = new String[parts];
+    for (int i = 0; i < placed.size(); i++) {
+      scala.Tuple2 t = (scala.Tuple2) placed.get(i);
+      out[((Integer) t._1()).intValue()] = (String) t._2();
+    }
+    return out;
+  }
+
+  /** The candidate pairs of batch {@code batch}'s delta {@code in}, each partition's rows
+   * probed on its owner after its rows below {@code leftLeast} and {@code rightLeast} go (lazy:
+   * the job that reads the pairs runs it). */
+  public static Dataset probe(
+      Dataset in,
+      String name,
+      int parts,
+      long batch,
+      long leftLeast,
+      long rightLeast,
+      String[] owners) {
+    SparkSession spark = (SparkSession) in.sparkSession();
+    JavaRDD rows = JoinIndex.shuffled(in, parts);
+    IndexProbe probe = new IndexProbe(name, parts, batch, JoinIndex.fields(in.schema()), 0, null);
+    Probe f = new Probe(name, leftLeast, rightLeast, probe);
+    JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
+    // (A shuffle after the probe: what reads the pairs, a sink's coalesce or a union of
+    // queries, may put several partitions in one task, which no one executor could run.)
+    return spark
+        .internalCreateDataFrame(pairs.rdd(), JoinIndex.pairsSchema(in.schema()), false)
+        .repartition(parts);
+  }
+
+  /** Forgets the partitions of {@code name} on their owners (one job; a partition whose task
+   * runs elsewhere stays until its executor ends). */
+  public static void drop(SparkSession spark, String name, String[] owners) {
+    placement(spark, owners.length, owners).foreachPartition(new Drop(name));
+  }
+
+  /** The partition a task of a placement RDD was given. */
+  static int partOf(Iterator placed) {
+    return ((Integer) placed.next()).intValue();
+  }
+
+  static final class Load implements FlatMapFunction2 {
+    final String name;
+    final int parts;
+    final long version;
+    final int[] fields;
+
+    Load(String name, int parts, long version, int[] fields) {
+      this.name = name;
+      this.parts = parts;
+      this.version = version;
+      this.fields = fields;
+    }
+
+    public Iterator call(Object placed, Object rows) {
+      int p = partOf((Iterator) placed);
+      JoinIndex.Part part = new JoinIndex.Part(version);
+      ArrayList[] sides = (ArrayList[]) JoinIndex.byPart(
+              (Iterator) rows, parts, Long.MIN_VALUE, fields, null)
+          .get(Integer.valueOf(p));
+      if (sides != null) {
+        for (int side = 0; side < 2; side++) {
+          for (int i = 0; i < sides[side].size(); i++) {
+            part.sides[side].add((JoinIndex.Entry) sides[side].get(i));
+          }
+        }
+      }
+      JoinIndex.PARTS.put(name + "/" + p, part);
+      ArrayList out = new ArrayList();
+      out.add(new scala.Tuple2(Integer.valueOf(p), here()));
+      return out.iterator();
+    }
+  }
+
+  static final class Probe implements FlatMapFunction2 {
+    final String name;
+    final long leftLeast;
+    final long rightLeast;
+    final IndexProbe probe;
+
+    Probe(String name, long leftLeast, long rightLeast, IndexProbe probe) {
+      this.name = name;
+      this.leftLeast = leftLeast;
+      this.rightLeast = rightLeast;
+      this.probe = probe;
+    }
+
+    public Iterator call(Object placed, Object rows) {
+      JoinIndex.Part part = JoinIndex.part(name, partOf((Iterator) placed));
+      synchronized (part) {
+        part.sides[0].expire(leftLeast);
+        part.sides[1].expire(rightLeast);
+      }
+      return probe.call((Iterator) rows);
+    }
+  }
+
+  static final class Drop implements VoidFunction {
+    final String name;
+
+    Drop(String name) {
+      this.name = name;
+    }
+
+    public void call(Object placed) {
+      JoinIndex.PARTS.remove(name + "/" + partOf((Iterator) placed));
+    }
+  }
+}
