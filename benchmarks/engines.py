@@ -272,7 +272,8 @@ def run_engine(
             msg = f"unknown engine {engine!r} (one of {', '.join(ENGINES)})"
             raise ValueError(msg)
         run.seconds = time.monotonic() - started
-        run.cpu_seconds = cpu.seconds()
+        # (On a cluster the executors' CPU is in other processes: not counted, not shown.)
+        run.cpu_seconds = None if os.environ.get(MASTER_ENV) else cpu.seconds()
         time.sleep(1.0)  # the listener's last events arrive asynchronously
         if run.stopped_early and batches.last is not None:
             # Count time up to the end of the last finished batch, with the rows it finished.

@@ -717,7 +717,7 @@ LONG_NOTE = (
 )
 
 
-def long_table(report: Report) -> list[str]:
+def long_table(report: Report, suffix: str = "") -> list[str]:
     """The `long` workload's table, a row per case (ours · the peer's in each cell, to keep the
     page short): steady-state batch times and their growth over the run, since its question is
     how batches fare as the state grows."""
@@ -734,10 +734,20 @@ def long_table(report: Report) -> list[str]:
         cells = " | ".join(f"{a} · {b}" for a, b in pairs)
         shown = f"{peer}{stopped}" if peer else "–"
         lines.append(
-            f"| {c['case']} | {_window_cell(c.get('window_seconds'))} | {shown} | {cells} | "
-            f"{_agree(c.get('results_agree'))} | {ratio_cell(c.get('ratios', {}))} |"
+            f"| {c['case']}{suffix} | {_window_cell(c.get('window_seconds'))} | {shown} | "
+            f"{cells} | "
+            f"{_agree(c.get('results_agree'))} | {ratio_cell(_ratios(report, c))} |"
         )
     return lines
+
+
+def _ratios(report: Report, case: t.Mapping[str, t.Any]) -> dict[str, float | None]:
+    """A case's ratios to show: on a cluster, not its rows per CPU second (the CPU counted is
+    the driver's alone)."""
+    ratios = dict(case.get("ratios", {}))
+    if report.get("cluster"):
+        ratios.pop("rows_per_cpu_second", None)
+    return ratios
 
 
 def workload_lines(reports: dict[str, Report]) -> list[str]:
@@ -747,7 +757,9 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
     runs: list[list[str]] = []
     for name in reports:
         alone = (*COMPACT, "nexmark")
-        if runs and name not in alone and runs[-1][-1] not in alone:
+        if name == "long-cluster" and runs and runs[-1] == ["long"]:
+            runs[-1].append(name)  # (its rows under long's, in long's table)
+        elif runs and name not in alone and runs[-1][-1] not in alone:
             runs[-1].append(name)
         else:
             runs.append([name])
@@ -757,8 +769,11 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
         if names[0] in COMPACT:
             # (window-growth as long's compact table: a row per case, ours · the peer's)
             body = long_table(first)
+            for n in names[1:]:
+                body += long_table(reports[n], " on a cluster")[2:]
             if names[0] == "long":
-                context = [f"{context[0]} {LONG_NOTE.format(warmup=_warmup(first['cases']))}"]
+                note = LONG_NOTE.format(warmup=_warmup(first["cases"]))
+                context = [f"{context[0]} {note}", *context[1:]]
         elif names[0] == "nexmark":
             note, _, *body = nexmark_table(first, _fmt)
             context = [f"{context[0]} {note}"]

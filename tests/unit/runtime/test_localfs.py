@@ -48,9 +48,15 @@ def test_a_local_driver_runs_the_file_system_from_the_jar(master: str) -> None:
 @pytest.mark.parametrize(
     "master", ["spark://host:7077", "local-cluster[2,1,1024]", "yarn", "k8s://https://k:443"]
 )
-def test_executors_in_other_processes_keep_hadoops(master: str) -> None:
-    # (They would not have the class: every file: path would fail on them.)
-    assert local.local_conf("java", "/spark", master, {}) == {}
+def test_executors_in_other_processes_keep_hadoops_and_get_the_jar(master: str) -> None:
+    # (Hadoop's file system: the executors would not have the class on their class path when
+    # they start. The jar itself they fetch, for the joins' indexes.)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local, "build_jar", lambda java, home: JAR)
+        got = local.local_conf("java", "/spark", master, {"spark.jars": "/opt/a.jar"})
+        assert got == {"spark.driver.extraClassPath": JAR, "spark.jars": f"/opt/a.jar,{JAR}"}
+        patch.setattr(local, "build_jar", lambda java, home: None)
+        assert local.local_conf("java", "/spark", master, {}) == {}
 
 
 def test_a_class_path_of_ones_own_keeps_its_entries_first() -> None:
@@ -140,3 +146,17 @@ def test_a_java_that_cannot_start_is_tried_again_next_time(
     assert localfs.build_jar(str(tmp_path / "no-java"), spark_home, cache) is None
     assert "no-java" in capsys.readouterr().err
     assert os.listdir(cache) == []
+
+
+def test_the_jar_command_prints_the_built_jar_or_says_it_could_not(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from streamjoin.cli import main
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(localfs, "build_jar", lambda java, home: JAR)
+        assert main(["jar"]) == 0
+        assert capsys.readouterr().out == f"{JAR}\n"
+        patch.setattr(localfs, "build_jar", lambda java, home: None)
+        assert main(["jar"]) == 1
+        assert "could not be built" in capsys.readouterr().err

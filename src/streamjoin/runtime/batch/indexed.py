@@ -1,5 +1,5 @@
-"""Step 4 for two-way equi joins on the hash path, and band joins without an equality key, in
-a local driver: the live state as hash indexes in executor memory, kept across batches
+"""Step 4 for two-way equi joins on the hash path, and band joins without an equality key: the
+live state as hash indexes in executor memory, kept across batches
 (``JoinIndex.java``), so that a batch shuffles only its delta, probes only the rows of its keys
 (a band join's: of the buckets its band reaches, in one partition, `banded`), and runs one
 Spark job.
@@ -21,9 +21,11 @@ The index is a copy: the manifest's units stay the durable state. It is built fr
 run starts, when the shuffle partitions change, or when the query comes back after leaving it
 (a scheme other than hash, shedding, or more live rows than ``streamjoin.twoway.indexRows``,
 where the cached slices take over: they can spill to disk). A batch run again takes back the
-rows its earlier attempt added (each partition records the last batch applied to it). Only where
-the executors are the driver's JVM (a ``local[…]`` master with `runtime.local`'s jar on the
-class path): there every partition's task finds the index it left. docs/architecture.md.
+rows its earlier attempt added (each partition records the last batch applied to it). Where
+the executors are the driver's JVM (a ``local[…]`` master), every partition's task finds the
+index it left and the driver drops expired rows; on a cluster, each partition lives on one
+executor and its tasks run there (`placed`). Both need `runtime.local`'s jar on the driver's
+class path. docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ public final class PlacedIndex {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = JoinIndex.shuffled(in, parts);
     IndexProbe probe = new IndexProbe(name, parts, batch, JoinIndex.fields(in.schema()), 0, null);
-    Probe f = new Probe(name, leftLeast, rightLeast, probe);
+    Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
     JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
     // (A shuffle after the probe: what reads the pairs, a sink's coalesce or a union of
     // queries, may put several partitions in one task, which no one executor could run.)
@@ -140,16 +140,25 @@ public final class PlacedIndex {
     final long leftLeast;
     final long rightLeast;
     final IndexProbe probe;
+    final String[] owners;
 
-    Probe(String name, long leftLeast, long rightLeast, IndexProbe probe) {
+    Probe(String name, long leftLeast, long rightLeast, IndexProbe probe, String[] owners) {
       this.name = name;
       this.leftLeast = leftLeast;
       this.rightLeast = rightLeast;
       this.probe = probe;
+      this.owners = owners;
     }
 
     public Iterator call(Object placed, Object rows) {
-      JoinIndex.Part part = JoinIndex.part(name, partOf((Iterator) placed));
+      int p = partOf((Iterator) placed);
+      if (!here().equals(owners[p])) {
+        // (A copy elsewhere, a build task's attempt that failed after it loaded, is stale.)
+        throw new IllegalStateException(
+            "streamjoin: no index for " + name + " partition " + p + " on " + here()
+                + ": its owner is " + owners[p]);
+      }
+      JoinIndex.Part part = JoinIndex.part(name, p);
       synchronized (part) {
         part.sides[0].expire(leftLeast);
         part.sides[1].expire(rightLeast);

@@ -1,15 +1,20 @@
-"""Speed-ups for a driver in Spark's local mode only; nothing here runs on a cluster.
+"""Speed-ups for a driver in Spark's local mode, and the jar of streamjoin's Java classes.
 
-They apply only where streamjoin starts the driver's JVM itself with a ``local[…]`` master
-(never under ``spark-submit``, nor for ``spark://``, ``local-cluster``, YARN or Kubernetes),
-and ``STREAMJOIN_LOCAL=off`` (`runtime.settings`) turns them all off. Each is kept because it
-pays on a job that runs for minutes, batch after batch, not only on a short benchmark
+The speed-ups apply only where streamjoin starts the driver's JVM itself with a ``local[…]``
+master (never under ``spark-submit``, nor for ``spark://``, ``local-cluster``, YARN or
+Kubernetes), and ``STREAMJOIN_LOCAL=off`` (`runtime.settings`) turns them all off. Each is kept
+because it pays on a job that runs for minutes, batch after batch, not only on a short benchmark
 (docs/dev-log.md, *Local-mode speed-ups on a 10-minute live run*):
 
 - Spark's checkpoint logs written through Hadoop's FileSystem instead of its FileContext, which
   on a local disk without Hadoop's native library starts a ``readlink`` process per file
   status, hundreds between a job's batches (the FileSystem's rename is atomic on a local disk);
 - `localfs`: Hadoop's local file system without a ``chmod`` process for each file it creates.
+
+The same jar carries the joins' indexes in executor memory (`runtime.batch.indexed`). A driver
+that streamjoin starts for a cluster gets the jar on its class path and in ``spark.jars``, so
+that the executors hold the index partitions (`runtime.batch.placed`); ``streamjoin jar``
+prints its path for ``spark-submit``.
 """
 
 from __future__ import annotations
