@@ -28,17 +28,24 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
     batches = make_batches(5, n_batches=BATCHES, rows_per_batch=12)
     write_batches(tmp_path / "in", batches)
     ckpt = tmp_path / "ckpt"
-    killed: list[bool] = []
+    killed: list[int] = []
 
-    def kill_after_batch_two() -> bool:
-        # (Both indexes are built by then, each partition on the executor its task ran on.)
-        if not killed and (ckpt / "manifests" / f"{2:012d}.json").exists():
-            cluster.kill_worker(1)
-            killed.append(True)
+    def kill_the_band_index_owner() -> bool:
+        # Once batch 1 is in the history, kill the worker whose executor holds the band join's
+        # one partition (q2's): the next batch's probe finds it nowhere.
+        done = read_history(str(ckpt / "metrics")) if (ckpt / "metrics").exists() else []
+        if killed or not any(f.batch >= 1 for f in done):
+            return False
+        owners = {
+            i for f in done for e in f.events if e.startswith("q2: index built") for i in _ids(e)
+        }
+        worker = next(i for i in range(cluster.workers) if _executors(cluster, i) & owners)
+        cluster.kill_worker(worker)
+        killed.append(worker)
         return False
 
     args = ("run", str(job), "--once", "--checkpoint", str(ckpt))
-    run = run_on(cluster, *args, kill_when=kill_after_batch_two)
+    run = run_on(cluster, *args, kill_when=kill_the_band_index_owner)
     assert killed, "the run ended before the worker could be killed"
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"{BATCHES} batches in total" in run.stdout
@@ -49,11 +56,21 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
     # (The job's queries are q1, equi_window's, and q2, band_abs's.)
     assert any(e.startswith("q1: index built in 4 partitions") for e in built), events
     assert any(e.startswith("q2: index built in 1 partitions") for e in built), events
-    # The killed worker's executor took its partitions with it: the batch that missed them
-    # ran again on indexes built again (nothing to lose if both builds ran on the other one).
-    apps = sorted((cluster.dir / "work" / "worker-1").iterdir(), key=lambda p: p.stat().st_mtime)
-    lost_ids = {d.name for d in apps[-1].iterdir() if d.is_dir()}
-    held = {i for e in built[:2] for i in re.findall(r"'([^']+)'", e.split("executors")[1])}
-    if held & lost_ids:
-        assert any("lost with an executor" in e for e in events), events
-        assert len(built) > 2, events
+    # The batch after the kill missed the band index's partition, ran again, and both
+    # indexes were built again on the executor left.
+    assert any("lost with an executor" in e for e in events), events
+    rebuilt = built[2:]
+    assert [e.split(":")[0] for e in rebuilt] == ["q1", "q2"], events
+    left = _executors(cluster, 1 - killed[0])
+    assert all(set(_ids(e)) <= left for e in rebuilt), (events, left)
+
+
+def _ids(event: str) -> list[str]:
+    """The executor ids an "index built … on executors [...]" event names."""
+    return re.findall(r"'([^']+)'", event.split("executors", 1)[1])
+
+
+def _executors(cluster: LocalCluster, worker: int) -> set[str]:
+    """The ids of the executors worker `worker` started for the newest application."""
+    apps = sorted((cluster.dir / "work" / f"worker-{worker}").glob("app-*"))
+    return {d.name for d in apps[-1].iterdir() if d.is_dir()} if apps else set()

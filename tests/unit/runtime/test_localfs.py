@@ -54,7 +54,13 @@ def test_executors_in_other_processes_keep_hadoops_and_get_the_jar(master: str) 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(local, "build_jar", lambda java, home: JAR)
         got = local.local_conf("java", "/spark", master, {"spark.jars": "/opt/a.jar"})
-        assert got == {"spark.driver.extraClassPath": JAR, "spark.jars": f"/opt/a.jar,{JAR}"}
+        assert got == {
+            "spark.driver.extraClassPath": JAR,
+            "spark.jars": f"/opt/a.jar,{JAR}",
+            "spark.locality.wait.process": "10s",
+        }
+        mine = {"spark.locality.wait.process": "5s"}
+        assert "spark.locality.wait.process" not in local.local_conf("j", "/s", master, mine)
         patch.setattr(local, "build_jar", lambda java, home: None)
         assert local.local_conf("java", "/spark", master, {}) == {}
 

@@ -250,7 +250,8 @@ class IndexedJoins:
     def committed(self, spark: SparkSession) -> None:
         """The batch committed: its indexes are at its id; those it did not use go (a query
         that comes back to its index builds it anew)."""
-        for query in self._built.keys() - self._used.keys():
+        # (After a failed batch, a query's index on executors is in `placed` only.)
+        for query in (self._built.keys() | set(self.placed)) - self._used.keys():
             if query in self.placed:
                 self.placed.drop(spark, query)
                 continue

@@ -185,11 +185,11 @@ class BatchProcessor:
                 self.process(df, batch_id)
             except Exception as err:  # (multi-way stores keep a run's refill: no rerun)
                 cache = self.stores.hot
-                hot = cache is not None and cache.failed(err) and not self.multiway
-                if not hot and not self.indexed.lost(err):
+                hot = cache is not None and cache.failed(err)
+                # (An executor lost with index partitions took its cached blocks too.)
+                if not (hot or self.indexed.lost(err)) or self.multiway:
                     raise
-                if hot:
-                    self.stores.clear()
+                self.stores.clear()
                 self._next_schemes = forced
                 self.process(df, batch_id)
         except BaseException as err:

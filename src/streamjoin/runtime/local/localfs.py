@@ -68,16 +68,22 @@ def placed_index_conf(
     settings: t.Mapping[str, str], jar: t.Callable[[], str | None]
 ) -> dict[str, str]:
     """The settings that put the jar on the class path of a cluster's driver and executors,
-    for the indexes kept on the executors (``PlacedIndex.java``); none where it cannot be
-    built."""
+    for the indexes kept on the executors (``PlacedIndex.java``), and let a task wait longer for
+    the executor that holds its partition; none where the jar cannot be built."""
     path = jar()
     if path is None:
         return {}
     prior, jars = settings.get(CLASS_PATH), settings.get("spark.jars")
-    return {
+    out = {
         CLASS_PATH: f"{prior}{os.pathsep}{path}" if prior else path,
         "spark.jars": f"{jars},{path}" if jars else path,
     }
+    # A probe task waits this long for its partition's owner before Spark runs it elsewhere,
+    # where it fails (3 s by default: an owner busy with a backlog's long tasks is not gone).
+    return out | ({} if LOCALITY_WAIT in settings else {LOCALITY_WAIT: "10s"})
+
+
+LOCALITY_WAIT = "spark.locality.wait.process"
 
 
 def build_jar(java: str, spark_home: str, directory: str | None = None) -> str | None:
