@@ -197,12 +197,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_jar(args: argparse.Namespace) -> int:
-    from pyspark.find_spark_home import _find_spark_home
-
+    from streamjoin.cluster import spark_home
     from streamjoin.runtime.local.localfs import build_jar
     from streamjoin.runtime.session import check_java
 
-    path = build_jar(check_java(), _find_spark_home())
+    path = build_jar(check_java(), str(spark_home()))
     if path is None:
         msg = "the jar of streamjoin's Java classes could not be built (the line above says why)"
         raise StreamJoinError(msg)

@@ -3,12 +3,9 @@
 Per batch, with W the global watermark committed by the previous batch:
 
 1. intake: each row ok, malformed or late (event time < W), if a step reads it (`intake`);
-2. state: one Spark job, beside the joins, appends the ok rows to the state and observes the
-   counts and event-time ranges, unless the Parquet footers tell them (`state.statejob`);
-3. deltas: each stream's ok rows as relations of the joins' SQL (`deltas`), unless every
-   join's index probe reads the batch's own rows (`indexed.IndexedJoins.reads_rows`);
-4. joins: two-way queries' new pairs (`twoway`), multi-way ones' (`runtime.multiway.joins`),
-   against the committed state cached in executor memory (`state.hot`);
+2. state: the ok rows' counts and event-time ranges, from the footers or a job (`state.statejob`);
+3. deltas: each stream's ok rows as relations (`deltas`), unless the index probes read them;
+4. joins: two-way queries' new pairs (`twoway`, `indexed`), multi-way ones' (`multiway.joins`);
 5. sinks: each sink receives its queries' rows under ``<path>/batch=<id>/`` (`sinks`);
 6. dead letters: late and malformed rows, if any (`intake.write_deadletters`);
 7. adapt: the policies of `adapt/` choose each query's next scheme and probe orders;
@@ -65,9 +62,8 @@ __all__ = ["BatchProcessor", "BatchReport"]
 
 
 class BatchProcessor:
-    """The foreachBatch function of a job (also callable with a unified DataFrame). It keeps what
-    outlives a batch (plan, settings, checkpoint, cached stores, multi-way plans); a batch's own
-    data is its `BatchContext`."""
+    """The foreachBatch function of a job (also callable with a unified DataFrame): what outlives
+    a batch (plan, settings, checkpoint, stores, indexes); a batch's own is its `BatchContext`."""
 
     def __init__(
         self,
@@ -176,9 +172,8 @@ class BatchProcessor:
         self._next_schemes[query] = dict(params)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        """Spark's foreachBatch call: `process`, again from the files if the cache failed it
-        (`state.hot.HotState.failed`) or an executor took index partitions with it
-        (`IndexedJoins.lost`); a failed batch's error is kept for the run."""
+        """Spark's foreachBatch call: `process`, again if the cache failed it (`HotState.failed`)
+        or an executor took index partitions (`IndexedJoins.lost`); its error kept for the run."""
         forced = dict(self._next_schemes)
         try:
             try:
