@@ -209,15 +209,10 @@ class IndexedJoins:
         if self.on_cluster(ctx.spark):
             return self._placed_pairs(ctx, qp, deltas, stores, parts, at)
         if self._built.get(key) not in at:
-            # (Built from the units' files: the index is their only copy in memory.)
             cls.reset(name, parts, ctx.batch_id - 1)
-            if any(ctx.prev.live(sp.name) for sp in (left, right)):
-                views = ctx.scratch.views
-                state = [
-                    stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
-                    for sp, least in ((left, l_least), (right, r_least))
-                ]
-                cls.load(self._input(ctx, qp, *state)._jdf, name, parts)
+            stored = self._stored(ctx, qp, stores)
+            if stored is not None:
+                cls.load(stored._jdf, name, parts)
         self._used[key] = (ctx.batch_id, parts)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
@@ -307,24 +302,29 @@ class IndexedJoins:
         there from the units where not there, then probed on each partition's owner."""
         q = qp.query
         key = _key(qp)
-        left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
-        l_least, r_least = least_times(ctx, qp)
-        delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
+        delta = self._input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
         if self._built.get(key) not in at or key not in self.placed:
-            rows = delta.limit(0)
-            if any(ctx.prev.live(sp.name) for sp in (left, right)):
-                views = ctx.scratch.views
-                state = [
-                    stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
-                    for sp, least in ((left, l_least), (right, r_least))
-                ]
-                rows = self._input(ctx, qp, *state)
+            stored = self._stored(ctx, qp, stores)
+            rows = delta.limit(0) if stored is None else stored
             self.placed.build(ctx.spark, key, rows, parts, ctx.batch_id - 1)
         self._used[key] = (ctx.batch_id, parts)
-        least = [_LEAST if x is None else x for x in (l_least, r_least)]
+        least = [_LEAST if x is None else x for x in least_times(ctx, qp)]
         pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, least)
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
+
+    def _stored(self, ctx: BatchContext, qp: QueryPlan, stores: StoreViews) -> DataFrame | None:
+        """The committed live rows of `qp`'s two sides as its index takes them (from the
+        units' files: the index is their only copy in memory); None where there are none."""
+        sides = (ctx.plan.stream(qp.query.left.stream), ctx.plan.stream(qp.query.right.stream))
+        if not any(ctx.prev.live(sp.name) for sp in sides):
+            return None
+        views = ctx.scratch.views
+        state = [
+            stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
+            for sp, least in zip(sides, least_times(ctx, qp), strict=True)
+        ]
+        return self._input(ctx, qp, *state)
 
     def _class(self, spark: SparkSession) -> t.Any:
         if self._jvm is None:
