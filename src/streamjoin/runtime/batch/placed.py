@@ -45,8 +45,8 @@ class PlacedIndexes:
 
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
-        self._places: dict[str, tuple[str, list[str]]] = {}
-        """Query key → (the index's name, each partition's owner)."""
+        self._places: dict[str, tuple[str, list[str], t.Any]] = {}
+        """Query key → (the index's name, each partition's owner, those as a Java array)."""
         self._events: list[str] = []
 
     def __contains__(self, key: str) -> bool:
@@ -62,7 +62,7 @@ class PlacedIndexes:
             self.drop(spark, key)
         name = f"{self._prefix}/{key}/{next(_builds)}"
         owners = list(self._jvm(spark).load(rows._jdf, name, parts, at, None))
-        self._places[key] = (name, owners)
+        self._places[key] = (name, owners, _strings(spark, owners))
         held = sorted({o.rsplit("_", 1)[-1] for o in owners})
         query = key.split("#")[0]
         self._events.append(f"{query}: index built in {parts} partitions on executors {held}")
@@ -72,17 +72,16 @@ class PlacedIndexes:
     ) -> DataFrame:
         """The candidate pairs of batch `batch`'s `delta` from `key`'s index (lazy), each
         partition probed on its owner after its rows below `least` (left, right) go."""
-        name, owners = self._places[key]
-        where = _strings(spark, owners)
+        name, owners, where = self._places[key]  # (the array made once: a JVM call per item)
         jdf = self._jvm(spark).probe(delta._jdf, name, len(owners), batch, *least, where)
         return DataFrame(jdf, spark)
 
     def drop(self, spark: SparkSession, key: str) -> None:
         """Forget `key`'s index on its executors."""
-        name, owners = self._places.pop(key)
+        name, _, where = self._places.pop(key)
         # (An executor lost meanwhile took what it held with it.)
         with contextlib.suppress(Py4JJavaError):
-            self._jvm(spark).drop(spark._jsparkSession, name, _strings(spark, owners))
+            self._jvm(spark).drop(spark._jsparkSession, name, where)
 
     def lost(self, err: BaseException) -> bool:
         """Whether batch error `err` is a probe that found no partition where it ran: the
