@@ -94,6 +94,8 @@ class BatchCounts:
     units: UnitStats | None = None
     quantiles: t.Sequence[float] = ()
     state_rows: tuple[int, int] = (0, 0)
+    state_span_us: tuple[int | None, int | None] = (None, None)
+    """Per side, the event time between its oldest and newest stored rows (None: unknown)."""
 
 
 def scheme_from_params(params: t.Mapping[str, t.Any]) -> Scheme | None:
@@ -278,11 +280,12 @@ def _leave_hash_if_skewed(
     best = candidates(bool(qp.parts.equi), None, stats)[0].scheme
     params = state.params
     timed = qp.query.option("time_buckets", "auto") == "auto"
-    can_bucket = timed and qp.time_band is not None and not params.get("time_bucket")
+    gain = bucket_gain(qp, seen.state_span_us)
+    can_bucket = timed and gain > 0 and not params.get("time_bucket")
     # A delta row meets, on average, top * top * (the other side's stored and new rows) of
-    # the hot key, every one a candidate checked against the window; time buckets cut that
-    # to the rows of two buckets for the price of one more probe row per delta row.
-    hot = top * top * (sum(seen.state_rows) + sum(delta)) / 2 >= HOT_CANDIDATES
+    # the hot key, every one a candidate checked against the window; time buckets cut
+    # `gain` of them (all but the rows of two buckets) for one more probe row per delta row.
+    hot = top * top * (sum(seen.state_rows) + sum(delta)) / 2 * gain >= HOT_CANDIDATES
     if can_bucket and (hot or not isinstance(best, HashScheme)):
         params = {**params, "time_bucket": True}
     elif not isinstance(best, HashScheme):
@@ -291,6 +294,20 @@ def _leave_hash_if_skewed(
         return state
     note = {"batch": seen.batch + 1, "scheme": describe(qp, params), "skew": top}
     return replace(state, params=params, history=(*state.history, note))
+
+
+def bucket_gain(qp: QueryPlan, spans: tuple[int | None, int | None]) -> float:
+    """The share of a key's stored rows that keying by the window's time bucket spares a
+    delta row: it meets two buckets' rows (its band, of one bucket's width, overlaps two), so
+    a state spanning `span` of event time keeps ``2 * width / span`` of them; none spared where
+    the state spans two buckets or less (a short window's state: the window plus the
+    watermark's delay), 1 where the span is not known. 0 without a time band."""
+    if qp.time_band is None:
+        return 0.0
+    known = [s for s in spans if s is not None]
+    if not known:
+        return 1.0
+    return max(0.0, 1.0 - 2 * qp.time_band.width / max(max(known), 1))
 
 
 def describe(qp: QueryPlan, params: t.Mapping[str, t.Any]) -> str:

@@ -283,6 +283,15 @@ def after_batch(
             units.get(q.name),
             sorted(quantiles),
             (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
+            (_span(prev, q.left.stream), _span(prev, q.right.stream)),
         )
         notes[q.name] = router.after_batch(seen_counts)
     return units, notes
+
+
+def _span(manifest: Manifest, stream: str) -> int | None:
+    """The event time between the oldest and the newest live row of `stream`'s state."""
+    units = [u for u in manifest.live(stream) if u.min_ts is not None and u.max_ts is not None]
+    if not units:
+        return None
+    return max(t.cast("int", u.max_ts) for u in units) - min(t.cast("int", u.min_ts) for u in units)
