@@ -17,6 +17,7 @@ LABELS = {
     "python_rss_mb": "driver's Python, resident MB",
     "jvm_rss_mb": "JVM (driver and executor), resident MB",
     "heap_mb": "JVM heap live after a full collection, MB",
+    "heap_committed_mb": "JVM heap's size (grown by the collector up to -Xmx), MB",
     "state_mb": "live state, MB",
     "batch_s": "batch time, s",
     "ckpt_mb": "checkpoint, MB",

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -138,6 +139,28 @@ def parse_histogram(text: str) -> dict[str, int]:
     return found
 
 
+def heap_committed(jvm: int) -> int | None:
+    """The bytes the JVM's heap has reserved from the system (``jcmd GC.heap_info``): the heap's
+    size, which a collector grows toward ``-Xmx`` while the live part stays put."""
+    out = subprocess.run(
+        ["jcmd", str(jvm), "GC.heap_info"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
+    return parse_heap_info(out)
+
+
+def parse_heap_info(text: str) -> int | None:
+    """The sum of ``GC.heap_info``'s ``total NK`` over its heap lines (a generation's, or the
+    whole heap's for a collector of one region); None where it has none."""
+    totals = [
+        int(m.group(1)) * 1024 for m in re.finditer(r"^\s*\S.*?\btotal (\d+)K", text, re.MULTILINE)
+    ]
+    return sum(totals) if totals else None
+
+
 def grown(first: dict[str, int], last: dict[str, int], top: int = 15) -> list[tuple[str, int]]:
     """The classes whose live bytes grew most from `first` to `last` (bytes grown)."""
     growth = {c: n - first.get(c, 0) for c, n in last.items() if c != "total"}
@@ -197,7 +220,11 @@ class Sampler:
                 histogram = live_heap(jvm.pid)
                 if "total" in histogram:
                     mb = round(histogram["total"] / 2**20, 1)
-                    self.live_heap.append({"t": sample["t"], "heap_mb": mb})
+                    entry: dict[str, t.Any] = {"t": sample["t"], "heap_mb": mb}
+                    committed = heap_committed(jvm.pid)
+                    if committed is not None:
+                        entry["heap_committed_mb"] = round(committed / 2**20, 1)
+                    self.live_heap.append(entry)
                     self.histograms.append((sample["t"], histogram))
 
 
@@ -312,6 +339,10 @@ def _trends(sampler: Sampler, history: list[dict[str, t.Any]], started: float) -
         "heap_mb": (
             [s["t"] for s in sampler.live_heap],
             [s["heap_mb"] for s in sampler.live_heap],
+        ),
+        "heap_committed_mb": (
+            [s["t"] for s in sampler.live_heap if "heap_committed_mb" in s],
+            [s["heap_committed_mb"] for s in sampler.live_heap if "heap_committed_mb" in s],
         ),
     }
     for figure in (

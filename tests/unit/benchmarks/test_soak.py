@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.report_soak import OURS, soak_targets
-from benchmarks.soak import SETTLE, TOLERANCE, trend
+from benchmarks.soak import SETTLE, TOLERANCE, parse_heap_info, trend
 
 
 def _series(rise: float, noise: float, seed: int, n: int = 120) -> tuple[list[float], list[float]]:
@@ -65,3 +65,25 @@ def test_the_target_holds_only_when_every_figure_is_flat_and_it_keeps_up() -> No
     assert row[2] is False
     behind = _report() | {"backlog_at_end_s": 30.0}
     assert soak_targets("soak.json", behind)[0][2] is False
+
+
+PARALLEL_HEAP_INFO = """28140:
+ PSYoungGen      total 113152K, used 19472K [0x00000000d5580000, 0x00000000dd380000)
+  eden space 97280K, 20% used [0x00000000d5580000,0x00000000d68843c8,0x00000000db480000)
+  from space 15872K, 0% used [0x00000000dc400000,0x00000000dc400000,0x00000000dd380000)
+ ParOldGen       total 258048K, used 0K [0x0000000080000000, 0x000000008fc00000)
+  object space 258048K, 0% used [0x0000000080000000,0x0000000080000000,0x000000008fc00000)
+ Metaspace       used 8968K, committed 9152K, reserved 1114112K
+  class space    used 1062K, committed 1152K, reserved 1048576K
+"""
+G1_HEAP_INFO = """1234:
+ garbage-first heap   total 262144K, used 20480K [0x0000000080000000, 0x0000000100000000)
+  region size 1024K, 20 young (20480K), 0 survivors (0K)
+ Metaspace       used 8968K, committed 9152K, reserved 1114112K
+"""
+
+
+def test_the_heap_size_sums_each_generations_total_and_leaves_metaspace_out() -> None:
+    assert parse_heap_info(PARALLEL_HEAP_INFO) == (113152 + 258048) * 1024
+    assert parse_heap_info(G1_HEAP_INFO) == 262144 * 1024
+    assert parse_heap_info("28140:\nNo such process\n") is None
