@@ -154,9 +154,13 @@ def heap_committed(jvm: int) -> int | None:
 
 def parse_heap_info(text: str) -> int | None:
     """The sum of ``GC.heap_info``'s ``total NK`` over its heap lines (a generation's, or the
-    whole heap's for a collector of one region); None where it has none."""
+    whole heap's for a collector of one region; JDK 22's G1 says ``total reserved NK,
+    committed NK``); None where it has none (ZGC, Shenandoah)."""
     totals = [
-        int(m.group(1)) * 1024 for m in re.finditer(r"^\s*\S.*?\btotal (\d+)K", text, re.MULTILINE)
+        int(m.group(1)) * 1024
+        for m in re.finditer(
+            r"^\s*\S.*?\btotal (?:reserved \d+K, committed )?(\d+)K", text, re.MULTILINE
+        )
     ]
     return sum(totals) if totals else None
 

@@ -280,7 +280,7 @@ def _leave_hash_if_skewed(
     best = candidates(bool(qp.parts.equi), None, stats)[0].scheme
     params = state.params
     timed = qp.query.option("time_buckets", "auto") == "auto"
-    gain = bucket_gain(qp, seen.state_span_us)
+    gain = bucket_gain(qp, seen.state_span_us, seen.state_rows)
     can_bucket = timed and gain > 0 and not params.get("time_bucket")
     # A delta row meets, on average, top * top * (the other side's stored and new rows) of
     # the hot key, every one a candidate checked against the window; time buckets cut
@@ -296,18 +296,21 @@ def _leave_hash_if_skewed(
     return replace(state, params=params, history=(*state.history, note))
 
 
-def bucket_gain(qp: QueryPlan, spans: tuple[int | None, int | None]) -> float:
+def bucket_gain(
+    qp: QueryPlan, spans: tuple[int | None, int | None], rows: tuple[int, int] = (0, 0)
+) -> float:
     """The share of a key's stored rows that keying by the window's time bucket spares a
-    delta row: it meets two buckets' rows (its band, of one bucket's width, overlaps two), so
-    a state spanning `span` of event time keeps ``2 * width / span`` of them; none spared where
-    the state spans two buckets or less (a short window's state: the window plus the
-    watermark's delay), 1 where the span is not known. 0 without a time band."""
+    delta row: it meets at most two buckets' rows (its window, one bucket wide, overlaps two),
+    so of a side whose rows span `span` of event time it still meets ``2 * width / span``;
+    nothing is spared where they span two buckets or less (a short window's state: the window
+    and the watermark's delay). Each side's share weighs by its stored rows (a delta row meets
+    the other side's); a side of unknown span counts as all spared. 0 without a time band."""
     if qp.time_band is None:
         return 0.0
-    known = [s for s in spans if s is not None]
-    if not known:
-        return 1.0
-    return max(0.0, 1.0 - 2 * qp.time_band.width / max(max(known), 1))
+    width = qp.time_band.width
+    gains = [1.0 if s is None else max(0.0, 1.0 - 2 * width / max(s, 1)) for s in spans]
+    weights = rows if sum(rows) > 0 else (1, 1)
+    return sum(g * w for g, w in zip(gains, weights, strict=True)) / sum(weights)
 
 
 def describe(qp: QueryPlan, params: t.Mapping[str, t.Any]) -> str:

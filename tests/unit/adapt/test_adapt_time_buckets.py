@@ -11,6 +11,7 @@ from streamjoin.adapt.schemes import (
     BatchCounts,
     SchemeState,
     UnitStats,
+    bucket_gain,
     describe,
     initial_params,
     next_scheme,
@@ -127,13 +128,26 @@ def test_time_buckets_only_where_the_state_spans_more_than_two_buckets(
 ) -> None:
     """A window of ±1 s has buckets of 2 s and a delta row meets two of them: a state that
     spans 4 s or less of event time (the window and the watermark's delay) would be met whole
-    anyway, and the bucket only doubles the probe. Beyond that it spares the hot key's rows of
-    the other buckets."""
+    anyway, and the bucket only doubles the probe; a key that hot then leaves for the scheme
+    the cost formulas rank first, one that no key's rows can overload. Beyond 4 s the bucket
+    spares the hot key's rows of the other buckets."""
     qp = _router("units = 2").qp
     state = SchemeState({**initial_params(qp, 2), "units": 2})
     hot = BatchCounts(7, 12_000, 12_000, UnitStats((16_000, 8_000), (0, 0)), (), (75_000, 75_000))
-    after = next_scheme(qp, state, replace(hot, state_span_us=(round(span_s * 1e6), None)))
+    span = round(span_s * 1e6)
+    after = next_scheme(qp, state, replace(hot, state_span_us=(span, span)))
     assert bool(after.params.get("time_bucket")) is bucketed
+    assert (after.params["name"] == "hash") is bucketed, after.params
+
+
+def test_each_sides_share_spared_weighs_by_its_stored_rows() -> None:
+    """A left delta row meets the right side's stored rows and the other way round: a side
+    that stores nothing has no say in what the buckets spare."""
+    qp = _router().qp  # (buckets of 2 s)
+    assert bucket_gain(qp, (40_000_000, 4_000_000), (1_000, 0)) == pytest.approx(0.9)
+    assert bucket_gain(qp, (40_000_000, 4_000_000), (0, 1_000)) == 0.0
+    assert bucket_gain(qp, (40_000_000, 4_000_000), (1_000, 1_000)) == pytest.approx(0.45)
+    assert bucket_gain(qp, (None, 4_000_000), (0, 0)) == pytest.approx(0.5)
 
 
 def test_a_long_run_chance_spread_keeps_a_short_window_on_plain_hashing() -> None:

@@ -86,4 +86,6 @@ G1_HEAP_INFO = """1234:
 def test_the_heap_size_sums_each_generations_total_and_leaves_metaspace_out() -> None:
     assert parse_heap_info(PARALLEL_HEAP_INFO) == (113152 + 258048) * 1024
     assert parse_heap_info(G1_HEAP_INFO) == 262144 * 1024
+    jdk22 = G1_HEAP_INFO.replace("total 262144K", "total reserved 1048576K, committed 262144K")
+    assert parse_heap_info(jdk22) == 262144 * 1024
     assert parse_heap_info("28140:\nNo such process\n") is None

@@ -34,6 +34,7 @@ from streamjoin.adapt.schemes import (
     scheme_from_params,
 )
 from streamjoin.partition import RowSql, Scheme
+from streamjoin.plan.retention import side_retention
 from streamjoin.runtime.sources import empty_relation
 from streamjoin.runtime.threads import metrics
 
@@ -283,15 +284,29 @@ def after_batch(
             units.get(q.name),
             sorted(quantiles),
             (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
-            (_span(prev, q.left.stream), _span(prev, q.right.stream)),
+            _spans(qp, prev, stats),
         )
         notes[q.name] = router.after_batch(seen_counts)
     return units, notes
 
 
-def _span(manifest: Manifest, stream: str) -> int | None:
-    """The event time between the oldest and the newest live row of `stream`'s state."""
-    units = [u for u in manifest.live(stream) if u.min_ts is not None and u.max_ts is not None]
-    if not units:
-        return None
-    return max(t.cast("int", u.max_ts) for u in units) - min(t.cast("int", u.min_ts) for u in units)
+def _spans(
+    qp: QueryPlan, prev: Manifest, stats: t.Mapping[str, StreamStats]
+) -> tuple[int | None, int | None]:
+    """Per side, the event time that the stored rows a batch's rows can meet span: from the
+    query's own cut-off (``W - retain``; the stream may keep older rows for another query) or
+    the oldest row, to the newest stored or new row; None where there is none."""
+    spans: list[int | None] = []
+    for side, retain in zip(qp.query.sides, side_retention(qp), strict=True):
+        batch = stats[side.stream]
+        ranges = [(u.min_ts, u.max_ts) for u in prev.live(side.stream)]
+        ranges.append((batch.min_ts, batch.max_ts))
+        known = [(lo, hi) for lo, hi in ranges if lo is not None and hi is not None]
+        if not known:
+            spans.append(None)
+            continue
+        oldest = min(lo for lo, _ in known)
+        if retain is not None and prev.global_wm is not None:
+            oldest = max(oldest, prev.global_wm - retain)
+        spans.append(max(0, max(hi for _, hi in known) - oldest))
+    return spans[0], spans[1]
