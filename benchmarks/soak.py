@@ -132,7 +132,8 @@ def parse_histogram(text: str) -> dict[str, int]:
     found: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 4 and parts[0].endswith(":") and parts[2].isdigit():
+        # (A JDK class's row ends with its module, e.g. ``[B (java.base@17.0.15)``.)
+        if len(parts) in (4, 5) and parts[0].endswith(":") and parts[2].isdigit():
             found[parts[3]] = found.get(parts[3], 0) + int(parts[2])
         elif len(parts) == 3 and parts[0] == "Total" and parts[2].isdigit():
             found["total"] = int(parts[2])

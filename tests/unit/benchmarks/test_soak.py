@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.report_soak import OURS, soak_targets
-from benchmarks.soak import SETTLE, TOLERANCE, parse_heap_info, trend
+from benchmarks.soak import SETTLE, TOLERANCE, parse_heap_info, parse_histogram, trend
 
 
 def _series(rise: float, noise: float, seed: int, n: int = 120) -> tuple[list[float], list[float]]:
@@ -89,3 +89,18 @@ def test_the_heap_size_sums_each_generations_total_and_leaves_metaspace_out() ->
     jdk22 = G1_HEAP_INFO.replace("total 262144K", "total reserved 1048576K, committed 262144K")
     assert parse_heap_info(jdk22) == 262144 * 1024
     assert parse_heap_info("28140:\nNo such process\n") is None
+
+
+def test_the_histogram_counts_the_jdks_own_classes_too() -> None:
+    text = """28140:
+ num     #instances         #bytes  class name (module)
+-------------------------------------------------------
+   1:        120000       96000000  [B (java.base@17.0.15)
+   2:          4000         160000  streamjoin.JoinIndex$Entry
+Total        124000       96160000
+"""
+    assert parse_histogram(text) == {
+        "[B": 96_000_000,
+        "streamjoin.JoinIndex$Entry": 160_000,
+        "total": 96_160_000,
+    }
