@@ -114,17 +114,18 @@ def _du(path: str) -> int:
     return total
 
 
+def _jcmd(jvm: int, command: str) -> str:
+    """What ``jcmd <jvm> <command>`` printed (nothing if the JVM did not answer)."""
+    run = subprocess.run(
+        ["jcmd", str(jvm), command], capture_output=True, text=True, timeout=120, check=False
+    )
+    return run.stdout
+
+
 def live_heap(jvm: int) -> dict[str, int]:
     """The JVM's live objects' bytes by class (``jcmd GC.class_histogram``, which collects
     first), with the total under ``"total"``; empty if the JVM did not answer."""
-    out = subprocess.run(
-        ["jcmd", str(jvm), "GC.class_histogram"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    ).stdout
-    return parse_histogram(out)
+    return parse_histogram(_jcmd(jvm, "GC.class_histogram"))
 
 
 def parse_histogram(text: str) -> dict[str, int]:
@@ -143,14 +144,7 @@ def parse_histogram(text: str) -> dict[str, int]:
 def heap_committed(jvm: int) -> int | None:
     """The bytes the JVM's heap has reserved from the system (``jcmd GC.heap_info``): the heap's
     size, which a collector grows toward ``-Xmx`` while the live part stays put."""
-    out = subprocess.run(
-        ["jcmd", str(jvm), "GC.heap_info"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    ).stdout
-    return parse_heap_info(out)
+    return parse_heap_info(_jcmd(jvm, "GC.heap_info"))
 
 
 def parse_heap_info(text: str) -> int | None:
