@@ -7,7 +7,8 @@ unit received; `next_scheme` takes those counts and returns the scheme for the n
 - join biclique: BiStream's two thresholds add or remove units per side (`ElasticController`);
 - range: the next batch's equi-depth bounds from this batch's quantiles;
 - the automatic hash path: left once one unit stands out, for the window's time bucket as part
-  of the key or for the scheme the cost formulas rank cheapest (`partition.candidates`).
+  of the key (where the state spans more than two buckets, `bucket_gain`) or for the scheme the
+  cost formulas rank cheapest (`partition.candidates`).
 
 A scheme's parameters (``params``) are JSON-able, so the manifest carries them from batch to
 batch; `scheme_from_params` and `params_of` convert them to and from `partition` schemes.
@@ -95,7 +96,8 @@ class BatchCounts:
     quantiles: t.Sequence[float] = ()
     state_rows: tuple[int, int] = (0, 0)
     state_span_us: tuple[int | None, int | None] = (None, None)
-    """Per side, the event time between its oldest and newest stored rows (None: unknown)."""
+    """Per side, the event time that the stored rows this batch's rows could meet span, and
+    its own (None: unknown)."""
 
 
 def scheme_from_params(params: t.Mapping[str, t.Any]) -> Scheme | None:
