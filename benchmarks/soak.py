@@ -335,15 +335,10 @@ def _trends(sampler: Sampler, history: list[dict[str, t.Any]], started: float) -
             [h["time"] - started for h in live],
             [sum(h["state_bytes"].values()) / 2**20 for h in live],
         ),
-        "heap_mb": (
-            [s["t"] for s in sampler.live_heap],
-            [s["heap_mb"] for s in sampler.live_heap],
-        ),
-        "heap_committed_mb": (
-            [s["t"] for s in sampler.live_heap if "heap_committed_mb" in s],
-            [s["heap_committed_mb"] for s in sampler.live_heap if "heap_committed_mb" in s],
-        ),
     }
+    for figure in ("heap_mb", "heap_committed_mb"):
+        at = [s for s in sampler.live_heap if figure in s]
+        series[figure] = ([s["t"] for s in at], [s[figure] for s in at])
     for figure in (
         "python_rss_mb",
         "jvm_rss_mb",
