@@ -11,7 +11,7 @@ import typing as t
 
 import pytest
 
-from benchmarks import skew
+from benchmarks import skew_fluctuating, skew_keys, skew_memory
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -20,8 +20,8 @@ if t.TYPE_CHECKING:
 
 
 def test_skew_tiny(spark: SparkSession, tmp_path: Path) -> None:
-    result = skew.run_skew(spark, "tiny", str(tmp_path))
-    assert [c["z"] for c in result["cases"]] == list(skew.ZIPF)
+    result = skew_keys.run_skew(spark, "tiny", str(tmp_path))
+    assert [c["z"] for c in result["cases"]] == list(skew_keys.ZIPF)
     for case in result["cases"]:
         assert case["results_agree"]
         # Same output in both modes, equal to the exact count and to the reference's rows.
@@ -36,7 +36,7 @@ def test_skew_tiny(spark: SparkSession, tmp_path: Path) -> None:
 
 
 def test_fluctuating_tiny(spark: SparkSession, tmp_path: Path) -> None:
-    result = skew.run_fluctuating(spark, "tiny", str(tmp_path))
+    result = skew_fluctuating.run_fluctuating(spark, "tiny", str(tmp_path))
     assert result["results_agree"]
     assert result["out"] == result["expected_out"] == result["reference_out"]
     assert result["shape_changes"] >= 3
@@ -45,7 +45,7 @@ def test_fluctuating_tiny(spark: SparkSession, tmp_path: Path) -> None:
 
 
 def test_memory_tiny(spark: SparkSession, tmp_path: Path) -> None:
-    result = skew.run_memory(spark, "tiny", str(tmp_path))
+    result = skew_memory.run_memory(spark, "tiny", str(tmp_path))
     assert result["results_agree"]
     assert result["out"] == result["reference_out"]
     assert result["on_disk_equal"]

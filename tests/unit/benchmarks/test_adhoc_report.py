@@ -5,7 +5,7 @@ from __future__ import annotations
 import typing as t
 
 from benchmarks.adhoc import query, targets
-from benchmarks.report import adhoc_lines, adhoc_targets
+from benchmarks.report_adhoc import adhoc_lines, adhoc_targets
 
 
 def _run(wall: float, **more: t.Any) -> dict[str, t.Any]:

@@ -65,7 +65,8 @@ def test_the_session_runs_on_the_named_master(
 
 
 def test_a_cluster_report_names_its_cluster_and_leaves_out_the_drivers_cpu() -> None:
-    from benchmarks.report import commands, long_table, workload_lines
+    from benchmarks.report_backlog import long_table, workload_lines
+    from benchmarks.report_provenance import commands
 
     engines_ = {
         "streamjoin": {"throughput": 2.0, "steady_batch_p50_ms": 5.0},

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.engines import CpuClock
 from benchmarks.harness import figures
-from benchmarks.report import table
+from benchmarks.report_backlog import table
 
 # A process that burns `n` seconds of CPU in a thread that then ends (a summing of live threads
 # would miss it), says so, and waits to be told to exit.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.report import jvm_line, settings_line
+from benchmarks.report_provenance import jvm_line, settings_line
 
 
 def _report(**flags: str | None) -> dict[str, object]:

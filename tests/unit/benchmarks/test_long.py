@@ -11,7 +11,9 @@ import pytest
 
 from benchmarks.data import Backlog
 from benchmarks.harness import figures, steady_figures
-from benchmarks.report import commands, long_plot, long_table, workload_lines
+from benchmarks.report_backlog import long_table, workload_lines
+from benchmarks.report_plots import long_plot
+from benchmarks.report_provenance import commands
 from benchmarks.workloads import LONG_SHAPES, LONG_WARMUP_BATCHES, WORKLOADS, Case
 
 if t.TYPE_CHECKING:

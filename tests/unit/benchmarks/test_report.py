@@ -6,14 +6,11 @@ from __future__ import annotations
 import typing as t
 
 from benchmarks import report
-from benchmarks.report import (
-    commit_line,
-    other_targets,
-    ratio_cell,
-    render,
-    targets,
-    workload_lines,
-)
+from benchmarks.report import render
+from benchmarks.report_backlog import workload_lines
+from benchmarks.report_format import ratio_cell
+from benchmarks.report_provenance import commit_line
+from benchmarks.report_targets import metrics_overhead_row, other_targets, targets
 
 MACHINE = {
     "cores": 2,
@@ -115,7 +112,7 @@ def test_the_metrics_overhead_is_judged_by_its_ratio_only_where_the_noise_allows
     noisy = {"ratio_on_off": 0.8, "off_spread": 0.4, "driver_share": 0.001}
     costly = {"ratio_on_off": 1.2, "off_spread": 0.4, "driver_share": 0.05}
     verdicts = [
-        report.metrics_overhead_row({**r, "record_ms_per_batch": 0.5})[2]
+        metrics_overhead_row({**r, "record_ms_per_batch": 0.5})[2]
         for r in (quiet, {**quiet, "ratio_on_off": 0.9}, noisy, costly)
     ]
     assert verdicts == [True, False, True, False]
