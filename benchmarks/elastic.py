@@ -29,17 +29,9 @@ import typing as t
 from benchmarks.data import two_streams, write_backlog
 from benchmarks.harness import ROOT, _say, machine, source_commit
 from benchmarks.overload import KEYS, ON, stepped
-from benchmarks.rate import (
-    TICK,
-    TRIGGER,
-    CommitWatch,
-    FedFile,
-    Feed,
-    _live_job,
-    done_times,
-    feed,
-    latency_figures,
-)
+from benchmarks.rate import TRIGGER
+from benchmarks.rate_feed import TICK, FedFile, Feed, _live_job, feed
+from benchmarks.rate_latency import CommitWatch, done_times, latency_figures
 from benchmarks.sparklog import drained
 from benchmarks.workloads import Case, two_stream_job
 

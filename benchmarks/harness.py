@@ -10,53 +10,24 @@ one JSON object with every figure and the ratios.
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
 import platform
-import re
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import typing as t
-from dataclasses import dataclass
 
-from benchmarks.engines import MASTER_ENV
+from benchmarks.harness_exact import exact_differences, expected_counts
+from benchmarks.harness_figures import figures
+from benchmarks.harness_process import run_engine_process
 from benchmarks.workloads import SIZES, WORKLOADS
 
 if t.TYPE_CHECKING:
     from benchmarks.workloads import Case
 
 ROOT = os.path.join(tempfile.gettempdir(), "streamjoin-bench")
-
-
-@dataclass
-class _Peak:
-    rss: int = 0
-
-
-def _sample_tree(pid: int, peak: _Peak, done: threading.Event) -> None:
-    import psutil
-
-    try:
-        proc = psutil.Process(pid)
-    except psutil.Error:
-        return
-    while not done.is_set():
-        try:
-            procs = [proc, *proc.children(recursive=True)]
-            rss = 0
-            for p in procs:
-                with contextlib.suppress(psutil.Error):
-                    rss += p.memory_info().rss
-            peak.rss = max(peak.rss, rss)
-        except psutil.Error:
-            return
-        done.wait(0.2)
 
 
 # A peer's run is stopped after this long (its throughput is then that of its finished batches,
@@ -75,237 +46,6 @@ def peer_time_limit(size: str, given: float | None = None) -> float | None:
     if given is None:
         return PEER_TIME_LIMIT[size]
     return given or None
-
-
-def run_engine_process(
-    engine: str,
-    jobs: t.Sequence[tuple[str, str]],
-    time_limit: float | None = None,
-    live: dict[str, t.Any] | None = None,
-    final: t.Sequence[bool] = (),
-    log: str | None = None,
-    master: str | None = None,
-) -> list[dict[str, t.Any]]:
-    """`engine` on each (job, workdir) of `jobs`, one after another in one child process; each
-    run's EngineRun as a dict, with the process's peak memory. `live`: the fields of
-    `benchmarks.engines.Live`, for a run on a live source (``--rate`` mode); `final[i]`: job
-    i declares its input finished; `log`: a file for the child's whole stderr; `master`: a
-    cluster's to run on (default: local mode)."""
-    plan = []
-    for i, (job, workdir) in enumerate(jobs):
-        shutil.rmtree(workdir, ignore_errors=True)
-        os.makedirs(workdir)
-        job_file = os.path.join(workdir, "job.sql")
-        with open(job_file, "w", encoding="utf-8") as f:
-            f.write(job.replace("{out}", os.path.join(workdir, "out")))
-        done = i < len(final) and final[i]
-        item = {"job": job_file, "workdir": workdir, "time_limit": time_limit, "live": live}
-        plan.append(item | {"final": done})
-    first = jobs[0][1]
-    plan_file, result = os.path.join(first, "plan.json"), os.path.join(first, "result.json")
-    with open(plan_file, "w", encoding="utf-8") as f:
-        json.dump(plan, f)
-    args = ["benchmarks.engines", engine, plan_file, result]
-    env = {MASTER_ENV: master} if master else None
-    code, tail, peak_mb = run_child(args, extra_env=env, log=log)
-    if not os.path.exists(result):
-        return [{"engine": engine, "error": f"exit {code}: {tail}"} for _ in jobs]
-    with open(result, encoding="utf-8") as f:
-        runs: list[dict[str, t.Any]] = json.load(f)
-    for run in runs:
-        run["peak_rss_mb"] = peak_mb
-    return runs
-
-
-def run_child(
-    args: t.Sequence[str],
-    paths: t.Sequence[str] = (),
-    extra_env: t.Mapping[str, str] | None = None,
-    log: str | None = None,
-) -> tuple[int, str, float]:
-    """``python -m *args`` with this checkout's benchmarks (and `paths`) first on the path and
-    `extra_env` in its environment, sampling its process tree's memory: (exit code, last lines of
-    stderr, peak RSS in MB); its whole stderr is written to `log`, if given."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, **(extra_env or {}))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, *paths, env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", *args],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    peak, done = _Peak(), threading.Event()
-    sampler = threading.Thread(target=_sample_tree, args=(proc.pid, peak, done), daemon=True)
-    sampler.start()
-    _, stderr = proc.communicate()
-    done.set()
-    sampler.join()
-    if log is not None:
-        with open(log, "w", encoding="utf-8") as f:
-            f.write(stderr)
-    tail = "\n".join(stderr.strip().splitlines()[-5:])
-    return proc.returncode, tail, round(peak.rss / 2**20, 1)
-
-
-def expected_counts(case: Case) -> dict[str, int] | None:
-    """The exact result size of each query, from a batch join of the whole backlog in DuckDB;
-    None when a query has no equality key (DuckDB then runs a nested loop over billions of
-    pairs, for hours). Such queries are checked by their peer, the foreachBatch join, which is
-    itself a nested loop evaluating the predicate as written, and by the reference at tiny size.
-    """
-    import duckdb
-    import sqlglot
-
-    from streamjoin.plan import plan_job
-    from streamjoin.sql import parse_job
-
-    job = parse_job(case.job.replace("{out}", "/dev/null"), case.name)
-    if any(qp.strategy != "hash" for qp in plan_job(job).queries):
-        return None
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    for s in job.streams:
-        con.execute(
-            f"CREATE VIEW {s.name} AS SELECT * FROM read_parquet('{s.option('path')}/*.parquet')"
-        )
-    counts = {}
-    for q in job.queries:
-        on = sqlglot.transpile(q.predicate, read="spark", write="duckdb")[0]
-        # sqlglot renders unix_seconds(t) as CAST(EPOCH(t) AS BIGINT), and DuckDB's cast rounds
-        # where Spark's unix_seconds floors (measured: 83 of 112,913 Nexmark q8 pairs moved).
-        on = re.sub(r"CAST\(EPOCH\(([^()]*)\) AS BIGINT\)", r"CAST(FLOOR(EPOCH(\1)) AS BIGINT)", on)
-        sql = (
-            f"SELECT count(*) FROM {q.left.stream} AS {q.left.alias} "
-            f"JOIN {q.right.stream} AS {q.right.alias} ON {on}"
-        )
-        row = con.execute(sql).fetchone()
-        counts[q.name] = int(row[0]) if row else 0
-    return counts
-
-
-def exact_differences(
-    exact: str,
-    streams: t.Mapping[str, str],
-    outs: t.Mapping[str, str],
-    latest_by: t.Sequence[str] = (),
-) -> tuple[int, dict[str, tuple[int, int]]]:
-    """The size of DuckDB's answer to `exact` over the Parquet directories of `streams`, and per
-    engine of `outs` (its output directory) the rows it lacks and the rows it has in excess,
-    compared as multisets (``EXCEPT ALL`` both ways). With `latest_by`, the output is an
-    updating result: only each key's row of the newest batch counts."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    for name, path in streams.items():
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
-    con.execute(f"CREATE TABLE exact AS {exact}")
-    row = con.execute("SELECT count(*) FROM exact").fetchone()
-    size = int(row[0]) if row else 0
-    columns = _types(con, "exact")
-    diffs = {}
-    for engine, out in outs.items():
-        files = glob.glob(os.path.join(out, "**", "*.parquet"), recursive=True)
-        source = f"read_parquet({files!r}, hive_partitioning = {'true' if latest_by else 'false'})"
-        got = f"SELECT * FROM {source}"
-        if latest_by:
-            newest = f"PARTITION BY {', '.join(latest_by)} ORDER BY batch DESC"
-            ranked = f"SELECT *, row_number() OVER ({newest}) AS _rank FROM {source}"
-            got = f"SELECT * EXCLUDE (batch, _rank) FROM ({ranked}) WHERE _rank = 1"
-        if not files:
-            got = "SELECT * FROM exact LIMIT 0"
-        # By position, in the exact answer's column types (Spark may write other ones).
-        con.execute(f"CREATE OR REPLACE TABLE got AS {got}")
-        got_cols = [r[0] for r in con.execute("DESCRIBE got").fetchall()]
-        if len(got_cols) != len(columns):
-            diffs[engine] = (size, -1)
-            continue
-        cast = ", ".join(
-            f'CAST("{g}" AS {kind}) AS "{c}"'
-            for g, (c, kind) in zip(got_cols, columns, strict=True)
-        )
-        want, have = "SELECT * FROM exact", f"SELECT {cast} FROM got"
-        counts = []
-        for x, y in ((want, have), (have, want)):
-            r = con.execute(f"SELECT count(*) FROM ({x} EXCEPT ALL {y})").fetchone()
-            counts.append(int(r[0]) if r else 0)
-        diffs[engine] = (counts[0], counts[1])
-    con.close()
-    return size, diffs
-
-
-def _types(con: t.Any, table: str) -> list[tuple[str, str]]:
-    return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {table}").fetchall()]
-
-
-def _percentile(values: list[float], p: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    i = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
-    return ordered[i]
-
-
-def steady_figures(batch_ms: t.Sequence[float], warmup: int) -> dict[str, t.Any]:
-    """Batch times past the first `warmup` batches, whose JVM is still warming up, and their
-    growth: the median of the last third over that of the first third, which tells whether a
-    batch costs more as the state grows."""
-    steady = list(batch_ms[warmup:])
-    third = len(steady) // 3
-    first = statistics.median(steady[:third]) if third else None
-    last = statistics.median(steady[-third:]) if third else None
-    return {
-        "warmup_batches": warmup,
-        "steady_batches": len(steady),
-        "steady_batch_p50_ms": _percentile(steady, 50),
-        "steady_batch_p99_ms": _percentile(steady, 99),
-        "first_third_p50_ms": first,
-        "last_third_p50_ms": last,
-        "batch_growth": round(last / first, 2) if first and last is not None else None,
-    }
-
-
-def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
-    """Throughput, batch-time percentiles and state cost per live tuple of one engine run, and
-    the steady-state figures where the case asks for them."""
-    if run.get("error"):
-        return run
-    batch = run.get("batch_ms") or []
-    steady = {} if case.warmup_batches is None else steady_figures(batch, case.warmup_batches)
-    raw_per_row = sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
-    live = run.get("state_rows") or 0
-    state_bytes = run.get("state_bytes") or 0
-    cpu = run.get("cpu_seconds")
-    return {
-        "engine": run["engine"],
-        "rows": run["rows_in"],
-        "seconds": round(run["seconds"], 2),
-        "throughput": round(run["rows_in"] / run["seconds"], 1) if run["seconds"] else None,
-        # CPU of the driver JVM and its Python process over the run (`engines.CpuClock`): the
-        # cores it kept busy (2 at most on the benchmark machine), and rows per CPU second.
-        "cpu_seconds": cpu,
-        "cores_busy": round(cpu / run["seconds"], 2) if cpu and run["seconds"] else None,
-        "rows_per_cpu_second": round(run["rows_in"] / cpu, 1) if cpu else None,
-        "batches": len(batch),
-        "batch_p50_ms": _percentile(batch, 50),
-        "batch_p95_ms": _percentile(batch, 95),
-        "batch_p99_ms": _percentile(batch, 99),
-        "batch_ms": batch,
-        "peak_rss_mb": run.get("peak_rss_mb"),
-        "jvm_flags": run.get("jvm_flags"),
-        "settings": run.get("settings") or {},
-        "out": run.get("out"),
-        "stopped_early": run.get("stopped_early", False),
-        "state_rows": live,
-        "state_bytes_per_tuple": round(state_bytes / live, 1) if live else None,
-        "state_to_raw": round(state_bytes / live / raw_per_row, 2) if live else None,
-        **steady,
-        **({"history": run["history"]} if run.get("history") else {}),
-    }
 
 
 def _engines(case: Case, engines: t.Sequence[str] | None) -> list[str]:

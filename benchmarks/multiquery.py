@@ -40,206 +40,40 @@ as the same query and the global load does not grow with N.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import json
 import os
-import shutil
 import sys
 import time
 import typing as t
 from dataclasses import asdict
 
-from benchmarks.harness import ROOT, _percentile, machine, run_child
-from benchmarks.multiquery_jobs import SIZES, exact_counts, job_text, make_backlog, probe_loads
+from benchmarks.harness import ROOT, machine
+from benchmarks.multiquery_figures import mode_figures, ratios, targets
+from benchmarks.multiquery_jobs import SIZES, exact_counts, make_backlog, probe_loads
 from benchmarks.multiquery_jobs import query_specs as make_specs
+from benchmarks.multiquery_modes import (
+    DEFAULT_MODES,
+    MODES,
+    _child,
+    _warmup,
+    mode_jobs,
+    run_mode,
+    run_mode_process,
+)
 
 if t.TYPE_CHECKING:
     from collections.abc import Sequence
 
     from benchmarks.data import Backlog
-    from benchmarks.engines import EngineRun
     from benchmarks.multiquery_jobs import QuerySpec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-MODES = ("alone", "simple", "global", "base", "broadcast", "routed")
-DEFAULT_MODES = ("alone", "simple", "global")
-"""CLASH's three baselines; ``base``, ``broadcast`` and ``routed`` on request."""
-_ILP = {"streamjoin.multiway.optimizer": "ilp", "streamjoin.multiway.share": "true"}
-MODE_CONF: dict[str, dict[str, str]] = {
-    "alone": _ILP,
-    "simple": {"streamjoin.multiway.optimizer": "greedy", "streamjoin.multiway.share": "false"},
-    "global": _ILP,
-    "base": _ILP | {"streamjoin.multiway.mirs": "false"},
-    "broadcast": _ILP | {"streamjoin.multiway.partitioned": "false"},
-    "routed": _ILP | {"streamjoin.multiway.routeRows": "1"},
-}
-"""The session settings each mode runs under (read by the engine at every batch)."""
-
-# (job text with "{out}" for its result directory, workdir) of each job a mode runs.
-Jobs = list[tuple[str, str]]
 
 
 def _say(progress: t.TextIO | None, text: str) -> None:
     if progress is not None:
         print(text, file=progress, flush=True)
-
-
-def mode_jobs(mode: str, specs: Sequence[QuerySpec], backlog: Backlog, work: str) -> Jobs:
-    """The jobs of `mode`: one per query for ``alone``, else one with every query."""
-    groups = [[spec] for spec in specs] if mode == "alone" else [list(specs)]
-    jobs = []
-    for group in groups:
-        name = group[0].sink if mode == "alone" else "all"
-        jobs.append((job_text(group, backlog.streams, "{out}"), os.path.join(work, mode, name)))
-    return jobs
-
-
-def _cpu_seconds() -> float:
-    """CPU time (user + system) of this process and its children so far: the JVM's included."""
-    import psutil
-
-    me = psutil.Process()
-    total = 0.0
-    for p in [me, *me.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            times = p.cpu_times()
-            total += times.user + times.system
-    return total
-
-
-def run_mode(
-    mode: str, jobs: Jobs, warmup: tuple[str, str] | None = None
-) -> tuple[list[EngineRun], float]:
-    """Run `jobs` one after another on this process's session under `mode`'s settings (restored
-    afterwards), `warmup` first, unmeasured; the runs, and the CPU seconds they took (less
-    sensitive than wall time to other work on the machine)."""
-    from benchmarks.engines import run_engine, session
-
-    spark = session()
-    saved = {key: spark.conf.get(key, None) for key in MODE_CONF[mode]}
-    for key, value in MODE_CONF[mode].items():
-        spark.conf.set(key, value)
-    runs = []
-    cpu = 0.0
-    try:
-        for i, (text, workdir) in enumerate([*([warmup] if warmup else []), *jobs]):
-            if i == (1 if warmup else 0):
-                cpu = _cpu_seconds()
-            shutil.rmtree(workdir, ignore_errors=True)
-            os.makedirs(workdir)
-            out = os.path.join(workdir, "out")
-            runs.append(run_engine("streamjoin", text.replace("{out}", out), workdir))
-        cpu = _cpu_seconds() - cpu
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
-    return (runs[1:] if warmup else runs), cpu
-
-
-def run_mode_process(mode: str, jobs: Jobs, warmup: tuple[str, str] | None) -> dict[str, t.Any]:
-    """`run_mode` in a child process: ``runs`` (each as a dict), ``cpu_seconds``,
-    ``peak_rss_mb`` (the process tree's), or ``error``."""
-    first = jobs[0][1]
-    os.makedirs(first, exist_ok=True)
-    plan, result = os.path.join(first, "..", "plan.json"), os.path.join(first, "..", "runs.json")
-    with open(plan, "w", encoding="utf-8") as f:
-        json.dump({"mode": mode, "jobs": jobs, "warmup": warmup}, f)
-    if os.path.exists(result):
-        os.remove(result)
-    import streamjoin
-
-    # The child imports the same benchmarks and streamjoin as this process, whatever another
-    # editable install of the package may point to.
-    src = os.path.dirname(os.path.dirname(streamjoin.__file__))
-    code, tail, peak_mb = run_child(["benchmarks.multiquery", "--child", plan, result], [src])
-    if code != 0 or not os.path.exists(result):
-        return {"error": f"exit {code}: {tail}"}
-    with open(result, encoding="utf-8") as f:
-        measured: dict[str, t.Any] = json.load(f)
-    return measured | {"peak_rss_mb": peak_mb}
-
-
-def _child(plan_file: str, result_file: str) -> int:
-    with open(plan_file, encoding="utf-8") as f:
-        plan = json.load(f)
-    warmup = tuple(plan["warmup"]) if plan["warmup"] else None
-    jobs = [(text, workdir) for text, workdir in plan["jobs"]]
-    runs, cpu = run_mode(plan["mode"], jobs, t.cast("tuple[str, str] | None", warmup))
-    with open(result_file, "w", encoding="utf-8") as f:
-        json.dump({"runs": [asdict(r) for r in runs], "cpu_seconds": round(cpu, 1)}, f)
-    return 0 if all(r.error is None for r in runs) else 1
-
-
-def _by_sink(text: str, counts: dict[str, int]) -> dict[str, int]:
-    """A run's per-query counts (keyed by query name, q1, q2, ...) keyed by sink instead."""
-    from streamjoin.sql import parse_job
-
-    return {q.sink: int(counts.get(q.name, 0)) for q in parse_job(text, "<mq>").queries}
-
-
-def mode_figures(
-    mode: str, jobs: Jobs, runs: Sequence[dict[str, t.Any]], input_rows: int
-) -> dict[str, t.Any]:
-    """Time, throughput, batch times, state and per-query counts of one mode's runs."""
-    errors = [r["error"] for r in runs if r.get("error")]
-    if errors or len(runs) != len(jobs):
-        return {"mode": mode, "error": errors[0] if errors else "missing runs"}
-    seconds = sum(float(r["seconds"]) for r in runs)
-    batches = [float(ms) for r in runs for ms in r["batch_ms"]]
-    out: dict[str, int] = {}
-    for (text, _), r in zip(jobs, runs, strict=True):
-        out |= _by_sink(text, r["out"])
-    return {
-        "mode": mode,
-        "jobs": len(jobs),
-        "seconds": round(seconds, 2),
-        "throughput": round(input_rows / seconds, 1) if seconds else None,
-        "rows_read": sum(int(r["rows_in"]) for r in runs),
-        "batches": len(batches),
-        "batch_p50_ms": _percentile(batches, 50),
-        "batch_p99_ms": _percentile(batches, 99),
-        "state_rows": sum(int(r["state_rows"]) for r in runs),
-        "state_bytes": sum(int(r["state_bytes"]) for r in runs),
-        "out_rows": sum(out.values()),
-        "out": out,
-    }
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return round(a / b, 2) if a and b else None
-
-
-def ratios(modes: dict[str, dict[str, t.Any]]) -> dict[str, float | None]:
-    """Global against the other two: throughput (higher is better for global); CPU seconds,
-    state and peak memory (the other mode's over global's)."""
-    g, a, s = (modes.get(m, {}) for m in ("global", "alone", "simple"))
-    return {
-        "throughput_global_over_alone": _ratio(g.get("throughput"), a.get("throughput")),
-        "throughput_global_over_simple": _ratio(g.get("throughput"), s.get("throughput")),
-        "throughput_simple_over_alone": _ratio(s.get("throughput"), a.get("throughput")),
-        "cpu_alone_over_global": _ratio(a.get("cpu_seconds"), g.get("cpu_seconds")),
-        "cpu_simple_over_global": _ratio(s.get("cpu_seconds"), g.get("cpu_seconds")),
-        "state_alone_over_global": _ratio(a.get("state_bytes"), g.get("state_bytes")),
-        "state_simple_over_global": _ratio(s.get("state_bytes"), g.get("state_bytes")),
-        "peak_alone_over_global": _ratio(a.get("peak_rss_mb"), g.get("peak_rss_mb")),
-    }
-
-
-def _warmup(backlog: Backlog, specs: Sequence[QuerySpec], work: str) -> tuple[str, str]:
-    """The first query over a copy of each stream's first file."""
-    paths = {}
-    for name, folder in backlog.streams.items():
-        paths[name] = os.path.join(work, "warmup-data", name)
-        shutil.rmtree(paths[name], ignore_errors=True)
-        os.makedirs(paths[name])
-        first = sorted(os.listdir(folder))[0]
-        shutil.copy2(os.path.join(folder, first), paths[name])
-    return job_text(specs[:1], paths, "{out}"), os.path.join(work, "warmup")
 
 
 def switches_read() -> bool:
@@ -324,23 +158,6 @@ def _brief(r: dict[str, t.Any]) -> str:
         f"{r['batch_p50_ms']}/{r['batch_p99_ms']} ms, out {r['out_rows']}, state "
         f"{r['state_bytes']} B, peak {r['peak_rss_mb']} MB"
     )
-
-
-def targets(runs: Sequence[dict[str, t.Any]]) -> dict[str, t.Any]:
-    """Issue 5's target: global ≥ 2.5× alone's throughput at 10 queries, the gap widening."""
-    gaps = {r["queries"]: r["ratios"]["throughput_global_over_alone"] for r in runs}
-    at10 = gaps.get(10)
-    ordered = [gaps[n] for n in sorted(gaps)]
-    widening = (
-        all(a is not None and b is not None and b > a for a, b in itertools.pairwise(ordered))
-        if len(ordered) > 1
-        else None
-    )
-    return {
-        "global_over_alone": gaps,
-        "at_10_queries_ge_2_5": None if at10 is None else at10 >= 2.5,
-        "gap_widens": widening,
-    }
 
 
 def run(

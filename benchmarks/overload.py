@@ -39,7 +39,9 @@ import pyarrow as pa
 from benchmarks.data import two_streams, write_backlog
 from benchmarks.harness import ROOT, _say, machine, source_commit
 from benchmarks.overload_model import run_model
-from benchmarks.rate import TICK, TRIGGER, Feed, _run_one
+from benchmarks.rate import TRIGGER
+from benchmarks.rate_feed import TICK, Feed
+from benchmarks.rate_run import _run_one
 from benchmarks.workloads import Case, two_stream_job
 
 SIZES: dict[str, dict[str, t.Any]] = {

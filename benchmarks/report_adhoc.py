@@ -10,8 +10,8 @@ from benchmarks.report_format import Report, _fmt, commit_of
 
 def adhoc_targets(adhoc: t.Mapping[str, Report]) -> list[tuple[str, str, bool | None]]:
     """(target, the numbers, met?) of the ``adhoc`` reports present (`benchmarks.adhoc`)."""
-    from benchmarks.adhoc import _ratios
-    from benchmarks.adhoc import targets as adhoc_met
+    from benchmarks.adhoc_targets import _ratios
+    from benchmarks.adhoc_targets import targets as adhoc_met
 
     rows: list[tuple[str, str, bool | None]] = []
     for file, r in adhoc.items():

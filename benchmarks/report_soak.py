@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import typing as t
 
-from benchmarks.rate import TICK, TRIGGER
+from benchmarks.rate import TRIGGER
+from benchmarks.rate_feed import TICK
 
 Report = dict[str, t.Any]
 SOAK_PLOT = "soak.png"

@@ -34,8 +34,8 @@ class Case:
     window_seconds: float | None = None
     predicate: str = ""
     warmup_batches: int | None = None
-    """Batches of JVM warm-up before the steady state (`harness.steady_figures`); None: the
-    case reports no steady-state figures."""
+    """Batches of JVM warm-up before the steady state (`harness_figures.steady_figures`); None:
+    the case reports no steady-state figures."""
     final: bool = False
     """Our run declares its input finished (`--final`), so every group still open is written."""
     exact: str | None = None
@@ -43,7 +43,7 @@ class Case:
     rows must equal it as a multiset. None: the result size of a batch join is compared."""
     why_no_peer: str = ""
     latest_by: tuple[str, ...] = ()
-    """An updating result's key (`harness.exact_differences`)."""
+    """An updating result's key (`harness_exact.exact_differences`)."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.engines import run_engine
-from benchmarks.harness import exact_differences
+from benchmarks.harness_exact import exact_differences
 from benchmarks.workloads import WORKLOADS
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job

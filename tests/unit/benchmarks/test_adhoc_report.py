@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typing as t
 
-from benchmarks.adhoc import query, targets
+from benchmarks.adhoc_jobs import query
+from benchmarks.adhoc_targets import targets
 from benchmarks.report_adhoc import adhoc_lines, adhoc_targets
 
 
@@ -74,7 +75,7 @@ def test_queries_alternate_templates() -> None:
 
 
 def test_a_gap_widens_only_where_the_numbers_prove_it() -> None:
-    from benchmarks.adhoc import _widens
+    from benchmarks.adhoc_targets import _widens
 
     assert _widens([1.96, 10.89, ">12.47"]) is True  # (at least 12.47, above 10.89)
     assert _widens([2.0, 1.5]) is False
@@ -84,7 +85,7 @@ def test_a_gap_widens_only_where_the_numbers_prove_it() -> None:
 
 
 def test_a_stopped_peer_is_rated_on_what_it_read() -> None:
-    from benchmarks.adhoc import _ratios
+    from benchmarks.adhoc_targets import _ratios
 
     runs = {
         "shared-500": {"wall_s": 50.0, "rows_in": 48_000},

@@ -7,7 +7,7 @@ import typing as t
 
 import pytest
 
-from benchmarks import engines, harness
+from benchmarks import engines, harness, harness_process
 from benchmarks.workloads import Case
 from streamjoin.cli import main
 
@@ -27,7 +27,7 @@ def test_each_engine_process_is_given_the_master(
         seen.append((args[1], extra_env))
         return 1, "not run", 0.0
 
-    monkeypatch.setattr(harness, "run_child", child)
+    monkeypatch.setattr(harness_process, "run_child", child)
     monkeypatch.setattr(harness, "ROOT", str(tmp_path))
     monkeypatch.setattr(harness, "figures", lambda run, case: run)
     monkeypatch.setattr(harness, "_checked", lambda case, size, results: results)

@@ -7,7 +7,8 @@ import json
 import os
 import typing as t
 
-from benchmarks.rate import CommitWatch, FedFile, latency_figures
+from benchmarks.rate_feed import FedFile
+from benchmarks.rate_latency import CommitWatch, latency_figures
 from benchmarks.sparklog import committed_files, drained
 
 if t.TYPE_CHECKING:

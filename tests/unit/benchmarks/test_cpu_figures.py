@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-from benchmarks.engines import CpuClock
-from benchmarks.harness import figures
+from benchmarks.engines_measure import CpuClock
+from benchmarks.harness_figures import figures
 from benchmarks.report_backlog import table
 
 # A process that burns `n` seconds of CPU in a thread that then ends (a summing of live threads

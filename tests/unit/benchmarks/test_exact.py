@@ -8,7 +8,7 @@ import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
-from benchmarks.harness import exact_differences
+from benchmarks.harness_exact import exact_differences
 
 if t.TYPE_CHECKING:
     from pathlib import Path

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
 from benchmarks.data import Backlog
-from benchmarks.harness import figures, steady_figures
+from benchmarks.harness_figures import figures, steady_figures
 from benchmarks.report_backlog import long_table, workload_lines
 from benchmarks.report_plots import long_plot
 from benchmarks.report_provenance import commands

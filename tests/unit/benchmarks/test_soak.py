@@ -1,4 +1,4 @@
-"""The soak benchmark's flatness test (`benchmarks.soak.trend`) and its RESULTS.md rows."""
+"""The soak benchmark's flatness test (`benchmarks.soak_trend.trend`) and its RESULTS.md rows."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks.report_soak import OURS, soak_targets
-from benchmarks.soak import SETTLE, TOLERANCE, parse_heap_info, parse_histogram, trend
+from benchmarks.soak_heap import parse_heap_info, parse_histogram
+from benchmarks.soak_trend import SETTLE, TOLERANCE, trend
 
 
 def _series(rise: float, noise: float, seed: int, n: int = 120) -> tuple[list[float], list[float]]:

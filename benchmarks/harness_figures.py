@@ -1,0 +1,77 @@
+"""The figures of one engine run (`benchmarks.harness`): throughput, CPU, batch-time
+percentiles, state per live tuple, and the steady batch times past the warm-up."""
+
+from __future__ import annotations
+
+import statistics
+import typing as t
+
+if t.TYPE_CHECKING:
+    from benchmarks.workloads import Case
+
+
+def _percentile(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    i = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[i]
+
+
+def steady_figures(batch_ms: t.Sequence[float], warmup: int) -> dict[str, t.Any]:
+    """Batch times past the first `warmup` batches, whose JVM is still warming up, and their
+    growth: the median of the last third over that of the first third, which tells whether a
+    batch costs more as the state grows."""
+    steady = list(batch_ms[warmup:])
+    third = len(steady) // 3
+    first = statistics.median(steady[:third]) if third else None
+    last = statistics.median(steady[-third:]) if third else None
+    return {
+        "warmup_batches": warmup,
+        "steady_batches": len(steady),
+        "steady_batch_p50_ms": _percentile(steady, 50),
+        "steady_batch_p99_ms": _percentile(steady, 99),
+        "first_third_p50_ms": first,
+        "last_third_p50_ms": last,
+        "batch_growth": round(last / first, 2) if first and last is not None else None,
+    }
+
+
+def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
+    """Throughput, batch-time percentiles and state cost per live tuple of one engine run, and
+    the steady-state figures where the case asks for them."""
+    if run.get("error"):
+        return run
+    batch = run.get("batch_ms") or []
+    steady = {} if case.warmup_batches is None else steady_figures(batch, case.warmup_batches)
+    raw_per_row = sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
+    live = run.get("state_rows") or 0
+    state_bytes = run.get("state_bytes") or 0
+    cpu = run.get("cpu_seconds")
+    return {
+        "engine": run["engine"],
+        "rows": run["rows_in"],
+        "seconds": round(run["seconds"], 2),
+        "throughput": round(run["rows_in"] / run["seconds"], 1) if run["seconds"] else None,
+        # CPU of the driver JVM and its Python process over the run
+        # (`engines_measure.CpuClock`): the cores it kept busy (2 at most on the benchmark
+        # machine), and rows per CPU second.
+        "cpu_seconds": cpu,
+        "cores_busy": round(cpu / run["seconds"], 2) if cpu and run["seconds"] else None,
+        "rows_per_cpu_second": round(run["rows_in"] / cpu, 1) if cpu else None,
+        "batches": len(batch),
+        "batch_p50_ms": _percentile(batch, 50),
+        "batch_p95_ms": _percentile(batch, 95),
+        "batch_p99_ms": _percentile(batch, 99),
+        "batch_ms": batch,
+        "peak_rss_mb": run.get("peak_rss_mb"),
+        "jvm_flags": run.get("jvm_flags"),
+        "settings": run.get("settings") or {},
+        "out": run.get("out"),
+        "stopped_early": run.get("stopped_early", False),
+        "state_rows": live,
+        "state_bytes_per_tuple": round(state_bytes / live, 1) if live else None,
+        "state_to_raw": round(state_bytes / live / raw_per_row, 2) if live else None,
+        **steady,
+        **({"history": run["history"]} if run.get("history") else {}),
+    }

@@ -1,0 +1,174 @@
+"""The live feed of the ``--rate`` mode (`benchmarks.rate`): a case's backlog replayed at a
+rate, a Parquet file per stream every tick (`Feed`, `feed`), and the case's job reading it."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import typing as t
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+if t.TYPE_CHECKING:
+    import threading
+    from collections.abc import Mapping
+
+    from benchmarks.workloads import Case
+
+US = 1_000_000
+TICK = 0.5
+JITTER = 7
+"""Seed of the moments within a tick at which the feed's files land (`feed`)."""
+
+
+@dataclass
+class _Stream:
+    """One stream's rows, ordered by their feed time (µs from the start of one replay)."""
+
+    table: pa.Table
+    at: np.ndarray[t.Any, np.dtype[np.int64]]
+    times: dict[str, np.ndarray[t.Any, np.dtype[np.int64]]]
+
+
+@dataclass(frozen=True)
+class FedFile:
+    path: str
+    stream: str
+    rows: int
+    written: float  # wall-clock seconds (time.time()) when it became visible
+
+
+class Feed:
+    """The rows of a case's backlog, replayed at `rate` rows per second per stream (on average:
+    ``rate × streams`` rows per second in all, in the backlog's proportions)."""
+
+    def __init__(self, case: Case, rate: float) -> None:
+        from streamjoin.sql import parse_job
+
+        job = parse_job(case.job.replace("{out}", "/unused"), case.name)
+        tables = {}
+        for name, folder in case.backlog.streams.items():
+            files = sorted(f for f in os.listdir(folder) if f.endswith(".parquet"))
+            tables[name] = pa.concat_tables(pq.read_table(os.path.join(folder, f)) for f in files)
+        event = {}
+        for name in tables:
+            column = job.stream(name).event_time
+            if column is None:
+                msg = f"stream {name} has no event time: it cannot be fed live"
+                raise ValueError(msg)
+            event[name] = column
+        ts = {n: _us(tables[n][event[n]]) for n in tables}
+        base = min(int(v.min()) for v in ts.values() if len(v))
+        last = max(int(v.max()) for v in ts.values() if len(v))
+        rows = sum(tab.num_rows for tab in tables.values())
+        # One replay lasts `period` µs; event time [base, last] maps linearly onto [0, period).
+        self.period = max(1, round(rows / (rate * len(tables)) * US))
+        span = last - base + 1
+        self.streams: dict[str, _Stream] = {}
+        for name, table in tables.items():
+            order = np.argsort(ts[name], kind="stable")
+            table = table.take(pa.array(order))
+            times = {
+                f.name: (_us(table[f.name]) - base) * self.period // span
+                for f in table.schema
+                if pa.types.is_timestamp(f.type)
+            }
+            self.streams[name] = _Stream(table, times[event[name]], times)
+        self.rate = rate
+
+    def rows(self, stream: str, lo: int, hi: int, origin: int) -> pa.Table:
+        """The rows of `stream` fed in [lo, hi) µs after the start, their times from `origin`
+        (µs since the epoch)."""
+        s = self.streams[stream]
+        parts = []
+        for cycle in range(lo // self.period, (hi - 1) // self.period + 1):
+            shift = cycle * self.period
+            i, j = np.searchsorted(s.at, [lo - shift, hi - shift])
+            part = s.table.slice(int(i), int(j - i))
+            for name, values in s.times.items():
+                micros = pa.array(values[i:j] + origin + shift, pa.int64())
+                column = micros.cast(pa.timestamp("us", tz="UTC")).cast(
+                    part.schema.field(name).type
+                )
+                part = part.set_column(part.schema.get_field_index(name), name, column)
+            parts.append(part)
+        return pa.concat_tables(parts) if parts else s.table.slice(0, 0)
+
+
+def _us(column: pa.ChunkedArray) -> np.ndarray[t.Any, np.dtype[np.int64]]:
+    return np.asarray(column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()))
+
+
+def feed(
+    source: Feed,
+    dirs: Mapping[str, str],
+    duration: float,
+    tick: float,
+    stop: threading.Event | None = None,
+) -> tuple[list[FedFile], float, float]:
+    """Write one file per stream every `tick` seconds for `duration` seconds (rows of the last
+    tick, event times just behind wall-clock time); the files written, the start and end.
+
+    Each tick's files land at a drawn moment within the tick after it (`JITTER`'s seeded
+    draws): with files at fixed moments, each waits the same part of the trigger, so latency
+    percentiles would turn on where the feed's start fell against the trigger's clock, a
+    different place for each engine."""
+    for folder in dirs.values():
+        os.makedirs(folder, exist_ok=True)
+    started = time.time()
+    origin = int(started * US)
+    fed: list[FedFile] = []
+    step = round(tick * US)
+    draws = random.Random(JITTER)
+    for j in range(max(1, round(duration / tick))):
+        due = started + (j + 1 + draws.random()) * tick
+        if stop is not None and stop.is_set():
+            break
+        pause = due - time.time()
+        if pause > 0:
+            time.sleep(pause)
+        for name, folder in dirs.items():
+            table = source.rows(name, j * step, (j + 1) * step, origin)
+            final = os.path.join(folder, f"part-{j:05d}.parquet")
+            temp = os.path.join(folder, f".part-{j:05d}.parquet.tmp")
+            pq.write_table(table, temp)
+            os.rename(temp, final)
+            fed.append(FedFile(final, name, table.num_rows, time.time()))
+    return fed, started, time.time()
+
+
+def _reading(case: Case, dirs: Mapping[str, str]) -> str:
+    """The case's job reading `dirs` (by stream) instead of its backlog."""
+    job = case.job
+    for name, folder in case.backlog.streams.items():
+        job = job.replace(f"'{folder}'", f"'{dirs[name]}'")
+    return job
+
+
+def _live_job(case: Case, dirs: Mapping[str, str]) -> str:
+    """The case's job reading the live directories, every file available in each batch."""
+    import re
+
+    job = _reading(case, dirs)
+    return re.sub(r"maxFilesPerTrigger\s*=\s*'\d+'", "maxFilesPerTrigger = '100000'", job)
+
+
+WARMUP_FILES = 3
+
+
+def _warmup(case: Case, source: Feed, base: str) -> str:
+    """A warm-up job: the case's job (one file per batch) over the first ticks of the feed,
+    written beforehand, with event times a minute in the past."""
+    dirs = {name: os.path.join(base, "warmup-feed", name) for name in case.backlog.streams}
+    origin = int((time.time() - 60) * US)
+    step = round(TICK * US)
+    for name, folder in dirs.items():
+        os.makedirs(folder)
+        for j in range(WARMUP_FILES):
+            table = source.rows(name, j * step, (j + 1) * step, origin)
+            pq.write_table(table, os.path.join(folder, f"part-{j:05d}.parquet"))
+    return _reading(case, dirs)
