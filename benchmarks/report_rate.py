@@ -41,7 +41,8 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
         "## Live rate mode",
         "",
         "Each engine fed a live source at a fixed rate with a processing-time trigger; latency is "
-        "a row's batch commit time minus its file's arrival (definitions: `benchmarks/rate.py`). "
+        "a row's batch commit time minus its file's arrival (definitions: "
+        "`benchmarks/rate_latency.py`, `rate_run.py`). "
         "A file per stream lands every half second, at a drawn moment within its tick (the same "
         "draws for every engine), so its wait for the next trigger does not depend on where the "
         "run started against the trigger's clock. The first minute of a run is mostly the JVM "
