@@ -73,12 +73,12 @@ def spark() -> Iterator[SparkSession]:
 
     from streamjoin.runtime.local import CHECKPOINT_MANAGER
     from streamjoin.runtime.local.localfs import CLASS_PATH, build_jar
-    from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS, LOCAL_CONF
-    from tests.e2e.cli import QUICK_JIT
+    from streamjoin.runtime.session import LOCAL_CONF
 
     builder = SparkSession.builder.master("local[2]").appName("streamjoin-tests")
-    quick = f"{QUICK_JIT} {LOCAL_CONF[DRIVER_JAVA_OPTIONS]}"
-    conf = {**LOCAL_CONF, **CHECKPOINT_MANAGER, DRIVER_JAVA_OPTIONS: quick}
+    # The JVM's own tiered compilers, not the quick one of the short-lived test processes
+    # (`tests.e2e.cli.QUICK_JIT`): this JVM runs a worker's Spark tests for the whole suite.
+    conf = {**LOCAL_CONF, **CHECKPOINT_MANAGER}
     # streamjoin's jar on the class path (the executor-memory index), Hadoop's file system kept.
     jar = build_jar(java, _find_spark_home())
     if jar is not None:
