@@ -1,7 +1,7 @@
 """Indexes on a cluster's executors (`runtime.batch.placed`): an equi and a band join probe
 partitions that the executors hold across batches; a worker SIGKILLed with some of them makes
-the batch run again on indexes built again from the checkpoint's state, and the output stays
-exact."""
+the batch run again on indexes built again from the checkpoint's state (a multi-way query's
+MIR stores filled again beside them), and the output stays exact."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import typing as t
 from streamjoin.runtime.metrics.history import read_history
 from tests.e2e.files import write_batches
 from tests.spark.streams import make_batches
-from tests.spark.test_joins_vs_reference import QUERIES
+from tests.spark.test_joins_vs_reference import QUERIES, W3
 
 from .jobs import assert_exact, run_on, write_job
 
@@ -21,10 +21,17 @@ if t.TYPE_CHECKING:
     from streamjoin.cluster import LocalCluster
 
 BATCHES = 6
+CHAIN = (
+    f"A a JOIN B b ON a.k = b.k AND {W3} JOIN A c",
+    "c.k = b.k AND c.id < a.id AND c.ts BETWEEN b.ts - INTERVAL '3' SECOND AND b.ts",
+)
+"""A multi-way query beside the indexed ones: its stores are filled once a run."""
 
 
 def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_path: Path) -> None:
-    job = write_job(tmp_path, {name: QUERIES[name] for name in ("equi_window", "band_abs")})
+    job = write_job(
+        tmp_path, {**{name: QUERIES[name] for name in ("equi_window", "band_abs")}, "chain": CHAIN}
+    )
     batches = make_batches(5, n_batches=BATCHES, rows_per_batch=12)
     write_batches(tmp_path / "in", batches)
     ckpt = tmp_path / "ckpt"
@@ -53,7 +60,7 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
 
     events = [e for figures in read_history(str(ckpt / "metrics")) for e in figures.events]
     built = [e for e in events if "index built" in e]
-    # (The job's queries are q1, equi_window's, and q2, band_abs's.)
+    # (The job's queries are q1, equi_window's, q2, band_abs's, and q3, the multi-way one.)
     assert any(e.startswith("q1: index built in 4 partitions") for e in built), events
     assert any(e.startswith("q2: index built in 1 partitions") for e in built), events
     # The batch after the kill missed the band index's partition, ran again, and both

@@ -92,9 +92,7 @@ class BatchProcessor:
         """The indexes of the two-way equi joins (`batch.indexed`)."""
         self.stores = StoreViews(checkpoint, self.parallelism, hot=self.settings.hot_state)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
-        self.multiway: MultiwayJoins | None = None
-        if plan.multiway:
-            self.multiway = MultiwayJoins(plan, checkpoint, self.settings, self.parallelism)
+        self.multiway = self._multiway()
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
         self.shedding = Shedding()
         """The overload controllers of the queries that shed probes (`batch.shedding`)."""
@@ -130,11 +128,14 @@ class BatchProcessor:
             plan = self.served.plan(job, queries.groups)
             self.plan = plan
             self.state_job = StateJob(plan, self.checkpoint, self.state_job.source_log)
-            self.multiway = None
-            if plan.multiway:
-                args = (self.checkpoint, self.settings, self.parallelism)
-                self.multiway = MultiwayJoins(plan, *args)
+            self.multiway = self._multiway()
         return queries
+
+    def _multiway(self) -> MultiwayJoins | None:
+        """The plan's multi-way joins, whose MIR stores the next batch fills."""
+        if not self.plan.multiway:
+            return None
+        return MultiwayJoins(self.plan, self.checkpoint, self.settings, self.parallelism)
 
     def resize(self, units: int) -> None:
         """Shuffle and cache the state in `units` partitions from the next batch on: Spark's
@@ -178,14 +179,17 @@ class BatchProcessor:
         try:
             try:
                 self.process(df, batch_id)
-            except Exception as err:  # (multi-way stores keep a run's refill: no rerun)
+            except Exception as err:
                 cache = self.stores.hot
                 hot = cache is not None and cache.failed(err)
                 # (An executor lost with index partitions took its cached blocks too.)
-                if not (hot or self.indexed.lost(err)) or self.multiway:
+                if not (hot or self.indexed.lost(err)):
                     raise
                 self.stores.clear()
                 self._next_schemes = forced
+                # (MIR stores are filled once a run, and a lost executor may have held some
+                # of them: they are filled again, as at a restart.)
+                self.multiway = self._multiway()
                 self.process(df, batch_id)
         except BaseException as err:
             self.error = err  # (Spark wraps it in an error with a JVM trace: keep the original)
