@@ -133,9 +133,8 @@ class BatchProcessor:
 
     def _multiway(self) -> MultiwayJoins | None:
         """The plan's multi-way joins, whose MIR stores the next batch fills."""
-        if not self.plan.multiway:
-            return None
-        return MultiwayJoins(self.plan, self.checkpoint, self.settings, self.parallelism)
+        args = (self.plan, self.checkpoint, self.settings, self.parallelism)
+        return MultiwayJoins(*args) if self.plan.multiway else None
 
     def resize(self, units: int) -> None:
         """Shuffle and cache the state in `units` partitions from the next batch on: Spark's
@@ -174,22 +173,19 @@ class BatchProcessor:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Spark's foreachBatch call: `process`, again if the cache failed it (`HotState.failed`)
-        or an executor took index partitions (`IndexedJoins.lost`); its error kept for the run."""
+        or an executor took index partitions (`IndexedJoins.lost`), the MIR stores filled again
+        as at a restart (a lost executor may have held some); its error kept for the run."""
         forced = dict(self._next_schemes)
         try:
             try:
                 self.process(df, batch_id)
             except Exception as err:
-                cache = self.stores.hot
-                hot = cache is not None and cache.failed(err)
+                hot = self.stores.hot is not None and self.stores.hot.failed(err)
                 # (An executor lost with index partitions took its cached blocks too.)
                 if not (hot or self.indexed.lost(err)):
                     raise
                 self.stores.clear()
-                self._next_schemes = forced
-                # (MIR stores are filled once a run, and a lost executor may have held some
-                # of them: they are filled again, as at a restart.)
-                self.multiway = self._multiway()
+                self._next_schemes, self.multiway = forced, self._multiway()
                 self.process(df, batch_id)
         except BaseException as err:
             self.error = err  # (Spark wraps it in an error with a JVM trace: keep the original)
