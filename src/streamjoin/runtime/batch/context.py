@@ -57,6 +57,44 @@ class Scratch:
         self.views, self.cached, self.running = [], [], []
 
 
+class SessionConf:
+    """The Spark settings the batches put on foreachBatch's session, each set again only when
+    it changes: Spark hands over the same clone every batch (a new one after a restart), and
+    each setting read or written is a call into the JVM."""
+
+    def __init__(self) -> None:
+        self._session: t.Any = None
+        self._wrapper: SparkSession | None = None
+        """PySpark's handle of the session last seen (a new one each batch)."""
+        self._known: dict[str, str | None] = {}
+        """The session's settings read or set through this object."""
+
+    def _follow(self, spark: SparkSession) -> None:
+        if spark is self._wrapper:
+            return
+        jsession = spark._jsparkSession
+        if self._session is None or not self._session.equals(jsession):
+            self._session, self._known = jsession, {}
+        self._wrapper = spark
+
+    def apply(self, spark: SparkSession, values: Mapping[str, str]) -> None:
+        """Set `values` on `spark`, where it does not have them already."""
+        self._follow(spark)
+        changed = {k: v for k, v in values.items() if self._known.get(k) != v}
+        if changed:
+            conf = spark.conf
+            for key, value in changed.items():
+                conf.set(key, value)
+            self._known |= changed
+
+    def get(self, spark: SparkSession, key: str) -> str | None:
+        """Setting `key` of `spark`."""
+        self._follow(spark)
+        if key not in self._known:
+            self._known[key] = spark.conf.get(key)
+        return self._known[key]
+
+
 @dataclass(frozen=True)
 class BatchContext:
     """One batch's inputs: its session, plan, settings, the manifest it starts from, the files
@@ -85,6 +123,8 @@ class BatchContext:
     parallelism: int
     """The session's shuffle partitions: the units of a join that names none."""
     scratch: Scratch
+    conf: SessionConf
+    """Sets the settings of the batch's session (`spark`)."""
 
     @property
     def floors(self) -> dict[str, int]:

@@ -98,8 +98,8 @@ class IndexedJoins:
         """Query (`_key`) → its `BatchInput`s (False: its plans could not make one)."""
         self._decided: dict[tuple[int, str], tuple[t.Any, t.Any] | None] = {}
         """(Batch, query) → what `batch_input` decided for it."""
-        self.read_rows = False
-        """Whether a probe of the batch read the batch's own rows (`BatchInput`)."""
+        self.batch_reads = 0
+        """How many probes read the batch's own rows (`BatchInput`), a failed attempt's too."""
         self._jvm: t.Any = None
         self._batch_inputs: t.Any = None
         self._on_cluster: bool | None = None
@@ -142,7 +142,7 @@ class IndexedJoins:
             return {}
         cls = self._class(ctx.spark)
         return {
-            query: [int(n) for n in cls.unitCounts(name, ctx.batch_id, units)]
+            query: [int(n) for n in str(cls.unitCounts(name, ctx.batch_id, units)).split(",")]
             for query, (name, units) in counting.items()
         }
 
@@ -227,7 +227,7 @@ class IndexedJoins:
             late = _LEAST if ctx.watermark is None else ctx.watermark
             batch_input, output = planned
             jdf = cls.probeBatch(batch_input, output, ctx.rows._jdf, late, *index)
-            self.read_rows = True
+            self.batch_reads += 1
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
             # (A large delta, a band join's too, is read in parallel, then shuffled to the
@@ -263,7 +263,6 @@ class IndexedJoins:
         self._used = {}
         self._counting = {}
         self._decided = {}
-        self.read_rows = False
 
     def lost(self, err: BaseException) -> bool:
         """Whether batch error `err` is a probe that found no partition of an index on a

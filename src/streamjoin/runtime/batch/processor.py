@@ -21,7 +21,7 @@ from functools import cache, partial
 from streamjoin.adapt.joinpath import checks_skew, skew_check_period
 from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
-from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch
+from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.groups import stream_rows
 from streamjoin.runtime.batch.indexed import IndexedJoins
@@ -85,6 +85,7 @@ class BatchProcessor:
         self.parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         self._shuffles: int | None = None
         """Shuffle partitions for the next batch's session to take (`resize`)."""
+        self.conf = SessionConf()
         self.state_job = StateJob(plan, checkpoint, source_log)
         self.behind = CopyBehind(checkpoint, unbounded_streams(plan))
         """Copies the units of unbounded streams read back from their files (`copybehind`)."""
@@ -294,9 +295,11 @@ class BatchProcessor:
             if ctx is not None:
                 ctx.scratch.release()
             self.stores.end_batch()
-        probed, self.indexed.read_rows = self.indexed.read_rows, False
-        if known is None or probed:
-            settle_reads(self.session, self.plan, ctx.files, stats, probed=probed)
+        # (The reads of the batch's DataFrame as a whole: the state job's and the probes'.)
+        reads = self.indexed.batch_reads + (known is None)
+        self.indexed.batch_reads = 0
+        if reads:
+            settle_reads(self.session, self.plan, ctx.files, stats, reads=reads)
         report = BatchReport(
             batch=batch_id,
             rows_in=sum(s.ok + s.late + s.malformed for s in stats.values()),
@@ -331,16 +334,15 @@ class BatchProcessor:
         """What batch `batch_id` starts from: the previous manifest, its routers, the files and
         footers of its sourced streams; and the batch's session set up for its jobs."""
         spark = df.sparkSession  # (foreachBatch's clone: the batch's temp views live there)
-        for key, value in (BATCH_CONF | SPARK_DEFAULTS).items():
-            spark.conf.set(key, value)
+        self.conf.apply(spark, BATCH_CONF | SPARK_DEFAULTS)
         prev = self.checkpoint.previous(batch_id)
         if self._shuffles is not None:
             # (foreachBatch hands over the same clone each batch: the setting stays for the
             # batches after; a restart takes Spark's from its checkpoint again.)
-            spark.conf.set("spark.sql.shuffle.partitions", str(self._shuffles))
+            self.conf.apply(spark, {"spark.sql.shuffle.partitions": str(self._shuffles)})
             self._shuffles = None
         # (The batch's session: a restart takes Spark's shuffle partitions from its checkpoint.)
-        parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+        parallelism = int(self.conf.get(spark, "spark.sql.shuffle.partitions") or "4")
         forced, self._next_schemes = self._next_schemes, {}
         routers = restore_routers(self.plan, prev, parallelism, forced)
         counted = InputUnitCounts()
@@ -366,6 +368,7 @@ class BatchProcessor:
             counted=counted,
             parallelism=parallelism,
             scratch=Scratch(spark),
+            conf=self.conf,
         )
 
     def _start_state(

@@ -3,6 +3,7 @@ package streamjoin;
 import java.io.Serializable;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -38,6 +39,11 @@ public final class BatchInput implements Serializable {
   final Object[] inputs;  // (per side, the Seq of Attribute its expressions read)
   final StructType schema;
   final StructType layout;
+  final String id = java.util.UUID.randomUUID().toString();  // (a task's copy keeps it)
+
+  /** Each task thread's predicates and projections of a BatchInput ({@link #made}), by its id,
+   * its use and the thread: generating them took a fifth of a small batch's probe task. */
+  static final ConcurrentHashMap MADE = new ConcurrentHashMap();
 
   BatchInput(
       Expression[] conditions,
@@ -126,15 +132,9 @@ public final class BatchInput implements Serializable {
   /** The rows of {@code pairs} (a list of rows of {@link #pairs}'s layout) this one-sided
    * plan keeps, as it makes them (copies). */
   java.util.ArrayList apply(java.util.ArrayList pairs) {
-    BasePredicate test = null;
-    if (conditions[0] != null) {
-      test = Predicate$.MODULE$.create(conditions[0], (scala.collection.immutable.Seq) inputs[0]);
-      test.initialize(0);
-    }
-    UnsafeProjection make = UnsafeProjection$.MODULE$.create(
-        (scala.collection.immutable.Seq) projections[0],
-        (scala.collection.immutable.Seq) inputs[0]);
-    make.initialize(0);
+    Object[] made = made("output", 1);
+    BasePredicate test = ((BasePredicate[]) made[0])[0];
+    UnsafeProjection make = ((UnsafeProjection[]) made[1])[0];
     java.util.ArrayList out = new java.util.ArrayList();
     for (int i = 0; i < pairs.size(); i++) {
       InternalRow pair = (InternalRow) pairs.get(i);
@@ -143,6 +143,36 @@ public final class BatchInput implements Serializable {
       }
     }
     return out;
+  }
+
+  /** The predicates (null: none) and projections of the first {@code sides} sides, made once
+   * per thread that runs this input's tasks for {@code use}: a task consumes the rows it
+   * makes before it ends (the index copies them), and a thread runs one task at a time. */
+  Object[] made(String use, int sides) {
+    String key = id + "/" + use + "/" + Thread.currentThread().getId();
+    Object[] made = (Object[]) MADE.get(key);
+    if (made != null) {
+      return made;
+    }
+    BasePredicate[] tests = new BasePredicate[sides];
+    UnsafeProjection[] makes = new UnsafeProjection[sides];
+    for (int i = 0; i < sides; i++) {
+      if (conditions[i] != null) {
+        tests[i] = Predicate$.MODULE$.create(
+            conditions[i], (scala.collection.immutable.Seq) inputs[i]);
+        tests[i].initialize(0);
+      }
+      makes[i] = UnsafeProjection$.MODULE$.create(
+          (scala.collection.immutable.Seq) projections[i],
+          (scala.collection.immutable.Seq) inputs[i]);
+      makes[i].initialize(0);
+    }
+    if (MADE.size() > 1024) {  // (inputs planned again, or many threads: start afresh)
+      MADE.clear();
+    }
+    made = new Object[] {tests, makes};
+    MADE.put(key, made);
+    return made;
   }
 
   /** Whether {@code batch} is rows Spark planned (a foreachBatch DataFrame), an RDD. */
@@ -174,20 +204,9 @@ public final class BatchInput implements Serializable {
     }
 
     public Iterator call(Object rows) {
-      BasePredicate[] tests = new BasePredicate[2];
-      UnsafeProjection[] makes = new UnsafeProjection[2];
-      for (int i = 0; i < 2; i++) {
-        if (in.conditions[i] != null) {
-          tests[i] = Predicate$.MODULE$.create(
-              in.conditions[i], (scala.collection.immutable.Seq) in.inputs[i]);
-          tests[i].initialize(0);
-        }
-        makes[i] = UnsafeProjection$.MODULE$.create(
-            (scala.collection.immutable.Seq) in.projections[i],
-            (scala.collection.immutable.Seq) in.inputs[i]);
-        makes[i].initialize(0);
-      }
-      return new Sides((Iterator) rows, tests, makes, lateBefore);
+      Object[] made = in.made("input", 2);
+      return new Sides(
+          (Iterator) rows, (BasePredicate[]) made[0], (UnsafeProjection[]) made[1], lateBefore);
     }
   }
 

@@ -322,8 +322,9 @@ public final class JoinIndex {
   static final ConcurrentHashMap COUNTS = new ConcurrentHashMap();
 
   /** The delta's rows per unit that the probe of batch {@code batch} of {@code name} counted
-   * (both sides; zeros where it counted none), forgotten once read. */
-  public static long[] unitCounts(String name, long batch, int units) {
+   * (both sides; zeros where it counted none), forgotten once read; comma-separated, one string
+   * for one call from Python (an array's values are a call each). */
+  public static String unitCounts(String name, long batch, int units) {
     long[] total = new long[units];
     ConcurrentHashMap tasks = (ConcurrentHashMap) COUNTS.remove(name + "@" + batch);
     if (tasks != null) {
@@ -341,7 +342,11 @@ public final class JoinIndex {
         keys.remove();
       }
     }
-    return total;
+    StringBuilder text = new StringBuilder();
+    for (int u = 0; u < units; u++) {
+      text.append(u == 0 ? "" : ",").append(total[u]);
+    }
+    return text.toString();
   }
 
   static final class Load implements VoidFunction {

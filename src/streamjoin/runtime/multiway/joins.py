@@ -83,8 +83,7 @@ class MultiwayJoins:
         threshold = self.settings.route_rows
         large = {u.stream for u in prev.units if u.batch == prev.batch and u.rows >= threshold}
         if partitioning and large:
-            for key, value in PARTITIONED_STORE_CONF.items():
-                spark.conf.set(key, value)
+            ctx.conf.apply(spark, PARTITIONED_STORE_CONF)
         plans = self.reorder.plans(batch_id)
         mirs = MirStores(
             spark,

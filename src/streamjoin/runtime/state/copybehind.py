@@ -25,7 +25,6 @@ from dataclasses import replace
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.state.sourcefiles import bare_path, check_files
-from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
     from collections.abc import Collection
@@ -63,11 +62,11 @@ class CopyBehind:
         self._error: BaseException | None = None
         self._running = False
         self._stopping = False
-        self._worker: Background | None = None
+        self._worker: threading.Thread | None = None
 
     def submit(self, committed: Manifest) -> None:
-        """Copy, in a thread, each unit the `committed` manifest still names as the stream's
-        input files."""
+        """Copy, in the copying thread, each unit the `committed` manifest still names as the
+        stream's input files."""
         files = [u for u in committed.units if _original(u) and u.stream in self.streams]
         with self._done:
             named = {(u.stream, u.batch) for u in files}
@@ -75,10 +74,17 @@ class CopyBehind:
             self._copies = {k: c for k, c in self._copies.items() if k in named}
             have = {(u.stream, u.batch) for u in self._queue} | self._copies.keys()
             self._queue += [u for u in files if (u.stream, u.batch) not in have]
-            start = bool(self._queue) and not self._running and not self._stopping
-            self._running = self._running or start
-        if start:
-            self._worker = Background(self._copy_all)
+            if not self._queue or self._stopping:
+                return
+            self._running = True
+            self._done.notify_all()
+            if self._worker is None:
+                # (One thread for the run: a thread started per batch would open a connection
+                # to the JVM each time. It runs no Spark job, so needs no local properties.)
+                self._worker = threading.Thread(
+                    target=self._copy_all, name="streamjoin-copy-behind", daemon=True
+                )
+                self._worker.start()
 
     def swap(self, manifest: Manifest) -> None:
         """Name in `manifest`, before it is committed, the copies made of its units, once those
@@ -111,15 +117,17 @@ class CopyBehind:
         """Let the copy under way end and drop the rest (the next run copies them)."""
         with self._done:
             self._stopping, self._queue = True, []
+            self._done.notify_all()
         if self._worker is not None:
-            self._worker.wait()
+            self._worker.join()
         with self._done:
-            self._stopping, self._running, self._copies = False, False, {}
+            self._stopping, self._running, self._copies, self._worker = False, False, {}, None
 
     def _copy_all(self) -> None:
         while True:
             with self._done:
-                if self._stopping or not self._queue:
+                self._done.wait_for(lambda: bool(self._queue) or self._stopping)
+                if self._stopping:
                     self._running = False
                     self._done.notify_all()
                     return
@@ -130,10 +138,11 @@ class CopyBehind:
                 with self._done:
                     self._error, self._queue, self._running = err, [], False
                     self._done.notify_all()
-                return
+                continue
             with self._done:
                 self._copies[unit.stream, unit.batch] = copy
                 self._queue = [u for u in self._queue if u != unit]
+                self._running = bool(self._queue)
                 self._done.notify_all()
 
     def _copy(self, unit: StateUnit) -> StateUnit:

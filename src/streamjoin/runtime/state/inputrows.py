@@ -102,13 +102,14 @@ def settle_reads(
     files: Mapping[str, Sequence[str]],
     stats: Mapping[str, StreamStats],
     *,
-    probed: bool = False,
+    reads: int,
 ) -> None:
-    """After a batch whose state job read its DataFrame, or whose index probes did (`probed`,
-    after its footers had set the count): the joins of a stream not read back from its `files`,
-    the dead letters and the probes read it again, which Spark would count as more input; set
-    the count back to the rows the batch read (`stats`)."""
+    """After a batch whose state job or index probes read its DataFrame whole (`reads` times,
+    a failed attempt's reads too; a probe's where its footers left the count to it): a second
+    read, or the joins of a stream not read back from its `files` and the dead letters, count
+    its rows again in Spark's input; set the count back to the rows the batch read (`stats`).
+    One read alone is Spark's count already."""
     copied = any(sp.name not in files for sp in plan.streams)
-    if probed or copied or any(s.late + s.malformed for s in stats.values()):
+    if reads > 1 or copied or any(s.late + s.malformed for s in stats.values()):
         read = [stats[sp.name] for sp in plan.streams]
         settle_input_rows(spark, [s.ok + s.late + s.malformed for s in read])
