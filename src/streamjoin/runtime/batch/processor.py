@@ -86,6 +86,7 @@ class BatchProcessor:
         self._shuffles: int | None = None
         """Shuffle partitions for the next batch's session to take (`resize`)."""
         self.conf = SessionConf()
+        """The batches' settings on foreachBatch's session."""
         self.state_job = StateJob(plan, checkpoint, source_log)
         self.behind = CopyBehind(checkpoint, unbounded_streams(plan))
         """Copies the units of unbounded streams read back from their files (`copybehind`)."""
@@ -295,9 +296,8 @@ class BatchProcessor:
             if ctx is not None:
                 ctx.scratch.release()
             self.stores.end_batch()
-        # (The reads of the batch's DataFrame as a whole: the state job's and the probes'.)
-        reads = self.indexed.batch_reads + (known is None)
-        self.indexed.batch_reads = 0
+        # (Reads of the batch's DataFrame as a whole: the state job's and the probes'.)
+        reads, self.indexed.batch_reads = self.indexed.batch_reads + (known is None), 0
         if reads:
             settle_reads(self.session, self.plan, ctx.files, stats, reads=reads)
         report = BatchReport(
@@ -337,11 +337,10 @@ class BatchProcessor:
         self.conf.apply(spark, BATCH_CONF | SPARK_DEFAULTS)
         prev = self.checkpoint.previous(batch_id)
         if self._shuffles is not None:
-            # (foreachBatch hands over the same clone each batch: the setting stays for the
-            # batches after; a restart takes Spark's from its checkpoint again.)
+            # (It stays on foreachBatch's clone for the batches after; a restart's new clone
+            # takes Spark's shuffle partitions from its checkpoint again.)
             self.conf.apply(spark, {"spark.sql.shuffle.partitions": str(self._shuffles)})
             self._shuffles = None
-        # (The batch's session: a restart takes Spark's shuffle partitions from its checkpoint.)
         parallelism = int(self.conf.get(spark, "spark.sql.shuffle.partitions") or "4")
         forced, self._next_schemes = self._next_schemes, {}
         routers = restore_routers(self.plan, prev, parallelism, forced)
