@@ -7,6 +7,7 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.runtime.batch.context import SessionConf
+from streamjoin.runtime.session import BATCH_CONF
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,3 +35,13 @@ def test_settings_reach_each_session_a_batch_runs_in(spark: SparkSession) -> Non
     assert conf.get(second, "spark.sql.shuffle.partitions") == second.conf.get(
         "spark.sql.shuffle.partitions"
     )
+
+
+def test_a_batch_starts_with_its_settings_and_shuffle_partitions(spark: SparkSession) -> None:
+    session = spark.newSession()
+    conf = SessionConf()
+    assert conf.start(session, 3) == 3
+    assert session.conf.get("spark.sql.shuffle.partitions") == "3"
+    assert all(session.conf.get(k) == v for k, v in BATCH_CONF.items())
+    # (The next batch keeps them without being told again.)
+    assert conf.start(type(session)(session.sparkContext, session._jsparkSession)) == 3

@@ -7,6 +7,9 @@ import re
 import typing as t
 from dataclasses import dataclass, field
 
+from streamjoin.runtime.session import BATCH_CONF
+from streamjoin.runtime.state.stores import SPARK_DEFAULTS
+
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
@@ -57,6 +60,9 @@ class Scratch:
         self.views, self.cached, self.running = [], [], []
 
 
+SHUFFLES = "spark.sql.shuffle.partitions"
+
+
 class SessionConf:
     """The Spark settings the batches put on foreachBatch's session, each set again only when
     it changes: Spark hands over the same clone every batch (a new one after a restart), and
@@ -86,6 +92,16 @@ class SessionConf:
             for key, value in changed.items():
                 conf.set(key, value)
             self._known |= changed
+
+    def start(self, spark: SparkSession, shuffles: int | None = None) -> int:
+        """Put a batch's settings (`BATCH_CONF`, Spark's defaults where a multi-way batch
+        changed them) on `spark`, and `shuffles` shuffle partitions if given; the session's
+        shuffle partitions. (Those stay on foreachBatch's clone for the batches after; a
+        restart's new clone takes Spark's from its checkpoint again.)"""
+        self.apply(spark, BATCH_CONF | SPARK_DEFAULTS)
+        if shuffles is not None:
+            self.apply(spark, {SHUFFLES: str(shuffles)})
+        return int(self.get(spark, SHUFFLES) or "4")
 
     def get(self, spark: SparkSession, key: str) -> str | None:
         """Setting `key` of `spark`."""

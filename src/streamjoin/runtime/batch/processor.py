@@ -36,14 +36,13 @@ from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing.router import after_batch, restore_routers
 from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units
-from streamjoin.runtime.session import BATCH_CONF
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.state.copybehind import CopyBehind, unbounded_streams
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.inputrows import settle_reads
 from streamjoin.runtime.state.nextmanifest import next_manifest, next_watermarks
 from streamjoin.runtime.state.statejob import StateJob
-from streamjoin.runtime.state.stores import SPARK_DEFAULTS, StoreViews
+from streamjoin.runtime.state.stores import StoreViews
 from streamjoin.runtime.threads import Background, PhaseClock
 
 if t.TYPE_CHECKING:
@@ -334,14 +333,8 @@ class BatchProcessor:
         """What batch `batch_id` starts from: the previous manifest, its routers, the files and
         footers of its sourced streams; and the batch's session set up for its jobs."""
         spark = df.sparkSession  # (foreachBatch's clone: the batch's temp views live there)
-        self.conf.apply(spark, BATCH_CONF | SPARK_DEFAULTS)
+        parallelism, self._shuffles = self.conf.start(spark, self._shuffles), None
         prev = self.checkpoint.previous(batch_id)
-        if self._shuffles is not None:
-            # (It stays on foreachBatch's clone for the batches after; a restart's new clone
-            # takes Spark's shuffle partitions from its checkpoint again.)
-            self.conf.apply(spark, {"spark.sql.shuffle.partitions": str(self._shuffles)})
-            self._shuffles = None
-        parallelism = int(self.conf.get(spark, "spark.sql.shuffle.partitions") or "4")
         forced, self._next_schemes = self._next_schemes, {}
         routers = restore_routers(self.plan, prev, parallelism, forced)
         counted = InputUnitCounts()
