@@ -13,7 +13,9 @@ import pytest
 from streamjoin.errors import StreamJoinError
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.copybehind import LAG
+from streamjoin.runtime.state.fs import FileStore
 from streamjoin.runtime.state.manifest import Manifest
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
@@ -41,9 +43,8 @@ def _job(root: Path) -> str:
     )
 
 
-def _latest(checkpoint: Path) -> Manifest:
-    newest = max((checkpoint / "manifests").glob("*.json"))
-    return Manifest.from_json(newest.read_text(encoding="utf-8"))
+def _latest(spark: SparkSession, checkpoint: Path) -> Manifest:
+    return Checkpoint(FileStore(spark), str(checkpoint)).latest()
 
 
 def _local(uri: str) -> Path:
@@ -61,7 +62,7 @@ def test_unbounded_state_moves_from_the_input_files_to_copies(
     write_batches(tmp_path / "in", batches[4:7], first=4)
     Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
 
-    manifest = _latest(ckpt)
+    manifest = _latest(spark, ckpt)
     units = [u for s in "AB" for u in manifest.live(s)]
     assert manifest.batch == 6 and len(units) == 14  # (every batch's rows, both streams)
     # A batch's units are copies by the commit of the batch LAG after it; the first run's
@@ -99,7 +100,7 @@ def test_a_file_gone_before_its_copy_stops_the_run_naming_it(
     ckpt = tmp_path / "ckpt"
     write_batches(tmp_path / "in", batches[:3])
     Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
-    named = [u for u in _latest(ckpt).live("A") if u.files]
+    named = [u for u in _latest(spark, ckpt).live("A") if u.files]
     assert named  # (the last batch's unit: its copy came after the last commit)
     gone = _local(named[-1].files[0])
     gone.unlink()

@@ -5,7 +5,6 @@ gone from under the state stops the run, naming it."""
 
 from __future__ import annotations
 
-import json
 import random
 import typing as t
 from datetime import UTC, datetime, timedelta
@@ -17,8 +16,10 @@ from streamjoin.errors import StreamJoinError
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.footers import read_footers
-from streamjoin.runtime.state.manifest import Manifest
+from streamjoin.runtime.state.fs import FileStore
+from streamjoin.runtime.state.manifest import Manifest, StateUnit
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink
@@ -49,13 +50,11 @@ def _job(root: Path, name: str, options: str = "", seconds: int = 3) -> str:
     )
 
 
-def _units(checkpoint: Path) -> list[dict[str, t.Any]]:
+def _units(spark: SparkSession, checkpoint: Path) -> list[StateUnit]:
     """Every state unit any kept manifest lists."""
-    return [
-        u
-        for m in sorted((checkpoint / "manifests").glob("*.json"))
-        for u in json.loads(m.read_text(encoding="utf-8"))["units"]
-    ]
+    store = Checkpoint(FileStore(spark), str(checkpoint))
+    ids = sorted(int(m.stem) for m in (checkpoint / "manifests").glob("*.json"))
+    return [u for i in ids for u in t.cast("Manifest", store.committed(i)).units]
 
 
 def test_state_read_back_from_the_input_files_gives_the_reference_result(
@@ -87,12 +86,12 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
         finally:
             spark.conf.unset("streamjoin.join.shuffleRows")
         results[name] = read_sink(spark, job, "w", COLUMNS)
-        units = _units(tmp_path / name)
+        units = _units(spark, tmp_path / name)
         assert units, name
-        kept = [u for u in units if u.get("files")]
+        kept = [u for u in units if u.files]
         if name != "copied":
             assert len(kept) == len(units)
-            assert all(f.startswith("file:") and "/in/" in f for u in kept for f in u["files"])
+            assert all(f.startswith("file:") and "/in/" in f for u in kept for f in u.files)
             # Nothing was copied into the checkpoint.
             assert not list((tmp_path / name / "state").glob("**/*.parquet"))
         else:
@@ -114,8 +113,7 @@ def test_an_input_file_gone_from_under_the_state_stops_the_run_naming_it(
     job = parse_job(_job(tmp_path, "o"), "<test>")
     ckpt = tmp_path / "ckpt"
     Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
-    latest = max((ckpt / "manifests").glob("*.json"))
-    live = Manifest.from_json(latest.read_text(encoding="utf-8")).live("A")
+    live = Checkpoint(FileStore(spark), str(ckpt)).latest().live("A")
     assert live and all(u.files for u in live)
     gone = Path("/" + live[-1].files[0].removeprefix("file:").lstrip("/"))
     gone.unlink()
@@ -162,8 +160,8 @@ def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
     job = parse_job(text, "<test>")
     ckpt = tmp_path / "ckpt"
     Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
-    units = _units(ckpt)
-    assert units and all(u.get("files") for u in units)  # (read back from the input files)
+    units = _units(spark, ckpt)
+    assert units and all(u.files for u in units)  # (read back from the input files)
     plan = plan_job(job)
     last = [f"file:{p}" for p in sorted((tmp_path / "in" / "B").glob("part-00002.parquet"))]
     footers = read_footers(plan.stream("B"), last)

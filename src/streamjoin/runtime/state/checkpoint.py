@@ -1,14 +1,17 @@
 """Where a job keeps its state under the checkpoint directory, and how batches commit.
 
 Layout under ``<checkpoint>/``:
-``spark/`` (Spark's offset and commit logs), ``manifests/<batch>.json``,
+``spark/`` (Spark's offset and commit logs), ``manifests/<batch>.json`` (each whole, or the
+changes from the one before: a chain from a whole one, `Chain`),
 ``state/b=<batch>/sj_stream=<stream>/`` (the rows batch b added to the stream's state), and
 ``deadletter/<stream>/batch=<batch>/``, and ``_lock/`` (the run that uses it, `state.lock`).
 """
 
 from __future__ import annotations
 
+import json
 import typing as t
+from dataclasses import dataclass
 
 from streamjoin.runtime.state.manifest import (
     Manifest,
@@ -23,6 +26,24 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.lock import CheckpointLock
 
 
+CHAIN_LIMIT = 1000
+"""Manifests a chain may hold after its whole one: a restart reads at most this many files."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Where a committed manifest's chain starts: the manifest written whole (`whole`, of
+    `whole_bytes`), then each batch's changes from the one before (`since`: their bytes).
+
+    A manifest is written as its changes while they add up to less than the whole one, so the
+    bytes of a chain are at most twice its whole manifest's, and a batch of a stream whose
+    state is thousands of units writes a few hundred bytes where the whole would be megabytes."""
+
+    whole: int
+    whole_bytes: int
+    since: int = 0
+
+
 class Checkpoint:
     """Manifests and state paths of one checkpoint directory."""
 
@@ -30,6 +51,10 @@ class Checkpoint:
         self.fs = fs
         self.root = fs.qualify(checkpoint).rstrip("/")
         self._cached: Manifest | None = None
+        self._chains: dict[int, tuple[Manifest, Chain]] = {}
+        """The chain of each manifest written or read (the newest few), with the manifest."""
+        self._cleaned = -1
+        """Manifests of batches before this one are deleted."""
         self.lock: CheckpointLock | None = None
         """The run's lock on the checkpoint, checked before each commit (None: not locked)."""
 
@@ -50,7 +75,23 @@ class Checkpoint:
         return sorted(i for i in ids if i is not None)
 
     def _load(self, batch: int) -> Manifest:
-        return Manifest.from_json(self.fs.read_text(self.path(f"manifests/{manifest_name(batch)}")))
+        """Batch `batch`'s manifest, read back through its chain."""
+        chain = []
+        at: int | None = batch
+        while at is not None:  # (to the whole manifest the chain starts with)
+            text = self.fs.read_text(self.path(f"manifests/{manifest_name(at)}"))
+            raw = json.loads(text)
+            chain.append((raw, len(text)))
+            at = raw.get("base")
+        manifest: Manifest | None = None
+        for raw, _ in reversed(chain):
+            manifest = Manifest.from_json(raw, manifest)
+        assert manifest is not None
+        raw, size = chain[0]
+        whole, whole_bytes = chain[-1][0]["batch"], chain[-1][1]
+        since = raw.get("since", 0) + size if "base" in raw else 0
+        self._chains[batch] = (manifest, Chain(whole, whole_bytes, since))
+        return manifest
 
     def previous(self, batch_id: int) -> Manifest:
         """The newest committed manifest of a batch before `batch_id` (empty if none)."""
@@ -84,12 +125,30 @@ class Checkpoint:
         """
         if self.lock is not None:
             self.lock.check()
-        self.fs.write_text_atomic(
-            self.path(f"manifests/{manifest_name(manifest.batch)}"), manifest.to_json()
-        )
+        text, chain = self._encode(manifest, prev)
+        self.fs.write_text_atomic(self.path(f"manifests/{manifest_name(manifest.batch)}"), text)
         self._cached = manifest
+        self._chains = {b: c for b, c in self._chains.items() if b == prev.batch}
+        self._chains[manifest.batch] = (manifest, chain)
         for rel in prev.dropped:
             self.fs.delete(self.path(rel))
-        for old in self._manifests():
-            if old < prev.batch:
-                self.fs.delete(self.path(f"manifests/{manifest_name(old)}"))
+        # (A replay of this batch reads `prev` through its chain: what is before it goes, once.)
+        known = self._chains.get(prev.batch)
+        start = known[1].whole if known is not None else -1
+        if start > self._cleaned:
+            for old in self._manifests():
+                if old < start:
+                    self.fs.delete(self.path(f"manifests/{manifest_name(old)}"))
+            self._cleaned = start
+
+    def _encode(self, manifest: Manifest, prev: Manifest) -> tuple[str, Chain]:
+        """`manifest`'s file: its changes from `prev` while its chain allows, else whole."""
+        known = self._chains.get(prev.batch)
+        if known is not None and known[0] is prev:
+            chain = known[1]
+            if manifest.batch - chain.whole <= CHAIN_LIMIT:
+                text = manifest.delta_json(prev, whole=chain.whole, since=chain.since)
+                if chain.since + len(text) <= chain.whole_bytes:
+                    return text, Chain(chain.whole, chain.whole_bytes, chain.since + len(text))
+        text = manifest.to_json()
+        return text, Chain(manifest.batch, len(text))

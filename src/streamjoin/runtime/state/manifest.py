@@ -4,13 +4,17 @@ A batch is committed by writing its manifest (atomically, named by batch id). Ba
 from the manifest of the newest committed batch before b, so a batch that is replayed after a crash
 recomputes exactly what it computed the first time (its input is fixed by Spark's offset log, its
 state by the manifest), and every file it writes is keyed by the batch id and overwritten.
+
+A manifest is written whole (`to_json`) or as its changes from the one before (`delta_json`):
+an unbounded stream keeps a unit per batch, and a whole manifest of thousands of units would
+cost a batch more than its join (`runtime.state.checkpoint` chooses).
 """
 
 from __future__ import annotations
 
 import json
 import typing as t
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 
 
 def batch_state_dir(batch: int) -> str:
@@ -196,17 +200,48 @@ class Manifest:
 
     def to_json(self) -> str:
         """Serialized form (stable key order, so equal manifests are equal files)."""
-        return json.dumps(asdict(self), sort_keys=True, indent=1)
+        raw = asdict(replace(self, units=[]))
+        raw["units"] = [_unit_raw(u) for u in self.units]
+        return json.dumps(raw, sort_keys=True, indent=1)
+
+    def delta_json(self, base: Manifest, **chain: int) -> str:
+        """Serialized as its changes from `base` (the manifest it was made from): its units as
+        runs ``[i, j]`` of `base`'s units (``base.units[i:j]``, the same objects) and the
+        others whole; every other field whole, and `chain`'s figures. Read back by
+        `from_json` with `base`."""
+        at = {id(u): i for i, u in enumerate(base.units)}
+        runs: list[t.Any] = []
+        for u in self.units:
+            i = at.get(id(u))
+            if i is None:
+                runs.append(_unit_raw(u))
+            elif runs and isinstance(runs[-1], list) and runs[-1][1] == i:
+                runs[-1][1] = i + 1
+            else:
+                runs.append([i, i + 1])
+        raw = asdict(replace(self, units=[]))
+        raw |= {"units": runs, "base": base.batch, **chain}
+        return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @staticmethod
-    def from_json(text: str) -> Manifest:
-        """Inverse of `to_json`."""
-        raw = json.loads(text)
+    def from_json(text: str | dict[str, t.Any], base: Manifest | None = None) -> Manifest:
+        """Inverse of `to_json` (text, or its parsed JSON), and of `delta_json` with its
+        `base`."""
+        raw = json.loads(text) if isinstance(text, str) else text
+        units: list[StateUnit] = []
+        for u in raw["units"]:
+            if isinstance(u, dict):
+                units.append(StateUnit.of(u))
+            elif base is None:
+                msg = f"the manifest of batch {raw['batch']} is a delta, read without its base"
+                raise ValueError(msg)
+            else:
+                units += base.units[u[0] : u[1]]
         return Manifest(
             batch=raw["batch"],
             stream_wm=raw["stream_wm"],
             global_wm=raw["global_wm"],
-            units=[StateUnit.of(u) for u in raw["units"]],
+            units=units,
             dropped=raw["dropped"],
             totals=Totals(**raw["totals"]),
             routing=raw.get("routing", {}),
@@ -219,6 +254,14 @@ class Manifest:
             final=raw.get("final", False),
             overload=raw.get("overload", {}),
         )
+
+
+_UNIT_FIELDS = tuple(f.name for f in fields(StateUnit))
+
+
+def _unit_raw(unit: StateUnit) -> dict[str, t.Any]:
+    """`asdict(unit)`, without its deep copy of every value (a unit holds no mutable one)."""
+    return {f: getattr(unit, f) for f in _UNIT_FIELDS}
 
 
 def manifest_name(batch: int) -> str:

@@ -1,0 +1,144 @@
+"""Manifests written as their changes from the batch before (`runtime.state.checkpoint.Chain`):
+whatever a run of batches adds, drops and replaces, each committed manifest reads back equal to
+what was committed, from the files alone, for the next batch and for a replay of the newest;
+a batch of a large state writes its changes, not the state; old chains go."""
+
+from __future__ import annotations
+
+import os
+import threading
+import typing as t
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamjoin.runtime.state.checkpoint import CHAIN_LIMIT, Checkpoint
+from streamjoin.runtime.state.manifest import Manifest, StateUnit, Totals
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+    from streamjoin.runtime.state.fs import FileStore
+
+
+class _LocalFiles:
+    """The calls of `FileStore` a checkpoint's manifests make, on local paths (no JVM)."""
+
+    def __init__(self) -> None:
+        self.written: list[tuple[str, int]] = []
+
+    def qualify(self, path: str) -> str:
+        return path
+
+    def list_names(self, path: str) -> list[str]:
+        return os.listdir(path) if os.path.isdir(path) else []
+
+    def read_text(self, path: str) -> str:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def write_text_atomic(self, path: str, text: str) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{threading.get_ident()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        self.written.append((path, len(text)))
+
+    def delete(self, path: str) -> None:
+        if os.path.exists(path):
+            os.remove(path)
+
+
+def _store(root: Path, files: _LocalFiles | None = None) -> Checkpoint:
+    return Checkpoint(t.cast("FileStore", files or _LocalFiles()), str(root))
+
+
+def _unit(stream: str, batch: int, files: bool = True) -> StateUnit:
+    names = (f"file:///in/{stream}/part-{batch:05d}.parquet",) if files else ()
+    return StateUnit(stream, batch, 10 + batch, batch * 1000, batch * 1000 + 999, 4096, names)
+
+
+def _next(prev: Manifest, batch: int, step: tuple[int, int, bool]) -> Manifest:
+    """The manifest after `prev` as a batch makes it: units kept as the same objects (some
+    dropped from the oldest, one replaced by a copy as `copybehind.swap` does), new ones
+    appended."""
+    drop, copy, add_b = step
+    units = list(prev.units[drop:])
+    if units and copy < len(units):
+        units[copy] = replace(units[copy], behind=True, files=("file:///ckpt/copy",))
+    units += [_unit("a", batch)] + ([_unit("b", batch)] if add_b else [])
+    totals = Totals(batches=batch + 1, rows_in={"a": batch * 10})
+    return Manifest(batch, {"a": batch * 1000}, batch * 1000, units, [], totals)
+
+
+_steps = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 40), st.booleans()), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=_steps)
+def test_each_committed_manifest_reads_back_equal_from_the_files(
+    tmp_path_factory: t.Any, steps: list[tuple[int, int, bool]]
+) -> None:
+    root = tmp_path_factory.mktemp("ckpt")
+    store = _store(root)
+    prev = Manifest()
+    for batch, step in enumerate(steps):
+        manifest = _next(prev, batch, step)
+        store.commit(manifest, prev)
+        fresh = _store(root)  # (a restart: the files alone)
+        assert fresh.latest().to_json() == manifest.to_json()
+        assert fresh.previous(batch + 1).to_json() == manifest.to_json()
+        # (A replay of this batch starts from the one before, read back from the files.)
+        assert fresh.previous(batch).to_json() == prev.to_json()
+        committed = fresh.committed(batch)
+        assert committed is not None and committed.to_json() == manifest.to_json()
+        prev = manifest
+
+
+def test_a_replayed_batch_commits_the_same_manifest_as_its_first_attempt(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    prev = Manifest()
+    for batch in range(6):
+        prev, first = _next(prev, batch, (0, 99, True)), prev
+        store.commit(prev, first)
+    text = (tmp_path / "manifests" / f"{5:012d}.json").read_text(encoding="utf-8")
+    again = _store(tmp_path)  # (after a crash: batch 5 runs again from batch 4's manifest)
+    before = again.previous(5)
+    replayed = _next(before, 5, (0, 99, True))
+    again.commit(replayed, before)
+    assert (tmp_path / "manifests" / f"{5:012d}.json").read_text(encoding="utf-8") == text
+    assert _store(tmp_path).latest().to_json() == prev.to_json()
+
+
+def test_a_large_state_s_batch_writes_its_changes_and_old_chains_go(tmp_path: Path) -> None:
+    files = _LocalFiles()
+    store = _store(tmp_path, files)
+    prev = Manifest()
+    for batch in range(2000):  # (an unbounded stream: a unit a batch, none dropped)
+        manifest = _next(prev, batch, (0, 10**6, True))
+        store.commit(manifest, prev)
+        prev = manifest
+    whole = len(prev.to_json())
+    last = [size for _, size in files.written[-100:]]
+    assert max(last) < whole / 100  # (a few hundred bytes, where the whole is ~1 MB)
+    kept = sorted(os.listdir(tmp_path / "manifests"))
+    assert len(kept) <= CHAIN_LIMIT + 2
+    assert _store(tmp_path).latest().to_json() == prev.to_json()
+    # (The bytes written stay within twice the whole manifests written.)
+    wholes = sum(size for _, size in files.written if size > whole / 100)
+    assert sum(size for _, size in files.written) <= 2 * wholes + whole
+
+
+def test_a_manifest_written_whole_before_chains_existed_reads_back(tmp_path: Path) -> None:
+    old = _next(Manifest(), 0, (0, 0, True))
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / f"{0:012d}.json").write_text(old.to_json(), encoding="utf-8")
+    store = _store(tmp_path)
+    prev = store.latest()
+    manifest = _next(prev, 1, (0, 99, False))
+    store.commit(manifest, prev)
+    assert _store(tmp_path).latest().to_json() == manifest.to_json()
