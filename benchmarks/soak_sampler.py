@@ -13,7 +13,7 @@ from benchmarks.soak_heap import heap_committed, live_heap
 
 CHECKPOINT_PARTS = {
     "spark": "Spark's query logs (offsets, commits, the file source's log)",
-    "manifests": "streamjoin's manifests (the last two)",
+    "manifests": "streamjoin's manifests (the chain since the newest whole one)",
     "state": "stored state (none where it is read back from the input files)",
     "metrics": "the metrics history (rotated, capped)",
 }
