@@ -10,6 +10,7 @@ import threading
 import typing as t
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -142,3 +143,62 @@ def test_a_manifest_written_whole_before_chains_existed_reads_back(tmp_path: Pat
     manifest = _next(prev, 1, (0, 99, False))
     store.commit(manifest, prev)
     assert _store(tmp_path).latest().to_json() == manifest.to_json()
+
+
+def test_readers_beside_the_batches_leave_the_chain_as_it_was(tmp_path: Path) -> None:
+    wholes = {}
+    for readers in (False, True):
+        files = _LocalFiles()
+        store = _store(tmp_path / str(readers), files)
+        prev = Manifest()
+        for batch in range(300):
+            manifest = _next(prev, batch, (0, 10**6, True))
+            store.commit(manifest, prev)
+            if readers:
+                store.latest()  # (a served job's request, on the same checkpoint)
+            prev = manifest
+        sizes = sorted(size for _, size in files.written)
+        wholes[readers] = sum(1 for size in sizes if size > 10 * sizes[len(sizes) // 2])
+    assert wholes[True] == wholes[False] > 0
+
+
+def test_a_caller_s_change_to_a_committed_manifest_reads_back_as_committed(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    prev = Manifest()
+    for batch in range(60):
+        manifest = _next(prev, batch, (0, 10**6, True))
+        store.commit(manifest, prev)
+        assert _store(tmp_path).latest().units == manifest.units
+        # (A change to the manifest it was handed, after its commit: the next batch builds on
+        # it, the files keep what was committed.)
+        manifest.units.reverse()
+        prev = manifest
+
+
+def test_a_batch_run_again_in_the_same_process_reads_its_start_from_the_files(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    prev = Manifest()
+    for batch in range(5):
+        prev, before = _next(prev, batch, (1, 0, True)), prev
+        store.commit(prev, before)
+    start = store.previous(4)  # (batch 4 again: its start is batch 3's manifest)
+    assert start.to_json() == before.to_json()
+    again = _next(start, 4, (1, 0, True))
+    store.commit(again, start)
+    assert _store(tmp_path).latest().to_json() == prev.to_json()
+
+
+def test_a_delta_on_another_base_is_refused_naming_both(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    first = _next(Manifest(), 0, (0, 0, True))
+    second = _next(first, 1, (0, 99, True))
+    store.commit(first, Manifest())
+    store.commit(second, first)
+    other = _next(Manifest(), 0, (0, 0, False))  # (batch 0 written again, with fewer units)
+    (tmp_path / "manifests" / f"{0:012d}.json").write_text(other.to_json(), encoding="utf-8")
+    with pytest.raises(ValueError, match="batch 1 is a delta on 2 units of batch 0"):
+        _store(tmp_path).latest()

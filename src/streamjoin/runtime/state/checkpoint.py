@@ -10,8 +10,9 @@ changes from the one before: a chain from a whole one, `Chain`),
 from __future__ import annotations
 
 import json
+import threading
 import typing as t
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streamjoin.runtime.state.manifest import (
     Manifest,
@@ -24,6 +25,7 @@ if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
     from streamjoin.runtime.state.fs import FileStore
     from streamjoin.runtime.state.lock import CheckpointLock
+    from streamjoin.runtime.state.manifest import StateUnit
 
 
 CHAIN_LIMIT = 1000
@@ -51,8 +53,12 @@ class Checkpoint:
         self.fs = fs
         self.root = fs.qualify(checkpoint).rstrip("/")
         self._cached: Manifest | None = None
-        self._chains: dict[int, tuple[Manifest, Chain]] = {}
-        """The chain of each manifest written or read (the newest few), with the manifest."""
+        self._chains: dict[int, tuple[Chain, list[StateUnit]]] = {}
+        """The chain of each manifest written or read (the newest few), with its units as
+        written: a later batch's changes are taken from them, whatever a caller does to the
+        manifest it was handed."""
+        self._chains_lock = threading.Lock()
+        """(A served job's requests read manifests beside the batches.)"""
         self._cleaned = -1
         """Manifests of batches before this one are deleted."""
         self.lock: CheckpointLock | None = None
@@ -90,7 +96,12 @@ class Checkpoint:
         raw, size = chain[0]
         whole, whole_bytes = chain[-1][0]["batch"], chain[-1][1]
         since = raw.get("since", 0) + size if "base" in raw else 0
-        self._chains[batch] = (manifest, Chain(whole, whole_bytes, since))
+        with self._chains_lock:
+            known = self._chains.get(batch)
+            if known is None:
+                self._chains[batch] = (Chain(whole, whole_bytes, since), list(manifest.units))
+            else:  # (the same units, as the objects the next batch's changes are taken from)
+                manifest.units = list(known[1])
         return manifest
 
     def previous(self, batch_id: int) -> Manifest:
@@ -125,29 +136,35 @@ class Checkpoint:
         """
         if self.lock is not None:
             self.lock.check()
-        text, chain = self._encode(manifest, prev)
+        with self._chains_lock:
+            known = self._chains.get(prev.batch)
+        text, chain = self._encode(manifest, prev, known)
         self.fs.write_text_atomic(self.path(f"manifests/{manifest_name(manifest.batch)}"), text)
         self._cached = manifest
-        self._chains = {b: c for b, c in self._chains.items() if b == prev.batch}
-        self._chains[manifest.batch] = (manifest, chain)
+        with self._chains_lock:
+            self._chains = {b: c for b, c in self._chains.items() if b == prev.batch}
+            self._chains[manifest.batch] = (chain, list(manifest.units))
         for rel in prev.dropped:
             self.fs.delete(self.path(rel))
         # (A replay of this batch reads `prev` through its chain: what is before it goes, once.)
-        known = self._chains.get(prev.batch)
-        start = known[1].whole if known is not None else -1
+        start = known[0].whole if known is not None else -1
         if start > self._cleaned:
             for old in self._manifests():
                 if old < start:
                     self.fs.delete(self.path(f"manifests/{manifest_name(old)}"))
             self._cleaned = start
 
-    def _encode(self, manifest: Manifest, prev: Manifest) -> tuple[str, Chain]:
-        """`manifest`'s file: its changes from `prev` while its chain allows, else whole."""
-        known = self._chains.get(prev.batch)
-        if known is not None and known[0] is prev:
-            chain = known[1]
+    @staticmethod
+    def _encode(
+        manifest: Manifest, prev: Manifest, known: tuple[Chain, list[StateUnit]] | None
+    ) -> tuple[str, Chain]:
+        """`manifest`'s file: its changes from `prev` (its units as written: `known`) while
+        its chain allows, else whole."""
+        if known is not None:
+            chain, written = known
             if manifest.batch - chain.whole <= CHAIN_LIMIT:
-                text = manifest.delta_json(prev, whole=chain.whole, since=chain.since)
+                base = replace(prev, units=written)
+                text = manifest.delta_json(base, whole=chain.whole, since=chain.since)
                 if chain.since + len(text) <= chain.whole_bytes:
                     return text, Chain(chain.whole, chain.whole_bytes, chain.since + len(text))
         text = manifest.to_json()

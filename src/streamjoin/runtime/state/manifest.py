@@ -220,7 +220,7 @@ class Manifest:
             else:
                 runs.append([i, i + 1])
         raw = asdict(replace(self, units=[]))
-        raw |= {"units": runs, "base": base.batch, **chain}
+        raw |= {"units": runs, "base": base.batch, "base_units": len(base.units), **chain}
         return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @staticmethod
@@ -228,6 +228,12 @@ class Manifest:
         """Inverse of `to_json` (text, or its parsed JSON), and of `delta_json` with its
         `base`."""
         raw = json.loads(text) if isinstance(text, str) else text
+        if base is not None and raw.get("base_units", len(base.units)) != len(base.units):
+            msg = (
+                f"the manifest of batch {raw['batch']} is a delta on {raw['base_units']} units "
+                f"of batch {raw['base']}, whose manifest holds {len(base.units)}"
+            )
+            raise ValueError(msg)
         units: list[StateUnit] = []
         for u in raw["units"]:
             if isinstance(u, dict):
