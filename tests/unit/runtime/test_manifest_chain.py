@@ -28,6 +28,7 @@ class _LocalFiles:
 
     def __init__(self) -> None:
         self.written: list[tuple[str, int]] = []
+        self.read: list[str] = []
 
     def qualify(self, path: str) -> str:
         return path
@@ -36,6 +37,7 @@ class _LocalFiles:
         return os.listdir(path) if os.path.isdir(path) else []
 
     def read_text(self, path: str) -> str:
+        self.read.append(path)
         with open(path, encoding="utf-8") as f:
             return f.read()
 
@@ -202,3 +204,21 @@ def test_a_delta_on_another_base_is_refused_naming_both(tmp_path: Path) -> None:
     (tmp_path / "manifests" / f"{0:012d}.json").write_text(other.to_json(), encoding="utf-8")
     with pytest.raises(ValueError, match="batch 1 is a delta on 2 units of batch 0"):
         _store(tmp_path).latest()
+
+
+def test_a_restart_reads_each_file_of_its_chain_once(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    prev = Manifest()
+    for batch in range(280):
+        prev, before = _next(prev, batch, (0, 10**6, True)), prev
+        store.commit(prev, before)
+    files = _LocalFiles()
+    again = _store(tmp_path, files)
+    # (What a restart asks for: the newest manifest, then batch 280's start, again and again.)
+    assert again.latest().to_json() == prev.to_json()
+    for _ in range(3):
+        assert again.previous(280).to_json() == prev.to_json()
+        assert again.committed(280) is None
+    assert again.previous(279).to_json() == before.to_json()
+    kept = os.listdir(tmp_path / "manifests")
+    assert len(files.read) == len(set(files.read)) == len(kept) > 1

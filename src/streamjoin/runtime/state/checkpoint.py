@@ -59,6 +59,9 @@ class Checkpoint:
         manifest it was handed."""
         self._chains_lock = threading.Lock()
         """(A served job's requests read manifests beside the batches.)"""
+        self._read: dict[int, str] = {}
+        """The files of the newest chain read: a restart reads the newest manifest and the one
+        before it several times, each through the whole chain."""
         self._cleaned = -1
         """Manifests of batches before this one are deleted."""
         self.lock: CheckpointLock | None = None
@@ -85,7 +88,12 @@ class Checkpoint:
         chain = []
         at: int | None = batch
         while at is not None:  # (to the whole manifest the chain starts with)
-            text = self.fs.read_text(self.path(f"manifests/{manifest_name(at)}"))
+            with self._chains_lock:
+                text = self._read.get(at)
+            if text is None:
+                text = self.fs.read_text(self.path(f"manifests/{manifest_name(at)}"))
+                with self._chains_lock:
+                    self._read[at] = text
             raw = json.loads(text)
             chain.append((raw, len(text)))
             at = raw.get("base")
@@ -144,6 +152,7 @@ class Checkpoint:
         with self._chains_lock:
             self._chains = {b: c for b, c in self._chains.items() if b == prev.batch}
             self._chains[manifest.batch] = (chain, list(manifest.units))
+            self._read = {b: r for b, r in self._read.items() if chain.whole <= b < manifest.batch}
         for rel in prev.dropped:
             self.fs.delete(self.path(rel))
         # (A replay of this batch reads `prev` through its chain: what is before it goes, once.)
