@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.state.checkpoint import CHAIN_LIMIT, Checkpoint
 from streamjoin.runtime.state.manifest import Manifest, StateUnit, Totals
 
@@ -202,7 +203,7 @@ def test_a_delta_on_another_base_is_refused_naming_both(tmp_path: Path) -> None:
     store.commit(second, first)
     other = _next(Manifest(), 0, (0, 0, False))  # (batch 0 written again, with fewer units)
     (tmp_path / "manifests" / f"{0:012d}.json").write_text(other.to_json(), encoding="utf-8")
-    with pytest.raises(ValueError, match="batch 1 is a delta on 2 units of batch 0"):
+    with pytest.raises(StreamJoinError, match="batch 1 is a delta on 2 units of batch 0"):
         _store(tmp_path).latest()
 
 

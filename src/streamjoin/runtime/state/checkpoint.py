@@ -14,6 +14,7 @@ import threading
 import typing as t
 from dataclasses import dataclass, replace
 
+from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.state.manifest import (
     Manifest,
     batch_state_dir,
@@ -99,7 +100,11 @@ class Checkpoint:
             at = raw.get("base")
         manifest: Manifest | None = None
         for raw, _ in reversed(chain):
-            manifest = Manifest.from_json(raw, manifest)
+            try:
+                manifest = Manifest.from_json(raw, manifest)
+            except ValueError as err:  # (a file of the chain written again by another run)
+                msg = f"checkpoint {self.root}: {err}"
+                raise StreamJoinError(msg) from None
         assert manifest is not None
         raw, size = chain[0]
         whole, whole_bytes = chain[-1][0]["batch"], chain[-1][1]
