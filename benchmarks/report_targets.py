@@ -230,8 +230,10 @@ def other_targets(
 
 def metrics_overhead_row(overhead: Report) -> tuple[str, str, bool | None]:
     """The target of the figures' cost: the on/off ratio where the runs without them agree
-    within 3 %, else the driver's share of the run spent on them (a bound of the cost), and
-    no verdict from a ratio the noise hides."""
+    within 3 %, else no verdict. (The driver's share of the run spent on them is shown, but it
+    bounds only the Python side: the observation that carries them into Spark's progress runs
+    in the JVM, in every task that reads the batch, and cost `long-equi-full` 3-5 % in
+    alternating runs: docs/dev-log.md.)"""
     ratio, spread = overhead["ratio_on_off"], overhead.get("off_spread")
     share = overhead.get("driver_share")
     spread_text = "–" if spread is None else f"{spread:.0%}"
@@ -242,5 +244,5 @@ def metrics_overhead_row(overhead: Report) -> tuple[str, str, bool | None]:
         "batch recording them"
     )
     resolved = spread is not None and spread <= 0.03
-    met = ratio >= 0.97 if resolved else (share < 0.03 if share is not None else None)
+    met = ratio >= 0.97 if resolved else None
     return ("metrics and dashboard on: throughput within 3 % of off", shown, met)

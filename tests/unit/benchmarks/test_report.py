@@ -108,6 +108,8 @@ def test_the_recorded_results_fit_in_two_hundred_and_ten_lines() -> None:
 
 
 def test_the_metrics_overhead_is_judged_by_its_ratio_only_where_the_noise_allows() -> None:
+    # (The driver's share of the run bounds only the Python side of the figures' cost: no
+    # verdict from it.)
     quiet = {"ratio_on_off": 0.99, "off_spread": 0.01, "driver_share": 0.001}
     noisy = {"ratio_on_off": 0.8, "off_spread": 0.4, "driver_share": 0.001}
     costly = {"ratio_on_off": 1.2, "off_spread": 0.4, "driver_share": 0.05}
@@ -115,4 +117,4 @@ def test_the_metrics_overhead_is_judged_by_its_ratio_only_where_the_noise_allows
         metrics_overhead_row({**r, "record_ms_per_batch": 0.5})[2]
         for r in (quiet, {**quiet, "ratio_on_off": 0.9}, noisy, costly)
     ]
-    assert verdicts == [True, False, True, False]
+    assert verdicts == [True, False, None, None]
