@@ -26,10 +26,19 @@ def _peer(case: dict[str, t.Any] | None, figure: str = "throughput") -> float | 
     return None
 
 
-def _steady_ratio(case: dict[str, t.Any] | None) -> float | None:
-    """Our steady batch p50 over the peer's, in a `long` case."""
-    ours, theirs = _ours(case, "steady_batch_p50_ms"), _peer(case, "steady_batch_p50_ms")
-    return round(ours / theirs, 2) if ours and theirs else None
+def _ratio(case: dict[str, t.Any] | None, figure: str) -> float | None:
+    """Our `figure` over the peer's, unrounded: a target is judged on the figures, not on a
+    ratio rounded up to it."""
+    ours, theirs = _ours(case, figure), _peer(case, figure)
+    return ours / theirs if ours and theirs else None
+
+
+def _shown(ratio: float | None) -> str:
+    """`ratio` to two decimals, or three where two would round it onto a target's 0.5 or 2."""
+    if ratio is None:
+        return "–"
+    near = any(round(ratio, 2) == x != round(ratio, 3) for x in (0.5, 2.0))
+    return f"{ratio:.3f}" if near else f"{round(ratio, 2):g}"
 
 
 def long_targets(
@@ -42,13 +51,13 @@ def long_targets(
     rows: list[tuple[str, str, bool | None]] = []
     for window, name in (("300s", "300s"), ("3600s", "3600s"), ("full", "full history")):
         case = _case(reports, "long", f"long-equi-{window}")
-        steady = _steady_ratio(case)
-        ratio = case["ratios"].get("throughput") if case else None
+        steady = _ratio(case, "steady_batch_p50_ms")
+        ratio = _ratio(case, "throughput")
         rows.append(
             (
                 f"long, equi, {name}: steady batch p50 ≤ 0.5× and throughput ≥ 2× Spark's "
                 "native join",
-                f"p50 ×{steady}, throughput ×{ratio}",
+                f"p50 ×{_shown(steady)}, throughput ×{_shown(ratio)}",
                 None if steady is None or ratio is None else steady <= 0.5 and ratio >= 2,
             )
         )

@@ -10,7 +10,7 @@ from benchmarks.report import render
 from benchmarks.report_backlog import workload_lines
 from benchmarks.report_format import ratio_cell
 from benchmarks.report_provenance import commit_line
-from benchmarks.report_targets import metrics_overhead_row, other_targets, targets
+from benchmarks.report_targets import long_targets, metrics_overhead_row, other_targets, targets
 
 MACHINE = {
     "cores": 2,
@@ -118,3 +118,22 @@ def test_the_metrics_overhead_is_judged_by_its_ratio_only_where_the_noise_allows
         for r in (quiet, {**quiet, "ratio_on_off": 0.9}, noisy, costly)
     ]
     assert verdicts == [True, False, None, None]
+
+
+def test_a_long_target_is_judged_on_its_figures_not_on_a_ratio_rounded_onto_it() -> None:
+    def case(ours: float) -> dict[str, t.Any]:
+        figures = {"throughput": ours, "steady_batch_p50_ms": 100.0}
+        peer = {"throughput": 1000.0, "steady_batch_p50_ms": 300.0}
+        return {
+            "case": "long-equi-full",
+            "engines": {"streamjoin": figures, "spark-native": peer},
+            "ratios": {"throughput": round(ours / 1000.0, 2)},
+        }
+
+    rows = {}
+    for ours in (1998.0, 2000.0):
+        report = {"workload": "long", "cases": [case(ours)]}
+        (row,) = [r for r in long_targets({"long": report}) if "full history" in r[0]]
+        rows[ours] = row
+    assert rows[1998.0][1:] == ("p50 ×0.33, throughput ×1.998", False)
+    assert rows[2000.0][1:] == ("p50 ×0.33, throughput ×2", True)
