@@ -106,9 +106,8 @@ class Checkpoint:
                 msg = f"checkpoint {self.root}: {err}"
                 raise StreamJoinError(msg) from None
         assert manifest is not None
-        raw, size = chain[0]
         whole, whole_bytes = chain[-1][0]["batch"], chain[-1][1]
-        since = raw.get("since", 0) + size if "base" in raw else 0
+        since = sum(size for _, size in chain[:-1])  # (the changes after the whole one)
         with self._chains_lock:
             known = self._chains.get(batch)
             if known is None:
@@ -178,7 +177,7 @@ class Checkpoint:
             chain, written = known
             if manifest.batch - chain.whole <= CHAIN_LIMIT:
                 base = replace(prev, units=written)
-                text = manifest.delta_json(base, whole=chain.whole, since=chain.since)
+                text = manifest.delta_json(base)
                 if chain.since + len(text) <= chain.whole_bytes:
                     return text, Chain(chain.whole, chain.whole_bytes, chain.since + len(text))
         text = manifest.to_json()

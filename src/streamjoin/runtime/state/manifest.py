@@ -204,11 +204,10 @@ class Manifest:
         raw["units"] = [_unit_raw(u) for u in self.units]
         return json.dumps(raw, sort_keys=True, indent=1)
 
-    def delta_json(self, base: Manifest, **chain: int) -> str:
+    def delta_json(self, base: Manifest) -> str:
         """Serialized as its changes from `base` (the manifest it was made from): its units as
         runs ``[i, j]`` of `base`'s units (``base.units[i:j]``, the same objects) and the
-        others whole; every other field whole, and `chain`'s figures. Read back by
-        `from_json` with `base`."""
+        others whole; every other field whole. Read back by `from_json` with `base`."""
         at = {id(u): i for i, u in enumerate(base.units)}
         runs: list[t.Any] = []
         for u in self.units:
@@ -220,7 +219,7 @@ class Manifest:
             else:
                 runs.append([i, i + 1])
         raw = asdict(replace(self, units=[]))
-        raw |= {"units": runs, "base": base.batch, "base_units": len(base.units), **chain}
+        raw |= {"units": runs, "base": base.batch, "base_units": len(base.units)}
         return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @staticmethod
