@@ -77,6 +77,21 @@ def _next(prev: Manifest, batch: int, step: tuple[int, int, bool]) -> Manifest:
     return Manifest(batch, {"a": batch * 1000}, batch * 1000, units, [], totals)
 
 
+_GROWING = (0, 10**6, True)
+"""An unbounded stream's batch: a unit a batch per stream, none dropped or copied."""
+
+
+def _commit(
+    store: Checkpoint, batches: int, step: tuple[int, int, bool] = _GROWING
+) -> list[Manifest]:
+    """Commits `batches` batches made by `_next` with `step`; their manifests."""
+    made = [Manifest()]
+    for batch in range(batches):
+        made.append(_next(made[-1], batch, step))
+        store.commit(made[-1], made[-2])
+    return made[1:]
+
+
 _steps = st.lists(
     st.tuples(st.integers(0, 3), st.integers(0, 40), st.booleans()), min_size=1, max_size=40
 )
@@ -104,11 +119,7 @@ def test_each_committed_manifest_reads_back_equal_from_the_files(
 
 
 def test_a_replayed_batch_commits_the_same_manifest_as_its_first_attempt(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    prev = Manifest()
-    for batch in range(6):
-        prev, first = _next(prev, batch, (0, 99, True)), prev
-        store.commit(prev, first)
+    prev = _commit(_store(tmp_path), 6, (0, 99, True))[-1]
     text = (tmp_path / "manifests" / f"{5:012d}.json").read_text(encoding="utf-8")
     again = _store(tmp_path)  # (after a crash: batch 5 runs again from batch 4's manifest)
     before = again.previous(5)
@@ -120,12 +131,7 @@ def test_a_replayed_batch_commits_the_same_manifest_as_its_first_attempt(tmp_pat
 
 def test_a_large_state_s_batch_writes_its_changes_and_old_chains_go(tmp_path: Path) -> None:
     files = _LocalFiles()
-    store = _store(tmp_path, files)
-    prev = Manifest()
-    for batch in range(2000):  # (an unbounded stream: a unit a batch, none dropped)
-        manifest = _next(prev, batch, (0, 10**6, True))
-        store.commit(manifest, prev)
-        prev = manifest
+    prev = _commit(_store(tmp_path, files), 2000)[-1]
     whole = len(prev.to_json())
     last = [size for _, size in files.written[-100:]]
     assert max(last) < whole / 100  # (a few hundred bytes, where the whole is ~1 MB)
@@ -155,7 +161,7 @@ def test_readers_beside_the_batches_leave_the_chain_as_it_was(tmp_path: Path) ->
         store = _store(tmp_path / str(readers), files)
         prev = Manifest()
         for batch in range(300):
-            manifest = _next(prev, batch, (0, 10**6, True))
+            manifest = _next(prev, batch, _GROWING)
             store.commit(manifest, prev)
             if readers:
                 store.latest()  # (a served job's request, on the same checkpoint)
@@ -171,7 +177,7 @@ def test_a_caller_s_change_to_a_committed_manifest_reads_back_as_committed(
     store = _store(tmp_path)
     prev = Manifest()
     for batch in range(60):
-        manifest = _next(prev, batch, (0, 10**6, True))
+        manifest = _next(prev, batch, _GROWING)
         store.commit(manifest, prev)
         assert _store(tmp_path).latest().units == manifest.units
         # (A change to the manifest it was handed, after its commit: the next batch builds on
@@ -184,10 +190,7 @@ def test_a_batch_run_again_in_the_same_process_reads_its_start_from_the_files(
     tmp_path: Path,
 ) -> None:
     store = _store(tmp_path)
-    prev = Manifest()
-    for batch in range(5):
-        prev, before = _next(prev, batch, (1, 0, True)), prev
-        store.commit(prev, before)
+    *_, before, prev = _commit(store, 5, (1, 0, True))
     start = store.previous(4)  # (batch 4 again: its start is batch 3's manifest)
     assert start.to_json() == before.to_json()
     again = _next(start, 4, (1, 0, True))
@@ -208,11 +211,7 @@ def test_a_delta_on_another_base_is_refused_naming_both(tmp_path: Path) -> None:
 
 
 def test_a_restart_reads_each_file_of_its_chain_once(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    prev = Manifest()
-    for batch in range(280):
-        prev, before = _next(prev, batch, (0, 10**6, True)), prev
-        store.commit(prev, before)
+    *_, before, prev = _commit(_store(tmp_path), 280)
     files = _LocalFiles()
     again = _store(tmp_path, files)
     # (What a restart asks for: the newest manifest, then batch 280's start, again and again.)
