@@ -14,7 +14,7 @@ import pytest
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.indexed import IndexedJoins
-from streamjoin.runtime.metrics import read_history
+from streamjoin.runtime.metrics import read_history, sparkprogress
 from streamjoin.runtime.metrics.sparkprogress import FIELDS, values
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
@@ -26,9 +26,9 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-@pytest.mark.parametrize("sourced", ["true", "false"])
+@pytest.mark.parametrize(("sourced", "jar"), [("true", True), ("false", True), ("true", False)])
 def test_spark_counts_each_input_row_once(
-    spark: SparkSession, tmp_path: Path, sourced: str
+    spark: SparkSession, tmp_path: Path, sourced: str, jar: bool
 ) -> None:
     # Late rows from batch 2 on, and two malformed lines in batch 3: their dead letters read
     # Spark's batch again; with the state copied, so do the joins, every batch.
@@ -39,9 +39,13 @@ def test_spark_counts_each_input_row_once(
         window_join_job(str(tmp_path / "out"), 10, str(tmp_path / "in"), "json"), "<test>"
     )
 
-    summary, listener = run_counting_input(
-        spark, job, str(tmp_path / "ckpt"), len(batches), {"streamjoin.state.fromSource": sourced}
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        if not jar:  # (a driver without streamjoin's jar: observed rows, figures set from Python)
+            patch.setattr(sparkprogress, "JavaClass", type("NoClass", (), {}))
+        conf = {"streamjoin.state.fromSource": sourced}
+        summary, listener = run_counting_input(
+            spark, job, str(tmp_path / "ckpt"), len(batches), conf
+        )
 
     expected = run_reference(job, batches)
     assert normalize(read_sink(spark, job, "w", ("aid", "bid"))) == normalize(

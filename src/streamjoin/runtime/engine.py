@@ -18,7 +18,7 @@ from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
 from streamjoin.runtime.failure import drive, interrupted, raise_failure
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
-from streamjoin.runtime.metrics.sparkprogress import OBSERVED, ProgressPublisher, observed_columns
+from streamjoin.runtime.metrics.sparkprogress import ProgressPublisher, with_observation
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
 from streamjoin.runtime.serve.runview import Ui, serve_run
 from streamjoin.runtime.session import get_session
@@ -290,7 +290,7 @@ class Engine:
         }
         unified = self.unified(plan, frames)
         if observe:
-            unified = unified.observe(OBSERVED, *observed_columns())
+            unified = with_observation(unified)
         writer = unified.writeStream.foreachBatch(processor).option(
             "checkpointLocation", processor.checkpoint.path("spark")
         )

@@ -39,6 +39,7 @@ _SOURCES = (
     "BatchInput.java",
     "BatchWrite.java",
     "PlacedIndex.java",
+    "ProgressFigures.java",
 )
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
 

@@ -20,6 +20,8 @@ import struct
 import sys
 import typing as t
 
+from py4j.java_gateway import JavaClass
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 if t.TYPE_CHECKING:
@@ -54,6 +56,19 @@ def observed_columns() -> list[Column]:
     return [F.expr(f"max(CAST(NULL AS {types[f]}))").alias(f) for f in FIELDS]
 
 
+def with_observation(stream: DataFrame) -> DataFrame:
+    """`stream` with the ``streamjoin`` observation in its plan. Where the driver has
+    streamjoin's jar it is on a branch of a union that no row reaches (a stream of no rows):
+    the rows that pass an observation each update its aggregates, and each task generates their
+    code again (a tenth of a small batch's task), for values that `publish` replaces anyway."""
+    jvm = stream.sparkSession.sparkContext._jvm
+    helper = jvm.streamjoin.ProgressFigures if jvm is not None else None
+    if not isinstance(helper, JavaClass):
+        return stream.observe(OBSERVED, *observed_columns())
+    empty = DataFrame(helper.emptyStream(stream._jdf), stream.sparkSession)
+    return stream.unionByName(empty.observe(OBSERVED, *observed_columns()))
+
+
 def values(figures: BatchFigures) -> dict[str, t.Any]:
     """The observed row of `figures`, by field: the totals of `BatchFigures.flat`."""
     flat = figures.flat()
@@ -67,8 +82,8 @@ def values(figures: BatchFigures) -> dict[str, t.Any]:
 
 
 class ProgressPublisher:
-    """Puts each batch's figures into its `StreamingQueryProgress` (`publish`), in about 15
-    calls into the JVM."""
+    """Puts each batch's figures into its `StreamingQueryProgress` (`publish`): in one call
+    into the JVM where the driver has streamjoin's jar (`runtime.local`), else in about 15."""
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
@@ -80,6 +95,8 @@ class ProgressPublisher:
         self._classes: tuple[t.Any, t.Any] | None = None
         self._last_attempt: bool | None = None
         """Whether Spark's accumulators keep each read's value (None: not known yet)."""
+        self._figures: t.Any = None
+        """The JVM's `ProgressFigures` class (False: not on the driver's class path)."""
 
     def publish(self, figures: BatchFigures) -> bool:
         """Set the ``streamjoin`` observation of the running micro-batch's plan (the query this
@@ -87,37 +104,12 @@ class ProgressPublisher:
         if self.failed is not None:
             return False
         try:
-            node = self._observation()
-            if node is None:
-                return False
-            if self._classes is None:
-                # (Each step of a dotted name is a call into the JVM: looked up once.)
-                jvm = self.spark.sparkContext._jvm
-                assert jvm is not None  # (a classic session's driver)
-                self._classes = (
-                    jvm.org.apache.spark.util.AccumulatorContext,
-                    jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow,
-                )
-            accumulators, unsafe = self._classes
-            found = accumulators.get(node.accumulatorId())
-            if not found.isDefined():
-                return False
-            accumulator = found.get()
             encoded = unsafe_row(values(figures))
-            row = unsafe(len(FIELDS))
-            row.pointTo(encoded, len(encoded))
-            if self._last_attempt is None:
-                kind = accumulator.getClass().getSimpleName()
-                self._last_attempt = kind == "LastAttemptAggregatingAccumulator"
-            if self._last_attempt:
-                # (Spark 4.1 on: the value of the batch's last read of its plan wins over a
-                # value set on the driver, unless the reads' values are dropped first.)
-                accumulator.resetLastAttemptAccumulator()
-                accumulator.setValueIfOnDriverSide(row)
-            else:
-                accumulator.reset()
-                accumulator.mergeBuffer(row)  # (`max`'s buffer is its value)
-            return True
+            helper = self._helper()
+            if helper is not None:  # (one call into the JVM)
+                session = self.spark._jsparkSession
+                return bool(helper.publish(session, OBSERVED, encoded, len(FIELDS)))
+            return self._publish(encoded)
         except Exception as err:  # (any py4j or JVM error: Spark's internals differ)
             self.failed = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
             print(
@@ -125,6 +117,49 @@ class ProgressPublisher:
                 file=sys.stderr,
             )
             return False
+
+    def _helper(self) -> t.Any | None:
+        """The JVM's `ProgressFigures` class where the driver has streamjoin's jar, else None;
+        looked up once."""
+        if self._figures is None:
+            jvm = self.spark.sparkContext._jvm
+            assert jvm is not None  # (a classic session's driver)
+            found = jvm.streamjoin.ProgressFigures  # (a package, where there is no such class)
+            self._figures = found if isinstance(found, JavaClass) else False
+        return self._figures or None
+
+    def _publish(self, encoded: bytes) -> bool:
+        """`publish`'s steps from Python, for a driver without streamjoin's jar."""
+        node = self._observation()
+        if node is None:
+            return False
+        if self._classes is None:
+            # (Each step of a dotted name is a call into the JVM: looked up once.)
+            jvm = self.spark.sparkContext._jvm
+            assert jvm is not None  # (a classic session's driver)
+            self._classes = (
+                jvm.org.apache.spark.util.AccumulatorContext,
+                jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow,
+            )
+        accumulators, unsafe = self._classes
+        found = accumulators.get(node.accumulatorId())
+        if not found.isDefined():
+            return False
+        accumulator = found.get()
+        row = unsafe(len(FIELDS))
+        row.pointTo(encoded, len(encoded))
+        if self._last_attempt is None:
+            kind = accumulator.getClass().getSimpleName()
+            self._last_attempt = kind == "LastAttemptAggregatingAccumulator"
+        if self._last_attempt:
+            # (Spark 4.1 on: the value of the batch's last read of its plan wins over a
+            # value set on the driver, unless the reads' values are dropped first.)
+            accumulator.resetLastAttemptAccumulator()
+            accumulator.setValueIfOnDriverSide(row)
+        else:
+            accumulator.reset()
+            accumulator.mergeBuffer(row)  # (`max`'s buffer is its value)
+        return True
 
     def _observation(self) -> t.Any | None:
         """The ``streamjoin`` observe node (a JVM object) of the running micro-batch's plan:

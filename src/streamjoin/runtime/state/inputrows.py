@@ -32,13 +32,15 @@ if t.TYPE_CHECKING:
 
 
 def _batch_leaves(spark: SparkSession) -> list[t.Any] | None:
-    """The leaves (JVM objects) of the running micro-batch's executed plan, in plan order."""
+    """The leaves (JVM objects) of the running micro-batch's executed plan, in plan order, but
+    an empty relation's (the branch of the engine's observation: `with_observation`)."""
     query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
     query = spark.streams.get(query_id) if query_id else None
     if query is None:
         return None
     leaves = query._jsq.streamingQuery().lastExecution().executedPlan().collectLeaves()
-    return [leaves.apply(i) for i in range(leaves.size())]
+    found = [leaves.apply(i) for i in range(leaves.size())]
+    return [leaf for leaf in found if leaf.nodeName() != "LocalTableScan"]
 
 
 def count_input_rows(spark: SparkSession, rows: Mapping[str, int]) -> bool:
