@@ -21,11 +21,11 @@ if t.TYPE_CHECKING:
 
     from streamjoin.cluster import LocalCluster
 
-BACKLOG, TRICKLE, MOST = 10, 4, 24
+BACKLOG, TRICKLE, MOST = 10, 4, 36
 """Batches of backlog (those in the stabilization period after the start do not count);
 trickled batches at least, and at most while the second executor stays and one more (a
 scale-in needs three quiet batches in a row after the period: on a machine loaded by the rest
-of the suite the first dozen trickled ones may not be quiet yet, and without batches no
+of the suite the first two dozen trickled ones may not be quiet yet, and without batches no
 decision comes)."""
 SETTLE = 2
 """Seconds of the stabilization period after the start and after each change."""

@@ -180,10 +180,12 @@ class IndexedJoins:
             jvm = ctx.spark.sparkContext._jvm
             assert jvm is not None
             self._batch_inputs = jvm.streamjoin.BatchInput
+        made: t.Any = self._inputs.get(key)
+        if made and made[0].fits(ctx.rows._jdf):  # (rows Spark planned, in the layout: one call)
+            return t.cast("tuple[t.Any, t.Any]", made)
         if not self._batch_inputs.planned(ctx.rows._jdf):
             return None
-        made: t.Any = self._inputs.get(key)
-        if made is None or (made is not False and not made[0].fits(ctx.rows._jdf)):
+        if made is None or made is not False:
             # (First use, or the batch's layout changed: planned again.)
             try:
                 made = self._batch_input(ctx, qp) or False
