@@ -56,14 +56,20 @@ def observed_columns() -> list[Column]:
     return [F.expr(f"max(CAST(NULL AS {types[f]}))").alias(f) for f in FIELDS]
 
 
+def figures_class(spark: SparkSession) -> t.Any | None:
+    """The JVM's `ProgressFigures` class where the driver has streamjoin's jar, else None."""
+    jvm = spark.sparkContext._jvm
+    found = jvm.streamjoin.ProgressFigures if jvm is not None else None
+    return found if isinstance(found, JavaClass) else None  # (py4j: a package, if no class)
+
+
 def with_observation(stream: DataFrame) -> DataFrame:
     """`stream` with the ``streamjoin`` observation in its plan. Where the driver has
     streamjoin's jar it is on a branch of a union that no row reaches (a stream of no rows):
     the rows that pass an observation each update its aggregates, and each task generates their
     code again (a tenth of a small batch's task), for values that `publish` replaces anyway."""
-    jvm = stream.sparkSession.sparkContext._jvm
-    helper = jvm.streamjoin.ProgressFigures if jvm is not None else None
-    if not isinstance(helper, JavaClass):
+    helper = figures_class(stream.sparkSession)
+    if helper is None:
         return stream.observe(OBSERVED, *observed_columns())
     empty = DataFrame(helper.emptyStream(stream._jdf), stream.sparkSession)
     return stream.unionByName(empty.observe(OBSERVED, *observed_columns()))
@@ -122,10 +128,7 @@ class ProgressPublisher:
         """The JVM's `ProgressFigures` class where the driver has streamjoin's jar, else None;
         looked up once."""
         if self._figures is None:
-            jvm = self.spark.sparkContext._jvm
-            assert jvm is not None  # (a classic session's driver)
-            found = jvm.streamjoin.ProgressFigures  # (a package, where there is no such class)
-            self._figures = found if isinstance(found, JavaClass) else False
+            self._figures = figures_class(self.spark) or False
         return self._figures or None
 
     def _publish(self, encoded: bytes) -> bool:
