@@ -4,7 +4,8 @@ Spark reports a micro-batch's observed metrics from the `observe` nodes of the b
 after `foreachBatch` returns. The engine's figures are not aggregates of the input rows (it
 reads a batch's input several times, or not at all, and computes its figures in jobs of its
 own), so the stream carries one `observe` named ``streamjoin`` whose columns are typed NULLs
-that no row changes (`observed_columns`); once the batch is committed, `publish` sets that
+(`observed_columns`), on a branch of the stream that no row reaches where the driver has
+streamjoin's jar (`with_observation`); once the batch is committed, `publish` sets that
 node's accumulator to the batch's figures, and Spark's progress, its listeners and anything
 that reads them report the figures with the batch.
 
