@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 
 /**
@@ -76,39 +77,35 @@ final class IndexProbe implements FlatMapFunction {
   /** The pairs of each row of {@code delta} with the rows of {@code other} of its key, or, a
    * band's, of each bucket of its range (a row of the other side is in one bucket: each pair
    * is found once). */
-  static void find(ArrayList delta, JoinIndex.Side other, boolean left, ArrayList out) {
+  static void find(ArrayList delta, IndexSide other, boolean left, ArrayList out) {
     for (int i = 0; i < delta.size(); i++) {
       JoinIndex.Entry d = (JoinIndex.Entry) delta.get(i);
       if (!d.ranged) {
-        pairs(d, (ArrayList) other.byKey.get(Long.valueOf(d.key)), left, out);
+        pairs(d, other, other.first(d.key), left, out);
         continue;
       }
-      if (d.hi - d.lo < other.byKey.size()) {
+      if (d.hi - d.lo < other.keyCount()) {
         for (long b = d.lo; b <= d.hi; b++) {
-          pairs(d, (ArrayList) other.byKey.get(Long.valueOf(b)), left, out);
+          pairs(d, other, other.first(b), left, out);
         }
         continue;
       }
       // (A range of more buckets than the other side holds, a tiny band's near the ends of the
       // doubles: its buckets that hold rows, never a loop over all of it.)
-      Iterator keys = other.byKey.entrySet().iterator();
-      while (keys.hasNext()) {
-        java.util.Map.Entry k = (java.util.Map.Entry) keys.next();
-        long b = ((Long) k.getKey()).longValue();
-        if (b >= d.lo && b <= d.hi) {
-          pairs(d, (ArrayList) k.getValue(), left, out);
+      for (int s = 0; s < other.heads.length; s++) {
+        long b = other.slotKeys[s];
+        if (other.heads[s] >= other.start && b >= d.lo && b <= d.hi) {
+          pairs(d, other, other.heads[s], left, out);
         }
       }
     }
   }
 
-  static void pairs(JoinIndex.Entry d, ArrayList found, boolean left, ArrayList out) {
-    if (found == null) {
-      return;
-    }
-    for (int j = 0; j < found.size(); j++) {
-      JoinIndex.Entry o = (JoinIndex.Entry) found.get(j);
-      Object[] pair = left ? new Object[] {d.row, o.row} : new Object[] {o.row, d.row};
+  /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key. */
+  static void pairs(JoinIndex.Entry d, IndexSide other, int j, boolean left, ArrayList out) {
+    for (; j >= 0; j = other.next(j)) {
+      InternalRow o = other.rows[j];
+      Object[] pair = left ? new Object[] {d.row, o} : new Object[] {o, d.row};
       out.add(new GenericInternalRow(pair));
     }
   }

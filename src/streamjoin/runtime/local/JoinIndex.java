@@ -1,6 +1,5 @@
 package streamjoin;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -61,58 +60,9 @@ public final class JoinIndex {
     }
   }
 
-  /** One side's rows of one partition. */
-  static final class Side {
-    final HashMap byKey = new HashMap();
-    final ArrayDeque byTime = new ArrayDeque();
-    long rows;
-
-    void add(Entry e) {
-      Long k = Long.valueOf(e.key);
-      ArrayList list = (ArrayList) byKey.get(k);
-      if (list == null) {
-        list = new ArrayList();
-        byKey.put(k, list);
-      }
-      list.add(e);
-      byTime.addLast(e);
-      rows++;
-    }
-
-    void forget(Entry e) {
-      Long k = Long.valueOf(e.key);
-      ArrayList list = (ArrayList) byKey.get(k);
-      for (int i = list.size() - 1; i >= 0; i--) {
-        if (list.get(i) == e) {
-          list.remove(i);
-          break;
-        }
-      }
-      if (list.isEmpty()) {
-        byKey.remove(k);
-      }
-      rows--;
-    }
-
-    /** Drops the rows older than {@code least} from the oldest arrived on (a row that arrived
-     * after a younger one waits for it: it can meet no new row, and the predicate drops it). */
-    void expire(long least) {
-      while (!byTime.isEmpty() && ((Entry) byTime.peekFirst()).ts < least) {
-        forget((Entry) byTime.pollFirst());
-      }
-    }
-
-    /** Takes back the rows batch {@code batch} added, the newest. */
-    void undo(long batch) {
-      while (!byTime.isEmpty() && ((Entry) byTime.peekLast()).batch == batch) {
-        forget((Entry) byTime.pollLast());
-      }
-    }
-  }
-
   /** Both sides of one partition, at the version of the last batch applied. */
   static final class Part {
-    final Side[] sides = new Side[] {new Side(), new Side()};
+    final IndexSide[] sides = new IndexSide[] {new IndexSide(), new IndexSide()};
     long version;
 
     Part(long version) {
@@ -212,7 +162,7 @@ public final class JoinIndex {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
       if (((String) e.getKey()).startsWith(name + "/")) {
         Part part = (Part) e.getValue();
-        n += part.sides[0].rows + part.sides[1].rows;
+        n += part.sides[0].size() + part.sides[1].size();
       }
     }
     return n;

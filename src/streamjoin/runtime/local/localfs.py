@@ -35,6 +35,7 @@ CLASS_NAME = "streamjoin.LocalFiles"
 _SOURCES = (
     "LocalFiles.java",
     "JoinIndex.java",
+    "IndexSide.java",
     "IndexProbe.java",
     "BatchInput.java",
     "BatchWrite.java",

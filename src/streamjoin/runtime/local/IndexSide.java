@@ -1,0 +1,199 @@
+package streamjoin;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+
+/**
+ * One side's rows of one {@link JoinIndex} partition. The rows are kept in arrival order in
+ * parallel arrays, the live ones from {@code start} to {@code end}. Each key's rows are chained
+ * newest first through {@code older}, and an open-addressing table finds a key's newest row. A
+ * full history holds hundreds of thousands of rows a side. As a graph of objects (a boxed key,
+ * a map node, a list and an entry per row), every young collection traced and copied them. In
+ * arrays, a row is five array slots and its own copy.
+ *
+ * <p>Rows leave from the oldest ({@link #expire}) or the newest ({@link #undo}) end only, so a
+ * chain's dead rows are always its tail: a walk stops at the first row below {@code start}.
+ * Dead slots are reclaimed when the arrays are full, by moving the live rows down and building
+ * the table again. Written for janino: no lambdas, no generics.
+ */
+public final class IndexSide {
+  static final int FREE = Integer.MIN_VALUE;  // (a table slot no key has taken)
+
+  long[] keys = new long[16];
+  long[] times = new long[16];
+  long[] batches = new long[16];
+  InternalRow[] rows = new InternalRow[16];
+  int[] older = new int[16];  // (the same key's next older row; -1: none)
+  int start;
+  int end;
+
+  long[] slotKeys = new long[32];
+  int[] heads = free(32);  // (each slot's newest row; -1: the key has no live row)
+  int used;  // (slots taken, keys with no live row included)
+
+  static int[] free(int n) {
+    int[] a = new int[n];
+    java.util.Arrays.fill(a, FREE);
+    return a;
+  }
+
+  public IndexSide() {}
+
+  /** Live rows. */
+  public int size() {
+    return end - start;
+  }
+
+  /** Keys in the table, some perhaps with no live row: a bound for a band's probe. */
+  int keyCount() {
+    return used;
+  }
+
+  void add(JoinIndex.Entry e) {
+    add(e.key, e.ts, e.batch, e.row);
+  }
+
+  /** Adds a row of key {@code key}, event time {@code ts} (the expiry's), from batch
+   * {@code batch}, as the newest. */
+  public void add(long key, long ts, long batch, InternalRow row) {
+    if (end == keys.length) {
+      reclaim();
+    }
+    int i = end++;
+    keys[i] = key;
+    times[i] = ts;
+    batches[i] = batch;
+    rows[i] = row;
+    link(i);
+  }
+
+  /** Chains row {@code i} as its key's newest. */
+  void link(int i) {
+    if (2 * (used + 1) > heads.length) {
+      rehash();
+    }
+    int s = slot(keys[i]);
+    if (heads[s] == FREE) {
+      slotKeys[s] = keys[i];
+      used++;
+      older[i] = -1;
+    } else {
+      older[i] = heads[s] >= start ? heads[s] : -1;
+    }
+    heads[s] = i;
+  }
+
+  /** Drops the rows older than {@code least} from the oldest arrived on (a row that arrived
+   * after a younger one waits for it: it can meet no new row, and the predicate drops it). */
+  public void expire(long least) {
+    while (start < end && times[start] < least) {
+      rows[start++] = null;
+    }
+  }
+
+  /** Takes back the rows batch {@code batch} added, the newest. */
+  public void undo(long batch) {
+    while (end > start && batches[end - 1] == batch) {
+      int i = --end;
+      int s = slot(keys[i]);
+      heads[s] = older[i] >= start ? older[i] : -1;  // (row i was its key's newest)
+      rows[i] = null;
+    }
+  }
+
+  /** Row {@code i} (a live one's index, from {@link #first} or {@link #next}). */
+  public InternalRow row(int i) {
+    return rows[i];
+  }
+
+  /** The newest live row of {@code key}; -1: none. */
+  public int first(long key) {
+    int s = slot(key);
+    int h = heads[s];
+    return h >= start ? h : -1;  // (FREE and -1 are below any start)
+  }
+
+  /** The live row of the same key before row {@code i}; -1: none. */
+  public int next(int i) {
+    int o = older[i];
+    return o >= start ? o : -1;
+  }
+
+  /** The table slot of {@code key}: its own, or the free one it would take. */
+  int slot(long key) {
+    int mask = heads.length - 1;
+    // (Fibonacci hashing: a band's keys are consecutive buckets.)
+    int s = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+    while (heads[s] != FREE && slotKeys[s] != key) {
+      s = (s + 1) & mask;
+    }
+    return s;
+  }
+
+  /** Room for one more row: the dead rows' slots reclaimed, or the arrays doubled. */
+  void reclaim() {
+    int live = end - start;
+    int cap = live * 2 > keys.length ? keys.length * 2 : keys.length;
+    if (start == 0) {
+      keys = java.util.Arrays.copyOf(keys, cap);
+      times = java.util.Arrays.copyOf(times, cap);
+      batches = java.util.Arrays.copyOf(batches, cap);
+      rows = (InternalRow[]) java.util.Arrays.copyOf(rows, cap);
+      older = java.util.Arrays.copyOf(older, cap);
+      return;
+    }
+    long[] k = new long[cap];
+    long[] t = new long[cap];
+    long[] b = new long[cap];
+    InternalRow[] r = new InternalRow[cap];
+    System.arraycopy(keys, start, k, 0, live);
+    System.arraycopy(times, start, t, 0, live);
+    System.arraycopy(batches, start, b, 0, live);
+    System.arraycopy(rows, start, r, 0, live);
+    keys = k;
+    times = t;
+    batches = b;
+    rows = r;
+    older = new int[cap];
+    start = 0;
+    end = live;
+    slotKeys = new long[tableSize(live)];
+    heads = free(slotKeys.length);
+    used = 0;
+    for (int i = 0; i < end; i++) {
+      link(i);
+    }
+  }
+
+  /** The table made again for the keys with live rows, twice as large as they need. */
+  void rehash() {
+    long[] oldKeys = slotKeys;
+    int[] oldHeads = heads;
+    int live = 0;
+    for (int s = 0; s < oldHeads.length; s++) {
+      if (oldHeads[s] >= start) {
+        live++;
+      }
+    }
+    slotKeys = new long[tableSize(live + 1)];
+    heads = free(slotKeys.length);
+    used = 0;
+    for (int s = 0; s < oldHeads.length; s++) {
+      if (oldHeads[s] >= start) {
+        int to = slot(oldKeys[s]);
+        slotKeys[to] = oldKeys[s];
+        heads[to] = oldHeads[s];
+        used++;
+      }
+    }
+  }
+
+  /** A power of two at least four times {@code keys}: the table stays at most half full
+   * until it is made again. */
+  static int tableSize(int keys) {
+    int n = 32;
+    while (n < 4 * keys) {
+      n *= 2;
+    }
+    return n;
+  }
+}

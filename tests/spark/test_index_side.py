@@ -1,0 +1,104 @@
+"""One side of an executor-memory index (``IndexSide.java``) against a model of it: rows added
+in arrival order, dropped from the oldest end by event time and from the newest by batch, and
+each key's live rows found newest first, through the array growth, the reclaiming of dead rows
+and the table's rebuilds that many operations set off."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass
+class Model:
+    """The side as a list in arrival order: (key, time, batch, row id)."""
+
+    rows: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def add(self, key: int, ts: int, batch: int, rid: int) -> None:
+        self.rows.append((key, ts, batch, rid))
+
+    def expire(self, least: int) -> None:
+        while self.rows and self.rows[0][1] < least:
+            self.rows.pop(0)
+
+    def undo(self, batch: int) -> None:
+        while self.rows and self.rows[-1][2] == batch:
+            self.rows.pop()
+
+    def find(self, key: int) -> list[int]:
+        return [rid for k, _, _, rid in reversed(self.rows) if k == key]
+
+
+# Few keys (chains of many rows), bands' consecutive buckets, and hashes' extremes.
+KEYS = st.one_of(st.integers(0, 6), st.sampled_from([-(2**63), 2**63 - 1, -1, 2**40]))
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), KEYS, st.integers(0, 40), st.integers(1, 8)),
+        st.tuples(st.just("batch"), st.integers(1, 60), KEYS, st.integers(0, 40)),
+        st.tuples(st.just("spread"), st.integers(1, 40), st.integers(-50, 50), st.integers(0, 40)),
+        st.tuples(st.just("expire"), st.integers(0, 45)),
+        st.tuples(st.just("undo"), st.integers(1, 8)),
+    ),
+    max_size=40,
+)
+
+
+def _index_side(spark: SparkSession) -> t.Any:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    side = jvm.streamjoin.IndexSide
+    try:
+        return side()
+    except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)
+        pytest.skip("streamjoin's jar is not on the driver's class path")
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_an_index_side_finds_what_the_model_keeps(spark: SparkSession, ops: list[t.Any]) -> None:
+    gateway = spark.sparkContext._gateway
+    jvm = spark.sparkContext._jvm
+    assert gateway is not None and jvm is not None
+    side, model, rid = _index_side(spark), Model(), 0
+
+    def add(key: int, ts: int, batch: int) -> None:
+        nonlocal rid
+        rid += 1
+        values = gateway.new_array(jvm.java.lang.Object, 1)
+        values[0] = rid
+        row = jvm.org.apache.spark.sql.catalyst.expressions.GenericInternalRow(values)
+        side.add(key, ts, batch, row)
+        model.add(key, ts, batch, rid)
+
+    for op in ops:
+        if op[0] == "add":
+            add(op[1], op[2], op[3])
+        elif op[0] == "batch":  # (many rows of one key and batch: the arrays grow and reclaim)
+            for i in range(op[1]):
+                add(op[2] if i % 2 else i % 5, op[3] + i % 7, 9)
+        elif op[0] == "spread":  # (many keys: the table is made again, dead keys left out)
+            for i in range(op[1]):
+                add(op[2] + i, op[3] + i % 3, 8)
+        elif op[0] == "expire":
+            side.expire(op[1])
+            model.expire(op[1])
+        else:
+            side.undo(op[1])
+            model.undo(op[1])
+        assert side.size() == len(model.rows)
+    for key in {k for k, *_ in model.rows} | {0, 7, 99, -(2**63)}:
+        found, i = [], side.first(key)
+        while i >= 0:
+            found.append(side.row(i).getInt(0))
+            i = side.next(i)
+        assert found == model.find(key), key
