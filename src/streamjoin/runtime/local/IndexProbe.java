@@ -84,10 +84,17 @@ final class IndexProbe implements FlatMapFunction {
         pairs(d, other, other.first(d.key), left, out);
         continue;
       }
-      if (d.hi - d.lo < other.keyCount()) {
-        for (long b = d.lo; b <= d.hi; b++) {
+      if (d.hi - d.lo >= 0 && d.hi - d.lo < other.keyCount()) {
+        // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
+        for (long b = d.lo; ; b++) {
           pairs(d, other, other.first(b), left, out);
+          if (b == d.hi) {
+            break;
+          }
         }
+        continue;
+      }
+      if (d.hi < d.lo) {
         continue;
       }
       // (A range of more buckets than the other side holds, a tiny band's near the ends of the

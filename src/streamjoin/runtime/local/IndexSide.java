@@ -121,8 +121,9 @@ public final class IndexSide {
   /** The table slot of {@code key}: its own, or the free one it would take. */
   int slot(long key) {
     int mask = heads.length - 1;
-    // (Fibonacci hashing: a band's keys are consecutive buckets.)
-    int s = (int) ((key * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+    // (Fibonacci hashing: a band's keys are consecutive buckets. The product's high half, so
+    // that a table of any size up to an int's takes well-mixed bits.)
+    int s = (int) ((key * 0x9E3779B97F4A7C15L) >>> 32) & mask;
     while (heads[s] != FREE && slotKeys[s] != key) {
       s = (s + 1) & mask;
     }
