@@ -165,7 +165,7 @@ public final class IndexSide {
     }
   }
 
-  /** The table made again for the keys with live rows, twice as large as they need. */
+  /** The table made again for the keys with live rows only ({@link #tableSize}). */
   void rehash() {
     long[] oldKeys = slotKeys;
     int[] oldHeads = heads;
