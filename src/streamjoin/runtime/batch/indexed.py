@@ -185,7 +185,7 @@ class IndexedJoins:
             return t.cast("tuple[t.Any, t.Any]", made)
         if not self._batch_inputs.planned(ctx.rows._jdf):
             return None
-        if made is None or made is not False:
+        if made is not False:
             # (First use, or the batch's layout changed: planned again.)
             try:
                 made = self._batch_input(ctx, qp) or False

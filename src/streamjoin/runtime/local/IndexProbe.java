@@ -84,7 +84,11 @@ final class IndexProbe implements FlatMapFunction {
         pairs(d, other, other.first(d.key), left, out);
         continue;
       }
-      if (d.hi - d.lo >= 0 && d.hi - d.lo < other.keyCount()) {
+      if (d.hi < d.lo) {  // (an empty range: a NULL band value's, say)
+        continue;
+      }
+      long span = d.hi - d.lo;  // (negative: past a long's range)
+      if (span >= 0 && span < other.keyCount()) {
         // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
         for (long b = d.lo; ; b++) {
           pairs(d, other, other.first(b), left, out);
@@ -92,9 +96,6 @@ final class IndexProbe implements FlatMapFunction {
             break;
           }
         }
-        continue;
-      }
-      if (d.hi < d.lo) {
         continue;
       }
       // (A range of more buckets than the other side holds, a tiny band's near the ends of the
