@@ -189,7 +189,8 @@ public final class BatchInput implements Serializable {
    * {@code lateBefore} (their event time, microseconds) left out. */
   public JavaRDD rows(Dataset batch, long lateBefore) {
     LogicalRDD plan = (LogicalRDD) batch.queryExecution().logical();
-    return plan.rdd().toJavaRDD().coalesce(1).mapPartitions(new Rows(this, lateBefore));
+    return PlainRdd.mapPartitions(
+        plan.rdd().toJavaRDD().coalesce(1), new Rows(this, lateBefore));
   }
 
   /** Each side's rows of a partition of the batch, lazily: a row of a self-join's stream is in

@@ -130,7 +130,7 @@ public final class BatchWrite {
     FileSystem fs = path.getFileSystem(conf);
     fs.delete(path, true);
     fs.mkdirs(path);
-    List counts = rdd.mapPartitionsWithIndex(new Task(key, dir, batch), false).collect();
+    List counts = PlainRdd.collect(PlainRdd.mapPartitionsWithIndex(rdd, new Task(key, dir, batch)));
     long rows = 0;
     for (int i = 0; i < counts.size(); i++) {
       rows += ((Long) counts.get(i)).longValue();

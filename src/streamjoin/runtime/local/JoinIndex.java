@@ -254,7 +254,7 @@ public final class JoinIndex {
     IndexProbe f = new IndexProbe(name, parts, batch, fields(s), units, output);
     COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
     StructType out = output == null ? pairsSchema(s) : output.layout;
-    return spark.internalCreateDataFrame(rows.mapPartitions(f).rdd(), out, false);
+    return spark.internalCreateDataFrame(PlainRdd.mapPartitions(rows, f).rdd(), out, false);
   }
 
   /** The candidate pairs' columns of a probe whose input has columns {@code s}. */

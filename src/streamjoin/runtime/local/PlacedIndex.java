@@ -59,7 +59,7 @@ public final class PlacedIndex {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = JoinIndex.shuffled(in, parts);
     Load f = new Load(name, parts, version, JoinIndex.fields(in.schema()));
-    List placed = placement(spark, parts, owners).zipPartitions(rows, f).collect();
+    List placed = PlainRdd.collect(placement(spark, parts, owners).zipPartitions(rows, f));
     String[] out = new String[parts];
     for (int i = 0; i < placed.size(); i++) {
       scala.Tuple2 t = (scala.Tuple2) placed.get(i);

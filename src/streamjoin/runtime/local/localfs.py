@@ -41,6 +41,7 @@ _SOURCES = (
     "BatchWrite.java",
     "PlacedIndex.java",
     "ProgressFigures.java",
+    "PlainRdd.java",
 )
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
 
