@@ -48,6 +48,7 @@ from streamjoin.runtime.batch.indexsql import (
 from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import allowances
+from streamjoin.runtime.local.statics import StaticMethods
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
@@ -330,7 +331,7 @@ class IndexedJoins:
     def _class(self, spark: SparkSession) -> t.Any:
         if self._jvm is None:
             found = index_class(spark)
-            self._jvm = False if found is None else found
+            self._jvm = False if found is None else StaticMethods(found)
         return self._jvm or None
 
     def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:

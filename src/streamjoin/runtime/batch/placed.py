@@ -23,6 +23,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.local import LOCAL_MASTER
+from streamjoin.runtime.local.statics import StaticMethods
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -48,6 +49,8 @@ class PlacedIndexes:
         self._places: dict[str, tuple[str, list[str], t.Any]] = {}
         """Query key → (the index's name, each partition's owner, those as a Java array)."""
         self._events: list[str] = []
+        self._class: StaticMethods | None = None
+        """The JVM's `PlacedIndex` class, looked up once."""
 
     def __contains__(self, key: str) -> bool:
         return key in self._places
@@ -96,11 +99,12 @@ class PlacedIndexes:
         events, self._events = self._events, []
         return events
 
-    @staticmethod
-    def _jvm(spark: SparkSession) -> t.Any:
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        return jvm.streamjoin.PlacedIndex
+    def _jvm(self, spark: SparkSession) -> t.Any:
+        if self._class is None:
+            jvm = spark.sparkContext._jvm
+            assert jvm is not None
+            self._class = StaticMethods(jvm.streamjoin.PlacedIndex)
+        return self._class
 
 
 def _strings(spark: SparkSession, items: t.Sequence[str]) -> t.Any:

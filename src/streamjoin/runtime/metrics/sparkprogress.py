@@ -25,6 +25,8 @@ from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from streamjoin.runtime.local.statics import StaticMethods
+
 if t.TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
@@ -129,7 +131,8 @@ class ProgressPublisher:
         """The JVM's `ProgressFigures` class where the driver has streamjoin's jar, else None;
         looked up once."""
         if self._figures is None:
-            self._figures = figures_class(self.spark) or False
+            found = figures_class(self.spark)
+            self._figures = False if found is None else StaticMethods(found)
         return self._figures or None
 
     def _publish(self, encoded: bytes) -> bool:
