@@ -166,3 +166,24 @@ def test_the_jar_command_prints_the_built_jar_or_says_it_could_not(
         patch.setattr(localfs, "build_jar", lambda java, home: None)
         assert main(["jar"]) == 1
         assert "could not be built" in capsys.readouterr().err
+
+
+class _Class:
+    """A stand-in for py4j's ``JavaClass``: each attribute access is a lookup in the JVM."""
+
+    def __init__(self) -> None:
+        self.lookups: list[str] = []
+
+    def __getattr__(self, name: str) -> t.Callable[[int], tuple[str, int]]:
+        self.lookups.append(name)
+        return lambda x: (name, x)
+
+
+def test_static_methods_are_looked_up_once_each() -> None:
+    from streamjoin.runtime.local.statics import StaticMethods
+
+    cls = _Class()
+    methods = StaticMethods(cls)
+    calls = [methods.probe(1), methods.probe(2), methods.expire(3), methods.probe(4)]
+    assert calls == [("probe", 1), ("probe", 2), ("expire", 3), ("probe", 4)]
+    assert cls.lookups == ["probe", "expire"]

@@ -9,8 +9,8 @@ class StaticMethods:
     """The static methods of JVM class `cls` (a py4j ``JavaClass``), each looked up once.
 
     py4j asks the JVM what a name of a class is (a method, a field, an inner class) on every
-    attribute access: a round trip of about 0.4 ms, four of them a batch. Only for methods: a
-    field's value would be read once and kept."""
+    attribute access, a round trip each time. Only for methods: a field's value would be read
+    once and kept."""
 
     def __init__(self, cls: t.Any) -> None:
         self._cls = cls
