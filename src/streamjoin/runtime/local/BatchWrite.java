@@ -15,7 +15,7 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.TaskType;
 import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.java.function.Function2;
+import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.python.PythonUtils;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -130,7 +130,7 @@ public final class BatchWrite {
     FileSystem fs = path.getFileSystem(conf);
     fs.delete(path, true);
     fs.mkdirs(path);
-    List counts = PlainRdd.collect(PlainRdd.mapPartitionsWithIndex(rdd, new Task(key, dir, batch)));
+    List counts = PlainRdd.collect(PlainRdd.mapPartitions(rdd, new Task(key, dir, batch)));
     long rows = 0;
     for (int i = 0; i < counts.size(); i++) {
       rows += ((Long) counts.get(i)).longValue();
@@ -141,7 +141,7 @@ public final class BatchWrite {
 
   /** One task's partition written to one file (none for an empty partition but the first, so
    * that an empty batch still has a file that carries the schema, as Spark's writer leaves). */
-  static final class Task implements Function2 {
+  static final class Task implements FlatMapFunction {
     final String key;
     final String dir;
     final long batch;
@@ -152,8 +152,10 @@ public final class BatchWrite {
       this.batch = batch;
     }
 
-    public Object call(Object index, Object rows) throws Exception {
-      int part = ((Integer) index).intValue();
+    public Iterator call(Object rows) throws Exception {
+      // (The task's partition is the mapped RDD's: it is collected, the last of its stage.)
+      TaskContext task = TaskContext.get();
+      int part = task.partitionId();
       Iterator it = (Iterator) rows;
       if (part > 0 && !it.hasNext()) {
         return Collections.singletonList(Long.valueOf(0L)).iterator();
@@ -166,7 +168,7 @@ public final class BatchWrite {
           + "-b" + batch + w.factory.getFileExtension(ctx);
       // (An attempt's own hidden file: a retried task never meets the one a failed attempt
       // left, which it deletes where it can.)
-      int attempt = TaskContext.get() == null ? 0 : TaskContext.get().attemptNumber();
+      int attempt = task.attemptNumber();
       Path hidden = new Path(dir, "." + name + "." + attempt + ".writing");
       FileSystem fs = hidden.getFileSystem(c);
       OutputWriter out = null;

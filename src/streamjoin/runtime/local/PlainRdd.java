@@ -5,10 +5,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
-import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
-import org.apache.spark.api.java.function.Function2;
 import org.apache.spark.rdd.RDD;
 import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
@@ -31,13 +29,7 @@ public final class PlainRdd {
 
   /** {@code rdd}'s partitions mapped by {@code f}, as {@code JavaRDD.mapPartitions}. */
   public static JavaRDD mapPartitions(JavaRDD rdd, FlatMapFunction f) {
-    return rdd.rdd().mapPartitionsInternal(new Mapped(f, null), false, ANY).toJavaRDD();
-  }
-
-  /** {@code rdd}'s partitions mapped by {@code f} with each partition's index, as {@code
-   * JavaRDD.mapPartitionsWithIndex} without preserving the partitioner. */
-  public static JavaRDD mapPartitionsWithIndex(JavaRDD rdd, Function2 f) {
-    return rdd.rdd().mapPartitionsInternal(new Mapped(null, f), false, ANY).toJavaRDD();
+    return rdd.rdd().mapPartitionsInternal(new Mapped(f), false, ANY).toJavaRDD();
   }
 
   /** Every row of {@code rdd}, partition by partition, as {@code JavaRDD.collect}: one job. */
@@ -51,27 +43,22 @@ public final class PlainRdd {
     return all;
   }
 
-  /** A partition's iterator through {@code flat}, or through {@code indexed} with the
-   * partition's index (the task's: the mapped RDD is the last of its stage). */
+  /** A partition's iterator through {@code f}. */
   static final class Mapped extends AbstractFunction1 implements Serializable {
-    final FlatMapFunction flat;
-    final Function2 indexed;
+    final FlatMapFunction f;
 
-    Mapped(FlatMapFunction flat, Function2 indexed) {
-      this.flat = flat;
-      this.indexed = indexed;
+    Mapped(FlatMapFunction f) {
+      this.f = f;
     }
 
     public Object apply(Object rows) {
       Iterator in = CollectionConverters.asJava((scala.collection.Iterator) rows);
       Iterator out;
       try {
-        out = flat != null
-            ? flat.call(in)
-            : (Iterator) indexed.call(Integer.valueOf(TaskContext.get().partitionId()), in);
+        out = f.call(in);
       } catch (RuntimeException e) {
         throw e;
-      } catch (Exception e) {  // (the functions here throw none: a checked one is wrapped)
+      } catch (Exception e) {  // (a checked one, as a write's IOException: Scala's declare none)
         throw new RuntimeException(e);
       }
       return CollectionConverters.asScala(out);
