@@ -60,32 +60,18 @@ def _job(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_sigkill_at_four_points_then_more_input(tmp_path: Path) -> None:
+def test_sigkill_at_three_points_then_more_input(tmp_path: Path) -> None:
     job_path = _job(tmp_path)
     ckpt = tmp_path / "ckpt"
     batches = make_batches(11, n_batches=9, rows_per_batch=10)
     write_batches(tmp_path / "in", batches[:6])
-    manifests = ckpt / "manifests"
 
-    # Three kills at named points inside a batch, one from outside at an arbitrary moment.
+    # Three kills at named points inside a batch (kills at random moments: `test_chaos`).
     for fault in ("after-state:1", "after-sink:2", "after-commit:3"):
         run = streamjoin(
             "run", job_path, "--once", "--checkpoint", str(ckpt), env={"STREAMJOIN_FAULT": fault}
         )
         assert run.returncode == -9, (fault, run.stderr[-2000:])
-    killed = streamjoin(
-        "run",
-        job_path,
-        "--once",
-        "--checkpoint",
-        str(ckpt),
-        kill_when=lambda: (
-            len(list(manifests.glob("*.json"))) >= 2
-            and any(p.name.startswith("000000000005") for p in manifests.glob("*.json")) is False
-            and any(p.name.startswith("000000000004") for p in manifests.glob("*.json"))
-        ),
-    )
-    assert killed.returncode in (-9, 0), killed.stderr[-2000:]
     done = streamjoin("run", job_path, "--once", "--checkpoint", str(ckpt))
     assert done.returncode == 0, done.stderr[-3000:]
 

@@ -1,8 +1,8 @@
-"""The multiquery benchmark at its tiny size: three queries over TPC-H streams, CLASH's three modes
-(alone, simple sharing, the global plan) and the global plan with every carried step routed to
-one partition, run in this process; every mode's per-query output counts equal each other's and
-DuckDB's exact batch join of the backlog. (The other modes switch off MIR stores or partitioned
-stores, paths `test_partitioned_stores` checks against the reference.)"""
+"""The multiquery benchmark at its tiny size: three queries over TPC-H streams in CLASH's three
+modes (alone, simple sharing, the global plan), run in this process; every mode's per-query
+output counts equal each other's and DuckDB's exact batch join of the backlog. (The other modes
+switch off MIR stores or partitioned stores, or route every carried step to one partition:
+paths `test_partitioned_stores` and `test_conformance` check against the reference.)"""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ if t.TYPE_CHECKING:
 pytest.importorskip("duckdb")
 
 
-MODES = ("alone", "simple", "global", "routed")
+MODES = ("alone", "simple", "global")
 
 
 def test_every_mode_gives_the_exact_counts(spark: SparkSession, tmp_path: Path) -> None:

@@ -102,7 +102,8 @@ def close_windows(
             continue
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
-            df = spark.read.parquet(*(checkpoint.path(u.path) for u in chosen))
+            paths = [checkpoint.path(u.path) for u in chosen]
+            df = checkpoint.schemas.read(spark, paths, signature)
             view = scratch.view(df, f"sj_groups_{view_tag(ap.name, batch_id)}")
             out.frames[ap.name] = spark.sql(ap.group_sql(view, after, upto)).drop(END)
         closed = after if upto is None else upto

@@ -21,6 +21,7 @@ from streamjoin.runtime.state.manifest import (
     manifest_name,
     parse_manifest_name,
 )
+from streamjoin.runtime.state.readback import WrittenSchemas
 
 if t.TYPE_CHECKING:
     from streamjoin.model import StreamDef
@@ -67,6 +68,8 @@ class Checkpoint:
         """Manifests of batches before this one are deleted."""
         self.lock: CheckpointLock | None = None
         """The run's lock on the checkpoint, checked before each commit (None: not locked)."""
+        self.schemas = WrittenSchemas()
+        """Of the files the batches write and read back (group buffers, rollup tables)."""
 
     def path(self, relative: str) -> str:
         """Absolute location of a path relative to the checkpoint."""
