@@ -1,9 +1,11 @@
-"""Files a run writes into its checkpoint and reads back (`runtime.state.readback`): only the
-first read of a kind infers its schema, which Spark does with a job; later reads run none and
-see the same rows and columns."""
+"""Files a run writes into its checkpoint and reads back (`runtime.state.readback`): a read of
+files this run wrote with one schema names it and starts no job; a read of others, of files
+written with different schemas, or of forgotten ones, lets Spark infer (a job)."""
 
 from __future__ import annotations
 
+import itertools
+import time
 import typing as t
 
 from streamjoin.runtime.state.readback import WrittenSchemas
@@ -11,39 +13,59 @@ from streamjoin.runtime.state.readback import WrittenSchemas
 if t.TYPE_CHECKING:
     from pathlib import Path
 
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+_groups = itertools.count()
 
 
-def _jobs_of(spark: SparkSession, group: str, read: t.Callable[[], t.Any]) -> int:
-    """The Spark jobs that `read` starts (under job group `group`)."""
+def _jobs_of(spark: SparkSession, read: t.Callable[[], t.Any]) -> int:
+    """The Spark jobs that `read` starts. Spark's status store learns of jobs asynchronously,
+    in the order they start: once a job started after `read`'s is in it, so are they."""
     sc = spark.sparkContext
-    sc.setJobGroup(group, group)
+    group = f"sj-readback-{next(_groups)}"
     try:
+        sc.setJobGroup(group, group)
         read()
+        sc.setJobGroup(f"{group}-after", group)
+        spark.range(1).collect()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-    return len(sc.statusTracker().getJobIdsForGroup(group))
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + 30
+    while not tracker.getJobIdsForGroup(f"{group}-after") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return len(tracker.getJobIdsForGroup(group))
 
 
-def test_only_the_first_read_of_a_kind_infers_its_schema(
+def _write(df: DataFrame, path: str, schemas: WrittenSchemas) -> None:
+    df.write.mode("overwrite").parquet(path)
+    schemas.wrote(path, df)
+
+
+def test_files_this_run_wrote_are_read_with_their_schema(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    rows = spark.sql("SELECT id, CAST(id AS DOUBLE) / 2 AS x, 'k' || id AS k FROM range(5)")
-    paths = [str(tmp_path / f"unit-{i}") for i in range(2)]
-    for path in paths:
-        rows.write.parquet(path)
+    # (A rollup's table of sums over decimals: each batch's is wider than the last.)
+    narrow = spark.sql("SELECT id, CAST(id AS DECIMAL(30, 2)) / 2 AS x FROM range(5)")
+    wide = spark.sql("SELECT id, CAST(id AS DECIMAL(38, 2)) AS x FROM range(3)")
+    a, b, c = (str(tmp_path / name) for name in ("a", "b", "c"))
     schemas = WrittenSchemas()
-    got: dict[str, t.Any] = {}
+    _write(narrow, a, schemas)
+    _write(wide, b, schemas)
+    narrow.write.parquet(c)  # (not through `schemas`: as a restart finds an older run's)
+    got: dict[str, DataFrame] = {}
 
-    def read(name: str, signature: str, files: list[str]) -> t.Callable[[], None]:
-        def run() -> None:
-            got[name] = schemas.read(spark, files, signature)
+    def read(name: str, *paths: str) -> t.Callable[[], None]:
+        return lambda: got.__setitem__(name, schemas.read(spark, paths))
 
-        return run
-
-    assert _jobs_of(spark, "sj-first", read("first", "s1", paths[:1])) >= 1
-    assert _jobs_of(spark, "sj-again", read("again", "s1", paths)) == 0
-    assert _jobs_of(spark, "sj-other", read("other", "s2", paths[1:])) >= 1
-    assert got["again"].schema == got["first"].schema
-    assert got["again"].columns == ["id", "x", "k"]
-    assert sorted(r.id for r in got["again"].collect()) == sorted([*range(5), *range(5)])
+    assert _jobs_of(spark, read("a", a)) == 0
+    assert _jobs_of(spark, read("b", b)) == 0
+    assert _jobs_of(spark, read("c", c)) >= 1
+    assert _jobs_of(spark, read("ab", a, b)) >= 1  # (two schemas: Spark decides)
+    assert got["a"].schema == got["c"].schema
+    assert [f.dataType.simpleString() for f in got["b"].schema] == ["bigint", "decimal(38,2)"]
+    assert sorted(r.id for r in got["b"].collect()) == [0, 1, 2]
+    assert sorted(float(r.x) for r in got["a"].collect()) == [0.0, 0.5, 1.0, 1.5, 2.0]
+    schemas.forget([a])
+    assert _jobs_of(spark, read("a", a)) >= 1

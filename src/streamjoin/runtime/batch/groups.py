@@ -63,9 +63,11 @@ def buffer_rows(
         unit = GroupUnit(ap.name, batch_id, 0, 0, 0)
         path = checkpoint.path(unit.path)
         rows.write.mode("overwrite").parquet(path)
+        checkpoint.schemas.wrote(path, rows)
         seen = metrics(obs)
         if int(seen.get("rows") or 0) == 0:
             checkpoint.fs.delete(path)
+            checkpoint.schemas.forget([path])
             continue
         units[ap.name] = GroupUnit(ap.name, batch_id, int(seen["rows"]), seen["lo"], seen["hi"])
     return units
@@ -102,8 +104,7 @@ def close_windows(
             continue
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
-            paths = [checkpoint.path(u.path) for u in chosen]
-            df = checkpoint.schemas.read(spark, paths, signature)
+            df = checkpoint.schemas.read(spark, [checkpoint.path(u.path) for u in chosen])
             view = scratch.view(df, f"sj_groups_{view_tag(ap.name, batch_id)}")
             out.frames[ap.name] = spark.sql(ap.group_sql(view, after, upto)).drop(END)
         closed = after if upto is None else upto

@@ -38,17 +38,19 @@ def roll_up(
             if state is not None:
                 closing.states[rp.state_name] = state
             continue
-        tag, sign = view_tag(rp.name, batch_id), rp.signature
+        tag = view_tag(rp.name, batch_id)
         new = scratch.view(rows, f"sj_rolled_{tag}")
         partial = scratch.view(spark.sql(rp.partial_sql(new)), f"sj_partial_{tag}")
         before = None
         if state is not None and state.units:
-            old = checkpoint.schemas.read(spark, [checkpoint.path(state.units[0].path)], sign)
+            old = checkpoint.schemas.read(spark, [checkpoint.path(state.units[0].path)])
             before = scratch.view(old, f"sj_table_{tag}")
         unit = GroupUnit(rp.state_name, batch_id, 0, 0, 0)
         path = checkpoint.path(unit.path)
-        spark.sql(rp.merge_sql(before, partial)).write.mode("overwrite").parquet(path)
-        table = scratch.view(checkpoint.schemas.read(spark, [path], sign), f"sj_merged_{tag}")
+        merged = spark.sql(rp.merge_sql(before, partial))
+        merged.write.mode("overwrite").parquet(path)
+        checkpoint.schemas.wrote(path, merged)
+        table = scratch.view(checkpoint.schemas.read(spark, [path]), f"sj_merged_{tag}")
         closing.frames[rp.name] = spark.sql(rp.output_sql(table, partial))
         closing.states[rp.state_name] = GroupState(None, [unit], rp.signature)
         if state is not None:

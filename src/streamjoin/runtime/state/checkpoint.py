@@ -162,6 +162,7 @@ class Checkpoint:
             self._read = {b: r for b, r in self._read.items() if chain.whole <= b < manifest.batch}
         for rel in prev.dropped:
             self.fs.delete(self.path(rel))
+        self.schemas.forget(self.path(rel) for rel in prev.dropped)
         # (A replay of this batch reads `prev` through its chain: what is before it goes, once.)
         start = known[0].whole if known is not None else -1
         if start > self._cleaned:
