@@ -39,10 +39,12 @@ def rollup_query(draw: st.DrawFn) -> tuple[str, list[str]]:
     )
     sql = (
         f"INSERT INTO g SELECT {key} AS key, count(*) AS groups, sum(q.n) AS pairs, "
-        f"avg(q.hi) AS mean, min(q.s) AS least, max(q.n) AS most "
+        f"avg(q.hi) AS mean, min(q.s) AS least, max(q.n) AS most, "
+        # (A DECIMAL's sum is wider than it: the rollup's output keeps one type all the same.)
+        f"sum(CAST(q.hi AS DECIMAL(10, 2))) AS total "
         f"FROM ({inner}) q GROUP BY {key};"
     )
-    return sql, ["key", "groups", "pairs", "mean", "least", "most"]
+    return sql, ["key", "groups", "pairs", "mean", "least", "most", "total"]
 
 
 @settings(max_examples=1, deadline=None, phases=NO_SHRINK)

@@ -12,12 +12,16 @@ table. The table has a row per group ever seen: it is the rollup's state.
 from __future__ import annotations
 
 import hashlib
+import typing as t
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from streamjoin.model import Query
 from streamjoin.model.aggregate import Rollup
+
+if t.TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +64,19 @@ class RollupPlan:
         alias = f"`{self.rollup.alias}`"
         return f"SELECT {', '.join([*keys, *parts])} FROM {rows} AS {alias}{group}"
 
-    def merge_sql(self, before: str | None, partial: str) -> str:
+    def merge_sql(
+        self, before: str | None, partial: str, types: Mapping[str, str] | None = None
+    ) -> str:
         """The partials of every group after the batch: `before`'s (None: no table yet)
-        merged with the batch's `partial`."""
+        merged with the batch's `partial`, each cast to its type in `types` (Spark's SQL
+        name, by partial column), which a sum of sums would widen: a DECIMAL(p, s)'s sum is a
+        DECIMAL(p + 10, s), so the table's, and the output's, type would change every batch."""
         keys = [f"`_k{i}`" for i in range(len(self.rollup.keys))]
+        types = types or {}
         merged = [
-            f"{merge}(`{name}`) AS `{name}`"
+            f"CAST({merge}(`{name}`) AS {types[name]}) AS `{name}`"
+            if merge == "sum" and name in types  # (a min or a max keeps its type)
+            else f"{merge}(`{name}`) AS `{name}`"
             for i, agg in enumerate(self._aggregates())
             for name, _, merge in _partials(i, agg)
         ]

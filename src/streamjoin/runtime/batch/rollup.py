@@ -40,14 +40,16 @@ def roll_up(
             continue
         tag = view_tag(rp.name, batch_id)
         new = scratch.view(rows, f"sj_rolled_{tag}")
-        partial = scratch.view(spark.sql(rp.partial_sql(new)), f"sj_partial_{tag}")
+        partials = spark.sql(rp.partial_sql(new))
+        partial = scratch.view(partials, f"sj_partial_{tag}")
+        types = {f.name: f.dataType.simpleString() for f in partials.schema.fields}
         before = None
         if state is not None and state.units:
             old = checkpoint.schemas.read(spark, [checkpoint.path(state.units[0].path)])
             before = scratch.view(old, f"sj_table_{tag}")
         unit = GroupUnit(rp.state_name, batch_id, 0, 0, 0)
         path = checkpoint.path(unit.path)
-        merged = spark.sql(rp.merge_sql(before, partial))
+        merged = spark.sql(rp.merge_sql(before, partial, types))
         merged.write.mode("overwrite").parquet(path)
         checkpoint.schemas.wrote(path, merged)
         table = scratch.view(checkpoint.schemas.read(spark, [path]), f"sj_merged_{tag}")
