@@ -31,7 +31,11 @@ class WrittenSchemas:
 
     def wrote(self, path: str, df: DataFrame) -> None:
         """`df` was written as Parquet under `path` (replacing what was there)."""
-        self._known[path] = df.schema
+        from pyspark.sql.types import StructField, StructType
+
+        # (As a read of the files infers it: every column nullable, none with metadata.)
+        fields = [StructField(f.name, f.dataType, nullable=True) for f in df.schema.fields]
+        self._known[path] = StructType(fields)
 
     def read(self, spark: SparkSession, paths: Sequence[str]) -> DataFrame:
         """The rows of the Parquet directories `paths`: with their schema where this run wrote
