@@ -6,11 +6,14 @@
   Spark refuses the rest).
 - ``spark-foreach``: what a Spark user writes today for a non-equi join: ``foreachBatch``, keep
   past input in a Parquet table and join each batch against it with the query's condition.
+- ``spark-floor``: no join at all: Spark's micro-batch loop over the job's streams as our engine
+  reads them, with a foreachBatch that does nothing (`engines_floor`): the cost of a batch
+  under any engine that runs in that loop, ours included.
 
-All three read the same Parquet files with the same ``maxFilesPerTrigger`` and write Parquet. A
-listener records each micro-batch's ``triggerExecution`` time, so batch times are measured the
-same way for all of them. Run as ``python -m benchmarks.engines ENGINE PLAN RESULT`` (see
-`main`).
+All of them read the same Parquet files with the same ``maxFilesPerTrigger``; the joins write
+Parquet. A listener records each micro-batch's ``triggerExecution`` time, so batch times are
+measured the same way for all of them. Run as ``python -m benchmarks.engines ENGINE PLAN
+RESULT`` (see `main`).
 
 With `Live` options (the ``--rate`` mode, `benchmarks.rate`) an engine runs with a
 processing-time trigger instead, writes ``ready`` in its workdir once its queries are started,
@@ -27,6 +30,7 @@ import time
 import typing as t
 from dataclasses import asdict
 
+from benchmarks.engines_floor import FLOOR, _run_floor, input_rows
 from benchmarks.engines_live import Live
 from benchmarks.engines_measure import CpuClock, EngineRun, _Batches
 from benchmarks.engines_peers import _out_path, _run_foreach, _run_native
@@ -38,7 +42,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import GroupQuery, Query
 
-ENGINES = ("streamjoin", "spark-native", "spark-foreach")
+ENGINES = ("streamjoin", "spark-native", "spark-foreach", FLOOR)
 
 
 _JAVA_OPTIONS = DRIVER_JAVA_OPTIONS
@@ -109,6 +113,11 @@ def run_engine(
             run.stopped_early = _run_native(spark, job, workdir, time_limit, live)
         elif engine == "spark-foreach":
             run.stopped_early = _run_foreach(spark, job, workdir, time_limit, live)
+        elif engine == FLOOR:
+            if live is not None:
+                msg = "spark-floor runs over a backlog, not a live source (--rate)"
+                raise ValueError(msg)
+            _run_floor(spark, job, workdir)
         else:
             msg = f"unknown engine {engine!r} (one of {', '.join(ENGINES)})"
             raise ValueError(msg)
@@ -125,6 +134,8 @@ def run_engine(
     run.batch_ms = batches.batch_ms
     run.durations = batches.durations
     run.rows_in = run.rows_in or batches.rows
+    if engine == FLOOR:  # (its batches read nothing: Spark counted no rows)
+        run.rows_in = input_rows(spark, job)
     if engine == "spark-native":
         run.state_rows, run.state_bytes = batches.state_rows, batches.state_bytes
         run.dropped_late = batches.dropped_late

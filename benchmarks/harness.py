@@ -19,6 +19,7 @@ import tempfile
 import time
 import typing as t
 
+from benchmarks.engines_floor import FLOOR
 from benchmarks.harness_exact import exact_differences, expected_counts
 from benchmarks.harness_figures import figures
 from benchmarks.harness_process import run_engine_process
@@ -50,7 +51,8 @@ def peer_time_limit(size: str, given: float | None = None) -> float | None:
 
 def _engines(case: Case, engines: t.Sequence[str] | None) -> list[str]:
     peers = () if case.peer is None else (case.peer,)
-    return [e for e in ("streamjoin", *peers) if engines is None or e in engines]
+    floor = (FLOOR,) if case.floor else ()
+    return [e for e in ("streamjoin", *peers, *floor) if engines is None or e in engines]
 
 
 def run_cases(
@@ -97,6 +99,8 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
     # An engine stopped early by its time limit cannot have the whole result; the others must
     # match the exact result (or its size), or, where there is none, each other.
     done = {e: r for e, r in results.items() if not r.get("stopped_early") and not r.get("error")}
+    if FLOOR in done:
+        done.pop(FLOOR)["unchecked"] = "no join: Spark's micro-batch loop alone"
     if case.final:
         # Only ours declares the input finished: a peer's windows still open at its end are
         # not emitted, so its result is short of the whole answer by design.
@@ -133,6 +137,10 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         ratios["steady_batch_p99"] = round(
             ours["steady_batch_p99_ms"] / peer["steady_batch_p99_ms"], 2
         )
+    floor = results.get(FLOOR, {})
+    if floor.get("throughput") and peer.get("throughput"):
+        # The most any engine in Spark's loop could reach: the loop's own time, nothing else.
+        ratios["floor_throughput"] = round(floor["throughput"] / peer["throughput"], 2)
     return {
         "case": case.name,
         "size": size,

@@ -8,7 +8,7 @@ case is one job run by our engine and by its peer on the same backlog.
 from __future__ import annotations
 
 import typing as t
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow.compute as pc
 
@@ -44,6 +44,9 @@ class Case:
     why_no_peer: str = ""
     latest_by: tuple[str, ...] = ()
     """An updating result's key (`harness_exact.exact_differences`)."""
+    floor: bool = False
+    """Also run ``spark-floor`` (Spark's micro-batch loop alone) over the case's streams: the
+    part of each batch that no engine in Spark's loop can cut."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,7 @@ def _long_case(root: str, size: str, kind: str, window: float | None) -> Case:
     # meets as many rows as no window does.
     reach = None if window is None or 2 * window >= shape.span_seconds else window
     name = f"long-{kind}-{'full' if window is None else f'{int(window)}s'}"
-    return two_stream_case(
+    case = two_stream_case(
         root,
         size,
         kind,
@@ -206,6 +209,7 @@ def _long_case(root: str, size: str, kind: str, window: float | None) -> Case:
         keys=_keys(shape, reach),
         warmup_batches=LONG_WARMUP_BATCHES,
     )
+    return replace(case, floor=True)
 
 
 def _long(root: str, size: str) -> list[Case]:

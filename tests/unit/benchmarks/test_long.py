@@ -10,10 +10,12 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
 from benchmarks.data import Backlog
+from benchmarks.harness import _engines
 from benchmarks.harness_figures import figures, steady_figures
 from benchmarks.report_backlog import long_table, workload_lines
 from benchmarks.report_plots import long_plot
 from benchmarks.report_provenance import commands
+from benchmarks.report_targets import long_targets
 from benchmarks.workloads import LONG_SHAPES, LONG_WARMUP_BATCHES, WORKLOADS, Case
 
 if t.TYPE_CHECKING:
@@ -51,6 +53,13 @@ def test_the_cases_their_peers_and_windows(tiny: dict[str, Case]) -> None:
     assert [c.window_seconds for c in tiny.values()] == [10.0, 300.0, 3600.0, None, 300.0, 300.0]
     assert all(c.warmup_batches == LONG_WARMUP_BATCHES for c in tiny.values())
     assert all(c.backlog.files == LONG_SHAPES["tiny"].files for c in tiny.values())
+
+
+def test_each_case_also_runs_sparks_loop_alone(tiny: dict[str, Case]) -> None:
+    for c in tiny.values():
+        assert _engines(c, None) == ["streamjoin", c.peer, "spark-floor"]
+        assert _engines(c, ["streamjoin", "spark-floor"]) == ["streamjoin", "spark-floor"]
+    assert not _case(None).floor  # (only where a workload asks)
 
 
 def test_the_full_history_join_has_no_time_range(tiny: dict[str, Case]) -> None:
@@ -172,3 +181,36 @@ def test_the_long_report_gets_its_own_table_command_and_plot(tmp_path: Path) -> 
     )
     assert long_plot(_report(), str(tmp_path)) == "long_batches.png"
     assert (tmp_path / "long_batches.png").stat().st_size > 0
+
+
+def test_sparks_loop_alone_has_a_column_of_its_own_and_no_ratio() -> None:
+    report = _report()
+    for c in report["cases"]:
+        c["engines"]["spark-floor"] = _engine("spark-floor", 50.0, 70.0, None) | {
+            "throughput": 4000.0
+        }
+        c["ratios"]["floor_throughput"] = 4.0
+    head, rule, *rows = long_table(report)
+    assert head.count("|") == rule.count("|") == rows[0].count("|")
+    assert "Spark's loop alone" in head
+    windowed, full = rows
+    assert windowed.startswith(
+        "| long-equi-10s | 10 s | spark-native (stopped at its time limit) |"
+    )
+    assert "| 4,000.0 · 50 |" in full
+    assert full.endswith("| yes | rows/s ×1.5 · steady p99 **×1.2** |")
+
+
+def test_the_band_and_theta_target_shows_what_sparks_loop_alone_reaches() -> None:
+    def case(kind: str, ours: float, floor: float | None) -> dict[str, t.Any]:
+        ratios = {"throughput": ours} | ({"floor_throughput": floor} if floor else {})
+        return {"case": f"long-{kind}-300s", "engines": {}, "ratios": ratios}
+
+    def row(floor: float | None) -> tuple[str, str, bool | None]:
+        cases = [case("band", 18.2, floor), case("theta", 17.4, floor)]
+        report = {"workload": "long", "cases": cases}
+        (found,) = [r for r in long_targets({"long": report}) if "band / theta" in r[0]]
+        return found
+
+    assert row(None)[1:] == ("×18.2 / ×17.4", False)
+    assert row(39.5)[1:] == ("×18.2 / ×17.4 (Spark's loop alone: ×39.5 / ×39.5)", False)
