@@ -106,12 +106,7 @@ class _Batches:
         """Take one progress event (`StreamingQueryProgress.json`, parsed)."""
         durations = progress.get("durationMs") or {}
         rows = int(progress.get("numInputRows") or 0)
-        # (A batch that took input moved a source's offsets; one that read none of it, as
-        # ``spark-floor``'s, counts no rows.)
-        moved = any(
-            s.get("startOffset") != s.get("endOffset") for s in progress.get("sources") or []
-        )
-        if rows > 0 or moved:
+        if rows > 0:
             self.batch_ms.append(float(durations.get("triggerExecution", 0)))
             self.durations.append({k: int(v) for k, v in durations.items()})
             self.rows += rows

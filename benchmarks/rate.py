@@ -47,6 +47,7 @@ import os
 import time
 import typing as t
 
+from benchmarks.engines_floor import FLOOR
 from benchmarks.harness import ROOT, _engines, _say, check_workload, machine, source_commit
 from benchmarks.harness_exact import expected_counts
 from benchmarks.rate_feed import TICK, Feed
@@ -88,7 +89,7 @@ def run_rate(
         source = Feed(case, rate)
         results: dict[str, dict[str, t.Any]] = {}
         jobs = {}
-        for engine in _engines(case, engines):
+        for engine in [e for e in _engines(case, engines) if e != FLOOR]:  # (backlogs only)
             _say(
                 progress, f"[{case.name}] {engine} fed {rate:g} rows/s per stream, {seconds:g} s …"
             )

@@ -91,13 +91,14 @@ def test_every_engine_matches_reference(spark: SparkSession, tmp_path: Path, wor
                 assert case.latest_by or exact[0] == len(want), case.name
 
 
-def test_sparks_loop_alone_takes_every_batch_and_writes_nothing(tmp_path: Path) -> None:
-    [case] = [
-        c for c in WORKLOADS["long"](str(tmp_path / "data"), "tiny") if c.name == "long-equi-full"
-    ]
+def test_sparks_floor_reads_every_batch_and_writes_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    cases = WORKLOADS["long"](str(tmp_path / "data"), "tiny")
+    [case] = [c for c in cases if c.name == "long-equi-full"]
     workdir = tmp_path / "work" / "floor"
     run = run_engine("spark-floor", case.job.replace("{out}", str(workdir / "out")), str(workdir))
     assert run.error is None, run.error
     assert len(run.batch_ms) == case.backlog.files  # (a batch a file, as the other engines)
-    assert run.rows_in == case.backlog.total_rows
+    assert run.rows_in == case.backlog.total_rows  # (each batch's rows read, once)
     assert run.out == {"q1": 0}

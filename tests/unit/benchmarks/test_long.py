@@ -55,7 +55,7 @@ def test_the_cases_their_peers_and_windows(tiny: dict[str, Case]) -> None:
     assert all(c.backlog.files == LONG_SHAPES["tiny"].files for c in tiny.values())
 
 
-def test_each_case_also_runs_sparks_loop_alone(tiny: dict[str, Case]) -> None:
+def test_each_case_also_runs_sparks_floor(tiny: dict[str, Case]) -> None:
     for c in tiny.values():
         assert _engines(c, None) == ["streamjoin", c.peer, "spark-floor"]
         assert _engines(c, ["streamjoin", "spark-floor"]) == ["streamjoin", "spark-floor"]
@@ -183,7 +183,7 @@ def test_the_long_report_gets_its_own_table_command_and_plot(tmp_path: Path) -> 
     assert (tmp_path / "long_batches.png").stat().st_size > 0
 
 
-def test_sparks_loop_alone_has_a_column_of_its_own_and_no_ratio() -> None:
+def test_sparks_floor_has_a_column_of_its_own_and_no_ratio() -> None:
     report = _report()
     for c in report["cases"]:
         c["engines"]["spark-floor"] = _engine("spark-floor", 50.0, 70.0, None) | {
@@ -192,7 +192,7 @@ def test_sparks_loop_alone_has_a_column_of_its_own_and_no_ratio() -> None:
         c["ratios"]["floor_throughput"] = 4.0
     head, rule, *rows = long_table(report)
     assert head.count("|") == rule.count("|") == rows[0].count("|")
-    assert "Spark's loop alone" in head
+    assert "Spark's floor" in head
     windowed, full = rows
     assert windowed.startswith(
         "| long-equi-10s | 10 s | spark-native (stopped at its time limit) |"
@@ -201,7 +201,22 @@ def test_sparks_loop_alone_has_a_column_of_its_own_and_no_ratio() -> None:
     assert full.endswith("| yes | rows/s ×1.5 · steady p99 **×1.2** |")
 
 
-def test_the_band_and_theta_target_shows_what_sparks_loop_alone_reaches() -> None:
+def test_a_table_without_sparks_floor_has_no_column_for_it() -> None:
+    head, rule, row, _ = long_table(_report())
+    assert "floor" not in head
+    assert head.count("|") == rule.count("|") == row.count("|") == 9
+
+
+def test_the_peer_of_a_target_is_never_sparks_floor() -> None:
+    report = _report()
+    full = report["cases"][1]
+    full["engines"]["spark-floor"] = _engine("spark-floor", 50.0, 70.0, None)
+    del full["engines"]["spark-native"]  # (failed, say: no peer figure)
+    (row,) = [r for r in long_targets({"long": report}) if "full history" in r[0]]
+    assert row[1:] == ("p50 ×–, throughput ×–", None)
+
+
+def test_the_band_and_theta_target_shows_what_sparks_floor_reaches() -> None:
     def case(kind: str, ours: float, floor: float | None) -> dict[str, t.Any]:
         ratios = {"throughput": ours} | ({"floor_throughput": floor} if floor else {})
         return {"case": f"long-{kind}-300s", "engines": {}, "ratios": ratios}
@@ -213,4 +228,4 @@ def test_the_band_and_theta_target_shows_what_sparks_loop_alone_reaches() -> Non
         return found
 
     assert row(None)[1:] == ("×18.2 / ×17.4", False)
-    assert row(39.5)[1:] == ("×18.2 / ×17.4 (Spark's loop alone: ×39.5 / ×39.5)", False)
+    assert row(39.5)[1:] == ("×18.2 / ×17.4 (Spark's floor: ×39.5 / ×39.5)", False)
