@@ -92,11 +92,13 @@ LONG_NOTE = (
 )
 
 
-def long_table(report: Report, suffix: str = "") -> list[str]:
+def long_table(report: Report, suffix: str = "", floor: bool | None = None) -> list[str]:
     """The `long` workload's table, a row per case (ours · the peer's in each cell, to keep the
     page short): steady-state batch times and their growth over the run, since its question is
-    how batches fare as the state grows."""
-    floor = any(FLOOR in c["engines"] for c in report["cases"])
+    how batches fare as the state grows. A column for ``spark-floor`` if `floor` (None: if a
+    case ran it)."""
+    if floor is None:
+        floor = any(FLOOR in c["engines"] for c in report["cases"])
     extra = "Spark's floor: rows/s · steady p50 ms | " if floor else ""
     lines = [
         "| case | window | peer | rows/s: ours · peer | steady p50 / p99 ms: ours · peer | "
@@ -162,8 +164,9 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
         if names[0] in COMPACT:
             # (window-growth as long's compact table: a row per case, ours · the peer's)
             body = long_table(first)
+            floor = "floor" in body[0]  # (rows below share its columns)
             for n in names[1:]:
-                body += long_table(reports[n], " on a cluster")[2:]
+                body += long_table(reports[n], " on a cluster", floor)[2:]
             if names[0] == "long":
                 note = LONG_NOTE.format(warmup=_warmup(first["cases"]))
                 context = [f"{context[0]} {note}", *context[1:]]

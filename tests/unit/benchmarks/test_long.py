@@ -207,6 +207,20 @@ def test_a_table_without_sparks_floor_has_no_column_for_it() -> None:
     assert head.count("|") == rule.count("|") == row.count("|") == 9
 
 
+def test_rows_below_a_table_with_sparks_floor_have_its_column() -> None:
+    with_floor = _report()
+    with_floor["cases"][0]["engines"]["spark-floor"] = _engine("spark-floor", 50.0, 70.0, None)
+    cluster = _report() | {"workload": "long-cluster", "cluster": "2 workers"}
+    lines = workload_lines({"long": with_floor, "long-cluster": cluster})
+    start = next(i for i, line in enumerate(lines) if line.startswith("| case "))
+    head, rule, *rows = lines[start : lines.index("", start)]
+    assert len(rows) == 4
+    assert "floor" in head
+    assert all(row.count("|") == head.count("|") for row in [rule, *rows])
+    assert rows[-1].startswith("| long-equi-full on a cluster |")
+    assert "| – | yes |" in rows[-1]
+
+
 def test_the_peer_of_a_target_is_never_sparks_floor() -> None:
     report = _report()
     full = report["cases"][1]
