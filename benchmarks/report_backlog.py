@@ -163,9 +163,9 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
         first = reports[names[0]]
         if names[0] in COMPACT:
             # (window-growth as long's compact table: a row per case, ours · the peer's)
-            body = long_table(first)
-            floor = "floor" in body[0]  # (rows below share its columns)
-            for n in names[1:]:
+            floor = any(FLOOR in c["engines"] for c in first["cases"])
+            body = long_table(first, floor=floor)
+            for n in names[1:]:  # (their rows in the first's columns)
                 body += long_table(reports[n], " on a cluster", floor)[2:]
             if names[0] == "long":
                 note = LONG_NOTE.format(warmup=_warmup(first["cases"]))
