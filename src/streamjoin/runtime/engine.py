@@ -16,7 +16,8 @@ from streamjoin.plan.physical import candidates_of, side_lags
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
-from streamjoin.runtime.failure import drive, interrupted, raise_failure
+from streamjoin.runtime.failure import drive, interrupted, raise_failure, run_loop
+from streamjoin.runtime.loop import BatchLog, FileLoop, loop_refusal
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.metrics.sparkprogress import ProgressPublisher, with_observation
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
@@ -27,7 +28,7 @@ from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
 from streamjoin.runtime.state.lock import CheckpointLock
-from streamjoin.runtime.state.sourcefiles import SourceLog, sourced_streams
+from streamjoin.runtime.state.sourcefiles import BatchFiles, SourceLog, sourced_streams
 from streamjoin.runtime.storagefaults import told
 
 __all__ = ["Engine", "interrupted", "raise_failure", "take_lock"]
@@ -239,22 +240,40 @@ class Engine:
         try:
             read = [sp.name for sp in plan.streams if sp.name not in given]
             sourced = sourced_streams(plan, read, settings.state_from_source)
-            log = SourceLog(store.fs, store.path("spark"), sourced) if sourced else None
+            # (Elastic executors read their load from Spark's progress reports.)
+            choice = "spark" if settings.max_executors else settings.loop
+            own = loop_refusal(plan, store, given=given, choice=choice) is None
+            if own:  # (no streaming query: its progress has no figures to carry)
+                publisher = None
+            log: BatchFiles | None = None
+            if own:
+                log = BatchLog(store, sourced)
+            elif sourced:
+                log = SourceLog(store.fs, store.path("spark"), sourced)
             processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
             processor.set_trigger(None if once else every)
+            processor.spark_loop = not own
             scaler = ExecutorScaler.of(self.spark, settings, None if once else every, processor)
             if scaler is not None:
                 scaler.start()
-            writer = self._writer(
-                plan, processor, given, once=once, trigger=trigger, observe=history is not None
-            )
             started = time.monotonic()
-            query = writer.start()
-            if scaler is not None:
-                scaler.watch(query)
-            if ui is not None and history is not None:
-                server = serve_run(ui, plan, history, lambda: query.isActive)
-            stopped = drive(query, processor, line, timeout)
+            if own:
+                assert isinstance(log, BatchLog)
+                loop = FileLoop(self.spark, plan, processor, log, lambda f: self.unified(plan, f))
+                if ui is not None and history is not None:
+                    server = serve_run(ui, plan, history, lambda: loop.running)
+                stopped = run_loop(loop, processor, line, once=once, every=every, timeout=timeout)
+            else:
+                publish = history is not None
+                writer = self._writer(
+                    plan, processor, given, once=once, trigger=trigger, observe=publish
+                )
+                query = writer.start()
+                if scaler is not None:
+                    scaler.watch(query)
+                if ui is not None and history is not None:
+                    server = serve_run(ui, plan, history, lambda: query.isActive)
+                stopped = drive(query, processor, line, timeout)
             if final and not stopped:
                 with told(store.root):
                     processor.finish()

@@ -13,6 +13,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.runtime.batch.processor import BatchProcessor
+    from streamjoin.runtime.loop import FileLoop
     from streamjoin.runtime.progress import ProgressLine
 
 
@@ -54,6 +55,50 @@ def raise_failure(
 ) -> None:
     """Raise what stopped `query`, if a failure did: a batch's error, or the stream's. When the
     caller `stopped` the query, a batch's error that the stop's interruption caused is none."""
+    raise_batch_error(processor, stopped=stopped)
+    failure = query.exception()
+    # A stop (ours at a timeout, or a caller's) interrupts whatever the query was doing, and
+    # Spark may report that interruption as the query's error: it is a stop, not a failure.
+    if failure is not None and not interrupted(query):
+        # (Spark's own writes are its logs under the checkpoint.)
+        spark_logs = processor.checkpoint.path("spark")
+        fault = storage_fault(jvm=query._jsq.exception().get(), where=spark_logs)
+        if fault is not None:
+            raise fault
+        first = (str(failure).strip().splitlines() or ["unknown error"])[0]
+        msg = f"the stream stopped with an error: {first}"
+        raise StreamJoinError(msg)
+
+
+def run_loop(
+    loop: FileLoop,
+    processor: BatchProcessor,
+    line: ProgressLine | None,
+    *,
+    once: bool,
+    every: float | None,
+    timeout: float | None,
+) -> bool:
+    """Run the engine's own loop (`runtime.loop`) to its end, then raise what failed it, as
+    `drive` does for Spark's; returns whether it was stopped."""
+    stopped = False
+    try:
+        stopped = loop.run(once=once, trigger=None if once else every, timeout=timeout)
+    except StreamJoinError:
+        raise
+    except Exception as err:  # (a batch's error is the processor's; reported below)
+        if processor.error is None:
+            processor.error = err
+    finally:
+        processor.close()
+        if line is not None:
+            line.close()
+    raise_batch_error(processor)
+    return stopped
+
+
+def raise_batch_error(processor: BatchProcessor, *, stopped: bool = False) -> None:
+    """Raise what failed a batch, if anything did, naming it in one line."""
     if isinstance(processor.error, (StreamJoinError, KeyboardInterrupt)):
         raise processor.error
     if stopped and processor.error is not None:
@@ -74,18 +119,6 @@ def raise_failure(
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         msg = f"a batch failed ({type(err).__name__}): {first}"
         raise StreamJoinError(msg) from err
-    failure = query.exception()
-    # A stop (ours at a timeout, or a caller's) interrupts whatever the query was doing, and
-    # Spark may report that interruption as the query's error: it is a stop, not a failure.
-    if failure is not None and not interrupted(query):
-        # (Spark's own writes are its logs under the checkpoint.)
-        spark_logs = processor.checkpoint.path("spark")
-        fault = storage_fault(jvm=query._jsq.exception().get(), where=spark_logs)
-        if fault is not None:
-            raise fault
-        first = (str(failure).strip().splitlines() or ["unknown error"])[0]
-        msg = f"the stream stopped with an error: {first}"
-        raise StreamJoinError(msg)
 
 
 _CANCELLED = "[SPARK_JOB_CANCELLED]"

@@ -27,6 +27,7 @@ if t.TYPE_CHECKING:
 
 JoinPath = t.Literal["auto", "one", "halves"]
 Optimizer = t.Literal["ilp", "greedy"]
+Loop = t.Literal["auto", "spark"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,13 @@ SETTINGS: dict[str, Key] = {
             "`false` copies every stream's state into the checkpoint instead of reading it back "
             "from the stream's input files",
             choices=("true", "false"),
+        ),
+        Key(
+            "streamjoin.loop",
+            "auto",
+            "`auto`: the engine's own micro-batch loop where every stream is a directory of "
+            "files it can read (runtime/loop.py), Spark's otherwise; `spark`: always Spark's",
+            choices=("auto", "spark"),
         ),
         Key(
             "streamjoin.state.footers",
@@ -230,6 +238,7 @@ class Settings:
     skew_check_every: int = 5
     skew_check_seconds: int = 20
     state_from_source: bool = True
+    loop: Loop = "auto"
     footers: bool = True
     hot_state: bool = True
     index: bool = True
@@ -270,6 +279,7 @@ class Settings:
             skew_check_every=int(text("streamjoin.hash.skewCheckEvery")),
             skew_check_seconds=int(text("streamjoin.hash.skewCheckSeconds")),
             state_from_source=text("streamjoin.state.fromSource") == "true",
+            loop=t.cast("Loop", text("streamjoin.loop")),
             footers=text("streamjoin.state.footers") == "true",
             hot_state=text("streamjoin.state.hot") == "true",
             index=text("streamjoin.twoway.index") == "true",

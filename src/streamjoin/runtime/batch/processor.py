@@ -55,7 +55,7 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.serve.queries import QuerySet, ServedQueries
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.nextmanifest import StreamStats
-    from streamjoin.runtime.state.sourcefiles import SourceLog
+    from streamjoin.runtime.state.sourcefiles import BatchFiles
 
 __all__ = ["BatchProcessor", "BatchReport"]
 
@@ -70,7 +70,7 @@ class BatchProcessor:
         plan: JobPlan,
         checkpoint: Checkpoint,
         on_batch: Callable[[BatchReport], None] | None = None,
-        source_log: SourceLog | None = None,
+        source_log: BatchFiles | None = None,
         settings: Settings | None = None,
         served: ServedQueries | None = None,
     ) -> None:
@@ -101,6 +101,8 @@ class BatchProcessor:
         """The run's trigger interval (None: a backlog run, or not told): see `set_trigger`."""
         self.served = served
         """A served job's queries, which may change at any batch (`runtime.serve`)."""
+        self.spark_loop = True
+        """Whether Spark's micro-batch loop calls it (False: the engine's, `runtime.loop`)."""
         self._serving: tuple[t.Any, ...] | None = None
         # A restart may run an edited job: fail now if the checkpoints cannot serve it.
         check_restart(plan, checkpoint.latest(), checkpoint.root)
@@ -372,7 +374,9 @@ class BatchProcessor:
         known = None
         if self.settings.footers:
             args = (ctx.batch_id, ctx.watermark, ctx.files, ctx.footers)
-            known = self.state_job.from_footers(self.session, *args, counted=probed)
+            # (Outside Spark's loop no streaming query counts the batch's input rows.)
+            counted = probed or not self.spark_loop
+            known = self.state_job.from_footers(self.session, *args, counted=counted)
         if known is not None:
             return known, lambda: known
         append = partial(self.state_job.run, ctx.classified(), ctx.batch_id, ctx.watermark)

@@ -42,6 +42,7 @@ _SOURCES = (
     "PlacedIndex.java",
     "ProgressFigures.java",
     "PlainRdd.java",
+    "BatchScan.java",
 )
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"
 

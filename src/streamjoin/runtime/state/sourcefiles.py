@@ -92,6 +92,15 @@ def _file_backed(sp: StreamPlan) -> bool:
     )
 
 
+class BatchFiles(t.Protocol):
+    """Which files each batch read: Spark's logs (`SourceLog`), or the engine's own loop's
+    (`runtime.loop.BatchLog`)."""
+
+    def files(self, batch: int) -> dict[str, list[str]]:
+        """Per sourced stream, the files it read in `batch` (a stream not told: copied)."""
+        ...
+
+
 class SourceLog:
     """The files each sourced stream's file source read in a batch, from Spark's checkpoint:
     ``offsets/<batch>`` holds each source's log offset after the batch (one line per source, in

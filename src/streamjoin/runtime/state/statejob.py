@@ -37,14 +37,14 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.routing.unitcounts import InputUnitCounts
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.footers import Footers
-    from streamjoin.runtime.state.sourcefiles import SourceLog
+    from streamjoin.runtime.state.sourcefiles import BatchFiles
 
 
 class StateJob:
     """The state job of each batch of one job plan."""
 
     def __init__(
-        self, plan: JobPlan, store: Checkpoint, source_log: SourceLog | None = None
+        self, plan: JobPlan, store: Checkpoint, source_log: BatchFiles | None = None
     ) -> None:
         self.plan = plan
         self.store = store
