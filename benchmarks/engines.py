@@ -131,7 +131,7 @@ def run_engine(
             run.cpu_seconds = None  # (it counts the batch that was cut short too)
     finally:
         batches.detach(spark)
-    run.batch_ms = batches.batch_ms
+    run.batch_ms = batches.batch_ms or run.batch_ms  # (the engine's own loop: its own)
     run.durations = batches.durations
     run.rows_in = run.rows_in or batches.rows
     if engine == "spark-native":

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 from benchmarks.sparklog import drained
 
+if t.TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 @dataclass(frozen=True)
 class Live:
@@ -47,13 +50,35 @@ def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
     queries anyway. True if stopped before every fed file was processed."""
     from streamjoin.runtime.engine import interrupted
 
+    def stop() -> None:
+        for q in queries:
+            q.stop()
+
+    def alive() -> bool:
+        queries[0].awaitTermination(0.5)
+        return any(q.isActive for q in queries)
+
+    stopped = await_drained(alive, stop, workdir, live)
+    for q in queries:
+        # Stopping interrupts whatever a query was doing (with watermarks, Spark may be planning
+        # a no-data batch); an error that interruption raises is the stop's, not the run's.
+        if q.exception() is not None and not stopped and not interrupted(q):
+            raise RuntimeError(str(q.exception()).splitlines()[0])
+    return stopped
+
+
+def await_drained(
+    alive: Callable[[], bool], stop: Callable[[], None], workdir: str, live: Live
+) -> bool:
+    """Signal readiness, then, while `alive()` (which waits a while), wait until the feed is
+    processed; past the drain limit, `stop()` the run anyway. True if stopped before every fed
+    file was processed."""
     with open(os.path.join(workdir, "ready"), "w", encoding="utf-8") as f:
         f.write(str(time.time()))
     deadline: float | None = None
     fed: set[str] = set()
     stopped = False
-    while any(q.isActive for q in queries):
-        queries[0].awaitTermination(0.5)
+    while alive():
         if deadline is None and os.path.exists(live.done):
             with open(live.done, encoding="utf-8") as f:
                 fed = {os.path.abspath(p) for p in json.load(f)["files"]}
@@ -63,13 +88,7 @@ def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
         done = drained(workdir, fed)
         if done or time.monotonic() > deadline:
             stopped = not done
-            for q in queries:
-                q.stop()
-    for q in queries:
-        # Stopping interrupts whatever a query was doing (with watermarks, Spark may be planning
-        # a no-data batch); an error that interruption raises is the stop's, not the run's.
-        if q.exception() is not None and not stopped and not interrupted(q):
-            raise RuntimeError(str(q.exception()).splitlines()[0])
+            stop()
     return stopped
 
 

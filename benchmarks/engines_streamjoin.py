@@ -5,10 +5,9 @@ checkpoint give."""
 from __future__ import annotations
 
 import os
-import time
 import typing as t
 
-from benchmarks.engines_live import _await_live
+from benchmarks.engines_live import await_drained
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -16,6 +15,7 @@ if t.TYPE_CHECKING:
     from benchmarks.engines_live import Live
     from benchmarks.engines_measure import EngineRun
     from streamjoin.model import Job
+    from streamjoin.runtime.engine import Engine
 
 
 def _run_streamjoin(
@@ -25,13 +25,14 @@ def _run_streamjoin(
     run: EngineRun,
     trigger: str | None = None,
     final: bool = False,
+    engine: Engine | None = None,
 ) -> None:
     from streamjoin.runtime.engine import Engine
     from streamjoin.runtime.metrics.history import read_history
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.fs import FileStore
 
-    summary = Engine(spark).run(
+    summary = (engine or Engine(spark)).run(
         job,
         checkpoint=os.path.join(workdir, "ckpt"),
         once=trigger is None,
@@ -48,32 +49,41 @@ def _run_streamjoin(
     run.state_bytes = sum(_dir_bytes(os.path.join(workdir, "ckpt", s)) for s in stores)
     latest = Checkpoint(FileStore(spark), os.path.join(workdir, "ckpt")).latest()
     run.state_bytes += sum(u.bytes for u in latest.units if u.files)
-    run.history = [f.to_dict() for f in read_history(os.path.join(workdir, "ckpt", "metrics"))]
+    history = read_history(os.path.join(workdir, "ckpt", "metrics"))
+    run.history = [f.to_dict() for f in history]
+    # (In the engine's own loop no Spark progress times a batch: its record does, from the
+    # listing of its files to its commit.)
+    run.batch_ms = [1000 * f.seconds for f in history]
 
 
 def _run_streamjoin_live(
     spark: SparkSession, job: Job, workdir: str, run: EngineRun, live: Live
 ) -> bool:
     """`Engine.run` with a processing-time trigger in a thread; this thread watches the
-    checkpoint and stops the engine's query once the feed is processed."""
+    checkpoint and stops the engine once the feed is processed."""
     import threading
 
-    before = {q.id for q in spark.streams.active}
+    from streamjoin.runtime.engine import Engine
+
+    engine = Engine(spark)
     failure: list[BaseException] = []
 
     def target() -> None:
         try:
-            _run_streamjoin(spark, job, workdir, run, trigger=live.trigger)
+            _run_streamjoin(spark, job, workdir, run, trigger=live.trigger, engine=engine)
         except BaseException as err:  # re-raised in the calling thread
             failure.append(err)
 
     thread = threading.Thread(target=target, name="streamjoin-live", daemon=True)
     thread.start()
-    queries: list[t.Any] = []
-    while not queries and thread.is_alive():
-        queries = [q for q in spark.streams.active if q.id not in before]
-        time.sleep(0.1)
-    stopped = _await_live(queries, workdir, live) if queries else False
+    while not engine.running.wait(0.1) and thread.is_alive():
+        pass
+
+    def alive() -> bool:
+        thread.join(0.5)
+        return thread.is_alive()
+
+    stopped = await_drained(alive, engine.stop, workdir, live) if thread.is_alive() else False
     thread.join()
     if failure and not stopped:  # a batch cut short by the drain limit is no failure
         raise failure[0]

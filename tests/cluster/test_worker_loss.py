@@ -30,8 +30,11 @@ def test_worker_killed_mid_batch(cluster: LocalCluster, tmp_path: Path) -> None:
     killed: list[bool] = []
 
     def running(batch: int) -> bool:
-        # A batch is under way once Spark logged its offsets and until its manifest exists.
-        started = (ckpt / "spark" / "offsets" / str(batch)).exists()
+        # A batch is under way once its files or offsets are logged (the engine's loop, or
+        # Spark's) and until its manifest exists.
+        started = (ckpt / "loop" / str(batch)).exists() or (
+            ckpt / "spark" / "offsets" / str(batch)
+        ).exists()
         return started and not (ckpt / "manifests" / f"{batch:012d}.json").exists()
 
     def kill_worker_mid_batch() -> bool:

@@ -197,9 +197,19 @@ def _count(folder: Path) -> int:
     return sum(1 for p in folder.glob("*") if p.name.isdigit()) if folder.is_dir() else 0
 
 
+def _after_newest(folder: Path) -> int:
+    """One past the newest batch whose file is in `folder` (named by the batch, maybe padded,
+    maybe with a suffix)."""
+    ids = [int(p.name.split(".")[0]) for p in folder.glob("*") if p.name.split(".")[0].isdigit()]
+    return max(ids) + 1 if ids else 0
+
+
 def progress(ckpt: Path) -> tuple[int, int]:
-    """Micro-batches Spark has started and committed in `ckpt` (its offset and commit logs);
-    a kill between the two falls inside a batch."""
+    """Micro-batches started and committed in `ckpt`: Spark's offset and commit logs, or the
+    engine's own loop's log of each batch's files and the manifests; a kill between the two
+    falls inside a batch."""
+    if (ckpt / "loop").is_dir():
+        return _after_newest(ckpt / "loop"), _after_newest(ckpt / "manifests")
     return _count(ckpt / "spark" / "offsets"), _count(ckpt / "spark" / "commits")
 
 

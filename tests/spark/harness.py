@@ -101,7 +101,9 @@ def run_counting_input(
     spark: SparkSession, job: Job, checkpoint: str, batches: int, conf: Mapping[str, str]
 ) -> tuple[Summary, InputRows]:
     """Run `job` to the end of its input with the Spark settings `conf`, and Spark's count of
-    the input rows of its first `batches` batches (`InputRows`)."""
+    the input rows of its first `batches` batches (`InputRows`), in Spark's micro-batch loop
+    (the engine's own has no streaming query to count them)."""
+    conf = {"streamjoin.loop": "spark", **conf}
     listener = InputRows()
     spark.streams.addListener(listener)
     for key, value in conf.items():

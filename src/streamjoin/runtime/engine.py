@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
+import threading
 import time
 import typing as t
 
@@ -17,7 +18,7 @@ from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
 from streamjoin.runtime.failure import drive, interrupted, raise_failure, run_loop
-from streamjoin.runtime.loop import BatchLog, FileLoop, loop_refusal
+from streamjoin.runtime.loop import FileLoop, loop_refusal
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.metrics.sparkprogress import ProgressPublisher, with_observation
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
@@ -55,9 +56,17 @@ class Engine:
 
     def __init__(self, spark: SparkSession | None = None, *, master: str | None = None) -> None:
         self.spark = spark or get_session(master)
+        self.running = threading.Event()
+        """Set while `run` runs batches (its micro-batch loop started)."""
+        self._stop = threading.Event()
         # The engine's SQL follows Spark's non-ANSI rules (see session.LOCAL_CONF), also on a
         # session the caller built.
         self.spark.conf.set("spark.sql.ansi.enabled", "false")
+
+    def stop(self) -> None:
+        """Stop the run going in another thread, as a timeout does: the engine's loop after
+        its batch, Spark's at once (a batch cut short runs again at a restart)."""
+        self._stop.set()
 
     @staticmethod
     def parse(sql: str, source: str = "<string>") -> Job:
@@ -239,30 +248,37 @@ class Engine:
         processor = None
         try:
             read = [sp.name for sp in plan.streams if sp.name not in given]
+
+            def unify(frames: Mapping[str, DataFrame]) -> DataFrame:
+                return self.unified(plan, frames)
+
             sourced = sourced_streams(plan, read, settings.state_from_source)
             # (Elastic executors read their load from Spark's progress reports.)
             choice = "spark" if settings.max_executors else settings.loop
-            own = loop_refusal(plan, store, given=given, choice=choice) is None
-            if own:  # (no streaming query: its progress has no figures to carry)
-                publisher = None
+            loop = None
+            if loop_refusal(plan, store, given=given, choice=choice) is None:
+                loop = FileLoop.start(self.spark, plan, store, sourced, unify)
             log: BatchFiles | None = None
-            if own:
-                log = BatchLog(store, sourced)
+            if loop is not None:
+                log, publisher = loop.log, None  # (no streaming query's progress to carry it)
             elif sourced:
                 log = SourceLog(store.fs, store.path("spark"), sourced)
             processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)
             processor.set_trigger(None if once else every)
-            processor.spark_loop = not own
+            processor.spark_loop = loop is None
             scaler = ExecutorScaler.of(self.spark, settings, None if once else every, processor)
             if scaler is not None:
                 scaler.start()
             started = time.monotonic()
-            if own:
-                assert isinstance(log, BatchLog)
-                loop = FileLoop(self.spark, plan, processor, log, lambda f: self.unified(plan, f))
+            self._stop.clear()
+            if loop is not None:
                 if ui is not None and history is not None:
                     server = serve_run(ui, plan, history, lambda: loop.running)
-                stopped = run_loop(loop, processor, line, once=once, every=every, timeout=timeout)
+                self.running.set()
+                stop = self._stop
+                stopped = run_loop(
+                    loop, processor, line, once=once, every=every, timeout=timeout, stop=stop
+                )
             else:
                 publish = history is not None
                 writer = self._writer(
@@ -273,7 +289,8 @@ class Engine:
                     scaler.watch(query)
                 if ui is not None and history is not None:
                     server = serve_run(ui, plan, history, lambda: query.isActive)
-                stopped = drive(query, processor, line, timeout)
+                self.running.set()
+                stopped = drive(query, processor, line, timeout, self._stop)
             if final and not stopped:
                 with told(store.root):
                     processor.finish()
@@ -281,6 +298,7 @@ class Engine:
                 store.latest(), ckpt, time.monotonic() - started, next(counted)
             )
         finally:
+            self.running.clear()
             if server is not None:
                 server.stop()
             if processor is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import typing as t
 
@@ -22,9 +23,10 @@ def drive(
     processor: BatchProcessor,
     line: ProgressLine | None,
     timeout: float | None,
+    stop: threading.Event | None = None,
 ) -> bool:
-    """Wait for `query` to end (Ctrl-C or the `timeout` stop it), then raise what failed it;
-    returns whether it was stopped."""
+    """Wait for `query` to end (Ctrl-C, the `timeout` or `stop` stop it), then raise what
+    failed it; returns whether it was stopped."""
     started = time.monotonic()
     stopped = False
     try:
@@ -32,7 +34,9 @@ def drive(
         while query.isActive:
             # Seconds as a float work at runtime; pyspark's hint says int.
             query.awaitTermination(0.5)  # type: ignore[arg-type]
-            if deadline is not None and time.monotonic() > deadline:
+            if (deadline is not None and time.monotonic() > deadline) or (
+                stop is not None and stop.is_set()
+            ):
                 stopped = True
                 query.stop()
     except KeyboardInterrupt:
@@ -78,12 +82,14 @@ def run_loop(
     once: bool,
     every: float | None,
     timeout: float | None,
+    stop: threading.Event | None = None,
 ) -> bool:
     """Run the engine's own loop (`runtime.loop`) to its end, then raise what failed it, as
     `drive` does for Spark's; returns whether it was stopped."""
     stopped = False
+    trigger = None if once else every
     try:
-        stopped = loop.run(once=once, trigger=None if once else every, timeout=timeout)
+        stopped = loop.run(processor, once=once, trigger=trigger, timeout=timeout, stop=stop)
     except StreamJoinError:
         raise
     except Exception as err:  # (a batch's error is the processor's; reported below)

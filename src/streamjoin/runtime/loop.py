@@ -22,7 +22,9 @@ Spark's loop started, elastic executors (which read Spark's progress), or the se
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 import time
 import typing as t
 
@@ -35,6 +37,7 @@ if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from streamjoin.plan import JobPlan, StreamPlan
+    from streamjoin.runtime.batch.context import BatchReport
     from streamjoin.runtime.batch.processor import BatchProcessor
     from streamjoin.runtime.state.checkpoint import Checkpoint
 
@@ -118,8 +121,9 @@ class BatchLog:
         if compacts:
             raw = json.loads(self.fs.read_text(f"{self.dir}/{compacts[-1]}.read"))
             read = {name: set(files) for name, files in raw["streams"].items()}
+        upto = compacts[-1] if compacts else -1
         for b in sorted(int(n) for n in names if n.isdigit()):
-            if newest is not None and b <= compacts[-1]:
+            if b <= upto:
                 continue
             for name, files in self.read(b).items():
                 read.setdefault(name, set()).update(f for f, _ in files)
@@ -170,40 +174,14 @@ class BatchLog:
 class FileLoop:
     """Runs a job's batches over its file streams (see the module's text)."""
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        plan: JobPlan,
-        processor: BatchProcessor,
-        log: BatchLog,
-        unify: Callable[[Mapping[str, DataFrame]], DataFrame],
-    ) -> None:
+    def __init__(self, session: SparkSession, plan: JobPlan, scan: t.Any, log: BatchLog) -> None:
+        self.session = session
         self.plan = plan
-        self.processor = processor
+        self.scan = scan
         self.log = log
         self.running = False
-        # (A batch's settings and temp views stay off the caller's session, as in Spark's
-        # loop, whose batches run in a clone of it.)
-        jclone = spark._jsparkSession.cloneSession()
-        self.session = SparkSession(spark.sparkContext, jsparkSession=jclone)
         self.streams = [sp.stream for sp in plan.streams]
         self.limits = [_max_files(s.name, dict(s.options)) for s in self.streams]
-        store = processor.checkpoint
-        store.fs.mkdirs(store.path(EMPTY_DIR))
-        empty = store.path(EMPTY_DIR)
-        reader = self.session.read
-        frames = {
-            s.name: file_reader(reader.options(**reader_options(s)), s).load(empty)
-            for s in self.streams
-        }
-        template = unify(frames)
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        dirs = "\n".join(s.option("path") or "" for s in self.streams)
-        self.scan = jvm.streamjoin.BatchScan.of(template._jdf, dirs)
-        if self.scan is None:
-            msg = "the job's unified input is not a union of file scans (streamjoin.loop = spark)"
-            raise StreamJoinError(msg)
         read, newest = log.restore()
         for i, s in enumerate(self.streams):
             if read.get(s.name):
@@ -211,6 +189,44 @@ class FileLoop:
         self.read = read
         self.newest = newest
         self._queue: list[list[tuple[str, int]]] | None = None
+        self._input = 0.0
+        """Seconds the running batch took to list and set up its files."""
+
+    @classmethod
+    def start(
+        cls,
+        spark: SparkSession,
+        plan: JobPlan,
+        store: Checkpoint,
+        sourced: t.Collection[StreamPlan],
+        unify: Callable[[Mapping[str, DataFrame]], DataFrame],
+    ) -> FileLoop | None:
+        """The loop of `plan`'s streams over checkpoint `store` (`sourced`: the streams whose
+        state is read back from their files), or None where its scan cannot be made: the
+        driver lacks streamjoin's jar, or Spark plans the unified input otherwise."""
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        # (A batch's settings and temp views stay off the caller's session, as in Spark's
+        # loop, whose batches run in a clone of it.)
+        session = SparkSession(
+            spark.sparkContext, jsparkSession=spark._jsparkSession.cloneSession()
+        )
+        empty = store.path(EMPTY_DIR)
+        store.fs.mkdirs(empty)
+        streams = [sp.stream for sp in plan.streams]
+        reader = session.read
+        template = unify(
+            {
+                s.name: file_reader(reader.options(**reader_options(s)), s).load(empty)
+                for s in streams
+            }
+        )
+        dirs = "\n".join(s.option("path") or "" for s in streams)
+        try:
+            scan = jvm.streamjoin.BatchScan.of(template._jdf, dirs)
+        except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)
+            return None
+        return None if scan is None else cls(session, plan, scan, BatchLog(store, sourced))
 
     def _poll(self, i: int) -> list[tuple[str, int]]:
         s = self.streams[i]
@@ -238,34 +254,62 @@ class FileLoop:
                 self._queue[i] = self._queue[i][take:]
         return files
 
-    def _run_batch(self, batch: int, files: Mapping[str, list[tuple[str, int]]]) -> None:
+    def _run_batch(
+        self,
+        processor: BatchProcessor,
+        batch: int,
+        files: Mapping[str, list[tuple[str, int]]],
+        began: float,
+    ) -> None:
         index = {s.name: i for i, s in enumerate(self.streams)}
         spec = "\n".join(f"{index[n]}\t{f}" for n, fs in files.items() for f, _ in fs)
         df = DataFrame(self.scan.batch(spec), self.session)
-        self.processor(df, batch)
+        self._input = time.monotonic() - began
+        processor(df, batch)
         for name, fs in files.items():
             self.read.setdefault(name, set()).update(f for f, _ in fs)
         self.log.compact(batch, self.read)
 
-    def run(self, *, once: bool, trigger: float | None, timeout: float | None) -> bool:
-        """Run batches until the input is done (`once`), `timeout` seconds pass, or Ctrl-C;
-        returns whether it was stopped before its input was done."""
+    def run(
+        self,
+        processor: BatchProcessor,
+        *,
+        once: bool,
+        trigger: float | None,
+        timeout: float | None,
+        stop: threading.Event | None = None,
+    ) -> bool:
+        """Run batches through `processor` until the input is done (`once`), `timeout` seconds
+        pass, `stop` is set, or Ctrl-C; returns whether it was stopped before its input was
+        done."""
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
-        committed = self.processor.checkpoint.latest().batch
+        stop = stop or threading.Event()
+        told = processor.on_batch
+
+        def on_batch(report: BatchReport) -> None:
+            # (A batch's time counts from the listing of its files, as Spark's trigger's does.)
+            seconds, phases = report.seconds + self._input, {"input": round(self._input, 3)}
+            if told is not None:
+                told(dataclasses.replace(report, seconds=seconds, phases=phases | report.phases))
+
+        processor.on_batch = on_batch
+        committed = processor.checkpoint.latest().batch
         self.running = True
         try:
             if self.newest is not None and self.newest > committed:  # (logged, not committed)
-                self._run_batch(self.newest, self.log.read(self.newest))
+                self._run_batch(
+                    processor, self.newest, self.log.read(self.newest), time.monotonic()
+                )
             batch = max(committed, self.newest if self.newest is not None else -1) + 1
             while True:
-                if deadline is not None and time.monotonic() > deadline:
+                if stop.is_set() or (deadline is not None and time.monotonic() > deadline):
                     return True
                 began = time.monotonic()
                 files = self._next_files(once)
                 if files:
                     self.log.write(batch, files)
-                    self._run_batch(batch, files)
+                    self._run_batch(processor, batch, files, began)
                     batch += 1
                 elif once:
                     return False
@@ -274,14 +318,15 @@ class FileLoop:
                     if deadline is not None:
                         wait = min(wait, deadline - time.monotonic())
                     if wait > 0:
-                        time.sleep(wait)
+                        stop.wait(wait)
         except KeyboardInterrupt:
             # (A batch cut short is not committed: a restart runs it again.)
             self.session.sparkContext.cancelAllJobs()
-            self.processor.error = None
+            processor.error = None
             return True
         finally:
             self.running = False
+            processor.on_batch = told
 
 
 def _max_files(stream: str, options: Mapping[str, str]) -> int:

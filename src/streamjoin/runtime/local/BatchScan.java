@@ -25,7 +25,16 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.expressions.AttributeMap$;
+import org.apache.spark.sql.catalyst.plans.logical.Statistics;
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils$;
 import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.Dataset$;
+import org.apache.spark.sql.execution.LogicalRDD;
+import org.apache.spark.sql.execution.LogicalRDD$;
+import scala.Option;
+import scala.math.BigInt$;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.PartitionedFileUtil$;
 import org.apache.spark.sql.execution.datasources.FileFormat$;
@@ -65,18 +74,16 @@ public final class BatchScan {
     final scala.Function1 reader;
     final Projected projected;
     final FileSourceOptions options;
-    final boolean splitable;
     final Path root;
     final HashSet seen = new HashSet();
     final HashMap listed = new HashMap();  // (path -> FileStatus, of the last listing)
 
     Source(HadoopFsRelation relation, scala.Function1 reader, Projected projected,
-        FileSourceOptions options, boolean splitable, Path root) {
+        FileSourceOptions options, Path root) {
       this.relation = relation;
       this.reader = reader;
       this.projected = projected;
       this.options = options;
-      this.splitable = splitable;
       this.root = root;
     }
   }
@@ -117,10 +124,8 @@ public final class BatchScan {
           scala.collection.immutable.Nil$.MODULE$, options,
           spark.sessionState().newHadoopConfWithOptions(rel.options()));
       Path root = new Path(roots[i]);
-      boolean splitable = rel.fileFormat().isSplitable(spark, rel.options(), root);
       Projected projected = new Projected(project.projectList(), leaf.output());
-      sources[i] = new Source(
-          rel, reader, projected, new FileSourceOptions(rel.options()), splitable, root);
+      sources[i] = new Source(rel, reader, projected, new FileSourceOptions(rel.options()), root);
     }
     return new BatchScan(spark, template.schema(), sources);
   }
@@ -193,19 +198,37 @@ public final class BatchScan {
       }
     }
     List rdds = new ArrayList();
+    long[] bytes = new long[1];
     for (int i = 0; i < sources.length; i++) {
       if (!files[i].isEmpty()) {
-        rdds.add(read(sources[i], files[i]));
+        rdds.add(read(sources[i], files[i], bytes));
       }
     }
     RDD rows = rdds.size() == 1
         ? (RDD) rdds.get(0)
         : new UnionRDD(spark.sparkContext(), CollectionConverters.asScala(rdds).toList(),
             ClassTag$.MODULE$.apply(InternalRow.class));
-    return spark.internalCreateDataFrame(rows, schema, false);
+    return rowsOf(rows, bytes[0]);
   }
 
-  RDD read(Source s, List paths) throws IOException {
+  /** {@code rows} as a DataFrame whose plan is of rows Spark planned, sized by their files
+   * as a file scan is (Spark's own DataFrame of an RDD counts as too large to broadcast). */
+  Dataset rowsOf(RDD rows, long bytes) {
+    LogicalRDD$ rdd = LogicalRDD$.MODULE$;
+    scala.collection.immutable.Seq output = DataTypeUtils$.MODULE$.toAttributes(schema);
+    Partitioning parts = rdd.apply$default$3();
+    scala.collection.immutable.Seq order = rdd.apply$default$4();
+    Option none = Option.empty();
+    double factor = spark.sessionState().conf().fileCompressionFactor();
+    Statistics stats = new Statistics(
+        BigInt$.MODULE$.apply(Math.max(1L, (long) (bytes * factor))), none,
+        AttributeMap$.MODULE$.empty(), false);
+    LogicalRDD plan = rdd.apply(output, rows, parts, order, false, none, spark,
+        Option.apply(stats), none, rdd.apply$default$10(output, rows, parts, order, false, none));
+    return Dataset$.MODULE$.ofRows(spark, plan);
+  }
+
+  RDD read(Source s, List paths, long[] bytes) throws IOException {
     FileSystem fs = s.root.getFileSystem(spark.sparkContext().hadoopConfiguration());
     List statuses = new ArrayList();
     for (int j = 0; j < paths.size(); j++) {
@@ -215,6 +238,7 @@ public final class BatchScan {
         st = fs.getFileStatus(new Path(path));
       }
       s.seen.add(path);
+      bytes[0] += st.getLen();
       statuses.add(new FileStatusWithMetadata(st, Map$.MODULE$.empty()));
     }
     scala.collection.immutable.Seq all = CollectionConverters.asScala(statuses).toList();
@@ -224,8 +248,11 @@ public final class BatchScan {
     List split = new ArrayList();
     for (int j = 0; j < statuses.size(); j++) {
       FileStatusWithMetadata f = (FileStatusWithMetadata) statuses.get(j);
+      // (Per file: a compressed one, say, is read whole.)
+      boolean splitable = s.relation.fileFormat().isSplitable(
+          spark, s.relation.options(), f.getPath());
       split.addAll(CollectionConverters.asJava(PartitionedFileUtil$.MODULE$.splitFiles(
-          f, f.getPath(), s.splitable, maxSplit, InternalRow.empty())));
+          f, f.getPath(), splitable, maxSplit, InternalRow.empty())));
     }
     split.sort(new Largest());
     scala.collection.immutable.Seq partitions = FilePartition$.MODULE$.getFilePartitions(

@@ -1,0 +1,155 @@
+"""The engine's own micro-batch loop over file streams (`runtime.loop`): the reference's rows
+and the same batches as Spark's loop, a batch that failed before its commit run again with the
+files it logged, new files taken while the job runs, and Spark's loop where it must run."""
+
+from __future__ import annotations
+
+import threading
+import time
+import typing as t
+
+import pytest
+
+from streamjoin.errors import StreamJoinError
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime import loop as loop_module
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.state.checkpoint import Checkpoint
+from streamjoin.sql import parse_job
+from tests.e2e.files import write_batches
+
+from .harness import read_sink
+from .streams import make_batches, window_join_job
+
+if t.TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+COLUMNS = ("aid", "bid")
+
+
+@pytest.fixture
+def loop_conf(spark: SparkSession) -> Iterator[None]:
+    yield
+    spark.conf.unset("streamjoin.loop")
+
+
+def _run(spark: SparkSession, text: str, ckpt: Path, loop: str = "auto", **kw: t.Any) -> t.Any:
+    spark.conf.set("streamjoin.loop", loop)
+    kw.setdefault("once", True)
+    return Engine(spark).run(parse_job(text, "<test>"), checkpoint=str(ckpt), progress=False, **kw)
+
+
+@pytest.mark.parametrize("parquet", [False, True], ids=["json", "parquet"])
+def test_rows_and_batches_as_in_sparks_loop(
+    spark: SparkSession, tmp_path: Path, loop_conf: None, parquet: bool
+) -> None:
+    batches = make_batches(5, n_batches=6, rows_per_batch=10)
+    write_batches(tmp_path / "in", batches, parquet=parquet)
+    fmt = "parquet" if parquet else "json"
+    late = {}
+    for loop in ("auto", "spark"):
+        out, ckpt = tmp_path / f"out-{loop}", tmp_path / f"ckpt-{loop}"
+        text = window_join_job(str(out), 3, str(tmp_path / "in"), fmt)
+        job = parse_job(text, "<test>")
+        summary = _run(spark, text, ckpt, loop)
+        assert summary.batches == len(batches)  # (a file a batch, as Spark's file source)
+        expected = normalize(run_reference(job, batches).outputs["q1"])
+        assert expected
+        assert normalize(read_sink(spark, job, "w", COLUMNS)) == expected
+        assert (ckpt / "loop").exists() == (loop == "auto")
+        assert (ckpt / "spark" / "offsets").exists() == (loop == "spark")
+        late[loop] = summary.late
+    # (Which rows are late follows from the batches: the same in both loops.)
+    assert late["auto"] == late["spark"] == {"A": 4, "B": 4}
+
+
+def test_a_batch_cut_short_runs_again_with_its_files(
+    spark: SparkSession, tmp_path: Path, loop_conf: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loop_module, "COMPACT_EVERY", 2)
+    batches = make_batches(9, n_batches=7, rows_per_batch=10)
+    write_batches(tmp_path / "in", batches[:6])
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    text = window_join_job(str(out), 3, str(tmp_path / "in"))
+
+    commit = Checkpoint.commit
+
+    def fail_at_4(self: Checkpoint, manifest: t.Any, prev: t.Any) -> None:
+        if manifest.batch == 4:
+            raise StreamJoinError("stopped before batch 4's commit")
+        commit(self, manifest, prev)
+
+    monkeypatch.setattr(Checkpoint, "commit", fail_at_4)
+    with pytest.raises(StreamJoinError, match="batch 4"):
+        _run(spark, text, ckpt)
+    monkeypatch.setattr(Checkpoint, "commit", commit)
+    names = sorted(p.name for p in (ckpt / "loop").iterdir())
+    assert "3.read" in names and "4" in names and "0" not in names  # (compacted up to 3)
+    # A file that arrives before the restart is not part of batch 4, which runs again first.
+    write_batches(tmp_path / "in", batches[6:], first=6)
+    summary = _run(spark, text, ckpt)
+    assert summary.batches == 7
+    job = parse_job(text, "<t>")
+    expected = run_reference(job, batches).outputs["q1"]
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+    assert not _run(spark, text, ckpt).batches_this_run  # (nothing read twice)
+
+
+def test_files_that_arrive_while_it_runs(
+    spark: SparkSession, tmp_path: Path, loop_conf: None
+) -> None:
+    # (No late row and a wide window: the rows do not depend on how files fall into batches.)
+    batches = make_batches(13, n_batches=5, rows_per_batch=8, late_per_batch=0)
+    write_batches(tmp_path / "in", batches[:1])
+    text = window_join_job(str(tmp_path / "out"), 1000, str(tmp_path / "in"))
+
+    def feed() -> None:
+        for i in range(1, len(batches)):
+            time.sleep(0.6)
+            write_batches(tmp_path / "in", batches[i : i + 1], first=i)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        deadline = time.monotonic() + 120
+        summary = None
+        while time.monotonic() < deadline:
+            summary = _run(
+                spark, text, tmp_path / "ckpt", once=False, trigger="0.2 seconds", timeout=4
+            )
+            if not feeder.is_alive() and summary.batches == len(batches):
+                break
+    finally:
+        feeder.join()
+    assert summary is not None and summary.batches == len(batches)
+    job = parse_job(text, "<t>")
+    expected = run_reference(job, batches).outputs["q1"]
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+
+
+def test_sparks_loop_where_the_engines_cannot_run(
+    spark: SparkSession, tmp_path: Path, loop_conf: None
+) -> None:
+    batches = make_batches(17, n_batches=5, rows_per_batch=8)
+    write_batches(tmp_path / "in", batches[:3])
+    text = window_join_job(str(tmp_path / "out"), 3, str(tmp_path / "in"))
+    # An option of Spark's file source that the engine's loop does not implement.
+    option = text.replace(
+        "maxFilesPerTrigger = '1'", "maxFilesPerTrigger = '1', latestFirst = 'false'"
+    )
+    _run(spark, option, tmp_path / "ckpt-option")
+    assert (tmp_path / "ckpt-option" / "spark" / "offsets").exists()
+    assert not (tmp_path / "ckpt-option" / "loop").exists()
+    # A checkpoint that Spark's loop started stays in it.
+    ckpt = tmp_path / "ckpt"
+    _run(spark, text, ckpt, "spark")
+    write_batches(tmp_path / "in", batches[3:], first=3)
+    summary = _run(spark, text, ckpt, "auto")
+    assert summary.batches == len(batches)
+    assert not (ckpt / "loop").exists()
+    job = parse_job(text, "<t>")
+    expected = run_reference(job, batches).outputs["q1"]
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
