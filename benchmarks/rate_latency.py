@@ -8,7 +8,14 @@ import os
 import threading
 import typing as t
 
-from benchmarks.sparklog import Ends, commit_ids, committed_files, offset_ends, query_checkpoints
+from benchmarks.sparklog import (
+    Ends,
+    commit_file,
+    commit_ids,
+    committed_files,
+    offset_ends,
+    query_checkpoints,
+)
 
 if t.TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -57,7 +64,7 @@ class CommitWatch:
             with contextlib.suppress(OSError):
                 ends.update(offset_ends(ckpt, known=ends.keys()))
                 for batch in commit_ids(ckpt) - seen.keys():
-                    seen[batch] = os.stat(os.path.join(ckpt, "commits", str(batch))).st_mtime
+                    seen[batch] = os.stat(commit_file(ckpt, batch)).st_mtime
 
     def stop(self) -> dict[str, dict[int, float]]:
         """Stop watching; every commit time seen, by checkpoint and batch."""
@@ -76,8 +83,7 @@ def commit_stamps(ckpt: str, batches: Iterable[int], seen: Mapping[int, float]) 
     """The commit time of each of `batches` of a query checkpoint: as seen during the run, else
     its commit file's; for a batch whose file was deleted unseen, the oldest file left's (it
     committed before that one's batch ran, so its latency is overstated, never understated)."""
-    commits = os.path.join(ckpt, "commits")
-    on_disk = {b: os.stat(os.path.join(commits, str(b))).st_mtime for b in commit_ids(ckpt)}
+    on_disk = {b: os.stat(commit_file(ckpt, b)).st_mtime for b in commit_ids(ckpt)}
     stamps = {}
     for b in batches:
         if b in seen:

@@ -1,6 +1,6 @@
-"""What a Spark file-source query's checkpoint says about its input: which batch read each
-file, and whether that batch committed. Every engine reads with Spark's file source, so the
-same logs describe all of them.
+"""What a file-source query's checkpoint says about its input: which batch read each file, and
+whether that batch committed. Every engine but streamjoin's own loop (`LOOP`) reads with
+Spark's file source, so the same logs describe them.
 
 A query's batch and its sources' log entries are numbered apart. ``sources/<i>/<n>`` lists
 the files source ``i`` took at its ``n``-th offset; ``offsets/<batch>`` says up to which offset
@@ -24,10 +24,55 @@ Ends = tuple[int | None, ...]
 """A batch's end offset of each source, by source index (None: a source with none yet)."""
 
 
+LOOP = "loop"
+"""streamjoin's own micro-batch loop keeps, under its checkpoint, ``loop/<batch>`` (JSON: each
+stream's files and their sizes, written before the batch runs) and ``loop/<batch>.read``
+(every file read up to that batch, and its batch), and commits a batch by its manifest,
+``manifests/<batch, 12 digits>.json``; older manifests are deleted as batches run."""
+
+
+def _is_loop(checkpoint: str) -> bool:
+    return os.path.isdir(os.path.join(checkpoint, LOOP))
+
+
+def commit_file(checkpoint: str, batch: int) -> str:
+    """The file whose existence commits `batch`: Spark's ``commits/<batch>``, or the engine's
+    own loop's manifest."""
+    if _is_loop(checkpoint):
+        return os.path.join(checkpoint, "manifests", f"{batch:012d}.json")
+    return os.path.join(checkpoint, "commits", str(batch))
+
+
 def commit_ids(checkpoint: str) -> set[int]:
-    """The batches of a Spark query's checkpoint whose ``commits/<batch>`` file is there."""
+    """The batches of a query's checkpoint whose commit file (`commit_file`) is there."""
+    if _is_loop(checkpoint):
+        folder = os.path.join(checkpoint, "manifests")
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+        stems = (n[: -len(".json")] for n in names if n.endswith(".json"))
+        return {int(stem) for stem in stems if stem.isdigit()}
     commits = os.path.join(checkpoint, "commits")
     return {int(n) for n in os.listdir(commits) if n.isdigit()} if os.path.isdir(commits) else set()
+
+
+def _loop_files(checkpoint: str) -> dict[str, int]:
+    """Every file the engine's own loop logged, with its batch (local paths)."""
+    from urllib.parse import urlparse
+
+    folder = os.path.join(checkpoint, LOOP)
+    files: dict[str, int] = {}
+    for name in sorted(os.listdir(folder), key=lambda n: n.endswith(".read"), reverse=True):
+        stem = name.removesuffix(".read")
+        if not stem.isdigit():
+            continue
+        with contextlib.suppress(FileNotFoundError):  # (compacted meanwhile: in a .read)
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                streams = json.load(f)["streams"]
+            for logged in streams.values():
+                if name.endswith(".read"):
+                    files.update({urlparse(p).path: int(b) for p, b in logged.items()})
+                else:
+                    files.update({urlparse(p).path: int(stem) for p, _ in logged})
+    return files
 
 
 def offset_ends(checkpoint: str, known: Collection[int] = ()) -> dict[int, Ends]:
@@ -77,6 +122,9 @@ def committed_files(checkpoint: str, ends: Mapping[int, Ends] | None = None) -> 
 
     done = commit_ids(checkpoint)
     oldest = min(done, default=None)
+    if _is_loop(checkpoint):  # (a batch runs after the one before it committed)
+        newest = max(done, default=-1)
+        return {p: b for p, b in _loop_files(checkpoint).items() if b <= newest}
     planned = {**offset_ends(checkpoint, known=(ends or {}).keys()), **(ends or {})}
     order = sorted(planned)
 
@@ -130,11 +178,14 @@ def committed_files(checkpoint: str, ends: Mapping[int, Ends] | None = None) -> 
 
 
 def query_checkpoints(workdir: str) -> list[str]:
-    """The Spark checkpoints under ``workdir/ckpt``: one per query (``commits`` beside
-    ``sources``), wherever each engine keeps it."""
+    """The query checkpoints under ``workdir/ckpt``: one per Spark query (``commits`` beside
+    ``offsets``) or per run of streamjoin's own loop (``loop`` beside ``manifests``), wherever
+    each engine keeps it."""
     found = []
     for d, subdirs, _ in os.walk(os.path.join(workdir, "ckpt")):
-        if "commits" in subdirs and "offsets" in subdirs:
+        if ("commits" in subdirs and "offsets" in subdirs) or (
+            LOOP in subdirs and "manifests" in subdirs
+        ):
             found.append(d)
     return sorted(found)
 

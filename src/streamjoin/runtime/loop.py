@@ -99,7 +99,8 @@ def loop_refusal(
 class BatchLog:
     """Which files each batch read, under ``<checkpoint>/loop``: ``<b>`` per batch (JSON: each
     stream's files and their sizes), written before the batch runs, and ``<b>.read``, every
-    file the batches up to b read, which replaces the single logs up to b once b is committed.
+    file the batches up to b read and its batch, which replaces the single logs up to b once b
+    is committed.
     Also what `runtime.state.sourcefiles.SourceLog` tells a batch: the files of its streams
     whose state is read back from them."""
 
@@ -112,21 +113,22 @@ class BatchLog:
     def _names(self) -> list[str]:
         return self.fs.list_names(self.dir)
 
-    def restore(self) -> tuple[dict[str, set[str]], int | None]:
-        """Every file logged so far, per stream, and the newest logged batch (None: none)."""
+    def restore(self) -> tuple[dict[str, dict[str, int]], int | None]:
+        """Every file logged so far and its batch, per stream, and the newest logged batch
+        (None: none)."""
         names = self._names()
         compacts = sorted(int(n[: -len(".read")]) for n in names if n.endswith(".read"))
-        read: dict[str, set[str]] = {}
+        read: dict[str, dict[str, int]] = {}
         newest = compacts[-1] if compacts else None
         if compacts:
             raw = json.loads(self.fs.read_text(f"{self.dir}/{compacts[-1]}.read"))
-            read = {name: set(files) for name, files in raw["streams"].items()}
+            read = {name: dict(files) for name, files in raw["streams"].items()}
         upto = compacts[-1] if compacts else -1
         for b in sorted(int(n) for n in names if n.isdigit()):
             if b <= upto:
                 continue
             for name, files in self.read(b).items():
-                read.setdefault(name, set()).update(f for f, _ in files)
+                read.setdefault(name, {}).update((f, b) for f, _ in files)
             newest = b
         return read, newest
 
@@ -157,12 +159,12 @@ class BatchLog:
             if name in self.sourced and files
         }
 
-    def compact(self, committed: int, read: Mapping[str, set[str]]) -> None:
+    def compact(self, committed: int, read: Mapping[str, Mapping[str, int]]) -> None:
         """After batch `committed` is committed: every `COMPACT_EVERY` batches, the files read
         so far (`read`) in one file, and the logs it replaces deleted."""
         if (committed + 1) % COMPACT_EVERY:
             return
-        text = json.dumps({"streams": {n: sorted(fs) for n, fs in read.items()}})
+        text = json.dumps({"streams": {n: dict(sorted(fs.items())) for n, fs in read.items()}})
         self.fs.write_text_atomic(f"{self.dir}/{committed}.read", text)
         for name in self._names():
             stem = name[: -len(".read")] if name.endswith(".read") else name
@@ -267,7 +269,7 @@ class FileLoop:
         self._input = time.monotonic() - began
         processor(df, batch)
         for name, fs in files.items():
-            self.read.setdefault(name, set()).update(f for f, _ in fs)
+            self.read.setdefault(name, {}).update((f, batch) for f, _ in fs)
         self.log.compact(batch, self.read)
 
     def run(

@@ -156,3 +156,50 @@ def test_an_entry_compacted_away_while_being_read_is_found_in_the_compaction(
 
 def _lines(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines()[1:] if line.strip()]
+
+
+def _loop_checkpoint(root: Path, feed: Path, batches: int, committed: int, compacted: int) -> str:
+    """A checkpoint of streamjoin's own loop: batch b read file b of `feed` and of ``feed2``;
+    logs up to `compacted` folded into ``<compacted>.read``, the rest one a batch; manifests of
+    the last three committed batches left (older ones deleted), each written at 100 + b."""
+    (root / "loop" / "empty").mkdir(parents=True)
+    (root / "manifests").mkdir()
+    uri = {
+        b: [f"file:{_file(feed, b)}", f"file:{_file(feed.with_name('feed2'), b)}"]
+        for b in range(batches)
+    }
+    read = {
+        "a": {uri[b][0]: b for b in range(compacted + 1)},
+        "b": {uri[b][1]: b for b in range(compacted + 1)},
+    }
+    (root / "loop" / f"{compacted}.read").write_text(json.dumps({"streams": read}))
+    for b in range(compacted + 1, batches):
+        logged = {"a": [[uri[b][0], 10]], "b": [[uri[b][1], 10]]}
+        (root / "loop" / str(b)).write_text(json.dumps({"streams": logged}))
+    for b in range(max(0, committed - 2), committed + 1):
+        path = root / "manifests" / f"{b:012d}.json"
+        path.write_text("{}")
+        os.utime(path, (100.0 + b, 100.0 + b))
+    return str(root)
+
+
+def test_the_engines_own_loop_tells_which_batch_read_each_file_and_when_it_committed(
+    tmp_path: Path,
+) -> None:
+    feed, work = tmp_path / "feed", tmp_path / "work"
+    # Batch 6 is logged and running; 0-4 are compacted, 3-5 have their manifests left.
+    ckpt = _loop_checkpoint(work / "ckpt", feed, batches=7, committed=5, compacted=4)
+    files = committed_files(ckpt)
+    assert files == {
+        **{_file(feed, b): b for b in range(6)},
+        **{_file(feed.with_name("feed2"), b): b for b in range(6)},
+    }
+    fed = {_file(feed, b) for b in range(6)}
+    assert drained(str(work), fed)
+    assert not drained(str(work), fed | {_file(feed, 6)})
+    watch = CommitWatch(str(work))
+    watch.times = {ckpt: {0: 100.0, 1: 101.0, 2: 102.0}}  # (seen before they were deleted)
+    fed_files = [FedFile(_file(feed, b), "a", 10, 99.5 + b) for b in range(6)]
+    figures = latency_figures(str(work), fed_files, 99.0, 106.0, 1.0, watch)
+    assert figures["rows_processed"] == 60
+    assert figures["latency_max_s"] == figures["latency_p50_s"] == 0.5
