@@ -56,11 +56,21 @@ def commit_ids(checkpoint: str) -> set[int]:
 
 def _loop_files(checkpoint: str) -> dict[str, int]:
     """Every file the engine's own loop logged, with its batch (local paths)."""
+    folder = os.path.join(checkpoint, LOOP)
+    # (A compaction between the listing and the reads: read again until the listing holds.)
+    for _ in range(20):
+        names = os.listdir(folder)
+        files = _read_loop_logs(folder, names)
+        if sorted(os.listdir(folder)) == sorted(names):
+            break
+    return files
+
+
+def _read_loop_logs(folder: str, names: list[str]) -> dict[str, int]:
     from urllib.parse import urlparse
 
-    folder = os.path.join(checkpoint, LOOP)
     files: dict[str, int] = {}
-    for name in sorted(os.listdir(folder), key=lambda n: n.endswith(".read"), reverse=True):
+    for name in sorted(names, key=lambda n: n.endswith(".read"), reverse=True):
         stem = name.removesuffix(".read")
         if not stem.isdigit():
             continue

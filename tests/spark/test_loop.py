@@ -12,8 +12,8 @@ import pytest
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime import loop as loop_module
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.state import batchlog
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
@@ -69,7 +69,7 @@ def test_rows_and_batches_as_in_sparks_loop(
 def test_a_batch_cut_short_runs_again_with_its_files(
     spark: SparkSession, tmp_path: Path, loop_conf: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(loop_module, "COMPACT_EVERY", 2)
+    monkeypatch.setattr(batchlog, "COMPACT_EVERY", 2)
     batches = make_batches(9, n_batches=7, rows_per_batch=10)
     write_batches(tmp_path / "in", batches[:6])
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
@@ -109,7 +109,11 @@ def test_files_that_arrive_while_it_runs(
     def feed() -> None:
         for i in range(1, len(batches)):
             time.sleep(0.6)
-            write_batches(tmp_path / "in", batches[i : i + 1], first=i)
+            # (Written aside, then moved in whole: a file is read as it is when listed.)
+            write_batches(tmp_path / "aside", batches[i : i + 1], first=i)
+            for name in ("A", "B"):
+                done = tmp_path / "aside" / name / f"part-{i:05d}.json"
+                done.rename(tmp_path / "in" / name / done.name)
 
     feeder = threading.Thread(target=feed)
     feeder.start()
@@ -153,3 +157,37 @@ def test_sparks_loop_where_the_engines_cannot_run(
     job = parse_job(text, "<t>")
     expected = run_reference(job, batches).outputs["q1"]
     assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+
+
+def test_a_directory_as_sparks_file_source_lists_it(
+    spark: SparkSession, tmp_path: Path, loop_conf: None
+) -> None:
+    batches = make_batches(19, n_batches=4, rows_per_batch=8)
+    write_batches(tmp_path / "in", batches)
+    # A file in a subdirectory is read; one being copied (``._COPYING_``) or hidden is not.
+    (tmp_path / "in" / "A" / "sub").mkdir()
+    moved = tmp_path / "in" / "A" / "part-00002.json"
+    moved.rename(tmp_path / "in" / "A" / "sub" / moved.name)
+    (tmp_path / "in" / "B" / "part-00009.json._COPYING_").write_text("{not json\n")
+    (tmp_path / "in" / "B" / ".part-00009.json").write_text("{not json\n")
+    text = window_join_job(str(tmp_path / "out"), 3, str(tmp_path / "in"))
+    ckpt = tmp_path / "ckpt"
+    summary = _run(spark, text, ckpt)
+    assert (ckpt / "loop").exists()
+    assert summary.batches == len(batches) and not any(summary.malformed.values())
+    job = parse_job(text, "<t>")
+    expected = run_reference(job, batches).outputs["q1"]
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+    # Spark's loop cannot continue this checkpoint: it would read every file again.
+    with pytest.raises(StreamJoinError, match="started by the engine's own micro-batch loop"):
+        _run(spark, text, ckpt, "spark")
+    # A directory that is not there stops the run at once, as Spark's file source does.
+    missing = text.replace(str(tmp_path / "in" / "B"), str(tmp_path / "nowhere"))
+    with pytest.raises(StreamJoinError, match="nowhere does not exist"):
+        _run(spark, missing, tmp_path / "ckpt-missing")
+    # A column of the current time is the batch's in Spark's loop, not the run's start.
+    now = text.replace(
+        "maxFilesPerTrigger", "'column.s' = 'CAST(current_date() AS STRING)', maxFilesPerTrigger", 1
+    )
+    _run(spark, now, tmp_path / "ckpt-now")
+    assert (tmp_path / "ckpt-now" / "spark" / "offsets").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import shutil
 import tempfile
@@ -26,6 +27,7 @@ from streamjoin.runtime.serve.runview import Ui, serve_run
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
+from streamjoin.runtime.state.batchlog import refuse_sparks_loop
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
 from streamjoin.runtime.state.lock import CheckpointLock
@@ -248,16 +250,14 @@ class Engine:
         processor = None
         try:
             read = [sp.name for sp in plan.streams if sp.name not in given]
-
-            def unify(frames: Mapping[str, DataFrame]) -> DataFrame:
-                return self.unified(plan, frames)
-
             sourced = sourced_streams(plan, read, settings.state_from_source)
-            # (Elastic executors read their load from Spark's progress reports.)
-            choice = "spark" if settings.max_executors else settings.loop
             loop = None
-            if loop_refusal(plan, store, given=given, choice=choice) is None:
+            why = loop_refusal(plan, store, settings, given=given, trigger=once or bool(every))
+            if why is None:
+                unify = functools.partial(self.unified, plan)
                 loop = FileLoop.start(self.spark, plan, store, sourced, unify)
+            if loop is None:
+                refuse_sparks_loop(store, why or "its scan of the files cannot be made")
             log: BatchFiles | None = None
             if loop is not None:
                 log, publisher = loop.log, None  # (no streaming query's progress to carry it)
@@ -270,7 +270,6 @@ class Engine:
             if scaler is not None:
                 scaler.start()
             started = time.monotonic()
-            self._stop.clear()
             if loop is not None:
                 if ui is not None and history is not None:
                     server = serve_run(ui, plan, history, lambda: loop.running)
@@ -299,6 +298,7 @@ class Engine:
             )
         finally:
             self.running.clear()
+            self._stop.clear()
             if server is not None:
                 server.stop()
             if processor is not None:
@@ -367,6 +367,7 @@ class Engine:
         store = Checkpoint(FileStore(self.spark), checkpoint)
         store.lock = lock = take_lock(store)
         try:
+            refuse_sparks_loop(store, "a served job runs in Spark's loop")
             share = (settings.share_joins, settings.share)
             served = ServedQueries(job, store, self.check_query, history, share=share)
             plan = served.plan(served.job_of(served.current), served.current.groups)

@@ -23,15 +23,16 @@ Spark's loop started, elastic executors (which read Spark's progress), or the se
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 import typing as t
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.sources import FILE_FORMATS, file_reader, reader_options
+from streamjoin.runtime.state.batchlog import BatchLog
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -39,12 +40,11 @@ if t.TYPE_CHECKING:
     from streamjoin.plan import JobPlan, StreamPlan
     from streamjoin.runtime.batch.context import BatchReport
     from streamjoin.runtime.batch.processor import BatchProcessor
+    from streamjoin.runtime.settings import Settings
     from streamjoin.runtime.state.checkpoint import Checkpoint
 
-LOOP_DIR = "loop"
-"""Under the checkpoint: the loop's log of each batch's files."""
-EMPTY_DIR = f"{LOOP_DIR}/empty"
-"""An empty directory the unified input's plan is first made over."""
+EMPTY_DIR = "scan-empty"
+"""Under the checkpoint: an empty directory the unified input's plan is first made over."""
 MAX_FILES = "maxfilespertrigger"
 _SPARK_ONLY = frozenset(
     {
@@ -65,18 +65,26 @@ _SPARK_ONLY = frozenset(
 )
 """Options of Spark's file source that this loop does not implement (lower case)."""
 _WILDCARDS = frozenset("*?[{")
-COMPACT_EVERY = 100
-"""Every so many committed batches, the logs so far become one list of the files read."""
 
 
 def loop_refusal(
-    plan: JobPlan, store: Checkpoint, *, given: Mapping[str, t.Any], choice: str
+    plan: JobPlan,
+    store: Checkpoint,
+    settings: Settings,
+    *,
+    given: Mapping[str, t.Any],
+    trigger: bool = True,
 ) -> str | None:
-    """Why `plan` runs in Spark's loop rather than this one (None: it runs in this one)."""
-    if choice == "spark":
+    """Why `plan` runs in Spark's loop rather than this one (None: it runs in this one);
+    `trigger`: the run's trigger is one this loop reads (or it has none: ``once``)."""
+    if settings.loop == "spark":
         return "streamjoin.loop is spark"
+    if settings.max_executors:
+        return "elastic executors read their load from Spark's progress reports"
     if given:
         return "some streams are DataFrames the caller gave"
+    if not trigger:
+        return "the trigger is not in seconds or milliseconds"
     paths = set()
     for sp in plan.streams:
         s = sp.stream
@@ -94,83 +102,6 @@ def loop_refusal(
     if store.fs.list_names(store.path("spark/offsets")):
         return "Spark's loop started this checkpoint"
     return None
-
-
-class BatchLog:
-    """Which files each batch read, under ``<checkpoint>/loop``: ``<b>`` per batch (JSON: each
-    stream's files and their sizes), written before the batch runs, and ``<b>.read``, every
-    file the batches up to b read and its batch, which replaces the single logs up to b once b
-    is committed.
-    Also what `runtime.state.sourcefiles.SourceLog` tells a batch: the files of its streams
-    whose state is read back from them."""
-
-    def __init__(self, store: Checkpoint, sourced: t.Collection[StreamPlan] = ()) -> None:
-        self.fs = store.fs
-        self.dir = store.path(LOOP_DIR)
-        self.sourced = {sp.name for sp in sourced}
-        self._batches: dict[int, dict[str, list[tuple[str, int]]]] = {}
-
-    def _names(self) -> list[str]:
-        return self.fs.list_names(self.dir)
-
-    def restore(self) -> tuple[dict[str, dict[str, int]], int | None]:
-        """Every file logged so far and its batch, per stream, and the newest logged batch
-        (None: none)."""
-        names = self._names()
-        compacts = sorted(int(n[: -len(".read")]) for n in names if n.endswith(".read"))
-        read: dict[str, dict[str, int]] = {}
-        newest = compacts[-1] if compacts else None
-        if compacts:
-            raw = json.loads(self.fs.read_text(f"{self.dir}/{compacts[-1]}.read"))
-            read = {name: dict(files) for name, files in raw["streams"].items()}
-        upto = compacts[-1] if compacts else -1
-        for b in sorted(int(n) for n in names if n.isdigit()):
-            if b <= upto:
-                continue
-            for name, files in self.read(b).items():
-                read.setdefault(name, {}).update((f, b) for f, _ in files)
-            newest = b
-        return read, newest
-
-    def read(self, batch: int) -> dict[str, list[tuple[str, int]]]:
-        """Batch `batch`'s files per stream, with their sizes (empty: not logged)."""
-        if batch not in self._batches:
-            path = f"{self.dir}/{batch}"
-            if not self.fs.exists(path):
-                return {}
-            raw = json.loads(self.fs.read_text(path))
-            self._batches[batch] = {
-                name: [(f, int(n)) for f, n in files] for name, files in raw["streams"].items()
-            }
-        return self._batches[batch]
-
-    def write(self, batch: int, files: Mapping[str, list[tuple[str, int]]]) -> None:
-        """Log batch `batch`'s files before it runs."""
-        text = json.dumps({"streams": {n: [[f, s] for f, s in fs] for n, fs in files.items()}})
-        self.fs.write_text_atomic(f"{self.dir}/{batch}", text)
-        self._batches = {b: f for b, f in self._batches.items() if b >= batch - 1}
-        self._batches[batch] = dict(files)
-
-    def files(self, batch: int) -> dict[str, list[str]]:
-        """The files batch `batch` read of each stream whose state is read back from them."""
-        return {
-            name: sorted(f for f, _ in files)
-            for name, files in self.read(batch).items()
-            if name in self.sourced and files
-        }
-
-    def compact(self, committed: int, read: Mapping[str, Mapping[str, int]]) -> None:
-        """After batch `committed` is committed: every `COMPACT_EVERY` batches, the files read
-        so far (`read`) in one file, and the logs it replaces deleted."""
-        if (committed + 1) % COMPACT_EVERY:
-            return
-        text = json.dumps({"streams": {n: dict(sorted(fs.items())) for n, fs in read.items()}})
-        self.fs.write_text_atomic(f"{self.dir}/{committed}.read", text)
-        for name in self._names():
-            stem = name[: -len(".read")] if name.endswith(".read") else name
-            if stem.isdigit() and int(stem) < committed:
-                self.fs.delete(f"{self.dir}/{name}")
-        self.fs.delete(f"{self.dir}/{committed}")
 
 
 class FileLoop:
@@ -205,9 +136,25 @@ class FileLoop:
     ) -> FileLoop | None:
         """The loop of `plan`'s streams over checkpoint `store` (`sourced`: the streams whose
         state is read back from their files), or None where its scan cannot be made: the
-        driver lacks streamjoin's jar, or Spark plans the unified input otherwise."""
+        driver lacks streamjoin's jar, or Spark plans the unified input otherwise (a column
+        of the current time, say).
+
+        Raises:
+            StreamJoinError: a stream's directory does not exist (as Spark's file source).
+        """
         jvm = spark.sparkContext._jvm
         assert jvm is not None
+        scans = jvm.streamjoin.BatchScan
+        try:
+            scans.available()
+        except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)
+            return None
+        streams = [sp.stream for sp in plan.streams]
+        for s in streams:
+            path = s.option("path") or ""
+            if not store.fs.exists(path):
+                msg = f"stream {s.name!r}: its path {path} does not exist"
+                raise StreamJoinError(msg)
         # (A batch's settings and temp views stay off the caller's session, as in Spark's
         # loop, whose batches run in a clone of it.)
         session = SparkSession(
@@ -215,7 +162,6 @@ class FileLoop:
         )
         empty = store.path(EMPTY_DIR)
         store.fs.mkdirs(empty)
-        streams = [sp.stream for sp in plan.streams]
         reader = session.read
         template = unify(
             {
@@ -224,19 +170,15 @@ class FileLoop:
             }
         )
         dirs = "\n".join(s.option("path") or "" for s in streams)
-        try:
-            scan = jvm.streamjoin.BatchScan.of(template._jdf, dirs)
-        except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)
-            return None
+        scan = scans.of(template._jdf, dirs)
         return None if scan is None else cls(session, plan, scan, BatchLog(store, sourced))
 
     def _poll(self, i: int) -> list[tuple[str, int]]:
         s = self.streams[i]
         try:
             text = str(self.scan.poll(i))
-        except Exception as err:  # (py4j's error: the directory cannot be listed)
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            msg = f"stream {s.name!r}: its directory {s.option('path')} cannot be listed: {first}"
+        except Py4JJavaError as err:
+            msg = f"stream {s.name!r}: its directory {s.option('path')}: {_java_message(err)}"
             raise StreamJoinError(msg) from None
         out = []
         for line in text.splitlines():
@@ -245,9 +187,13 @@ class FileLoop:
         return out
 
     def _next_files(self, once: bool) -> dict[str, list[tuple[str, int]]]:
-        """The next batch's files per stream (none: no new file)."""
-        if self._queue is None or not once:  # (with `once`, the files there at the start)
+        """The next batch's files per stream (none: no new file). With `once`, of the files
+        there at the start; else a stream's directory is listed again once the files of its
+        last listing are taken (as Spark's file source keeps the files a listing found)."""
+        if self._queue is None:
             self._queue = [self._poll(i) for i in range(len(self.streams))]
+        elif not once:
+            self._queue = [q or self._poll(i) for i, q in enumerate(self._queue)]
         files = {}
         for i, s in enumerate(self.streams):
             take = self.limits[i] or len(self._queue[i])
@@ -265,7 +211,11 @@ class FileLoop:
     ) -> None:
         index = {s.name: i for i, s in enumerate(self.streams)}
         spec = "\n".join(f"{index[n]}\t{f}" for n, fs in files.items() for f, _ in fs)
-        df = DataFrame(self.scan.batch(spec), self.session)
+        try:
+            df = DataFrame(self.scan.batch(spec), self.session)
+        except Py4JJavaError as err:  # (a logged file gone before a batch runs again)
+            msg = f"batch {batch}: its input files cannot be read: {_java_message(err)}"
+            raise StreamJoinError(msg) from None
         self._input = time.monotonic() - began
         processor(df, batch)
         for name, fs in files.items():
@@ -296,6 +246,9 @@ class FileLoop:
                 told(dataclasses.replace(report, seconds=seconds, phases=phases | report.phases))
 
         processor.on_batch = on_batch
+        # (Ctrl-C cancels the batch's jobs, which its threads start in this group too.)
+        group = f"streamjoin-loop-{id(self)}"
+        self.session.sparkContext.setJobGroup(group, "streamjoin batches", interruptOnCancel=True)
         committed = processor.checkpoint.latest().batch
         self.running = True
         try:
@@ -316,19 +269,25 @@ class FileLoop:
                 elif once:
                     return False
                 if not once and trigger is not None:
-                    wait = began + trigger - time.monotonic()
+                    # (At least 10 ms between listings that found nothing, as Spark's loop.)
+                    wait = began + max(trigger, 0.0 if files else 0.01) - time.monotonic()
                     if deadline is not None:
                         wait = min(wait, deadline - time.monotonic())
                     if wait > 0:
                         stop.wait(wait)
         except KeyboardInterrupt:
             # (A batch cut short is not committed: a restart runs it again.)
-            self.session.sparkContext.cancelAllJobs()
+            self.session.sparkContext.cancelJobGroup(group)
             processor.error = None
             return True
         finally:
             self.running = False
             processor.on_batch = told
+
+
+def _java_message(err: Py4JJavaError) -> str:
+    """The JVM's message of `err`, in one line."""
+    return " ".join(str(err.java_exception.getMessage() or err).split())
 
 
 def _max_files(stream: str, options: Mapping[str, str]) -> int:

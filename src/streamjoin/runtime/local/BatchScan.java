@@ -25,6 +25,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.trees.TreePattern$;
 import org.apache.spark.sql.catalyst.expressions.AttributeMap$;
 import org.apache.spark.sql.catalyst.plans.logical.Statistics;
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
@@ -94,6 +95,13 @@ public final class BatchScan {
    * another shape, or a relation has partition columns, which a list of files does not give. */
   public static BatchScan of(Dataset template, String dirs) {
     String[] roots = dirs.split("\n");
+    // (The optimiser fixes the time of current_timestamp() and the like: once here, where
+    // Spark's loop takes each batch's. Nondeterministic columns would repeat by partition.)
+    LogicalPlan analysed = template.queryExecution().analyzed();
+    if (analysed.containsPattern(TreePattern$.MODULE$.CURRENT_LIKE())
+        || !analysed.deterministic()) {
+      return null;
+    }
     LogicalPlan plan = template.queryExecution().optimizedPlan();
     List parts = plan instanceof Union
         ? CollectionConverters.asJava(((Union) plan).children())
@@ -140,28 +148,44 @@ public final class BatchScan {
     }
   }
 
-  /** The files of stream {@code i}'s directory not read yet, oldest first (by modification
+  /** Whether this class is on the driver's class path (py4j: a class it cannot find is a
+   * package, and calling it fails). */
+  public static boolean available() {
+    return true;
+  }
+
+  /** The files under stream {@code i}'s directory not read yet, oldest first (by modification
    * time, then path, as Spark's file source takes them): a line each, length, a tab, the
-   * qualified path. Hidden files and Spark's {@code _} files are not read; a directory that
-   * is not there has none. */
+   * qualified path. As Spark lists a directory: files in subdirectories too, none whose name
+   * starts with {@code _} or {@code .} or ends with {@code ._COPYING_} (a copy under way); a
+   * partition directory ({@code key=value}), whose value would be a column, is an error. */
   public String poll(int i) throws IOException {
     Source s = sources[i];
     FileSystem fs = s.root.getFileSystem(spark.sparkContext().hadoopConfiguration());
     s.listed.clear();
-    if (!fs.exists(s.root)) {
-      return "";
-    }
-    FileStatus[] found = fs.listStatus(s.root);
     List fresh = new ArrayList();
-    for (int j = 0; j < found.length; j++) {
-      String name = found[j].getPath().getName();
-      String path = found[j].getPath().toString();
-      if (found[j].isDirectory() || name.startsWith("_") || name.startsWith(".")
-          || s.seen.contains(path)) {
-        continue;
+    List dirs = new ArrayList();
+    dirs.add(s.root);
+    while (!dirs.isEmpty()) {
+      FileStatus[] found = fs.listStatus((Path) dirs.remove(dirs.size() - 1));
+      for (int j = 0; j < found.length; j++) {
+        String name = found[j].getPath().getName();
+        String path = found[j].getPath().toString();
+        if (name.startsWith("_") || name.startsWith(".") || name.endsWith("._COPYING_")) {
+          continue;
+        }
+        if (found[j].isDirectory()) {
+          if (name.contains("=")) {
+            throw new IOException("it holds the partition directory " + path
+                + ", whose value the engine's loop would not read as a column: set"
+                + " streamjoin.loop = spark for a new checkpoint");
+          }
+          dirs.add(found[j].getPath());
+        } else if (!s.seen.contains(path)) {
+          s.listed.put(path, found[j]);
+          fresh.add(found[j]);
+        }
       }
-      s.listed.put(path, found[j]);
-      fresh.add(found[j]);
     }
     fresh.sort(new Oldest());
     StringBuilder out = new StringBuilder();
