@@ -53,7 +53,7 @@ def _run_streamjoin(
     run.history = [f.to_dict() for f in history]
     # (In the engine's own loop no Spark progress times a batch: its record does, from the
     # listing of its files to its commit.)
-    run.batch_ms = [1000 * f.seconds for f in history]
+    run.batch_ms = [round(1000 * f.seconds, 1) for f in history]
 
 
 def _run_streamjoin_live(

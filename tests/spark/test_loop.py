@@ -42,6 +42,13 @@ def _run(spark: SparkSession, text: str, ckpt: Path, loop: str = "auto", **kw: t
     return Engine(spark).run(parse_job(text, "<test>"), checkpoint=str(ckpt), progress=False, **kw)
 
 
+def _assert_reference(spark: SparkSession, text: str, batches: t.Any) -> None:
+    job = parse_job(text, "<t>")
+    expected = run_reference(job, batches).outputs["q1"]
+    assert expected
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+
+
 @pytest.mark.parametrize("parquet", [False, True], ids=["json", "parquet"])
 def test_rows_and_batches_as_in_sparks_loop(
     spark: SparkSession, tmp_path: Path, loop_conf: None, parquet: bool
@@ -92,9 +99,7 @@ def test_a_batch_cut_short_runs_again_with_its_files(
     write_batches(tmp_path / "in", batches[6:], first=6)
     summary = _run(spark, text, ckpt)
     assert summary.batches == 7
-    job = parse_job(text, "<t>")
-    expected = run_reference(job, batches).outputs["q1"]
-    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+    _assert_reference(spark, text, batches)
     assert not _run(spark, text, ckpt).batches_this_run  # (nothing read twice)
 
 
@@ -129,9 +134,7 @@ def test_files_that_arrive_while_it_runs(
     finally:
         feeder.join()
     assert summary is not None and summary.batches == len(batches)
-    job = parse_job(text, "<t>")
-    expected = run_reference(job, batches).outputs["q1"]
-    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+    _assert_reference(spark, text, batches)
 
 
 def test_sparks_loop_where_the_engines_cannot_run(
@@ -154,9 +157,7 @@ def test_sparks_loop_where_the_engines_cannot_run(
     summary = _run(spark, text, ckpt, "auto")
     assert summary.batches == len(batches)
     assert not (ckpt / "loop").exists()
-    job = parse_job(text, "<t>")
-    expected = run_reference(job, batches).outputs["q1"]
-    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+    _assert_reference(spark, text, batches)
 
 
 def test_a_directory_as_sparks_file_source_lists_it(
@@ -175,9 +176,7 @@ def test_a_directory_as_sparks_file_source_lists_it(
     summary = _run(spark, text, ckpt)
     assert (ckpt / "loop").exists()
     assert summary.batches == len(batches) and not any(summary.malformed.values())
-    job = parse_job(text, "<t>")
-    expected = run_reference(job, batches).outputs["q1"]
-    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+    _assert_reference(spark, text, batches)
     # Spark's loop cannot continue this checkpoint: it would read every file again.
     with pytest.raises(StreamJoinError, match="started by the engine's own micro-batch loop"):
         _run(spark, text, ckpt, "spark")
