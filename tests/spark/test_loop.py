@@ -39,7 +39,12 @@ def loop_conf(spark: SparkSession) -> Iterator[None]:
 def _run(spark: SparkSession, text: str, ckpt: Path, loop: str = "auto", **kw: t.Any) -> t.Any:
     spark.conf.set("streamjoin.loop", loop)
     kw.setdefault("once", True)
-    return Engine(spark).run(parse_job(text, "<test>"), checkpoint=str(ckpt), progress=False, **kw)
+    group = spark.sparkContext.getLocalProperty("spark.jobGroup.id")
+    try:
+        job = parse_job(text, "<test>")
+        return Engine(spark).run(job, checkpoint=str(ckpt), progress=False, **kw)
+    finally:  # (the loop's jobs have a group of their own; the caller keeps its own)
+        assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") == group
 
 
 def _assert_reference(spark: SparkSession, text: str, batches: t.Any) -> None:

@@ -246,9 +246,12 @@ class FileLoop:
                 told(dataclasses.replace(report, seconds=seconds, phases=phases | report.phases))
 
         processor.on_batch = on_batch
-        # (Ctrl-C cancels the batch's jobs, which its threads start in this group too.)
+        # (Ctrl-C cancels the batch's jobs, which its threads start in this group too; the
+        # caller's thread gets its own group back at the end.)
+        context = self.session.sparkContext
+        kept = {k: context.getLocalProperty(k) for k in _GROUP_PROPERTIES}
         group = f"streamjoin-loop-{id(self)}"
-        self.session.sparkContext.setJobGroup(group, "streamjoin batches", interruptOnCancel=True)
+        context.setJobGroup(group, "streamjoin batches", interruptOnCancel=True)
         committed = processor.checkpoint.latest().batch
         self.running = True
         try:
@@ -277,12 +280,18 @@ class FileLoop:
                         stop.wait(wait)
         except KeyboardInterrupt:
             # (A batch cut short is not committed: a restart runs it again.)
-            self.session.sparkContext.cancelJobGroup(group)
+            context.cancelJobGroup(group)
             processor.error = None
             return True
         finally:
             self.running = False
             processor.on_batch = told
+            for key, value in kept.items():
+                context.setLocalProperty(key, value)  # type: ignore[arg-type]
+
+
+_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+"""Spark's local properties that `SparkContext.setJobGroup` sets on the calling thread."""
 
 
 def _java_message(err: Py4JJavaError) -> str:
