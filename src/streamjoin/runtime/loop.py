@@ -109,7 +109,6 @@ class FileLoop:
 
     def __init__(self, session: SparkSession, plan: JobPlan, scan: t.Any, log: BatchLog) -> None:
         self.session = session
-        self.plan = plan
         self.scan = scan
         self.log = log
         self.running = False
