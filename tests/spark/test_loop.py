@@ -10,7 +10,7 @@ import typing as t
 
 import pytest
 
-from streamjoin.errors import StreamJoinError
+from streamjoin.errors import JobError, StreamJoinError
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.state import batchlog
@@ -189,6 +189,15 @@ def test_a_directory_as_sparks_file_source_lists_it(
     missing = text.replace(str(tmp_path / "in" / "B"), str(tmp_path / "nowhere"))
     with pytest.raises(StreamJoinError, match="nowhere does not exist"):
         _run(spark, missing, tmp_path / "ckpt-missing")
+    # A query Spark rejects stops the run before its first batch, its error before the
+    # directory's.
+    wrong = missing.replace("a.k = b.k", "no_such_function(a.k) = b.k")
+    with pytest.raises(JobError, match="Spark rejects query q1"):
+        _run(spark, wrong, tmp_path / "ckpt-wrong")
+    wrong = text.replace("a.k = b.k", "no_such_function(a.k) = b.k")
+    with pytest.raises(JobError, match="Spark rejects query q1"):
+        _run(spark, wrong, tmp_path / "ckpt-wrong")
+    assert not list((tmp_path / "ckpt-wrong").glob("loop/*"))
     # A column of the current time is the batch's in Spark's loop, not the run's start.
     now = text.replace(
         "maxFilesPerTrigger", "'column.s' = 'CAST(current_date() AS STRING)', maxFilesPerTrigger", 1

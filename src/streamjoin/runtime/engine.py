@@ -10,12 +10,11 @@ import threading
 import time
 import typing as t
 
-from streamjoin.errors import JobError, StreamJoinError
+from streamjoin.errors import StreamJoinError
 from streamjoin.optimizer.sharing import group_all
 from streamjoin.plan import JobPlan, plan_job
-from streamjoin.plan.aggregate import plan_aggregate
-from streamjoin.plan.physical import candidates_of, side_lags
-from streamjoin.plan.rollup import RollupPlan
+from streamjoin.plan.physical import candidates_of
+from streamjoin.runtime.analysis import check_job, check_query
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
 from streamjoin.runtime.failure import drive, interrupted, raise_failure, run_loop
@@ -26,7 +25,7 @@ from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, tr
 from streamjoin.runtime.serve.runview import Ui, serve_run
 from streamjoin.runtime.session import get_session
 from streamjoin.runtime.settings import Settings
-from streamjoin.runtime.sources import conform, empty_relation, read_stream, tag, unify
+from streamjoin.runtime.sources import conform, read_stream, tag, unify
 from streamjoin.runtime.state.batchlog import refuse_sparks_loop
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
@@ -42,8 +41,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    from streamjoin.model import GroupQuery, Job, Query
-    from streamjoin.plan.groups import GroupQueryPlan
+    from streamjoin.model import Job, Query
     from streamjoin.runtime.serve.handle import Serving
 
 
@@ -81,10 +79,7 @@ class Engine:
         """Plan `job` and let Spark analyse every query on empty inputs, so that a mistake only
         Spark can see (an unknown function, say) is reported before the stream starts."""
         plan = self._plan(job, settings)
-        for q in job.queries:
-            self.check_query(job, q)
-        for gp in plan.group_queries:
-            self._analyse(self._group_query_sql(job, gp), gp.query.name, gp.query, job.source)
+        check_job(self.spark, job, plan)
         return plan
 
     def _plan(self, job: Job, settings: Settings | None = None) -> JobPlan:
@@ -97,58 +92,8 @@ class Engine:
         return plan_job(job, groups=group_all(allowed))
 
     def check_query(self, job: Job, q: Query, source: str | None = None) -> None:
-        """Let Spark analyse query `q` of `job` on empty inputs.
-
-        Raises:
-            JobError: Spark rejects it, at the query's INSERT INTO in `source` (default: the
-                job's file).
-        """
-        # Each input is an empty relation of the stream's declared columns, inline in the one
-        # SQL text: one analysis, no temp views.
-        inputs = ", ".join(
-            f"({empty_relation(job.stream(side.stream))}) AS {side.alias}" for side in q.sides
-        )
-        windowed = None
-        if q.windowed is not None:  # (its join, then its groups over the join's columns)
-            windowed = plan_aggregate(q, side_lags(job, q), job.source)
-        join = windowed.join_query() if windowed else q
-        select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in join.select)
-        sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
-        if windowed is not None:
-            sql = windowed.group_sql(f"({sql})", None, None)
-        if q.rollup is not None:  # (its partials of the groups, merged, then its values)
-            rp = RollupPlan(q)
-            items = ", ".join(f"`{i.alias}`" for i in q.select)  # (not the window's end)
-            groups = f"(SELECT {items} FROM ({sql}))"
-            partial = f"({rp.partial_sql(groups)})"
-            sql = rp.output_sql(f"({rp.merge_sql(None, partial)})", partial)
-        self._analyse(sql, q.name, q, source or job.source)
-
-    def _analyse(self, sql: str, name: str, q: Query | GroupQuery, source: str) -> None:
-        """Let Spark analyse `sql`, query `name`'s SQL over empty inputs.
-
-        Raises:
-            JobError: Spark rejects it, at the query's INSERT INTO in `source`.
-        """
-        try:
-            self.spark.sql(sql).schema  # noqa: B018 - forces analysis
-        except Exception as err:  # Spark's AnalysisException and friends
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            msg = f"Spark rejects query {name}: {first}"
-            text = "INSERT INTO " + q.sink
-            raise JobError(msg, line=q.line, col=1, text=text, source=source) from None
-
-    @staticmethod
-    def _group_query_sql(job: Job, gp: GroupQueryPlan) -> str:
-        """A group query's SQL over empty inputs: each input's buffered rows, their groups,
-        then the query's rows."""
-        groups = []
-        for i, group in enumerate(gp.query.inputs):
-            rows = gp.rows_sql(i, f"({empty_relation(job.stream(group.stream))})")
-            grouped = gp.inputs[i].group_sql(f"({rows})", None, None)
-            items = ", ".join(f"`{i.alias}`" for i in group.select)  # (not the window's end)
-            groups.append(f"(SELECT {items} FROM ({grouped}))")
-        return gp.output_sql(tuple(groups))
+        """Let Spark analyse query `q` of `job` on empty inputs (`analysis.check_query`)."""
+        check_query(self.spark, job, q, source)
 
     def processor(
         self, job: Job, checkpoint: str, on_batch: Callable[[BatchReport], None] | None = None

@@ -64,11 +64,12 @@ ONE_TASK_ROWS = 20_000
 """A batch's delta of at most this many rows (both sides, by its files' footers) is probed in one
 task without a shuffle: the shuffle's stage costs more than a second core saves on it."""
 
-BAND_INDEX_ROWS = 100_000
+BAND_INDEX_ROWS = 400_000
 """A band join's delta of more rows (both sides, by its files' footers) probes the cached slices
 instead of its index: the index's one partition is one task, which holds the batch's candidate
-pairs in memory, where the slices' join streams them on every core (at 80,000 rows a second a
-stream, a backlogged batch of millions of rows ran for minutes in that task)."""
+pairs in memory, where the slices' join streams them on every core (a backlogged batch of
+millions of rows ran for minutes in that task). Below it the index wins even cold: 200,000 rows
+in 0.6-0.9 s, where a switch to slices not cached took 4-5 s (docs/dev-log.md)."""
 _names = itertools.count()
 
 
