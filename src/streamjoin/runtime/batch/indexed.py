@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import typing as t
 import uuid
 
@@ -90,10 +91,10 @@ class IndexedJoins:
 
     def __init__(self) -> None:
         self._prefix = f"sj-{uuid.uuid4().hex[:8]}-{next(_names)}"
-        self._built: dict[str, tuple[int, int]] = {}
-        """Query (`_key`) → (batch committed into its index, partitions)."""
-        self._used: dict[str, tuple[int, int]] = {}
-        """Query → (batch, partitions) of the indexes this batch applies."""
+        self._built: dict[str, tuple[int, tuple[int, str]]] = {}
+        """Query (`_key`) → (batch committed into its index, (partitions, placement))."""
+        self._used: dict[str, tuple[int, tuple[int, str]]] = {}
+        """Query → (batch, (partitions, placement)) of the indexes this batch applies."""
         self._counting: dict[str, tuple[str, int]] = {}
         """Query name → (index name, units) of the probes that count rows per unit."""
         self._inputs: dict[str, t.Any] = {}
@@ -109,31 +110,49 @@ class IndexedJoins:
         """The indexes on a cluster's executors (`on_cluster`)."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
-        """Whether `qp` runs on its index in this batch: an inner two-way equi join whose rows
-        are not bucketed, or band join (`banded`), that no scheme places, that does not shed,
-        whose live state is within ``streamjoin.twoway.indexRows``, in a driver whose JVM has
-        the class."""
+        """Whether `qp` runs on its index in this batch: an inner two-way join with an
+        equality key or a band (`banded`), under the hash path or a scheme that places its
+        rows (not range's), that does not shed, whose live state is within
+        ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
         q = qp.query
         router = ctx.routers[q.name]
         rows = ctx.prev.state_rows()
         live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
         return (
             ctx.settings.index
-            and ((bool(qp.parts.equi) and router.band is None) or _small_band(ctx, qp))
+            and (bool(qp.parts.equi) or _small_band(ctx, qp))
             and q.outer is None
-            and router.scheme is None
-            and q.option("partitioning") != "hash"
+            and router.params.get("name") != "range"
             and allowances(ctx.prev, q) is None
             and live <= ctx.settings.index_rows
             and self._class(ctx.spark) is not None
         )
 
+    def partitions(self, ctx: BatchContext, qp: QueryPlan) -> int:
+        """The partitions of `qp`'s index: a scheme's places, one for a band join without a
+        key (a row probes the buckets around its value), else the batch's shuffle partitions."""
+        router = ctx.routers[qp.query.name]
+        if router.scheme is not None:
+            return router.units
+        return 1 if banded(qp) else ctx.parallelism
+
+    def counts(self, ctx: BatchContext, qp: QueryPlan) -> int:
+        """The units the probe of `qp` counts the batch's rows in for its router (0: none):
+        the automatic hash path's, which the skew check reads (`ctx.counted`), and a scheme's
+        places, which its controllers read; never on a cluster's executors."""
+        q = qp.query
+        if self.on_cluster(ctx.spark):
+            return 0
+        router = ctx.routers[q.name]
+        if router.scheme is not None or q.name in ctx.counted:
+            return router.units
+        return 0
+
     def counts_units(self, ctx: BatchContext, query: str) -> bool:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
         the batch's rows per unit in its probe (so that no job of its own does)."""
         qp = next((qp for qp in ctx.plan.joins if qp.query.name == query), None)
-        placed = self.on_cluster(ctx.spark)
-        return qp is not None and query in ctx.counted and not placed and self.eligible(ctx, qp)
+        return qp is not None and self.eligible(ctx, qp) and self.counts(ctx, qp) > 0
 
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows per unit that the batch's probes counted, by query (read once, after the
@@ -168,7 +187,9 @@ class IndexedJoins:
         predicate are planned each batch), or None: the batch's rows of every stream (the task
         reads them all) are more than one task takes, or they are not rows Spark planned, or
         the query's plans cannot be made once. Decided once a batch."""
-        key = _key(qp)
+        # (A scheme's copies are not a projection of the batch's rows: the placement is part
+        # of what was decided.)
+        key = f"{_key(qp)}@{json.dumps(ctx.routers[qp.query.name].params, sort_keys=True)}"
         if (ctx.batch_id, key) not in self._decided:
             self._decided[ctx.batch_id, key] = self._decide(ctx, key, qp)
         return self._decided[ctx.batch_id, key]
@@ -207,21 +228,23 @@ class IndexedJoins:
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
         l_least, r_least = least_times(ctx, qp)
         cls = self._class(ctx.spark)
-        # (A band row probes the buckets around its value: all in the one partition.)
-        parts = 1 if banded(qp) else ctx.parallelism
-        at = {(ctx.batch_id - 1, parts), (ctx.batch_id, parts)}
+        parts = self.partitions(ctx, qp)
+        # (Built for the partitions and the placement in force, at the batch before or at this
+        # one, run again: else built anew.)
+        layout = (parts, json.dumps(router.params, sort_keys=True))
+        at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self.on_cluster(ctx.spark):
-            return self._placed_pairs(ctx, qp, deltas, stores, parts, at)
+            return self._placed_pairs(ctx, qp, deltas, stores, parts, layout)
         if self._built.get(key) not in at:
             cls.reset(name, parts, ctx.batch_id - 1)
             stored = self._stored(ctx, qp, stores)
             if stored is not None:
                 cls.load(stored._jdf, name, parts)
-        self._used[key] = (ctx.batch_id, parts)
+        self._used[key] = (ctx.batch_id, layout)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, parts, *least)
-        units = router.units if q.name in ctx.counted else 0  # (never a band join's)
+        units = self.counts(ctx, qp)
         if units:
             self._counting[q.name] = (name, units)
         index = (name, parts, ctx.batch_id, units)
@@ -299,18 +322,19 @@ class IndexedJoins:
         deltas: t.Mapping[str, str],
         stores: StoreViews,
         parts: int,
-        at: set[tuple[int, int]],
+        layout: tuple[int, str],
     ) -> DataFrame:
         """`pairs` where a cluster's executors hold the partitions (`PlacedIndexes`): built
         there from the units where not there, then probed on each partition's owner."""
         q = qp.query
         key = _key(qp)
         delta = self._input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
+        at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self._built.get(key) not in at or key not in self.placed:
             stored = self._stored(ctx, qp, stores)
             rows = delta.limit(0) if stored is None else stored
             self.placed.build(ctx.spark, key, rows, parts, ctx.batch_id - 1)
-        self._used[key] = (ctx.batch_id, parts)
+        self._used[key] = (ctx.batch_id, layout)
         least = [_LEAST if x is None else x for x in least_times(ctx, qp)]
         pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, least)
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
@@ -375,6 +399,8 @@ def _small_band(ctx: BatchContext, qp: QueryPlan) -> bool:
     by its files' footers (a delta they do not count: taken as within)."""
     if not banded(qp):
         return False
+    if ctx.routers[qp.query.name].scheme is not None:  # (its rows spread over the places)
+        return True
     rows = ctx.delta_rows
     sides = {qp.query.left.stream, qp.query.right.stream}
     return sum(rows.get(s, 0) for s in sides) <= BAND_INDEX_ROWS

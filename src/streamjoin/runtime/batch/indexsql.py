@@ -9,7 +9,7 @@ from streamjoin.runtime.batch.joins import Side, bucket_range
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import JobPlan, QueryPlan, StreamPlan
+    from streamjoin.plan import Band, JobPlan, QueryPlan, StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
 
 
@@ -18,9 +18,10 @@ def input_parts(
 ) -> list[str]:
     """The SELECT of each side's rows of relations `left` and `right` (the two sides' columns)
     as `JoinIndex` takes them: side, key, event time, and each row as a struct on its side's
-    column (a band join's bucket range after them); with `late`, each row's event time last,
-    for the probe's late test (`intake.status_sql`'s, there compared as a decimal: the same
-    answer for every event time a row that is not malformed has)."""
+    column (`lookup_sql`'s columns after them: a band's buckets, a scheme's places); with
+    `late`, each row's event time last, for the probe's late test (`intake.status_sql`'s,
+    there compared as a decimal: the same answer for every event time a row that is not
+    malformed has)."""
     q = qp.query
     streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
     none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
@@ -28,20 +29,35 @@ def input_parts(
     for i, (alias, rel, time) in enumerate(
         ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
     ):
-        key, ranged = key_sql(ctx, qp, i)
+        key, extra, places = lookup_sql(ctx, qp, i)
         ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
         row = f"struct({alias}.*)"
         sides = (row, none[1]) if i == 0 else (none[0], row)
         event = streams[i].stream.event_time
         evt = f"unix_micros({alias}.`{event}`)" if event else "CAST(NULL AS BIGINT)"
-        parts.append(
-            f"SELECT {i} AS _sj_side, {key} AS _sj_key, {ts} AS _sj_ts, "
+        columns = (
+            f"{i} AS _sj_side, {key} AS _sj_key, {ts} AS _sj_ts, "
             f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r"
-            + ranged
-            + (f", {evt} AS _sj_evt" if late else "")
-            + f" FROM {rel} AS {alias}"
+            + "".join(f", {sql} AS {name}" for name, sql in extra)
+        )
+        tail = f", {evt} AS _sj_evt" if late else ""
+        if places is None:
+            parts.append(f"SELECT {columns}{tail} FROM {rel} AS {alias}")
+            continue
+        # A scheme's copies: one a place the row is stored or probes at, marked which.
+        store, probe = places
+        names = ", ".join([*_LAYOUT, *(name for name, _ in extra)])
+        parts.append(
+            f"SELECT {names}, _sj_part, array_contains(_sj_ss, _sj_part) AS _sj_store, "
+            f"array_contains(_sj_ps, _sj_part) AS _sj_probe{', _sj_evt' if late else ''} "
+            f"FROM (SELECT *, explode(array_union(_sj_ss, _sj_ps)) AS _sj_part FROM "
+            f"(SELECT {columns}, {store} AS _sj_ss, {probe} AS _sj_ps{tail} "
+            f"FROM {rel} AS {alias}))"
         )
     return parts
+
+
+_LAYOUT = ("_sj_side", "_sj_key", "_sj_ts", "_sj_l", "_sj_r")
 
 
 def banded(qp: QueryPlan) -> bool:
@@ -50,27 +66,57 @@ def banded(qp: QueryPlan) -> bool:
     return qp.band is not None and not qp.parts.equi
 
 
-def key_sql(ctx: BatchContext, qp: QueryPlan, side: int) -> tuple[str, str]:
-    """The SQL of a row of `side`'s key in the index (a hash of its equality keys, NULL where
-    one is NULL; a band join's: its value's bucket), and the columns that follow its other
-    columns (a band join's bucket range, ``_sj_lo`` and ``_sj_hi``; none)."""
-    if banded(qp):
-        assert qp.band is not None
-        sides: tuple[Side, Side] = ("left", "right") if side == 0 else ("right", "left")
-        lo, hi, _ = bucket_range(qp.band, sides[0])
-        key = bucket_range(qp.band, sides[1])[2]  # (the bucket the other side's probes reach)
-        # (A NULL value meets nothing: kept nowhere, as a NULL key. The bucket of NULL is the
-        # lowest one, greatest() passing over NULL.)
-        value = qp.band.left_sql if side == 0 else qp.band.right_sql
-        key = f"CASE WHEN ({value}) IS NULL THEN NULL ELSE {key} END"
-        return key, f", CAST({lo} AS BIGINT) AS _sj_lo, CAST({hi} AS BIGINT) AS _sj_hi"
+def index_band(ctx: BatchContext, qp: QueryPlan) -> Band | None:
+    """The band whose buckets the index looks rows up by, beside the equality keys: a value
+    band, the event-time window of a band join without a key, or the window once the skew
+    check has turned an equi join's time buckets on (`QueryRouter.band`); None: keys only."""
+    return qp.band if banded(qp) else ctx.routers[qp.query.name].band
+
+
+def lookup_sql(
+    ctx: BatchContext, qp: QueryPlan, side: int
+) -> tuple[str, list[tuple[str, str]], tuple[str, str] | None]:
+    """For a row of `side`: the SQL of its key in the index (a hash of its equality keys, or 0
+    without any; NULL where one, or its band value, is NULL: it meets nothing), the columns
+    that follow its row (a band's: its own bucket ``_sj_bk``, the range of buckets it probes
+    ``_sj_lo`` to ``_sj_hi``), and under a scheme the arrays of the places it is stored at and
+    probes at (None: the partition of its key)."""
     router = ctx.routers[qp.query.name]
-    if router.key_types is None:
-        router.key_types = key_types(ctx.spark, router)
-    keys = [k.left_sql if side == 0 else k.right_sql for k in qp.parts.equi]
-    cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, router.key_types, strict=True)]
-    null = " OR ".join(f"({c}) IS NULL" for c in cast)
-    return f"CASE WHEN {null} THEN NULL ELSE xxhash64({', '.join(cast)}) END", ""
+    null: list[str] = []
+    key = "CAST(0 AS BIGINT)"
+    if qp.parts.equi:
+        if router.key_types is None:
+            router.key_types = key_types(ctx.spark, router)
+        keys = [k.left_sql if side == 0 else k.right_sql for k in qp.parts.equi]
+        cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, router.key_types, strict=True)]
+        null += [f"({c}) IS NULL" for c in cast]
+        key = f"xxhash64({', '.join(cast)})"
+    extra: list[tuple[str, str]] = []
+    band = index_band(ctx, qp)
+    if band is not None:
+        sides: tuple[Side, Side] = ("left", "right") if side == 0 else ("right", "left")
+        lo, hi, _ = bucket_range(band, sides[0])
+        own = bucket_range(band, sides[1])[2]  # (the bucket the other side's probes reach)
+        # (The bucket of NULL is the lowest one, greatest() passing over NULL: kept nowhere.)
+        null.append(f"({band.left_sql if side == 0 else band.right_sql}) IS NULL")
+        extra = [
+            ("_sj_bk", f"CAST({own} AS BIGINT)"),
+            ("_sj_lo", f"CAST({lo} AS BIGINT)"),
+            ("_sj_hi", f"CAST({hi} AS BIGINT)"),
+        ]
+    if null:
+        key = f"CASE WHEN {' OR '.join(null)} THEN NULL ELSE {key} END"
+    scheme = router.scheme
+    if scheme is None:
+        return key, extra, None
+    name: Side = "left" if side == 0 else "right"
+    row = router.row_sql(name)
+    arrays = [
+        f"sequence(CAST({at.start} AS BIGINT), CAST({at.stop} AS BIGINT), "
+        f"CAST({at.step} AS BIGINT))"
+        for at in (scheme.store(name, row), scheme.probe(name, row))
+    ]
+    return key, extra, (arrays[0], arrays[1])
 
 
 def output_sql(qp: QueryPlan, pairs: str) -> str:
@@ -104,13 +150,13 @@ def least_times(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | Non
 
 
 def serves_every_join(plan: JobPlan) -> bool:
-    """Whether the indexes can serve every join of `plan` (two-way inner equi or band joins
-    only, no query that reads the stored rows otherwise), so that no state needs caching
-    beside them."""
+    """Whether the indexes can serve every join of `plan` (two-way inner joins with an
+    equality key or a band, no query that reads the stored rows otherwise), so that no state
+    needs caching beside them."""
     plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
     return plain and all(
         (qp.parts.equi or banded(qp))
         and qp.query.outer is None
-        and qp.query.option("partitioning") is None
+        and qp.query.option("partitioning") != "range"
         for qp in plan.joins
     )

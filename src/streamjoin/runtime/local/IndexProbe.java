@@ -62,24 +62,23 @@ final class IndexProbe implements FlatMapFunction {
         throw new IllegalStateException(
             "streamjoin: index " + name + " is at batch " + part.version + ", past " + batch);
       }
-      for (int i = 0; i < delta[1].size(); i++) {
-        part.sides[1].add((JoinIndex.Entry) delta[1].get(i));
-      }
+      part.sides[1].addStored(delta[1]);
       find(delta[0], part.sides[1], true, out);
       find(delta[1], part.sides[0], false, out);
-      for (int i = 0; i < delta[0].size(); i++) {
-        part.sides[0].add((JoinIndex.Entry) delta[0].get(i));
-      }
+      part.sides[0].addStored(delta[0]);
       part.version = batch;
     }
   }
 
-  /** The pairs of each row of {@code delta} with the rows of {@code other} of its key, or, a
-   * band's, of each bucket of its range (a row of the other side is in one bucket: each pair
-   * is found once). */
+  /** The pairs of each probing row of {@code delta} with the rows of {@code other} of its key,
+   * or, a band's, of its key in each bucket of its range (for one equality key, each bucket is
+   * a key of its own: each pair is found once). */
   static void find(ArrayList delta, IndexSide other, boolean left, ArrayList out) {
     for (int i = 0; i < delta.size(); i++) {
       JoinIndex.Entry d = (JoinIndex.Entry) delta.get(i);
+      if (!d.probe) {
+        continue;
+      }
       if (!d.ranged) {
         pairs(d, other, other.first(d.key), left, out);
         continue;
@@ -91,19 +90,20 @@ final class IndexProbe implements FlatMapFunction {
       if (span >= 0 && span < other.keyCount()) {
         // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
         for (long b = d.lo; ; b++) {
-          pairs(d, other, other.first(b), left, out);
+          pairs(d, other, other.first(JoinIndex.mix(d.eq, b)), left, out);
           if (b == d.hi) {
             break;
           }
         }
         continue;
       }
-      // (A range of more buckets than the other side holds, a tiny band's near the ends of the
-      // doubles: its buckets that hold rows, never a loop over all of it.)
-      for (int s = 0; s < other.heads.length; s++) {
-        long b = other.slotKeys[s];
-        if (other.heads[s] >= other.start && b >= d.lo && b <= d.hi) {
-          pairs(d, other, other.heads[s], left, out);
+      // (A range of more buckets than the other side holds keys, a tiny band's near the ends
+      // of the doubles: a pass over the other side's live rows, never a loop over the range.)
+      for (int j = other.start; j < other.end; j++) {
+        long b = other.buckets[j];
+        if (b >= d.lo && b <= d.hi && other.keys[j] == JoinIndex.mix(d.eq, b)) {
+          InternalRow o = other.rows[j];
+          out.add(new GenericInternalRow(left ? new Object[] {d.row, o} : new Object[] {o, d.row}));
         }
       }
     }

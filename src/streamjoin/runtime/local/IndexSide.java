@@ -21,6 +21,7 @@ public final class IndexSide {
   long[] keys = new long[16];
   long[] times = new long[16];
   long[] batches = new long[16];
+  long[] buckets = new long[16];  // (a band row's own bucket, for a probe of a wide range)
   InternalRow[] rows = new InternalRow[16];
   int[] older = new int[16];  // (the same key's next older row; -1: none)
   int start;
@@ -49,17 +50,33 @@ public final class IndexSide {
   }
 
   void add(JoinIndex.Entry e) {
-    add(e.key, e.ts, e.batch, e.row);
+    add(e.key, e.bucket, e.ts, e.batch, e.row);
+  }
+
+  /** Adds the entries of {@code entries} that are stored (a scheme's probing copy is not). */
+  void addStored(java.util.ArrayList entries) {
+    for (int i = 0; i < entries.size(); i++) {
+      JoinIndex.Entry e = (JoinIndex.Entry) entries.get(i);
+      if (e.store) {
+        add(e);
+      }
+    }
   }
 
   /** Adds a row of key {@code key}, event time {@code ts} (the expiry's), from batch
    * {@code batch}, as the newest. */
   public void add(long key, long ts, long batch, InternalRow row) {
+    add(key, 0L, ts, batch, row);
+  }
+
+  /** {@link #add} of a band's row of bucket {@code bucket}. */
+  public void add(long key, long bucket, long ts, long batch, InternalRow row) {
     if (end == keys.length) {
       reclaim();
     }
     int i = end++;
     keys[i] = key;
+    buckets[i] = bucket;
     times[i] = ts;
     batches[i] = batch;
     rows[i] = row;
@@ -138,6 +155,7 @@ public final class IndexSide {
       keys = java.util.Arrays.copyOf(keys, cap);
       times = java.util.Arrays.copyOf(times, cap);
       batches = java.util.Arrays.copyOf(batches, cap);
+      buckets = java.util.Arrays.copyOf(buckets, cap);
       rows = (InternalRow[]) java.util.Arrays.copyOf(rows, cap);
       older = java.util.Arrays.copyOf(older, cap);
       return;
@@ -145,14 +163,17 @@ public final class IndexSide {
     long[] k = new long[cap];
     long[] t = new long[cap];
     long[] b = new long[cap];
+    long[] u = new long[cap];
     InternalRow[] r = new InternalRow[cap];
     System.arraycopy(keys, start, k, 0, live);
     System.arraycopy(times, start, t, 0, live);
     System.arraycopy(batches, start, b, 0, live);
+    System.arraycopy(buckets, start, u, 0, live);
     System.arraycopy(rows, start, r, 0, live);
     keys = k;
     times = t;
     batches = b;
+    buckets = u;
     rows = r;
     older = new int[cap];
     start = 0;

@@ -10,6 +10,7 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
@@ -38,26 +39,59 @@ import org.apache.spark.unsafe.hash.Murmur3_x86_32;
 public final class JoinIndex {
   private JoinIndex() {}
 
-  /** One stored row; a band join's row is stored by its own bucket ({@code key}) and probes
-   * the other side's buckets from {@code lo} to {@code hi}. */
+  /** One row of a probe's input or of the committed rows loaded: stored in its partition's
+   * table under {@code key}, and probing the other side's table (a band's row: each bucket of
+   * its range). A placed row (a scheme's copy, {@code _sj_part}) may be a copy that only
+   * stores or only probes. */
   static final class Entry {
-    final long key;
+    final long key;  // (the table's key: the equality key's hash, mixed with the row's bucket)
+    final long eq;  // (the equality key's hash; 0 for a band without one)
+    final long bucket;  // (a band row's own bucket)
+    final long place;  // (the partition's key: the equality key's hash, or a scheme's place)
     final long ts;
     final long batch;
     final InternalRow row;
     final boolean ranged;
     final long lo;
     final long hi;
+    final boolean store;
+    final boolean probe;
 
-    Entry(long key, long ts, long batch, InternalRow row, boolean ranged, long lo, long hi) {
-      this.key = key;
+    Entry(
+        long eq,
+        long bucket,
+        long place,
+        long ts,
+        long batch,
+        InternalRow row,
+        boolean ranged,
+        long lo,
+        long hi,
+        boolean store,
+        boolean probe) {
+      this.key = ranged ? mix(eq, bucket) : eq;
+      this.eq = eq;
+      this.bucket = bucket;
+      this.place = place;
       this.ts = ts;
       this.batch = batch;
       this.row = row;
       this.ranged = ranged;
       this.lo = lo;
       this.hi = hi;
+      this.store = store;
+      this.probe = probe;
     }
+  }
+
+  /** The table's key of a band row with equality hash {@code eq} in bucket {@code bucket}:
+   * for one {@code eq}, distinct buckets give distinct keys (a bijection of {@code eq ^ bucket *
+   * odd}), so a probe of a range of buckets finds each stored row once. */
+  static long mix(long eq, long bucket) {
+    long h = eq ^ (bucket * 0x9E3779B97F4A7C15L);
+    h = (h ^ (h >>> 30)) * 0xBF58476D1CE4E5B9L;
+    h = (h ^ (h >>> 27)) * 0x94D049BB133111EBL;
+    return h ^ (h >>> 31);
   }
 
   /** Both sides of one partition, at the version of the last batch applied. */
@@ -87,9 +121,16 @@ public final class JoinIndex {
     return h < 0 ? h + parts : h;
   }
 
+  /** The partition of entry {@code e} of an input whose {@code fields} are given: a scheme's
+   * place modulo the partitions (one place a partition), else its equality key's shuffle
+   * partition. */
+  static int partition(Entry e, int parts, int[] fields) {
+    return fields[PLACE] >= 0 ? (int) Math.floorMod(e.place, (long) parts) : partOf(e.eq, parts);
+  }
+
   /** Each partition's rows of {@code rows}, as an entry list per side, by partition; with
-   * {@code counts}, the rows of each of its units (a unit of the skew check: the key's hash,
-   * as a non-negative long, modulo the units) counted in it. */
+   * {@code counts}, the rows of each of its units (a unit of the skew check: the row's place,
+   * or its equality key's hash as a non-negative long, modulo the units) counted in it. */
   static HashMap byPart(Iterator rows, int parts, long batch, int[] fields, long[] counts) {
     HashMap out = new HashMap();
     while (rows.hasNext()) {
@@ -98,15 +139,11 @@ public final class JoinIndex {
       if (e == null) {
         continue;
       }
-      if (e.ranged && parts != 1) {
-        // (A band row probes buckets that other partitions would hold.)
-        throw new IllegalStateException(
-            "streamjoin: a band join's index has one partition, not " + parts);
-      }
       if (counts != null) {
-        counts[(int) ((e.key & Long.MAX_VALUE) % counts.length)]++;
+        long unit = fields[PLACE] >= 0 ? e.place : e.eq;
+        counts[(int) ((unit & Long.MAX_VALUE) % counts.length)]++;
       }
-      Integer p = Integer.valueOf(partOf(e.key, parts));
+      Integer p = Integer.valueOf(partition(e, parts, fields));
       ArrayList[] sides = (ArrayList[]) out.get(p);
       if (sides == null) {
         sides = new ArrayList[] {new ArrayList(), new ArrayList()};
@@ -168,9 +205,20 @@ public final class JoinIndex {
     return n;
   }
 
+  // Positions in a probe's {@code fields} (see {@link #fields}): each side's struct's field
+  // count, then the columns that may follow the first five (-1: absent).
+  static final int LO = 2;
+  static final int HI = 3;
+  static final int BUCKET = 4;
+  static final int PLACE = 5;
+  static final int STORE = 6;
+  static final int PROBE = 7;
+
   /** The entry of input row {@code r} (its side's struct copied: the shuffle reuses its rows);
-   * null for a NULL key. {@code fields}: each side's struct's field count, then the positions
-   * of a band's bucket range {@code _sj_lo} and {@code _sj_hi} (-1: an equi join's rows). */
+   * null for a NULL key. A band's row ({@code _sj_bk}, its range {@code _sj_lo} to {@code
+   * _sj_hi}: NULL bounds are an empty range); a scheme's copy ({@code _sj_part}, whether it
+   * stores {@code _sj_store} and probes {@code _sj_probe}); else an equality key's row, which
+   * stores and probes in the partition of its key. */
   static Entry entry(InternalRow r, long batch, int[] fields) {
     if (r.isNullAt(1)) {
       return null;
@@ -178,19 +226,60 @@ public final class JoinIndex {
     long ts = r.isNullAt(2) ? Long.MAX_VALUE : r.getLong(2);
     int side = r.getInt(0);
     InternalRow row = r.getStruct(3 + side, fields[side]).copy();
-    int lo = fields[2];
-    int hi = fields[3];
-    if (lo < 0 || r.isNullAt(lo) || r.isNullAt(hi)) {
-      return new Entry(r.getLong(1), ts, batch, row, lo >= 0, 0L, -1L);
+    long eq = r.getLong(1);
+    long place = fields[PLACE] >= 0 ? r.getLong(fields[PLACE]) : eq;
+    boolean store = fields[STORE] < 0 || r.getBoolean(fields[STORE]);
+    boolean probe = fields[PROBE] < 0 || r.getBoolean(fields[PROBE]);
+    int lo = fields[LO];
+    int hi = fields[HI];
+    if (lo < 0) {
+      return new Entry(eq, 0L, place, ts, batch, row, false, 0L, -1L, store, probe);
     }
-    return new Entry(r.getLong(1), ts, batch, row, true, r.getLong(lo), r.getLong(hi));
+    long bucket = r.getLong(fields[BUCKET]);
+    if (r.isNullAt(lo) || r.isNullAt(hi)) {
+      return new Entry(eq, bucket, place, ts, batch, row, true, 0L, -1L, store, probe);
+    }
+    return new Entry(
+        eq, bucket, place, ts, batch, row, true, r.getLong(lo), r.getLong(hi), store, probe);
   }
 
-  /** The rows of {@code in} by key hash in {@code parts} partitions. (The RDD is lazy while
-   * adaptive execution is off, as the batches run: with it on, this would run the shuffle.) */
+  /** The rows of {@code in} by partition in {@code parts} partitions: by the hash of their
+   * equality key ({@code _sj_key}), or a scheme's copies by their place ({@code _sj_part}), each
+   * place in partition place modulo {@code parts}. (The RDD is lazy while adaptive execution is
+   * off, as the batches run: with it on, this would run the shuffle.) */
   static JavaRDD shuffled(Dataset in, int parts) {
-    Dataset by = in.repartition(parts, new Column[] {in.col("_sj_key")});
+    Dataset by;
+    if (java.util.Arrays.asList(in.schema().fieldNames()).contains("_sj_part")) {
+      // (Spark's shuffle places a value by its Murmur3 hash: each partition's place goes by a
+      // value that hashes to it.)
+      Column[] values = new Column[parts];
+      long[] to = hashingTo(parts);
+      for (int p = 0; p < parts; p++) {
+        values[p] = functions.lit(Long.valueOf(to[p]));
+      }
+      Column at = functions.pmod(in.col("_sj_part"), functions.lit(Long.valueOf(parts)));
+      Column shuffle = functions.element_at(functions.array(values), at.plus(Integer.valueOf(1)));
+      by = in.repartition(parts, new Column[] {shuffle});
+    } else {
+      by = in.repartition(parts, new Column[] {in.col("_sj_key")});
+    }
     return by.queryExecution().toRdd().toJavaRDD();
+  }
+
+  /** For each partition p of {@code parts}, a value whose shuffle partition is p. */
+  static long[] hashingTo(int parts) {
+    long[] to = new long[parts];
+    int found = 0;
+    boolean[] seen = new boolean[parts];
+    for (long v = 0; found < parts; v++) {
+      int p = partOf(v, parts);
+      if (!seen[p]) {
+        seen[p] = true;
+        to[p] = v;
+        found++;
+      }
+    }
+    return to;
   }
 
   /** {@code in}'s rows in one task, without a shuffle: a stage fewer for a small delta. */
@@ -204,7 +293,11 @@ public final class JoinIndex {
       ((StructType) s.apply("_sj_l").dataType()).size(),
       ((StructType) s.apply("_sj_r").dataType()).size(),
       names.indexOf("_sj_lo"),
-      names.indexOf("_sj_hi")
+      names.indexOf("_sj_hi"),
+      names.indexOf("_sj_bk"),
+      names.indexOf("_sj_part"),
+      names.indexOf("_sj_store"),
+      names.indexOf("_sj_probe")
     };
   }
 
@@ -319,9 +412,7 @@ public final class JoinIndex {
         ArrayList[] sides = (ArrayList[]) e.getValue();
         synchronized (part) {
           for (int side = 0; side < 2; side++) {
-            for (int i = 0; i < sides[side].size(); i++) {
-              part.sides[side].add((Entry) sides[side].get(i));
-            }
+            part.sides[side].addStored(sides[side]);
           }
         }
       }

@@ -123,9 +123,7 @@ public final class PlacedIndex {
           .get(Integer.valueOf(p));
       if (sides != null) {
         for (int side = 0; side < 2; side++) {
-          for (int i = 0; i < sides[side].size(); i++) {
-            part.sides[side].add((JoinIndex.Entry) sides[side].get(i));
-          }
+          part.sides[side].addStored(sides[side]);
         }
       }
       JoinIndex.PARTS.put(name + "/" + p, part);
