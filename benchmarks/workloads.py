@@ -107,10 +107,16 @@ def _keys(shape: Shape, window: float | None) -> int:
     return max(1, round(shape.rate * reach / MATCHES_PER_ROW))
 
 
+BAND_KEYS = 8
+"""Keys of the ``bandkey`` shape: few, as instruments are (the demo's shape)."""
+
+
 def _predicates(kind: str, keys: int) -> str:
     # One pair in `keys` matches, whichever the predicate: the same selectivity as equi.
     if kind == "equi":
         return "l.k = r.k"
+    if kind == "bandkey":  # (one pair in `keys` over `BAND_KEYS` keys and a band within each)
+        return f"l.k = r.k AND abs(l.x - r.x) <= {X_RANGE * BAND_KEYS / keys / 2:.3f}"
     if kind == "band":
         return f"abs(l.x - r.x) <= {X_RANGE / keys / 2:.3f}"
     if kind == "theta":
@@ -119,7 +125,12 @@ def _predicates(kind: str, keys: int) -> str:
     raise ValueError(msg)
 
 
-PEERS = {"equi": "spark-native", "band": "spark-foreach", "theta": "spark-foreach"}
+PEERS = {
+    "equi": "spark-native",
+    "bandkey": "spark-native",  # (the key as Spark's join key, the band as a residual)
+    "band": "spark-foreach",
+    "theta": "spark-foreach",
+}
 
 
 def two_stream_case(
@@ -138,8 +149,9 @@ def two_stream_case(
     all), over `keys` keys (default `_keys`, about one match per row); `join`: its kind."""
     shape = shape or TWO_STREAM_SHAPES[size]
     keys = keys or _keys(shape, window)
+    made = BAND_KEYS if kind == "bandkey" else keys
     tables = two_streams(
-        shape.rows, span_seconds=shape.span_seconds, keys=keys, x_range=X_RANGE, seed=7
+        shape.rows, span_seconds=shape.span_seconds, keys=made, x_range=X_RANGE, seed=7
     )
     backlog = write_backlog(f"{root}/{name}", tables, {"a": "ts", "b": "ts"}, shape.files)
     on = _predicates(kind, keys)
@@ -192,13 +204,15 @@ LONG_NON_EQUI_WINDOW = 300.0
 LONG_WARMUP_BATCHES = 10
 
 
-def _long_case(root: str, size: str, kind: str, window: float | None) -> Case:
+def _long_case(
+    root: str, size: str, kind: str, window: float | None, workload: str = "long"
+) -> Case:
     """One `long` case; its keys give about one match per row over what its window reaches."""
     shape = LONG_SHAPES[size]
     # A row meets rate × min(2W, span) rows (edges aside): from half the run on, a window
     # meets as many rows as no window does.
     reach = None if window is None or 2 * window >= shape.span_seconds else window
-    name = f"long-{kind}-{'full' if window is None else f'{int(window)}s'}"
+    name = f"{workload}-{kind}-{'full' if window is None else f'{int(window)}s'}"
     case = two_stream_case(
         root,
         size,
@@ -209,13 +223,23 @@ def _long_case(root: str, size: str, kind: str, window: float | None) -> Case:
         keys=_keys(shape, reach),
         warmup_batches=LONG_WARMUP_BATCHES,
     )
-    return replace(case, floor=True)
+    return replace(case, floor=workload == "long")
 
 
 def _long(root: str, size: str) -> list[Case]:
     return [_long_case(root, size, "equi", w) for w in LONG_EQUI_WINDOWS] + [
         _long_case(root, size, kind, LONG_NON_EQUI_WINDOW) for kind in ("band", "theta")
     ]
+
+
+# `shapes`: `long`'s stream over each two-way shape the join operator serves, within 5 minutes;
+# `bandkey` is a band within few keys (`BAND_KEYS`), which Spark runs as an equi join on the key
+# with the band as a residual.
+SHAPE_KINDS = ("equi", "bandkey", "band", "theta")
+
+
+def _shapes(root: str, size: str) -> list[Case]:
+    return [_long_case(root, size, k, LONG_NON_EQUI_WINDOW, "shapes") for k in SHAPE_KINDS]
 
 
 # TPC-H scale factor and event-time span per size; line items arrive 1-7 ms after their order.
@@ -291,5 +315,6 @@ WORKLOADS: dict[str, Callable[[str, str], list[Case]]] = {
     "tpch": _tpch,
     "nexmark": _nexmark,
     "long": _long,
+    "shapes": _shapes,
     "outer": _outer,
 }

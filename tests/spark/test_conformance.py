@@ -85,16 +85,32 @@ TWO_WAY = {
         copied=True,
         plan_lacks=("InMemoryTableScan",),
     ),
-    "hash": Path_(with_="partitioning = 'hash', units = 3"),
-    "matrix": Path_(with_="partitioning = 'matrix', units = 4", plan_has=("_sj_place",)),
-    "biclique": Path_(with_="partitioning = 'biclique', units = 4", plan_has=("_sj_place",)),
-    "contrand": Path_(with_="partitioning = 'contrand', units = 4", plan_has=("_sj_place",)),
+    "hash": Path_(with_="partitioning = 'hash', units = 3", plan_has=INDEXED, plan_lacks=NO_JOIN),
+    "matrix": Path_(
+        with_="partitioning = 'matrix', units = 4", plan_has=INDEXED, plan_lacks=NO_JOIN
+    ),
+    "biclique": Path_(
+        with_="partitioning = 'biclique', units = 4", plan_has=INDEXED, plan_lacks=NO_JOIN
+    ),
+    "contrand": Path_(
+        with_="partitioning = 'contrand', units = 4", plan_has=INDEXED, plan_lacks=NO_JOIN
+    ),
+    "matrix-band": Path_(
+        on=f"{BAND} AND {WINDOW}",
+        with_="partitioning = 'matrix', units = 4",
+        plan_has=INDEXED,
+        plan_lacks=NO_JOIN,
+    ),
     "range": Path_(
         on=f"{BAND} AND {WINDOW}",
         with_="partitioning = 'range', units = 3",
         plan_has=("_sj_place",),
     ),
     "time-buckets": Path_(with_="time_buckets = 'true'"),
+    "band-with-key": Path_(
+        on=f"{EQUI} AND {BAND} AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN
+    ),
+    "band-with-key-slices": Path_(SLICES, on=f"{EQUI} AND {BAND} AND {WINDOW}"),
     "band-buckets": Path_(SLICES, on=f"{BAND} AND {WINDOW}"),
     "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
     "full-history": Path_(SLICES, on=EQUI, copied=True),

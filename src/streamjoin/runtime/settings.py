@@ -104,8 +104,9 @@ SETTINGS: dict[str, Key] = {
         Key(
             "streamjoin.twoway.index",
             "true",
-            "two-way equi joins on the hash path, and band joins without an equality key, "
-            "probe hash indexes of their live state kept in executor memory across batches "
+            "two-way inner joins with an equality key or a band (with or without a key, under "
+            "the hash path or a scheme's placement but range) probe the join "
+            "operator: their live state kept in executor memory across batches "
             "(`runtime.batch.indexed`; on a cluster, with streamjoin's jar on the class paths: "
             "`streamjoin jar`); `false`: they probe the cached state slices",
             choices=("true", "false"),

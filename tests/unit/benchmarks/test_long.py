@@ -16,7 +16,14 @@ from benchmarks.report_backlog import long_table, workload_lines
 from benchmarks.report_plots import long_plot
 from benchmarks.report_provenance import commands
 from benchmarks.report_targets import long_targets
-from benchmarks.workloads import LONG_SHAPES, LONG_WARMUP_BATCHES, WORKLOADS, Case
+from benchmarks.workloads import (
+    BAND_KEYS,
+    LONG_SHAPES,
+    LONG_WARMUP_BATCHES,
+    SHAPE_KINDS,
+    WORKLOADS,
+    Case,
+)
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -243,3 +250,15 @@ def test_the_band_and_theta_target_shows_what_sparks_floor_reaches() -> None:
 
     assert row(None)[1:] == ("×18.2 / ×17.4", False)
     assert row(39.5)[1:] == ("×18.2 / ×17.4 (Spark's floor: ×39.5 / ×39.5)", False)
+
+
+def test_shapes_runs_each_two_way_shape_over_the_long_stream(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    cases = WORKLOADS["shapes"](str(tmp_path_factory.mktemp("shapes")), "tiny")
+    assert [c.name for c in cases] == [f"shapes-{k}-300s" for k in SHAPE_KINDS]
+    bandkey = next(c for c in cases if "bandkey" in c.name)
+    assert bandkey.peer == "spark-native"
+    assert "l.k = r.k AND abs(l.x - r.x) <=" in bandkey.predicate
+    keys = pq.read_table(bandkey.backlog.streams["a"])["k"].to_numpy()
+    assert set(keys.tolist()) <= set(range(BAND_KEYS))

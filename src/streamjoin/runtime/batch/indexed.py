@@ -1,10 +1,12 @@
-"""Step 4 for two-way equi joins on the hash path, and band joins without an equality key: the
-live state as hash indexes in executor memory, kept across batches
-(``JoinIndex.java``), so that a batch shuffles only its delta, probes only the rows of its keys
-(a band join's: of the buckets its band reaches, in one partition, `banded`), and runs one
-Spark job.
+"""Step 4 for two-way inner joins with an equality key or a band: the join operator, the live
+state kept in executor memory across batches (``JoinIndex.java``), so that a batch shuffles
+only its delta, probes only the rows of its keys (a band's: its key in each bucket its band
+reaches, `indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, biclique, contrand,
+hash with its units) is the operator's placement: a row's copies go to the places it is stored
+and probes at, one partition a place.
 
-Each query's index has one partition per shuffle partition. A batch's delta (both streams' new
+Each query's index has one partition per shuffle partition (a scheme's: per place; a band
+join without a key: one). A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
 that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task.
 When the footers count at most as many rows of every stream of the job, the task takes them
@@ -13,19 +15,20 @@ side's filter and projection, and makes the query's rows of the pairs it finds b
 predicate and SELECT, all analysed once per query (``BatchInput.java``): such a batch plans
 nothing for its input or its output but the sink's write. The rows the watermark has put out
 of reach go first, then each task probes and extends the partitions it has rows of and returns
-the candidate pairs; the query's whole predicate and SELECT then run over them (in Spark SQL,
-or in that task), so a hash collision or the time window costs a filter, never a wrong pair.
+the query's rows of the pairs it finds: its whole predicate and SELECT run in that task (in
+Spark SQL where they cannot be planned once), so a hash collision or the time window costs a
+filter, never a wrong pair, and no candidate pair leaves the task.
 The probe also counts the delta's rows per unit for the skew check (`routing.unitcounts`).
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
-run starts, when the shuffle partitions change, or when the query comes back after leaving it
-(a scheme other than hash, shedding, or more live rows than ``streamjoin.twoway.indexRows``,
-where the cached slices take over: they can spill to disk). A batch run again takes back the
-rows its earlier attempt added (each partition records the last batch applied to it). Where
-the executors are the driver's JVM (a ``local[…]`` master), every partition's task finds the
-index it left and the driver drops expired rows; on a cluster, each partition lives on one
-executor and its tasks run there (`placed`). Both need `runtime.local`'s jar on the driver's
-class path. docs/architecture.md.
+run starts, when the partitions or the placement change, or when the query comes back after
+leaving it (range partitioning, shedding, or more live rows than
+``streamjoin.twoway.indexRows``, where the cached slices take over: they can spill to disk).
+A batch run again takes back the rows its earlier attempt added (each partition records the
+last batch applied to it). Where the executors are the driver's JVM (a ``local[…]`` master),
+every partition's task finds the index it left and the driver drops expired rows; on a
+cluster, each partition lives on one executor and its tasks run there (`placed`). Both need
+`runtime.local`'s jar on the driver's class path. docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -97,8 +100,12 @@ class IndexedJoins:
         """Query → (batch, (partitions, placement)) of the indexes this batch applies."""
         self._counting: dict[str, tuple[str, int]] = {}
         """Query name → (index name, units) of the probes that count rows per unit."""
+        self._holding: dict[str, tuple[str, int]] = {}
+        """Query name → (index name, partitions) of the indexes whose places' rows are read."""
         self._inputs: dict[str, t.Any] = {}
         """Query (`_key`) → its `BatchInput`s (False: its plans could not make one)."""
+        self._outputs: dict[str, t.Any] = {}
+        """Query and probe layout → the `BatchInput` of its output (None: planned each batch)."""
         self._decided: dict[tuple[int, str], tuple[t.Any, t.Any] | None] = {}
         """(Batch, query) → what `batch_input` decided for it."""
         self.batch_reads = 0
@@ -111,8 +118,8 @@ class IndexedJoins:
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch: an inner two-way join with an
-        equality key or a band (`banded`), under the hash path or a scheme that places its
-        rows (not range's), that does not shed, whose live state is within
+        equality key or a band (`banded`), under the hash path (not keyed by time buckets) or a
+        scheme that places its rows (not range's), that does not shed, whose live state is within
         ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
         q = qp.query
         router = ctx.routers[q.name]
@@ -123,6 +130,9 @@ class IndexedJoins:
             and (bool(qp.parts.equi) or _small_band(ctx, qp))
             and q.outer is None
             and router.params.get("name") != "range"
+            # (Time buckets spread a hot key's state over the slices' tasks; in the operator a
+            # key's new rows share its current bucket's partition: they stay on the slices.)
+            and not (router.params.get("time_bucket") and qp.time_band is not None)
             and allowances(ctx.prev, q) is None
             and live <= ctx.settings.index_rows
             and self._class(ctx.spark) is not None
@@ -138,13 +148,16 @@ class IndexedJoins:
 
     def counts(self, ctx: BatchContext, qp: QueryPlan) -> int:
         """The units the probe of `qp` counts the batch's rows in for its router (0: none):
-        the automatic hash path's, which the skew check reads (`ctx.counted`), and a scheme's
-        places, which its controllers read; never on a cluster's executors."""
+        the automatic hash path's by the equality key, which the skew check reads (a band's
+        bucket within the key too), and a scheme's places, which its controllers read; never
+        on a cluster's executors."""
         q = qp.query
         if self.on_cluster(ctx.spark):
             return 0
         router = ctx.routers[q.name]
-        if router.scheme is not None or q.name in ctx.counted:
+        forced = q.option("partitioning", "auto")
+        automatic = forced == "auto" and q.option("adapt") != "false"
+        if router.scheme is not None or forced == "hash" or (automatic and qp.parts.equi):
             return router.units
         return 0
 
@@ -165,6 +178,18 @@ class IndexedJoins:
         return {
             query: [int(n) for n in str(cls.unitCounts(name, ctx.batch_id, units)).split(",")]
             for query, (name, units) in counting.items()
+        }
+
+    def stored_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
+        """The rows each place holds after the batch's probes, by query under a scheme (read
+        once, after the job that ran them): a scheme's controllers weigh its places by them."""
+        holding, self._holding = self._holding, {}
+        if not holding:
+            return {}
+        cls = self._class(ctx.spark)
+        return {
+            query: [int(n) for n in str(cls.sizes(name, parts)).split(",")]
+            for query, (name, parts) in holding.items()
         }
 
     def serve_all(self, ctx: BatchContext) -> bool:
@@ -247,6 +272,8 @@ class IndexedJoins:
         units = self.counts(ctx, qp)
         if units:
             self._counting[q.name] = (name, units)
+        if router.scheme is not None:  # (its places are its partitions: their rows, stored)
+            self._holding[q.name] = (name, parts)
         index = (name, parts, ctx.batch_id, units)
         planned = self.batch_input(ctx, qp)
         output = None
@@ -257,9 +284,10 @@ class IndexedJoins:
             self.batch_reads += 1
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
+            output = self._output(ctx, qp, delta)
             # (A large delta, a band join's too, is read in parallel, then shuffled to the
             # partitions' tasks: a band join's one.)
-            jdf = cls.probe(delta._jdf, *index, one_task(ctx, left, right))
+            jdf = cls.probe(delta._jdf, output, *index, one_task(ctx, left, right))
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
@@ -289,6 +317,7 @@ class IndexedJoins:
             self._built.pop(query, None)
         self._used = {}
         self._counting = {}
+        self._holding = {}
         self._decided = {}
 
     def lost(self, err: BaseException) -> bool:
@@ -307,6 +336,7 @@ class IndexedJoins:
                 cls.drop(f"{self._prefix}/{query}")
         self._built = {}
         self._inputs = {}
+        self._outputs = {}
 
     def on_cluster(self, spark: SparkSession) -> bool:
         """Whether the executors are JVMs of their own (a cluster's), where each index
@@ -386,6 +416,24 @@ class IndexedJoins:
         pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
         found = ctx.scratch.view(pairs, f"_sj_pairs_{len(ctx.scratch.views)}")
         return made, jvm.streamjoin.BatchInput.output(ctx.spark.sql(output_sql(qp, found))._jdf)
+
+    def _output(self, ctx: BatchContext, qp: QueryPlan, delta: DataFrame) -> t.Any:
+        """`qp`'s `BatchInput` of its output over the candidate pairs of a probe of `delta`'s
+        layout (its predicate and SELECT, applied in the probe's tasks: the candidates never
+        leave them), planned once per query and layout; None where they cannot be planned
+        once (the current time, a subquery, a Python function: planned each batch)."""
+        key = f"{_key(qp)}@{delta.schema.json()}"
+        if key not in self._outputs:
+            jvm = ctx.spark.sparkContext._jvm
+            assert jvm is not None
+            none = DataFrame(self._class(ctx.spark).nopairs(delta._jdf), ctx.spark)
+            found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
+            try:
+                planned = ctx.spark.sql(output_sql(qp, found))._jdf
+                self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
+            except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
+                self._outputs[key] = None
+        return self._outputs[key]
 
     @staticmethod
     def _input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:

@@ -258,8 +258,9 @@ class BatchProcessor:
             # no row with a NULL key.)
             ctx.counted.counts |= self.indexed.unit_counts(ctx)
             prev = ctx.prev
+            counts, held = ctx.counted.counts, self.indexed.stored_counts(ctx)
             units, routing = after_batch(
-                self.plan, ctx.routers, two.observed, ctx.counted.counts, batch_id, stats, prev
+                self.plan, ctx.routers, two.observed, counts, batch_id, stats, prev, held
             )
             multiway_state: dict[str, t.Any] = {}
             if self.multiway is not None and work is not None:

@@ -191,6 +191,23 @@ public final class JoinIndex {
     }
   }
 
+  /** Rows each partition of {@code name} holds, both sides, comma-separated (one string for
+   * one call from Python); 0 for a partition it does not have. */
+  public static String sizes(String name, int parts) {
+    StringBuilder text = new StringBuilder();
+    for (int p = 0; p < parts; p++) {
+      Part part = (Part) PARTS.get(name + "/" + p);
+      long n = 0;
+      if (part != null) {
+        synchronized (part) {
+          n = part.sides[0].size() + part.sides[1].size();
+        }
+      }
+      text.append(p == 0 ? "" : ",").append(n);
+    }
+    return text.toString();
+  }
+
   /** Rows held by the partitions of {@code name}, both sides. */
   public static long rows(String name) {
     long n = 0;
@@ -258,7 +275,8 @@ public final class JoinIndex {
         values[p] = functions.lit(Long.valueOf(to[p]));
       }
       Column at = functions.pmod(in.col("_sj_part"), functions.lit(Long.valueOf(parts)));
-      Column shuffle = functions.element_at(functions.array(values), at.plus(Integer.valueOf(1)));
+      Column index = at.cast("int").plus(Integer.valueOf(1));
+      Column shuffle = functions.element_at(functions.array(values), index);
       by = in.repartition(parts, new Column[] {shuffle});
     } else {
       by = in.repartition(parts, new Column[] {in.col("_sj_key")});
@@ -307,15 +325,31 @@ public final class JoinIndex {
   }
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
-   * them applies the batch to the partitions it has rows of). {@code units} above 0: count
+   * them applies the batch to the partitions it has rows of), or with {@code output} (else
+   * null) the query's rows of those it keeps, made in the probe's tasks. {@code units} above 0: count
    * the delta's rows per unit of the skew check ({@link #unitCounts}). {@code oneTask}: one
    * task applies every partition's rows, with no shuffle (a partition's rows of a batch must
    * all be in one task: a second would take back the first's as a rerun's). */
   public static Dataset probe(
-      Dataset in, String name, int parts, long batch, int units, boolean oneTask) {
+      Dataset in,
+      BatchInput output,
+      String name,
+      int parts,
+      long batch,
+      int units,
+      boolean oneTask) {
     JavaRDD rows = oneTask ? together(in) : shuffled(in, parts);
     SparkSession spark = (SparkSession) in.sparkSession();
-    return pairs(spark, rows, in.schema(), null, name, parts, batch, units);
+    return pairs(spark, rows, in.schema(), output, name, parts, batch, units);
+  }
+
+  /** The candidate pairs of a probe whose input is {@code in}'s layout, none of them: what a
+   * query's {@link BatchInput#output} is planned over. */
+  public static Dataset nopairs(Dataset in) {
+    SparkSession spark = (SparkSession) in.sparkSession();
+    org.apache.spark.rdd.RDD none =
+        spark.sparkContext().emptyRDD(scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
+    return spark.internalCreateDataFrame(none, pairsSchema(in.schema()), false);
   }
 
   /** {@link #probe} of a micro-batch's own rows {@code rows} made into the probe's input by

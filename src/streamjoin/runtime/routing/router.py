@@ -247,9 +247,11 @@ def after_batch(
     batch_id: int,
     stats: t.Mapping[str, StreamStats],
     prev: Manifest,
+    held: t.Mapping[str, t.Sequence[int]] | None = None,
 ) -> tuple[dict[str, UnitStats], dict[str, str]]:
     """Each query's rows per unit in batch `batch_id`: `counted` (by the state job, the files'
-    keys or the query's index, all as probe rows), else its `observed` views; and its router's
+    keys or the query's index, all as probe rows; `held`: the rows each of its places holds,
+    by the join operator, as stored rows), else its `observed` views; and its router's
     choice of the next scheme, with `stats` (the batch's rows per stream) and `prev`'s live
     state. Returns the rows per unit and each router's note, by query."""
     units: dict[str, UnitStats] = {}
@@ -262,7 +264,9 @@ def after_batch(
         count = counted.get(q.name)
         quantiles: list[float] = []
         if count is not None:
-            probe, store = list(count), [0] * len(count)
+            kept = (held or {}).get(q.name)
+            probe = list(count)
+            store = list(kept) if kept and len(kept) == len(count) else [0] * len(count)
         elif seen:
             probe = [0] * seen[0][2]
             store = [0] * seen[0][2]
