@@ -111,6 +111,10 @@ TWO_WAY = {
         on=f"{EQUI} AND {BAND} AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN
     ),
     "band-with-key-slices": Path_(SLICES, on=f"{EQUI} AND {BAND} AND {WINDOW}"),
+    "or-equalities": Path_(
+        on=f"(a.k = b.k OR a.id = b.id) AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN
+    ),
+    "or-equalities-slices": Path_(SLICES, on=f"(a.k = b.k OR a.id = b.id) AND {WINDOW}"),
     "band-buckets": Path_(SLICES, on=f"{BAND} AND {WINDOW}"),
     "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
     "full-history": Path_(SLICES, on=EQUI, copied=True),

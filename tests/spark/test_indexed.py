@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import indexed as indexed_module
 from streamjoin.runtime.batch.indexed import index_class
+from streamjoin.runtime.batch.indexsql import ored
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
 
@@ -48,6 +49,8 @@ QUERIES = {
     "band_window": ("A a JOIN B b", f"abs(a.x - b.x) <= 1.5 AND {W3}"),
     "theta_window": ("A a JOIN B b", f"a.x < b.x AND b.x < a.x + 2.0 AND {W3}"),
     "band_history": ("A a JOIN B b", "b.x BETWEEN a.x - 0.5 AND a.x + 0.5 AND a.s <> b.s"),
+    "or_window": ("A a JOIN B b", f"(a.k = b.k OR a.id = b.id) AND {W3}"),
+    "or_history": ("A a JOIN B b", "(a.k = b.k OR a.s = b.s) AND a.x < b.x"),
     "band_with_key": ("A a JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}"),
     "matrix_equi": (
         "A a JOIN B b",
@@ -113,8 +116,10 @@ def probe_tasks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
     def kept(self: indexed_module.IndexedJoins, ctx: t.Any, qp: t.Any) -> t.Any:
         found = batch_input(self, ctx, qp)
-        # (A scheme's copies of a row are not a projection of the batch's rows: planned.)
-        made.append(found is not None or qp.query.option("partitioning") is not None)
+        # (A scheme's copies of a row, or an OR's a table, are not a projection of the
+        # batch's rows: planned.)
+        placed = qp.query.option("partitioning") is not None or ored(qp)
+        made.append(found is not None or placed)
         return found
 
     monkeypatch.setattr(indexed_module.IndexedJoins, "batch_input", kept)

@@ -94,6 +94,10 @@ class PredicateParts:
     residual: tuple[str, ...]
     """The other conjuncts, each in parentheses when it binds more loosely than AND (an OR), so
     that ``" AND ".join(residual)`` means what they mean together."""
+    ors: tuple[EquiKey, ...] = ()
+    """The equalities of the first conjunct that is an OR of equalities between the sides
+    (``a.k = b.k OR a.id = b.id``), in order: a pair meets through any of them (the conjunct
+    stays in `residual`)."""
 
 
 @dataclass
@@ -143,6 +147,7 @@ def classify_predicate(
     window = _Bounds()
     has_window = False
     residual: list[str] = []
+    ors: tuple[EquiKey, ...] = ()
     for conjunct in conjuncts(tree):
         key = ctx.equi(conjunct)
         if key is not None:
@@ -160,6 +165,8 @@ def classify_predicate(
                 bands.setdefault((left_sql, right_sql), _Bounds()).add(lo, hi)
         if not whole:
             residual.append(conjunct_sql(conjunct))
+            if not ors:
+                ors = ctx.disjunct_keys(conjunct)
     return PredicateParts(
         equi=tuple(equi),
         bands=tuple(
@@ -169,6 +176,7 @@ def classify_predicate(
         ),
         window=_window(window) if has_window else None,
         residual=tuple(residual),
+        ors=ors,
     )
 
 
@@ -234,6 +242,29 @@ class _Context:
         if sa == "r" and sb == "l":
             return EquiKey(b.sql(dialect="spark"), a.sql(dialect="spark"))
         return None
+
+    def disjunct_keys(self, node: exp.Expr) -> tuple[EquiKey, ...]:
+        """The equalities of `node` when it is an OR of two or more equalities between the
+        sides (parentheses looked through); else none."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if not isinstance(node, exp.Or):
+            return ()
+        keys: list[EquiKey] = []
+        for part in (node.this, node.expression):
+            while isinstance(part, exp.Paren):
+                part = part.this
+            if isinstance(part, exp.Or):
+                more = self.disjunct_keys(part)
+                if not more:
+                    return ()
+                keys.extend(more)
+                continue
+            key = self.equi(part)
+            if key is None:
+                return ()
+            keys.append(key)
+        return tuple(keys)
 
     def ranges(
         self, node: exp.Expr

@@ -122,3 +122,13 @@ def test_a_between_with_one_constant_end_bounds_the_window_and_stays_evaluated()
     alone = classify_predicate("b.t BETWEEN a.t AND a.e", "a", "b", "t", "t")
     assert alone.window == TimeWindow(lo_us=0, hi_us=None)
     assert alone.residual == ("b.t BETWEEN a.t AND a.e",)
+
+
+def test_an_or_of_equalities_between_the_sides_is_found_in_order() -> None:
+    parts = classify_predicate(
+        "(a.k = b.k OR b.id = a.id OR (a.s = b.s)) AND a.x < b.x", "a", "b", None, None
+    )
+    assert [k.describe() for k in parts.ors] == ["a.k = b.k", "a.id = b.id", "a.s = b.s"]
+    assert "(a.k = b.k OR b.id = a.id OR (a.s = b.s))" in parts.residual
+    for other in ("(a.k = b.k OR a.x < b.x)", "(a.k = b.k OR a.id = 3)", "a.k = b.k AND a.x < 1"):
+        assert classify_predicate(other, "a", "b", None, None).ors == ()

@@ -46,6 +46,7 @@ from streamjoin.runtime.batch.indexsql import (
     banded,
     input_parts,
     least_times,
+    ored,
     output_sql,
     serves_every_join,
 )
@@ -127,7 +128,7 @@ class IndexedJoins:
         live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
         return (
             ctx.settings.index
-            and (bool(qp.parts.equi) or _small_band(ctx, qp))
+            and (bool(qp.parts.equi) or ored(qp) or _small_band(ctx, qp))
             and q.outer is None
             and router.params.get("name") != "range"
             # (Time buckets spread a hot key's state over the slices' tasks; in the operator a
@@ -221,6 +222,8 @@ class IndexedJoins:
 
     def _decide(self, ctx: BatchContext, key: str, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         if not one_task(ctx, *ctx.plan.streams) or self._class(ctx.spark) is None:
+            return None
+        if ored(qp):  # (a row is a copy a table: a union, not one projection of each side)
             return None
         if self.on_cluster(ctx.spark):  # (one task reads the whole batch: no place of its own)
             return None

@@ -3,10 +3,11 @@ the query's rows made from the candidate pairs a probe returns."""
 
 from __future__ import annotations
 
+import itertools
 import typing as t
 
 from streamjoin.runtime.batch.joins import Side, bucket_range
-from streamjoin.runtime.routing.router import key_types
+from streamjoin.runtime.routing.router import key_types, key_types_of
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import Band, JobPlan, QueryPlan, StreamPlan
@@ -26,18 +27,21 @@ def input_parts(
     streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
     none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
     parts = []
-    for i, (alias, rel, time) in enumerate(
-        ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
-    ):
-        key, extra, places = lookup_sql(ctx, qp, i)
+    sides = ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
+    # (An OR of equalities: a copy of each row a table, one table an equality.)
+    tables = tuple(range(len(qp.parts.ors))) if ored(qp) else (None,)
+    for (i, (alias, rel, time)), tab in itertools.product(enumerate(sides), tables):
+        key, extra, places = lookup_sql(ctx, qp, i, tab)
         ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
         row = f"struct({alias}.*)"
-        sides = (row, none[1]) if i == 0 else (none[0], row)
+        structs = (row, none[1]) if i == 0 else (none[0], row)
         event = streams[i].stream.event_time
         evt = f"unix_micros({alias}.`{event}`)" if event else "CAST(NULL AS BIGINT)"
+        if tab is not None:
+            extra = [*extra, ("_sj_tab", str(tab))]
         columns = (
             f"{i} AS _sj_side, {key} AS _sj_key, {ts} AS _sj_ts, "
-            f"{sides[0]} AS _sj_l, {sides[1]} AS _sj_r"
+            f"{structs[0]} AS _sj_l, {structs[1]} AS _sj_r"
             + "".join(f", {sql} AS {name}" for name, sql in extra)
         )
         tail = f", {evt} AS _sj_evt" if late else ""
@@ -63,32 +67,47 @@ _LAYOUT = ("_sj_side", "_sj_key", "_sj_ts", "_sj_l", "_sj_r")
 def banded(qp: QueryPlan) -> bool:
     """Whether `qp` is a band join without an equality key: its index holds each row by its
     value's bucket, and a row probes the buckets its band reaches (`joins.bucket_range`)."""
-    return qp.band is not None and not qp.parts.equi
+    return qp.band is not None and not qp.parts.equi and not qp.parts.ors
+
+
+def ored(qp: QueryPlan) -> bool:
+    """Whether `qp` joins through an OR of equalities and has no equality key of its own: its
+    index has a table for each equality, a row is stored and probes in each, and a pair found
+    in one table is kept only where no equality before it holds (`output_sql`)."""
+    return bool(qp.parts.ors) and not qp.parts.equi
 
 
 def index_band(ctx: BatchContext, qp: QueryPlan) -> Band | None:
     """The band whose buckets the index looks rows up by, beside the equality keys: a value
     band, the event-time window of a band join without a key, or the window once the skew
     check has turned an equi join's time buckets on (`QueryRouter.band`); None: keys only."""
+    if ored(qp):
+        return None
     return qp.band if banded(qp) else ctx.routers[qp.query.name].band
 
 
 def lookup_sql(
-    ctx: BatchContext, qp: QueryPlan, side: int
+    ctx: BatchContext, qp: QueryPlan, side: int, tab: int | None = None
 ) -> tuple[str, list[tuple[str, str]], tuple[str, str] | None]:
-    """For a row of `side`: the SQL of its key in the index (a hash of its equality keys, or 0
-    without any; NULL where one, or its band value, is NULL: it meets nothing), the columns
-    that follow its row (a band's: its own bucket ``_sj_bk``, the range of buckets it probes
-    ``_sj_lo`` to ``_sj_hi``), and under a scheme the arrays of the places it is stored at and
-    probes at (None: the partition of its key)."""
+    """For a row of `side`: the SQL of its key in the index (a hash of its equality keys, or of
+    an OR's equality `tab`, or 0 without any; NULL where one, or its band value, is NULL: it
+    meets nothing), the columns that follow its row (a band's: its own bucket ``_sj_bk``, the
+    range of buckets it probes ``_sj_lo`` to ``_sj_hi``), and under a scheme the arrays of the
+    places it is stored at and probes at (None: the partition of its key)."""
     router = ctx.routers[qp.query.name]
     null: list[str] = []
     key = "CAST(0 AS BIGINT)"
-    if qp.parts.equi:
-        if router.key_types is None:
-            router.key_types = key_types(ctx.spark, router)
-        keys = [k.left_sql if side == 0 else k.right_sql for k in qp.parts.equi]
-        cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, router.key_types, strict=True)]
+    equalities, types = qp.parts.equi, router.key_types
+    if equalities and types is None:
+        router.key_types = types = key_types(ctx.spark, router)
+    if tab is not None:
+        if router.or_key_types is None:
+            router.or_key_types = key_types_of(ctx.spark, router, qp.parts.ors)
+        equalities, types = (qp.parts.ors[tab],), (router.or_key_types[tab],)
+    if equalities:
+        assert types is not None
+        keys = [k.left_sql if side == 0 else k.right_sql for k in equalities]
+        cast = [f"CAST({k} AS {ty})" for k, ty in zip(keys, types, strict=True)]
         null += [f"({c}) IS NULL" for c in cast]
         key = f"xxhash64({', '.join(cast)})"
     extra: list[tuple[str, str]] = []
@@ -121,13 +140,23 @@ def lookup_sql(
 
 def output_sql(qp: QueryPlan, pairs: str) -> str:
     """SQL of `qp`'s rows from the candidate pairs in relation `pairs` (its predicate, then its
-    SELECT)."""
+    SELECT); an OR of equalities keeps a pair found in table t only where none of the
+    equalities before t holds (there it was found in that one's table)."""
     q = qp.query
     a, b = q.left.alias, q.right.alias
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    where = f"({qp.spark_predicate})"
+    tab = ""
+    if ored(qp):
+        tab = ", _sj_tab"
+        earlier = [k.describe() for k in qp.parts.ors]
+        firsts = " ".join(
+            f"WHEN {t} THEN NOT coalesce({' OR '.join(earlier[:t])}, false)"
+            for t in range(1, len(earlier))
+        )
+        where += f" AND (CASE _sj_tab {firsts} ELSE true END)"
     return (
-        f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b} FROM {pairs}) "
-        f"WHERE {qp.spark_predicate}"
+        f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b}{tab} FROM {pairs}) WHERE {where}"
     )
 
 
@@ -155,7 +184,7 @@ def serves_every_join(plan: JobPlan) -> bool:
     needs caching beside them."""
     plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
     return plain and all(
-        (qp.parts.equi or banded(qp))
+        (qp.parts.equi or banded(qp) or ored(qp))
         and qp.query.outer is None
         and qp.query.option("partitioning") != "range"
         for qp in plan.joins

@@ -56,41 +56,43 @@ final class IndexProbe implements FlatMapFunction {
   void apply(JoinIndex.Part part, ArrayList[] delta, ArrayList out) {
     synchronized (part) {
       if (part.version == batch) {
-        part.sides[0].undo(batch);
-        part.sides[1].undo(batch);
+        part.undo(batch);
       } else if (part.version > batch) {
         throw new IllegalStateException(
             "streamjoin: index " + name + " is at batch " + part.version + ", past " + batch);
       }
-      part.sides[1].addStored(delta[1]);
-      find(delta[0], part.sides[1], true, out);
-      find(delta[1], part.sides[0], false, out);
-      part.sides[0].addStored(delta[0]);
+      part.addStored(delta[1], 1);
+      find(delta[0], part, 1, out);
+      find(delta[1], part, 0, out);
+      part.addStored(delta[0], 0);
       part.version = batch;
     }
   }
 
-  /** The pairs of each probing row of {@code delta} with the rows of {@code other} of its key,
-   * or, a band's, of its key in each bucket of its range (for one equality key, each bucket is
-   * a key of its own: each pair is found once). */
-  static void find(ArrayList delta, IndexSide other, boolean left, ArrayList out) {
+  /** The pairs of each probing row of {@code delta} with the rows of side {@code other} of
+   * its table of {@code part} of its key, or, a band's, of its key in each bucket of its range
+   * (for one equality key, each bucket is a key of its own: each pair is found once). */
+  void find(ArrayList delta, JoinIndex.Part part, int other, ArrayList out) {
+    boolean left = other == 1;
+    boolean tabbed = fields[JoinIndex.TAB] >= 0;
     for (int i = 0; i < delta.size(); i++) {
       JoinIndex.Entry d = (JoinIndex.Entry) delta.get(i);
       if (!d.probe) {
         continue;
       }
+      IndexSide them = part.side(d.tab, other);
       if (!d.ranged) {
-        pairs(d, other, other.first(d.key), left, out);
+        pairs(d, them, them.first(d.key), left, tabbed, out);
         continue;
       }
       if (d.hi < d.lo) {  // (an empty range: a NULL band value's, say)
         continue;
       }
       long span = d.hi - d.lo;  // (negative: past a long's range)
-      if (span >= 0 && span < other.keyCount()) {
+      if (span >= 0 && span < them.keyCount()) {
         // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
         for (long b = d.lo; ; b++) {
-          pairs(d, other, other.first(JoinIndex.mix(d.eq, b)), left, out);
+          pairs(d, them, them.first(JoinIndex.mix(d.eq, b)), left, tabbed, out);
           if (b == d.hi) {
             break;
           }
@@ -99,22 +101,29 @@ final class IndexProbe implements FlatMapFunction {
       }
       // (A range of more buckets than the other side holds keys, a tiny band's near the ends
       // of the doubles: a pass over the other side's live rows, never a loop over the range.)
-      for (int j = other.start; j < other.end; j++) {
-        long b = other.buckets[j];
-        if (b >= d.lo && b <= d.hi && other.keys[j] == JoinIndex.mix(d.eq, b)) {
-          InternalRow o = other.rows[j];
-          out.add(new GenericInternalRow(left ? new Object[] {d.row, o} : new Object[] {o, d.row}));
+      for (int j = them.start; j < them.end; j++) {
+        long b = them.buckets[j];
+        if (b >= d.lo && b <= d.hi && them.keys[j] == JoinIndex.mix(d.eq, b)) {
+          out.add(pair(d, them.rows[j], left, tabbed));
         }
       }
     }
   }
 
   /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key. */
-  static void pairs(JoinIndex.Entry d, IndexSide other, int j, boolean left, ArrayList out) {
+  static void pairs(
+      JoinIndex.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
     for (; j >= 0; j = other.next(j)) {
-      InternalRow o = other.rows[j];
-      Object[] pair = left ? new Object[] {d.row, o} : new Object[] {o, d.row};
-      out.add(new GenericInternalRow(pair));
+      out.add(pair(d, other.rows[j], left, tabbed));
     }
+  }
+
+  /** The pair of {@code d} with stored row {@code o} (and the table it was found in). */
+  static InternalRow pair(JoinIndex.Entry d, InternalRow o, boolean left, boolean tabbed) {
+    InternalRow l = left ? d.row : o;
+    InternalRow r = left ? o : d.row;
+    Object[] values =
+        tabbed ? new Object[] {l, r, Integer.valueOf(d.tab)} : new Object[] {l, r};
+    return new GenericInternalRow(values);
   }
 }

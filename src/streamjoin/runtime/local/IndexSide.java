@@ -53,16 +53,6 @@ public final class IndexSide {
     add(e.key, e.bucket, e.ts, e.batch, e.row);
   }
 
-  /** Adds the entries of {@code entries} that are stored (a scheme's probing copy is not). */
-  void addStored(java.util.ArrayList entries) {
-    for (int i = 0; i < entries.size(); i++) {
-      JoinIndex.Entry e = (JoinIndex.Entry) entries.get(i);
-      if (e.store) {
-        add(e);
-      }
-    }
-  }
-
   /** Adds a row of key {@code key}, event time {@code ts} (the expiry's), from batch
    * {@code batch}, as the newest. */
   public void add(long key, long ts, long batch, InternalRow row) {

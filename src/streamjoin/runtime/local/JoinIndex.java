@@ -11,6 +11,8 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.hash.Murmur3_x86_32;
@@ -56,6 +58,7 @@ public final class JoinIndex {
     final long hi;
     final boolean store;
     final boolean probe;
+    final int tab;  // (the table: which of an OR's keys; 0 for one key)
 
     Entry(
         long eq,
@@ -68,7 +71,8 @@ public final class JoinIndex {
         long lo,
         long hi,
         boolean store,
-        boolean probe) {
+        boolean probe,
+        int tab) {
       this.key = ranged ? mix(eq, bucket) : eq;
       this.eq = eq;
       this.bucket = bucket;
@@ -81,6 +85,7 @@ public final class JoinIndex {
       this.hi = hi;
       this.store = store;
       this.probe = probe;
+      this.tab = tab;
     }
   }
 
@@ -94,13 +99,59 @@ public final class JoinIndex {
     return h ^ (h >>> 31);
   }
 
-  /** Both sides of one partition, at the version of the last batch applied. */
+  /** Both sides of one partition, at the version of the last batch applied: one pair of
+   * sides a table (an OR of equalities has a table for each of its keys). */
   static final class Part {
-    final IndexSide[] sides = new IndexSide[] {new IndexSide(), new IndexSide()};
+    IndexSide[][] tables = new IndexSide[][] {{new IndexSide(), new IndexSide()}};
     long version;
 
     Part(long version) {
       this.version = version;
+    }
+
+    /** Side {@code side} of table {@code tab}, made where it is not yet. */
+    IndexSide side(int tab, int side) {
+      if (tab >= tables.length) {
+        IndexSide[][] more = new IndexSide[tab + 1][];
+        System.arraycopy(tables, 0, more, 0, tables.length);
+        for (int t = tables.length; t <= tab; t++) {
+          more[t] = new IndexSide[] {new IndexSide(), new IndexSide()};
+        }
+        tables = more;
+      }
+      return tables[tab][side];
+    }
+
+    /** Adds the entries of {@code entries} (of side {@code side}) that are stored. */
+    void addStored(ArrayList entries, int side) {
+      for (int i = 0; i < entries.size(); i++) {
+        Entry e = (Entry) entries.get(i);
+        if (e.store) {
+          side(e.tab, side).add(e);
+        }
+      }
+    }
+
+    void expire(long leftLeast, long rightLeast) {
+      for (int t = 0; t < tables.length; t++) {
+        tables[t][0].expire(leftLeast);
+        tables[t][1].expire(rightLeast);
+      }
+    }
+
+    void undo(long batch) {
+      for (int t = 0; t < tables.length; t++) {
+        tables[t][0].undo(batch);
+        tables[t][1].undo(batch);
+      }
+    }
+
+    long size() {
+      long n = 0;
+      for (int t = 0; t < tables.length; t++) {
+        n += tables[t][0].size() + tables[t][1].size();
+      }
+      return n;
     }
   }
 
@@ -160,8 +211,7 @@ public final class JoinIndex {
     for (int p = 0; p < parts; p++) {
       Part part = part(name, p);
       synchronized (part) {
-        part.sides[0].expire(leftLeast);
-        part.sides[1].expire(rightLeast);
+        part.expire(leftLeast, rightLeast);
       }
     }
   }
@@ -200,7 +250,7 @@ public final class JoinIndex {
       long n = 0;
       if (part != null) {
         synchronized (part) {
-          n = part.sides[0].size() + part.sides[1].size();
+          n = part.size();
         }
       }
       text.append(p == 0 ? "" : ",").append(n);
@@ -216,7 +266,7 @@ public final class JoinIndex {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
       if (((String) e.getKey()).startsWith(name + "/")) {
         Part part = (Part) e.getValue();
-        n += part.sides[0].size() + part.sides[1].size();
+        n += part.size();
       }
     }
     return n;
@@ -230,6 +280,7 @@ public final class JoinIndex {
   static final int PLACE = 5;
   static final int STORE = 6;
   static final int PROBE = 7;
+  static final int TAB = 8;
 
   /** The entry of input row {@code r} (its side's struct copied: the shuffle reuses its rows);
    * null for a NULL key. A band's row ({@code _sj_bk}, its range {@code _sj_lo} to {@code
@@ -247,17 +298,18 @@ public final class JoinIndex {
     long place = fields[PLACE] >= 0 ? r.getLong(fields[PLACE]) : eq;
     boolean store = fields[STORE] < 0 || r.getBoolean(fields[STORE]);
     boolean probe = fields[PROBE] < 0 || r.getBoolean(fields[PROBE]);
+    int tab = fields[TAB] < 0 ? 0 : r.getInt(fields[TAB]);
     int lo = fields[LO];
     int hi = fields[HI];
     if (lo < 0) {
-      return new Entry(eq, 0L, place, ts, batch, row, false, 0L, -1L, store, probe);
+      return new Entry(eq, 0L, place, ts, batch, row, false, 0L, -1L, store, probe, tab);
     }
     long bucket = r.getLong(fields[BUCKET]);
     if (r.isNullAt(lo) || r.isNullAt(hi)) {
-      return new Entry(eq, bucket, place, ts, batch, row, true, 0L, -1L, store, probe);
+      return new Entry(eq, bucket, place, ts, batch, row, true, 0L, -1L, store, probe, tab);
     }
-    return new Entry(
-        eq, bucket, place, ts, batch, row, true, r.getLong(lo), r.getLong(hi), store, probe);
+    long from = r.getLong(lo);
+    return new Entry(eq, bucket, place, ts, batch, row, true, from, r.getLong(hi), store, probe, tab);
   }
 
   /** The rows of {@code in} by partition in {@code parts} partitions: by the hash of their
@@ -315,7 +367,8 @@ public final class JoinIndex {
       names.indexOf("_sj_bk"),
       names.indexOf("_sj_part"),
       names.indexOf("_sj_store"),
-      names.indexOf("_sj_probe")
+      names.indexOf("_sj_probe"),
+      names.indexOf("_sj_tab")
     };
   }
 
@@ -386,7 +439,14 @@ public final class JoinIndex {
 
   /** The candidate pairs' columns of a probe whose input has columns {@code s}. */
   static StructType pairsSchema(StructType s) {
-    return new StructType(new StructField[] {nullable(s, "_sj_l"), nullable(s, "_sj_r")});
+    StructField l = nullable(s, "_sj_l");
+    StructField r = nullable(s, "_sj_r");
+    if (!java.util.Arrays.asList(s.fieldNames()).contains("_sj_tab")) {
+      return new StructType(new StructField[] {l, r});
+    }
+    // (An OR of equalities: the table a pair was found in, which decides whether it is kept.)
+    StructField tab = new StructField("_sj_tab", DataTypes.IntegerType, false, Metadata.empty());
+    return new StructType(new StructField[] {l, r, tab});
   }
 
   static StructField nullable(StructType s, String name) {
@@ -446,7 +506,7 @@ public final class JoinIndex {
         ArrayList[] sides = (ArrayList[]) e.getValue();
         synchronized (part) {
           for (int side = 0; side < 2; side++) {
-            part.sides[side].addStored(sides[side]);
+            part.addStored(sides[side], side);
           }
         }
       }

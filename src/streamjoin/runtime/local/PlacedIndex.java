@@ -123,7 +123,7 @@ public final class PlacedIndex {
           .get(Integer.valueOf(p));
       if (sides != null) {
         for (int side = 0; side < 2; side++) {
-          part.sides[side].addStored(sides[side]);
+          part.addStored(sides[side], side);
         }
       }
       JoinIndex.PARTS.put(name + "/" + p, part);
@@ -158,8 +158,7 @@ public final class PlacedIndex {
       }
       JoinIndex.Part part = JoinIndex.part(name, p);
       synchronized (part) {
-        part.sides[0].expire(leftLeast);
-        part.sides[1].expire(rightLeast);
+        part.expire(leftLeast, rightLeast);
       }
       return probe.call((Iterator) rows);
     }

@@ -43,6 +43,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import Band, JobPlan, QueryPlan
+    from streamjoin.plan.classify import EquiKey
     from streamjoin.runtime.batch.joins import Side
     from streamjoin.runtime.state.manifest import Manifest
     from streamjoin.runtime.state.nextmanifest import StreamStats
@@ -62,6 +63,8 @@ class QueryRouter:
     key_types: tuple[str, ...] | None = None
     history: list[dict[str, t.Any]] = field(default_factory=list)
     controller: dict[str, t.Any] = field(default_factory=dict)
+    or_key_types: tuple[str, ...] | None = None
+    """The type each equality of an OR of equalities is compared in (`key_types_of`)."""
 
     @property
     def scheme(self) -> Scheme | None:
@@ -222,14 +225,19 @@ def restore_routers(
 def key_types(spark: SparkSession, router: QueryRouter) -> tuple[str, ...]:
     """The type both sides of each equality key of `router`'s query are compared in (Spark's
     own coercion), so that equal keys hash equally whatever their declared types."""
+    return key_types_of(spark, router, router.qp.parts.equi)
+
+
+def key_types_of(
+    spark: SparkSession, router: QueryRouter, keys: t.Sequence[EquiKey]
+) -> tuple[str, ...]:
+    """`key_types` of equalities `keys` between the sides of `router`'s query."""
     q = router.qp.query
     left, right = (
         f"({empty_relation(stream)}) AS {alias}"
         for alias, stream in ((q.left.alias, router.left), (q.right.alias, router.right))
     )
-    exprs = ", ".join(
-        f"coalesce({k.left_sql}, {k.right_sql}) AS k{i}" for i, k in enumerate(router.qp.parts.equi)
-    )
+    exprs = ", ".join(f"coalesce({k.left_sql}, {k.right_sql}) AS k{i}" for i, k in enumerate(keys))
     schema = spark.sql(f"SELECT {exprs} FROM {left} CROSS JOIN {right}").schema
     return tuple(f.dataType.simpleString() for f in schema.fields)
 
