@@ -115,6 +115,8 @@ def _predicates(kind: str, keys: int) -> str:
     # One pair in `keys` matches, whichever the predicate: the same selectivity as equi.
     if kind == "equi":
         return "l.k = r.k"
+    if kind == "or":  # (a row's own id in the other stream, or one in `keys` by its key)
+        return "(l.k = r.k OR l.id = r.id)"
     if kind == "bandkey":  # (one pair in `keys` over `BAND_KEYS` keys and a band within each)
         return f"l.k = r.k AND abs(l.x - r.x) <= {X_RANGE * BAND_KEYS / keys / 2:.3f}"
     if kind == "band":
@@ -130,6 +132,7 @@ PEERS = {
     "bandkey": "spark-native",  # (the key as Spark's join key, the band as a residual)
     "band": "spark-foreach",
     "theta": "spark-foreach",
+    "or": "spark-foreach",
 }
 
 
@@ -213,6 +216,7 @@ def _long_case(
     # meets as many rows as no window does.
     reach = None if window is None or 2 * window >= shape.span_seconds else window
     name = f"{workload}-{kind}-{'full' if window is None else f'{int(window)}s'}"
+    join, kind = ("LEFT JOIN", kind[len("left-") :]) if kind.startswith("left-") else ("JOIN", kind)
     case = two_stream_case(
         root,
         size,
@@ -222,6 +226,7 @@ def _long_case(
         shape,
         keys=_keys(shape, reach),
         warmup_batches=LONG_WARMUP_BATCHES,
+        join=join,
     )
     return replace(case, floor=workload == "long")
 
@@ -234,8 +239,8 @@ def _long(root: str, size: str) -> list[Case]:
 
 # `shapes`: `long`'s stream over each two-way shape the join operator serves, within 5 minutes;
 # `bandkey` is a band within few keys (`BAND_KEYS`), which Spark runs as an equi join on the key
-# with the band as a residual.
-SHAPE_KINDS = ("equi", "bandkey", "band", "theta")
+# with the band as a residual; `or` an OR of equalities; `left-equi` a LEFT outer equi join.
+SHAPE_KINDS = ("equi", "bandkey", "band", "theta", "or", "left-equi")
 
 
 def _shapes(root: str, size: str) -> list[Case]:

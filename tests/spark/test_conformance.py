@@ -43,6 +43,7 @@ class Path_:
     copied: bool | None = None
     """Whether the state was copied into the checkpoint (None: either)."""
     multiway: bool = False
+    join: str = "JOIN"
 
 
 SLICES = {"streamjoin.twoway.index": "false"}
@@ -115,6 +116,17 @@ TWO_WAY = {
         on=f"(a.k = b.k OR a.id = b.id) AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN
     ),
     "or-equalities-slices": Path_(SLICES, on=f"(a.k = b.k OR a.id = b.id) AND {WINDOW}"),
+    # (An outer join on the operator: its pairs persisted, then the rows it decided; no join.)
+    "outer-left-equi": Path_(
+        join="LEFT JOIN", plan_has=("Scan ExistingRDD",), plan_lacks=("Join",)
+    ),
+    "outer-full-band": Path_(
+        join="FULL JOIN",
+        on=f"{BAND} AND {WINDOW}",
+        plan_has=("Scan ExistingRDD",),
+        plan_lacks=("Join",),
+    ),
+    "outer-left-equi-slices": Path_(SLICES, join="LEFT JOIN"),
     "band-buckets": Path_(SLICES, on=f"{BAND} AND {WINDOW}"),
     "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
     "full-history": Path_(SLICES, on=EQUI, copied=True),
@@ -164,7 +176,8 @@ def _job(root: Path, case: Path_, name: str) -> str:
         sinks_ = ["w", "v"]
     else:
         queries = [
-            f"INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON {case.on}{with_};"
+            f"INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a {case.join} B b "
+            f"ON {case.on}{with_};"
         ]
         sinks_ = ["w"]
     made = [f"CREATE SINK {s} WITH (format = 'parquet', path = '{out / s}');" for s in sinks_]

@@ -258,6 +258,7 @@ def test_shapes_runs_each_two_way_shape_over_the_long_stream(
     cases = WORKLOADS["shapes"](str(tmp_path_factory.mktemp("shapes")), "tiny")
     assert [c.name for c in cases] == [f"shapes-{k}-300s" for k in SHAPE_KINDS]
     bandkey = next(c for c in cases if "bandkey" in c.name)
+    assert "LEFT JOIN" in next(c for c in cases if "left-equi" in c.name).job
     assert bandkey.peer == "spark-native"
     assert "l.k = r.k AND abs(l.x - r.x) <=" in bandkey.predicate
     keys = pq.read_table(bandkey.backlog.streams["a"])["k"].to_numpy()

@@ -42,6 +42,15 @@ import uuid
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
+from streamjoin.runtime.batch.indexouter import (
+    alone_sql,
+    decided_below,
+    kept,
+    loaded,
+    marker_sql,
+    operator_serves,
+    outer_plan,
+)
 from streamjoin.runtime.batch.indexsql import (
     banded,
     input_parts,
@@ -60,6 +69,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.plan import QueryPlan, StreamPlan
+    from streamjoin.plan.outer import OuterPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.stores import StoreViews
 
@@ -101,6 +111,9 @@ class IndexedJoins:
         """Query → (batch, (partitions, placement)) of the indexes this batch applies."""
         self._counting: dict[str, tuple[str, int]] = {}
         """Query name → (index name, units) of the probes that count rows per unit."""
+        self._deciding: dict[str, tuple[OuterPlan, str, int, DataFrame]] = {}
+        """Outer query → (plan, index name, partitions, a frame of its layout) of the outer
+        joins whose rows without a partner the operator decides after this batch's probe."""
         self._holding: dict[str, tuple[str, int]] = {}
         """Query name → (index name, partitions) of the indexes whose places' rows are read."""
         self._inputs: dict[str, t.Any] = {}
@@ -129,7 +142,7 @@ class IndexedJoins:
         return (
             ctx.settings.index
             and (bool(qp.parts.equi) or ored(qp) or _small_band(ctx, qp))
-            and q.outer is None
+            and self._joins_outer(ctx, qp)
             and router.params.get("name") != "range"
             # (Time buckets spread a hot key's state over the slices' tasks; in the operator a
             # key's new rows share its current bucket's partition: they stay on the slices.)
@@ -137,6 +150,21 @@ class IndexedJoins:
             and allowances(ctx.prev, q) is None
             and live <= ctx.settings.index_rows
             and self._class(ctx.spark) is not None
+        )
+
+    def _joins_outer(self, ctx: BatchContext, qp: QueryPlan) -> bool:
+        """Whether the operator serves `qp` as far as an outer join goes: an inner join, or an
+        outer join it decides (`indexouter.operator_serves`) with one copy of each row (no
+        scheme, no OR's tables) in the driver's JVM (it decides there)."""
+        op = outer_plan(ctx, qp)
+        if op is None:
+            return True
+        router = ctx.routers[qp.query.name]
+        return (
+            operator_serves(op)
+            and router.scheme is None
+            and not ored(qp)
+            and not self.on_cluster(ctx.spark)
         )
 
     def partitions(self, ctx: BatchContext, qp: QueryPlan) -> int:
@@ -225,6 +253,8 @@ class IndexedJoins:
             return None
         if ored(qp):  # (a row is a copy a table: a union, not one projection of each side)
             return None
+        if qp.query.outer is not None:  # (its probe marks rows: the planned path)
+            return None
         if self.on_cluster(ctx.spark):  # (one task reads the whole batch: no place of its own)
             return None
         if self._batch_inputs is None:  # (each lookup is a call to the JVM)
@@ -254,7 +284,10 @@ class IndexedJoins:
         name = f"{self._prefix}/{key}"
         router = ctx.routers[q.name]
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
+        op = outer_plan(ctx, qp)
         l_least, r_least = least_times(ctx, qp)
+        if op is not None:
+            l_least, r_least = kept((l_least, r_least), op, ctx.watermark)
         cls = self._class(ctx.spark)
         parts = self.partitions(ctx, qp)
         # (Built for the partitions and the placement in force, at the batch before or at this
@@ -265,9 +298,17 @@ class IndexedJoins:
             return self._placed_pairs(ctx, qp, deltas, stores, parts, layout)
         if self._built.get(key) not in at:
             cls.reset(name, parts, ctx.batch_id - 1)
-            stored = self._stored(ctx, qp, stores)
+            bounds = least_times(ctx, qp)
+            if op is not None:
+                bounds = loaded(bounds, op, ctx.watermark)
+            stored = self._stored(ctx, qp, stores, bounds)
             if stored is not None:
-                cls.load(stored._jdf, name, parts)
+                marker, decided = None, [_LEAST, _LEAST]
+                if op is not None:
+                    marker = self._marker(ctx, op, stored)
+                    below = decided_below(op, ctx.watermark)
+                    decided = [_LEAST if x is None else x for x in below]
+                cls.load(stored._jdf, name, parts, marker, *decided)
         self._used[key] = (ctx.batch_id, layout)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
@@ -288,13 +329,41 @@ class IndexedJoins:
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
             output = self._output(ctx, qp, delta)
+            marker = None if op is None else self._marker(ctx, op, delta)
+            if op is not None:
+                self._deciding[q.name] = (op, name, parts, delta)
             # (A large delta, a band join's too, is read in parallel, then shuffled to the
             # partitions' tasks: a band join's one.)
-            jdf = cls.probe(delta._jdf, output, *index, one_task(ctx, left, right))
+            jdf = cls.probe(delta._jdf, output, marker, *index, one_task(ctx, left, right))
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
+
+    def deciding(self) -> set[str]:
+        """The outer joins whose rows without a partner the operator decides in this batch."""
+        return set(self._deciding)
+
+    def unmatched(self, ctx: BatchContext, watermark: int | None) -> dict[str, DataFrame]:
+        """The rows without a partner of each outer join the operator serves (`deciding`) that
+        the watermark the batch leaves decides, by query: read from the operator, so only once
+        the batch's probe has run (it marks the rows it matches)."""
+        deciding, self._deciding = self._deciding, {}
+        out: dict[str, DataFrame] = {}
+        cls = self._class(ctx.spark)
+        for query, (op, name, parts, delta) in deciding.items():
+            frames = []
+            for side, below in enumerate(decided_below(op, watermark)):
+                if below is None:
+                    continue
+                rows = DataFrame(
+                    cls.decide(delta._jdf, name, parts, side, below, ctx.batch_id), ctx.spark
+                )
+                view = ctx.scratch.view(rows, f"_sj_alone_{len(ctx.scratch.views)}")
+                frames.append(ctx.spark.sql(alone_sql(op, view)))
+            if frames:
+                out[query] = frames[0] if len(frames) == 1 else frames[0].unionAll(frames[1])
+        return out
 
     def built(self) -> dict[str, int]:
         """The batch each query's index was last committed at, by query name."""
@@ -321,6 +390,7 @@ class IndexedJoins:
         self._used = {}
         self._counting = {}
         self._holding = {}
+        self._deciding = {}
         self._decided = {}
 
     def lost(self, err: BaseException) -> bool:
@@ -373,16 +443,23 @@ class IndexedJoins:
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
 
-    def _stored(self, ctx: BatchContext, qp: QueryPlan, stores: StoreViews) -> DataFrame | None:
+    def _stored(
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        stores: StoreViews,
+        bounds: tuple[int | None, int | None] | None = None,
+    ) -> DataFrame | None:
         """The committed live rows of `qp`'s two sides as its index takes them (from the
-        units' files: the index is their only copy in memory); None where there are none."""
+        units' files: the index is their only copy in memory), from `bounds` (default: the
+        least times the batch's rows can meet); None where there are none."""
         sides = (ctx.plan.stream(qp.query.left.stream), ctx.plan.stream(qp.query.right.stream))
         if not any(ctx.prev.live(sp.name) for sp in sides):
             return None
         views = ctx.scratch.views
         state = [
             stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
-            for sp, least in zip(sides, least_times(ctx, qp), strict=True)
+            for sp, least in zip(sides, bounds or least_times(ctx, qp), strict=True)
         ]
         return self._input(ctx, qp, *state)
 
@@ -437,6 +514,23 @@ class IndexedJoins:
             except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
                 self._outputs[key] = None
         return self._outputs[key]
+
+    def _marker(self, ctx: BatchContext, op: OuterPlan, rows: DataFrame) -> t.Any:
+        """The `BatchInput` of outer join `op`'s ON condition over the pairs of a probe of
+        `rows`'s layout (`indexouter.marker_sql`), planned once per query and layout."""
+        key = f"{op.query.name}@on@{rows.schema.json()}"
+        if key not in self._outputs:
+            jvm = ctx.spark.sparkContext._jvm
+            assert jvm is not None
+            none = DataFrame(self._class(ctx.spark).nopairs(rows._jdf), ctx.spark)
+            found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
+            planned = ctx.spark.sql(marker_sql(op, found))._jdf
+            self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
+        marker = self._outputs[key]
+        if marker is None:  # (an ON condition planned each batch: the slices decide)
+            msg = f"query {op.query.name}: its ON condition cannot be evaluated in the operator"
+            raise ValueError(msg)
+        return marker
 
     @staticmethod
     def _input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:

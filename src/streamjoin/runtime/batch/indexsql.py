@@ -62,6 +62,8 @@ def input_parts(
 
 
 _LAYOUT = ("_sj_side", "_sj_key", "_sj_ts", "_sj_l", "_sj_r")
+NOTHING = -1
+"""The key of an outer join's row whose key or band value is NULL (`lookup_sql`)."""
 
 
 def banded(qp: QueryPlan) -> bool:
@@ -123,7 +125,13 @@ def lookup_sql(
             ("_sj_lo", f"CAST({lo} AS BIGINT)"),
             ("_sj_hi", f"CAST({hi} AS BIGINT)"),
         ]
-    if null:
+    if null and qp.query.outer is not None:
+        # (An outer join's row that meets nothing is still kept, for its decision: under a
+        # key of its own, probing nothing; a row of another's key meets it, never on ON.)
+        isnull = " OR ".join(null)
+        key = f"CASE WHEN {isnull} THEN CAST({NOTHING} AS BIGINT) ELSE {key} END"
+        extra = [*extra, ("_sj_probe", f"NOT coalesce({isnull}, false)")]
+    elif null:
         key = f"CASE WHEN {' OR '.join(null)} THEN NULL ELSE {key} END"
     scheme = router.scheme
     if scheme is None:

@@ -28,14 +28,18 @@ def unmatched_frames(
     watermark: int | None,
     *,
     final: bool = False,
+    skip: t.Container[str] = (),
 ) -> dict[str, DataFrame]:
     """Per outer join, its rows without a partner that the batch decides: those of a preserved
     side with event times from the previous batch's horizon to the one `watermark` sets (with
     `final`, every one still undecided). `deltas`: the batch's rows of each stream (None: a
-    batch without input); `views`: where the batch's temp views are listed."""
+    batch without input); `views`: where the batch's temp views are listed; `skip`: the
+    queries whose rows the join operator decides (`batch.indexouter`)."""
     out: dict[str, DataFrame] = {}
     for op in plan.outers:
         q = op.query
+        if q.name in skip:
+            continue
         parts = []
         for i in (0, 1):
             if not op.outer.preserves(i):

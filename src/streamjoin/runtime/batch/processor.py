@@ -231,8 +231,13 @@ class BatchProcessor:
                 # (Windows close, and rows without a partner are decided, by the watermark the
                 # batch leaves: its statistics first.)
                 _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
+                decided = self.indexed.deciding()
+                for name in decided:  # (its probe marks the rows it matches: it runs first)
+                    frames[name] = [_ran(ctx.scratch.persist(f)) for f in frames[name]]
+                for name, frame in self.indexed.unmatched(ctx, watermark).items():
+                    frames.setdefault(name, []).append(frame)
                 args = (ctx.spark, self.plan, ctx.prev, self.stores, deltas, ctx.scratch.views)
-                for name, frame in unmatched_frames(*args, watermark).items():
+                for name, frame in unmatched_frames(*args, watermark, skip=decided).items():
                     frames.setdefault(name, []).append(frame)
                 reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
                 closing = close_batch_windows(self.plan, ctx.prev, frames, watermark, reading)
@@ -398,3 +403,9 @@ class BatchProcessor:
         job = count_units(ctx, self.stores.sourced, names)
         ctx.scratch.running.append(job)  # (it reads the batch's views)
         return job
+
+
+def _ran(df: DataFrame) -> DataFrame:
+    """`df` (persisted) once computed: the jobs that read it then read what it kept."""
+    df.count()
+    return df

@@ -145,6 +145,12 @@ public final class BatchInput implements Serializable {
     return out;
   }
 
+  /** This one-sided plan's condition, made for the calling thread (null: none, every row
+   * holds). */
+  BasePredicate test() {
+    return ((BasePredicate[]) made("output", 1)[0])[0];
+  }
+
   /** The predicates (null: none) and projections of the first {@code sides} sides, made once
    * per thread that runs this input's tasks for {@code use}: a task consumes the rows it
    * makes before it ends (the index copies them), and a thread runs one task at a time. */

@@ -6,6 +6,7 @@ import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 
 /**
@@ -21,6 +22,7 @@ final class IndexProbe implements FlatMapFunction {
   final int[] fields;
   final int units;
   final BatchInput output;  // (null: the candidate pairs themselves)
+  BatchInput marker;  // (an outer join's ON condition over a pair: a true one marks both rows)
 
   IndexProbe(String name, int parts, long batch, int[] fields, int units, BatchInput output) {
     this.name = name;
@@ -64,6 +66,9 @@ final class IndexProbe implements FlatMapFunction {
       part.addStored(delta[1], 1);
       find(delta[0], part, 1, out);
       find(delta[1], part, 0, out);
+      if (marker != null) {  // (stored before they probed: their marks go to their slots)
+        part.syncMatched(delta[1], 1);
+      }
       part.addStored(delta[0], 0);
       part.version = batch;
     }
@@ -104,18 +109,32 @@ final class IndexProbe implements FlatMapFunction {
       for (int j = them.start; j < them.end; j++) {
         long b = them.buckets[j];
         if (b >= d.lo && b <= d.hi && them.keys[j] == JoinIndex.mix(d.eq, b)) {
-          out.add(pair(d, them.rows[j], left, tabbed));
+          found(d, them, j, left, tabbed, out);
         }
       }
     }
   }
 
   /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key. */
-  static void pairs(
+  void pairs(
       JoinIndex.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
     for (; j >= 0; j = other.next(j)) {
-      out.add(pair(d, other.rows[j], left, tabbed));
+      found(d, other, j, left, tabbed, out);
     }
+  }
+
+  /** The pair of {@code d} with row {@code j} of {@code other}, into {@code out}; both rows
+   * marked matched where an outer join's ON condition holds on it. */
+  void found(JoinIndex.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
+    InternalRow pair = pair(d, other.rows[j], left, tabbed);
+    if (marker != null) {
+      BasePredicate on = marker.test();
+      if (on == null || on.eval(pair)) {
+        d.matched = true;
+        other.matched[j] = true;
+      }
+    }
+    out.add(pair);
   }
 
   /** The pair of {@code d} with stored row {@code o} (and the table it was found in). */

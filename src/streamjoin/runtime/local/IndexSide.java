@@ -17,11 +17,17 @@ import org.apache.spark.sql.catalyst.InternalRow;
  */
 public final class IndexSide {
   static final int FREE = Integer.MIN_VALUE;  // (a table slot no key has taken)
+  static final long NOT_DECIDED = Long.MIN_VALUE;
+  static final long DECIDED_BEFORE = Long.MIN_VALUE + 1;  // (by a batch before a rebuild)
 
   long[] keys = new long[16];
   long[] times = new long[16];
   long[] batches = new long[16];
   long[] buckets = new long[16];  // (a band row's own bucket, for a probe of a wide range)
+  // An outer join's preserved rows: whether a partner matched, and the batch that decided
+  // one without (NOT_DECIDED: none yet; a rerun of that batch decides it again).
+  boolean[] matched = new boolean[16];
+  long[] decided = new long[16];
   InternalRow[] rows = new InternalRow[16];
   int[] older = new int[16];  // (the same key's next older row; -1: none)
   int start;
@@ -50,17 +56,18 @@ public final class IndexSide {
   }
 
   void add(JoinIndex.Entry e) {
-    add(e.key, e.bucket, e.ts, e.batch, e.row);
+    e.at = add(e.key, e.bucket, e.ts, e.batch, e.row);
+    matched[e.at] = e.matched;
   }
 
   /** Adds a row of key {@code key}, event time {@code ts} (the expiry's), from batch
    * {@code batch}, as the newest. */
-  public void add(long key, long ts, long batch, InternalRow row) {
-    add(key, 0L, ts, batch, row);
+  public int add(long key, long ts, long batch, InternalRow row) {
+    return add(key, 0L, ts, batch, row);
   }
 
-  /** {@link #add} of a band's row of bucket {@code bucket}. */
-  public void add(long key, long bucket, long ts, long batch, InternalRow row) {
+  /** {@link #add} of a band's row of bucket {@code bucket}; returns its index. */
+  public int add(long key, long bucket, long ts, long batch, InternalRow row) {
     if (end == keys.length) {
       reclaim();
     }
@@ -70,7 +77,34 @@ public final class IndexSide {
     times[i] = ts;
     batches[i] = batch;
     rows[i] = row;
+    matched[i] = false;
+    decided[i] = NOT_DECIDED;
     link(i);
+    return i;
+  }
+
+  /** The live rows below event time {@code below} that no partner matched and no batch but
+   * {@code batch} decided, now decided by it (an outer join's rows without a partner). */
+  java.util.ArrayList decide(long below, long batch) {
+    java.util.ArrayList out = new java.util.ArrayList();
+    for (int i = start; i < end; i++) {
+      if (times[i] < below && (decided[i] == NOT_DECIDED || decided[i] == batch)) {
+        decided[i] = batch;
+        if (!matched[i]) {
+          out.add(rows[i]);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Marks the live rows below {@code below} decided by a batch before (a rebuild's). */
+  void decidedBefore(long below) {
+    for (int i = start; i < end; i++) {
+      if (times[i] < below) {
+        decided[i] = DECIDED_BEFORE;
+      }
+    }
   }
 
   /** Chains row {@code i} as its key's newest. */
@@ -146,6 +180,8 @@ public final class IndexSide {
       times = java.util.Arrays.copyOf(times, cap);
       batches = java.util.Arrays.copyOf(batches, cap);
       buckets = java.util.Arrays.copyOf(buckets, cap);
+      matched = java.util.Arrays.copyOf(matched, cap);
+      decided = java.util.Arrays.copyOf(decided, cap);
       rows = (InternalRow[]) java.util.Arrays.copyOf(rows, cap);
       older = java.util.Arrays.copyOf(older, cap);
       return;
@@ -154,16 +190,22 @@ public final class IndexSide {
     long[] t = new long[cap];
     long[] b = new long[cap];
     long[] u = new long[cap];
+    boolean[] m = new boolean[cap];
+    long[] d = new long[cap];
     InternalRow[] r = new InternalRow[cap];
     System.arraycopy(keys, start, k, 0, live);
     System.arraycopy(times, start, t, 0, live);
     System.arraycopy(batches, start, b, 0, live);
     System.arraycopy(buckets, start, u, 0, live);
+    System.arraycopy(matched, start, m, 0, live);
+    System.arraycopy(decided, start, d, 0, live);
     System.arraycopy(rows, start, r, 0, live);
     keys = k;
     times = t;
     batches = b;
     buckets = u;
+    matched = m;
+    decided = d;
     rows = r;
     older = new int[cap];
     start = 0;

@@ -59,6 +59,8 @@ public final class JoinIndex {
     final boolean store;
     final boolean probe;
     final int tab;  // (the table: which of an OR's keys; 0 for one key)
+    boolean matched;  // (an outer join's: a partner matched it in this batch's probe)
+    int at = -1;  // (its slot once stored)
 
     Entry(
         long eq,
@@ -128,6 +130,30 @@ public final class JoinIndex {
         Entry e = (Entry) entries.get(i);
         if (e.store) {
           side(e.tab, side).add(e);
+        }
+      }
+    }
+
+    /** The matches the probe found for the stored entries of {@code entries} (of side {@code
+     * side}, the batch's newest rows of their tables), marked in their slots. */
+    void syncMatched(ArrayList entries, int side) {
+      int[] next = new int[tables.length];
+      for (int i = 0; i < entries.size(); i++) {
+        Entry e = (Entry) entries.get(i);
+        if (e.store) {
+          next[e.tab]++;
+        }
+      }
+      for (int t = 0; t < tables.length; t++) {
+        next[t] = tables[t][side].end - next[t];
+      }
+      for (int i = 0; i < entries.size(); i++) {
+        Entry e = (Entry) entries.get(i);
+        if (e.store) {
+          int slot = next[e.tab]++;
+          if (e.matched) {
+            tables[e.tab][side].matched[slot] = true;
+          }
         }
       }
     }
@@ -372,9 +398,58 @@ public final class JoinIndex {
     };
   }
 
-  /** Loads committed rows into the (reset) indexes of {@code name}: one Spark job. */
-  public static void load(Dataset in, String name, int parts) {
-    shuffled(in, parts).foreachPartition(new Load(name, parts, fields(in.schema())));
+  /** Loads committed rows into the (reset) indexes of {@code name}: one Spark job. With an
+   * outer join's {@code marker} (else null), the rows loaded are applied as one batch, so that
+   * the pairs among them mark their rows matched, and each side's rows below {@code
+   * leftDecided} and {@code rightDecided} are decided already. */
+  public static void load(
+      Dataset in, String name, int parts, BatchInput marker, long leftDecided, long rightDecided) {
+    Load f = new Load(name, parts, fields(in.schema()));
+    f.marker = marker;
+    f.decided = new long[] {leftDecided, rightDecided};
+    shuffled(in, parts).foreachPartition(f);
+    if (marker != null) {
+      for (int p = 0; p < parts; p++) {
+        Part part = part(name, p);
+        synchronized (part) {
+          for (int t = 0; t < part.tables.length; t++) {
+            part.tables[t][0].decidedBefore(leftDecided);
+            part.tables[t][1].decidedBefore(rightDecided);
+          }
+        }
+      }
+    }
+  }
+
+  /** The rows of side {@code side} of {@code name}'s partitions below event time {@code
+   * below} that no partner matched, decided by batch {@code batch} (a rerun of it decides the
+   * same ones), as pairs ({@code in}'s pairs, the other side NULL): an outer join's rows
+   * without a partner. For a driver whose JVM holds the partitions (a local master). */
+  public static Dataset decide(
+      Dataset in, String name, int parts, int side, long below, long batch) {
+    ArrayList rows = new ArrayList();
+    for (int p = 0; p < parts; p++) {
+      Part part = part(name, p);
+      synchronized (part) {
+        for (int t = 0; t < part.tables.length; t++) {
+          ArrayList alone = part.tables[t][side].decide(below, batch);
+          for (int i = 0; i < alone.size(); i++) {
+            Object row = alone.get(i);
+            Object[] pair = side == 0 ? new Object[] {row, null} : new Object[] {null, row};
+            rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
+          }
+        }
+      }
+    }
+    SparkSession spark = (SparkSession) in.sparkSession();
+    org.apache.spark.rdd.RDD rdd =
+        spark
+            .sparkContext()
+            .parallelize(
+                scala.jdk.javaapi.CollectionConverters.asScala(rows).toSeq(),
+                1,
+                scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
+    return spark.internalCreateDataFrame(rdd, pairsSchema(in.schema()), false);
   }
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
@@ -386,6 +461,7 @@ public final class JoinIndex {
   public static Dataset probe(
       Dataset in,
       BatchInput output,
+      BatchInput marker,
       String name,
       int parts,
       long batch,
@@ -393,7 +469,9 @@ public final class JoinIndex {
       boolean oneTask) {
     JavaRDD rows = oneTask ? together(in) : shuffled(in, parts);
     SparkSession spark = (SparkSession) in.sparkSession();
-    return pairs(spark, rows, in.schema(), output, name, parts, batch, units);
+    IndexProbe f = probing(in.schema(), output, name, parts, batch, units);
+    f.marker = marker;
+    return made(spark, rows, f, output == null ? pairsSchema(in.schema()) : output.layout);
   }
 
   /** The candidate pairs of a probe whose input is {@code in}'s layout, none of them: what a
@@ -431,9 +509,19 @@ public final class JoinIndex {
       int parts,
       long batch,
       int units) {
-    IndexProbe f = new IndexProbe(name, parts, batch, fields(s), units, output);
+    IndexProbe f = probing(s, output, name, parts, batch, units);
+    return made(spark, rows, f, output == null ? pairsSchema(s) : output.layout);
+  }
+
+  /** The probe of batch {@code batch} of an input of columns {@code s} ({@link #pairs}). */
+  static IndexProbe probing(
+      StructType s, BatchInput output, String name, int parts, long batch, int units) {
     COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
-    StructType out = output == null ? pairsSchema(s) : output.layout;
+    return new IndexProbe(name, parts, batch, fields(s), units, output);
+  }
+
+  /** The rows probe {@code f} makes of {@code rows}, of columns {@code out}. */
+  static Dataset made(SparkSession spark, JavaRDD rows, IndexProbe f, StructType out) {
     return spark.internalCreateDataFrame(PlainRdd.mapPartitions(rows, f).rdd(), out, false);
   }
 
@@ -490,6 +578,8 @@ public final class JoinIndex {
     final String name;
     final int parts;
     final int[] fields;
+    BatchInput marker;
+    long[] decided;
 
     Load(String name, int parts, int[] fields) {
       this.name = name;
@@ -505,9 +595,19 @@ public final class JoinIndex {
         Part part = part(name, ((Integer) e.getKey()).intValue());
         ArrayList[] sides = (ArrayList[]) e.getValue();
         synchronized (part) {
-          for (int side = 0; side < 2; side++) {
-            part.addStored(sides[side], side);
+          if (marker == null) {
+            for (int side = 0; side < 2; side++) {
+              part.addStored(sides[side], side);
+            }
+            continue;
           }
+          // (As one batch before any: the pairs among the rows mark them; none is kept.)
+          IndexProbe probe = new IndexProbe(name, parts, Long.MIN_VALUE + 1, fields, 0, null);
+          probe.marker = marker;
+          long version = part.version;
+          part.version = Long.MIN_VALUE;  // (before the probe's batch: nothing taken back)
+          probe.apply(part, sides, new ArrayList());
+          part.version = version;
         }
       }
     }
