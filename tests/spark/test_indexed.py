@@ -289,7 +289,7 @@ def test_the_current_time_is_planned_every_batch(
         _feed(spark, processor, job, batches)
         built = processor.indexed.built()
         assert set(built) == {qp.query.name for qp in processor.plan.joins}  # (on its index)
-        [planned] = processor.indexed._inputs.values()
+        [planned] = processor.indexed.plans._inputs.values()
         if where == "key":
             assert planned is False  # (its input is planned every batch)
         else:

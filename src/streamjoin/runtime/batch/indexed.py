@@ -33,13 +33,11 @@ cluster, each partition lives on one executor and its tasks run there (`placed`)
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import typing as t
 import uuid
 
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.indexouter import (
@@ -47,10 +45,10 @@ from streamjoin.runtime.batch.indexouter import (
     decided_below,
     kept,
     loaded,
-    marker_sql,
     operator_serves,
     outer_plan,
 )
+from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
 from streamjoin.runtime.batch.indexsql import (
     banded,
     input_parts,
@@ -59,11 +57,9 @@ from streamjoin.runtime.batch.indexsql import (
     output_sql,
     serves_every_join,
 )
-from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.local.statics import StaticMethods
-from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -116,16 +112,11 @@ class IndexedJoins:
         joins whose rows without a partner the operator decides after this batch's probe."""
         self._holding: dict[str, tuple[str, int]] = {}
         """Query name → (index name, partitions) of the indexes whose places' rows are read."""
-        self._inputs: dict[str, t.Any] = {}
-        """Query (`_key`) → its `BatchInput`s (False: its plans could not make one)."""
-        self._outputs: dict[str, t.Any] = {}
-        """Query and probe layout → the `BatchInput` of its output (None: planned each batch)."""
-        self._decided: dict[tuple[int, str], tuple[t.Any, t.Any] | None] = {}
-        """(Batch, query) → what `batch_input` decided for it."""
+        self.plans = ProbePlans()
+        """What the probes plan once per query (`indexplans`)."""
         self.batch_reads = 0
         """How many probes read the batch's own rows (`BatchInput`), a failed attempt's too."""
         self._jvm: t.Any = None
-        self._batch_inputs: t.Any = None
         self._on_cluster: bool | None = None
         self.placed = PlacedIndexes(self._prefix)
         """The indexes on a cluster's executors (`on_cluster`)."""
@@ -236,51 +227,18 @@ class IndexedJoins:
         )
 
     def batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
-        """`qp`'s `BatchInput` for this batch (its probe's input made from the rows Spark
-        planned for the batch, in one task) and the one of its output (None: its SELECT and
-        predicate are planned each batch), or None: the batch's rows of every stream (the task
-        reads them all) are more than one task takes, or they are not rows Spark planned, or
-        the query's plans cannot be made once. Decided once a batch."""
-        # (A scheme's copies are not a projection of the batch's rows: the placement is part
-        # of what was decided.)
-        key = f"{_key(qp)}@{json.dumps(ctx.routers[qp.query.name].params, sort_keys=True)}"
-        if (ctx.batch_id, key) not in self._decided:
-            self._decided[ctx.batch_id, key] = self._decide(ctx, key, qp)
-        return self._decided[ctx.batch_id, key]
-
-    def _decide(self, ctx: BatchContext, key: str, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
-        if not one_task(ctx, *ctx.plan.streams) or self._class(ctx.spark) is None:
-            return None
-        if ored(qp):  # (a row is a copy a table: a union, not one projection of each side)
-            return None
-        if qp.query.outer is not None:  # (its probe marks rows: the planned path)
-            return None
-        if self.on_cluster(ctx.spark):  # (one task reads the whole batch: no place of its own)
-            return None
-        if self._batch_inputs is None:  # (each lookup is a call to the JVM)
-            jvm = ctx.spark.sparkContext._jvm
-            assert jvm is not None
-            self._batch_inputs = jvm.streamjoin.BatchInput
-        made: t.Any = self._inputs.get(key)
-        if made and made[0].fits(ctx.rows._jdf):  # (rows Spark planned, in the layout: one call)
-            return t.cast("tuple[t.Any, t.Any]", made)
-        if not self._batch_inputs.planned(ctx.rows._jdf):
-            return None
-        if made is not False:
-            # (First use, or the batch's layout changed: planned again.)
-            try:
-                made = self._batch_input(ctx, qp) or False
-            except Py4JJavaError:  # (an optimisation only: the batch plans its input instead)
-                made = False
-            self._inputs[key] = made
-        return made or None
+        """`qp`'s `BatchInput` for this batch (`ProbePlans.batch_input`), or None: the batch's
+        rows of every stream (the task reads them all) are more than one task takes, or the
+        executors hold the partitions (one task reads the whole batch: no place of its own)."""
+        fits = one_task(ctx, *ctx.plan.streams) and self._class(ctx.spark) is not None
+        return self.plans.batch_input(ctx, qp, fits and not self.on_cluster(ctx.spark))
 
     def pairs(
         self, ctx: BatchContext, qp: QueryPlan, deltas: t.Mapping[str, str], stores: StoreViews
     ) -> DataFrame:
         """`qp`'s new pairs in the batch, from its index (built first where it is not there)."""
         q = qp.query
-        key = _key(qp)
+        key = query_key(qp)
         name = f"{self._prefix}/{key}"
         router = ctx.routers[q.name]
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
@@ -305,7 +263,7 @@ class IndexedJoins:
             if stored is not None:
                 marker, decided = None, [_LEAST, _LEAST]
                 if op is not None:
-                    marker = self._marker(ctx, op, stored)
+                    marker = self.plans.marker(ctx, op, stored)
                     below = decided_below(op, ctx.watermark)
                     decided = [_LEAST if x is None else x for x in below]
                 cls.load(stored._jdf, name, parts, marker, *decided)
@@ -328,8 +286,8 @@ class IndexedJoins:
             self.batch_reads += 1
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
-            output = self._output(ctx, qp, delta)
-            marker = None if op is None else self._marker(ctx, op, delta)
+            output = self.plans.output(ctx, qp, delta)
+            marker = None if op is None else self.plans.marker(ctx, op, delta)
             if op is not None:
                 self._deciding[q.name] = (op, name, parts, delta)
             # (A large delta, a band join's too, is read in parallel, then shuffled to the
@@ -380,7 +338,7 @@ class IndexedJoins:
             self._class(spark).drop(f"{self._prefix}/{query}")
         self._built = self._used
         self._used = {}
-        self._decided = {}
+        self.plans.end_batch()
 
     def failed(self) -> None:
         """The batch failed: its indexes may hold part of it (taken back when it runs again);
@@ -391,7 +349,7 @@ class IndexedJoins:
         self._counting = {}
         self._holding = {}
         self._deciding = {}
-        self._decided = {}
+        self.plans.end_batch()
 
     def lost(self, err: BaseException) -> bool:
         """Whether batch error `err` is a probe that found no partition of an index on a
@@ -408,8 +366,7 @@ class IndexedJoins:
             for query in self._built:
                 cls.drop(f"{self._prefix}/{query}")
         self._built = {}
-        self._inputs = {}
-        self._outputs = {}
+        self.plans = ProbePlans()
 
     def on_cluster(self, spark: SparkSession) -> bool:
         """Whether the executors are JVMs of their own (a cluster's), where each index
@@ -430,7 +387,7 @@ class IndexedJoins:
         """`pairs` where a cluster's executors hold the partitions (`PlacedIndexes`): built
         there from the units where not there, then probed on each partition's owner."""
         q = qp.query
-        key = _key(qp)
+        key = query_key(qp)
         delta = self._input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self._built.get(key) not in at or key not in self.placed:
@@ -469,69 +426,6 @@ class IndexedJoins:
             self._jvm = False if found is None else StaticMethods(found)
         return self._jvm or None
 
-    def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
-        """`qp`'s `BatchInput`s of its probe's input, planned over rows in the layout of the
-        batch's (each side's on-time test without the watermark, which the probe applies to
-        each row's event time), and of its output (the query's predicate and SELECT over the
-        candidate pairs; None where they cannot be planned once); None where Spark's plans of
-        the input do not have its shape."""
-        jvm = ctx.spark.sparkContext._jvm
-        assert jvm is not None
-        placeholder = DataFrame(jvm.streamjoin.BatchInput.placeholder(ctx.rows._jdf), ctx.spark)
-        view = ctx.scratch.view(placeholder, f"_sj_rows_{len(ctx.scratch.views)}")
-        timed = [sp.index for sp in ctx.plan.streams if sp.stream.watermark]
-        on_time = status_sql(timed, None)
-        q = qp.query
-        rels = []
-        for sp in (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)):
-            cols = ", ".join(
-                f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
-            )
-            where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
-            rels.append(f"(SELECT {cols} FROM {view} WHERE {where})")
-        left, right = (ctx.spark.sql(p)._jdf for p in input_parts(ctx, qp, *rels, late=True))
-        made = jvm.streamjoin.BatchInput.of(left, right)
-        if made is None:
-            return None
-        pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
-        found = ctx.scratch.view(pairs, f"_sj_pairs_{len(ctx.scratch.views)}")
-        return made, jvm.streamjoin.BatchInput.output(ctx.spark.sql(output_sql(qp, found))._jdf)
-
-    def _output(self, ctx: BatchContext, qp: QueryPlan, delta: DataFrame) -> t.Any:
-        """`qp`'s `BatchInput` of its output over the candidate pairs of a probe of `delta`'s
-        layout (its predicate and SELECT, applied in the probe's tasks: the candidates never
-        leave them), planned once per query and layout; None where they cannot be planned
-        once (the current time, a subquery, a Python function: planned each batch)."""
-        key = f"{_key(qp)}@{delta.schema.json()}"
-        if key not in self._outputs:
-            jvm = ctx.spark.sparkContext._jvm
-            assert jvm is not None
-            none = DataFrame(self._class(ctx.spark).nopairs(delta._jdf), ctx.spark)
-            found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
-            try:
-                planned = ctx.spark.sql(output_sql(qp, found))._jdf
-                self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
-            except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
-                self._outputs[key] = None
-        return self._outputs[key]
-
-    def _marker(self, ctx: BatchContext, op: OuterPlan, rows: DataFrame) -> t.Any:
-        """The `BatchInput` of outer join `op`'s ON condition over the pairs of a probe of
-        `rows`'s layout (`indexouter.marker_sql`), planned once per query and layout."""
-        key = f"{op.query.name}@on@{rows.schema.json()}"
-        if key not in self._outputs:
-            jvm = ctx.spark.sparkContext._jvm
-            assert jvm is not None
-            none = DataFrame(self._class(ctx.spark).nopairs(rows._jdf), ctx.spark)
-            found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
-            planned = ctx.spark.sql(marker_sql(op, found))._jdf
-            self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
-        marker = self._outputs[key]
-        if marker is None:  # (an ON condition planned each batch: the slices decide)
-            msg = f"query {op.query.name}: its ON condition cannot be evaluated in the operator"
-            raise ValueError(msg)
-        return marker
-
     @staticmethod
     def _input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
         """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
@@ -559,10 +453,3 @@ def one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
     if any(sp.name not in rows for sp in streams):
         return False
     return sum(rows[sp.name] for sp in streams) <= ONE_TASK_ROWS  # (a self-join's rows: twice)
-
-
-def _key(qp: QueryPlan) -> str:
-    """The index's name for `qp`: its query's name and a digest of its definition (a served
-    job may give the name to another query)."""
-    digest = hashlib.sha256(repr(qp.query).encode()).hexdigest()[:12]
-    return f"{qp.query.name}#{digest}"

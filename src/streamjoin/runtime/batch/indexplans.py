@@ -1,0 +1,151 @@
+"""What the join operator's probes plan once per query (`indexed`, ``BatchInput.java``): the
+input of a probe made from the rows Spark planned for the batch, and the expressions applied to
+the pairs a probe finds (the query's predicate and SELECT; an outer join's ON condition, which
+marks the rows it matches). Each is analysed and optimised once per query and layout, then
+applied in the probe's tasks: such a batch plans nothing for them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import typing as t
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import DataFrame
+
+from streamjoin.runtime.batch.indexouter import marker_sql
+from streamjoin.runtime.batch.indexsql import input_parts, ored, output_sql
+from streamjoin.runtime.batch.intake import status_sql
+from streamjoin.runtime.sources import prefixed
+
+if t.TYPE_CHECKING:
+    from streamjoin.plan import QueryPlan
+    from streamjoin.plan.outer import OuterPlan
+    from streamjoin.runtime.batch.context import BatchContext
+
+
+class ProbePlans:
+    """The plans of one processor's probes, by query and layout."""
+
+    def __init__(self) -> None:
+        self._inputs: dict[str, t.Any] = {}
+        """Query and placement → its `BatchInput`s (False: its plans could not make one)."""
+        self._decided: dict[tuple[int, str], tuple[t.Any, t.Any] | None] = {}
+        """(Batch, query) → what `batch_input` decided for it."""
+        self._outputs: dict[str, t.Any] = {}
+        """Query and probe layout → the `BatchInput` of its output or of its ON condition
+        (None: planned each batch)."""
+        self._class: t.Any = None
+
+    def end_batch(self) -> None:
+        """The batch ended: its decisions go."""
+        self._decided = {}
+
+    def batch_input(
+        self, ctx: BatchContext, qp: QueryPlan, fits: bool
+    ) -> tuple[t.Any, t.Any] | None:
+        """`qp`'s `BatchInput` for this batch (its probe's input made from the rows Spark
+        planned for the batch, in one task) and the one of its output (None: its SELECT and
+        predicate are planned each batch), or None: the batch does not `fit` one task, or its
+        rows are not rows Spark planned, or the query's plans cannot be made once (a scheme's
+        copies or an OR's tables are no projection of the batch's rows; an outer join's probe
+        marks rows). Decided once a batch."""
+        # (A scheme's copies are not a projection of the batch's rows: the placement is part
+        # of what was decided.)
+        key = f"{query_key(qp)}@{json.dumps(ctx.routers[qp.query.name].params, sort_keys=True)}"
+        if (ctx.batch_id, key) not in self._decided:
+            self._decided[ctx.batch_id, key] = self._decide(ctx, key, qp, fits)
+        return self._decided[ctx.batch_id, key]
+
+    def _decide(
+        self, ctx: BatchContext, key: str, qp: QueryPlan, fits: bool
+    ) -> tuple[t.Any, t.Any] | None:
+        if not fits or ored(qp) or qp.query.outer is not None:
+            return None
+        if self._class is None:  # (each lookup is a call to the JVM)
+            jvm = ctx.spark.sparkContext._jvm
+            assert jvm is not None
+            self._class = jvm.streamjoin.BatchInput
+        made: t.Any = self._inputs.get(key)
+        if made and made[0].fits(ctx.rows._jdf):  # (rows Spark planned, in the layout: one call)
+            return t.cast("tuple[t.Any, t.Any]", made)
+        if not self._class.planned(ctx.rows._jdf):
+            return None
+        if made is not False:
+            # (First use, or the batch's layout changed: planned again.)
+            try:
+                made = self._batch_input(ctx, qp) or False
+            except Py4JJavaError:  # (an optimisation only: the batch plans its input instead)
+                made = False
+            self._inputs[key] = made
+        return made or None
+
+    def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
+        """`qp`'s `BatchInput`s of its probe's input, planned over rows in the layout of the
+        batch's (each side's on-time test without the watermark, which the probe applies to
+        each row's event time), and of its output (the query's predicate and SELECT over the
+        candidate pairs; None where they cannot be planned once); None where Spark's plans of
+        the input do not have its shape."""
+        jvm = ctx.spark.sparkContext._jvm
+        assert jvm is not None
+        placeholder = DataFrame(jvm.streamjoin.BatchInput.placeholder(ctx.rows._jdf), ctx.spark)
+        view = ctx.scratch.view(placeholder, f"_sj_rows_{len(ctx.scratch.views)}")
+        timed = [sp.index for sp in ctx.plan.streams if sp.stream.watermark]
+        on_time = status_sql(timed, None)
+        q = qp.query
+        rels = []
+        for sp in (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)):
+            cols = ", ".join(
+                f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
+            )
+            where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
+            rels.append(f"(SELECT {cols} FROM {view} WHERE {where})")
+        left, right = (ctx.spark.sql(p)._jdf for p in input_parts(ctx, qp, *rels, late=True))
+        made = jvm.streamjoin.BatchInput.of(left, right)
+        if made is None:
+            return None
+        pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
+        found = ctx.scratch.view(pairs, f"_sj_pairs_{len(ctx.scratch.views)}")
+        return made, jvm.streamjoin.BatchInput.output(ctx.spark.sql(output_sql(qp, found))._jdf)
+
+    def output(self, ctx: BatchContext, qp: QueryPlan, delta: DataFrame) -> t.Any:
+        """`qp`'s `BatchInput` of its output over the candidate pairs of a probe of `delta`'s
+        layout (its predicate and SELECT, applied in the probe's tasks: the candidates never
+        leave them), planned once per query and layout; None where they cannot be planned
+        once (the current time, a subquery, a Python function: planned each batch)."""
+        key = f"{query_key(qp)}@{delta.schema.json()}"
+        if key not in self._outputs:
+            jvm = ctx.spark.sparkContext._jvm
+            assert jvm is not None
+            none = DataFrame(jvm.streamjoin.JoinIndex.nopairs(delta._jdf), ctx.spark)
+            found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
+            try:
+                planned = ctx.spark.sql(output_sql(qp, found))._jdf
+                self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
+            except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
+                self._outputs[key] = None
+        return self._outputs[key]
+
+    def marker(self, ctx: BatchContext, op: OuterPlan, rows: DataFrame) -> t.Any:
+        """The `BatchInput` of outer join `op`'s ON condition over the pairs of a probe of
+        `rows`'s layout (`indexouter.marker_sql`), planned once per query and layout."""
+        key = f"{op.query.name}@on@{rows.schema.json()}"
+        if key not in self._outputs:
+            jvm = ctx.spark.sparkContext._jvm
+            assert jvm is not None
+            none = DataFrame(jvm.streamjoin.JoinIndex.nopairs(rows._jdf), ctx.spark)
+            found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
+            planned = ctx.spark.sql(marker_sql(op, found))._jdf
+            self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
+        marker = self._outputs[key]
+        if marker is None:  # (an ON condition planned each batch: the slices decide)
+            msg = f"query {op.query.name}: its ON condition cannot be evaluated in the operator"
+            raise ValueError(msg)
+        return marker
+
+
+def query_key(qp: QueryPlan) -> str:
+    """A query's name and a digest of its definition (a served job may give the name to
+    another query): what its operator and plans are kept by."""
+    digest = hashlib.sha256(repr(qp.query).encode()).hexdigest()[:12]
+    return f"{qp.query.name}#{digest}"
