@@ -45,7 +45,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 ORDER = (
     "long",
-    "shapes",
     "long-cluster",
     "equi",
     "band",

@@ -141,7 +141,7 @@ def _ratios(report: Report, case: t.Mapping[str, t.Any]) -> dict[str, float | No
     return ratios
 
 
-COMPACT = ("long", "shapes", "long-cluster", "window-growth")
+COMPACT = ("long", "long-cluster", "window-growth")
 """Workloads whose table has a row per case, ours · the peer's in each cell."""
 
 
