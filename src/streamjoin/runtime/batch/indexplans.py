@@ -113,35 +113,35 @@ class ProbePlans:
         layout (its predicate and SELECT, applied in the probe's tasks: the candidates never
         leave them), planned once per query and layout; None where they cannot be planned
         once (the current time, a subquery, a Python function: planned each batch)."""
-        key = f"{query_key(qp)}@{delta.schema.json()}"
-        if key not in self._outputs:
-            jvm = ctx.spark.sparkContext._jvm
-            assert jvm is not None
-            none = DataFrame(jvm.streamjoin.JoinIndex.nopairs(delta._jdf), ctx.spark)
-            found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
-            try:
-                planned = ctx.spark.sql(output_sql(qp, found))._jdf
-                self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
-            except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
-                self._outputs[key] = None
-        return self._outputs[key]
+        try:
+            return self._over_pairs(ctx, query_key(qp), delta, lambda p: output_sql(qp, p))
+        except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
+            self._outputs[f"{query_key(qp)}@{delta.schema.json()}"] = None
+            return None
 
     def marker(self, ctx: BatchContext, op: OuterPlan, rows: DataFrame) -> t.Any:
         """The `BatchInput` of outer join `op`'s ON condition over the pairs of a probe of
         `rows`'s layout (`indexouter.marker_sql`), planned once per query and layout."""
-        key = f"{op.query.name}@on@{rows.schema.json()}"
+        marker = self._over_pairs(ctx, f"{op.query.name}@on", rows, lambda p: marker_sql(op, p))
+        if marker is None:  # (an ON condition planned each batch: the slices decide)
+            msg = f"query {op.query.name}: its ON condition cannot be evaluated in the operator"
+            raise ValueError(msg)
+        return marker
+
+    def _over_pairs(
+        self, ctx: BatchContext, name: str, rows: DataFrame, sql: t.Callable[[str], str]
+    ) -> t.Any:
+        """The `BatchInput` of `sql` (of a relation of pairs) over the candidate pairs of a
+        probe of `rows`'s layout, planned once per `name` and layout."""
+        key = f"{name}@{rows.schema.json()}"
         if key not in self._outputs:
             jvm = ctx.spark.sparkContext._jvm
             assert jvm is not None
             none = DataFrame(jvm.streamjoin.JoinIndex.nopairs(rows._jdf), ctx.spark)
             found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
-            planned = ctx.spark.sql(marker_sql(op, found))._jdf
+            planned = ctx.spark.sql(sql(found))._jdf
             self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
-        marker = self._outputs[key]
-        if marker is None:  # (an ON condition planned each batch: the slices decide)
-            msg = f"query {op.query.name}: its ON condition cannot be evaluated in the operator"
-            raise ValueError(msg)
-        return marker
+        return self._outputs[key]
 
 
 def query_key(qp: QueryPlan) -> str:
