@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 
+from streamjoin.errors import StreamJoinError
 from streamjoin.runtime import local
 from streamjoin.runtime.local import localfs
 
@@ -30,7 +31,7 @@ def _settings(master: str, settings: dict[str, str] | None = None) -> dict[str, 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(local, "build_jar", jar)
         got = local.local_conf("java", "/spark", master, settings or {})
-    assert len(built) == (1 if FS in got else 0)  # (the jar is built only when it will be used)
+    assert len(built) == 1
     return {k: v for k, v in got.items() if k not in local.CHECKPOINT_MANAGER}
 
 
@@ -61,8 +62,6 @@ def test_executors_in_other_processes_keep_hadoops_and_get_the_jar(master: str) 
         }
         mine = {"spark.locality.wait.process": "5s"}
         assert "spark.locality.wait.process" not in local.local_conf("j", "/s", master, mine)
-        patch.setattr(local, "build_jar", lambda java, home: None)
-        assert local.local_conf("java", "/spark", master, {}) == {}
 
 
 def test_a_class_path_of_ones_own_keeps_its_entries_first() -> None:
@@ -70,12 +69,9 @@ def test_a_class_path_of_ones_own_keeps_its_entries_first() -> None:
     assert got["spark.driver.extraClassPath"] == f"/opt/mine.jar{os.pathsep}{JAR}"
 
 
-def test_a_local_file_system_of_ones_own_is_kept() -> None:
-    assert _settings("local[2]", {"spark.hadoop.fs.file.impl": "org.example.MyFs"}) == {}
-
-
-def test_a_jar_that_could_not_be_built_leaves_hadoops() -> None:
-    assert localfs.local_fs_settings({}, lambda: None) == {}
+def test_a_local_file_system_of_ones_own_is_kept_and_the_operator_still_gets_the_jar() -> None:
+    mine = {"spark.hadoop.fs.file.impl": "org.example.MyFs"}
+    assert _settings("local[2]", mine) == {"spark.driver.extraClassPath": JAR}
 
 
 def _java(tmp_path: Path, body: str) -> str:
@@ -126,31 +122,30 @@ def test_the_jar_is_built_once_from_what_the_compiler_wrote(
     assert localfs.build_jar(java, spark_home, cache) not in (None, jar)
 
 
-def test_a_failed_compile_says_so_once_and_is_not_retried(
-    tmp_path: Path, spark_home: str, capsys: pytest.CaptureFixture[str]
+def test_a_failed_compile_stops_with_its_cause_and_is_not_retried(
+    tmp_path: Path, spark_home: str
 ) -> None:
     java = _java(tmp_path, 'echo "LocalFiles.java, Line 9: no such class" >&2; exit 1\n')
     cache = str(tmp_path / "cache")
-    assert localfs.build_jar(java, spark_home, cache) is None
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Line 9: no such class" in err
-    assert "STREAMJOIN_LOCAL=off" in err
-    assert localfs.build_jar(java, spark_home, cache) is None
-    assert _calls(tmp_path) == 1 and capsys.readouterr().err == ""
+    for _ in range(2):  # (the second time from the failure kept beside the jar)
+        with pytest.raises(StreamJoinError) as err:
+            localfs.build_jar(java, spark_home, cache)
+        assert "Line 9: no such class" in str(err.value)
+        assert "STREAMJOIN_LOCAL=off" in str(err.value) and ".failed to try again" in str(err.value)
+    assert _calls(tmp_path) == 1
     assert [n for n in os.listdir(cache) if not n.endswith(".failed")] == []
 
 
 def test_a_compiler_that_wrote_nothing_is_a_failure(tmp_path: Path, spark_home: str) -> None:
     java = _java(tmp_path, "exit 0\n")
-    assert localfs.build_jar(java, spark_home, str(tmp_path / "cache")) is None
+    with pytest.raises(StreamJoinError, match="could not be built"):
+        localfs.build_jar(java, spark_home, str(tmp_path / "cache"))
 
 
-def test_a_java_that_cannot_start_is_tried_again_next_time(
-    tmp_path: Path, spark_home: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_java_that_cannot_start_is_tried_again_next_time(tmp_path: Path, spark_home: str) -> None:
     cache = str(tmp_path / "cache")
-    assert localfs.build_jar(str(tmp_path / "no-java"), spark_home, cache) is None
-    assert "no-java" in capsys.readouterr().err
+    with pytest.raises(StreamJoinError, match="no-java"):
+        localfs.build_jar(str(tmp_path / "no-java"), spark_home, cache)
     assert os.listdir(cache) == []
 
 
@@ -163,9 +158,13 @@ def test_the_jar_command_prints_the_built_jar_or_says_it_could_not(
         patch.setattr(localfs, "build_jar", lambda java, home: JAR)
         assert main(["jar"]) == 0
         assert capsys.readouterr().out == f"{JAR}\n"
-        patch.setattr(localfs, "build_jar", lambda java, home: None)
+
+        def fails(java: str, home: str) -> str:
+            raise StreamJoinError("streamjoin's Java classes could not be built: Line 9")
+
+        patch.setattr(localfs, "build_jar", fails)
         assert main(["jar"]) == 1
-        assert "could not be built" in capsys.readouterr().err
+        assert "could not be built: Line 9" in capsys.readouterr().err
 
 
 class _Class:

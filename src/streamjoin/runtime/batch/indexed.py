@@ -40,6 +40,7 @@ import uuid
 
 from pyspark.sql import DataFrame
 
+from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.batch.indexouter import (
     alone_sql,
     decided_below,
@@ -140,7 +141,7 @@ class IndexedJoins:
             and not (router.params.get("time_bucket") and qp.time_band is not None)
             and allowances(ctx.prev, q) is None
             and live <= ctx.settings.index_rows
-            and self._class(ctx.spark) is not None
+            and self._has_class(ctx)
         )
 
     def _joins_outer(self, ctx: BatchContext, qp: QueryPlan) -> bool:
@@ -419,6 +420,20 @@ class IndexedJoins:
             for sp, least in zip(sides, bounds or least_times(ctx, qp), strict=True)
         ]
         return self._input(ctx, qp, *state)
+
+    def _has_class(self, ctx: BatchContext) -> bool:
+        """Whether the driver has `JoinIndex`: where it has not, a `StreamJoinError` unless
+        ``STREAMJOIN_LOCAL=off`` chose to run without streamjoin's jar."""
+        if self._class(ctx.spark) is not None:
+            return True
+        if not ctx.settings.local:
+            return False
+        msg = (
+            "streamjoin's jar (the join operator) is not on the driver's class path: under "
+            "spark-submit, pass --jars and --driver-class-path the path `streamjoin jar` prints; "
+            "STREAMJOIN_LOCAL=off runs without it, every join on the slower cached path"
+        )
+        raise StreamJoinError(msg)
 
     def _class(self, spark: SparkSession) -> t.Any:
         if self._jvm is None:

@@ -11,9 +11,10 @@ driver's class path and as Hadoop's ``fs.file.impl``. The same jar carries ``Joi
 (with ``IndexProbe.java`` and ``BatchInput.java``), the executor-memory index of
 `runtime.batch.indexed`.
 
-Only for a driver streamjoin starts itself with a local master (`runtime.local`): executors of
-a cluster would not have the class. An optimisation only: when the jar cannot be built, one line
-says so and Hadoop's own file system is used.
+The file system only for a driver streamjoin starts itself with a local master
+(`runtime.local`). The jar is not optional: it holds the join operator, so a jar that cannot be
+built stops the driver's start with the cause (`build_jar`); ``STREAMJOIN_LOCAL=off`` starts
+without it.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import contextlib
 import hashlib
 import os
 import subprocess
-import sys
 import tempfile
 import typing as t
 import zipfile
 from importlib import resources
+
+from streamjoin.errors import StreamJoinError
 
 FS_IMPL = "spark.hadoop.fs.file.impl"
 CLASS_PATH = "spark.driver.extraClassPath"
@@ -53,30 +55,20 @@ def cache_dir() -> str:
     return os.path.join(base, "streamjoin")
 
 
-def local_fs_settings(
-    settings: t.Mapping[str, str], jar: t.Callable[[], str | None]
-) -> dict[str, str]:
-    """The settings that make a local driver with `settings` use `LocalFiles`, from `jar` (the
-    built jar's path, None if it could not be built); none when `settings` choose a local file
-    system already."""
-    if FS_IMPL in settings:
-        return {}
+def local_fs_settings(settings: t.Mapping[str, str], jar: t.Callable[[], str]) -> dict[str, str]:
+    """The settings that put `jar` (the built jar's path) on a local driver's class path and
+    make it use `LocalFiles`, unless `settings` choose a local file system already."""
     path = jar()
-    if path is None:
-        return {}
     prior = settings.get(CLASS_PATH)
-    return {CLASS_PATH: f"{prior}{os.pathsep}{path}" if prior else path, FS_IMPL: CLASS_NAME}
+    out = {CLASS_PATH: f"{prior}{os.pathsep}{path}" if prior else path}
+    return out | ({} if FS_IMPL in settings else {FS_IMPL: CLASS_NAME})
 
 
-def placed_index_conf(
-    settings: t.Mapping[str, str], jar: t.Callable[[], str | None]
-) -> dict[str, str]:
+def placed_index_conf(settings: t.Mapping[str, str], jar: t.Callable[[], str]) -> dict[str, str]:
     """The settings that put the jar on the class path of a cluster's driver and executors,
     for the indexes kept on the executors (``PlacedIndex.java``), and let a task wait longer for
-    the executor that holds its partition; none where the jar cannot be built."""
+    the executor that holds its partition."""
     path = jar()
-    if path is None:
-        return {}
     prior, jars = settings.get(CLASS_PATH), settings.get("spark.jars")
     out = {
         CLASS_PATH: f"{prior}{os.pathsep}{path}" if prior else path,
@@ -90,11 +82,11 @@ def placed_index_conf(
 LOCALITY_WAIT = "spark.locality.wait.process"
 
 
-def build_jar(java: str, spark_home: str, directory: str | None = None) -> str | None:
+def build_jar(java: str, spark_home: str, directory: str | None = None) -> str:
     """The jar of the Java sources beside this module compiled against `spark_home`'s jars, in
-    `directory`
-    (default: the cache directory), built unless there; None, after one line on stderr, when
-    it cannot be built (and, for a failed compile, until the source or Spark's jars change)."""
+    `directory` (default: the cache directory), built unless there. A `StreamJoinError` with the
+    cause when it cannot be built; a failed compile is not tried again until the sources or
+    Spark's jars change."""
     directory = directory or cache_dir()
     here = resources.files("streamjoin.runtime.local")
     sources = {name: here.joinpath(name).read_bytes() for name in _SOURCES}
@@ -106,7 +98,8 @@ def build_jar(java: str, spark_home: str, directory: str | None = None) -> str |
     if os.path.exists(path):
         return path
     if os.path.exists(path + ".failed"):
-        return None
+        with open(path + ".failed", encoding="utf-8") as f:
+            raise _not_built(f.read(), path + ".failed")
     try:
         os.makedirs(directory, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=directory, prefix=".localfs-") as work:
@@ -115,16 +108,23 @@ def build_jar(java: str, spark_home: str, directory: str | None = None) -> str |
             with contextlib.suppress(FileExistsError):
                 os.link(os.path.join(work, "localfs.jar"), path)
     except (OSError, subprocess.SubprocessError, CompileError) as err:
-        print(
-            f"streamjoin: Hadoop's local file system is used as it is ({err}); "
-            "set STREAMJOIN_LOCAL=off to skip this step",
-            file=sys.stderr,
-        )
         if isinstance(err, CompileError):
-            with open(path + ".failed", "w") as f:
+            with open(path + ".failed", "w", encoding="utf-8") as f:
                 f.write(str(err))
-        return None
+        raise _not_built(
+            str(err), path + ".failed" if isinstance(err, CompileError) else None
+        ) from err
     return path
+
+
+def _not_built(cause: str, marker: str | None) -> StreamJoinError:
+    """The error of a jar that could not be built for `cause` (a failed compile's `marker`,
+    which keeps it from being tried again, named for a retry)."""
+    again = f"; remove {marker} to try again" if marker else ""
+    return StreamJoinError(
+        f"streamjoin's Java classes (the join operator) could not be built: {cause}{again}. "
+        "STREAMJOIN_LOCAL=off starts Spark without them, every join on the slower cached path"
+    )
 
 
 class CompileError(Exception):
