@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches
@@ -90,7 +91,12 @@ def test_skipped_pairs_are_estimated_by_default(spark: SparkSession, tmp_path: P
 def test_a_budget_that_covers_the_input_is_exact(spark: SparkSession, tmp_path: Path) -> None:
     job = _job(tmp_path, budget=1_000_000, count="estimate")
     batches = make_batches(6, n_batches=3, rows_per_batch=12, keys=2)
-    reports = run_batches(spark, job, batches, tmp_path / "ckpt")
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    try:
+        reports = run_batches(spark, job, batches, tmp_path / "ckpt", processor=processor)
+        assert processor.indexed.built() == {"q1": 2}  # (on the join operator)
+    finally:
+        processor.close()
     got = read_sink(spark, job, "g", COLUMNS)
     assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"])
     assert all(set(r.shed["q1"].values()) == {0} for r in reports)

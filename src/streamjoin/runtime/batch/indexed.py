@@ -41,6 +41,7 @@ import uuid
 from pyspark.sql import DataFrame
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.indexouter import (
     alone_sql,
     decided_below,
@@ -59,7 +60,7 @@ from streamjoin.runtime.batch.indexsql import (
     serves_every_join,
 )
 from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
-from streamjoin.runtime.batch.shedding import allowances
+from streamjoin.runtime.batch.shedding import SCALE, SIDES, Shed, allowances
 from streamjoin.runtime.local.statics import StaticMethods
 
 if t.TYPE_CHECKING:
@@ -106,8 +107,9 @@ class IndexedJoins:
         """Query (`_key`) → (batch committed into its index, (partitions, placement))."""
         self._used: dict[str, tuple[int, tuple[int, str]]] = {}
         """Query → (batch, (partitions, placement)) of the indexes this batch applies."""
-        self._counting: dict[str, tuple[str, int]] = {}
-        """Query name → (index name, units) of the probes that count rows per unit."""
+        self._counting: dict[str, tuple[str, int, Shed | None]] = {}
+        """Query name → (index name, units, its shedding) of the probes that count rows per
+        unit, or a shedding query's pairs per direction."""
         self._deciding: dict[str, tuple[OuterPlan, str, int, DataFrame]] = {}
         """Outer query → (plan, index name, partitions, a frame of its layout) of the outer
         joins whose rows without a partner the operator decides after this batch's probe."""
@@ -139,7 +141,7 @@ class IndexedJoins:
             # (Time buckets spread a hot key's state over the slices' tasks; in the operator a
             # key's new rows share its current bucket's partition: they stay on the slices.)
             and not (router.params.get("time_bucket") and qp.time_band is not None)
-            and allowances(ctx.prev, q) is None
+            and (allowances(ctx.prev, q) is None or self._sheds(ctx, qp))
             and live <= ctx.settings.index_rows
             and self._has_class(ctx)
         )
@@ -158,6 +160,11 @@ class IndexedJoins:
             and not ored(qp)
             and not self.on_cluster(ctx.spark)
         )
+
+    def _sheds(self, ctx: BatchContext, qp: QueryPlan) -> bool:
+        """Whether the operator serves shedding query `qp`: its probe skips the rows shedding
+        leaves out (`IndexProbe.skips`), an inner join's, in the driver's JVM (it counts there)."""
+        return outer_plan(ctx, qp) is None and not self.on_cluster(ctx.spark)
 
     def partitions(self, ctx: BatchContext, qp: QueryPlan) -> int:
         """The partitions of `qp`'s index: a scheme's places, one for a band join without a
@@ -191,15 +198,24 @@ class IndexedJoins:
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows per unit that the batch's probes counted, by query (read once, after the
         job that ran them). A row with a NULL key is in none: it meets nothing and the index
-        keeps it nowhere."""
+        keeps it nowhere. A shedding query's pairs per direction, written and missed, go to its
+        `Shed` (they follow the units' counts)."""
         counting, self._counting = self._counting, {}
-        if not counting:
-            return {}
-        cls = self._class(ctx.spark)
-        return {
-            query: [int(n) for n in str(cls.unitCounts(name, ctx.batch_id, units)).split(",")]
-            for query, (name, units) in counting.items()
-        }
+        out = {}
+        for query, (name, units, shed) in counting.items():
+            n = units + (0 if shed is None else 4)
+            counted = [
+                int(x)
+                for x in str(self._class(ctx.spark).unitCounts(name, ctx.batch_id, n)).split(",")
+            ]
+            if units:
+                out[query] = counted[:units]
+            if shed is not None:
+                found, missed = counted[units : units + 2], counted[units + 2 :]
+                shed.found = dict(zip(SIDES, found, strict=True))
+                if counts_shed_pairs(shed.query):
+                    shed.missed = dict(zip(SIDES, missed, strict=True))
+        return out
 
     def stored_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows each place holds after the batch's probes, by query under a scheme (read
@@ -235,9 +251,16 @@ class IndexedJoins:
         return self.plans.batch_input(ctx, qp, fits and not self.on_cluster(ctx.spark))
 
     def pairs(
-        self, ctx: BatchContext, qp: QueryPlan, deltas: t.Mapping[str, str], stores: StoreViews
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        deltas: t.Mapping[str, str],
+        stores: StoreViews,
+        shed: Shed | None = None,
     ) -> DataFrame:
-        """`qp`'s new pairs in the batch, from its index (built first where it is not there)."""
+        """`qp`'s new pairs in the batch, from its index (built first where it is not there);
+        a shedding query's probe skips the rows `shed`'s allowances leave out and counts each
+        direction's pairs into it (`unit_counts`)."""
         q = qp.query
         key = query_key(qp)
         name = f"{self._prefix}/{key}"
@@ -273,8 +296,9 @@ class IndexedJoins:
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, parts, *least)
         units = self.counts(ctx, qp)
-        if units:
-            self._counting[q.name] = (name, units)
+        if units or shed is not None:
+            self._counting[q.name] = (name, units, shed)
+        cuts = "" if shed is None else _cuts(shed, counts_shed_pairs(q))
         if router.scheme is not None:  # (its places are its partitions: their rows, stored)
             self._holding[q.name] = (name, parts)
         index = (name, parts, ctx.batch_id, units)
@@ -283,7 +307,7 @@ class IndexedJoins:
         if planned is not None:
             late = _LEAST if ctx.watermark is None else ctx.watermark
             batch_input, output = planned
-            jdf = cls.probeBatch(batch_input, output, ctx.rows._jdf, late, *index)
+            jdf = cls.probeBatch(batch_input, output, ctx.rows._jdf, late, cuts, *index)
             self.batch_reads += 1
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
@@ -293,7 +317,7 @@ class IndexedJoins:
                 self._deciding[q.name] = (op, name, parts, delta)
             # (A large delta, a band join's too, is read in parallel, then shuffled to the
             # partitions' tasks: a band join's one.)
-            jdf = cls.probe(delta._jdf, output, marker, *index, one_task(ctx, left, right))
+            jdf = cls.probe(delta._jdf, output, marker, cuts, *index, one_task(ctx, left, right))
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
@@ -446,6 +470,13 @@ class IndexedJoins:
         """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
         takes them (`indexsql.input_parts`)."""
         return ctx.spark.sql(" UNION ALL ".join(input_parts(ctx, qp, left, right)))
+
+
+def _cuts(shed: Shed, count: bool) -> str:
+    """Shedding's test for a probe (`JoinIndex.probing`): each side's cut of the hash's
+    scale below which a row probes, and whether the pairs of those that do not are counted."""
+    cuts = (str(int(shed.allowances[side] * SCALE)) for side in SIDES)
+    return ",".join((*cuts, "count" if count else "estimate"))
 
 
 def _small_band(ctx: BatchContext, qp: QueryPlan) -> bool:

@@ -37,7 +37,8 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.manifest import Manifest
 
 SIDES = ("left", "right")
-_SCALE = 1_000_000
+SCALE = 1_000_000
+"""The scale of a row's hash that an allowance cuts (the operator's `IndexProbe.SHEDSCALE`)."""
 
 
 def probing(view: str, allowance: float, batch_id: int, *, skipped: bool = False) -> str:
@@ -45,9 +46,9 @@ def probing(view: str, allowance: float, batch_id: int, *, skipped: bool = False
     with `skipped` the others."""
     if allowance >= 1.0 and not skipped:
         return view
-    cut = int(allowance * _SCALE)
+    cut = int(allowance * SCALE)
     test = ">=" if skipped else "<"
-    return f"(SELECT * FROM {view} WHERE pmod(xxhash64(*, {batch_id}), {_SCALE}) {test} {cut})"
+    return f"(SELECT * FROM {view} WHERE pmod(xxhash64(*, {batch_id}), {SCALE}) {test} {cut})"
 
 
 def count_rows(spark: SparkSession, sql: str) -> int:
@@ -75,10 +76,22 @@ def allowances(prev: Manifest, query: Query) -> dict[str, float] | None:
 class Shed:
     """One batch of a shedding query: its allowances and the pairs each direction found."""
 
+    query: Query
     allowances: dict[str, float]
     pairs: dict[str, Observation] = field(default_factory=dict)
+    """Per direction, the pairs it wrote, observed (the slices' probe)."""
+    found: dict[str, int] | None = None
+    """Per direction, the pairs it wrote, counted by the operator's probe."""
     missed: dict[str, int] | None = None
     """Per direction, the pairs its skipped probes would have found, where counted."""
+
+    def written(self, side: str) -> int:
+        """The pairs direction `side` wrote."""
+        from streamjoin.runtime.threads import metrics
+
+        if self.found is not None:
+            return self.found[side]
+        return int(metrics(self.pairs[side]).get("rows", 0)) if side in self.pairs else 0
 
 
 @dataclass
@@ -101,8 +114,6 @@ class Shedding:
         batch with the run's totals (by query), and per query and direction the probes it
         skipped (``left``, ``right``, or a multi-way query's aliases) and the pairs they would
         have found (``left.pairs``, …: counted, or estimated from the pairs a probe found)."""
-        from streamjoin.runtime.threads import metrics
-
         decided: dict[str, dict[str, float]] = {}
         skipped: dict[str, dict[str, int]] = {}
         for q in (*(qp.query for qp in plan.queries), *(mp.query for mp in plan.multiway)):
@@ -114,8 +125,7 @@ class Shedding:
             for side, js in zip(names, q.sides, strict=True):
                 rows = int(arrived.get(js.stream, 0))
                 probed = round(rows * shed.allowances[side])
-                found = int(metrics(shed.pairs[side]).get("rows", 0)) if side in shed.pairs else 0
-                stats[side] = DirectionStats(rows, probed, found)
+                stats[side] = DirectionStats(rows, probed, shed.written(side))
             loop = self.controllers.get(q.name)
             if loop is None:
                 budget = _per_second(q.option("budget"), self)

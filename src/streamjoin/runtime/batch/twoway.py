@@ -65,9 +65,11 @@ def two_way_joins(
     for qp in ctx.plan.joins:
         observed: list[tuple[str, Observation, int]] = []
         given = allowances(ctx.prev, qp.query)
-        shed = None if given is None else Shed(given)
-        if shed is None and indexed is not None and indexed.eligible(ctx, qp):
-            out.frames[qp.query.name] = indexed.pairs(ctx, qp, deltas, stores)
+        shed = None if given is None else Shed(qp.query, given)
+        if indexed is not None and indexed.eligible(ctx, qp):
+            out.frames[qp.query.name] = indexed.pairs(ctx, qp, deltas, stores, shed)
+            if shed is not None:
+                out.shed[qp.query.name] = shed
             continue
         out.frames[qp.query.name] = _pairs(ctx, qp, deltas, stores, observed, shed)
         if shed is not None:

@@ -129,18 +129,13 @@ public final class BatchInput implements Serializable {
     return spark.internalCreateDataFrame(none, JoinIndex.pairsSchema(layout), false);
   }
 
-  /** The rows of {@code pairs} (a list of rows of {@link #pairs}'s layout) this one-sided
-   * plan keeps, as it makes them (copies). */
-  java.util.ArrayList apply(java.util.ArrayList pairs) {
-    Object[] made = made("output", 1);
-    BasePredicate test = ((BasePredicate[]) made[0])[0];
-    UnsafeProjection make = ((UnsafeProjection[]) made[1])[0];
+  /** The rows this one-sided plan makes of {@code pairs} (a list of rows of {@link #pairs}'s
+   * layout that its condition, {@link #test}, kept), as copies. */
+  java.util.ArrayList project(java.util.ArrayList pairs) {
+    UnsafeProjection make = ((UnsafeProjection[]) made("output", 1)[1])[0];
     java.util.ArrayList out = new java.util.ArrayList();
     for (int i = 0; i < pairs.size(); i++) {
-      InternalRow pair = (InternalRow) pairs.get(i);
-      if (test == null || test.eval(pair)) {
-        out.add(make.apply(pair).copy());
-      }
+      out.add(make.apply((InternalRow) pairs.get(i)).copy());
     }
     return out;
   }

@@ -8,6 +8,8 @@ import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
 
 /**
  * One task's probe of a {@link JoinIndex} with a batch's rows: it groups them by the index's
@@ -23,6 +25,17 @@ final class IndexProbe implements FlatMapFunction {
   final int units;
   final BatchInput output;  // (null: the candidate pairs themselves)
   BatchInput marker;  // (an outer join's ON condition over a pair: a true one marks both rows)
+  // Shedding (`overload = 'shed'`): per side, a row probes where its hash with the batch's id,
+  // modulo SHED_SCALE, is below the side's cut (null: every row probes). A row that skips its
+  // probe is still stored. With countMissed, a skipped row's pairs are counted, not written.
+  long[] cuts;
+  boolean countMissed;
+  static final long SHED_SCALE = 1000000L;
+  // (Per call, in the task's own copy of the probe: the output's predicate, evaluated as each
+  // pair is found, and the counts: rows per unit, then with shedding each side's pairs written
+  // and each side's pairs its skipped rows would have found.)
+  BasePredicate test;
+  long[] counts;
 
   IndexProbe(String name, int parts, long batch, int[] fields, int units, BatchInput output) {
     this.name = name;
@@ -35,8 +48,10 @@ final class IndexProbe implements FlatMapFunction {
 
   public Iterator call(Object rows) {
     ArrayList out = new ArrayList();
-    long[] counts = units > 0 ? new long[units] : null;
-    HashMap found = JoinIndex.byPart((Iterator) rows, parts, batch, fields, counts);
+    int shed = cuts == null ? 0 : 4;
+    counts = units + shed > 0 ? new long[units + shed] : null;
+    test = output == null ? null : output.test();
+    HashMap found = JoinIndex.byPart((Iterator) rows, parts, batch, fields, counts, units);
     if (counts != null && !found.isEmpty()) {
       // (By a partition the task read, which the task's number is not once a coalesce puts
       // several in one task; a task run again, or a stage computed again, replaces them.)
@@ -51,7 +66,7 @@ final class IndexProbe implements FlatMapFunction {
       JoinIndex.Part part = JoinIndex.part(name, ((Integer) e.getKey()).intValue());
       apply(part, (ArrayList[]) e.getValue(), out);
     }
-    return (output == null ? out : output.apply(out)).iterator();
+    return (output == null ? out : output.project(out)).iterator();
   }
 
   /** Probes and extends one partition with its rows of the batch (the delta rule). */
@@ -83,6 +98,10 @@ final class IndexProbe implements FlatMapFunction {
     for (int i = 0; i < delta.size(); i++) {
       JoinIndex.Entry d = (JoinIndex.Entry) delta.get(i);
       if (!d.probe) {
+        continue;
+      }
+      d.skips = skips(d.row, 1 - other);
+      if (d.skips && !countMissed) {
         continue;
       }
       IndexSide them = part.side(d.tab, other);
@@ -123,8 +142,9 @@ final class IndexProbe implements FlatMapFunction {
     }
   }
 
-  /** The pair of {@code d} with row {@code j} of {@code other}, into {@code out}; both rows
-   * marked matched where an outer join's ON condition holds on it. */
+  /** The pair of {@code d} with row {@code j} of {@code other}, into {@code out} where the
+   * query's predicate holds on it; both rows marked matched where an outer join's ON condition
+   * holds on it. A pair of a row that skipped its probe is only counted. */
   void found(JoinIndex.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
     InternalRow pair = pair(d, other.rows[j], left, tabbed);
     if (marker != null) {
@@ -134,7 +154,31 @@ final class IndexProbe implements FlatMapFunction {
         other.matched[j] = true;
       }
     }
-    out.add(pair);
+    if (test != null && !test.eval(pair)) {
+      return;
+    }
+    if (cuts != null) {
+      counts[units + (d.skips ? 2 : 0) + (left ? 0 : 1)]++;
+    }
+    if (!d.skips) {
+      out.add(pair);
+    }
+  }
+
+  /** Whether a row {@code row} of side {@code side} skips its probe (shedding): the same
+   * choice for the same row in the same batch, a rerun's too. */
+  boolean skips(InternalRow row, int side) {
+    if (cuts == null || cuts[side] >= SHED_SCALE) {
+      return false;
+    }
+    long h;
+    if (row instanceof UnsafeRow) {
+      UnsafeRow u = (UnsafeRow) row;
+      h = XXH64.hashUnsafeBytes(u.getBaseObject(), u.getBaseOffset(), u.getSizeInBytes(), batch);
+    } else {
+      h = XXH64.hashLong(row.hashCode(), batch);
+    }
+    return Math.floorMod(h, SHED_SCALE) >= cuts[side];
   }
 
   /** The pair of {@code d} with stored row {@code o} (and the table it was found in). */

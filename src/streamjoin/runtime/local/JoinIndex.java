@@ -60,6 +60,7 @@ public final class JoinIndex {
     final boolean probe;
     final int tab;  // (the table: which of an OR's keys; 0 for one key)
     boolean matched;  // (an outer join's: a partner matched it in this batch's probe)
+    boolean skips;  // (shedding: it skipped its probe in this batch)
     int at = -1;  // (its slot once stored)
 
     Entry(
@@ -208,7 +209,8 @@ public final class JoinIndex {
   /** Each partition's rows of {@code rows}, as an entry list per side, by partition; with
    * {@code counts}, the rows of each of its units (a unit of the skew check: the row's place,
    * or its equality key's hash as a non-negative long, modulo the units) counted in it. */
-  static HashMap byPart(Iterator rows, int parts, long batch, int[] fields, long[] counts) {
+  static HashMap byPart(
+      Iterator rows, int parts, long batch, int[] fields, long[] counts, int units) {
     HashMap out = new HashMap();
     while (rows.hasNext()) {
       InternalRow r = (InternalRow) rows.next();
@@ -216,9 +218,9 @@ public final class JoinIndex {
       if (e == null) {
         continue;
       }
-      if (counts != null) {
+      if (units > 0) {
         long unit = fields[PLACE] >= 0 ? e.place : e.eq;
-        counts[(int) ((unit & Long.MAX_VALUE) % counts.length)]++;
+        counts[(int) ((unit & Long.MAX_VALUE) % units)]++;
       }
       Integer p = Integer.valueOf(partition(e, parts, fields));
       ArrayList[] sides = (ArrayList[]) out.get(p);
@@ -462,6 +464,7 @@ public final class JoinIndex {
       Dataset in,
       BatchInput output,
       BatchInput marker,
+      String shed,
       String name,
       int parts,
       long batch,
@@ -469,7 +472,7 @@ public final class JoinIndex {
       boolean oneTask) {
     JavaRDD rows = oneTask ? together(in) : shuffled(in, parts);
     SparkSession spark = (SparkSession) in.sparkSession();
-    IndexProbe f = probing(in.schema(), output, name, parts, batch, units);
+    IndexProbe f = probing(in.schema(), output, shed, name, parts, batch, units);
     f.marker = marker;
     return made(spark, rows, f, output == null ? pairsSchema(in.schema()) : output.layout);
   }
@@ -491,33 +494,31 @@ public final class JoinIndex {
       BatchInput output,
       Dataset rows,
       long lateBefore,
+      String shed,
       String name,
       int parts,
       long batch,
       int units) {
     SparkSession spark = (SparkSession) rows.sparkSession();
     JavaRDD in = input.rows(rows, lateBefore);
-    return pairs(spark, in, input.layout, output, name, parts, batch, units);
+    IndexProbe f = probing(input.layout, output, shed, name, parts, batch, units);
+    return made(spark, in, f, output == null ? pairsSchema(input.layout) : output.layout);
   }
 
-  static Dataset pairs(
-      SparkSession spark,
-      JavaRDD rows,
-      StructType s,
-      BatchInput output,
-      String name,
-      int parts,
-      long batch,
-      int units) {
-    IndexProbe f = probing(s, output, name, parts, batch, units);
-    return made(spark, rows, f, output == null ? pairsSchema(s) : output.layout);
-  }
-
-  /** The probe of batch {@code batch} of an input of columns {@code s} ({@link #pairs}). */
+  /** The probe of batch {@code batch} of an input of columns {@code s}. {@code shed}: empty,
+   * or shedding's cuts of the left and the right side and whether the pairs of the rows that
+   * skip their probe are counted ({@code "cutL,cutR,count"}; {@link IndexProbe#cuts}), whose
+   * counts follow the units' in {@link #unitCounts}. */
   static IndexProbe probing(
-      StructType s, BatchInput output, String name, int parts, long batch, int units) {
+      StructType s, BatchInput output, String shed, String name, int parts, long batch, int units) {
     COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
-    return new IndexProbe(name, parts, batch, fields(s), units, output);
+    IndexProbe f = new IndexProbe(name, parts, batch, fields(s), units, output);
+    if (shed != null && !shed.isEmpty()) {
+      String[] given = shed.split(",");
+      f.cuts = new long[] {Long.parseLong(given[0]), Long.parseLong(given[1])};
+      f.countMissed = "count".equals(given[2]);
+    }
+    return f;
   }
 
   /** The rows probe {@code f} makes of {@code rows}, of columns {@code out}. */
@@ -588,7 +589,7 @@ public final class JoinIndex {
     }
 
     public void call(Object rows) {
-      HashMap found = byPart((Iterator) rows, parts, Long.MIN_VALUE, fields, null);
+      HashMap found = byPart((Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0);
       Iterator it = found.entrySet().iterator();
       while (it.hasNext()) {
         java.util.Map.Entry e = (java.util.Map.Entry) it.next();

@@ -119,7 +119,7 @@ public final class PlacedIndex {
       int p = partOf((Iterator) placed);
       JoinIndex.Part part = new JoinIndex.Part(version);
       ArrayList[] sides = (ArrayList[]) JoinIndex.byPart(
-              (Iterator) rows, parts, Long.MIN_VALUE, fields, null)
+              (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0)
           .get(Integer.valueOf(p));
       if (sides != null) {
         for (int side = 0; side < 2; side++) {

@@ -110,7 +110,7 @@ class MultiwayJoins:
         for mp in plans:
             given = allowances(prev, mp.query)
             if given is not None:
-                shed[mp.query.name] = Shed(given)
+                shed[mp.query.name] = Shed(mp.query, given)
                 starts[mp.query.name] = _starts(mp, streams(mp), deltas, given, batch_id)
 
         def terms(chosen: list[MultiwayPlan], views: Mapping[str, Mapping[int, str]]) -> BatchTerms:
