@@ -6,27 +6,30 @@
 ILP reports (``skew*.json``, ``fluctuating.json``, ``memory.json``, ``ilp-scaling.json``). It
 checks each target of the benchmark issues against the numbers and writes
 ``benchmarks/RESULTS.md``: the machine, the commit, the commands, the targets, one table per
-workload with every ratio, and the plots beside it (throughput against window size, the
-distribution of micro-batch times, and, for ``long``, batch time against batch number). It needs
-no Spark.
+backlog workload with every ratio, the live rate mode's, and the plots beside it (throughput
+against window size, the distribution of micro-batch times, and, for ``long``, batch time against
+batch number). The other workloads' sections (multiquery, adhoc, overload and elasticity, soak)
+are pages of their own in ``benchmarks/results/`` (`benchmarks.report_pages`), linked from
+RESULTS.md's targets and its last section, as the partitioning benchmarks' ``results/SKEW.md``
+is. It needs no Spark.
 
 RESULTS.md holds results only; the log of measurements and trials is ``docs/dev-log.md``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 
 from benchmarks.maxrate import maxrate_lines
-from benchmarks.report_adhoc import adhoc_lines, adhoc_targets
+from benchmarks.report_adhoc import adhoc_targets
 from benchmarks.report_backlog import workload_lines
 from benchmarks.report_format import Report
 from benchmarks.report_history import HISTORY_PLOT
-from benchmarks.report_multiquery import multiquery_lines
-from benchmarks.report_overload import elastic_lines, overload_lines, overload_targets
-from benchmarks.report_partitioning import skew_lines
+from benchmarks.report_overload import overload_targets
+from benchmarks.report_pages import FOLDER, PAGES, linked, links, more_lines, pages
 from benchmarks.report_plots import LONG_PLOT, plots
 from benchmarks.report_provenance import (
     _SIZE_FLAG,
@@ -38,7 +41,7 @@ from benchmarks.report_provenance import (
     settings_line,
 )
 from benchmarks.report_rate import rate_lines
-from benchmarks.report_soak import soak_lines, soak_targets
+from benchmarks.report_soak import soak_targets
 from benchmarks.report_targets import other_targets, targets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -132,7 +135,9 @@ def render(
     soak: dict[str, Report] | None = None,
     elastic: Report | None = None,
 ) -> str:
-    """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are."""
+    """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are.
+    The sections of multiquery, adhoc, overload, elastic and soak are on their own pages
+    (`report_pages.pages`): RESULTS.md keeps their targets and links the pages."""
     rate, multiquery, extra, maxrate = rate or {}, multiquery or {}, extra or {}, maxrate or {}
     adhoc, overload, soak = adhoc or {}, overload or {}, soak or {}
     every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload, **soak}
@@ -191,6 +196,7 @@ def render(
         "| target | measured | met |",
         "|---|---|---|",
     ]
+    on_pages = links(multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, folder=HERE)
     for name, numbers, met in [
         *(targets(reports, rate, maxrate) if reports else []),
         *other_targets(multiquery, extra),
@@ -198,7 +204,7 @@ def render(
         *(row for file, r in overload.items() for row in overload_targets(file, r)),
         *(row for file, r in soak.items() for row in soak_targets(file, r)),
     ]:
-        lines.append(f"| {name} | {numbers} | {_verdict(met)} |")
+        lines.append(f"| {linked(name, on_pages)} | {numbers} | {_verdict(met)} |")
     lines += ["", *HOW_TO_READ]
     if reports:
         lines += ["## Backlog workloads", "", *workload_lines(reports)]
@@ -213,41 +219,67 @@ def render(
         lines += rate_lines(rate)
     if maxrate:  # (under the live rate mode's heading: the same runs, searched)
         lines += [*maxrate_lines(*maxrate.values()), ""]
-    if multiquery:
-        lines += multiquery_lines(multiquery)
-    if adhoc:
-        lines += adhoc_lines(adhoc)
-    if overload:
-        lines += overload_lines(overload)
-    if elastic:
-        lines += elastic_lines(elastic, HERE, plot=plot)
-    if soak:
-        lines += soak_lines(soak, HERE, plot=plot)
-    lines += skew_lines(extra)
+    lines += more_lines(
+        multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, elastic=elastic, folder=HERE
+    )
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write(folder: str = RESULTS, *, plot: bool = True) -> str:
-    """Regenerate RESULTS.md (and, with `plot`, its plots) from the reports in `folder`."""
+def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
+    """RESULTS.md and its pages (``results/<PAGE>.md``), by path from ``benchmarks/``, from the
+    reports in `folder`; with `plot`, their plots drawn anew."""
+    multiquery, extra = load_multiquery(folder), load_extra(folder)
+    adhoc, overload = _load_prefixed(folder, "adhoc-"), _load_prefixed(folder, "overload-")
+    soak = _load_prefixed(folder, "soak")
+    elastic = _load_prefixed(folder, "elastic.json").get("elastic.json")
     text = render(
         load(folder),
         load_rate(folder),
-        load_multiquery(folder),
-        load_extra(folder),
+        multiquery,
+        extra,
         plot=plot,
         maxrate=_load_prefixed(folder, "maxrate-"),
-        adhoc=_load_prefixed(folder, "adhoc-"),
-        overload=_load_prefixed(folder, "overload-"),
-        soak=_load_prefixed(folder, "soak"),
-        elastic=_load_prefixed(folder, "elastic.json").get("elastic.json"),
+        adhoc=adhoc,
+        overload=overload,
+        soak=soak,
+        elastic=elastic,
     )
-    with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text
+    written = pages(
+        multiquery, adhoc=adhoc, overload=overload, soak=soak, elastic=elastic, plot=plot
+    )
+    return {"RESULTS.md": text, **{f"{FOLDER}/{name}": page for name, page in written.items()}}
+
+
+def write(folder: str = RESULTS, *, plot: bool = True, out: str = HERE) -> str:
+    """Regenerate RESULTS.md and its pages in `out` (and, with `plot`, the plots beside
+    RESULTS.md) from the reports in `folder`; a page whose reports are gone is removed. The text
+    of RESULTS.md."""
+    every = texts(folder, plot=plot)
+    os.makedirs(os.path.join(out, FOLDER), exist_ok=True)
+    for path, text in every.items():
+        with open(os.path.join(out, path), "w", encoding="utf-8") as f:
+            f.write(text)
+    for name in PAGES:
+        stale = os.path.join(out, FOLDER, name)
+        if f"{FOLDER}/{name}" not in every and os.path.exists(stale):
+            os.remove(stale)
+    return every["RESULTS.md"]
 
 
 def main(argv: list[str]) -> int:
-    print(write(argv[0] if argv else RESULTS))
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.report",
+        description="Write benchmarks/RESULTS.md, its pages in benchmarks/results/ and its plots "
+        "from the JSON reports.",
+    )
+    parser.add_argument("folder", nargs="?", default=RESULTS, help="the JSON reports' folder")
+    parser.add_argument(
+        "--no-plots",
+        action="store_true",
+        help="link the plots already on disk instead of drawing them anew",
+    )
+    args = parser.parse_args(argv)
+    print(write(args.folder, plot=not args.no_plots))
     return 0
 
 

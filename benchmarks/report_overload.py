@@ -93,8 +93,11 @@ def overload_lines(reports: t.Mapping[str, Report]) -> list[str]:
 ELASTIC_PLOT = "elastic.png"
 
 
-def elastic_lines(report: Report, folder: str, *, plot: bool = True) -> list[str]:
-    """The elasticity case (`benchmarks.elastic`): each run's figures and the plot over time."""
+def elastic_lines(
+    report: Report, folder: str, *, plot: bool = True, plots_href: str = ""
+) -> list[str]:
+    """The elasticity case (`benchmarks.elastic`): each run's figures and the plot over time
+    (in `folder`, linked as `plots_href` + its name: the path from the page to `folder`)."""
     lines = [
         "### Elasticity (`elastic.json`)",
         "",
@@ -117,7 +120,8 @@ def elastic_lines(report: Report, folder: str, *, plot: bool = True) -> list[str
             f"{'yes' if r['keeps_up'] else 'no'} | {'; '.join(r['steps']) or 'none'} |"
         )
     drawn = elastic_plot(report, folder) if plot else os.path.exists(f"{folder}/{ELASTIC_PLOT}")
-    return [*lines, "", *([f"![{ELASTIC_PLOT}]({ELASTIC_PLOT})", ""] if drawn else [])]
+    shown = [f"![{ELASTIC_PLOT}]({plots_href}{ELASTIC_PLOT})", ""] if drawn else []
+    return [*lines, "", *shown]
 
 
 def elastic_plot(report: Report, folder: str) -> bool:

@@ -63,9 +63,11 @@ def _share(trend: t.Mapping[str, t.Any]) -> str:
     return "n/a" if share is None else f"{100 * share:+.1f}%"
 
 
-def soak_lines(reports: t.Mapping[str, Report], folder: str, *, plot: bool = True) -> list[str]:
+def soak_lines(
+    reports: t.Mapping[str, Report], folder: str, *, plot: bool = True, plots_href: str = ""
+) -> list[str]:
     """The soak section: each figure's mean and rise, and the plot in `folder` (drawn anew
-    with `plot`)."""
+    with `plot`), linked as `plots_href` + its name (the path from the page to `folder`)."""
     lines = ["## Soak (soak)", ""]
     for file, report in reports.items():
         if report.get("error"):
@@ -100,7 +102,7 @@ def soak_lines(reports: t.Mapping[str, Report], folder: str, *, plot: bool = Tru
         ]
         drawn = soak_plot(report, folder) if plot else os.path.exists(f"{folder}/{SOAK_PLOT}")
         if drawn:
-            lines += [f"![{SOAK_PLOT}]({SOAK_PLOT})", ""]
+            lines += [f"![{SOAK_PLOT}]({plots_href}{SOAK_PLOT})", ""]
     return lines
 
 
