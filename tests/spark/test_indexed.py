@@ -49,6 +49,7 @@ QUERIES = {
     "band_window": ("A a JOIN B b", f"abs(a.x - b.x) <= 1.5 AND {W3}"),
     "theta_window": ("A a JOIN B b", f"a.x < b.x AND b.x < a.x + 2.0 AND {W3}"),
     "band_history": ("A a JOIN B b", "b.x BETWEEN a.x - 0.5 AND a.x + 0.5 AND a.s <> b.s"),
+    "theta_history": ("A a JOIN B b", "a.x * b.x > 20.0 AND a.s <> b.s"),
     "or_window": ("A a JOIN B b", f"(a.k = b.k OR a.id = b.id) AND {W3}"),
     "or_history": ("A a JOIN B b", "(a.k = b.k OR a.s = b.s) AND a.x < b.x"),
     "band_with_key": ("A a JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}"),
@@ -183,7 +184,7 @@ def test_indexed_joins_equal_the_reference_through_a_restart_and_a_batch_run_twi
     keys=st.sampled_from([1, 2, 50]),
     rows=st.integers(0, 9),
     disorder=st.sampled_from([0.0, 3.0]),
-    query=st.sampled_from(["equi_window", "band_window", "theta_window"]),
+    query=st.sampled_from(["equi_window", "band_window", "theta_window", "theta_history"]),
 )
 def test_indexed_equi_and_band_joins_match_the_reference_on_generated_streams(
     spark: SparkSession,

@@ -55,6 +55,7 @@ from streamjoin.runtime.batch.indexsql import (
     banded,
     input_parts,
     least_times,
+    nested,
     ored,
     output_sql,
     serves_every_join,
@@ -125,9 +126,10 @@ class IndexedJoins:
         """The indexes on a cluster's executors (`on_cluster`)."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
-        """Whether `qp` runs on its index in this batch: an inner two-way join with an
-        equality key or a band (`banded`), under the hash path (not keyed by time buckets) or a
-        scheme that places its rows (not range's), that does not shed, whose live state is within
+        """Whether `qp` runs on its index in this batch: a two-way join (an outer one as
+        `_joins_outer` says; a band join without a key within `BAND_INDEX_ROWS`), under the
+        hash path (not keyed by time buckets) or a scheme that places its rows (not range's),
+        shedding only as `_sheds` says, whose live state is within
         ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
         q = qp.query
         router = ctx.routers[q.name]
@@ -135,7 +137,7 @@ class IndexedJoins:
         live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
         return (
             ctx.settings.index
-            and (bool(qp.parts.equi) or ored(qp) or _small_band(ctx, qp))
+            and (not banded(qp) or _small_band(ctx, qp))
             and self._joins_outer(ctx, qp)
             and router.params.get("name") != "range"
             # (Time buckets spread a hot key's state over the slices' tasks; in the operator a
@@ -168,11 +170,12 @@ class IndexedJoins:
 
     def partitions(self, ctx: BatchContext, qp: QueryPlan) -> int:
         """The partitions of `qp`'s index: a scheme's places, one for a band join without a
-        key (a row probes the buckets around its value), else the batch's shuffle partitions."""
+        key (a row probes the buckets around its value) or a nested loop (every row under one
+        key), else the batch's shuffle partitions."""
         router = ctx.routers[qp.query.name]
         if router.scheme is not None:
             return router.units
-        return 1 if banded(qp) else ctx.parallelism
+        return 1 if banded(qp) or nested(qp) else ctx.parallelism
 
     def counts(self, ctx: BatchContext, qp: QueryPlan) -> int:
         """The units the probe of `qp` counts the batch's rows in for its router (0: none):

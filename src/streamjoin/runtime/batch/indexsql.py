@@ -72,6 +72,13 @@ def banded(qp: QueryPlan) -> bool:
     return qp.band is not None and not qp.parts.equi and not qp.parts.ors
 
 
+def nested(qp: QueryPlan) -> bool:
+    """Whether `qp` has no equality key, OR of equalities or band (a theta join over the full
+    history, or a window bounded on one side): its index holds every row under one key, and a
+    probe tests each live row of the other side (a nested loop, in the probe's task)."""
+    return qp.band is None and not qp.parts.equi and not qp.parts.ors
+
+
 def ored(qp: QueryPlan) -> bool:
     """Whether `qp` joins through an OR of equalities and has no equality key of its own: its
     index has a table for each equality, a row is stored and probes in each, and a pair found
@@ -187,13 +194,9 @@ def least_times(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | Non
 
 
 def serves_every_join(plan: JobPlan) -> bool:
-    """Whether the indexes can serve every join of `plan` (two-way inner joins with an
-    equality key or a band, no query that reads the stored rows otherwise), so that no state
-    needs caching beside them."""
+    """Whether the indexes can serve every join of `plan` (two-way inner joins, no query that
+    reads the stored rows otherwise), so that no state needs caching beside them."""
     plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
     return plain and all(
-        (qp.parts.equi or banded(qp) or ored(qp))
-        and qp.query.outer is None
-        and qp.query.option("partitioning") != "range"
-        for qp in plan.joins
+        qp.query.outer is None and qp.query.option("partitioning") != "range" for qp in plan.joins
     )

@@ -36,6 +36,9 @@ final class IndexProbe implements FlatMapFunction {
   // and each side's pairs its skipped rows would have found.)
   BasePredicate test;
   long[] counts;
+  BasePredicate[] on;  // (the marker's predicate, made once; {null}: every pair)
+  Object[] scratch;
+  GenericInternalRow scratchRow;
 
   IndexProbe(String name, int parts, long batch, int[] fields, int units, BatchInput output) {
     this.name = name;
@@ -146,23 +149,39 @@ final class IndexProbe implements FlatMapFunction {
    * query's predicate holds on it; both rows marked matched where an outer join's ON condition
    * holds on it. A pair of a row that skipped its probe is only counted. */
   void found(JoinIndex.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
-    InternalRow pair = pair(d, other.rows[j], left, tabbed);
+    InternalRow o = other.rows[j];
     if (marker != null) {
-      BasePredicate on = marker.test();
-      if (on == null || on.eval(pair)) {
+      if (on == null) {
+        on = new BasePredicate[] {marker.test()};
+      }
+      if (on[0] == null || on[0].eval(candidate(d, o, left, tabbed))) {
         d.matched = true;
         other.matched[j] = true;
       }
     }
-    if (test != null && !test.eval(pair)) {
+    if (test != null && !test.eval(candidate(d, o, left, tabbed))) {
       return;
     }
     if (cuts != null) {
       counts[units + (d.skips ? 2 : 0) + (left ? 0 : 1)]++;
     }
     if (!d.skips) {
-      out.add(pair);
+      out.add(pair(d, o, left, tabbed));
     }
+  }
+
+  /** The pair of {@code d} with stored row {@code o} in one row this probe reuses: what its
+   * predicates test (a nested loop tests every row its window reaches; only a pair kept is
+   * made, by {@link #pair}). */
+  InternalRow candidate(JoinIndex.Entry d, InternalRow o, boolean left, boolean tabbed) {
+    if (scratch == null) {
+      scratch = new Object[3];
+      scratchRow = new GenericInternalRow(scratch);
+    }
+    scratch[0] = left ? d.row : o;
+    scratch[1] = left ? o : d.row;
+    scratch[2] = tabbed ? Integer.valueOf(d.tab) : null;
+    return scratchRow;
   }
 
   /** Whether a row {@code row} of side {@code side} skips its probe (shedding): the same
