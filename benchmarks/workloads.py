@@ -216,7 +216,8 @@ def _long_case(
     # meets as many rows as no window does.
     reach = None if window is None or 2 * window >= shape.span_seconds else window
     name = f"{workload}-{kind}-{'full' if window is None else f'{int(window)}s'}"
-    join, kind = ("LEFT JOIN", kind[len("left-") :]) if kind.startswith("left-") else ("JOIN", kind)
+    outer, _, plain = kind.rpartition("-")
+    join, kind = (f"{outer.upper()} JOIN", plain) if outer in ("left", "full") else ("JOIN", kind)
     case = two_stream_case(
         root,
         size,
@@ -237,14 +238,29 @@ def _long(root: str, size: str) -> list[Case]:
     ]
 
 
-# `shapes`: `long`'s stream over each two-way shape the join operator serves, within 5 minutes;
-# `bandkey` is a band within few keys (`BAND_KEYS`), which Spark runs as an equi join on the key
-# with the band as a residual; `or` an OR of equalities; `left-equi` a LEFT outer equi join.
-SHAPE_KINDS = ("equi", "bandkey", "band", "theta", "or", "left-equi")
+# `shapes`: `long`'s stream over each two-way shape the join operator serves, within 5 minutes
+# and over the full history; `bandkey` is a band within few keys (`BAND_KEYS`), which Spark runs
+# as an equi join on the key with the band as a residual; `or` an OR of equalities; `left-…` and
+# `full-…` LEFT and FULL outer joins (which need a window). A theta join over the full history
+# is left out: each batch meets every stored row (its cost is the delta times the whole state).
+SHAPE_KINDS = (
+    "equi",
+    "bandkey",
+    "band",
+    "theta",
+    "or",
+    "left-equi",
+    "full-equi",
+    "left-band",
+    "full-band",
+)
+SHAPE_HISTORY_KINDS = ("equi", "bandkey", "band", "or")
 
 
 def _shapes(root: str, size: str) -> list[Case]:
-    return [_long_case(root, size, k, LONG_NON_EQUI_WINDOW, "shapes") for k in SHAPE_KINDS]
+    return [_long_case(root, size, k, LONG_NON_EQUI_WINDOW, "shapes") for k in SHAPE_KINDS] + [
+        _long_case(root, size, k, None, "shapes") for k in SHAPE_HISTORY_KINDS
+    ]
 
 
 # TPC-H scale factor and event-time span per size; line items arrive 1-7 ms after their order.

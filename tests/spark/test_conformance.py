@@ -107,7 +107,8 @@ TWO_WAY = {
         with_="partitioning = 'range', units = 3",
         plan_has=("_sj_place",),
     ),
-    "time-buckets": Path_(with_="time_buckets = 'true'"),
+    "time-buckets": Path_(with_="time_buckets = 'true'", plan_has=INDEXED, plan_lacks=NO_JOIN),
+    "time-buckets-slices": Path_(SLICES, with_="time_buckets = 'true'"),
     "band-with-key": Path_(
         on=f"{EQUI} AND {BAND} AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN
     ),
@@ -126,9 +127,16 @@ TWO_WAY = {
         plan_has=("Scan ExistingRDD",),
         plan_lacks=("Join",),
     ),
+    "outer-left-where": Path_(
+        join="LEFT JOIN",
+        on=f"{EQUI} AND {WINDOW} WHERE a.x > 2 OR b.x IS NULL",
+        plan_has=("Scan ExistingRDD",),
+        plan_lacks=("Join",),
+    ),
     "outer-left-equi-slices": Path_(SLICES, join="LEFT JOIN"),
     "band-buckets": Path_(SLICES, on=f"{BAND} AND {WINDOW}"),
-    "theta": Path_(on=f"a.x < b.x AND {WINDOW}"),
+    "theta": Path_(on=f"a.x < b.x AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN),
+    "theta-full-history": Path_(on="a.x < b.x", copied=True, plan_has=INDEXED, plan_lacks=NO_JOIN),
     "full-history": Path_(SLICES, on=EQUI, copied=True),
     "indexed": Path_(state_jobs=False, copied=False, plan_has=INDEXED, plan_lacks=NO_JOIN),
     "indexed-state-job": Path_(

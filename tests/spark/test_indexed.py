@@ -18,7 +18,6 @@ from pyspark.sql import DataFrame
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import indexed as indexed_module
 from streamjoin.runtime.batch.indexed import index_class
-from streamjoin.runtime.batch.indexsql import ored
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
 
@@ -53,6 +52,7 @@ QUERIES = {
     "or_window": ("A a JOIN B b", f"(a.k = b.k OR a.id = b.id) AND {W3}"),
     "or_history": ("A a JOIN B b", "(a.k = b.k OR a.s = b.s) AND a.x < b.x"),
     "band_with_key": ("A a JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}"),
+    "time_buckets": ("A a JOIN B b", f"a.k = b.k AND {W3} WITH (time_buckets = 'true')"),
     "matrix_equi": (
         "A a JOIN B b",
         f"a.k = b.k AND {W3} WITH (partitioning = 'matrix', units = 4)",
@@ -117,9 +117,10 @@ def probe_tasks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
     def kept(self: indexed_module.IndexedJoins, ctx: t.Any, qp: t.Any) -> t.Any:
         found = batch_input(self, ctx, qp)
-        # (A scheme's copies of a row, or an OR's a table, are not a projection of the
-        # batch's rows: planned.)
-        placed = qp.query.option("partitioning") is not None or ored(qp)
+        # (A scheme's or time buckets' copies of a row are not a projection of the batch's
+        # rows: planned. An OR's copy for each table is one.)
+        q = qp.query
+        placed = q.option("partitioning") is not None or q.option("time_buckets") == "true"
         made.append(found is not None or placed)
         return found
 

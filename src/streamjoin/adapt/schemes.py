@@ -98,6 +98,9 @@ class BatchCounts:
     state_span_us: tuple[int | None, int | None] = (None, None)
     """Per side, the event time that the stored rows this batch's rows could meet span, and
     its own (None: unknown)."""
+    one_task: bool = False
+    """Whether one task probed the batch's rows of every partition (a small batch): a scheme's
+    placement spreads no work there, it only copies rows."""
 
 
 def scheme_from_params(params: t.Mapping[str, t.Any]) -> Scheme | None:
@@ -256,7 +259,8 @@ def _leave_hash_if_skewed(
     window's time bucket joins the keys if the query has one (a hot key's rows spread over
     the buckets of their event times, and each meets only the rows of its own and the
     neighbouring buckets), else the cheapest scheme by the cost formulas for the observed
-    statistics (from the next batch)."""
+    statistics (from the next batch), unless one task probed the whole batch (a scheme would
+    spread no work, only copy rows: hash stays until batches need several tasks)."""
     assert seen.units is not None  # (`next_scheme` calls this with counts only)
     loads = seen.units.per_unit
     total = sum(loads)
@@ -290,7 +294,7 @@ def _leave_hash_if_skewed(
     hot = top * top * (sum(seen.state_rows) + sum(delta)) / 2 * gain >= HOT_CANDIDATES
     if can_bucket and (hot or not isinstance(best, HashScheme)):
         params = {**params, "time_bucket": True}
-    elif not isinstance(best, HashScheme):
+    elif not isinstance(best, HashScheme) and not seen.one_task:
         params = {**params_of(best), "units": j, "time_bucket": bool(params.get("time_bucket"))}
     else:
         return state

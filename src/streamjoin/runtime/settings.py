@@ -104,9 +104,8 @@ SETTINGS: dict[str, Key] = {
         Key(
             "streamjoin.twoway.index",
             "true",
-            "two-way inner joins with an equality key or a band (with or without a key, under "
-            "the hash path or a scheme's placement but range) probe the join "
-            "operator: their live state kept in executor memory across batches "
+            "two-way joins (docs/architecture.md says which shapes) probe the join operator: "
+            "their live state kept in executor memory across batches "
             "(`runtime.batch.indexed`; on a cluster, with streamjoin's jar on the class paths: "
             "`streamjoin jar`); `false`: they probe the cached state slices",
             choices=("true", "false"),

@@ -89,6 +89,21 @@ def test_a_key_hot_within_its_buckets_moves_on_to_a_content_insensitive_scheme()
     assert router.scheme is not None and router.params.get("time_bucket")
 
 
+def test_a_batch_probed_in_one_task_keeps_hash_and_may_still_take_time_buckets() -> None:
+    """One task probed every partition's rows: a scheme's placement would spread no work, only
+    copy rows, so hash stays; time buckets still spare a hot key's rows their candidates."""
+    router = _router()
+    one = BatchCounts(0, 12_000, 12_000, _units(0.6), (), (12_000, 12_000), one_task=True)
+    router.state = next_scheme(router.qp, router.state, one)
+    assert router.params.get("time_bucket") and router.scheme is None
+    for batch in (1, 2):
+        router.state = next_scheme(router.qp, router.state, replace(one, batch=batch))
+        assert router.scheme is None
+    plain = _router("units = 8, time_buckets = 'false'")
+    plain.state = next_scheme(plain.qp, plain.state, one)
+    assert plain.scheme is None and not plain.params.get("time_bucket")
+
+
 def test_time_buckets_false_keeps_plain_keys_and_leaves_hashing_as_before() -> None:
     router = _router("units = 8, time_buckets = 'false'")
     router.after_batch(0, _units(0.6))

@@ -20,6 +20,7 @@ from benchmarks.workloads import (
     BAND_KEYS,
     LONG_SHAPES,
     LONG_WARMUP_BATCHES,
+    SHAPE_HISTORY_KINDS,
     SHAPE_KINDS,
     WORKLOADS,
     Case,
@@ -256,9 +257,13 @@ def test_shapes_runs_each_two_way_shape_over_the_long_stream(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     cases = WORKLOADS["shapes"](str(tmp_path_factory.mktemp("shapes")), "tiny")
-    assert [c.name for c in cases] == [f"shapes-{k}-300s" for k in SHAPE_KINDS]
+    assert [c.name for c in cases] == [f"shapes-{k}-300s" for k in SHAPE_KINDS] + [
+        f"shapes-{k}-full" for k in SHAPE_HISTORY_KINDS
+    ]
     bandkey = next(c for c in cases if "bandkey" in c.name)
     assert "LEFT JOIN" in next(c for c in cases if "left-equi" in c.name).job
+    assert "FULL JOIN" in next(c for c in cases if "full-band" in c.name).job
+    assert "INTERVAL" not in next(c for c in cases if c.name == "shapes-or-full").predicate
     assert bandkey.peer == "spark-native"
     assert "l.k = r.k AND abs(l.x - r.x) <=" in bandkey.predicate
     keys = pq.read_table(bandkey.backlog.streams["a"])["k"].to_numpy()

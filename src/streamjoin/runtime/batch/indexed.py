@@ -59,6 +59,7 @@ from streamjoin.runtime.batch.indexsql import (
     ored,
     output_sql,
     serves_every_join,
+    spread,
 )
 from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import SCALE, SIDES, Shed, allowances
@@ -114,6 +115,8 @@ class IndexedJoins:
         self._deciding: dict[str, tuple[OuterPlan, str, int, DataFrame]] = {}
         """Outer query → (plan, index name, partitions, a frame of its layout) of the outer
         joins whose rows without a partner the operator decides after this batch's probe."""
+        self._one_task: set[str] = set()
+        """The queries whose probe of this batch ran in one task."""
         self._holding: dict[str, tuple[str, int]] = {}
         """Query name → (index name, partitions) of the indexes whose places' rows are read."""
         self.plans = ProbePlans()
@@ -140,9 +143,6 @@ class IndexedJoins:
             and (not banded(qp) or _small_band(ctx, qp))
             and self._joins_outer(ctx, qp)
             and router.params.get("name") != "range"
-            # (Time buckets spread a hot key's state over the slices' tasks; in the operator a
-            # key's new rows share its current bucket's partition: they stay on the slices.)
-            and not (router.params.get("time_bucket") and qp.time_band is not None)
             and (allowances(ctx.prev, q) is None or self._sheds(ctx, qp))
             and live <= ctx.settings.index_rows
             and self._has_class(ctx)
@@ -151,7 +151,8 @@ class IndexedJoins:
     def _joins_outer(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether the operator serves `qp` as far as an outer join goes: an inner join, or an
         outer join it decides (`indexouter.operator_serves`) with one copy of each row (no
-        scheme, no OR's tables) in the driver's JVM (it decides there)."""
+        scheme, no OR's tables, no time buckets spread) in the driver's JVM (it decides
+        there)."""
         op = outer_plan(ctx, qp)
         if op is None:
             return True
@@ -159,6 +160,7 @@ class IndexedJoins:
         return (
             operator_serves(op)
             and router.scheme is None
+            and not spread(ctx, qp)
             and not ored(qp)
             and not self.on_cluster(ctx.spark)
         )
@@ -218,6 +220,11 @@ class IndexedJoins:
                 shed.found = dict(zip(SIDES, found, strict=True))
                 if counts_shed_pairs(shed.query):
                     shed.missed = dict(zip(SIDES, missed, strict=True))
+        return out
+
+    def one_task(self) -> set[str]:
+        """The queries whose probe of the batch ran in one task (read once, after it ran)."""
+        out, self._one_task = self._one_task, set()
         return out
 
     def stored_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
@@ -312,6 +319,7 @@ class IndexedJoins:
             batch_input, output = planned
             jdf = cls.probeBatch(batch_input, output, ctx.rows._jdf, late, cuts, *index)
             self.batch_reads += 1
+            self._one_task.add(q.name)
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
             output = self.plans.output(ctx, qp, delta)
@@ -320,7 +328,10 @@ class IndexedJoins:
                 self._deciding[q.name] = (op, name, parts, delta)
             # (A large delta, a band join's too, is read in parallel, then shuffled to the
             # partitions' tasks: a band join's one.)
-            jdf = cls.probe(delta._jdf, output, marker, cuts, *index, one_task(ctx, left, right))
+            together = one_task(ctx, left, right)
+            if together or parts == 1:
+                self._one_task.add(q.name)
+            jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
@@ -375,6 +386,7 @@ class IndexedJoins:
             self._built.pop(query, None)
         self._used = {}
         self._counting = {}
+        self._one_task = set()
         self._holding = {}
         self._deciding = {}
         self.plans.end_batch()

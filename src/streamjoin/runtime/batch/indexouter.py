@@ -28,9 +28,10 @@ def outer_plan(ctx: BatchContext, qp: QueryPlan) -> OuterPlan | None:
 
 
 def operator_serves(op: OuterPlan) -> bool:
-    """Whether the operator decides `op`'s rows without a partner: its matching is its whole
-    predicate (no WHERE beyond the ON condition, whose keys and bands find the candidates)."""
-    return op.outer.where is None
+    """Whether the operator decides `op`'s rows without a partner: the keys and bands that
+    find its candidate pairs are the ON condition's, which marks the rows it matches (a WHERE
+    only filters the pairs, and the rows without a partner, `alone_sql`)."""
+    return op.where_filters
 
 
 def decided_below(op: OuterPlan, watermark: int | None) -> Bounds:
@@ -77,8 +78,9 @@ def marker_sql(op: OuterPlan, pairs: str) -> str:
 
 def alone_sql(op: OuterPlan, rows: str) -> str:
     """SQL of `op`'s result rows of its rows without a partner in relation `rows` (pairs whose
-    other side is NULL)."""
+    other side is NULL) where its WHERE holds on them."""
     q = op.query
     a, b = q.left.alias, q.right.alias
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
-    return f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b} FROM {rows})"
+    where = "" if op.outer.where is None else f" WHERE {op.outer.where}"
+    return f"SELECT {select} FROM (SELECT _sj_l AS {a}, _sj_r AS {b} FROM {rows}){where}"

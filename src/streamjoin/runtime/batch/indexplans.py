@@ -14,7 +14,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.indexouter import marker_sql
-from streamjoin.runtime.batch.indexsql import input_parts, ored, output_sql
+from streamjoin.runtime.batch.indexsql import input_parts, output_sql, spread
 from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.sources import prefixed
 
@@ -48,7 +48,7 @@ class ProbePlans:
         planned for the batch, in one task) and the one of its output (None: its SELECT and
         predicate are planned each batch), or None: the batch does not `fit` one task, or its
         rows are not rows Spark planned, or the query's plans cannot be made once (a scheme's
-        copies or an OR's tables are no projection of the batch's rows; an outer join's probe
+        or time buckets' copies are no projection of the batch's rows; an outer join's probe
         marks rows). Decided once a batch."""
         # (A scheme's copies are not a projection of the batch's rows: the placement is part
         # of what was decided.)
@@ -60,7 +60,7 @@ class ProbePlans:
     def _decide(
         self, ctx: BatchContext, key: str, qp: QueryPlan, fits: bool
     ) -> tuple[t.Any, t.Any] | None:
-        if not fits or ored(qp) or qp.query.outer is not None:
+        if not fits or spread(ctx, qp) or qp.query.outer is not None:
             return None
         if self._class is None:  # (each lookup is a call to the JVM)
             jvm = ctx.spark.sparkContext._jvm
@@ -100,8 +100,14 @@ class ProbePlans:
             )
             where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
             rels.append(f"(SELECT {cols} FROM {view} WHERE {where})")
-        left, right = (ctx.spark.sql(p)._jdf for p in input_parts(ctx, qp, *rels, late=True))
-        made = jvm.streamjoin.BatchInput.of(left, right)
+        # (Each side's rows, or an OR's copy of them for each table: one plan each.)
+        planned = [ctx.spark.sql(p)._jdf for p in input_parts(ctx, qp, *rels, late=True)]
+        gateway = ctx.spark.sparkContext._gateway
+        assert gateway is not None
+        parts = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, len(planned))
+        for i, part in enumerate(planned):
+            parts[i] = part
+        made = jvm.streamjoin.BatchInput.of(parts)
         if made is None:
             return None
         pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)

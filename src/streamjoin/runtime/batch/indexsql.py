@@ -45,6 +45,20 @@ def input_parts(
             + "".join(f", {sql} AS {name}" for name, sql in extra)
         )
         tail = f", {evt} AS _sj_evt" if late else ""
+        if places is None and spread(ctx, qp):
+            # A copy of the row in each time bucket it is stored or probes in, placed by its
+            # key and that bucket: a hot key's rows spread over the partitions, and a pair
+            # meets in the partition of the stored row's bucket, found by the probing row's
+            # copy of that bucket alone.
+            names = ", ".join([*_LAYOUT, *(n for n, _ in extra if n not in _RANGE)])
+            parts.append(
+                f"SELECT {names}, _sj_b AS _sj_lo, _sj_b AS _sj_hi, "
+                "xxhash64(_sj_key, _sj_b) AS _sj_part, _sj_b = _sj_bk AS _sj_store, "
+                f"_sj_b BETWEEN _sj_lo AND _sj_hi AS _sj_probe{', _sj_evt' if late else ''} "
+                "FROM (SELECT *, explode(array_union(sequence(_sj_lo, _sj_hi), array(_sj_bk))) "
+                f"AS _sj_b FROM (SELECT {columns}{tail} FROM {rel} AS {alias}))"
+            )
+            continue
         if places is None:
             parts.append(f"SELECT {columns}{tail} FROM {rel} AS {alias}")
             continue
@@ -62,6 +76,7 @@ def input_parts(
 
 
 _LAYOUT = ("_sj_side", "_sj_key", "_sj_ts", "_sj_l", "_sj_r")
+_RANGE = ("_sj_lo", "_sj_hi")
 NOTHING = -1
 """The key of an outer join's row whose key or band value is NULL (`lookup_sql`)."""
 
@@ -77,6 +92,20 @@ def nested(qp: QueryPlan) -> bool:
     history, or a window bounded on one side): its index holds every row under one key, and a
     probe tests each live row of the other side (a nested loop, in the probe's task)."""
     return qp.band is None and not qp.parts.equi and not qp.parts.ors
+
+
+def spread(ctx: BatchContext, qp: QueryPlan) -> bool:
+    """Whether `qp`'s rows are spread over its partitions by their time bucket as well as
+    their key: an equi join whose time buckets the skew check turned on (`QueryRouter.band`),
+    under the hash path."""
+    router = ctx.routers[qp.query.name]
+    return (
+        router.scheme is None
+        and qp.band is None
+        and qp.time_band is not None
+        and bool(router.params.get("time_bucket"))
+        and not ored(qp)
+    )
 
 
 def ored(qp: QueryPlan) -> bool:

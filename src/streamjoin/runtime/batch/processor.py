@@ -265,7 +265,15 @@ class BatchProcessor:
             prev = ctx.prev
             counts, held = ctx.counted.counts, self.indexed.stored_counts(ctx)
             units, routing = after_batch(
-                self.plan, ctx.routers, two.observed, counts, batch_id, stats, prev, held
+                self.plan,
+                ctx.routers,
+                two.observed,
+                counts,
+                batch_id,
+                stats,
+                prev,
+                held,
+                self.indexed.one_task(),
             )
             multiway_state: dict[str, t.Any] = {}
             if self.multiway is not None and work is not None:

@@ -65,11 +65,12 @@ public final class BatchInput implements Serializable {
     return spark.internalCreateDataFrame(none, batch.schema(), false);
   }
 
-  /** The input of each side's plan {@code left} and {@code right}, each (once optimised) a
-   * projection of a filter of rows in one layout; null where a plan has another shape, or an
-   * expression whose value may change from one batch to the next. */
-  public static BatchInput of(Dataset left, Dataset right) {
-    return plan(new Dataset[] {left, right});
+  /** The input of plans {@code parts} (each side's, or with an OR of equalities each side's
+   * copy for each table), each (once optimised) a projection of a filter of rows in one
+   * layout; null where a plan has another shape, or an expression whose value may change from
+   * one batch to the next. */
+  public static BatchInput of(Dataset[] parts) {
+    return plan(parts);
   }
 
   /** The output of a probe: {@code pairs}, a projection of a filter of the candidate pairs
@@ -206,7 +207,7 @@ public final class BatchInput implements Serializable {
     }
 
     public Iterator call(Object rows) {
-      Object[] made = in.made("input", 2);
+      Object[] made = in.made("input", in.conditions.length);
       return new Sides(
           (Iterator) rows, (BasePredicate[]) made[0], (UnsafeProjection[]) made[1], lateBefore);
     }
@@ -218,7 +219,7 @@ public final class BatchInput implements Serializable {
     final UnsafeProjection[] makes;
     final long lateBefore;
     InternalRow row;
-    int side = 2;
+    int side;
     InternalRow next;
 
     Sides(Iterator rows, BasePredicate[] tests, UnsafeProjection[] makes, long lateBefore) {
@@ -226,11 +227,12 @@ public final class BatchInput implements Serializable {
       this.tests = tests;
       this.makes = makes;
       this.lateBefore = lateBefore;
+      this.side = makes.length;  // (the first call takes the first row)
     }
 
     public boolean hasNext() {
       while (next == null) {
-        if (side == 2) {
+        if (side == makes.length) {
           if (!rows.hasNext()) {
             return false;
           }

@@ -256,12 +256,14 @@ def after_batch(
     stats: t.Mapping[str, StreamStats],
     prev: Manifest,
     held: t.Mapping[str, t.Sequence[int]] | None = None,
+    one_task: t.Container[str] = (),
 ) -> tuple[dict[str, UnitStats], dict[str, str]]:
     """Each query's rows per unit in batch `batch_id`: `counted` (by the state job, the files'
     keys or the query's index, all as probe rows; `held`: the rows each of its places holds,
     by the join operator, as stored rows), else its `observed` views; and its router's
-    choice of the next scheme, with `stats` (the batch's rows per stream) and `prev`'s live
-    state. Returns the rows per unit and each router's note, by query."""
+    choice of the next scheme, with `stats` (the batch's rows per stream), `prev`'s live
+    state and whether one task probed its batch (`one_task`, by query). Returns the rows per
+    unit and each router's note, by query."""
     units: dict[str, UnitStats] = {}
     notes: dict[str, str] = {}
     state = prev.state_rows()
@@ -297,6 +299,7 @@ def after_batch(
             sorted(quantiles),
             (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
             _spans(qp, prev, stats),
+            q.name in one_task,
         )
         notes[q.name] = router.after_batch(seen_counts)
     return units, notes
