@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import indexed as indexed_module
+from streamjoin.runtime.batch import indexfit
 from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
@@ -317,7 +318,7 @@ def test_a_band_join_takes_its_slices_for_a_large_delta_and_comes_back(
     try:
         for i, batch in enumerate(batches):
             large = i in (2, 3, 5)
-            monkeypatch.setattr(indexed_module, "BAND_INDEX_ROWS", -1 if large else 100_000)
+            monkeypatch.setattr(indexfit, "BAND_INDEX_ROWS", -1 if large else 100_000)
             _feed(spark, processor, job, [batch], first=i)
             served.append(i in processor.indexed.built().values())
     finally:

@@ -42,27 +42,28 @@ from pyspark.sql import DataFrame
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.plan.shedding import counts_shed_pairs
+from streamjoin.runtime.batch.indexfit import (
+    counted_units,
+    partitions,
+    serves,
+    shed_cuts,
+)
 from streamjoin.runtime.batch.indexouter import (
     alone_sql,
     decided_below,
     kept,
     loaded,
-    operator_serves,
     outer_plan,
 )
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
 from streamjoin.runtime.batch.indexsql import (
-    banded,
     input_parts,
     least_times,
-    nested,
-    ored,
     output_sql,
     serves_every_join,
-    spread,
 )
 from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
-from streamjoin.runtime.batch.shedding import SCALE, SIDES, Shed, allowances
+from streamjoin.runtime.batch.shedding import SIDES, Shed
 from streamjoin.runtime.local.statics import StaticMethods
 
 if t.TYPE_CHECKING:
@@ -79,12 +80,6 @@ ONE_TASK_ROWS = 20_000
 """A batch's delta of at most this many rows (both sides, by its files' footers) is probed in one
 task without a shuffle: the shuffle's stage costs more than a second core saves on it."""
 
-BAND_INDEX_ROWS = 400_000
-"""A band join's delta of more rows (both sides, by its files' footers) probes the cached slices
-instead of its index: the index's one partition is one task, which holds the batch's candidate
-pairs in memory, where the slices' join streams them on every core (a backlogged batch of
-millions of rows ran for minutes in that task). Below it the index is the faster way: a warm
-batch of 200,000 rows in 0.6-0.9 s, where a switch to slices not cached took 4-5 s."""
 _names = itertools.count()
 
 
@@ -129,70 +124,18 @@ class IndexedJoins:
         """The indexes on a cluster's executors (`on_cluster`)."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
-        """Whether `qp` runs on its index in this batch: a two-way join (an outer one as
-        `_joins_outer` says; a band join without a key within `BAND_INDEX_ROWS`), under the
-        hash path (not keyed by time buckets) or a scheme that places its rows (not range's),
-        shedding only as `_sheds` says, whose live state is within
-        ``streamjoin.twoway.indexRows``, in a driver whose JVM has the class."""
-        q = qp.query
-        router = ctx.routers[q.name]
-        rows = ctx.prev.state_rows()
-        live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
-        return (
-            ctx.settings.index
-            and (not banded(qp) or _small_band(ctx, qp))
-            and self._joins_outer(ctx, qp)
-            and router.params.get("name") != "range"
-            and (allowances(ctx.prev, q) is None or self._sheds(ctx, qp))
-            and live <= ctx.settings.index_rows
-            and self._has_class(ctx)
-        )
-
-    def _joins_outer(self, ctx: BatchContext, qp: QueryPlan) -> bool:
-        """Whether the operator serves `qp` as far as an outer join goes: an inner join, or an
-        outer join it decides (`indexouter.operator_serves`) with one copy of each row (no
-        scheme, no OR's tables, no time buckets spread) in the driver's JVM (it decides
-        there)."""
-        op = outer_plan(ctx, qp)
-        if op is None:
-            return True
-        router = ctx.routers[qp.query.name]
-        return (
-            operator_serves(op)
-            and router.scheme is None
-            and not spread(ctx, qp)
-            and not ored(qp)
-            and not self.on_cluster(ctx.spark)
-        )
-
-    def _sheds(self, ctx: BatchContext, qp: QueryPlan) -> bool:
-        """Whether the operator serves shedding query `qp`: its probe skips the rows shedding
-        leaves out (`IndexProbe.skips`), an inner join's, in the driver's JVM (it counts there)."""
-        return outer_plan(ctx, qp) is None and not self.on_cluster(ctx.spark)
+        """Whether `qp` runs on its index in this batch (`indexfit.serves`), in a driver whose
+        JVM has the class."""
+        return serves(ctx, qp, on_cluster=self.on_cluster(ctx.spark)) and self._has_class(ctx)
 
     def partitions(self, ctx: BatchContext, qp: QueryPlan) -> int:
-        """The partitions of `qp`'s index: a scheme's places, one for a band join without a
-        key (a row probes the buckets around its value) or a nested loop (every row under one
-        key), else the batch's shuffle partitions."""
-        router = ctx.routers[qp.query.name]
-        if router.scheme is not None:
-            return router.units
-        return 1 if banded(qp) or nested(qp) else ctx.parallelism
+        """The partitions of `qp`'s index (`indexfit.partitions`)."""
+        return partitions(ctx, qp)
 
     def counts(self, ctx: BatchContext, qp: QueryPlan) -> int:
-        """The units the probe of `qp` counts the batch's rows in for its router (0: none):
-        the automatic hash path's by the equality key, which the skew check reads (a band's
-        bucket within the key too), and a scheme's places, which its controllers read; never
-        on a cluster's executors."""
-        q = qp.query
-        if self.on_cluster(ctx.spark):
-            return 0
-        router = ctx.routers[q.name]
-        forced = q.option("partitioning", "auto")
-        automatic = forced == "auto" and q.option("adapt") != "false"
-        if router.scheme is not None or forced == "hash" or (automatic and qp.parts.equi):
-            return router.units
-        return 0
+        """The units the probe of `qp` counts the batch's rows in for its router
+        (`indexfit.counted_units`); none on a cluster's executors."""
+        return 0 if self.on_cluster(ctx.spark) else counted_units(ctx, qp)
 
     def counts_units(self, ctx: BatchContext, query: str) -> bool:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
@@ -308,7 +251,7 @@ class IndexedJoins:
         units = self.counts(ctx, qp)
         if units or shed is not None:
             self._counting[q.name] = (name, units, shed)
-        cuts = "" if shed is None else _cuts(shed, counts_shed_pairs(q))
+        cuts = "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
         if router.scheme is not None:  # (its places are its partitions: their rows, stored)
             self._holding[q.name] = (name, parts)
         index = (name, parts, ctx.batch_id, units)
@@ -485,25 +428,6 @@ class IndexedJoins:
         """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
         takes them (`indexsql.input_parts`)."""
         return ctx.spark.sql(" UNION ALL ".join(input_parts(ctx, qp, left, right)))
-
-
-def _cuts(shed: Shed, count: bool) -> str:
-    """Shedding's test for a probe (`JoinIndex.probing`): each side's cut of the hash's
-    scale below which a row probes, and whether the pairs of those that do not are counted."""
-    cuts = (str(int(shed.allowances[side] * SCALE)) for side in SIDES)
-    return ",".join((*cuts, "count" if count else "estimate"))
-
-
-def _small_band(ctx: BatchContext, qp: QueryPlan) -> bool:
-    """Whether `qp` is a band join (`banded`) whose batch's delta is within `BAND_INDEX_ROWS`
-    by its files' footers (a delta they do not count: taken as within)."""
-    if not banded(qp):
-        return False
-    if ctx.routers[qp.query.name].scheme is not None:  # (its rows spread over the places)
-        return True
-    rows = ctx.delta_rows
-    sides = {qp.query.left.stream, qp.query.right.stream}
-    return sum(rows.get(s, 0) for s in sides) <= BAND_INDEX_ROWS
 
 
 def one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
