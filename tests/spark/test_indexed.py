@@ -53,6 +53,7 @@ QUERIES = {
     "or_window": ("A a JOIN B b", f"(a.k = b.k OR a.id = b.id) AND {W3}"),
     "or_history": ("A a JOIN B b", "(a.k = b.k OR a.s = b.s) AND a.x < b.x"),
     "band_with_key": ("A a JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}"),
+    "left_outer": ("A a LEFT JOIN B b", f"a.k = b.k AND {W3}"),
     "time_buckets": ("A a JOIN B b", f"a.k = b.k AND {W3} WITH (time_buckets = 'true')"),
     "matrix_equi": (
         "A a JOIN B b",

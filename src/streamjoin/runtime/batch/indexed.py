@@ -260,7 +260,12 @@ class IndexedJoins:
         if planned is not None:
             late = _LEAST if ctx.watermark is None else ctx.watermark
             batch_input, output = planned
-            jdf = cls.probeBatch(batch_input, output, ctx.rows._jdf, late, cuts, *index)
+            marker = None
+            if op is not None:  # (planned over rows of the probe's layout, none of them)
+                none = DataFrame(batch_input.nothing(ctx.rows._jdf), ctx.spark)
+                marker = self.plans.marker(ctx, op, none)
+                self._deciding[q.name] = (op, name, parts, none)
+            jdf = cls.probeBatch(batch_input, output, marker, ctx.rows._jdf, late, cuts, *index)
             self.batch_reads += 1
             self._one_task.add(q.name)
         else:

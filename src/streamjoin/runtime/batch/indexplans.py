@@ -48,8 +48,8 @@ class ProbePlans:
         planned for the batch, in one task) and the one of its output (None: its SELECT and
         predicate are planned each batch), or None: the batch does not `fit` one task, or its
         rows are not rows Spark planned, or the query's plans cannot be made once (a scheme's
-        or time buckets' copies are no projection of the batch's rows; an outer join's probe
-        marks rows). Decided once a batch."""
+        or time buckets' copies are no projection of the batch's rows). Decided once a
+        batch."""
         # (A scheme's copies are not a projection of the batch's rows: the placement is part
         # of what was decided.)
         key = f"{query_key(qp)}@{json.dumps(ctx.routers[qp.query.name].params, sort_keys=True)}"
@@ -60,7 +60,7 @@ class ProbePlans:
     def _decide(
         self, ctx: BatchContext, key: str, qp: QueryPlan, fits: bool
     ) -> tuple[t.Any, t.Any] | None:
-        if not fits or spread(ctx, qp) or qp.query.outer is not None:
+        if not fits or spread(ctx, qp):
             return None
         if self._class is None:  # (each lookup is a call to the JVM)
             jvm = ctx.spark.sparkContext._jvm

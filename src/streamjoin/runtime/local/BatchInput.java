@@ -122,6 +122,14 @@ public final class BatchInput implements Serializable {
     return new BatchInput(conditions, projections, inputs, schema, sides[0].schema());
   }
 
+  /** Rows of this input's layout, none of them: what an outer join's ON condition and the
+   * rows its probe decides without a partner are planned over. */
+  public Dataset nothing(Dataset batch) {
+    SparkSession spark = (SparkSession) batch.sparkSession();
+    RDD none = spark.sparkContext().emptyRDD(ClassTag$.MODULE$.apply(InternalRow.class));
+    return spark.internalCreateDataFrame(none, layout, false);
+  }
+
   /** Candidate pairs of this input's probe ({@code _sj_l}, {@code _sj_r}), none of them: what
    * its {@link #output} is planned over. */
   public Dataset pairs(Dataset batch) {

@@ -488,10 +488,12 @@ public final class JoinIndex {
 
   /** {@link #probe} of a micro-batch's own rows {@code rows} made into the probe's input by
    * {@code input}, in one task, leaving out rows behind {@code lateBefore}; with {@code
-   * output} (else null), the pairs it keeps, made into its rows in the task. */
+   * output} (else null), the pairs it keeps, made into its rows in the task; with {@code
+   * marker} (else null), an outer join's ON condition, which marks the rows it matches. */
   public static Dataset probeBatch(
       BatchInput input,
       BatchInput output,
+      BatchInput marker,
       Dataset rows,
       long lateBefore,
       String shed,
@@ -502,6 +504,7 @@ public final class JoinIndex {
     SparkSession spark = (SparkSession) rows.sparkSession();
     JavaRDD in = input.rows(rows, lateBefore);
     IndexProbe f = probing(input.layout, output, shed, name, parts, batch, units);
+    f.marker = marker;
     return made(spark, in, f, output == null ? pairsSchema(input.layout) : output.layout);
   }
 
