@@ -264,16 +264,9 @@ class BatchProcessor:
             ctx.counted.counts |= self.indexed.unit_counts(ctx)
             prev = ctx.prev
             counts, held = ctx.counted.counts, self.indexed.stored_counts(ctx)
+            one = self.indexed.one_task()
             units, routing = after_batch(
-                self.plan,
-                ctx.routers,
-                two.observed,
-                counts,
-                batch_id,
-                stats,
-                prev,
-                held,
-                self.indexed.one_task(),
+                self.plan, ctx.routers, two.observed, counts, batch_id, stats, prev, held, one
             )
             multiway_state: dict[str, t.Any] = {}
             if self.multiway is not None and work is not None:
