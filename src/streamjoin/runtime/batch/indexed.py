@@ -110,6 +110,12 @@ class IndexedJoins:
         self._deciding: dict[str, tuple[OuterPlan, str, int, DataFrame]] = {}
         """Outer query → (plan, index name, partitions, a frame of its layout) of the outer
         joins whose rows without a partner the operator decides after this batch's probe."""
+        self._probed: set[str] = set()
+        """The outer joins whose rows without a partner this batch's probe decided, in its
+        task (`leaving` known)."""
+        self.leaving: tuple[int | None] | None = None
+        """The watermark this batch leaves where known before its probes (its input's
+        footers), else None: set by the processor each batch."""
         self._one_task: set[str] = set()
         """The queries whose probe of this batch ran in one task."""
         self._holding: dict[str, tuple[str, int]] = {}
@@ -260,12 +266,25 @@ class IndexedJoins:
         if planned is not None:
             late = _LEAST if ctx.watermark is None else ctx.watermark
             batch_input, output = planned
-            marker = None
+            marker, alone, alone_below = None, None, [_LEAST, _LEAST]
+            leaving = self.leaving
             if op is not None:  # (planned over rows of the probe's layout, none of them)
                 none = DataFrame(batch_input.nothing(ctx.rows._jdf), ctx.spark)
                 marker = self.plans.marker(ctx, op, none)
-                self._deciding[q.name] = (op, name, parts, none)
-            jdf = cls.probeBatch(batch_input, output, marker, ctx.rows._jdf, late, cuts, *index)
+                if leaving is not None and output is not None:
+                    # (The probe's task decides them once it has marked its pairs' rows.)
+                    alone = self.plans.alone(ctx, op, none)
+                    alone_below = [
+                        _LEAST if x is None else x for x in decided_below(op, leaving[0])
+                    ]
+                if alone is None:
+                    self._deciding[q.name] = (op, name, parts, none)
+                else:
+                    self._probed.add(q.name)
+            rows = ctx.rows._jdf
+            jdf = cls.probeBatch(
+                batch_input, output, marker, alone, *alone_below, rows, late, cuts, *index
+            )
             self.batch_reads += 1
             self._one_task.add(q.name)
         else:
@@ -286,8 +305,15 @@ class IndexedJoins:
         return ctx.spark.sql(output_sql(qp, found))
 
     def deciding(self) -> set[str]:
-        """The outer joins whose rows without a partner the operator decides in this batch."""
+        """The outer joins whose rows without a partner the operator decides after this
+        batch's probe (`unmatched`)."""
         return set(self._deciding)
+
+    def decides(self) -> set[str]:
+        """The outer joins whose rows without a partner the operator decides in this batch:
+        its probe's task, or after it (`deciding`)."""
+        probed, self._probed = self._probed, set()
+        return probed | set(self._deciding)
 
     def unmatched(self, ctx: BatchContext, watermark: int | None) -> dict[str, DataFrame]:
         """The rows without a partner of each outer join the operator serves (`deciding`) that
@@ -337,6 +363,7 @@ class IndexedJoins:
         self._one_task = set()
         self._holding = {}
         self._deciding = {}
+        self._probed = set()
         self.plans.end_batch()
 
     def lost(self, err: BaseException) -> bool:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import typing as t
+from functools import partial
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
-from streamjoin.runtime.batch.indexouter import marker_sql
+from streamjoin.runtime.batch.indexouter import alone_sql, marker_sql
 from streamjoin.runtime.batch.indexsql import input_parts, output_sql, spread
 from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.sources import prefixed
@@ -133,6 +134,15 @@ class ProbePlans:
             msg = f"query {op.query.name}: its ON condition cannot be evaluated in the operator"
             raise ValueError(msg)
         return marker
+
+    def alone(self, ctx: BatchContext, op: OuterPlan, rows: DataFrame) -> t.Any:
+        """The `BatchInput` of outer join `op`'s rows without a partner (`indexouter.alone_sql`:
+        its WHERE and SELECT over pairs whose other side is NULL) over a probe of `rows`'s
+        layout, planned once per query and layout; None where it cannot be planned once."""
+        try:
+            return self._over_pairs(ctx, f"{op.query.name}@alone", rows, partial(alone_sql, op))
+        except Py4JJavaError:  # (decided after the probe instead: `IndexedJoins.unmatched`)
+            return None
 
     def _over_pairs(
         self, ctx: BatchContext, name: str, rows: DataFrame, sql: t.Callable[[str], str]

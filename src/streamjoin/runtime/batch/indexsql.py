@@ -223,9 +223,8 @@ def least_times(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | Non
 
 
 def serves_every_join(plan: JobPlan) -> bool:
-    """Whether the indexes can serve every join of `plan` (two-way inner joins, no query that
-    reads the stored rows otherwise), so that no state needs caching beside them."""
-    plain = not (plan.multiway or plan.outers or plan.buffers or plan.group_queries)
-    return plain and all(
-        qp.query.outer is None and qp.query.option("partitioning") != "range" for qp in plan.joins
-    )
+    """Whether the indexes can serve every join of `plan` (two-way joins, inner or outer, no
+    query that reads the stored rows otherwise), so that no state needs caching beside them
+    (an outer join's rows without a partner are then the operator's to decide: `serves`)."""
+    plain = not (plan.multiway or plan.buffers or plan.group_queries)
+    return plain and all(qp.query.option("partitioning") != "range" for qp in plan.joins)

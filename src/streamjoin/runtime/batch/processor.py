@@ -214,6 +214,11 @@ class BatchProcessor:
             deltas = {} if reads_rows else delta_relations(ctx, self.stores)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
+            # (Known before the probes, an outer join's probe decides its rows without a
+            # partner in its own task: `IndexedJoins.leaving`.)
+            self.indexed.leaving = None
+            if known is not None and self.plan.outers:
+                self.indexed.leaving = (next_watermarks(self.plan, ctx.prev, known)[1],)
             two = two_way_joins(ctx, deltas, self.stores, self.indexed)
             frames: dict[str, list[DataFrame]] = {}
             if self.multiway is not None:
@@ -231,8 +236,8 @@ class BatchProcessor:
                 # (Windows close, and rows without a partner are decided, by the watermark the
                 # batch leaves: its statistics first.)
                 _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
-                decided = self.indexed.deciding()
-                for name in decided:  # (its probe marks the rows it matches: it runs first)
+                decided = self.indexed.decides()
+                for name in self.indexed.deciding():  # (its probe marks its rows: run first)
                     frames[name] = [_ran(ctx.scratch.persist(f)) for f in frames[name]]
                 for name, frame in self.indexed.unmatched(ctx, watermark).items():
                     frames.setdefault(name, []).append(frame)

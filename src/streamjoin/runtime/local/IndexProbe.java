@@ -25,6 +25,8 @@ final class IndexProbe implements FlatMapFunction {
   final int units;
   final BatchInput output;  // (null: the candidate pairs themselves)
   BatchInput marker;  // (an outer join's ON condition over a pair: a true one marks both rows)
+  BatchInput alone;  // (an outer join's rows without a partner, decided after the probe)
+  long[] below;  // (per side, the event time its rows are decided below, if `alone`)
   // Shedding (`overload = 'shed'`): per side, a row probes where its hash with the batch's id,
   // modulo SHED_SCALE, is below the side's cut (null: every row probes). A row that skips its
   // probe is still stored. With countMissed, a skipped row's pairs are counted, not written.
@@ -69,7 +71,31 @@ final class IndexProbe implements FlatMapFunction {
       JoinIndex.Part part = JoinIndex.part(name, ((Integer) e.getKey()).intValue());
       apply(part, (ArrayList[]) e.getValue(), out);
     }
-    return (output == null ? out : output.project(out)).iterator();
+    ArrayList made = output == null ? out : output.project(out);
+    if (alone != null) {
+      made.addAll(alone.project(unmatched()));
+    }
+    return made.iterator();
+  }
+
+  /** The rows without a partner that every partition decides (the task holds them all), as
+   * pairs whose other side is NULL, where the outer join's WHERE holds ({@code alone}). */
+  ArrayList unmatched() {
+    ArrayList out = new ArrayList();
+    BasePredicate where = alone.test();
+    for (int side = 0; side < 2; side++) {
+      if (below[side] == Long.MIN_VALUE) {
+        continue;
+      }
+      ArrayList pairs = JoinIndex.alone(name, parts, side, below[side], batch);
+      for (int i = 0; i < pairs.size(); i++) {
+        InternalRow pair = (InternalRow) pairs.get(i);
+        if (where == null || where.eval(pair)) {
+          out.add(pair);
+        }
+      }
+    }
+    return out;
   }
 
   /** Probes and extends one partition with its rows of the batch (the delta rule). */

@@ -429,6 +429,20 @@ public final class JoinIndex {
    * without a partner. For a driver whose JVM holds the partitions (a local master). */
   public static Dataset decide(
       Dataset in, String name, int parts, int side, long below, long batch) {
+    ArrayList rows = alone(name, parts, side, below, batch);
+    SparkSession spark = (SparkSession) in.sparkSession();
+    org.apache.spark.rdd.RDD rdd =
+        spark
+            .sparkContext()
+            .parallelize(
+                scala.jdk.javaapi.CollectionConverters.asScala(rows).toSeq(),
+                1,
+                scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
+    return spark.internalCreateDataFrame(rdd, pairsSchema(in.schema()), false);
+  }
+
+  /** What {@link #decide} decides, as a list of pairs (in the JVM that holds the partitions). */
+  static ArrayList alone(String name, int parts, int side, long below, long batch) {
     ArrayList rows = new ArrayList();
     for (int p = 0; p < parts; p++) {
       Part part = part(name, p);
@@ -443,15 +457,7 @@ public final class JoinIndex {
         }
       }
     }
-    SparkSession spark = (SparkSession) in.sparkSession();
-    org.apache.spark.rdd.RDD rdd =
-        spark
-            .sparkContext()
-            .parallelize(
-                scala.jdk.javaapi.CollectionConverters.asScala(rows).toSeq(),
-                1,
-                scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
-    return spark.internalCreateDataFrame(rdd, pairsSchema(in.schema()), false);
+    return rows;
   }
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
@@ -489,11 +495,18 @@ public final class JoinIndex {
   /** {@link #probe} of a micro-batch's own rows {@code rows} made into the probe's input by
    * {@code input}, in one task, leaving out rows behind {@code lateBefore}; with {@code
    * output} (else null), the pairs it keeps, made into its rows in the task; with {@code
-   * marker} (else null), an outer join's ON condition, which marks the rows it matches. */
+   * marker} (else null), an outer join's ON condition, which marks the rows it matches; with
+   * {@code alone} (else null; then {@code output} is not), its rows without a partner, made of
+   * the rows of each preserved side below {@code leftBelow} and {@code rightBelow} (the least
+   * long: none) that no partner matched, decided in the task once its probe has marked them
+   * (a rerun of the batch decides the same; {@link #decide}). */
   public static Dataset probeBatch(
       BatchInput input,
       BatchInput output,
       BatchInput marker,
+      BatchInput alone,
+      long leftBelow,
+      long rightBelow,
       Dataset rows,
       long lateBefore,
       String shed,
@@ -505,6 +518,8 @@ public final class JoinIndex {
     JavaRDD in = input.rows(rows, lateBefore);
     IndexProbe f = probing(input.layout, output, shed, name, parts, batch, units);
     f.marker = marker;
+    f.alone = alone;
+    f.below = new long[] {leftBelow, rightBelow};
     return made(spark, in, f, output == null ? pairsSchema(input.layout) : output.layout);
   }
 
