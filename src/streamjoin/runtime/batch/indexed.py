@@ -49,13 +49,13 @@ from streamjoin.runtime.batch.indexfit import (
     shed_cuts,
 )
 from streamjoin.runtime.batch.indexouter import (
-    alone_sql,
     decided_below,
     kept,
     loaded,
     outer_plan,
 )
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
+from streamjoin.runtime.batch.indexreads import ProbeReads
 from streamjoin.runtime.batch.indexsql import (
     input_parts,
     least_times,
@@ -63,14 +63,13 @@ from streamjoin.runtime.batch.indexsql import (
     serves_every_join,
 )
 from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
-from streamjoin.runtime.batch.shedding import SIDES, Shed
+from streamjoin.runtime.batch.shedding import Shed
 from streamjoin.runtime.local.statics import StaticMethods
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.plan import QueryPlan, StreamPlan
-    from streamjoin.plan.outer import OuterPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.stores import StoreViews
 
@@ -104,22 +103,11 @@ class IndexedJoins:
         """Query (`_key`) → (batch committed into its index, (partitions, placement))."""
         self._used: dict[str, tuple[int, tuple[int, str]]] = {}
         """Query → (batch, (partitions, placement)) of the indexes this batch applies."""
-        self._counting: dict[str, tuple[str, int, Shed | None]] = {}
-        """Query name → (index name, units, its shedding) of the probes that count rows per
-        unit, or a shedding query's pairs per direction."""
-        self._deciding: dict[str, tuple[OuterPlan, str, int, DataFrame]] = {}
-        """Outer query → (plan, index name, partitions, a frame of its layout) of the outer
-        joins whose rows without a partner the operator decides after this batch's probe."""
-        self._probed: set[str] = set()
-        """The outer joins whose rows without a partner this batch's probe decided, in its
-        task (`leaving` known)."""
         self.leaving: tuple[int | None] | None = None
         """The watermark this batch leaves where known before its probes (its input's
         footers), else None: set by the processor each batch."""
-        self._one_task: set[str] = set()
-        """The queries whose probe of this batch ran in one task."""
-        self._holding: dict[str, tuple[str, int]] = {}
-        """Query name → (index name, partitions) of the indexes whose places' rows are read."""
+        self.reads = ProbeReads(self._class)
+        """What the batch's probes leave to read once they ran (`indexreads`)."""
         self.plans = ProbePlans()
         """What the probes plan once per query (`indexplans`)."""
         self.batch_reads = 0
@@ -148,45 +136,6 @@ class IndexedJoins:
         the batch's rows per unit in its probe (so that no job of its own does)."""
         qp = next((qp for qp in ctx.plan.joins if qp.query.name == query), None)
         return qp is not None and self.eligible(ctx, qp) and self.counts(ctx, qp) > 0
-
-    def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
-        """The rows per unit that the batch's probes counted, by query (read once, after the
-        job that ran them). A row with a NULL key is in none: it meets nothing and the index
-        keeps it nowhere. A shedding query's pairs per direction, written and missed, go to its
-        `Shed` (they follow the units' counts)."""
-        counting, self._counting = self._counting, {}
-        out = {}
-        for query, (name, units, shed) in counting.items():
-            n = units + (0 if shed is None else 4)
-            counted = [
-                int(x)
-                for x in str(self._class(ctx.spark).unitCounts(name, ctx.batch_id, n)).split(",")
-            ]
-            if units:
-                out[query] = counted[:units]
-            if shed is not None:
-                found, missed = counted[units : units + 2], counted[units + 2 :]
-                shed.found = dict(zip(SIDES, found, strict=True))
-                if counts_shed_pairs(shed.query):
-                    shed.missed = dict(zip(SIDES, missed, strict=True))
-        return out
-
-    def one_task(self) -> set[str]:
-        """The queries whose probe of the batch ran in one task (read once, after it ran)."""
-        out, self._one_task = self._one_task, set()
-        return out
-
-    def stored_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
-        """The rows each place holds after the batch's probes, by query under a scheme (read
-        once, after the job that ran them): a scheme's controllers weigh its places by them."""
-        holding, self._holding = self._holding, {}
-        if not holding:
-            return {}
-        cls = self._class(ctx.spark)
-        return {
-            query: [int(n) for n in str(cls.sizes(name, parts)).split(",")]
-            for query, (name, parts) in holding.items()
-        }
 
     def serve_all(self, ctx: BatchContext) -> bool:
         """Whether the indexes serve every join of the batch, so that no relation of the
@@ -256,10 +205,10 @@ class IndexedJoins:
         cls.expire(name, parts, *least)
         units = self.counts(ctx, qp)
         if units or shed is not None:
-            self._counting[q.name] = (name, units, shed)
+            self.reads.counting[q.name] = (name, units, shed)
         cuts = "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
         if router.scheme is not None:  # (its places are its partitions: their rows, stored)
-            self._holding[q.name] = (name, parts)
+            self.reads.holding[q.name] = (name, parts)
         index = (name, parts, ctx.batch_id, units)
         planned = self.batch_input(ctx, qp)
         output = None
@@ -278,63 +227,31 @@ class IndexedJoins:
                         _LEAST if x is None else x for x in decided_below(op, leaving[0])
                     ]
                 if alone is None:
-                    self._deciding[q.name] = (op, name, parts, none)
+                    self.reads.deciding_after[q.name] = (op, name, parts, none)
                 else:
-                    self._probed.add(q.name)
+                    self.reads.probed.add(q.name)
             rows = ctx.rows._jdf
             jdf = cls.probeBatch(
                 batch_input, output, marker, alone, *alone_below, rows, late, cuts, *index
             )
             self.batch_reads += 1
-            self._one_task.add(q.name)
+            self.reads.one_task.add(q.name)
         else:
             delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
             output = self.plans.output(ctx, qp, delta)
             marker = None if op is None else self.plans.marker(ctx, op, delta)
             if op is not None:
-                self._deciding[q.name] = (op, name, parts, delta)
+                self.reads.deciding_after[q.name] = (op, name, parts, delta)
             # (A large delta, a band join's too, is read in parallel, then shuffled to the
             # partitions' tasks: a band join's one.)
             together = one_task(ctx, left, right)
             if together or parts == 1:
-                self._one_task.add(q.name)
+                self.reads.one_task.add(q.name)
             jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)
         if output is not None:
             return DataFrame(jdf, ctx.spark)
         found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
-
-    def deciding(self) -> set[str]:
-        """The outer joins whose rows without a partner the operator decides after this
-        batch's probe (`unmatched`)."""
-        return set(self._deciding)
-
-    def decides(self) -> set[str]:
-        """The outer joins whose rows without a partner the operator decides in this batch:
-        its probe's task, or after it (`deciding`)."""
-        probed, self._probed = self._probed, set()
-        return probed | set(self._deciding)
-
-    def unmatched(self, ctx: BatchContext, watermark: int | None) -> dict[str, DataFrame]:
-        """The rows without a partner of each outer join the operator serves (`deciding`) that
-        the watermark the batch leaves decides, by query: read from the operator, so only once
-        the batch's probe has run (it marks the rows it matches)."""
-        deciding, self._deciding = self._deciding, {}
-        out: dict[str, DataFrame] = {}
-        cls = self._class(ctx.spark)
-        for query, (op, name, parts, delta) in deciding.items():
-            frames = []
-            for side, below in enumerate(decided_below(op, watermark)):
-                if below is None:
-                    continue
-                rows = DataFrame(
-                    cls.decide(delta._jdf, name, parts, side, below, ctx.batch_id), ctx.spark
-                )
-                view = ctx.scratch.view(rows, f"_sj_alone_{len(ctx.scratch.views)}")
-                frames.append(ctx.spark.sql(alone_sql(op, view)))
-            if frames:
-                out[query] = frames[0] if len(frames) == 1 else frames[0].unionAll(frames[1])
-        return out
 
     def built(self) -> dict[str, int]:
         """The batch each query's index was last committed at, by query name."""
@@ -359,11 +276,7 @@ class IndexedJoins:
         for query in self.placed:
             self._built.pop(query, None)
         self._used = {}
-        self._counting = {}
-        self._one_task = set()
-        self._holding = {}
-        self._deciding = {}
-        self._probed = set()
+        self.reads.clear()
         self.plans.end_batch()
 
     def lost(self, err: BaseException) -> bool:

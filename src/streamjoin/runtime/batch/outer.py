@@ -14,8 +14,34 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import Band, JobPlan
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.indexreads import ProbeReads
     from streamjoin.runtime.state.manifest import Manifest
     from streamjoin.runtime.state.stores import StoreViews
+
+
+def add_unmatched(
+    ctx: BatchContext,
+    frames: dict[str, list[DataFrame]],
+    reads: ProbeReads,
+    stores: StoreViews,
+    deltas: Mapping[str, str] | None,
+    watermark: int | None,
+) -> None:
+    """Add to `frames` (by query) each outer join's rows without a partner that `watermark`,
+    the one the batch leaves, decides: the join operator's (`reads`), once the probe that
+    marks the rows it matches has run (its frames are computed first, and kept), else the
+    slices' (`unmatched_frames`)."""
+    decided = reads.decides()
+    for name in reads.deciding_after:
+        frames[name] = [ctx.scratch.persist(f) for f in frames[name]]
+        for f in frames[name]:
+            f.count()
+    for name, frame in reads.unmatched(ctx, watermark).items():
+        frames.setdefault(name, []).append(frame)
+    args = (ctx.spark, ctx.plan, ctx.prev, stores, deltas, ctx.scratch.views)
+    for name, frame in unmatched_frames(*args, watermark, skip=decided).items():
+        frames.setdefault(name, []).append(frame)
 
 
 def unmatched_frames(

@@ -26,7 +26,7 @@ from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.groups import stream_rows
 from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.batch.intake import classify, write_deadletters
-from streamjoin.runtime.batch.outer import unmatched_frames
+from streamjoin.runtime.batch.outer import add_unmatched
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
 from streamjoin.runtime.batch.shedding import Shedding
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
@@ -236,14 +236,7 @@ class BatchProcessor:
                 # (Windows close, and rows without a partner are decided, by the watermark the
                 # batch leaves: its statistics first.)
                 _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
-                decided = self.indexed.decides()
-                for name in self.indexed.deciding():  # (its probe marks its rows: run first)
-                    frames[name] = [_ran(ctx.scratch.persist(f)) for f in frames[name]]
-                for name, frame in self.indexed.unmatched(ctx, watermark).items():
-                    frames.setdefault(name, []).append(frame)
-                args = (ctx.spark, self.plan, ctx.prev, self.stores, deltas, ctx.scratch.views)
-                for name, frame in unmatched_frames(*args, watermark, skip=decided).items():
-                    frames.setdefault(name, []).append(frame)
+                add_unmatched(ctx, frames, self.indexed.reads, self.stores, deltas, watermark)
                 reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
                 closing = close_batch_windows(self.plan, ctx.prev, frames, watermark, reading)
                 frames |= {n: [frame] for n, frame in closing.frames.items()}
@@ -266,10 +259,10 @@ class BatchProcessor:
                 units_job.result()
             # (An index's counts over a state job's: the index is the join's load, and keeps
             # no row with a NULL key.)
-            ctx.counted.counts |= self.indexed.unit_counts(ctx)
+            ctx.counted.counts |= self.indexed.reads.unit_counts(ctx)
             prev = ctx.prev
-            counts, held = ctx.counted.counts, self.indexed.stored_counts(ctx)
-            one = self.indexed.one_task()
+            counts, held = ctx.counted.counts, self.indexed.reads.stored_counts(ctx)
+            one = self.indexed.reads.ran_in_one_task()
             units, routing = after_batch(
                 self.plan, ctx.routers, two.observed, counts, batch_id, stats, prev, held, one
             )
@@ -409,9 +402,3 @@ class BatchProcessor:
         job = count_units(ctx, self.stores.sourced, names)
         ctx.scratch.running.append(job)  # (it reads the batch's views)
         return job
-
-
-def _ran(df: DataFrame) -> DataFrame:
-    """`df` (persisted) once computed: the jobs that read it then read what it kept."""
-    df.count()
-    return df

@@ -1,0 +1,110 @@
+"""What a batch's probes on the join operator (`indexed`) leave in the JVM to be read once they
+ran: the rows per unit they counted and a shedding query's pairs per direction, the rows a
+scheme's places hold, which probes ran in one task, and an outer join's rows without a partner
+where the probe did not decide them in its own task."""
+
+from __future__ import annotations
+
+import typing as t
+
+from pyspark.sql import DataFrame
+
+from streamjoin.plan.shedding import counts_shed_pairs
+from streamjoin.runtime.batch.indexouter import alone_sql, decided_below
+from streamjoin.runtime.batch.shedding import SIDES, Shed
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark.sql import SparkSession
+
+    from streamjoin.plan.outer import OuterPlan
+    from streamjoin.runtime.batch.context import BatchContext
+
+
+class ProbeReads:
+    """One batch's figures and decisions to read after its probes, each read once."""
+
+    def __init__(self, index_class: Callable[[SparkSession], t.Any]) -> None:
+        self._class = index_class
+        self.counting: dict[str, tuple[str, int, Shed | None]] = {}
+        """Query name → (index name, units, its shedding) of the probes that count rows per
+        unit, or a shedding query's pairs per direction."""
+        self.one_task: set[str] = set()
+        """The queries whose probe of this batch ran in one task."""
+        self.holding: dict[str, tuple[str, int]] = {}
+        """Query name → (index name, partitions) of the indexes whose places' rows are read."""
+        self.deciding_after: dict[str, tuple[OuterPlan, str, int, DataFrame]] = {}
+        """Outer query → (plan, index name, partitions, a frame of its layout) of the outer
+        joins whose rows without a partner the operator decides after this batch's probe."""
+        self.probed: set[str] = set()
+        """The outer joins whose rows without a partner this batch's probe decided in its task
+        (`IndexedJoins.leaving` known)."""
+
+    def clear(self) -> None:
+        """Forget the batch's (it failed, or ran and was read)."""
+        self.counting, self.one_task, self.holding = {}, set(), {}
+        self.deciding_after, self.probed = {}, set()
+
+    def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
+        """The rows per unit that the batch's probes counted, by query. A row with a NULL key
+        is in none: it meets nothing and the index keeps it nowhere. A shedding query's pairs
+        per direction, written and missed, go to its `Shed` (they follow the units' counts)."""
+        counting, self.counting = self.counting, {}
+        out = {}
+        for query, (name, units, shed) in counting.items():
+            n = units + (0 if shed is None else 4)
+            got = str(self._class(ctx.spark).unitCounts(name, ctx.batch_id, n))
+            counted = [int(x) for x in got.split(",")]
+            if units:
+                out[query] = counted[:units]
+            if shed is not None:
+                found, missed = counted[units : units + 2], counted[units + 2 :]
+                shed.found = dict(zip(SIDES, found, strict=True))
+                if counts_shed_pairs(shed.query):
+                    shed.missed = dict(zip(SIDES, missed, strict=True))
+        return out
+
+    def ran_in_one_task(self) -> set[str]:
+        """The queries whose probe of the batch ran in one task."""
+        out, self.one_task = self.one_task, set()
+        return out
+
+    def stored_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
+        """The rows each place holds after the batch's probes, by query under a scheme: a
+        scheme's controllers weigh its places by them."""
+        holding, self.holding = self.holding, {}
+        if not holding:
+            return {}
+        cls = self._class(ctx.spark)
+        return {
+            query: [int(n) for n in str(cls.sizes(name, parts)).split(",")]
+            for query, (name, parts) in holding.items()
+        }
+
+    def decides(self) -> set[str]:
+        """The outer joins whose rows without a partner the operator decides in this batch:
+        its probe's task, or after it (`deciding_after`)."""
+        probed, self.probed = self.probed, set()
+        return probed | set(self.deciding_after)
+
+    def unmatched(self, ctx: BatchContext, watermark: int | None) -> dict[str, DataFrame]:
+        """The rows without a partner of each outer join in `deciding_after` that the
+        watermark the batch leaves decides, by query: read from the operator, so only once
+        the batch's probe has run (it marks the rows it matches)."""
+        deciding, self.deciding_after = self.deciding_after, {}
+        out: dict[str, DataFrame] = {}
+        cls = self._class(ctx.spark)
+        for query, (op, name, parts, delta) in deciding.items():
+            frames = []
+            for side, below in enumerate(decided_below(op, watermark)):
+                if below is None:
+                    continue
+                rows = DataFrame(
+                    cls.decide(delta._jdf, name, parts, side, below, ctx.batch_id), ctx.spark
+                )
+                view = ctx.scratch.view(rows, f"_sj_alone_{len(ctx.scratch.views)}")
+                frames.append(ctx.spark.sql(alone_sql(op, view)))
+            if frames:
+                out[query] = frames[0] if len(frames) == 1 else frames[0].unionAll(frames[1])
+        return out
