@@ -53,7 +53,7 @@ def test_queries_share_an_mir_store_filled_from_history_refilled_at_restarts_and
     }
     # Both queries' remaining input probes the store of b ⋈ c in one step.
     assert probing == {("q1", 0): ("b", "c"), ("q2", 2): ("b", "c")}, probing
-    batches = make_batches(21, streams=tuple("ABCD"), n_batches=8, keys=3)
+    batches = make_batches(21, streams=tuple("ABCD"), n_batches=7, keys=3)
     # Batches 0-1 run without the ILP (greedy orders: no MIR store); batch 2 picks the store
     # up and fills it from the stored rows; batch 5 starts a new processor (a restart), which
     # fills it again (an edited job may keep its streams longer than its units did).

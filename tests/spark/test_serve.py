@@ -142,8 +142,12 @@ def _sink(spark: SparkSession, job: Job, name: str) -> list[tuple[object, ...]]:
     return normalize(read_sink(spark, job, name, columns))
 
 
-def _check(spark: SparkSession, job: Job, batches: Batches, lives: Lives) -> None:
-    """Each query's sink holds exactly the reference's results of its lifetimes."""
+def _check(
+    spark: SparkSession, job: Job, batches: Batches, lives: Lives, *, some: bool = True
+) -> None:
+    """Each query's sink holds exactly the reference's results of its lifetimes; with `some`,
+    at least one of them has results (a generated sequence may keep a query only over batches
+    where the reference finds none of its rows)."""
     expected = run_reference(job, batches)
     total = 0
     for name, spans in lives.items():
@@ -151,7 +155,8 @@ def _check(spark: SparkSession, job: Job, batches: Batches, lives: Lives) -> Non
         want = [row for lo, hi in spans for row in expected.between(query, lo, hi)]
         assert _sink(spark, job, name) == normalize(want), (name, spans)
         total += len(want)
-    assert total or not any(lo != hi for spans in lives.values() for lo, hi in spans)
+    lived = any(lo != hi for spans in lives.values() for lo, hi in spans)
+    assert total or not (some and lived)
 
 
 def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path: Path) -> None:
@@ -159,7 +164,7 @@ def test_queries_added_and_dropped_between_batches(spark: SparkSession, tmp_path
     job's query (q1) in a shared join, which goes on without q1 once it is dropped; "abc_sel"
     shares a multi-way join with "abc" until "abc" is dropped."""
     base = _base(tmp_path, ("ab",))
-    batches = make_batches(21, streams=("A", "B", "C"), n_batches=8, rows_per_batch=10, keys=3)
+    batches = make_batches(21, streams=("A", "B", "C"), n_batches=7, rows_per_batch=10, keys=3)
     served = Served(spark, base, tmp_path / "ckpt")
     plan: dict[int, list[tuple[str, str]]] = {
         1: [("add", "ab_sel")],
@@ -253,7 +258,7 @@ def test_a_crash_while_a_change_applies_loses_and_repeats_nothing(
     committed) or after its commit (Spark would replay it); a new run from the checkpoint
     replays it and goes on, with the changes applied once, at that batch."""
     base = _base(tmp_path, ("ab",))
-    batches = make_batches(23, streams=("A", "B", "C"), n_batches=6, rows_per_batch=8, keys=3)
+    batches = make_batches(23, streams=("A", "B", "C"), n_batches=5, rows_per_batch=8, keys=3)
     crash_at = 3
 
     class Crash(Exception):
@@ -324,7 +329,7 @@ def test_a_query_dropped_after_a_failed_attempt_keeps_nothing_of_it(
     _check(spark, _everything(tmp_path, base), batches, {"ab": [(0, 2)]})
 
 
-@settings(max_examples=4)
+@settings(max_examples=2)
 @given(
     seed=st.integers(0, 10_000),
     changes=st.lists(
@@ -359,4 +364,4 @@ def test_any_sequence_of_adds_and_drops_matches_the_reference(
         served.close()
     for name, start in running.items():
         lives.setdefault(name, []).append((start, None))
-    _check(spark, _everything(tmp_path, base), batches, lives)
+    _check(spark, _everything(tmp_path, base), batches, lives, some=False)

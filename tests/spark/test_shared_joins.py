@@ -120,7 +120,7 @@ def _check(spark: SparkSession, job: Job, batches: Batches) -> int:
     return total
 
 
-@settings(max_examples=5)
+@settings(max_examples=3)
 @given(seed=st.integers(0, 10_000), data=st.data())
 def test_any_queries_sharing_one_join_match_the_reference(
     spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int, data: st.DataObject
@@ -174,6 +174,6 @@ def test_multiway_queries_sharing_one_join_match_the_reference(
     plan = plan_job(job, groups=groups)
     assert [[m.name for m in core.members] for core in plan.cores] == groups
     assert len(plan.multiway) == len(groups) + n - sum(map(len, groups)) and not plan.shared
-    batches = make_batches(seed, ("A", "B", "C"), n_batches=4, rows_per_batch=8, keys=3)
+    batches = make_batches(seed, ("A", "B", "C"), n_batches=3, rows_per_batch=8, keys=3)
     _run(spark, plan, batches, tmp_path / "ckpt")
     _check(spark, job, batches)
