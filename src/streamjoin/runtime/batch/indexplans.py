@@ -141,7 +141,7 @@ class ProbePlans:
         layout, planned once per query and layout; None where it cannot be planned once."""
         try:
             return self._over_pairs(ctx, f"{op.query.name}@alone", rows, partial(alone_sql, op))
-        except Py4JJavaError:  # (decided after the probe instead: `IndexedJoins.unmatched`)
+        except Py4JJavaError:  # (decided after the probe instead: `ProbeReads.unmatched`)
             return None
 
     def _over_pairs(

@@ -19,7 +19,6 @@ import typing as t
 from functools import cache, partial
 
 from streamjoin.adapt.joinpath import checks_skew, skew_check_period
-from streamjoin.adapt.schemes import scheme_from_params
 from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import delta_relations
@@ -34,7 +33,7 @@ from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
-from streamjoin.runtime.routing.router import after_batch, restore_routers
+from streamjoin.runtime.routing.router import after_batch, check_scheme_change, restore_routers
 from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.state.copybehind import CopyBehind, unbounded_streams
@@ -158,20 +157,7 @@ class BatchProcessor:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
         "matrix", "n": 2, "m": 4}``; see `adapt.schemes.scheme_from_params`). The change is
         recorded in that batch's manifest, so a replay or restart keeps it."""
-        names = [qp.query.name for qp in self.plan.queries]
-        if query not in names:
-            msg = f"unknown query {query!r}; the job's queries are {', '.join(names)}"
-            raise KeyError(msg)
-        group = next((g for g in self.plan.shared if query in {m.name for m in g.members}), None)
-        if group is not None:
-            others = ", ".join(m.name for m in group.members if m.name != query)
-            msg = (
-                f"query {query!r} shares one join with {others}, which runs under its own "
-                "scheme; give the query WITH options (it then runs alone) or set "
-                "streamjoin.twoway.share = false"
-            )
-            raise KeyError(msg)
-        scheme_from_params(params)  # fails early, naming the bad scheme
+        check_scheme_change(self.plan, query, params)
         self._next_schemes[query] = dict(params)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:

@@ -325,3 +325,22 @@ def _spans(
             oldest = max(oldest, prev.global_wm - retain)
         spans.append(max(0, max(hi for _, hi in known) - oldest))
     return spans[0], spans[1]
+
+
+def check_scheme_change(plan: JobPlan, query: str, params: dict[str, t.Any]) -> None:
+    """Fail, naming the cause, where `query` of `plan` cannot be put under the scheme `params`:
+    no such query, one that shares its join with others, or a scheme that does not exist."""
+    names = [qp.query.name for qp in plan.queries]
+    if query not in names:
+        msg = f"unknown query {query!r}; the job's queries are {', '.join(names)}"
+        raise KeyError(msg)
+    group = next((g for g in plan.shared if query in {m.name for m in g.members}), None)
+    if group is not None:
+        others = ", ".join(m.name for m in group.members if m.name != query)
+        msg = (
+            f"query {query!r} shares one join with {others}, which runs under its own "
+            "scheme; give the query WITH options (it then runs alone) or set "
+            "streamjoin.twoway.share = false"
+        )
+        raise KeyError(msg)
+    scheme_from_params(params)
