@@ -122,11 +122,10 @@ def probe_tasks(
 
     def kept(self: indexed_module.IndexedJoins, ctx: t.Any, qp: t.Any) -> t.Any:
         found = batch_input(self, ctx, qp)
-        # (A scheme's or time buckets' copies of a row are not a projection of the batch's
-        # rows: planned. An OR's copy for each table is one.)
-        q = qp.query
-        placed = q.option("partitioning") is not None or q.option("time_buckets") == "true"
-        made.append(found is not None or placed)
+        # (Time buckets' copies of a row are not a projection of the batch's rows: planned.
+        # An OR's copy for each table is one; a scheme's places, or a band's runs, are arrays
+        # the probe's task makes its copies of.)
+        made.append(found is not None or qp.query.option("time_buckets") == "true")
         return found
 
     monkeypatch.setattr(indexed_module.IndexedJoins, "batch_input", kept)
@@ -178,30 +177,30 @@ def test_indexed_joins_equal_the_reference_through_a_restart_and_a_batch_run_twi
     spark: SparkSession, tmp_path: Path, indexed: None, probe_tasks: list[str] | None
 ) -> None:
     job = _job(tmp_path, QUERIES)
-    # (Four batches: three to build the indexes, the third run twice, and after the restart a
-    # fourth, run twice too; every query has results in each batch of them.)
-    batches = make_batches(3, n_batches=4, rows_per_batch=14, keys=4)
+    # (Three batches: two to build the indexes, the second run twice, and after the restart a
+    # third, with late rows, run twice too; every query has results in each batch of them.)
+    batches = make_batches(3, n_batches=3, rows_per_batch=14, keys=4)
     # Rows without an event time are malformed: joined by no query, with a key that meets.
-    for i, stream in ((1, "A"), (2, "B"), (3, "A")):
+    for i, stream in ((1, "A"), (2, "B")):
         batches[i][stream].append({"id": 10**6 + i, "k": 1, "x": 0.5, "s": "p", "ts": None})
     checkpoint = str(tmp_path / "ckpt")
     processor = Engine(spark).processor(job, checkpoint)
     try:
-        _feed(spark, processor, job, batches[:3])
+        _feed(spark, processor, job, batches[:2])
         # Every query ran on its index, which holds the live rows.
         built = processor.indexed.built()
         assert set(built) == {qp.query.name for qp in processor.plan.joins}
-        assert all(at == 2 for at in built.values())
-        # Batch 2 again in the same processor: the index takes its rows back first.
-        _feed(spark, processor, job, batches[2:3], first=2)
+        assert all(at == 1 for at in built.values())
+        # Batch 1 again in the same processor: the index takes its rows back first.
+        _feed(spark, processor, job, batches[1:2], first=1)
     finally:
         processor.close()
     # A new processor (a restart) builds the indexes from the manifest's units; its last batch
     # runs twice too.
     processor = Engine(spark).processor(job, checkpoint)
     try:
-        _feed(spark, processor, job, batches[3:], first=3)
-        _feed(spark, processor, job, batches[3:], first=3)
+        _feed(spark, processor, job, batches[2:], first=2)
+        _feed(spark, processor, job, batches[2:], first=2)
     finally:
         processor.close()
     _check(spark, job, batches)
@@ -338,13 +337,45 @@ def test_the_current_time_is_planned_every_batch(
     assert want
 
 
-def test_a_band_join_takes_its_slices_for_a_large_delta_and_comes_back(
+@pytest.mark.parametrize("one", [True, False], ids=["one-task", "shuffled"])
+def test_a_band_join_without_a_key_spreads_its_rows_over_the_partitions(
+    spark: SparkSession,
+    tmp_path: Path,
+    indexed: None,
+    monkeypatch: pytest.MonkeyPatch,
+    one: bool,
+) -> None:
+    # Each row is stored in the partition of its run of buckets and probes in each partition
+    # its band reaches: a large delta is probed in as many tasks, with no limit.
+    monkeypatch.setattr(indexed_module, "one_task", lambda *_: one)
+    monkeypatch.setattr(indexfit, "BAND_INDEX_ROWS", -1)
+    # (A band of 0.3 over values in [0, 10]: runs of 2.4, four of them.)
+    job = _job(tmp_path, {"band": ("A a JOIN B b", f"abs(a.x - b.x) <= 0.3 AND {W3}")})
+    batches = make_batches(9, n_batches=3, rows_per_batch=30, keys=3)
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    try:
+        _feed(spark, processor, job, batches)
+        (key,) = processor.indexed._built  # (the index's name: the query's key)
+        parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+        name = f"{processor.indexed._prefix}/{key}"
+        cls = index_class(spark)
+        assert cls is not None
+        sizes = [int(n) for n in str(cls.sizes(name, parts)).split(",")]
+    finally:
+        processor.close()
+    assert sum(n > 0 for n in sizes) > 1, sizes
+    _check(spark, job, batches)
+
+
+def test_an_outer_band_join_takes_its_slices_for_a_large_delta_and_comes_back(
     spark: SparkSession, tmp_path: Path, indexed: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A band join's delta beyond `BAND_INDEX_ROWS` (by footers) probes the slices, and the
-    # next small one rebuilds the index from the units. (These batches have no footers: the
-    # limit is moved below 0 to send a batch to the slices.)
-    job = _job(tmp_path, {"band_window": QUERIES["band_window"]})
+    # An outer band join without a key keeps its rows in one partition (a row's matched mark
+    # stays on its one copy): its delta beyond `BAND_INDEX_ROWS` (by footers) probes the
+    # slices, and the next small one rebuilds the index from the units. (These batches have
+    # no footers: the limit is moved below 0 to send a batch to the slices.)
+    band = ("A a LEFT JOIN B b", QUERIES["band_window"][1])
+    job = _job(tmp_path, {"band_window": band})
     batches = make_batches(8, n_batches=7, rows_per_batch=16, keys=3)
     processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
     served = []

@@ -5,8 +5,8 @@ reaches, `indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, bicli
 hash with its units) is the operator's placement: a row's copies go to the places it is stored
 and probes at, one partition a place.
 
-Each query's index has one partition per shuffle partition (a scheme's: per place; a band
-join without a key: one). A batch's delta (both streams' new
+Each query's index has one partition per shuffle partition (a scheme's: per place; an outer
+band join without a key, or a nested loop: one). A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
 that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task.
 When the footers count at most as many rows of every stream of the job, the task takes them
@@ -242,8 +242,7 @@ class IndexedJoins:
             marker = None if op is None else self.plans.marker(ctx, op, delta)
             if op is not None:
                 self.reads.deciding_after[q.name] = (op, name, parts, delta)
-            # (A large delta, a band join's too, is read in parallel, then shuffled to the
-            # partitions' tasks: a band join's one.)
+            # (A large delta is read in parallel, then shuffled to the partitions' tasks.)
             together = one_task(ctx, left, right)
             if together or parts == 1:
                 self.reads.one_task.add(q.name)

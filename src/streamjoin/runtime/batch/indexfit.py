@@ -7,7 +7,7 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.runtime.batch.indexouter import operator_serves, outer_plan
-from streamjoin.runtime.batch.indexsql import banded, nested, ored, spread
+from streamjoin.runtime.batch.indexsql import banded, nested, ored, runs, spread
 from streamjoin.runtime.batch.shedding import SCALE, SIDES, allowances
 
 if t.TYPE_CHECKING:
@@ -16,16 +16,17 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.shedding import Shed
 
 BAND_INDEX_ROWS = 400_000
-"""A band join's delta of more rows (both sides, by its files' footers) probes the cached slices
-instead of its index: the index's one partition is one task, which holds the batch's candidate
-pairs in memory, where the slices' join streams them on every core (a backlogged batch of
-millions of rows ran for minutes in that task). Below it the index is the faster way: a warm
-batch of 200,000 rows in 0.6-0.9 s, where a switch to slices not cached took 4-5 s."""
+"""An outer band join without a key whose delta has more rows (both sides, by its files'
+footers) probes the cached slices instead of its index: the index's one partition is one task,
+which holds the batch's candidate pairs in memory, where the slices' join streams them on
+every core (a backlogged batch of millions of rows ran for minutes in that task). Below it the
+index is the faster way: a warm batch of 200,000 rows in 0.6-0.9 s, where a switch to slices
+not cached took 4-5 s."""
 
 
 def serves(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
     """Whether the operator serves `qp` in this batch: a two-way join (an outer one as
-    `joins_outer` says; a band join without a key within `BAND_INDEX_ROWS`), under the hash
+    `joins_outer` says; an outer band join without a key within `BAND_INDEX_ROWS`), under the hash
     path or a scheme that places its rows (not range's), shedding only in the driver's JVM (it
     counts there), whose live state is within ``streamjoin.twoway.indexRows``; `on_cluster`:
     whether executors of their own hold the partitions."""
@@ -59,13 +60,15 @@ def joins_outer(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
 
 
 def partitions(ctx: BatchContext, qp: QueryPlan) -> int:
-    """The partitions of `qp`'s index: a scheme's places, one for a band join without a key (a
-    row probes the buckets around its value) or a nested loop (every row under one key), else
-    the batch's shuffle partitions."""
+    """The partitions of `qp`'s index: a scheme's places; a band join without a key's runs of
+    buckets (`indexsql.runs`), or one for an outer one; one for a nested loop (every row under
+    one key); else the batch's shuffle partitions."""
     router = ctx.routers[qp.query.name]
     if router.scheme is not None:
         return router.units
-    return 1 if banded(qp) or nested(qp) else ctx.parallelism
+    if banded(qp):
+        return runs(ctx, qp) or 1
+    return 1 if nested(qp) else ctx.parallelism
 
 
 def counted_units(ctx: BatchContext, qp: QueryPlan) -> int:
@@ -93,8 +96,8 @@ def small_band(ctx: BatchContext, qp: QueryPlan) -> bool:
     by its files' footers (a delta they do not count: taken as within)."""
     if not banded(qp):
         return False
-    if ctx.routers[qp.query.name].scheme is not None:  # (its rows spread over the places)
-        return True
+    if ctx.routers[qp.query.name].scheme is not None or runs(ctx, qp) is not None:
+        return True  # (its rows spread over the places)
     rows = ctx.delta_rows
     sides = {qp.query.left.stream, qp.query.right.stream}
     return sum(rows.get(s, 0) for s in sides) <= BAND_INDEX_ROWS

@@ -22,7 +22,8 @@ def input_parts(
     column (`lookup_sql`'s columns after them: a band's buckets, a scheme's places); with
     `late`, each row's event time last, for the probe's late test (`intake.status_sql`'s,
     there compared as a decimal: the same answer for every event time a row that is not
-    malformed has)."""
+    malformed has), and a row's places as arrays (``_sj_ss``, ``_sj_ps``), whose copies the
+    probe's task makes: a projection of the batch's rows (`BatchInput`)."""
     q = qp.query
     streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
     none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
@@ -62,8 +63,12 @@ def input_parts(
         if places is None:
             parts.append(f"SELECT {columns}{tail} FROM {rel} AS {alias}")
             continue
-        # A scheme's copies: one a place the row is stored or probes at, marked which.
         store, probe = places
+        if late:
+            places_sql = f", {store} AS _sj_ss, {probe} AS _sj_ps"
+            parts.append(f"SELECT {columns}{places_sql}{tail} FROM {rel} AS {alias}")
+            continue
+        # A scheme's copies: one a place the row is stored or probes at, marked which.
         names = ", ".join([*_LAYOUT, *(name for name, _ in extra)])
         parts.append(
             f"SELECT {names}, _sj_part, array_contains(_sj_ss, _sj_part) AS _sj_store, "
@@ -149,6 +154,7 @@ def lookup_sql(
         null += [f"({c}) IS NULL" for c in cast]
         key = f"xxhash64({', '.join(cast)})"
     extra: list[tuple[str, str]] = []
+    spread_band = None
     band = index_band(ctx, qp)
     if band is not None:
         sides: tuple[Side, Side] = ("left", "right") if side == 0 else ("right", "left")
@@ -161,6 +167,7 @@ def lookup_sql(
             ("_sj_lo", f"CAST({lo} AS BIGINT)"),
             ("_sj_hi", f"CAST({hi} AS BIGINT)"),
         ]
+        spread_band = run_places(ctx, qp, lo, hi, own)
     if null and qp.query.outer is not None:
         # (An outer join's row that meets nothing is still kept, for its decision: under a
         # key of its own, probing nothing; a row of another's key meets it, never on ON.)
@@ -171,7 +178,7 @@ def lookup_sql(
         key = f"CASE WHEN {' OR '.join(null)} THEN NULL ELSE {key} END"
     scheme = router.scheme
     if scheme is None:
-        return key, extra, None
+        return key, extra, spread_band
     name: Side = "left" if side == 0 else "right"
     row = router.row_sql(name)
     arrays = [
@@ -180,6 +187,45 @@ def lookup_sql(
         for at in (scheme.store(name, row), scheme.probe(name, row))
     ]
     return key, extra, (arrays[0], arrays[1])
+
+
+BAND_RUN = 4
+"""Buckets a partition of a band join without a key holds in a row (`run_places`): a row's
+range of two buckets crosses into a second partition once in `BAND_RUN` rows, and a live state
+of a few runs still spreads over every partition."""
+
+
+def run_places(
+    ctx: BatchContext, qp: QueryPlan, lo: str, hi: str, own: str
+) -> tuple[str, str] | None:
+    """The places (`lookup_sql`) of a row of a band join without a key, inner, spread over the
+    batch's partitions (`runs`): its place is its bucket `own`'s run of `BAND_RUN` buckets
+    (runs go round the partitions); it probes at each run its range `lo` to `hi` reaches (each
+    partition at most once): one copy a partition, which probes its whole range there and
+    finds each row stored there once. None: one partition holds every row (an outer join's,
+    whose marks must stay on the row's one copy)."""
+    parts = runs(ctx, qp)
+    if parts is None:
+        return None
+    first, last, at = (
+        f"CAST(floor(CAST({b} AS DOUBLE) / {BAND_RUN}) AS BIGINT)" for b in (lo, hi, own)
+    )
+    # (A place's partition is the place modulo the partitions: past as many runs as there are
+    # partitions, as many runs from its own reach each of them once.)
+    probe = (
+        f"CASE WHEN {last} - {first} + 1 >= {parts} THEN sequence({at}, {at} + {parts - 1}) "
+        f"ELSE sequence({first}, {last}) END"
+    )
+    return f"array({at})", probe
+
+
+def runs(ctx: BatchContext, qp: QueryPlan) -> int | None:
+    """The partitions a band join without a key spreads its runs of buckets over
+    (`run_places`): the batch's shuffle partitions for an inner one under no scheme; None
+    where one partition holds it (an outer join's marks stay on the row's one copy)."""
+    if not banded(qp) or qp.query.outer is not None or ctx.parallelism < 2:
+        return None
+    return None if ctx.routers[qp.query.name].scheme is not None else ctx.parallelism
 
 
 def output_sql(qp: QueryPlan, pairs: str) -> str:

@@ -92,6 +92,13 @@ public final class JoinIndex {
     }
   }
 
+  /** A copy of {@code e} at place {@code place} that stores and probes as told: a row's copy
+   * in each partition its places ({@code _sj_ss}, {@code _sj_ps}) name, made in the task. */
+  static Entry copyOf(Entry e, long place, boolean store, boolean probe) {
+    return new Entry(
+        e.eq, e.bucket, place, e.ts, e.batch, e.row, e.ranged, e.lo, e.hi, store, probe, e.tab);
+  }
+
   /** The table's key of a band row with equality hash {@code eq} in bucket {@code bucket}:
    * for one {@code eq}, distinct buckets give distinct keys (a bijection of {@code eq ^ bucket *
    * odd}), so a probe of a range of buckets finds each stored row once. */
@@ -203,7 +210,8 @@ public final class JoinIndex {
    * place modulo the partitions (one place a partition), else its equality key's shuffle
    * partition. */
   static int partition(Entry e, int parts, int[] fields) {
-    return fields[PLACE] >= 0 ? (int) Math.floorMod(e.place, (long) parts) : partOf(e.eq, parts);
+    boolean placed = fields[PLACE] >= 0 || fields[STORES] >= 0;
+    return placed ? (int) Math.floorMod(e.place, (long) parts) : partOf(e.eq, parts);
   }
 
   /** Each partition's rows of {@code rows}, as an entry list per side, by partition; with
@@ -212,25 +220,60 @@ public final class JoinIndex {
   static HashMap byPart(
       Iterator rows, int parts, long batch, int[] fields, long[] counts, int units) {
     HashMap out = new HashMap();
+    boolean copies = fields[STORES] >= 0;
     while (rows.hasNext()) {
       InternalRow r = (InternalRow) rows.next();
       Entry e = entry(r, batch, fields);
       if (e == null) {
         continue;
       }
-      if (units > 0) {
-        long unit = fields[PLACE] >= 0 ? e.place : e.eq;
-        counts[(int) ((unit & Long.MAX_VALUE) % units)]++;
+      if (!copies) {
+        add(out, e, r.getInt(0), parts, fields, counts, units);
+        continue;
       }
-      Integer p = Integer.valueOf(partition(e, parts, fields));
-      ArrayList[] sides = (ArrayList[]) out.get(p);
-      if (sides == null) {
-        sides = new ArrayList[] {new ArrayList(), new ArrayList()};
-        out.put(p, sides);
+      boolean[] store = places(r, fields[STORES], parts);
+      boolean[] probe = places(r, fields[PROBES], parts);
+      for (int p = 0; p < parts; p++) {
+        if (store[p] || probe[p]) {
+          Entry c = copyOf(e, p, store[p], probe[p] && e.probe);
+          add(out, c, r.getInt(0), parts, fields, counts, units);
+        }
       }
-      sides[r.getInt(0)].add(e);
     }
     return out;
+  }
+
+  /** Adds entry {@code e} of side {@code side} to its partition's list in {@code out}, counted
+   * in its unit where {@code units} is above 0. */
+  static void add(
+      HashMap out, Entry e, int side, int parts, int[] fields, long[] counts, int units) {
+    if (units > 0) {
+      long unit = fields[PLACE] >= 0 || fields[STORES] >= 0 ? e.place : e.eq;
+      counts[(int) ((unit & Long.MAX_VALUE) % units)]++;
+    }
+    Integer p = Integer.valueOf(partition(e, parts, fields));
+    ArrayList[] sides = (ArrayList[]) out.get(p);
+    if (sides == null) {
+      sides = new ArrayList[] {new ArrayList(), new ArrayList()};
+      out.put(p, sides);
+    }
+    sides[side].add(e);
+  }
+
+  /** The partitions of the places in array column {@code at} of {@code r} (a place's partition:
+   * the place modulo {@code parts}; NULL: none), as one flag a partition. */
+  static boolean[] places(InternalRow r, int at, int parts) {
+    boolean[] in = new boolean[parts];
+    if (r.isNullAt(at)) {
+      return in;
+    }
+    org.apache.spark.sql.catalyst.util.ArrayData a = r.getArray(at);
+    for (int i = 0; i < a.numElements(); i++) {
+      if (!a.isNullAt(i)) {
+        in[(int) Math.floorMod(a.getLong(i), (long) parts)] = true;
+      }
+    }
+    return in;
   }
 
   /** Drops, in every partition of {@code name}, the rows below {@code leftLeast} (left) and
@@ -309,12 +352,16 @@ public final class JoinIndex {
   static final int STORE = 6;
   static final int PROBE = 7;
   static final int TAB = 8;
+  static final int STORES = 9;
+  static final int PROBES = 10;
 
   /** The entry of input row {@code r} (its side's struct copied: the shuffle reuses its rows);
    * null for a NULL key. A band's row ({@code _sj_bk}, its range {@code _sj_lo} to {@code
    * _sj_hi}: NULL bounds are an empty range); a scheme's copy ({@code _sj_part}, whether it
-   * stores {@code _sj_store} and probes {@code _sj_probe}); else an equality key's row, which
-   * stores and probes in the partition of its key. */
+   * stores {@code _sj_store} and probes {@code _sj_probe}), or a row whose places are arrays
+   * ({@code _sj_ss} where it is stored, {@code _sj_ps} where it probes: {@link #byPart} makes
+   * its copies); else an equality key's row, which stores and probes in the partition of its
+   * key. */
   static Entry entry(InternalRow r, long batch, int[] fields) {
     if (r.isNullAt(1)) {
       return null;
@@ -396,7 +443,9 @@ public final class JoinIndex {
       names.indexOf("_sj_part"),
       names.indexOf("_sj_store"),
       names.indexOf("_sj_probe"),
-      names.indexOf("_sj_tab")
+      names.indexOf("_sj_tab"),
+      names.indexOf("_sj_ss"),
+      names.indexOf("_sj_ps")
     };
   }
 
