@@ -122,10 +122,9 @@ def probe_tasks(
 
     def kept(self: indexed_module.IndexedJoins, ctx: t.Any, qp: t.Any) -> t.Any:
         found = batch_input(self, ctx, qp)
-        # (Time buckets' copies of a row are not a projection of the batch's rows: planned.
-        # An OR's copy for each table is one; a scheme's places, or a band's runs, are arrays
-        # the probe's task makes its copies of.)
-        made.append(found is not None or qp.query.option("time_buckets") == "true")
+        # (An OR's copy of a row for each table is a projection of the batch's rows; a
+        # scheme's places, a band's runs or time buckets are arrays the task makes copies of.)
+        made.append(found is not None)
         return found
 
     monkeypatch.setattr(indexed_module.IndexedJoins, "batch_input", kept)

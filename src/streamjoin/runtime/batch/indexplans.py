@@ -15,7 +15,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.indexouter import alone_sql, marker_sql
-from streamjoin.runtime.batch.indexsql import input_parts, output_sql, spread
+from streamjoin.runtime.batch.indexsql import input_parts, output_sql
 from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.sources import prefixed
 
@@ -61,7 +61,7 @@ class ProbePlans:
     def _decide(
         self, ctx: BatchContext, key: str, qp: QueryPlan, fits: bool
     ) -> tuple[t.Any, t.Any] | None:
-        if not fits or spread(ctx, qp):
+        if not fits:
             return None
         if self._class is None:  # (each lookup is a call to the JVM)
             jvm = ctx.spark.sparkContext._jvm

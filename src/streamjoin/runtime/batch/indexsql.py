@@ -46,7 +46,16 @@ def input_parts(
             + "".join(f", {sql} AS {name}" for name, sql in extra)
         )
         tail = f", {evt} AS _sj_evt" if late else ""
-        if places is None and spread(ctx, qp):
+        if places is None and spread(ctx, qp) and late:
+            # (Its places as arrays, inline so that the input stays one projection: a copy in
+            # each partition its key and buckets reach, made in the task, as below.)
+            at = dict(extra)
+            places = (
+                f"array(xxhash64({key}, {at['_sj_bk']}))",
+                f"transform(sequence({at['_sj_lo']}, {at['_sj_hi']}), "
+                f"_sj_b -> xxhash64({key}, _sj_b))",
+            )
+        elif places is None and spread(ctx, qp):
             # A copy of the row in each time bucket it is stored or probes in, placed by its
             # key and that bucket: a hot key's rows spread over the partitions, and a pair
             # meets in the partition of the stored row's bucket, found by the probing row's
@@ -55,9 +64,9 @@ def input_parts(
             parts.append(
                 f"SELECT {names}, _sj_b AS _sj_lo, _sj_b AS _sj_hi, "
                 "xxhash64(_sj_key, _sj_b) AS _sj_part, _sj_b = _sj_bk AS _sj_store, "
-                f"_sj_b BETWEEN _sj_lo AND _sj_hi AS _sj_probe{', _sj_evt' if late else ''} "
+                "_sj_b BETWEEN _sj_lo AND _sj_hi AS _sj_probe "
                 "FROM (SELECT *, explode(array_union(sequence(_sj_lo, _sj_hi), array(_sj_bk))) "
-                f"AS _sj_b FROM (SELECT {columns}{tail} FROM {rel} AS {alias}))"
+                f"AS _sj_b FROM (SELECT {columns} FROM {rel} AS {alias}))"
             )
             continue
         if places is None:

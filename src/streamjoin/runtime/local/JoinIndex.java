@@ -231,11 +231,15 @@ public final class JoinIndex {
         add(out, e, r.getInt(0), parts, fields, counts, units);
         continue;
       }
-      boolean[] store = places(r, fields[STORES], parts);
-      boolean[] probe = places(r, fields[PROBES], parts);
+      boolean[] store = new boolean[parts];
+      boolean[] probe = new boolean[parts];
+      long[] at = new long[parts];
+      boolean[] taken = new boolean[parts];
+      places(r, fields[STORES], store, at, taken);
+      places(r, fields[PROBES], probe, at, taken);
       for (int p = 0; p < parts; p++) {
         if (store[p] || probe[p]) {
-          Entry c = copyOf(e, p, store[p], probe[p] && e.probe);
+          Entry c = copyOf(e, at[p], store[p], probe[p] && e.probe);
           add(out, c, r.getInt(0), parts, fields, counts, units);
         }
       }
@@ -260,20 +264,27 @@ public final class JoinIndex {
     sides[side].add(e);
   }
 
-  /** The partitions of the places in array column {@code at} of {@code r} (a place's partition:
-   * the place modulo {@code parts}; NULL: none), as one flag a partition. */
-  static boolean[] places(InternalRow r, int at, int parts) {
-    boolean[] in = new boolean[parts];
-    if (r.isNullAt(at)) {
-      return in;
+  /** Flags in {@code in} the partitions of the places in array column {@code column} of
+   * {@code r} (a place's partition: the place modulo the partitions; NULL: none), and records in
+   * {@code at} the first place of each partition not yet {@code taken}: the copy's place, by
+   * which its unit is counted. (One copy a partition, which probes the row's whole range there:
+   * two places in one partition would find its rows twice.) */
+  static void places(InternalRow r, int column, boolean[] in, long[] at, boolean[] taken) {
+    if (r.isNullAt(column)) {
+      return;
     }
-    org.apache.spark.sql.catalyst.util.ArrayData a = r.getArray(at);
+    org.apache.spark.sql.catalyst.util.ArrayData a = r.getArray(column);
     for (int i = 0; i < a.numElements(); i++) {
       if (!a.isNullAt(i)) {
-        in[(int) Math.floorMod(a.getLong(i), (long) parts)] = true;
+        long place = a.getLong(i);
+        int p = (int) Math.floorMod(place, (long) in.length);
+        in[p] = true;
+        if (!taken[p]) {
+          taken[p] = true;
+          at[p] = place;
+        }
       }
     }
-    return in;
   }
 
   /** Drops, in every partition of {@code name}, the rows below {@code leftLeast} (left) and
