@@ -75,7 +75,7 @@ def _job_text(tmp_path: Path) -> str:
 @pytest.mark.parametrize("seed", [3])
 def test_multi_way_joins_match_reference(spark: SparkSession, tmp_path: Path, seed: int) -> None:
     job = parse_job(_job_text(tmp_path))
-    batches = make_batches(seed, streams=("A", "B", "C", "D"), n_batches=4, keys=3)
+    batches = make_batches(seed, streams=("A", "B", "C", "D"), n_batches=3, keys=3)
     reports = run_batches(spark, job, batches, tmp_path / "ckpt")
     expected = run_reference(job, batches)
     for i, (name, (_, select)) in enumerate(QUERIES.items()):
