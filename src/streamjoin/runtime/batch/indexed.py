@@ -2,8 +2,8 @@
 state kept in executor memory across batches (``JoinIndex.java``), so that a batch shuffles
 only its delta, probes only the rows of its keys (a band's: its key in each bucket its band
 reaches, `indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, biclique, contrand,
-hash with its units) is the operator's placement: a row's copies go to the places it is stored
-and probes at, one partition a place.
+hash with its units; a keyless band's runs, time buckets) is the operator's placement: a row
+has a copy in each partition of the places it is stored and probes at.
 
 Each query's index has one partition per shuffle partition (a scheme's: per place; an outer
 band join without a key, or a nested loop: one). A batch's delta (both streams' new

@@ -22,8 +22,8 @@ def input_parts(
     column (`lookup_sql`'s columns after them: a band's buckets, a scheme's places); with
     `late`, each row's event time last, for the probe's late test (`intake.status_sql`'s,
     there compared as a decimal: the same answer for every event time a row that is not
-    malformed has), and a row's places as arrays (``_sj_ss``, ``_sj_ps``), whose copies the
-    probe's task makes: a projection of the batch's rows (`BatchInput`)."""
+    malformed has). Each part is a projection of its relation's rows (`BatchInput` takes the
+    batch's own so), a placed row's places as arrays (``_sj_ss``, ``_sj_ps``)."""
     q = qp.query
     streams = (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream))
     none = [f"CAST(NULL AS {_struct(sp)})" for sp in streams]
@@ -46,51 +46,13 @@ def input_parts(
             + "".join(f", {sql} AS {name}" for name, sql in extra)
         )
         tail = f", {evt} AS _sj_evt" if late else ""
-        if places is None and spread(ctx, qp) and late:
-            # (Its places as arrays, inline so that the input stays one projection: a copy in
-            # each partition its key and buckets reach, made in the task, as below.)
-            at = dict(extra)
-            places = (
-                f"array(xxhash64({key}, {at['_sj_bk']}))",
-                f"transform(sequence({at['_sj_lo']}, {at['_sj_hi']}), "
-                f"_sj_b -> xxhash64({key}, _sj_b))",
-            )
-        elif places is None and spread(ctx, qp):
-            # A copy of the row in each time bucket it is stored or probes in, placed by its
-            # key and that bucket: a hot key's rows spread over the partitions, and a pair
-            # meets in the partition of the stored row's bucket, found by the probing row's
-            # copy of that bucket alone.
-            names = ", ".join([*_LAYOUT, *(n for n, _ in extra if n not in _RANGE)])
-            parts.append(
-                f"SELECT {names}, _sj_b AS _sj_lo, _sj_b AS _sj_hi, "
-                "xxhash64(_sj_key, _sj_b) AS _sj_part, _sj_b = _sj_bk AS _sj_store, "
-                "_sj_b BETWEEN _sj_lo AND _sj_hi AS _sj_probe "
-                "FROM (SELECT *, explode(array_union(sequence(_sj_lo, _sj_hi), array(_sj_bk))) "
-                f"AS _sj_b FROM (SELECT {columns} FROM {rel} AS {alias}))"
-            )
-            continue
-        if places is None:
-            parts.append(f"SELECT {columns}{tail} FROM {rel} AS {alias}")
-            continue
-        store, probe = places
-        if late:
-            places_sql = f", {store} AS _sj_ss, {probe} AS _sj_ps"
-            parts.append(f"SELECT {columns}{places_sql}{tail} FROM {rel} AS {alias}")
-            continue
-        # A scheme's copies: one a place the row is stored or probes at, marked which.
-        names = ", ".join([*_LAYOUT, *(name for name, _ in extra)])
-        parts.append(
-            f"SELECT {names}, _sj_part, array_contains(_sj_ss, _sj_part) AS _sj_store, "
-            f"array_contains(_sj_ps, _sj_part) AS _sj_probe{', _sj_evt' if late else ''} "
-            f"FROM (SELECT *, explode(array_union(_sj_ss, _sj_ps)) AS _sj_part FROM "
-            f"(SELECT {columns}, {store} AS _sj_ss, {probe} AS _sj_ps{tail} "
-            f"FROM {rel} AS {alias}))"
-        )
+        # A placed row's places (a scheme's, a band's runs, time buckets) as arrays: where it is
+        # stored, where it probes; the probe makes its copies (`JoinIndex.byPart`).
+        arrays = "" if places is None else f", {places[0]} AS _sj_ss, {places[1]} AS _sj_ps"
+        parts.append(f"SELECT {columns}{arrays}{tail} FROM {rel} AS {alias}")
     return parts
 
 
-_LAYOUT = ("_sj_side", "_sj_key", "_sj_ts", "_sj_l", "_sj_r")
-_RANGE = ("_sj_lo", "_sj_hi")
 NOTHING = -1
 """The key of an outer join's row whose key or band value is NULL (`lookup_sql`)."""
 
@@ -144,8 +106,9 @@ def lookup_sql(
     """For a row of `side`: the SQL of its key in the index (a hash of its equality keys, or of
     an OR's equality `tab`, or 0 without any; NULL where one, or its band value, is NULL: it
     meets nothing), the columns that follow its row (a band's: its own bucket ``_sj_bk``, the
-    range of buckets it probes ``_sj_lo`` to ``_sj_hi``), and under a scheme the arrays of the
-    places it is stored at and probes at (None: the partition of its key)."""
+    range of buckets it probes ``_sj_lo`` to ``_sj_hi``), and the arrays of the places it is
+    stored at and probes at: a scheme's, a keyless band's runs (`run_places`) or time buckets'
+    (`spread`); None: the partition of its key."""
     router = ctx.routers[qp.query.name]
     null: list[str] = []
     key = "CAST(0 AS BIGINT)"
@@ -163,7 +126,7 @@ def lookup_sql(
         null += [f"({c}) IS NULL" for c in cast]
         key = f"xxhash64({', '.join(cast)})"
     extra: list[tuple[str, str]] = []
-    spread_band = None
+    band_runs = None
     band = index_band(ctx, qp)
     if band is not None:
         sides: tuple[Side, Side] = ("left", "right") if side == 0 else ("right", "left")
@@ -176,7 +139,7 @@ def lookup_sql(
             ("_sj_lo", f"CAST({lo} AS BIGINT)"),
             ("_sj_hi", f"CAST({hi} AS BIGINT)"),
         ]
-        spread_band = run_places(ctx, qp, lo, hi, own)
+        band_runs = run_places(ctx, qp, lo, hi, own)
     if null and qp.query.outer is not None:
         # (An outer join's row that meets nothing is still kept, for its decision: under a
         # key of its own, probing nothing; a row of another's key meets it, never on ON.)
@@ -186,8 +149,21 @@ def lookup_sql(
     elif null:
         key = f"CASE WHEN {' OR '.join(null)} THEN NULL ELSE {key} END"
     scheme = router.scheme
+    if scheme is None and spread(ctx, qp):
+        # Placed by its key and each time bucket, so that a hot key's rows spread over the
+        # partitions (inline, the key's SQL again: the input stays one projection).
+        at = dict(extra)
+        return (
+            key,
+            extra,
+            (
+                f"array(xxhash64({key}, {at['_sj_bk']}))",
+                f"transform(sequence({at['_sj_lo']}, {at['_sj_hi']}), "
+                f"_sj_b -> xxhash64({key}, _sj_b))",
+            ),
+        )
     if scheme is None:
-        return key, extra, spread_band
+        return key, extra, band_runs
     name: Side = "left" if side == 0 else "right"
     row = router.row_sql(name)
     arrays = [

@@ -43,8 +43,8 @@ public final class JoinIndex {
 
   /** One row of a probe's input or of the committed rows loaded: stored in its partition's
    * table under {@code key}, and probing the other side's table (a band's row: each bucket of
-   * its range). A placed row (a scheme's copy, {@code _sj_part}) may be a copy that only
-   * stores or only probes. */
+   * its range). A placed row's copy (one per partition its places name: {@link #byPart}) may
+   * only store or only probe. */
   static final class Entry {
     final long key;  // (the table's key: the equality key's hash, mixed with the row's bucket)
     final long eq;  // (the equality key's hash; 0 for a band without one)
@@ -210,8 +210,7 @@ public final class JoinIndex {
    * place modulo the partitions (one place a partition), else its equality key's shuffle
    * partition. */
   static int partition(Entry e, int parts, int[] fields) {
-    boolean placed = fields[PLACE] >= 0 || fields[STORES] >= 0;
-    return placed ? (int) Math.floorMod(e.place, (long) parts) : partOf(e.eq, parts);
+    return fields[STORES] >= 0 ? (int) Math.floorMod(e.place, (long) parts) : partOf(e.eq, parts);
   }
 
   /** Each partition's rows of {@code rows}, as an entry list per side, by partition; with
@@ -221,6 +220,10 @@ public final class JoinIndex {
       Iterator rows, int parts, long batch, int[] fields, long[] counts, int units) {
     HashMap out = new HashMap();
     boolean copies = fields[STORES] >= 0;
+    boolean[] store = new boolean[parts];
+    boolean[] probe = new boolean[parts];
+    boolean[] taken = new boolean[parts];
+    long[] at = new long[parts];
     while (rows.hasNext()) {
       InternalRow r = (InternalRow) rows.next();
       Entry e = entry(r, batch, fields);
@@ -231,10 +234,9 @@ public final class JoinIndex {
         add(out, e, r.getInt(0), parts, fields, counts, units);
         continue;
       }
-      boolean[] store = new boolean[parts];
-      boolean[] probe = new boolean[parts];
-      long[] at = new long[parts];
-      boolean[] taken = new boolean[parts];
+      java.util.Arrays.fill(store, false);
+      java.util.Arrays.fill(probe, false);
+      java.util.Arrays.fill(taken, false);
       places(r, fields[STORES], store, at, taken);
       places(r, fields[PROBES], probe, at, taken);
       for (int p = 0; p < parts; p++) {
@@ -252,7 +254,7 @@ public final class JoinIndex {
   static void add(
       HashMap out, Entry e, int side, int parts, int[] fields, long[] counts, int units) {
     if (units > 0) {
-      long unit = fields[PLACE] >= 0 || fields[STORES] >= 0 ? e.place : e.eq;
+      long unit = fields[STORES] >= 0 ? e.place : e.eq;
       counts[(int) ((unit & Long.MAX_VALUE) % units)]++;
     }
     Integer p = Integer.valueOf(partition(e, parts, fields));
@@ -359,20 +361,18 @@ public final class JoinIndex {
   static final int LO = 2;
   static final int HI = 3;
   static final int BUCKET = 4;
-  static final int PLACE = 5;
-  static final int STORE = 6;
-  static final int PROBE = 7;
-  static final int TAB = 8;
-  static final int STORES = 9;
-  static final int PROBES = 10;
+  static final int PROBE = 5;
+  static final int TAB = 6;
+  static final int STORES = 7;
+  static final int PROBES = 8;
 
   /** The entry of input row {@code r} (its side's struct copied: the shuffle reuses its rows);
    * null for a NULL key. A band's row ({@code _sj_bk}, its range {@code _sj_lo} to {@code
-   * _sj_hi}: NULL bounds are an empty range); a scheme's copy ({@code _sj_part}, whether it
-   * stores {@code _sj_store} and probes {@code _sj_probe}), or a row whose places are arrays
-   * ({@code _sj_ss} where it is stored, {@code _sj_ps} where it probes: {@link #byPart} makes
-   * its copies); else an equality key's row, which stores and probes in the partition of its
-   * key. */
+   * _sj_hi}: NULL bounds are an empty range); a placed row (a scheme's, a keyless band's runs,
+   * time buckets), whose places are arrays ({@code _sj_ss} where it is stored, {@code _sj_ps}
+   * where it probes: {@link #byPart} makes its copies); else an equality key's row, which stores
+   * and probes in the partition of its key ({@code _sj_probe} false: an outer join's row that
+   * meets nothing, only stored). */
   static Entry entry(InternalRow r, long batch, int[] fields) {
     if (r.isNullAt(1)) {
       return null;
@@ -381,8 +381,8 @@ public final class JoinIndex {
     int side = r.getInt(0);
     InternalRow row = r.getStruct(3 + side, fields[side]).copy();
     long eq = r.getLong(1);
-    long place = fields[PLACE] >= 0 ? r.getLong(fields[PLACE]) : eq;
-    boolean store = fields[STORE] < 0 || r.getBoolean(fields[STORE]);
+    long place = eq;
+    boolean store = true;
     boolean probe = fields[PROBE] < 0 || r.getBoolean(fields[PROBE]);
     int tab = fields[TAB] < 0 ? 0 : r.getInt(fields[TAB]);
     int lo = fields[LO];
@@ -399,26 +399,43 @@ public final class JoinIndex {
   }
 
   /** The rows of {@code in} by partition in {@code parts} partitions: by the hash of their
-   * equality key ({@code _sj_key}), or a scheme's copies by their place ({@code _sj_part}), each
-   * place in partition place modulo {@code parts}. (The RDD is lazy while adaptive execution is
-   * off, as the batches run: with it on, this would run the shuffle.) */
+   * equality key ({@code _sj_key}), or a placed row once in each partition its places ({@code
+   * _sj_ss}, {@code _sj_ps}) name, its arrays there cut to that partition's places, so that
+   * {@link #byPart} makes there its one copy. (The RDD is lazy while adaptive execution is off,
+   * as the batches run: with it on, this would run the shuffle.) */
   static JavaRDD shuffled(Dataset in, int parts) {
-    Dataset by;
-    if (java.util.Arrays.asList(in.schema().fieldNames()).contains("_sj_part")) {
-      // (Spark's shuffle places a value by its Murmur3 hash: each partition's place goes by a
-      // value that hashes to it.)
-      Column[] values = new Column[parts];
-      long[] to = hashingTo(parts);
-      for (int p = 0; p < parts; p++) {
-        values[p] = functions.lit(Long.valueOf(to[p]));
-      }
-      Column at = functions.pmod(in.col("_sj_part"), functions.lit(Long.valueOf(parts)));
-      Column index = at.cast("int").plus(Integer.valueOf(1));
-      Column shuffle = functions.element_at(functions.array(values), index);
-      by = in.repartition(parts, new Column[] {shuffle});
-    } else {
-      by = in.repartition(parts, new Column[] {in.col("_sj_key")});
+    String[] names = in.schema().fieldNames();
+    if (!java.util.Arrays.asList(names).contains("_sj_ss")) {
+      Dataset by = in.repartition(parts, new Column[] {in.col("_sj_key")});
+      return by.queryExecution().toRdd().toJavaRDD();
     }
+    String mod = "pmod(p, " + parts + "L)";
+    Dataset each =
+        in.select(
+                new Column[] {
+                  functions.col("*"),
+                  functions
+                      .expr(
+                          "explode(array_distinct(transform(array_union(_sj_ss, _sj_ps), p -> "
+                              + mod + ")))")
+                      .as("_sj_at")
+                })
+            .withColumn("_sj_ss", functions.expr("filter(_sj_ss, p -> " + mod + " = _sj_at)"))
+            .withColumn("_sj_ps", functions.expr("filter(_sj_ps, p -> " + mod + " = _sj_at)"));
+    // (Spark's shuffle places a value by its Murmur3 hash: each partition goes by a value that
+    // hashes to it.)
+    Column[] values = new Column[parts];
+    long[] to = hashingTo(parts);
+    for (int p = 0; p < parts; p++) {
+      values[p] = functions.lit(Long.valueOf(to[p]));
+    }
+    Column index = each.col("_sj_at").cast("int").plus(Integer.valueOf(1));
+    Column shuffle = functions.element_at(functions.array(values), index);
+    Column[] columns = new Column[names.length];
+    for (int i = 0; i < names.length; i++) {
+      columns[i] = each.col(names[i]);
+    }
+    Dataset by = each.repartition(parts, new Column[] {shuffle}).select(columns);
     return by.queryExecution().toRdd().toJavaRDD();
   }
 
@@ -451,8 +468,6 @@ public final class JoinIndex {
       names.indexOf("_sj_lo"),
       names.indexOf("_sj_hi"),
       names.indexOf("_sj_bk"),
-      names.indexOf("_sj_part"),
-      names.indexOf("_sj_store"),
       names.indexOf("_sj_probe"),
       names.indexOf("_sj_tab"),
       names.indexOf("_sj_ss"),
