@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import typing as t
 from pathlib import Path
@@ -28,6 +29,33 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _HERE = Path(__file__).parent
+
+
+_ARCHIVE_MADE = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(trylast=True)  # (after pytest's own, which makes its temporary directory)
+def pytest_configure(config: pytest.Config) -> None:
+    """A folder for the session's class-data archive of the CLI's driver JVM
+    (`tests.e2e.cli.class_archive`), in the session's base temporary directory, which pytest
+    removes past its last three sessions (a killed session leaves nothing else behind). Made
+    where the session starts: xdist's workers, started after this, inherit the variable and
+    share the archive."""
+    from tests.e2e.cli import ARCHIVE_DIR
+
+    if ARCHIVE_DIR not in os.environ:
+        folder = config._tmp_path_factory.getbasetemp() / "driver-archive"  # type: ignore[attr-defined]
+        folder.mkdir(exist_ok=True)
+        os.environ[ARCHIVE_DIR] = config.stash[_ARCHIVE_MADE] = str(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """(The archive serves this session only: 166 MB not kept with pytest's last sessions.)"""
+    from tests.e2e.cli import ARCHIVE_DIR
+
+    if (folder := config.stash.get(_ARCHIVE_MADE, None)) is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(ARCHIVE_DIR, None)
 
 
 # Tests that must not run beside each other on pytest-xdist's workers (``-n 2``, in addopts):
@@ -89,3 +117,15 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def driver_archive() -> Iterator[None]:
+    """The class-data archive of the CLI's driver JVM, written in the background for the runs of
+    the e2e and cluster tests (`tests.e2e.archive`); each run maps it once it is there."""
+    from tests.e2e import archive
+
+    writer = archive.start()
+    yield
+    if writer is not None:
+        archive.stop(writer)

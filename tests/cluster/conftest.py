@@ -38,8 +38,9 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 
 
 @pytest.fixture
-def cluster(local_cluster: LocalCluster) -> LocalCluster:
-    """The shared cluster with both workers alive (a test before may have killed one)."""
+def cluster(local_cluster: LocalCluster, driver_archive: None) -> LocalCluster:
+    """The shared cluster with both workers alive (a test before may have killed one); the
+    drivers of the runs on it map the session's class-data archive once it is written."""
     for i, daemon in enumerate(local_cluster.worker_daemons):
         if daemon is None:
             local_cluster.start_worker(i)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
-from tests.e2e.cli import QUICK_JIT, streamjoin
+from tests.e2e.cli import QUICK_JIT, class_archive, streamjoin
 from tests.e2e.files import read_json_rows
 from tests.spark.streams import stream_ddl
 
@@ -20,11 +20,15 @@ if t.TYPE_CHECKING:
 SELECT = "a.id AS aid, b.id AS bid, a.x + b.x AS xs"
 COLUMNS = ("aid", "bid", "xs")
 
-# Executors too run the quick compiler only (see `QUICK_JIT`).
-QUICK_JVMS = {
-    "PYSPARK_SUBMIT_ARGS": f"--conf spark.driver.extraJavaOptions={QUICK_JIT} "
-    f"--conf spark.executor.extraJavaOptions={QUICK_JIT} pyspark-shell"
-}
+
+def quick_jvms() -> dict[str, str]:
+    """Executors too run the quick compiler only (see `QUICK_JIT`); the driver maps the session's
+    class-data archive if there is one (`class_archive`)."""
+    driver = f"{QUICK_JIT}{class_archive()}"
+    return {
+        "PYSPARK_SUBMIT_ARGS": f'--conf "spark.driver.extraJavaOptions={driver}" '
+        f"--conf spark.executor.extraJavaOptions={QUICK_JIT} pyspark-shell"
+    }
 
 
 def run_on(
@@ -39,7 +43,7 @@ def run_on(
         *args,
         "--master",
         cluster.master_url,
-        env={**QUICK_JVMS, **(env or {})},
+        env={**quick_jvms(), **(env or {})},
         kill_when=kill_when,
         timeout=timeout,
     )

@@ -14,7 +14,7 @@ from tests.e2e.files import write_batches
 from tests.spark.streams import make_batches
 from tests.spark.test_joins_vs_reference import QUERIES
 
-from .jobs import QUICK_JVMS, assert_exact, run_on, write_job
+from .jobs import assert_exact, quick_jvms, run_on, write_job
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -119,7 +119,7 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
         " --conf spark.streamjoin.elastic.maxExecutors=2"
         f" --conf spark.streamjoin.elastic.stabilizationSeconds={SETTLE} pyspark-shell"
     )
-    submit = QUICK_JVMS["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
+    submit = quick_jvms()["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
     args = ("run", str(job), "--checkpoint", str(tmp_path / "ckpt"), "--trigger", "500ms")
     try:
         run = run_on(

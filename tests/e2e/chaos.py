@@ -33,7 +33,7 @@ from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
-from tests.e2e.cli import QUICK_JIT
+from tests.e2e.cli import QUICK_JIT, class_archive
 from tests.e2e.files import Feeder, read_json_rows
 from tests.e2e.groups import Runs
 from tests.spark.streams import make_batches, stream_ddl
@@ -73,8 +73,9 @@ which the JVM stops compiling and runs interpreted, several times slower."""
 
 
 def jvm_env(executors: bool = False) -> dict[str, str]:
-    """The runs' ``PYSPARK_SUBMIT_ARGS``: `JVM_OPTIONS` for the driver (and the executors)."""
-    confs = f'--conf "spark.driver.extraJavaOptions={JVM_OPTIONS}" '
+    """The runs' ``PYSPARK_SUBMIT_ARGS``: `JVM_OPTIONS` for the driver (and the executors), and
+    the driver's class-data archive if the test session has one (`class_archive`)."""
+    confs = f'--conf "spark.driver.extraJavaOptions={JVM_OPTIONS}{class_archive()}" '
     if executors:
         confs += f'--conf "spark.executor.extraJavaOptions={JVM_OPTIONS}" '
     return {"PYSPARK_SUBMIT_ARGS": f"{confs}pyspark-shell"}

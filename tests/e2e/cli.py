@@ -17,11 +17,29 @@ if t.TYPE_CHECKING:
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 """The JVM's quick compiler only: a short-lived test JVM on tiny inputs spends most of its CPU
 compiling, and the tests check behaviour, not peak speed."""
-QUICK_DRIVER = {
-    "PYSPARK_SUBMIT_ARGS": (
-        f'--conf "spark.driver.extraJavaOptions={QUICK_JIT} -XX:+UseParallelGC" pyspark-shell'
-    )
-}
+ARCHIVE_DIR = "STREAMJOIN_TEST_ARCHIVE_DIR"
+"""The environment variable naming this test session's folder for the driver JVM's class-data
+archive (`tests/conftest.py` makes it; none: no archive)."""
+ARCHIVE = "driver.jsa"
+
+
+def class_archive() -> str:
+    """JVM options that map this session's archive of the classes a driver loads, once a run has
+    written it (else none): a driver JVM then starts several seconds sooner (it loads Spark's
+    classes from the archive, not from the jars). A class path that differs from the one
+    archived only makes the JVM ignore the archive; ``-Xlog:cds*=off`` keeps that quiet."""
+    folder = os.environ.get(ARCHIVE_DIR)
+    if folder is None or not os.path.exists(path := os.path.join(folder, ARCHIVE)):
+        return ""
+    return f" -XX:SharedArchiveFile={path} -Xlog:cds*=off"
+
+
+def quick_driver(extra: str = "") -> dict[str, str]:
+    """The ``PYSPARK_SUBMIT_ARGS`` of a test's driver: `QUICK_JIT`, the parallel collector, the
+    class-data archive if there is one, and `extra` JVM options."""
+    options = f"{QUICK_JIT} -XX:+UseParallelGC{class_archive()}{extra}"
+    submit = f'--conf "spark.driver.extraJavaOptions={options}" pyspark-shell'
+    return {"PYSPARK_SUBMIT_ARGS": submit}
 
 
 def streamjoin(
@@ -32,7 +50,7 @@ def streamjoin(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m streamjoin ARGS``; with `kill_when`, SIGKILL the whole process group
     (driver and its JVM, as a machine failure would) as soon as it returns True."""
-    full_env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER, **(env or {})}
+    full_env = {**os.environ, "TZ": "UTC", **quick_driver(), **(env or {})}
     # Files, not pipes: a failing run's Spark log fills a pipe nobody reads while it polls,
     # and the run then blocks on its next write.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:

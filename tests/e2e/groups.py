@@ -10,7 +10,7 @@ import sys
 import time
 import typing as t
 
-from .cli import QUICK_DRIVER
+from .cli import quick_driver
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -52,7 +52,7 @@ class Runs:
         args = ["run", str(self.job), "--checkpoint", str(self.ckpt), *extra]
         if self.master:
             args += ["--master", self.master]
-        env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER, **self.env}
+        env = {**os.environ, "TZ": "UTC", **quick_driver(), **self.env}
         log = self.logs / f"run-{self.started}.log"
         self.started += 1
         with open(log, "wb") as out:

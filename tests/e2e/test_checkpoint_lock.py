@@ -16,7 +16,7 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
 from tests.spark.streams import make_batches
 
-from .cli import QUICK_DRIVER, streamjoin
+from .cli import quick_driver, streamjoin
 from .files import read_json_rows, write_batches, write_job
 
 COLUMNS = ("aid", "bid", "kx")
@@ -31,7 +31,7 @@ def test_a_second_run_is_refused_and_a_killed_run_s_lock_is_taken_over(tmp_path:
     job = write_job(tmp_path / "job.sql", inputs, {"band": out}, [insert])
     batches = make_batches(31, n_batches=4, rows_per_batch=10)
     write_batches(inputs, batches[:2])
-    env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER}
+    env = {**os.environ, "TZ": "UTC", **quick_driver()}
     args = ["run", str(job), "--checkpoint", str(ckpt), "--trigger", "1s"]
     first = subprocess.Popen(
         [sys.executable, "-m", "streamjoin", *args],

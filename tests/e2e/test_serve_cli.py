@@ -21,7 +21,7 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job, parse_query_file
 from tests.spark.streams import make_batches, stream_ddl
 
-from .cli import QUICK_DRIVER
+from .cli import quick_driver
 from .files import read_json_rows, write_batches
 
 N = 7
@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 
 def _serve(job: Path, ckpt: Path, port: int, fault: str | None = None) -> subprocess.Popen[str]:
-    env = {**os.environ, "TZ": "UTC", **QUICK_DRIVER}
+    env = {**os.environ, "TZ": "UTC", **quick_driver()}
     if fault:
         env["STREAMJOIN_FAULT"] = fault
     args = ["serve", str(job), "--checkpoint", str(ckpt), "--port", str(port), "--trigger", "2s"]
