@@ -97,7 +97,7 @@ def test_an_index_side_finds_what_the_model_keeps(spark: SparkSession, ops: list
             for i in range(op[1]):
                 add(op[2] + i, op[3] + i % 3, 8)
         elif op[0] == "expire":
-            side.expire(op[1])
+            side.expire(op[1], None)  # (no shared marks)
             model.expire(op[1])
         else:
             side.undo(op[1])

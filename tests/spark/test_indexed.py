@@ -17,7 +17,6 @@ from pyspark.sql import DataFrame
 
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import indexed as indexed_module
-from streamjoin.runtime.batch import indexfit
 from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.batch.indexplans import ProbePlans
 from streamjoin.runtime.batch.processor import BatchProcessor
@@ -51,17 +50,19 @@ QUERIES = {
     "theta_window": ("A a JOIN B b", f"a.x < b.x AND b.x < a.x + 2.0 AND {W3}"),
     "band_history": ("A a JOIN B b", "b.x BETWEEN a.x - 0.5 AND a.x + 0.5 AND a.s <> b.s"),
     "theta_history": ("A a JOIN B b", "a.x * b.x > 20.0 AND a.s <> b.s"),
-    "or_window": ("A a JOIN B b", f"(a.k = b.k OR a.id = b.id) AND {W3}"),
+    "or_window": ("A a FULL JOIN B b", f"(a.k = b.k OR a.id = b.id) AND {W3}"),
     "or_history": ("A a JOIN B b", "(a.k = b.k OR a.s = b.s) AND a.x < b.x"),
     "band_with_key": ("A a JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}"),
     "left_outer": ("A a LEFT JOIN B b", f"a.k = b.k AND {W3}"),
-    "time_buckets": ("A a JOIN B b", f"a.k = b.k AND {W3} WITH (time_buckets = 'true')"),
+    # (Outer joins whose rows have several copies, which share their matched marks; an outer
+    # join's pairs are the inner join's.)
+    "time_buckets": ("A a LEFT JOIN B b", f"a.k = b.k AND {W3} WITH (time_buckets = 'true')"),
     "matrix_equi": (
-        "A a JOIN B b",
+        "A a FULL JOIN B b",
         f"a.k = b.k AND {W3} WITH (partitioning = 'matrix', units = 4)",
     ),
     "biclique_band": (
-        "A a JOIN B b",
+        "A a RIGHT JOIN B b",
         f"abs(a.x - b.x) <= 1.5 AND {W3} WITH (partitioning = 'biclique', units = 3)",
     ),
 }
@@ -336,20 +337,25 @@ def test_the_current_time_is_planned_every_batch(
     assert want
 
 
-@pytest.mark.parametrize("one", [True, False], ids=["one-task", "shuffled"])
+@pytest.mark.parametrize(
+    ("one", "join"),
+    [(True, "JOIN"), (False, "JOIN"), (True, "FULL JOIN"), (False, "FULL JOIN")],
+    ids=["one-task", "shuffled", "one-task-full", "shuffled-full"],
+)
 def test_a_band_join_without_a_key_spreads_its_rows_over_the_partitions(
     spark: SparkSession,
     tmp_path: Path,
     indexed: None,
     monkeypatch: pytest.MonkeyPatch,
     one: bool,
+    join: str,
 ) -> None:
     # Each row is stored in the partition of its run of buckets and probes in each partition
-    # its band reaches: a large delta is probed in as many tasks, with no limit.
+    # its band reaches: a large delta is probed in as many tasks, with no limit. An outer
+    # join's row decides in its stored copy, marked by a partner its other copies found.
     monkeypatch.setattr(indexed_module, "one_task", lambda *_: one)
-    monkeypatch.setattr(indexfit, "BAND_INDEX_ROWS", -1)
     # (A band of 0.3 over values in [0, 10]: runs of 2.4, four of them.)
-    job = _job(tmp_path, {"band": ("A a JOIN B b", f"abs(a.x - b.x) <= 0.3 AND {W3}")})
+    job = _job(tmp_path, {"band": (f"A a {join} B b", f"abs(a.x - b.x) <= 0.3 AND {W3}")})
     batches = make_batches(9, n_batches=3, rows_per_batch=30, keys=3)
     processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
     try:
@@ -363,28 +369,4 @@ def test_a_band_join_without_a_key_spreads_its_rows_over_the_partitions(
     finally:
         processor.close()
     assert sum(n > 0 for n in sizes) > 1, sizes
-    _check(spark, job, batches)
-
-
-def test_an_outer_band_join_takes_its_slices_for_a_large_delta_and_comes_back(
-    spark: SparkSession, tmp_path: Path, indexed: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # An outer band join without a key keeps its rows in one partition (a row's matched mark
-    # stays on its one copy): its delta beyond `BAND_INDEX_ROWS` (by footers) probes the
-    # slices, and the next small one rebuilds the index from the units. (These batches have
-    # no footers: the limit is moved below 0 to send a batch to the slices.)
-    band = ("A a LEFT JOIN B b", QUERIES["band_window"][1])
-    job = _job(tmp_path, {"band_window": band})
-    batches = make_batches(8, n_batches=7, rows_per_batch=16, keys=3)
-    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
-    served = []
-    try:
-        for i, batch in enumerate(batches):
-            large = i in (2, 3, 5)
-            monkeypatch.setattr(indexfit, "BAND_INDEX_ROWS", -1 if large else 100_000)
-            _feed(spark, processor, job, [batch], first=i)
-            served.append(i in processor.indexed.built().values())
-    finally:
-        processor.close()
-    assert served == [True, True, False, False, True, False, True], served
     _check(spark, job, batches)

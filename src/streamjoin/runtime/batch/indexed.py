@@ -5,8 +5,8 @@ reaches, `indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, bicli
 hash with its units; a keyless band's runs, time buckets) is the operator's placement: a row
 has a copy in each partition of the places it is stored and probes at.
 
-Each query's index has one partition per shuffle partition (a scheme's: per place; an outer
-band join without a key, or a nested loop: one). A batch's delta (both streams' new
+Each query's index has one partition per shuffle partition (a scheme's: per place; a nested
+loop's: one). A batch's delta (both streams' new
 rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
 that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task.
 When the footers count at most as many rows of every stream of the job, the task takes them

@@ -7,7 +7,7 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.runtime.batch.indexouter import operator_serves, outer_plan
-from streamjoin.runtime.batch.indexsql import banded, nested, ored, runs, spread
+from streamjoin.runtime.batch.indexsql import banded, nested, runs
 from streamjoin.runtime.batch.shedding import SCALE, SIDES, allowances
 
 if t.TYPE_CHECKING:
@@ -15,27 +15,18 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.shedding import Shed
 
-BAND_INDEX_ROWS = 400_000
-"""An outer band join without a key whose delta has more rows (both sides, by its files'
-footers) probes the cached slices instead of its index: the index's one partition is one task,
-which holds the batch's candidate pairs in memory, where the slices' join streams them on
-every core (a backlogged batch of millions of rows ran for minutes in that task). Below it the
-index is the faster way: a warm batch of 200,000 rows in 0.6-0.9 s, where a switch to slices
-not cached took 4-5 s."""
-
 
 def serves(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
     """Whether the operator serves `qp` in this batch: a two-way join (an outer one as
-    `joins_outer` says; an outer band join without a key within `BAND_INDEX_ROWS`), under the hash
-    path or a scheme that places its rows (not range's), shedding only in the driver's JVM (it
-    counts there), whose live state is within ``streamjoin.twoway.indexRows``; `on_cluster`:
-    whether executors of their own hold the partitions."""
+    `joins_outer` says), under the hash path or a scheme that places its rows (not range's),
+    shedding only in the driver's JVM (it counts there), whose live state is within
+    ``streamjoin.twoway.indexRows``; `on_cluster`: whether executors of their own hold the
+    partitions."""
     q = qp.query
     rows = ctx.prev.state_rows()
     live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
     return (
         ctx.settings.index
-        and (not banded(qp) or small_band(ctx, qp))
         and joins_outer(ctx, qp, on_cluster=on_cluster)
         and ctx.routers[q.name].params.get("name") != "range"
         and (allowances(ctx.prev, q) is None or not on_cluster)
@@ -45,24 +36,19 @@ def serves(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
 
 def joins_outer(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
     """Whether the operator serves `qp` as far as an outer join goes: an inner join, or an
-    outer join it decides (`indexouter.operator_serves`) with one copy of each row (no scheme,
-    no OR's tables, no time buckets spread) in the driver's JVM (it decides there)."""
+    outer join it decides (`indexouter.operator_serves`) in the driver's JVM (it decides there;
+    a row's copies under a scheme, time buckets, a band's runs or an OR's tables share their
+    marks there: ``JoinIndex.MARKS``)."""
     op = outer_plan(ctx, qp)
     if op is None:
         return True
-    return (
-        operator_serves(op)
-        and ctx.routers[qp.query.name].scheme is None
-        and not spread(ctx, qp)
-        and not ored(qp)
-        and not on_cluster
-    )
+    return operator_serves(op) and not on_cluster
 
 
 def partitions(ctx: BatchContext, qp: QueryPlan) -> int:
     """The partitions of `qp`'s index: a scheme's places; a band join without a key's runs of
-    buckets (`indexsql.runs`), or one for an outer one; one for a nested loop (every row under
-    one key); else the batch's shuffle partitions."""
+    buckets (`indexsql.runs`); one for a nested loop (every row under one key); else the
+    batch's shuffle partitions."""
     router = ctx.routers[qp.query.name]
     if router.scheme is not None:
         return router.units
@@ -89,15 +75,3 @@ def shed_cuts(shed: Shed, count: bool) -> str:
     below which a row probes, and whether the pairs of those that do not are counted."""
     cuts = (str(int(shed.allowances[side] * SCALE)) for side in SIDES)
     return ",".join((*cuts, "count" if count else "estimate"))
-
-
-def small_band(ctx: BatchContext, qp: QueryPlan) -> bool:
-    """Whether `qp` is a band join (`banded`) whose batch's delta is within `BAND_INDEX_ROWS`
-    by its files' footers (a delta they do not count: taken as within)."""
-    if not banded(qp):
-        return False
-    if ctx.routers[qp.query.name].scheme is not None or runs(ctx, qp) is not None:
-        return True  # (its rows spread over the places)
-    rows = ctx.delta_rows
-    sides = {qp.query.left.stream, qp.query.right.stream}
-    return sum(rows.get(s, 0) for s in sides) <= BAND_INDEX_ROWS

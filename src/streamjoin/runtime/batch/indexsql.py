@@ -183,12 +183,12 @@ of a few runs still spreads over every partition."""
 def run_places(
     ctx: BatchContext, qp: QueryPlan, lo: str, hi: str, own: str
 ) -> tuple[str, str] | None:
-    """The places (`lookup_sql`) of a row of a band join without a key, inner, spread over the
+    """The places (`lookup_sql`) of a row of a band join without a key, spread over the
     batch's partitions (`runs`): its place is its bucket `own`'s run of `BAND_RUN` buckets
     (runs go round the partitions); it probes at each run its range `lo` to `hi` reaches (each
     partition at most once): one copy a partition, which probes its whole range there and
-    finds each row stored there once. None: one partition holds every row (an outer join's,
-    whose marks must stay on the row's one copy)."""
+    finds each row stored there once (an outer join's copies share the row's matched mark:
+    ``JoinIndex.MARKS``). None: one partition holds every row."""
     parts = runs(ctx, qp)
     if parts is None:
         return None
@@ -206,9 +206,9 @@ def run_places(
 
 def runs(ctx: BatchContext, qp: QueryPlan) -> int | None:
     """The partitions a band join without a key spreads its runs of buckets over
-    (`run_places`): the batch's shuffle partitions for an inner one under no scheme; None
-    where one partition holds it (an outer join's marks stay on the row's one copy)."""
-    if not banded(qp) or qp.query.outer is not None or ctx.parallelism < 2:
+    (`run_places`): the batch's shuffle partitions, under no scheme; None where one partition
+    holds it (one shuffle partition)."""
+    if not banded(qp) or ctx.parallelism < 2:
         return None
     return None if ctx.routers[qp.query.name].scheme is not None else ctx.parallelism
 

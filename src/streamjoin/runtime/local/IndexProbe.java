@@ -39,6 +39,7 @@ final class IndexProbe implements FlatMapFunction {
   BasePredicate test;
   long[] counts;
   BasePredicate[] on;  // (the marker's predicate, made once; {null}: every pair)
+  java.util.Set marks;  // (the marks a placed row's copies share: JoinIndex.MARKS; else null)
   Object[] scratch;
   GenericInternalRow scratchRow;
 
@@ -56,7 +57,10 @@ final class IndexProbe implements FlatMapFunction {
     int shed = cuts == null ? 0 : 4;
     counts = units + shed > 0 ? new long[units + shed] : null;
     test = output == null ? null : output.test();
-    HashMap found = JoinIndex.byPart((Iterator) rows, parts, batch, fields, counts, units);
+    boolean shared = JoinIndex.sharesMarks(marker, fields);
+    marks = shared ? JoinIndex.marks(name, true) : null;
+    HashMap found =
+        JoinIndex.byPart((Iterator) rows, parts, batch, fields, counts, units, shared);
     if (counts != null && !found.isEmpty()) {
       // (By a partition the task read, which the task's number is not once a coalesce puts
       // several in one task; a task run again, or a stage computed again, replaces them.)
@@ -181,6 +185,12 @@ final class IndexProbe implements FlatMapFunction {
         on = new BasePredicate[] {marker.test()};
       }
       if (on[0] == null || on[0].eval(candidate(d, o, left, tabbed))) {
+        if (marks != null && !d.matched) {
+          marks.add(Long.valueOf(d.id));
+        }
+        if (marks != null && !other.matched[j]) {
+          marks.add(Long.valueOf(other.ids[j]));
+        }
         d.matched = true;
         other.matched[j] = true;
       }

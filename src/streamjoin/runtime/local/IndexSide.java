@@ -19,6 +19,7 @@ public final class IndexSide {
   static final int FREE = Integer.MIN_VALUE;  // (a table slot no key has taken)
   static final long NOT_DECIDED = Long.MIN_VALUE;
   static final long DECIDED_BEFORE = Long.MIN_VALUE + 1;  // (by a batch before a rebuild)
+  static final long COPY = Long.MIN_VALUE + 2;  // (a row's copy that another copy decides)
 
   long[] keys = new long[16];
   long[] times = new long[16];
@@ -28,6 +29,7 @@ public final class IndexSide {
   // one without (NOT_DECIDED: none yet; a rerun of that batch decides it again).
   boolean[] matched = new boolean[16];
   long[] decided = new long[16];
+  long[] ids = new long[16];  // (a row with several copies: its identity in the shared marks)
   InternalRow[] rows = new InternalRow[16];
   int[] older = new int[16];  // (the same key's next older row; -1: none)
   int start;
@@ -58,6 +60,10 @@ public final class IndexSide {
   void add(JoinIndex.Entry e) {
     e.at = add(e.key, e.bucket, e.ts, e.batch, e.row);
     matched[e.at] = e.matched;
+    ids[e.at] = e.id;
+    if (e.copy) {
+      decided[e.at] = COPY;
+    }
   }
 
   /** Adds a row of key {@code key}, event time {@code ts} (the expiry's), from batch
@@ -83,14 +89,15 @@ public final class IndexSide {
     return i;
   }
 
-  /** The live rows below event time {@code below} that no partner matched and no batch but
-   * {@code batch} decided, now decided by it (an outer join's rows without a partner). */
-  java.util.ArrayList decide(long below, long batch) {
+  /** The live rows below event time {@code below} that no partner matched (nor one of another
+   * copy's, by the index's shared {@code marks}, if any) and no batch but {@code batch}
+   * decided, now decided by it (an outer join's rows without a partner). */
+  java.util.ArrayList decide(long below, long batch, java.util.Set marks) {
     java.util.ArrayList out = new java.util.ArrayList();
     for (int i = start; i < end; i++) {
       if (times[i] < below && (decided[i] == NOT_DECIDED || decided[i] == batch)) {
         decided[i] = batch;
-        if (!matched[i]) {
+        if (!matched[i] && (marks == null || !marks.contains(Long.valueOf(ids[i])))) {
           out.add(rows[i]);
         }
       }
@@ -101,7 +108,7 @@ public final class IndexSide {
   /** Marks the live rows below {@code below} decided by a batch before (a rebuild's). */
   void decidedBefore(long below) {
     for (int i = start; i < end; i++) {
-      if (times[i] < below) {
+      if (times[i] < below && decided[i] != COPY) {
         decided[i] = DECIDED_BEFORE;
       }
     }
@@ -124,9 +131,13 @@ public final class IndexSide {
   }
 
   /** Drops the rows older than {@code least} from the oldest arrived on (a row that arrived
-   * after a younger one waits for it: it can meet no new row, and the predicate drops it). */
-  public void expire(long least) {
+   * after a younger one waits for it: it can meet no new row, and the predicate drops it);
+   * a deciding copy's mark leaves the index's shared {@code marks} (if any) with it. */
+  public void expire(long least, java.util.Set marks) {
     while (start < end && times[start] < least) {
+      if (marks != null && decided[start] != COPY) {
+        marks.remove(Long.valueOf(ids[start]));
+      }
       rows[start++] = null;
     }
   }
@@ -182,6 +193,7 @@ public final class IndexSide {
       buckets = java.util.Arrays.copyOf(buckets, cap);
       matched = java.util.Arrays.copyOf(matched, cap);
       decided = java.util.Arrays.copyOf(decided, cap);
+      ids = java.util.Arrays.copyOf(ids, cap);
       rows = (InternalRow[]) java.util.Arrays.copyOf(rows, cap);
       older = java.util.Arrays.copyOf(older, cap);
       return;
@@ -192,6 +204,7 @@ public final class IndexSide {
     long[] u = new long[cap];
     boolean[] m = new boolean[cap];
     long[] d = new long[cap];
+    long[] n = new long[cap];
     InternalRow[] r = new InternalRow[cap];
     System.arraycopy(keys, start, k, 0, live);
     System.arraycopy(times, start, t, 0, live);
@@ -199,6 +212,7 @@ public final class IndexSide {
     System.arraycopy(buckets, start, u, 0, live);
     System.arraycopy(matched, start, m, 0, live);
     System.arraycopy(decided, start, d, 0, live);
+    System.arraycopy(ids, start, n, 0, live);
     System.arraycopy(rows, start, r, 0, live);
     keys = k;
     times = t;
@@ -206,6 +220,7 @@ public final class IndexSide {
     buckets = u;
     matched = m;
     decided = d;
+    ids = n;
     rows = r;
     older = new int[cap];
     start = 0;

@@ -8,6 +8,8 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.VoidFunction;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.functions;
@@ -60,6 +62,10 @@ public final class JoinIndex {
     final boolean probe;
     final int tab;  // (the table: which of an OR's keys; 0 for one key)
     boolean matched;  // (an outer join's: a partner matched it in this batch's probe)
+    // (An outer join's row with several copies: its identity in the index's shared marks
+    // (MARKS), and whether this copy is one that never decides: all but the first stored.)
+    long id;
+    boolean copy;
     boolean skips;  // (shedding: it skipped its probe in this batch)
     int at = -1;  // (its slot once stored)
 
@@ -95,8 +101,45 @@ public final class JoinIndex {
   /** A copy of {@code e} at place {@code place} that stores and probes as told: a row's copy
    * in each partition its places ({@code _sj_ss}, {@code _sj_ps}) name, made in the task. */
   static Entry copyOf(Entry e, long place, boolean store, boolean probe) {
-    return new Entry(
-        e.eq, e.bucket, place, e.ts, e.batch, e.row, e.ranged, e.lo, e.hi, store, probe, e.tab);
+    Entry c =
+        new Entry(
+            e.eq, e.bucket, place, e.ts, e.batch, e.row, e.ranged, e.lo, e.hi, store, probe, e.tab);
+    c.id = e.id;
+    return c;
+  }
+
+  /** Per index name, the identities ({@link #rowId}) of the rows with several copies that a
+   * partner matched (an outer join's under a scheme, time buckets, a band's runs or an OR's
+   * tables): a copy's match marks them all, and the row's first stored copy decides it (the
+   * others are {@code copy}). One JVM holds every partition (the driver's, in local mode), so
+   * each copy's probe reads them, in one task or several. Equal rows of a side share an
+   * identity, and their matches: they meet the same partners. */
+  static final ConcurrentHashMap MARKS = new ConcurrentHashMap();
+
+  /** Whether an outer join's rows ({@code marker} not null) of an input whose {@code fields}
+   * are given have several copies, which share their marks: placed rows, or an OR's tables. */
+  static boolean sharesMarks(BatchInput marker, int[] fields) {
+    return marker != null && (fields[STORES] >= 0 || fields[TAB] >= 0);
+  }
+
+  /** The shared marks of index {@code name}, made where {@code make} and there are none. */
+  static java.util.Set marks(String name, boolean make) {
+    java.util.Set had = (java.util.Set) MARKS.get(name);
+    if (had != null || !make) {
+      return had;
+    }
+    java.util.Set made = ConcurrentHashMap.newKeySet();
+    had = (java.util.Set) MARKS.putIfAbsent(name, made);
+    return had == null ? made : had;
+  }
+
+  /** The identity of row {@code row} of side {@code side}: a hash of its bytes. */
+  static long rowId(InternalRow row, int side) {
+    if (row instanceof UnsafeRow) {
+      UnsafeRow u = (UnsafeRow) row;
+      return XXH64.hashUnsafeBytes(u.getBaseObject(), u.getBaseOffset(), u.getSizeInBytes(), side);
+    }
+    return XXH64.hashLong(row.hashCode(), side);
   }
 
   /** The table's key of a band row with equality hash {@code eq} in bucket {@code bucket}:
@@ -166,10 +209,10 @@ public final class JoinIndex {
       }
     }
 
-    void expire(long leftLeast, long rightLeast) {
+    void expire(long leftLeast, long rightLeast, java.util.Set marks) {
       for (int t = 0; t < tables.length; t++) {
-        tables[t][0].expire(leftLeast);
-        tables[t][1].expire(rightLeast);
+        tables[t][0].expire(leftLeast, marks);
+        tables[t][1].expire(rightLeast, marks);
       }
     }
 
@@ -215,9 +258,19 @@ public final class JoinIndex {
 
   /** Each partition's rows of {@code rows}, as an entry list per side, by partition; with
    * {@code counts}, the rows of each of its units (a unit of the skew check: the row's place,
-   * or its equality key's hash as a non-negative long, modulo the units) counted in it. */
+   * or its equality key's hash as a non-negative long, modulo the units) counted in it. With
+   * {@code shared} (an outer join's marks shared by a row's copies: {@link #sharesMarks}),
+   * each copy carries the row's identity, and all but its first stored one are {@code copy}:
+   * a placed row's in the partition of its first store place, told by {@code _sj_hm} where a
+   * shuffle sent each partition its copy ({@link #shuffled}); an OR's in its first table. */
   static HashMap byPart(
-      Iterator rows, int parts, long batch, int[] fields, long[] counts, int units) {
+      Iterator rows,
+      int parts,
+      long batch,
+      int[] fields,
+      long[] counts,
+      int units,
+      boolean shared) {
     HashMap out = new HashMap();
     boolean copies = fields[STORES] >= 0;
     boolean[] store = new boolean[parts];
@@ -231,6 +284,10 @@ public final class JoinIndex {
         continue;
       }
       if (!copies) {
+        if (shared) {  // (an OR's copy of the row for each table: the first table's decides)
+          e.id = rowId(e.row, r.getInt(0));
+          e.copy = e.tab != 0;
+        }
         add(out, e, r.getInt(0), parts, fields, counts, units);
         continue;
       }
@@ -239,9 +296,16 @@ public final class JoinIndex {
       java.util.Arrays.fill(taken, false);
       places(r, fields[STORES], store, at, taken);
       places(r, fields[PROBES], probe, at, taken);
+      int home = -1;  // (the deciding copy's partition; ALL: this shuffled copy's)
+      if (shared) {
+        e.id = rowId(e.row, r.getInt(0));
+        boolean shuffled = fields[HOME] >= 0;
+        home = shuffled ? (r.getBoolean(fields[HOME]) ? ALL : -1) : first(r, fields[STORES], parts);
+      }
       for (int p = 0; p < parts; p++) {
         if (store[p] || probe[p]) {
           Entry c = copyOf(e, at[p], store[p], probe[p] && e.probe);
+          c.copy = shared && home != p && home != ALL;
           add(out, c, r.getInt(0), parts, fields, counts, units);
         }
       }
@@ -264,6 +328,18 @@ public final class JoinIndex {
       out.put(p, sides);
     }
     sides[side].add(e);
+  }
+
+  /** The partition of the first place in array column {@code column} of {@code r}; -1: none. */
+  static int first(InternalRow r, int column, int parts) {
+    if (r.isNullAt(column)) {
+      return -1;
+    }
+    org.apache.spark.sql.catalyst.util.ArrayData a = r.getArray(column);
+    if (a.numElements() == 0 || a.isNullAt(0)) {
+      return -1;
+    }
+    return (int) Math.floorMod(a.getLong(0), (long) parts);
   }
 
   /** Flags in {@code in} the partitions of the places in array column {@code column} of
@@ -292,10 +368,11 @@ public final class JoinIndex {
   /** Drops, in every partition of {@code name}, the rows below {@code leftLeast} (left) and
    * {@code rightLeast} (right): no row of the batch about to run can meet them. */
   public static void expire(String name, int parts, long leftLeast, long rightLeast) {
+    java.util.Set marks = marks(name, false);
     for (int p = 0; p < parts; p++) {
       Part part = part(name, p);
       synchronized (part) {
-        part.expire(leftLeast, rightLeast);
+        part.expire(leftLeast, rightLeast, marks);
       }
     }
   }
@@ -310,6 +387,7 @@ public final class JoinIndex {
 
   /** Forgets every partition of {@code name}, and its counts not read. */
   public static void drop(String name) {
+    MARKS.remove(name);
     Iterator it = PARTS.keySet().iterator();
     while (it.hasNext()) {
       String key = (String) it.next();
@@ -365,6 +443,8 @@ public final class JoinIndex {
   static final int TAB = 6;
   static final int STORES = 7;
   static final int PROBES = 8;
+  static final int HOME = 9;
+  static final int ALL = -2;
 
   /** The entry of input row {@code r} (its side's struct copied: the shuffle reuses its rows);
    * null for a NULL key. A band's row ({@code _sj_bk}, its range {@code _sj_lo} to {@code
@@ -420,6 +500,9 @@ public final class JoinIndex {
                               + mod + ")))")
                       .as("_sj_at")
                 })
+            .withColumn(
+                "_sj_hm",
+                functions.expr("coalesce(pmod(get(_sj_ss, 0), " + parts + "L) = _sj_at, false)"))
             .withColumn("_sj_ss", functions.expr("filter(_sj_ss, p -> " + mod + " = _sj_at)"))
             .withColumn("_sj_ps", functions.expr("filter(_sj_ps, p -> " + mod + " = _sj_at)"));
     // (Spark's shuffle places a value by its Murmur3 hash: each partition goes by a value that
@@ -431,10 +514,12 @@ public final class JoinIndex {
     }
     Column index = each.col("_sj_at").cast("int").plus(Integer.valueOf(1));
     Column shuffle = functions.element_at(functions.array(values), index);
-    Column[] columns = new Column[names.length];
+    // (The original columns, and whether the partition is the row's first stored copy's.)
+    Column[] columns = new Column[names.length + 1];
     for (int i = 0; i < names.length; i++) {
       columns[i] = each.col(names[i]);
     }
+    columns[names.length] = each.col("_sj_hm");
     Dataset by = each.repartition(parts, new Column[] {shuffle}).select(columns);
     return by.queryExecution().toRdd().toJavaRDD();
   }
@@ -455,6 +540,16 @@ public final class JoinIndex {
     return to;
   }
 
+  /** The {@link #fields} of {@code in}'s rows as {@link #shuffled} sends them: a placed row's
+   * followed by {@code _sj_hm}. */
+  static int[] shuffledFields(StructType in) {
+    int[] f = fields(in);
+    if (f[STORES] >= 0) {
+      f[HOME] = in.size();
+    }
+    return f;
+  }
+
   /** {@code in}'s rows in one task, without a shuffle: a stage fewer for a small delta. */
   static JavaRDD together(Dataset in) {
     return in.coalesce(1).queryExecution().toRdd().toJavaRDD();
@@ -471,7 +566,8 @@ public final class JoinIndex {
       names.indexOf("_sj_probe"),
       names.indexOf("_sj_tab"),
       names.indexOf("_sj_ss"),
-      names.indexOf("_sj_ps")
+      names.indexOf("_sj_ps"),
+      names.indexOf("_sj_hm")
     };
   }
 
@@ -481,7 +577,7 @@ public final class JoinIndex {
    * leftDecided} and {@code rightDecided} are decided already. */
   public static void load(
       Dataset in, String name, int parts, BatchInput marker, long leftDecided, long rightDecided) {
-    Load f = new Load(name, parts, fields(in.schema()));
+    Load f = new Load(name, parts, shuffledFields(in.schema()));
     f.marker = marker;
     f.decided = new long[] {leftDecided, rightDecided};
     shuffled(in, parts).foreachPartition(f);
@@ -519,11 +615,12 @@ public final class JoinIndex {
   /** What {@link #decide} decides, as a list of pairs (in the JVM that holds the partitions). */
   static ArrayList alone(String name, int parts, int side, long below, long batch) {
     ArrayList rows = new ArrayList();
+    java.util.Set marks = marks(name, false);
     for (int p = 0; p < parts; p++) {
       Part part = part(name, p);
       synchronized (part) {
         for (int t = 0; t < part.tables.length; t++) {
-          ArrayList alone = part.tables[t][side].decide(below, batch);
+          ArrayList alone = part.tables[t][side].decide(below, batch, marks);
           for (int i = 0; i < alone.size(); i++) {
             Object row = alone.get(i);
             Object[] pair = side == 0 ? new Object[] {row, null} : new Object[] {null, row};
@@ -554,6 +651,9 @@ public final class JoinIndex {
     JavaRDD rows = oneTask ? together(in) : shuffled(in, parts);
     SparkSession spark = (SparkSession) in.sparkSession();
     IndexProbe f = probing(in.schema(), output, shed, name, parts, batch, units);
+    if (!oneTask) {
+      System.arraycopy(shuffledFields(in.schema()), 0, f.fields, 0, f.fields.length);
+    }
     f.marker = marker;
     return made(spark, rows, f, output == null ? pairsSchema(in.schema()) : output.layout);
   }
@@ -682,7 +782,8 @@ public final class JoinIndex {
     }
 
     public void call(Object rows) {
-      HashMap found = byPart((Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0);
+      boolean shared = sharesMarks(marker, fields);
+      HashMap found = byPart((Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, shared);
       Iterator it = found.entrySet().iterator();
       while (it.hasNext()) {
         java.util.Map.Entry e = (java.util.Map.Entry) it.next();
@@ -698,6 +799,7 @@ public final class JoinIndex {
           // (As one batch before any: the pairs among the rows mark them; none is kept.)
           IndexProbe probe = new IndexProbe(name, parts, Long.MIN_VALUE + 1, fields, 0, null);
           probe.marker = marker;
+          probe.marks = shared ? marks(name, true) : null;
           long version = part.version;
           part.version = Long.MIN_VALUE;  // (before the probe's batch: nothing taken back)
           probe.apply(part, sides, new ArrayList());

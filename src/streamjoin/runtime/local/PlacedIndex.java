@@ -58,7 +58,7 @@ public final class PlacedIndex {
   public static String[] load(Dataset in, String name, int parts, long version, String[] owners) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = JoinIndex.shuffled(in, parts);
-    Load f = new Load(name, parts, version, JoinIndex.fields(in.schema()));
+    Load f = new Load(name, parts, version, JoinIndex.shuffledFields(in.schema()));
     List placed = PlainRdd.collect(placement(spark, parts, owners).zipPartitions(rows, f));
     String[] out = new String[parts];
     for (int i = 0; i < placed.size(); i++) {
@@ -81,7 +81,8 @@ public final class PlacedIndex {
       String[] owners) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = JoinIndex.shuffled(in, parts);
-    IndexProbe probe = new IndexProbe(name, parts, batch, JoinIndex.fields(in.schema()), 0, null);
+    int[] fields = JoinIndex.shuffledFields(in.schema());
+    IndexProbe probe = new IndexProbe(name, parts, batch, fields, 0, null);
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
     JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
     // (A shuffle after the probe: what reads the pairs, a sink's coalesce or a union of
@@ -119,7 +120,7 @@ public final class PlacedIndex {
       int p = partOf((Iterator) placed);
       JoinIndex.Part part = new JoinIndex.Part(version);
       ArrayList[] sides = (ArrayList[]) JoinIndex.byPart(
-              (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0)
+              (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, false)
           .get(Integer.valueOf(p));
       if (sides != null) {
         for (int side = 0; side < 2; side++) {
@@ -158,7 +159,7 @@ public final class PlacedIndex {
       }
       JoinIndex.Part part = JoinIndex.part(name, p);
       synchronized (part) {
-        part.expire(leftLeast, rightLeast);
+        part.expire(leftLeast, rightLeast, null);
       }
       return probe.call((Iterator) rows);
     }
