@@ -41,6 +41,7 @@ from benchmarks.report_provenance import (
     settings_line,
 )
 from benchmarks.report_rate import rate_lines
+from benchmarks.report_shapes import shapes_targets
 from benchmarks.report_soak import soak_targets
 from benchmarks.report_targets import other_targets, targets
 
@@ -134,6 +135,7 @@ def render(
     overload: dict[str, Report] | None = None,
     soak: dict[str, Report] | None = None,
     elastic: Report | None = None,
+    shapes: Report | None = None,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are.
     The sections of multiquery, adhoc, overload, elastic and soak are on their own pages
@@ -142,6 +144,7 @@ def render(
     adhoc, overload, soak = adhoc or {}, overload or {}, soak or {}
     every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload, **soak}
     every |= {"elastic.json": elastic} if elastic else {}
+    every |= {"shapes.json": shapes} if shapes else {}
     if not every:
         return "# Benchmark results\n\nNo run recorded yet.\n"
     lines = [
@@ -158,6 +161,7 @@ def render(
     lines += [
         "```",
         *commands(reports, rate, multiquery, extra)[:-1],
+        *(commands({"shapes": shapes}, {}, {}, {})[:-1] if shapes else []),
         *(
             f"streamjoin bench {r['workload']} --max-rate --rate {r.get('start_rate', 5000):g}"
             f"{_SIZE_FLAG.get(r['size'], '')} --duration {r.get('duration_s', 30):g}"
@@ -196,9 +200,12 @@ def render(
         "| target | measured | met |",
         "|---|---|---|",
     ]
-    on_pages = links(multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, folder=HERE)
+    on_pages = links(
+        multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, shapes=shapes, folder=HERE
+    )
     for name, numbers, met in [
         *(targets(reports, rate, maxrate) if reports else []),
+        *(shapes_targets(shapes) if shapes else []),
         *other_targets(multiquery, extra),
         *adhoc_targets(adhoc),
         *(row for file, r in overload.items() for row in overload_targets(file, r)),
@@ -220,7 +227,14 @@ def render(
     if maxrate:  # (under the live rate mode's heading: the same runs, searched)
         lines += [*maxrate_lines(*maxrate.values()), ""]
     lines += more_lines(
-        multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, elastic=elastic, folder=HERE
+        multiquery,
+        extra,
+        adhoc=adhoc,
+        overload=overload,
+        soak=soak,
+        elastic=elastic,
+        shapes=shapes,
+        folder=HERE,
     )
     return "\n".join(lines).rstrip() + "\n"
 
@@ -232,6 +246,7 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
     adhoc, overload = _load_prefixed(folder, "adhoc-"), _load_prefixed(folder, "overload-")
     soak = _load_prefixed(folder, "soak")
     elastic = _load_prefixed(folder, "elastic.json").get("elastic.json")
+    shapes = _load_prefixed(folder, "shapes.json").get("shapes.json")
     text = render(
         load(folder),
         load_rate(folder),
@@ -243,9 +258,16 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
         overload=overload,
         soak=soak,
         elastic=elastic,
+        shapes=shapes,
     )
     written = pages(
-        multiquery, adhoc=adhoc, overload=overload, soak=soak, elastic=elastic, plot=plot
+        multiquery,
+        adhoc=adhoc,
+        overload=overload,
+        soak=soak,
+        elastic=elastic,
+        shapes=shapes,
+        plot=plot,
     )
     return {"RESULTS.md": text, **{f"{FOLDER}/{name}": page for name, page in written.items()}}
 

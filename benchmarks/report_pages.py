@@ -15,13 +15,15 @@ from benchmarks.report_format import Report
 from benchmarks.report_multiquery import multiquery_lines
 from benchmarks.report_overload import elastic_lines, overload_lines
 from benchmarks.report_provenance import commit_line, machine_line
+from benchmarks.report_shapes import shapes_lines
 from benchmarks.report_soak import soak_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDER = "results"
 """The pages' folder, beside RESULTS.md (the JSON reports' folder)."""
 MULTIQUERY, ADHOC, OVERLOAD, SOAK = "MULTIQUERY.md", "ADHOC.md", "OVERLOAD.md", "SOAK.md"
-PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK)
+SHAPES = "SHAPES.md"
+PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK, SHAPES)
 """The pages written here (and removed when their reports are gone)."""
 SKEW, ILP = "SKEW.md", "ILP.md"
 """The pages written elsewhere: linked where their reports and the page are present."""
@@ -38,6 +40,7 @@ def pages(
     overload: t.Mapping[str, Report],
     soak: t.Mapping[str, Report],
     elastic: Report | None,
+    shapes: Report | None = None,
     plot: bool = True,
     folder: str = HERE,
 ) -> dict[str, str]:
@@ -59,6 +62,8 @@ def pages(
     if soak:
         section = soak_lines(soak, folder, plot=plot, plots_href=PLOTS_HREF)
         out[SOAK] = _page(section, soak, "report_soak")
+    if shapes:
+        out[SHAPES] = _page(shapes_lines(shapes), {"shapes.json": shapes}, "report_shapes")
     return out
 
 
@@ -90,6 +95,7 @@ def links(
     adhoc: t.Mapping[str, Report],
     overload: t.Mapping[str, Report],
     soak: t.Mapping[str, Report],
+    shapes: Report | None = None,
     folder: str = HERE,
 ) -> dict[str, str]:
     """The page of each workload (a target's first word) whose numbers are on a page, as a path
@@ -99,6 +105,7 @@ def links(
         "adhoc": ADHOC if adhoc else None,
         "overload": OVERLOAD if overload else None,
         "soak": SOAK if soak else None,
+        "shapes": SHAPES if shapes else None,
         "ILP": ILP if "ilp-scaling" in extra and _present(ILP, folder) else None,
     }
     skew = any(n in extra for n in PARTITIONING) and _present(SKEW, folder)
@@ -122,15 +129,24 @@ def more_lines(
     overload: t.Mapping[str, Report],
     soak: t.Mapping[str, Report],
     elastic: Report | None,
+    shapes: Report | None = None,
     folder: str = HERE,
 ) -> list[str]:
     """RESULTS.md's section that links each page, with what it holds."""
-    href = links(multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, folder=folder)
+    href = links(
+        multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, shapes=shapes, folder=folder
+    )
 
     def files(reports: t.Iterable[str]) -> str:
         return ", ".join(f"`{name}`" for name in reports)
 
     entries = []
+    if shapes:
+        entries.append(
+            f"- [Every two-way shape (shapes)]({href['shapes']}): `long`'s stream over each shape "
+            "the join operator serves, against Spark's native join or the foreachBatch join "
+            "(`shapes.json`)."
+        )
     if multiquery:
         entries.append(
             f"- [Many queries (multiquery)]({href['multiquery']}): N three-relation joins over "

@@ -15,6 +15,7 @@ from benchmarks.report_multiquery import multiquery_lines
 from benchmarks.report_overload import elastic_lines, overload_lines
 from benchmarks.report_pages import FOLDER, PAGES
 from benchmarks.report_provenance import commit_line
+from benchmarks.report_shapes import shapes_lines, shapes_targets
 from benchmarks.report_soak import soak_lines
 from benchmarks.report_targets import long_targets, metrics_overhead_row, other_targets, targets
 
@@ -128,6 +129,7 @@ def test_the_recorded_results_fit_in_two_hundred_lines_with_the_rest_on_linked_p
         *overload_lines(overload),
         *elastic_lines(elastic, report.HERE, plot=False),
         *soak_lines(soak, report.HERE, plot=False),
+        *shapes_lines(report._load_prefixed(folder, "shapes.json")["shapes.json"]),
     ]
     rows = [line for line in moved if line.startswith("| ")]
     on_pages = {line for page in written.values() for line in page.splitlines()}
@@ -174,3 +176,40 @@ def test_a_long_target_is_judged_on_its_figures_not_on_a_ratio_rounded_onto_it()
         rows[ours] = row
     assert rows[1998.0][1:] == ("p50 ×0.33, throughput ×1.998", False)
     assert rows[2000.0][1:] == ("p50 ×0.33, throughput ×2", True)
+
+
+def _shape(kind: str, peer: str, ours: tuple[float, float], theirs: tuple[float, float]) -> t.Any:
+    """A `shapes` case: (rows/s, steady p50 ms) for us and the peer."""
+    figures = {"streamjoin": ours, peer: theirs}
+    engines = {
+        name: {"throughput": rate, "steady_batch_p50_ms": p50}
+        for name, (rate, p50) in figures.items()
+    }
+    return {"case": f"shapes-{kind}-300s", "engines": engines}
+
+
+def test_each_shape_is_judged_against_its_peer_and_against_the_equi_shape() -> None:
+    cases = [
+        _shape("equi", "spark-native", (30_000.0, 60.0), (6_000.0, 700.0)),
+        _shape("left-band", "spark-foreach", (29_000.0, 110.0), (900.0, 4_000.0)),
+        _shape("theta", "spark-foreach", (31_000.0, 300.0), (1_000.0, 4_000.0)),
+    ]
+    rows = {
+        name.split(",")[0]: (numbers, met)
+        for name, numbers, met in shapes_targets({"cases": cases})
+    }
+    native, foreach, equi = (
+        rows[k]
+        for k in (
+            "shapes: every shape Spark runs",
+            "shapes: every other shape",
+            "shapes: every shape with an equality or a band",
+        )
+    )
+    assert native == ("p50 / rows/s: equi-300s ×0.09 / ×5.00", True)
+    assert foreach == ("×31.00 at worst (2 shapes)", True)
+    # (theta has neither an equality nor a band: its batch is not held to equi's.)
+    assert equi == ("×1.83 at worst (left-band-300s)", True)
+    cases[1]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 130.0
+    cases[2]["engines"]["streamjoin"]["throughput"] = 29_000.0
+    assert [met for _, _, met in shapes_targets({"cases": cases})] == [True, False, False]
