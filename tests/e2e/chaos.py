@@ -52,7 +52,8 @@ PAIR = "a.id AS i1, b.id AS i2, a.x + b.x AS i3"
 # sink -> (SELECT list, FROM ... ON ...)
 QUERIES: dict[str, tuple[str, str]] = {
     "equi": (PAIR, f"A a JOIN B b ON a.k = b.k AND {W3}"),
-    "band": (PAIR, f"A a JOIN B b ON abs(a.x - b.x) <= 0.7 AND {W3}"),
+    # (An outer join's rows without a partner, decided as the watermark passes them.)
+    "band": (PAIR, f"A a FULL JOIN B b ON abs(a.x - b.x) <= 0.7 AND {W3}"),
     "theta": (
         PAIR,
         "A a JOIN B b ON a.x < b.x AND b.x < a.x + 0.5 "

@@ -57,9 +57,9 @@ QUERIES = {
     # (Outer joins whose rows have several copies, which share their matched marks; an outer
     # join's pairs are the inner join's.)
     "time_buckets": ("A a LEFT JOIN B b", f"a.k = b.k AND {W3} WITH (time_buckets = 'true')"),
-    "matrix_equi": (
+    "matrix_or": (
         "A a FULL JOIN B b",
-        f"a.k = b.k AND {W3} WITH (partitioning = 'matrix', units = 4)",
+        f"(a.k = b.k OR a.id = b.id) AND {W3} WITH (partitioning = 'matrix', units = 4)",
     ),
     "biclique_band": (
         "A a RIGHT JOIN B b",

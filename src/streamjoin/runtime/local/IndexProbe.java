@@ -39,7 +39,7 @@ final class IndexProbe implements FlatMapFunction {
   BasePredicate test;
   long[] counts;
   BasePredicate[] on;  // (the marker's predicate, made once; {null}: every pair)
-  java.util.Set marks;  // (the marks a placed row's copies share: JoinIndex.MARKS; else null)
+  java.util.Set marks;  // (the marks a row's copies share: JoinIndex.MARKS; else null)
   Object[] scratch;
   GenericInternalRow scratchRow;
 
@@ -91,7 +91,8 @@ final class IndexProbe implements FlatMapFunction {
       if (below[side] == Long.MIN_VALUE) {
         continue;
       }
-      ArrayList pairs = JoinIndex.alone(name, parts, side, below[side], batch);
+      boolean tabbed = fields[JoinIndex.TAB] >= 0;
+      ArrayList pairs = JoinIndex.alone(name, parts, side, below[side], batch, tabbed);
       for (int i = 0; i < pairs.size(); i++) {
         InternalRow pair = (InternalRow) pairs.get(i);
         if (where == null || where.eval(pair)) {

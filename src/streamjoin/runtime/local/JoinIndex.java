@@ -262,7 +262,7 @@ public final class JoinIndex {
    * {@code shared} (an outer join's marks shared by a row's copies: {@link #sharesMarks}),
    * each copy carries the row's identity, and all but its first stored one are {@code copy}:
    * a placed row's in the partition of its first store place, told by {@code _sj_hm} where a
-   * shuffle sent each partition its copy ({@link #shuffled}); an OR's in its first table. */
+   * shuffle sent each partition its copy ({@link #shuffled}), and in an OR's first table. */
   static HashMap byPart(
       Iterator rows,
       int parts,
@@ -305,7 +305,7 @@ public final class JoinIndex {
       for (int p = 0; p < parts; p++) {
         if (store[p] || probe[p]) {
           Entry c = copyOf(e, at[p], store[p], probe[p] && e.probe);
-          c.copy = shared && home != p && home != ALL;
+          c.copy = shared && (e.tab != 0 || (home != p && home != ALL));
           add(out, c, r.getInt(0), parts, fields, counts, units);
         }
       }
@@ -600,7 +600,8 @@ public final class JoinIndex {
    * without a partner. For a driver whose JVM holds the partitions (a local master). */
   public static Dataset decide(
       Dataset in, String name, int parts, int side, long below, long batch) {
-    ArrayList rows = alone(name, parts, side, below, batch);
+    boolean tabbed = java.util.Arrays.asList(in.schema().fieldNames()).contains("_sj_tab");
+    ArrayList rows = alone(name, parts, side, below, batch, tabbed);
     SparkSession spark = (SparkSession) in.sparkSession();
     org.apache.spark.rdd.RDD rdd =
         spark
@@ -612,8 +613,10 @@ public final class JoinIndex {
     return spark.internalCreateDataFrame(rdd, pairsSchema(in.schema()), false);
   }
 
-  /** What {@link #decide} decides, as a list of pairs (in the JVM that holds the partitions). */
-  static ArrayList alone(String name, int parts, int side, long below, long batch) {
+  /** What {@link #decide} decides, as a list of pairs (in the JVM that holds the partitions);
+   * {@code tabbed}: with the table each was decided in, as an OR's pairs have it. */
+  static ArrayList alone(
+      String name, int parts, int side, long below, long batch, boolean tabbed) {
     ArrayList rows = new ArrayList();
     java.util.Set marks = marks(name, false);
     for (int p = 0; p < parts; p++) {
@@ -622,8 +625,11 @@ public final class JoinIndex {
         for (int t = 0; t < part.tables.length; t++) {
           ArrayList alone = part.tables[t][side].decide(below, batch, marks);
           for (int i = 0; i < alone.size(); i++) {
-            Object row = alone.get(i);
-            Object[] pair = side == 0 ? new Object[] {row, null} : new Object[] {null, row};
+            Object[] pair = new Object[tabbed ? 3 : 2];  // (the other side NULL)
+            pair[side] = alone.get(i);
+            if (tabbed) {
+              pair[2] = Integer.valueOf(t);
+            }
             rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
           }
         }
