@@ -83,12 +83,16 @@ def shapes_targets(report: Report) -> list[tuple[str, str, bool | None]]:
                 None if worst is None else worst >= 30,
             )
         )
-    equi = {w: _steady(c, "streamjoin") for c in cases for k, w in [_kind(c)] if k == "equi"}
+    equi: dict[str, float] = {}
+    for c in cases:
+        kind, window = _kind(c)
+        if kind == "equi" and (steady := _steady(c, "streamjoin")):
+            equi[window] = steady
     over = {
         (k, w): ours / equi[w]
         for c in cases
         for k, w in [_kind(c)]
-        if k in SAME_COST and equi.get(w) and (ours := _steady(c, "streamjoin")) is not None
+        if k in SAME_COST and w in equi and (ours := _steady(c, "streamjoin")) is not None
     }
     if over:
         worst_kind = max(over, key=lambda kw: over[kw])
