@@ -95,19 +95,17 @@ def _skew_md(r: dict[str, t.Any]) -> list[str]:
         f"- z = 0, auto within 20% of hash: {_yes(tg['z=0: auto within 20% of hash'])} "
         f"(measured {tg['speedup_at_z=0']}).",
         "",
-        "Auto runs on the engine's own path (the delta broadcast to the state, no shuffle) and "
-        "watches where a hash partitioning by the key would send each delta row. Once one unit "
-        "stands out (after the first batch here), the window's event-time bucket "
-        "`floor(unix_micros(ts) / 2 s)` joins the key: the delta row is exploded to the (at most "
-        "two) buckets its window reaches and meets only state rows of its key in those buckets. "
-        "Its units are then where a shuffle on key and bucket would send it, which spreads the "
-        "hot key over as many units as its rows span buckets; if they do not (a key hot within "
-        "one bucket), the next skewed batch moves on to the cheapest content-insensitive scheme. "
-        "Forced hash is Spark's own behaviour: a shuffle hash join on `k` alone that checks the "
-        "window on every candidate, so a hot key's rows are compared with all of its rows in "
-        "the state and the batch, on one task. The speedup grows with the rows per batch "
-        "(hash's hot-key work is quadratic in them, auto's linear); at quick size the fixed "
-        "per-batch cost (about 1.5 s) bounds it.",
+        "Both modes run on the join operator (the state in executor memory, partitioned by "
+        "the key's hash). Forced hash keeps that: a hot key's rows are all in one partition, "
+        "and each of its delta rows meets every stored row of the key, the window checked on "
+        "each candidate, in one task. Auto counts each unit's delta rows; once one unit stands "
+        "out (after the first batch here), the window's event-time bucket "
+        "`floor(unix_micros(ts) / 2 s)` joins the key: a row is stored under its key and "
+        "bucket and probes the (at most two) buckets its window reaches, so a hot key spreads "
+        "over the partitions and a probe meets only the rows of nearby buckets; a key hot "
+        "within one bucket moves the query on to the cheapest content-insensitive scheme. The "
+        "speedup grows with the rows per batch (hash's hot-key work is quadratic in them, "
+        "auto's linear); at quick size the fixed per-batch cost bounds it.",
         "",
     ]
     return out
