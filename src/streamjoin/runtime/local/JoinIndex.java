@@ -656,10 +656,8 @@ public final class JoinIndex {
       boolean oneTask) {
     JavaRDD rows = oneTask ? together(in) : shuffled(in, parts);
     SparkSession spark = (SparkSession) in.sparkSession();
-    IndexProbe f = probing(in.schema(), output, shed, name, parts, batch, units);
-    if (!oneTask) {
-      System.arraycopy(shuffledFields(in.schema()), 0, f.fields, 0, f.fields.length);
-    }
+    int[] fields = oneTask ? fields(in.schema()) : shuffledFields(in.schema());
+    IndexProbe f = probing(fields, output, shed, name, parts, batch, units);
     f.marker = marker;
     return made(spark, rows, f, output == null ? pairsSchema(in.schema()) : output.layout);
   }
@@ -697,21 +695,21 @@ public final class JoinIndex {
       int units) {
     SparkSession spark = (SparkSession) rows.sparkSession();
     JavaRDD in = input.rows(rows, lateBefore);
-    IndexProbe f = probing(input.layout, output, shed, name, parts, batch, units);
+    IndexProbe f = probing(fields(input.layout), output, shed, name, parts, batch, units);
     f.marker = marker;
     f.alone = alone;
     f.below = new long[] {leftBelow, rightBelow};
     return made(spark, in, f, output == null ? pairsSchema(input.layout) : output.layout);
   }
 
-  /** The probe of batch {@code batch} of an input of columns {@code s}. {@code shed}: empty,
-   * or shedding's cuts of the left and the right side and whether the pairs of the rows that
-   * skip their probe are counted ({@code "cutL,cutR,count"}; {@link IndexProbe#cuts}), whose
-   * counts follow the units' in {@link #unitCounts}. */
+  /** The probe of batch {@code batch} of an input whose {@code fields} are given. {@code
+   * shed}: empty, or shedding's cuts of the left and the right side and whether the pairs of
+   * the rows that skip their probe are counted ({@code "cutL,cutR,count"}; {@link
+   * IndexProbe#cuts}), whose counts follow the units' in {@link #unitCounts}. */
   static IndexProbe probing(
-      StructType s, BatchInput output, String shed, String name, int parts, long batch, int units) {
+      int[] fields, BatchInput output, String shed, String name, int parts, long batch, int units) {
     COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
-    IndexProbe f = new IndexProbe(name, parts, batch, fields(s), units, output);
+    IndexProbe f = new IndexProbe(name, parts, batch, fields, units, output);
     if (shed != null && !shed.isEmpty()) {
       String[] given = shed.split(",");
       f.cuts = new long[] {Long.parseLong(given[0]), Long.parseLong(given[1])};
