@@ -1,7 +1,8 @@
-"""Indexes on a cluster's executors (`runtime.batch.placed`): an equi and a band join probe
-partitions that the executors hold across batches; a worker SIGKILLed with some of them makes
-the batch run again on indexes built again from the checkpoint's state (a multi-way query's
-MIR stores filled again beside them), and the output stays exact."""
+"""Indexes on a cluster's executors (`runtime.batch.placed`): an equi, a band and a FULL outer
+join probe partitions that the executors hold across batches (the outer join's rows without a
+partner decided there); a worker SIGKILLed with some of them makes the batch run again on
+indexes built again from the checkpoint's state (a multi-way query's MIR stores filled again
+beside them), and the output stays exact."""
 
 from __future__ import annotations
 
@@ -26,12 +27,14 @@ CHAIN = (
     "c.k = b.k AND c.id < a.id AND c.ts BETWEEN b.ts - INTERVAL '3' SECOND AND b.ts",
 )
 """A multi-way query beside the indexed ones: its stores are filled once a run."""
+OUTER = ("A a FULL JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}")
+"""An outer join with a band in its key's rows: its rows without a partner decided on the
+executors that hold them."""
 
 
 def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_path: Path) -> None:
-    job = write_job(
-        tmp_path, {**{name: QUERIES[name] for name in ("equi_window", "band_abs")}, "chain": CHAIN}
-    )
+    indexed = {name: QUERIES[name] for name in ("equi_window", "band_abs")}
+    job = write_job(tmp_path, {**indexed, "chain": CHAIN, "outer": OUTER})
     batches = make_batches(5, n_batches=BATCHES, rows_per_batch=12)
     write_batches(tmp_path / "in", batches)
     ckpt = tmp_path / "ckpt"
@@ -60,14 +63,15 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
 
     events = [e for figures in read_history(str(ckpt / "metrics")) for e in figures.events]
     built = [e for e in events if "index built" in e]
-    # (The job's queries are q1, equi_window's, q2, band_abs's, and q3, the multi-way one.)
-    assert any(e.startswith("q1: index built in 4 partitions") for e in built), events
-    assert any(e.startswith("q2: index built in 4 partitions") for e in built), events
-    # The batch after the kill missed the band index's partitions, ran again, and both
-    # indexes were built again on the executor left.
+    # (The job's queries are q1, equi_window's, q2, band_abs's, q3, the multi-way one, and q4,
+    # the outer join.)
+    for query in ("q1", "q2", "q4"):
+        assert any(e.startswith(f"{query}: index built in 4 partitions") for e in built), events
+    # The batch after the kill missed the band index's partitions, ran again, and every index
+    # was built again on the executor left.
     assert any("lost with an executor" in e for e in events), events
-    rebuilt = built[2:]
-    assert [e.split(":")[0] for e in rebuilt] == ["q1", "q2"], events
+    rebuilt = built[3:]
+    assert [e.split(":")[0] for e in rebuilt] == ["q1", "q2", "q4"], events
     left = _executors(cluster, 1 - killed[0])
     assert all(set(_ids(e)) <= left for e in rebuilt), (events, left)
 

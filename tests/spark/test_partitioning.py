@@ -8,7 +8,7 @@ import pytest
 
 from streamjoin.adapt import schemes
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.batch import indexed
+from streamjoin.runtime.batch import indexfit
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches
@@ -168,7 +168,7 @@ def test_time_buckets_match_reference_forced_and_once_auto_sees_a_hot_key(
     # reference executor is a nested loop).
     monkeypatch.setattr(schemes, "WARMUP", 100)
     # (Probes in several tasks, as a large batch's: one task's would keep hash, `next_scheme`.)
-    monkeypatch.setattr(indexed, "ONE_TASK_ROWS", 0)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
     on = f"a.k = b.k AND {W3}"
     queries = {
         "forced": "time_buckets = 'true'",

@@ -1,23 +1,23 @@
-"""Step 4 for two-way inner joins with an equality key or a band: the join operator, the live
-state kept in executor memory across batches (``JoinIndex.java``), so that a batch shuffles
-only its delta, probes only the rows of its keys (a band's: its key in each bucket its band
-reaches, `indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, biclique, contrand,
-hash with its units; a keyless band's runs, time buckets) is the operator's placement: a row
-has a copy in each partition of the places it is stored and probes at.
+"""Step 4 for two-way joins, inner and outer: the join operator, the live state kept in
+executor memory across batches (``JoinIndex.java``), so that a batch shuffles only its
+delta, probes only the rows of its keys (a band's: its key in each bucket its band reaches,
+`indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, biclique, contrand, hash with
+its units; a keyless band's runs, time buckets) is the operator's placement: a row has a copy
+in each partition of the places it is stored and probes at.
 
 Each query's index has one partition per shuffle partition (a scheme's: per place; a nested
-loop's: one). A batch's delta (both streams' new
-rows, keyed by a hash of their key values in the type Spark compares them in) is shuffled by
-that hash, or, when its files' footers count at most `ONE_TASK_ROWS` rows, put in one task.
-When the footers count at most as many rows of every stream of the job, the task takes them
-from the rows Spark planned for the batch (foreachBatch's RDD, which it reads whole) by each
-side's filter and projection, and makes the query's rows of the pairs it finds by its
-predicate and SELECT, all analysed once per query (``BatchInput.java``): such a batch plans
-nothing for its input or its output but the sink's write. The rows the watermark has put out
-of reach go first, then each task probes and extends the partitions it has rows of and returns
-the query's rows of the pairs it finds: its whole predicate and SELECT run in that task (in
-Spark SQL where they cannot be planned once), so a hash collision or the time window costs a
-filter, never a wrong pair, and no candidate pair leaves the task.
+loop's: one). A batch's delta (both streams' new rows, keyed by a hash of their key values in
+the type Spark compares them in) is shuffled by that hash, or, when its files' footers count at
+most `indexfit.ONE_TASK_ROWS` rows, put in one task. When the footers count at most as many rows
+of every stream of the job, the task takes them from the rows Spark planned for the batch
+(foreachBatch's RDD, which it reads whole) by each side's filter and projection, and makes the
+query's rows of the pairs it finds by its predicate and SELECT, all analysed once per query
+(``BatchInput.java``): such a batch plans nothing for its input or its output but the sink's
+write. The rows the watermark has put out of reach go first, then each task probes and extends
+the partitions it has rows of and returns the query's rows of the pairs it finds: its whole
+predicate and SELECT run in that task (in Spark SQL where they cannot be planned once), so a
+hash collision or the time window costs a filter, never a wrong pair, and no candidate pair
+leaves the task.
 The probe also counts the delta's rows per unit for the skew check (`routing.unitcounts`).
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
@@ -44,6 +44,7 @@ from streamjoin.errors import StreamJoinError
 from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.indexfit import (
     counted_units,
+    one_task,
     partitions,
     serves,
     shed_cuts,
@@ -55,7 +56,7 @@ from streamjoin.runtime.batch.indexouter import (
     outer_plan,
 )
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
-from streamjoin.runtime.batch.indexreads import ProbeReads
+from streamjoin.runtime.batch.indexreads import Decide, ProbeReads
 from streamjoin.runtime.batch.indexsql import (
     input_parts,
     least_times,
@@ -69,15 +70,11 @@ from streamjoin.runtime.local.statics import StaticMethods
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from streamjoin.plan import QueryPlan, StreamPlan
+    from streamjoin.plan import QueryPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.stores import StoreViews
 
 _LEAST = -(2**63)
-
-ONE_TASK_ROWS = 20_000
-"""A batch's delta of at most this many rows (both sides, by its files' footers) is probed in one
-task without a shuffle: the shuffle's stage costs more than a second core saves on it."""
 
 _names = itertools.count()
 
@@ -227,7 +224,7 @@ class IndexedJoins:
                         _LEAST if x is None else x for x in decided_below(op, leaving[0])
                     ]
                 if alone is None:
-                    self.reads.deciding_after[q.name] = (op, name, parts, none)
+                    self.reads.deciding_after[q.name] = (op, self._decide(ctx, name, parts, none))
                 else:
                     self.reads.probed.add(q.name)
             rows = ctx.rows._jdf
@@ -241,7 +238,7 @@ class IndexedJoins:
             output = self.plans.output(ctx, qp, delta)
             marker = None if op is None else self.plans.marker(ctx, op, delta)
             if op is not None:
-                self.reads.deciding_after[q.name] = (op, name, parts, delta)
+                self.reads.deciding_after[q.name] = (op, self._decide(ctx, name, parts, delta))
             # (A large delta is read in parallel, then shuffled to the partitions' tasks.)
             together = one_task(ctx, left, right)
             if together or parts == 1:
@@ -316,16 +313,39 @@ class IndexedJoins:
         q = qp.query
         key = query_key(qp)
         delta = self._input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
+        op = outer_plan(ctx, qp)
+        marker = None if op is None else self.plans.marker(ctx, op, delta)
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self._built.get(key) not in at or key not in self.placed:
-            stored = self._stored(ctx, qp, stores)
+            bounds = least_times(ctx, qp)
+            decided = [_LEAST, _LEAST]
+            if op is not None:
+                bounds = loaded(bounds, op, ctx.watermark)
+                decided = [_LEAST if x is None else x for x in decided_below(op, ctx.watermark)]
+            stored = self._stored(ctx, qp, stores, bounds)
             rows = delta.limit(0) if stored is None else stored
-            self.placed.build(ctx.spark, key, rows, parts, ctx.batch_id - 1)
+            self.placed.build(ctx.spark, key, rows, parts, ctx.batch_id - 1, marker, decided)
         self._used[key] = (ctx.batch_id, layout)
-        least = [_LEAST if x is None else x for x in least_times(ctx, qp)]
-        pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, least)
+        least = least_times(ctx, qp)
+        if op is not None:
+            least = kept(least, op, ctx.watermark)
+            batch = ctx.batch_id
+            self.reads.deciding_after[q.name] = (
+                op,
+                lambda side, below: self.placed.decide(ctx.spark, key, delta, side, below, batch),
+            )
+        expiry = [_LEAST if x is None else x for x in least]
+        pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker)
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
+
+    def _decide(self, ctx: BatchContext, name: str, parts: int, frame: DataFrame) -> Decide:
+        """What decides the rows of index `name` (in the driver's JVM) without a partner, as
+        pairs of `frame`'s layout (`ProbeReads.unmatched`)."""
+        cls, batch = self._class(ctx.spark), ctx.batch_id
+        return lambda side, below: DataFrame(
+            cls.decide(frame._jdf, name, parts, side, below, batch), ctx.spark
+        )
 
     def _stored(
         self,
@@ -372,13 +392,3 @@ class IndexedJoins:
         """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
         takes them (`indexsql.input_parts`)."""
         return ctx.spark.sql(" UNION ALL ".join(input_parts(ctx, qp, left, right)))
-
-
-def one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
-    """Whether the batch's rows of `streams` (a join's two sides; or every stream, which a probe
-    of the batch's own rows reads) are few enough, by their files' footers, for one task
-    (`ONE_TASK_ROWS`)."""
-    rows = ctx.delta_rows
-    if any(sp.name not in rows for sp in streams):
-        return False
-    return sum(rows[sp.name] for sp in streams) <= ONE_TASK_ROWS  # (a self-join's rows: twice)

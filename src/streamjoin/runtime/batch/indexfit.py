@@ -7,11 +7,11 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.runtime.batch.indexouter import operator_serves, outer_plan
-from streamjoin.runtime.batch.indexsql import banded, nested, runs
+from streamjoin.runtime.batch.indexsql import banded, copied, nested, runs
 from streamjoin.runtime.batch.shedding import SCALE, SIDES, allowances
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import QueryPlan
+    from streamjoin.plan import QueryPlan, StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.shedding import Shed
 
@@ -36,13 +36,29 @@ def serves(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
 
 def joins_outer(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
     """Whether the operator serves `qp` as far as an outer join goes: an inner join, or an
-    outer join it decides (`indexouter.operator_serves`) in the driver's JVM (it decides there;
-    a row's copies under a scheme, time buckets, a band's runs or an OR's tables share their
-    marks there: ``JoinIndex.MARKS``)."""
+    outer join it decides (`indexouter.operator_serves`): in the driver's JVM, or on a
+    cluster's executors where a row has no copies (`indexsql.copied`: copies under a scheme,
+    time buckets, a band's runs or an OR's tables share their marks in one JVM,
+    ``JoinIndex.MARKS``)."""
     op = outer_plan(ctx, qp)
     if op is None:
         return True
-    return operator_serves(op) and not on_cluster
+    return operator_serves(op) and not (on_cluster and copied(ctx, qp))
+
+
+ONE_TASK_ROWS = 20_000
+"""A batch's delta of at most this many rows (both sides, by its files' footers) is probed in one
+task without a shuffle: the shuffle's stage costs more than a second core saves on it."""
+
+
+def one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
+    """Whether the batch's rows of `streams` (a join's two sides; or every stream, which a probe
+    of the batch's own rows reads) are few enough, by their files' footers, for one task
+    (`ONE_TASK_ROWS`)."""
+    rows = ctx.delta_rows
+    if any(sp.name not in rows for sp in streams):
+        return False
+    return sum(rows[sp.name] for sp in streams) <= ONE_TASK_ROWS  # (a self-join's rows: twice)
 
 
 def partitions(ctx: BatchContext, qp: QueryPlan) -> int:

@@ -22,6 +22,11 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.context import BatchContext
 
 
+Decide = t.Callable[[int, int], DataFrame]
+"""The rows of a side (0 left, 1 right) below an event time that no partner matched, decided
+by the batch (`IndexedJoins`: in the driver's JVM, or on a cluster's executors), as pairs."""
+
+
 class ProbeReads:
     """One batch's figures and decisions to read after its probes, each read once."""
 
@@ -34,9 +39,9 @@ class ProbeReads:
         """The queries whose probe of this batch ran in one task."""
         self.holding: dict[str, tuple[str, int]] = {}
         """Query name → (index name, partitions) of the indexes whose places' rows are read."""
-        self.deciding_after: dict[str, tuple[OuterPlan, str, int, DataFrame]] = {}
-        """Outer query → (plan, index name, partitions, a frame of its layout) of the outer
-        joins whose rows without a partner the operator decides after this batch's probe."""
+        self.deciding_after: dict[str, tuple[OuterPlan, Decide]] = {}
+        """Outer query → (plan, what decides a side's rows) of the outer joins whose rows
+        without a partner the operator decides after this batch's probe."""
         self.probed: set[str] = set()
         """The outer joins whose rows without a partner this batch's probe decided in its task
         (`IndexedJoins.leaving` known)."""
@@ -94,15 +99,12 @@ class ProbeReads:
         the batch's probe has run (it marks the rows it matches)."""
         deciding, self.deciding_after = self.deciding_after, {}
         out: dict[str, DataFrame] = {}
-        cls = self._class(ctx.spark)
-        for query, (op, name, parts, delta) in deciding.items():
+        for query, (op, decide) in deciding.items():
             frames = []
             for side, below in enumerate(decided_below(op, watermark)):
                 if below is None:
                     continue
-                rows = DataFrame(
-                    cls.decide(delta._jdf, name, parts, side, below, ctx.batch_id), ctx.spark
-                )
+                rows = decide(side, below)
                 view = ctx.scratch.view(rows, f"_sj_alone_{len(ctx.scratch.views)}")
                 frames.append(ctx.spark.sql(alone_sql(op, view)))
             if frames:

@@ -58,25 +58,54 @@ class PlacedIndexes:
     def __iter__(self) -> t.Iterator[str]:
         return iter(list(self._places))
 
-    def build(self, spark: SparkSession, key: str, rows: DataFrame, parts: int, at: int) -> None:
+    def build(
+        self,
+        spark: SparkSession,
+        key: str,
+        rows: DataFrame,
+        parts: int,
+        at: int,
+        marker: t.Any,
+        decided: t.Sequence[int],
+    ) -> None:
         """New partitions of `key`'s index at batch `at`, holding `rows` (`JoinIndex`'s input
-        layout), each on the executor its task ran on; an earlier build of `key` goes."""
+        layout), each on the executor its task ran on; an earlier build of `key` goes. An outer
+        join's `marker` (its ON condition; else None) marks the rows that meet among them, and
+        each side's rows below `decided` (left, right) count as decided."""
         if key in self._places:
             self.drop(spark, key)
         name = f"{self._prefix}/{key}/{next(_builds)}"
-        owners = list(self._jvm(spark).load(rows._jdf, name, parts, at, None))
+        load = self._jvm(spark).load
+        owners = list(load(rows._jdf, name, parts, at, None, marker, *decided))
         self._places[key] = (name, owners, _strings(spark, owners))
         held = sorted({o.rsplit("_", 1)[-1] for o in owners})
         query = key.split("#")[0]
         self._events.append(f"{query}: index built in {parts} partitions on executors {held}")
 
     def probe(
-        self, spark: SparkSession, key: str, delta: DataFrame, batch: int, least: t.Sequence[int]
+        self,
+        spark: SparkSession,
+        key: str,
+        delta: DataFrame,
+        batch: int,
+        least: t.Sequence[int],
+        marker: t.Any = None,
     ) -> DataFrame:
         """The candidate pairs of batch `batch`'s `delta` from `key`'s index (lazy), each
-        partition probed on its owner after its rows below `least` (left, right) go."""
+        partition probed on its owner after its rows below `least` (left, right) go; an outer
+        join's `marker` marks the rows of the pairs that meet it."""
         name, owners, where = self._places[key]  # (the array made once: a JVM call per item)
-        jdf = self._jvm(spark).probe(delta._jdf, name, len(owners), batch, *least, where)
+        jdf = self._jvm(spark).probe(delta._jdf, marker, name, len(owners), batch, *least, where)
+        return DataFrame(jdf, spark)
+
+    def decide(
+        self, spark: SparkSession, key: str, delta: DataFrame, side: int, below: int, batch: int
+    ) -> DataFrame:
+        """The rows of `side` below event time `below` in `key`'s partitions that no partner
+        matched, decided by batch `batch`, as pairs of `delta`'s layout (lazy: a task on each
+        partition's owner, run after the batch's probe has marked them)."""
+        name, _, where = self._places[key]
+        jdf = self._jvm(spark).decide(delta._jdf, name, side, below, batch, where)
         return DataFrame(jdf, spark)
 
     def drop(self, spark: SparkSession, key: str) -> None:

@@ -175,6 +175,15 @@ public final class JoinIndex {
       return tables[tab][side];
     }
 
+    /** Each side's rows below {@code left} and {@code right} count as decided (a rebuild's:
+     * the committed watermark decided them). */
+    void decidedBefore(long left, long right) {
+      for (int t = 0; t < tables.length; t++) {
+        tables[t][0].decidedBefore(left);
+        tables[t][1].decidedBefore(right);
+      }
+    }
+
     /** Adds the entries of {@code entries} (of side {@code side}) that are stored. */
     void addStored(ArrayList entries, int side) {
       for (int i = 0; i < entries.size(); i++) {
@@ -585,10 +594,7 @@ public final class JoinIndex {
       for (int p = 0; p < parts; p++) {
         Part part = part(name, p);
         synchronized (part) {
-          for (int t = 0; t < part.tables.length; t++) {
-            part.tables[t][0].decidedBefore(leftDecided);
-            part.tables[t][1].decidedBefore(rightDecided);
-          }
+          part.decidedBefore(leftDecided, rightDecided);
         }
       }
     }
@@ -622,20 +628,27 @@ public final class JoinIndex {
     for (int p = 0; p < parts; p++) {
       Part part = part(name, p);
       synchronized (part) {
-        for (int t = 0; t < part.tables.length; t++) {
-          ArrayList alone = part.tables[t][side].decide(below, batch, marks);
-          for (int i = 0; i < alone.size(); i++) {
-            Object[] pair = new Object[tabbed ? 3 : 2];  // (the other side NULL)
-            pair[side] = alone.get(i);
-            if (tabbed) {
-              pair[2] = Integer.valueOf(t);
-            }
-            rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
-          }
-        }
+        aloneIn(part, side, below, batch, marks, tabbed, rows);
       }
     }
     return rows;
+  }
+
+  /** {@link #alone} of one partition {@code part}, added to {@code rows}. */
+  static void aloneIn(
+      Part part, int side, long below, long batch, java.util.Set marks, boolean tabbed,
+      ArrayList rows) {
+    for (int t = 0; t < part.tables.length; t++) {
+      ArrayList alone = part.tables[t][side].decide(below, batch, marks);
+      for (int i = 0; i < alone.size(); i++) {
+        Object[] pair = new Object[tabbed ? 3 : 2];  // (the other side NULL)
+        pair[side] = alone.get(i);
+        if (tabbed) {
+          pair[2] = Integer.valueOf(t);
+        }
+        rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
+      }
+    }
   }
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
@@ -794,22 +807,31 @@ public final class JoinIndex {
         Part part = part(name, ((Integer) e.getKey()).intValue());
         ArrayList[] sides = (ArrayList[]) e.getValue();
         synchronized (part) {
-          if (marker == null) {
-            for (int side = 0; side < 2; side++) {
-              part.addStored(sides[side], side);
-            }
-            continue;
-          }
-          // (As one batch before any: the pairs among the rows mark them; none is kept.)
-          IndexProbe probe = new IndexProbe(name, parts, Long.MIN_VALUE + 1, fields, 0, null);
-          probe.marker = marker;
-          probe.marks = shared ? marks(name, true) : null;
-          long version = part.version;
-          part.version = Long.MIN_VALUE;  // (before the probe's batch: nothing taken back)
-          probe.apply(part, sides, new ArrayList());
-          part.version = version;
+          loadInto(part, sides, name, parts, fields, marker, shared);
         }
       }
     }
+  }
+
+  /** Adds a partition's committed rows {@code sides} (per side) to {@code part}; with an outer
+   * join's {@code marker} (else null), applied as one batch before any, so that the pairs among
+   * them mark their rows matched ({@code shared}: in the index's shared marks). */
+  static void loadInto(
+      Part part, ArrayList[] sides, String name, int parts, int[] fields, BatchInput marker,
+      boolean shared) {
+    if (marker == null) {
+      for (int side = 0; side < 2; side++) {
+        part.addStored(sides[side], side);
+      }
+      return;
+    }
+    // (As one batch before any: the pairs among the rows mark them; none is kept.)
+    IndexProbe probe = new IndexProbe(name, parts, Long.MIN_VALUE + 1, fields, 0, null);
+    probe.marker = marker;
+    probe.marks = shared ? marks(name, true) : null;
+    long version = part.version;
+    part.version = Long.MIN_VALUE;  // (before the probe's batch: nothing taken back)
+    probe.apply(part, sides, new ArrayList());
+    part.version = version;
   }
 }

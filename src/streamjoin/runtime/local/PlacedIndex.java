@@ -5,6 +5,7 @@ import java.util.Iterator;
 import java.util.List;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.java.function.FlatMapFunction2;
 import org.apache.spark.api.java.function.VoidFunction;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -54,11 +55,23 @@ public final class PlacedIndex {
 
   /** Loads committed rows {@code in} into new partitions of {@code name} at batch {@code
    * version}, each on the executor its task ran on (preferring {@code owners}, may be null):
-   * one Spark job; returns each partition's owner. */
-  public static String[] load(Dataset in, String name, int parts, long version, String[] owners) {
+   * one Spark job; returns each partition's owner. With an outer join's {@code marker} (else
+   * null), as {@link JoinIndex#load}: the pairs among the rows mark them, and each side's rows
+   * below {@code leftDecided} and {@code rightDecided} are decided already. */
+  public static String[] load(
+      Dataset in,
+      String name,
+      int parts,
+      long version,
+      String[] owners,
+      BatchInput marker,
+      long leftDecided,
+      long rightDecided) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = JoinIndex.shuffled(in, parts);
     Load f = new Load(name, parts, version, JoinIndex.shuffledFields(in.schema()));
+    f.marker = marker;
+    f.decided = new long[] {leftDecided, rightDecided};
     List placed = PlainRdd.collect(placement(spark, parts, owners).zipPartitions(rows, f));
     String[] out = new String[parts];
     for (int i = 0; i < placed.size(); i++) {
@@ -70,9 +83,11 @@ public final class PlacedIndex {
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in}, each partition's rows
    * probed on its owner after its rows below {@code leftLeast} and {@code rightLeast} go (lazy:
-   * the job that reads the pairs runs it). */
+   * the job that reads the pairs runs it); with an outer join's {@code marker} (else null), the
+   * pairs that meet it mark their rows (a row of a partition has no copy in another). */
   public static Dataset probe(
       Dataset in,
+      BatchInput marker,
       String name,
       int parts,
       long batch,
@@ -82,7 +97,12 @@ public final class PlacedIndex {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = JoinIndex.shuffled(in, parts);
     int[] fields = JoinIndex.shuffledFields(in.schema());
+    if (JoinIndex.sharesMarks(marker, fields)) {
+      throw new IllegalArgumentException(
+          "streamjoin: an outer join whose rows have copies shares their marks in one JVM");
+    }
     IndexProbe probe = new IndexProbe(name, parts, batch, fields, 0, null);
+    probe.marker = marker;
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
     JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
     // (A shuffle after the probe: what reads the pairs, a sink's coalesce or a union of
@@ -90,6 +110,18 @@ public final class PlacedIndex {
     return spark
         .internalCreateDataFrame(pairs.rdd(), JoinIndex.pairsSchema(in.schema()), false)
         .repartition(parts);
+  }
+
+  /** {@link JoinIndex#decide} of partitions on their owners: the rows of side {@code side}
+   * below event time {@code below} that no partner matched, decided by batch {@code batch}, as
+   * pairs of {@code in}'s layout (lazy: one task per partition, on its owner). */
+  public static Dataset decide(
+      Dataset in, String name, int side, long below, long batch, String[] owners) {
+    SparkSession spark = (SparkSession) in.sparkSession();
+    Decide f = new Decide(name, side, below, batch, owners);
+    JavaRDD rows = placement(spark, owners.length, owners).mapPartitions(f);
+    return spark.internalCreateDataFrame(
+        rows.rdd(), JoinIndex.pairsSchema(in.schema()), false);
   }
 
   /** Forgets the partitions of {@code name} on their owners (one job; a partition whose task
@@ -108,6 +140,8 @@ public final class PlacedIndex {
     final int parts;
     final long version;
     final int[] fields;
+    BatchInput marker;
+    long[] decided;
 
     Load(String name, int parts, long version, int[] fields) {
       this.name = name;
@@ -123,9 +157,10 @@ public final class PlacedIndex {
               (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, false)
           .get(Integer.valueOf(p));
       if (sides != null) {
-        for (int side = 0; side < 2; side++) {
-          part.addStored(sides[side], side);
-        }
+        JoinIndex.loadInto(part, sides, name, parts, fields, marker, false);
+      }
+      if (marker != null) {
+        part.decidedBefore(decided[0], decided[1]);
       }
       JoinIndex.PARTS.put(name + "/" + p, part);
       ArrayList out = new ArrayList();
@@ -151,17 +186,49 @@ public final class PlacedIndex {
 
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
-      if (!here().equals(owners[p])) {
-        // (A copy elsewhere, a build task's attempt that failed after it loaded, is stale.)
-        throw new IllegalStateException(
-            "streamjoin: no index for " + name + " partition " + p + " on " + here()
-                + ": its owner is " + owners[p]);
-      }
-      JoinIndex.Part part = JoinIndex.part(name, p);
+      JoinIndex.Part part = owned(name, p, owners);
       synchronized (part) {
         part.expire(leftLeast, rightLeast, null);
       }
       return probe.call((Iterator) rows);
+    }
+  }
+
+  /** Partition {@code p} of {@code name}, where this task runs on its owner; else the error
+   * that makes the batch run again on partitions built again. */
+  static JoinIndex.Part owned(String name, int p, String[] owners) {
+    if (!here().equals(owners[p])) {
+      // (A copy elsewhere, a build task's attempt that failed after it loaded, is stale.)
+      throw new IllegalStateException(
+          "streamjoin: no index for " + name + " partition " + p + " on " + here()
+              + ": its owner is " + owners[p]);
+    }
+    return JoinIndex.part(name, p);
+  }
+
+  static final class Decide implements FlatMapFunction {
+    final String name;
+    final int side;
+    final long below;
+    final long batch;
+    final String[] owners;
+
+    Decide(String name, int side, long below, long batch, String[] owners) {
+      this.name = name;
+      this.side = side;
+      this.below = below;
+      this.batch = batch;
+      this.owners = owners;
+    }
+
+    public Iterator call(Object placed) {
+      int p = partOf((Iterator) placed);
+      JoinIndex.Part part = owned(name, p, owners);
+      ArrayList rows = new ArrayList();
+      synchronized (part) {
+        JoinIndex.aloneIn(part, side, below, batch, null, false, rows);
+      }
+      return rows.iterator();
     }
   }
 
