@@ -34,7 +34,7 @@ executors that hold them."""
 
 def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_path: Path) -> None:
     indexed = {name: QUERIES[name] for name in ("equi_window", "band_abs")}
-    job = write_job(tmp_path, {**indexed, "chain": CHAIN, "outer": OUTER})
+    job = write_job(tmp_path, {**indexed, "chain": CHAIN, "unmatched": OUTER})
     batches = make_batches(5, n_batches=BATCHES, rows_per_batch=12)
     write_batches(tmp_path / "in", batches)
     ckpt = tmp_path / "ckpt"
