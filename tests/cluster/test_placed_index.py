@@ -68,9 +68,11 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
     for query in ("q1", "q2", "q4"):
         assert any(e.startswith(f"{query}: index built in 4 partitions") for e in built), events
     # The batch after the kill missed the band index's partitions, ran again, and every index
-    # was built again on the executor left.
-    assert any("lost with an executor" in e for e in events), events
-    rebuilt = built[3:]
+    # was built again on the executor left. (A killed worker's executor may live on for a moment
+    # and take partitions of a rebuild with it: then the batch runs once more.)
+    lost = [i for i, e in enumerate(events) if "lost with an executor" in e]
+    assert lost, events
+    rebuilt = [e for e in events[lost[-1] :] if "index built" in e]
     assert [e.split(":")[0] for e in rebuilt] == ["q1", "q2", "q4"], events
     left = _executors(cluster, 1 - killed[0])
     assert all(set(_ids(e)) <= left for e in rebuilt), (events, left)
