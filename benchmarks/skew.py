@@ -6,12 +6,13 @@ printed is one JSON object. A ``--quick`` run writes ``benchmarks/results/<name>
 ``python -m benchmarks.skew summary`` only regenerates the markdown.
 
 - ``skew``: ``l.k = r.k AND r.ts BETWEEN l.ts - 1 s AND l.ts + 1 s`` on two streams whose keys
-  are Zipf(z), z ∈ {0, 0.5, 1, 1.5, 2}, the hottest key the same on both sides. Each z runs
-  forced ``hash`` (Spark's shuffle hash join on the key: the baseline) and ``auto`` (the
-  engine's own path, moving to the cheapest scheme once the observed per-unit input is skewed)
-  on the same micro-batches. Event time is stretched so that a row of the hottest key meets
-  about two partners at z = 2: the output stays near the input size, while the hot key's hash
-  chain is still long (the join's key is k alone; the window is checked on each candidate).
+  are Zipf(z), z ∈ {0, 0.5, 1, 1.5, 2} (``tiny``: 0 and 2), the hottest key the same on both
+  sides. Each z runs forced ``hash`` (Spark's shuffle hash join on the key: the baseline) and
+  ``auto`` (the engine's own path, moving to the cheapest scheme once the observed per-unit
+  input is skewed) on the same micro-batches. Event time is stretched so that a row of the
+  hottest key meets about two partners at z = 2: the output stays near the input size, while
+  the hot key's hash chain is still long (the join's key is k alone; the window is checked on
+  each candidate).
 - ``fluctuating``: a full-history equi join under forced ``matrix`` with adaptation on, whose
   left:right arrival ratio alternates between 4:1 and 1:4 (a 16× swing) in phases of growing
   size, so that Squall's doubling trigger fires several times and the shape moves each time.

@@ -21,7 +21,7 @@ if t.TYPE_CHECKING:
 
 def test_skew_tiny(spark: SparkSession, tmp_path: Path) -> None:
     result = skew_keys.run_skew(spark, "tiny", str(tmp_path))
-    assert [c["z"] for c in result["cases"]] == list(skew_keys.ZIPF)
+    assert [c["z"] for c in result["cases"]] == list(skew_keys.SKEW_SIZES["tiny"].zipfs)
     for case in result["cases"]:
         assert case["results_agree"]
         # Same output in both modes, equal to the exact count and to the reference's rows.
