@@ -9,19 +9,23 @@ the dead-letter directory of each stream the others, with the reason.
 from __future__ import annotations
 
 import typing as t
+from functools import partial
 
 from pyspark.sql import functions as F
 
 from streamjoin.runtime.sources import REPLACEMENT, prefixed
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from pyspark.sql import DataFrame
 
     from streamjoin.plan import JobPlan
+    from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.nextmanifest import StreamStats
 
 
 EVENT_TIME_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)
@@ -90,17 +94,47 @@ def write_deadletters(
     rejected: Mapping[str, int],
 ) -> None:
     """Write each stream's late and malformed rows (`rejected` counts them) as JSON lines under
-    its dead-letter directory, one directory per batch (replaced when the batch is replayed)."""
+    its dead-letter directory, one directory per batch (replaced when the batch is replayed);
+    the streams' writes at once (each a job, mostly fixed cost)."""
+    writes = []
     for sp in plan.streams:
         if not rejected.get(sp.name):
             continue
         cols = [F.col(prefixed(sp.index, c.name)).alias(c.name) for c in sp.stream.columns]
         bad = classified.where((F.col("_sj_src") == sp.index) & (F.col("_sj_status") != "ok"))
-        bad.select(
+        rows = bad.select(
             F.lit(sp.name).alias("stream"),
             F.lit(batch_id).alias("batch"),
             F.col("_sj_status").alias("kind"),
             F.col("_sj_reason").alias("reason"),
             F.coalesce(F.col("_sj_raw"), F.to_json(F.struct(*cols))).alias("record"),
             F.expr("timestamp_micros(_sj_ts)").alias("event_time"),
-        ).write.mode("overwrite").json(f"{store.deadletter_dir(sp.stream)}/batch={batch_id}")
+        )
+        path = f"{store.deadletter_dir(sp.stream)}/batch={batch_id}"
+        writes.append(Background(partial(rows.write.mode("overwrite").json, path)))
+    for write in writes:
+        write.wait()  # (every write ended before an error is raised)
+    for write in writes:
+        write.result()
+
+
+def start_deadletters(
+    ctx: BatchContext,
+    plan: JobPlan,
+    store: Checkpoint,
+    statistics: Callable[[], Mapping[str, StreamStats]],
+) -> Background:
+    """Batch `ctx`'s late and malformed rows written (`write_deadletters`) beside its sinks,
+    once `statistics` tells which streams have any: each write is a job whose fixed cost would
+    otherwise add to the batch's, and both replace what a replay of the batch wrote before, so
+    neither waits for the other. The batch waits for it before its commit."""
+    classified, batch_id = ctx.classified(), ctx.batch_id
+
+    def write() -> None:
+        rejected = {name: st.late + st.malformed for name, st in statistics().items()}
+        if any(rejected.values()):
+            write_deadletters(classified, plan, store, batch_id, rejected)
+
+    letters = Background(write)
+    ctx.scratch.running.append(letters)  # (a failed batch's writes end before a rerun's)
+    return letters

@@ -7,7 +7,8 @@ Per batch, with W the global watermark committed by the previous batch:
 3. deltas: each stream's ok rows as relations (`deltas`), unless the index probes read them;
 4. joins: two-way queries' new pairs (`twoway`, `indexed`), multi-way ones' (`multiway.joins`);
 5. sinks: each sink receives its queries' rows under ``<path>/batch=<id>/`` (`sinks`);
-6. dead letters: late and malformed rows, if any (`intake.write_deadletters`);
+6. dead letters: late and malformed rows, if any, written beside the sinks
+   (`intake.start_deadletters`);
 7. adapt: the policies of `adapt/` choose each query's next scheme and probe orders;
 8. commit: the manifest for the batch is written (`state.nextmanifest`).
 """
@@ -24,7 +25,7 @@ from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch,
 from streamjoin.runtime.batch.deltas import delta_relations
 from streamjoin.runtime.batch.groups import stream_rows
 from streamjoin.runtime.batch.indexed import IndexedJoins
-from streamjoin.runtime.batch.intake import classify, write_deadletters
+from streamjoin.runtime.batch.intake import classify, start_deadletters
 from streamjoin.runtime.batch.outer import add_unmatched
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
 from streamjoin.runtime.batch.shedding import Shedding
@@ -226,6 +227,7 @@ class BatchProcessor:
                 reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
                 closing = close_batch_windows(self.plan, ctx.prev, frames, watermark, reading)
                 frames |= {n: [frame] for n, frame in closing.frames.items()}
+            letters = start_deadletters(ctx, self.plan, self.checkpoint, statistics)
             out = write_outputs(ctx, frames, joint)
             if joint:
                 self.checkpoint.fs.delete(staging)
@@ -236,9 +238,7 @@ class BatchProcessor:
             stats = statistics()
             clock.mark("state")
             maybe_crash("after-state", batch_id)
-            rejected = {name: st.late + st.malformed for name, st in stats.items()}
-            if any(rejected.values()):
-                write_deadletters(ctx.classified(), self.plan, self.checkpoint, batch_id, rejected)
+            letters.result()
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
             if units_job is not None:
