@@ -99,8 +99,8 @@ def spark() -> Iterator[SparkSession]:
     from pyspark.find_spark_home import _find_spark_home
     from pyspark.sql import SparkSession
 
+    from streamjoin.runtime.jvm.jar import CLASS_PATH, build_jar
     from streamjoin.runtime.local import CHECKPOINT_MANAGER
-    from streamjoin.runtime.local.localfs import CLASS_PATH, build_jar
     from streamjoin.runtime.session import LOCAL_CONF
 
     builder = SparkSession.builder.master("local[2]").appName("streamjoin-tests")

@@ -198,7 +198,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def _cmd_jar(args: argparse.Namespace) -> int:
     from streamjoin.cluster import spark_home
-    from streamjoin.runtime.local.localfs import build_jar
+    from streamjoin.runtime.jvm.jar import build_jar
     from streamjoin.runtime.session import check_java
 
     print(build_jar(check_java(), str(spark_home())))

@@ -54,7 +54,7 @@ OPS = st.lists(
 def _index_side(spark: SparkSession) -> t.Any:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    side = jvm.streamjoin.IndexSide
+    side = jvm.streamjoin.operator.IndexSide
     try:
         return side()
     except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from py4j.protocol import Py4JJavaError
 
-from streamjoin.runtime.local.localfs import CLASS_NAME, build_jar
+from streamjoin.runtime.jvm.jar import build_jar
+from streamjoin.runtime.local.localfs import CLASS_NAME
 from streamjoin.runtime.session import check_java
 
 if t.TYPE_CHECKING:

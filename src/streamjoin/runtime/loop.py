@@ -5,7 +5,7 @@ sees a row, whatever the batch holds (docs/dev-log.md, *Spark's floor*): it list
 directory, writes its offset and commit logs, analyses, optimises and plans the unified
 input's query again, and calls foreachBatch back through py4j. Where every stream of a job is a
 directory of files, this loop does the same work once: each stream's reader and the projection
-into the unified input are made at the start (`BatchScan`, in the jar of `runtime.local`), and
+into the unified input are made at the start (`BatchScan`, in the jar of `runtime.jvm`), and
 a batch lists the directories, logs its files, and hands the processor its rows, about 10 ms.
 
 Exactly once: batch b's files are logged (``<checkpoint>/loop/<b>``) before it runs, and the
@@ -143,7 +143,7 @@ class FileLoop:
         """
         jvm = spark.sparkContext._jvm
         assert jvm is not None
-        scans = jvm.streamjoin.BatchScan
+        scans = jvm.streamjoin.loop.BatchScan
         try:
             scans.available()
         except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)

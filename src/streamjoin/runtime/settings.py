@@ -178,7 +178,7 @@ SETTINGS: dict[str, Key] = {
         Key(
             "STREAMJOIN_LOCAL",
             "on",
-            "`off` starts a driver without streamjoin's jar (`runtime.local`): a local one "
+            "`off` starts a driver without streamjoin's jar (`runtime.jvm`): a local one "
             "without the local-mode speed-ups, and no driver with the joins' indexes",
             env=True,
             choices=("on", "off"),

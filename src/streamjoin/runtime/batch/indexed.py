@@ -28,7 +28,7 @@ A batch run again takes back the rows its earlier attempt added (each partition 
 last batch applied to it). Where the executors are the driver's JVM (a ``local[…]`` master),
 every partition's task finds the index it left and the driver drops expired rows; on a
 cluster, each partition lives on one executor and its tasks run there (`placed`). Both need
-`runtime.local`'s jar on the driver's class path. docs/architecture.md.
+`runtime.jvm`'s jar on the driver's class path. docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from streamjoin.runtime.batch.indexsql import (
 )
 from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import Shed
-from streamjoin.runtime.local.statics import StaticMethods
+from streamjoin.runtime.jvm.statics import StaticMethods
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,7 +83,7 @@ def index_class(spark: SparkSession) -> t.Any | None:
     """The JVM's `JoinIndex` class, or None where it is not on the driver's class path."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    cls = jvm.streamjoin.JoinIndex
+    cls = jvm.streamjoin.operator.JoinIndex
     try:
         cls.rows("")
     except Exception:  # (py4j: a class it cannot find is a package, and calling it fails)

@@ -66,7 +66,7 @@ class ProbePlans:
         if self._class is None:  # (each lookup is a call to the JVM)
             jvm = ctx.spark.sparkContext._jvm
             assert jvm is not None
-            self._class = jvm.streamjoin.BatchInput
+            self._class = jvm.streamjoin.operator.BatchInput
         made: t.Any = self._inputs.get(key)
         if made and made[0].fits(ctx.rows._jdf):  # (rows Spark planned, in the layout: one call)
             return t.cast("tuple[t.Any, t.Any]", made)
@@ -89,7 +89,8 @@ class ProbePlans:
         the input do not have its shape."""
         jvm = ctx.spark.sparkContext._jvm
         assert jvm is not None
-        placeholder = DataFrame(jvm.streamjoin.BatchInput.placeholder(ctx.rows._jdf), ctx.spark)
+        inputs = jvm.streamjoin.operator.BatchInput
+        placeholder = DataFrame(inputs.placeholder(ctx.rows._jdf), ctx.spark)
         view = ctx.scratch.view(placeholder, f"_sj_rows_{len(ctx.scratch.views)}")
         timed = [sp.index for sp in ctx.plan.streams if sp.stream.watermark]
         on_time = status_sql(timed, None)
@@ -108,12 +109,12 @@ class ProbePlans:
         parts = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, len(planned))
         for i, part in enumerate(planned):
             parts[i] = part
-        made = jvm.streamjoin.BatchInput.of(parts)
+        made = inputs.of(parts)
         if made is None:
             return None
         pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
         found = ctx.scratch.view(pairs, f"_sj_pairs_{len(ctx.scratch.views)}")
-        return made, jvm.streamjoin.BatchInput.output(ctx.spark.sql(output_sql(qp, found))._jdf)
+        return made, inputs.output(ctx.spark.sql(output_sql(qp, found))._jdf)
 
     def output(self, ctx: BatchContext, qp: QueryPlan, delta: DataFrame) -> t.Any:
         """`qp`'s `BatchInput` of its output over the candidate pairs of a probe of `delta`'s
@@ -153,10 +154,10 @@ class ProbePlans:
         if key not in self._outputs:
             jvm = ctx.spark.sparkContext._jvm
             assert jvm is not None
-            none = DataFrame(jvm.streamjoin.JoinIndex.nopairs(rows._jdf), ctx.spark)
+            none = DataFrame(jvm.streamjoin.operator.JoinIndex.nopairs(rows._jdf), ctx.spark)
             found = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
             planned = ctx.spark.sql(sql(found))._jdf
-            self._outputs[key] = jvm.streamjoin.BatchInput.output(planned)
+            self._outputs[key] = jvm.streamjoin.operator.BatchInput.output(planned)
         return self._outputs[key]
 
 

@@ -10,7 +10,7 @@ task to wait for it) fails; when Spark's retries of it fail too, the batch fails
 processor builds the indexes again from the units and runs the batch again (`lost`). Each
 build has a name of its own, so a partition an earlier build left on an executor is never
 taken for the new one's. The jar reaches the executors through ``spark.jars``
-(`runtime.local.placed_index_conf`).
+(`runtime.jvm.jar.placed_index_conf`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import typing as t
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
+from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.local import LOCAL_MASTER
-from streamjoin.runtime.local.statics import StaticMethods
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,7 +132,7 @@ class PlacedIndexes:
         if self._class is None:
             jvm = spark.sparkContext._jvm
             assert jvm is not None
-            self._class = StaticMethods(jvm.streamjoin.PlacedIndex)
+            self._class = StaticMethods(jvm.streamjoin.operator.PlacedIndex)
         return self._class
 
 

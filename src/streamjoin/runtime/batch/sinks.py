@@ -12,7 +12,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.runtime.local.statics import StaticMethods
+from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.threads import Background, metrics
 
 if t.TYPE_CHECKING:
@@ -169,8 +169,8 @@ _WRITERS: weakref.WeakKeyDictionary[SparkContext, t.Any] = weakref.WeakKeyDictio
 
 
 def _writer(df: DataFrame) -> t.Any:
-    """The JVM's `BatchWrite` class, where the driver's JVM has streamjoin's local jar
-    (`runtime.local`) and runs the tasks (its tasks find the writer it prepared), else None;
+    """The JVM's `BatchWrite` class, where the driver's JVM has streamjoin's jar
+    (`runtime.jvm`) and runs the tasks (its tasks find the writer it prepared), else None;
     looked up once, as is its method (`StaticMethods`)."""
     from streamjoin.runtime.batch.indexed import index_class
     from streamjoin.runtime.batch.placed import on_cluster
@@ -179,6 +179,6 @@ def _writer(df: DataFrame) -> t.Any:
     if sc not in _WRITERS:
         spark, jvm, writer = df.sparkSession, sc._jvm, None
         if jvm is not None and index_class(spark) is not None and not on_cluster(spark):
-            writer = StaticMethods(jvm.streamjoin.BatchWrite)
+            writer = StaticMethods(jvm.streamjoin.operator.BatchWrite)
         _WRITERS[sc] = writer
     return _WRITERS[sc]

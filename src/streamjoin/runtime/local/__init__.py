@@ -1,20 +1,19 @@
-"""Speed-ups for a driver in Spark's local mode, and the jar of streamjoin's Java classes.
+"""Speed-ups for a driver in Spark's local mode.
 
-The speed-ups apply only where streamjoin starts the driver's JVM itself with a ``local[…]``
-master (never under ``spark-submit``, nor for ``spark://``, ``local-cluster``, YARN or
-Kubernetes), and ``STREAMJOIN_LOCAL=off`` (`runtime.settings`) turns them all off. Each is kept
-because it pays on a job that runs for minutes, batch after batch, not only on a short benchmark
-(docs/dev-log.md, *Local-mode speed-ups on a 10-minute live run*):
+They apply only where streamjoin starts the driver's JVM itself with a ``local[…]`` master
+(never under ``spark-submit``, nor for ``spark://``, ``local-cluster``, YARN or Kubernetes), and
+``STREAMJOIN_LOCAL=off`` (`runtime.settings`) turns them off. Each is kept because it pays on a
+job that runs for minutes, batch after batch, not only on a short benchmark (docs/dev-log.md,
+*Local-mode speed-ups on a 10-minute live run*):
 
 - Spark's checkpoint logs written through Hadoop's FileSystem instead of its FileContext, which
   on a local disk without Hadoop's native library starts a ``readlink`` process per file
   status, hundreds between a job's batches (the FileSystem's rename is atomic on a local disk);
 - `localfs`: Hadoop's local file system without a ``chmod`` process for each file it creates.
 
-The same jar carries the joins' indexes in executor memory (`runtime.batch.indexed`). A driver
-that streamjoin starts for a cluster gets the jar on its class path and in ``spark.jars``, so
-that the executors hold the index partitions (`runtime.batch.placed`); ``streamjoin jar``
-prints its path for ``spark-submit``.
+`local_conf` also puts streamjoin's jar (`runtime.jvm`) on the class path of every driver it
+starts, and in ``spark.jars`` for a cluster's executors (`runtime.batch.placed`); ``streamjoin
+jar`` prints its path for ``spark-submit``.
 """
 
 from __future__ import annotations
@@ -22,7 +21,8 @@ from __future__ import annotations
 import re
 import typing as t
 
-from streamjoin.runtime.local.localfs import build_jar, local_fs_settings, placed_index_conf
+from streamjoin.runtime.jvm.jar import build_jar, placed_index_conf
+from streamjoin.runtime.local.localfs import local_fs_settings
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping

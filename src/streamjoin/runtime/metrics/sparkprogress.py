@@ -25,7 +25,7 @@ from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from streamjoin.runtime.local.statics import StaticMethods
+from streamjoin.runtime.jvm.statics import StaticMethods
 
 if t.TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -62,7 +62,7 @@ def observed_columns() -> list[Column]:
 def figures_class(spark: SparkSession) -> t.Any | None:
     """The JVM's `ProgressFigures` class where the driver has streamjoin's jar, else None."""
     jvm = spark.sparkContext._jvm
-    found = jvm.streamjoin.ProgressFigures if jvm is not None else None
+    found = jvm.streamjoin.loop.ProgressFigures if jvm is not None else None
     return found if isinstance(found, JavaClass) else None  # (py4j: a package, if no class)
 
 
@@ -92,7 +92,7 @@ def values(figures: BatchFigures) -> dict[str, t.Any]:
 
 class ProgressPublisher:
     """Puts each batch's figures into its `StreamingQueryProgress` (`publish`): in one call
-    into the JVM where the driver has streamjoin's jar (`runtime.local`), else in about 15."""
+    into the JVM where the driver has streamjoin's jar (`runtime.jvm`), else in about 15."""
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark

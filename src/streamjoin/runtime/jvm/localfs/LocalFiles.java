@@ -7,7 +7,7 @@
 // Spark's own Java compiler (janino) and puts it on a local driver's class path; see
 // streamjoin/runtime/local/localfs.py. Kept to what janino compiles: no generics, no conditional
 // expressions.
-package streamjoin;
+package streamjoin.localfs;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package streamjoin;
+package streamjoin.operator;
 
 import java.io.Serializable;
 import java.util.ArrayList;

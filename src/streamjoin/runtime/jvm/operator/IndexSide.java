@@ -1,4 +1,4 @@
-package streamjoin;
+package streamjoin.operator;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 

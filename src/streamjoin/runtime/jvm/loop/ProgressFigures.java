@@ -1,4 +1,4 @@
-package streamjoin;
+package streamjoin.loop;
 
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Method;

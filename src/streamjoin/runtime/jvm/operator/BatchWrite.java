@@ -1,4 +1,4 @@
-package streamjoin;
+package streamjoin.operator;
 
 import java.io.IOException;
 import java.util.Collections;

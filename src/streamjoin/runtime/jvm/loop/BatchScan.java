@@ -1,4 +1,4 @@
-package streamjoin;
+package streamjoin.loop;
 
 import java.io.IOException;
 import java.io.Serializable;
@@ -48,6 +48,7 @@ import org.apache.spark.sql.types.StructType;
 import scala.collection.immutable.Map$;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.reflect.ClassTag$;
+import streamjoin.operator.PlainRdd;
 
 /**
  * The batches of a job's file streams, read without planning a query per batch: each stream's

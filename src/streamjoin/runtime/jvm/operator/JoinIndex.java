@@ -1,4 +1,4 @@
-package streamjoin;
+package streamjoin.operator;
 
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,6 +1,6 @@
 """Which drivers get the local-mode settings (`runtime.local`): streamjoin's process-free local
-file system and Spark's FileSystem-based checkpoint logs; and how the file system's jar is
-built."""
+file system and Spark's FileSystem-based checkpoint logs; and how streamjoin's jar is built
+(`runtime.jvm.jar`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime import local
-from streamjoin.runtime.local import localfs
+from streamjoin.runtime.jvm import jar as jvmjar
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -39,7 +39,7 @@ def _settings(master: str, settings: dict[str, str] | None = None) -> dict[str, 
 def test_a_local_driver_runs_the_file_system_from_the_jar(master: str) -> None:
     assert _settings(master) == {
         "spark.driver.extraClassPath": JAR,
-        "spark.hadoop.fs.file.impl": "streamjoin.LocalFiles",
+        "spark.hadoop.fs.file.impl": "streamjoin.localfs.LocalFiles",
     }
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(local, "build_jar", lambda java, home: JAR)
@@ -107,7 +107,7 @@ def test_the_jar_is_built_once_from_what_the_compiler_wrote(
 ) -> None:
     java = _java(tmp_path, 'mkdir -p "$D/streamjoin"; echo c > "$D/streamjoin/LocalFiles.class"\n')
     cache = str(tmp_path / "cache")
-    jar = localfs.build_jar(java, spark_home, cache)
+    jar = jvmjar.build_jar(java, spark_home, cache)
     assert jar is not None and os.path.dirname(jar) == cache
     with zipfile.ZipFile(jar) as z:
         assert z.namelist() == ["META-INF/MANIFEST.MF", "streamjoin/LocalFiles.class"]
@@ -115,11 +115,11 @@ def test_the_jar_is_built_once_from_what_the_compiler_wrote(
     # (The compiler saw Spark's jars on its class path.)
     assert f"{spark_home}/jars/hadoop-client-api.jar" in (tmp_path / "calls").read_text("utf-8")
     stat = os.stat(jar)
-    assert localfs.build_jar(java, spark_home, cache) == jar
+    assert jvmjar.build_jar(java, spark_home, cache) == jar
     assert _calls(tmp_path) == 1 and os.stat(jar).st_mtime_ns == stat.st_mtime_ns
     # Another Spark (another set of jars) gets a jar of its own.
     (tmp_path / "spark" / "jars" / "hadoop-client-api-3.6.jar").write_bytes(b"jar")
-    assert localfs.build_jar(java, spark_home, cache) not in (None, jar)
+    assert jvmjar.build_jar(java, spark_home, cache) not in (None, jar)
 
 
 def test_a_failed_compile_stops_with_its_cause_and_is_not_retried(
@@ -129,7 +129,7 @@ def test_a_failed_compile_stops_with_its_cause_and_is_not_retried(
     cache = str(tmp_path / "cache")
     for _ in range(2):  # (the second time from the failure kept beside the jar)
         with pytest.raises(StreamJoinError) as err:
-            localfs.build_jar(java, spark_home, cache)
+            jvmjar.build_jar(java, spark_home, cache)
         assert "Line 9: no such class" in str(err.value)
         assert "STREAMJOIN_LOCAL=off" in str(err.value) and ".failed to try again" in str(err.value)
     assert _calls(tmp_path) == 1
@@ -139,13 +139,13 @@ def test_a_failed_compile_stops_with_its_cause_and_is_not_retried(
 def test_a_compiler_that_wrote_nothing_is_a_failure(tmp_path: Path, spark_home: str) -> None:
     java = _java(tmp_path, "exit 0\n")
     with pytest.raises(StreamJoinError, match="could not be built"):
-        localfs.build_jar(java, spark_home, str(tmp_path / "cache"))
+        jvmjar.build_jar(java, spark_home, str(tmp_path / "cache"))
 
 
 def test_a_java_that_cannot_start_is_tried_again_next_time(tmp_path: Path, spark_home: str) -> None:
     cache = str(tmp_path / "cache")
     with pytest.raises(StreamJoinError, match="no-java"):
-        localfs.build_jar(str(tmp_path / "no-java"), spark_home, cache)
+        jvmjar.build_jar(str(tmp_path / "no-java"), spark_home, cache)
     assert os.listdir(cache) == []
 
 
@@ -155,14 +155,14 @@ def test_the_jar_command_prints_the_built_jar_or_says_it_could_not(
     from streamjoin.cli import main
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(localfs, "build_jar", lambda java, home: JAR)
+        patch.setattr(jvmjar, "build_jar", lambda java, home: JAR)
         assert main(["jar"]) == 0
         assert capsys.readouterr().out == f"{JAR}\n"
 
         def fails(java: str, home: str) -> str:
             raise StreamJoinError("streamjoin's Java classes could not be built: Line 9")
 
-        patch.setattr(localfs, "build_jar", fails)
+        patch.setattr(jvmjar, "build_jar", fails)
         assert main(["jar"]) == 1
         assert "could not be built: Line 9" in capsys.readouterr().err
 
@@ -179,7 +179,7 @@ class _Class:
 
 
 def test_static_methods_are_looked_up_once_each() -> None:
-    from streamjoin.runtime.local.statics import StaticMethods
+    from streamjoin.runtime.jvm.statics import StaticMethods
 
     cls = _Class()
     methods = StaticMethods(cls)
