@@ -127,13 +127,14 @@ def start_deadletters(
     """Batch `ctx`'s late and malformed rows written (`write_deadletters`) beside its sinks,
     once `statistics` tells which streams have any: each write is a job whose fixed cost would
     otherwise add to the batch's, and both replace what a replay of the batch wrote before, so
-    neither waits for the other. The batch waits for it before its commit."""
-    classified, batch_id = ctx.classified(), ctx.batch_id
+    neither waits for the other. The batch waits for it before its commit. (The batch's
+    classified rows only where some were rejected: footers that give the statistics prove
+    every row ok, and the state job that gives them otherwise has classified them.)"""
 
     def write() -> None:
         rejected = {name: st.late + st.malformed for name, st in statistics().items()}
         if any(rejected.values()):
-            write_deadletters(classified, plan, store, batch_id, rejected)
+            write_deadletters(ctx.classified(), plan, store, ctx.batch_id, rejected)
 
     letters = Background(write)
     ctx.scratch.running.append(letters)  # (a failed batch's writes end before a rerun's)

@@ -78,7 +78,9 @@ def build_jar(java: str, spark_home: str, directory: str | None = None) -> str:
     sources = {name: here.joinpath(name).read_bytes() for name in _SOURCES}
     jars = os.path.join(spark_home, "jars")
     names = sorted(os.listdir(jars)) if os.path.isdir(jars) else []
-    text = b"\0".join(sources.values()) + "\0".join(names).encode()
+    # (The sources' paths too: a class moved to another package is another jar.)
+    named = b"\0".join(n.encode() + b"\0" + s for n, s in sources.items())
+    text = named + "\0".join(names).encode()
     key = hashlib.sha256(text).hexdigest()[:16]
     path = os.path.join(directory, f"streamjoin-{key}.jar")
     if os.path.exists(path):
