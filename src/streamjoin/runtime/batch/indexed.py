@@ -332,7 +332,7 @@ class IndexedJoins:
             batch = ctx.batch_id
             self.reads.deciding_after[q.name] = (
                 op,
-                lambda side, below: self.placed.decide(ctx.spark, key, delta, side, below, batch),
+                lambda side, below: self.placed.decide(ctx, key, delta, side, below, batch),
             )
         expiry = [_LEAST if x is None else x for x in least]
         pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker)

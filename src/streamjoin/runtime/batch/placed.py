@@ -28,6 +28,8 @@ from streamjoin.runtime.local import LOCAL_MASTER
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from streamjoin.runtime.batch.context import BatchContext
+
 LOST = "streamjoin: no index for"
 """The start of the error of a probe task that found no partition of its index
 (``JoinIndex.part``)."""
@@ -99,14 +101,18 @@ class PlacedIndexes:
         return DataFrame(jdf, spark)
 
     def decide(
-        self, spark: SparkSession, key: str, delta: DataFrame, side: int, below: int, batch: int
+        self, ctx: BatchContext, key: str, delta: DataFrame, side: int, below: int, batch: int
     ) -> DataFrame:
         """The rows of `side` below event time `below` in `key`'s partitions that no partner
-        matched, decided by batch `batch`, as pairs of `delta`'s layout (lazy: a task on each
-        partition's owner, run after the batch's probe has marked them)."""
+        matched, decided by batch `batch`, as pairs of `delta`'s layout: decided now (call it
+        once the batch's probe has marked them) by a task on each partition's owner, and kept
+        for the batch. (A sink's write coalesces its input's partitions: a decision left to it
+        would run wherever its task runs, mostly not on the owner.)"""
         name, _, where = self._places[key]
-        jdf = self._jvm(spark).decide(delta._jdf, name, side, below, batch, where)
-        return DataFrame(jdf, spark)
+        jdf = self._jvm(ctx.spark).decide(delta._jdf, name, side, below, batch, where)
+        rows = ctx.scratch.persist(DataFrame(jdf, ctx.spark))
+        rows.count()
+        return rows
 
     def drop(self, spark: SparkSession, key: str) -> None:
         """Forget `key`'s index on its executors."""
