@@ -20,12 +20,11 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.processor import BatchProcessor
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.serve.queries import ServedQueries
-from streamjoin.runtime.sources import schema_ddl
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
 from streamjoin.sql import parse_job, parse_query_file
 
-from .harness import read_sink
+from .harness import local_frame, read_sink
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -127,10 +126,7 @@ class Served:
     def batch(self, batch_id: int, rows: t.Mapping[str, t.Sequence[Row]]) -> None:
         frames = {}
         for name, data in rows.items():
-            stream = self.processor.plan.job.stream(name)
-            cols = [c.name for c in stream.columns]
-            values = [tuple(r.get(c) for c in cols) for r in data]
-            frames[name] = self.spark.createDataFrame(values, schema=schema_ddl(stream))
+            frames[name] = local_frame(self.spark, self.processor.plan.job.stream(name), data)
         self.processor.process(self.engine.unified(self.processor.plan, frames), batch_id)
 
     def close(self) -> None:

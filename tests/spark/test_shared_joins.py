@@ -15,12 +15,11 @@ from streamjoin.plan.shared_multiway import multiway_candidate
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.processor import BatchProcessor
 from streamjoin.runtime.engine import Engine
-from streamjoin.runtime.sources import schema_ddl
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.fs import FileStore
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import local_frame, read_sink, run_batches
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -91,10 +90,7 @@ def _run(spark: SparkSession, plan: JobPlan, batches: Batches, ckpt: Path) -> No
         for i, batch in enumerate(batches):
             frames = {}
             for name, rows in batch.items():
-                stream = plan.job.stream(name)
-                cols = [c.name for c in stream.columns]
-                values = [tuple(r.get(c) for c in cols) for r in rows]
-                frames[name] = spark.createDataFrame(values, schema=schema_ddl(stream))
+                frames[name] = local_frame(spark, plan.job.stream(name), rows)
             processor.process(engine.unified(plan, frames), i)
     finally:
         processor.close()
