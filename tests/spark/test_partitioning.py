@@ -11,7 +11,7 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import indexfit
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import local_frame, read_sink, run_batches
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -110,7 +110,6 @@ def test_reshapes_between_batches_lose_and_repeat_nothing(
     """A different scheme at every batch: state written under one scheme is probed by deltas
     routed under the next, and every pair still appears exactly once."""
     from streamjoin.runtime.engine import Engine
-    from streamjoin.runtime.sources import schema_ddl
 
     job = _one_query_job(
         tmp_path,
@@ -121,13 +120,7 @@ def test_reshapes_between_batches_lose_and_repeat_nothing(
     processor = engine.processor(job, str(tmp_path / "ckpt"))
     seen = []
     for i, batch in enumerate(batches):
-        frames = {
-            name: spark.createDataFrame(
-                [tuple(r.get(c.name) for c in job.stream(name).columns) for r in rows],
-                schema=schema_ddl(job.stream(name)),
-            )
-            for name, rows in batch.items()
-        }
+        frames = {name: local_frame(spark, job.stream(name), rows) for name, rows in batch.items()}
         report = processor.process(engine.unified(processor.plan, frames), i)
         seen.append(report.routing["q1"])
         if i < len(RESHAPES):
@@ -200,3 +193,34 @@ def test_time_buckets_match_reference_forced_and_once_auto_sees_a_hot_key(
     assert notes[1].startswith("hash on 4 units, keyed by event-time bucket too (6 s) -> "), notes
     assert notes[-1].endswith("keyed by event-time bucket too (6 s)"), notes
     assert "event-time bucket" in reports[-1].routing["q1"]
+
+
+def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One key carries batches 0 and 1, then 64 keys share the rest: `auto` leaves hash after
+    batch 0, and after two even batches (`schemes.EVEN_CHECKS`) takes it again; the output
+    stays exact across both changes."""
+    monkeypatch.setattr(schemes, "WARMUP", 100)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
+    on = f"a.k = b.k AND {W3}"
+    with_ = "units = 4, time_buckets = 'false'"
+    job = parse_job(
+        f"{stream_ddl('A')}\n{stream_ddl('B')}\n"
+        f"CREATE SINK o WITH (format = 'parquet', path = '{tmp_path / 'o'}');\n"
+        f"INSERT INTO o SELECT {SELECT} FROM A a JOIN B b ON {on} WITH ({with_});"
+    )
+    batches = make_batches(5, n_batches=7, rows_per_batch=100, keys=64)
+    for batch in batches[:2]:
+        for rows in batch.values():
+            for row in rows:
+                row["k"] = 7 if row["k"] is not None else None
+    reports = run_batches(spark, job, batches, tmp_path / "ckpt")
+    want = run_reference(job, batches).outputs["q1"]
+    got = read_sink(spark, job, "o", COLUMNS)
+    assert normalize(got) == normalize(want), f"{len(got)} vs {len(want)}"
+    notes = [r.routing["q1"] for r in reports]
+    assert notes[0].startswith("hash on 4 units -> "), notes
+    assert notes[0].endswith(" from batch 1") and "hash" not in notes[1].split(" -> ")[0], notes
+    assert notes[3].endswith(" -> hash on 4 units from batch 4"), notes
+    assert notes[4:] == ["hash on 4 units"] * 3, notes

@@ -8,7 +8,8 @@ unit received; `next_scheme` takes those counts and returns the scheme for the n
 - range: the next batch's equi-depth bounds from this batch's quantiles;
 - the automatic hash path: left once one unit stands out, for the window's time bucket as part
   of the key (where the state spans more than two buckets, `bucket_gain`) or for the scheme the
-  cost formulas rank cheapest (`partition.candidates`).
+  cost formulas rank cheapest (`partition.candidates`); and taken again once the rows per key
+  hash have been even for `EVEN_CHECKS` checks in a row (`_back_to_hash_if_even`).
 
 A scheme's parameters (``params``) are JSON-able, so the manifest carries them from batch to
 batch; `scheme_from_params` and `params_of` convert them to and from `partition` schemes.
@@ -44,6 +45,9 @@ WARMUP = DEFAULT_WARMUP
 """Rows a controller sees before its first decision (Squall's default)."""
 HOT_CANDIDATES = 8.0
 """Candidates of the hot key per delta row above which its window's time bucket joins the key."""
+EVEN_CHECKS = 2
+"""Skew checks in a row that must find the keys even before a query the skew check moved off
+hash returns to it (one even batch between hot ones would move the state twice for nothing)."""
 NOISE_SIGMAS = 4.0
 """Standard deviations of a unit's share of evenly hashed rows that chance alone may add (an
 estimate: rows of one key go together, so few keys spread wider)."""
@@ -101,6 +105,9 @@ class BatchCounts:
     one_task: bool = False
     """Whether one task probed the batch's rows of every partition (a small batch): a scheme's
     placement spreads no work there, it only copies rows."""
+    key_units: tuple[int, ...] | None = None
+    """For a query the skew check moved off hash (``moved``), the batch's rows per hash unit
+    of its equality key, as hash would have placed them (None: not counted this batch)."""
 
 
 def scheme_from_params(params: t.Mapping[str, t.Any]) -> Scheme | None:
@@ -178,6 +185,10 @@ def next_scheme(qp: QueryPlan, state: SchemeState, seen: BatchCounts) -> SchemeS
     name = state.params.get("name")
     adapt = qp.query.option("adapt", "true") == "true"
     forced = qp.query.option("partitioning", "auto")
+    if state.params.get("moved") and seen.key_units is not None:
+        state = _back_to_hash_if_even(qp, state, seen)
+        if not state.params.get("moved"):  # (back on hash: the batch's counts were the scheme's)
+            return state
     if name == "matrix" and adapt:
         return _reshape_matrix(qp, state, seen, warmup)
     if name == "biclique" and adapt and seen.units is not None:
@@ -263,17 +274,9 @@ def _leave_hash_if_skewed(
     spread no work, only copy rows: hash stays until batches need several tasks)."""
     assert seen.units is not None  # (`next_scheme` calls this with counts only)
     loads = seen.units.per_unit
-    total = sum(loads)
-    if total < warmup or len(loads) < 2:
+    if sum(loads) < warmup or len(loads) < 2:
         return state
-    share = max(loads) / total
-    # One hot key puts share = top + (1 - top) / J on its unit: solve for top. Even keys
-    # still spread a batch's rows unevenly by chance (a binomial's deviation): a share
-    # within `NOISE_SIGMAS` of it is no hot key, or a live stream's small batches would
-    # move it off hash by chance (and shuffle the state every batch under the new scheme).
-    j = len(loads)
-    noise = NOISE_SIGMAS * math.sqrt((1 / j) * (1 - 1 / j) / total)
-    top = (share - 1 / j) / (1 - 1 / j) if share - 1 / j > noise else 0.0
+    j, top = len(loads), hot_share(loads)
     delta = (seen.left_rows, seen.right_rows)
     stats = Stats(
         left_rows=seen.state_rows[0],
@@ -298,8 +301,41 @@ def _leave_hash_if_skewed(
         params = {**params_of(best), "units": j, "time_bucket": bool(params.get("time_bucket"))}
     else:
         return state
+    params["moved"] = True
     note = {"batch": seen.batch + 1, "scheme": describe(qp, params), "skew": top}
     return replace(state, params=params, history=(*state.history, note))
+
+
+def hot_share(loads: t.Sequence[int]) -> float:
+    """The share of the rows that one hot key carries, from rows per hash unit `loads`: one
+    hot key puts share = top + (1 - top) / J on its unit; solve for top. Even keys still
+    spread a batch's rows unevenly by chance (a binomial's deviation): a share within
+    `NOISE_SIGMAS` of it is no hot key (0.0), or a live stream's small batches would move a
+    query off hash by chance (and shuffle the state every batch under the new scheme)."""
+    total, j = sum(loads), len(loads)
+    if total == 0 or j < 2:
+        return 0.0
+    share = max(loads) / total
+    noise = NOISE_SIGMAS * math.sqrt((1 / j) * (1 - 1 / j) / total)
+    return (share - 1 / j) / (1 - 1 / j) if share - 1 / j > noise else 0.0
+
+
+def _back_to_hash_if_even(qp: QueryPlan, state: SchemeState, seen: BatchCounts) -> SchemeState:
+    """A query the skew check moved off hash (``moved``) goes back to it, its keys' hash units
+    as many as before, once the batch's rows per key hash (`seen.key_units`) have shown no hot
+    key for `EVEN_CHECKS` checks in a row: the scheme's copies and the time buckets' second
+    probe cost more than hash where no key stands out. A check too small to tell changes
+    nothing."""
+    assert seen.key_units is not None
+    loads = seen.key_units
+    if sum(loads) < WARMUP or len(loads) < 2:
+        return state
+    even = int(state.params.get("even", 0)) + 1 if hot_share(loads) == 0.0 else 0
+    if even < EVEN_CHECKS:
+        return replace(state, params={**state.params, "even": even})
+    params = {**initial_params(qp, len(loads)), "units": len(loads)}
+    note = {"batch": seen.batch + 1, "scheme": describe(qp, params), "skew": 0.0}
+    return SchemeState(params=params, history=(*state.history, note))
 
 
 def bucket_gain(

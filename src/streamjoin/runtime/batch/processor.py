@@ -244,13 +244,23 @@ class BatchProcessor:
             if units_job is not None:
                 units_job.result()
             # (An index's counts over a state job's: the index is the join's load, and keeps
-            # no row with a NULL key.)
+            # no row with a NULL key. A query moved off hash keeps its keys' counts apart.)
+            keyed = ctx.counted.take_moved()
             ctx.counted.counts |= self.indexed.reads.unit_counts(ctx)
             prev = ctx.prev
             counts, held = ctx.counted.counts, self.indexed.reads.stored_counts(ctx)
             one = self.indexed.reads.ran_in_one_task()
             units, routing = after_batch(
-                self.plan, ctx.routers, two.observed, counts, batch_id, stats, prev, held, one
+                self.plan,
+                ctx.routers,
+                two.observed,
+                counts,
+                batch_id,
+                stats,
+                prev,
+                held,
+                one,
+                keyed,
             )
             multiway_state: dict[str, t.Any] = {}
             if self.multiway is not None and work is not None:
@@ -382,7 +392,10 @@ class BatchProcessor:
         every = skew_check_period(s.skew_check_every, s.skew_check_seconds, self.trigger_seconds)
         if not checks_skew(ctx.batch_id, every):
             return None
-        names = [n for n in ctx.counted.sides if not self.indexed.counts_units(ctx, n)]
+        counted = ctx.counted
+        names = [
+            n for n in counted.sides if n in counted.moved or not self.indexed.counts_units(ctx, n)
+        ]
         if not names:
             return None
         job = count_units(ctx, self.stores.sourced, names)

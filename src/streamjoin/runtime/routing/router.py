@@ -121,6 +121,18 @@ class QueryRouter:
             key = f"(xxhash64({key}, floor(CAST(({v}) AS DOUBLE) / {band.width!r}D)) & {_MASK})"
         return f"pmod({key}, {self.units})"
 
+    @property
+    def key_units(self) -> int:
+        """Hash units of the query's equality key on the hash path (as many as it had when the
+        skew check moved it off hash)."""
+        return int(self.params.get("units", 1))
+
+    def key_unit_sql(self, side: Side, keys: t.Sequence[str] | None = None) -> str:
+        """The hash unit of a row's equality key alone, under neither a scheme nor time buckets:
+        what tells a query the skew check moved off hash that its keys are even again."""
+        key = self.row_sql(side, keys).key
+        return "0" if key is None else f"pmod({key}, {self.key_units})"
+
     def routed(self, side: Side, view: str, role: t.Literal["probe", "store"]) -> str:
         """SQL of `view` (rows of `side`) with one row per place it is routed to for `role`
         (on the hash path: the rows as they are)."""
@@ -257,13 +269,15 @@ def after_batch(
     prev: Manifest,
     held: t.Mapping[str, t.Sequence[int]] | None = None,
     one_task: t.Container[str] = (),
+    keyed: t.Mapping[str, t.Sequence[int]] | None = None,
 ) -> tuple[dict[str, UnitStats], dict[str, str]]:
     """Each query's rows per unit in batch `batch_id`: `counted` (by the state job, the files'
     keys or the query's index, all as probe rows; `held`: the rows each of its places holds,
     by the join operator, as stored rows), else its `observed` views; and its router's
     choice of the next scheme, with `stats` (the batch's rows per stream), `prev`'s live
-    state and whether one task probed its batch (`one_task`, by query). Returns the rows per
-    unit and each router's note, by query."""
+    state, whether one task probed its batch (`one_task`, by query) and, for a query moved off
+    hash, its rows per hash unit of its keys (`keyed`). Returns the rows per unit and each
+    router's note, by query."""
     units: dict[str, UnitStats] = {}
     notes: dict[str, str] = {}
     state = prev.state_rows()
@@ -300,6 +314,7 @@ def after_batch(
             (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
             _spans(qp, prev, stats),
             q.name in one_task,
+            tuple(k) if (k := (keyed or {}).get(q.name)) is not None else None,
         )
         notes[q.name] = router.after_batch(seen_counts)
     return units, notes

@@ -11,7 +11,9 @@ whose statistics its files' footers give runs no state job: every
 those files (`files_sql`; `adapt.joinpath.checks_skew` picks the batches): a job is a fixed
 cost, so a key that stays hot is seen within that many batches. A query that its executor-memory
 index serves (`batch.indexed`) is counted by the index's probe, which sees every delta row's key
-hash anyway: every batch, and without that job.
+hash anyway: every batch, and without that job. A query the skew check moved off hash is counted
+by its key's hash alone, by the state job or that job (its index counts its scheme's places):
+its way back to hash (`adapt.schemes`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class InputUnitCounts:
         """Counted queries by name: each side's stream index and unit SQL over stored names."""
         self.counts: dict[str, list[int]] = {}
         """Their rows per unit in this batch, both sides together (`read`, `read_rows`)."""
+        self.moved: set[str] = set()
+        """Those the skew check moved off hash, counted by their keys' hash units."""
 
     def __contains__(self, query: str) -> bool:
         return query in self.sides
@@ -54,14 +58,17 @@ class InputUnitCounts:
     def choose(
         self, spark: SparkSession, plan: JobPlan, routers: Mapping[str, QueryRouter]
     ) -> None:
-        """Pick the queries on the automatic hash path whose equality keys are columns (their
-        schemes are those the previous batch left, so this runs every batch)."""
-        self.sides, self.counts = {}, {}
+        """Pick the queries on the automatic hash path whose equality keys are columns, and
+        those the skew check moved off it (``moved``: counted by their keys' hash alone, to
+        tell when it may return); their schemes are those the previous batch left, so this
+        runs every batch."""
+        self.sides, self.counts, self.moved = {}, {}, set()
         for qp in plan.joins:
             q = qp.query
             router = routers[q.name]
             automatic = router.scheme is None and q.option("partitioning", "auto") == "auto"
-            if not (automatic and qp.parts.equi and router.band is None):
+            moved = bool(router.params.get("moved"))
+            if not ((moved or (automatic and router.band is None)) and qp.parts.equi):
                 continue
             if q.option("adapt", "true") != "true":
                 continue
@@ -76,9 +83,23 @@ class InputUnitCounts:
                 if router.key_types is None:
                     router.key_types = key_types(spark, router)
                 keys = [f"`{prefixed(sp.index, c)}`" for c in columns if c is not None]
-                sides.append((sp.index, router.unit_sql(side, keys)))
+                unit = router.key_unit_sql(side, keys) if moved else router.unit_sql(side, keys)
+                sides.append((sp.index, unit))
             else:
                 self.sides[q.name] = sides
+                if moved:
+                    self.moved.add(q.name)
+
+    def units(self, name: str, routers: Mapping[str, QueryRouter]) -> int:
+        """The units query `name` is counted in: its keys' hash units where it was moved off
+        hash, else its router's."""
+        router = routers[name]
+        return router.key_units if name in self.moved else router.units
+
+    def take_moved(self) -> dict[str, list[int]]:
+        """The counts of the queries moved off hash, taken out of `counts` (whose rows per unit
+        are their schemes' places, which their index counts)."""
+        return {name: self.counts.pop(name) for name in self.moved if name in self.counts}
 
     def columns(self) -> list[Column]:
         """Each counted side's unit of an ok row (NULL for other rows), to add to the input."""
@@ -96,7 +117,7 @@ class InputUnitCounts:
             F.expr(f"count_if({_column_name(qi, j)} = {u})").alias(f"u_{qi}_{j}_{u}")
             for qi, (name, sides) in enumerate(self.sides.items())
             for j in range(len(sides))
-            for u in range(routers[name].units)
+            for u in range(self.units(name, routers))
         ]
 
     def read(self, got: dict[str, t.Any], routers: Mapping[str, QueryRouter]) -> None:
@@ -104,7 +125,7 @@ class InputUnitCounts:
         self.counts = {
             name: [
                 sum(int(got[f"u_{qi}_{j}_{u}"]) for j in range(len(sides)))
-                for u in range(routers[name].units)
+                for u in range(self.units(name, routers))
             ]
             for qi, (name, sides) in enumerate(self.sides.items())
         }
@@ -129,7 +150,7 @@ class InputUnitCounts:
         names: Sequence[str],
     ) -> None:
         """Take queries `names`' counts from the rows of `files_sql`."""
-        counts = {name: [0] * routers[name].units for name in names}
+        counts = {name: [0] * self.units(name, routers) for name in names}
         for q, u, n in rows:
             if u is not None:  # (A NULL key has one: xxhash64 skips NULLs. The index's none.)
                 counts[names[q]][u] += n
