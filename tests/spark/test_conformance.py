@@ -55,17 +55,6 @@ them in the probe's task), and no join of Spark's (`NO_JOIN`)."""
 NO_JOIN = ("InMemoryTableScan", "Join")
 
 TWO_WAY = {
-    "one-join": Path_({**SLICES, "streamjoin.join.path": "one"}, plan_has=("_sj_old",)),
-    "two-halves": Path_({**SLICES, "streamjoin.join.path": "halves"}, plan_lacks=("_sj_old",)),
-    "one-join-broadcast": Path_(
-        {**SLICES, "streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "1000000000"},
-        plan_has=("BroadcastHashJoin",),
-        plan_lacks=("ShuffledHashJoin",),
-    ),
-    "one-join-shuffled": Path_(
-        {**SLICES, "streamjoin.join.path": "one", "streamjoin.join.shuffleRows": "0"},
-        plan_has=("ShuffledHashJoin",),
-    ),
     "sourced-footers": Path_(
         SLICES, state_jobs=False, copied=False, plan_has=("InMemoryTableScan",)
     ),

@@ -74,17 +74,9 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
     assert any(r["k"] == 1 and abs(time(r) - time(late)) <= WINDOW for r in batches[5]["B"])
     write_batches(tmp_path / "in", batches, extra_lines={(3, "A"): ['{"id": "x", "k": 1']})
     results = {}
-    # "shuffled": the one join of the delta rule as a shuffled hash join from the second batch
-    # on (`runtime.batch.joins.one_join`), where it would broadcast this small a state.
-    runs = (("sourced", "", None), ("copied", ", state = 'copy'", None), ("shuffled", "", "0"))
-    for name, options, shuffle_rows in runs:
+    for name, options in (("sourced", ""), ("copied", ", state = 'copy'")):
         job = parse_job(_job(tmp_path, name, options, seconds=10), "<test>")
-        if shuffle_rows is not None:
-            spark.conf.set("streamjoin.join.shuffleRows", shuffle_rows)
-        try:
-            Engine(spark).run(job, checkpoint=str(tmp_path / name), once=True, progress=False)
-        finally:
-            spark.conf.unset("streamjoin.join.shuffleRows")
+        Engine(spark).run(job, checkpoint=str(tmp_path / name), once=True, progress=False)
         results[name] = read_sink(spark, job, "w", COLUMNS)
         units = _units(spark, tmp_path / name)
         assert units, name
@@ -101,7 +93,6 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
     assert not [pair for pair in expected if pair[0] == late["id"]]
     assert normalize(results["sourced"]) == normalize(expected)
     assert normalize(results["copied"]) == normalize(expected)
-    assert normalize(results["shuffled"]) == normalize(expected)
     assert expected
 
 

@@ -5,9 +5,9 @@
 - `ReorderController`: CLASH's epochs for multi-way probe orders (statistics of epoch e, new
   orders from epoch e + 2); `probes.Reorderer` holds a job's multi-way plans through them.
 - `schemes.next_scheme`: a two-way query's partitioning policies (reshape the matrix, scale the
-  biclique, move the range bounds, leave hash on skew), fed with each batch's unit counts.
-- `joinpath.join_path`: a two-way batch's delta rule as one join or two halves, and the side a
-  shuffled join builds on, from row counts; `joinpath.checks_skew`: which batches count units.
+  biclique, move the range bounds, leave hash on skew and come back), fed with each batch's
+  unit counts.
+- `skewcheck.checks_skew`: which batches count the automatic hash path's rows per unit.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ import typing as t
 import warnings
 from dataclasses import dataclass
 
-from streamjoin.adapt.joinpath import SHUFFLE_ROWS
 from streamjoin.errors import SettingError, StreamJoinWarning
 
 if t.TYPE_CHECKING:
@@ -25,7 +24,6 @@ if t.TYPE_CHECKING:
 
     from streamjoin.optimizer.sharing import Candidate
 
-JoinPath = t.Literal["auto", "one", "halves"]
 Optimizer = t.Literal["ilp", "greedy"]
 Loop = t.Literal["auto", "spark"]
 
@@ -45,20 +43,6 @@ class Key:
 SETTINGS: dict[str, Key] = {
     k.name: k
     for k in (
-        Key(
-            "streamjoin.join.shuffleRows",
-            "10000",
-            "rows on each side from which the one join of a two-way query shuffles both sides "
-            "(below: Spark broadcasts the smaller side)",
-            least=0,
-        ),
-        Key(
-            "streamjoin.join.path",
-            "auto",
-            "`one`: both halves of the delta rule as one join; `halves`: two joins; `auto`: "
-            "by their predicted candidates",
-            choices=("auto", "one", "halves"),
-        ),
         Key(
             "streamjoin.hash.skewCheckEvery",
             "5",
@@ -198,6 +182,9 @@ RETIRED = {
     "STREAMJOIN_JVM_ARCHIVE": "docs/settings.md says how to keep Java's classes in an archive",
     "STREAMJOIN_CACHE_DIR": "the local file system's jar is kept under $XDG_CACHE_HOME",
     "streamjoin.warmup": "a driver's JVM is no longer warmed at start",
+    "streamjoin.join.path": "the cached slices, the overflow path, run the delta rule's halves",
+    "streamjoin.join.shuffleRows": "the cached slices, the overflow path, run the delta rule's "
+    "halves",
 }
 """Keys earlier versions read, and what stands in their place."""
 
@@ -233,8 +220,6 @@ def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) ->
 class Settings:
     """The settings of one run (see `SETTINGS` for each key's meaning and default)."""
 
-    shuffle_rows: int = SHUFFLE_ROWS
-    join_path: JoinPath = "auto"
     skew_check_every: int = 5
     skew_check_seconds: int = 20
     state_from_source: bool = True
@@ -274,8 +259,6 @@ class Settings:
             return _text(key, get, env)
 
         return cls(
-            shuffle_rows=int(text("streamjoin.join.shuffleRows")),
-            join_path=t.cast("JoinPath", text("streamjoin.join.path")),
             skew_check_every=int(text("streamjoin.hash.skewCheckEvery")),
             skew_check_seconds=int(text("streamjoin.hash.skewCheckSeconds")),
             state_from_source=text("streamjoin.state.fromSource") == "true",

@@ -22,14 +22,13 @@ def _read(conf: dict[str, str], env: dict[str, str] | None = None) -> Settings:
 
 def test_defaults_are_the_documented_ones() -> None:
     assert _read({}) == Settings()
-    assert Settings().shuffle_rows == int(SETTINGS["streamjoin.join.shuffleRows"].default)
+    assert Settings().index_rows == int(SETTINGS["streamjoin.twoway.indexRows"].default)
 
 
 def test_each_key_reaches_its_field() -> None:
     got = _read(
         {
-            "streamjoin.join.shuffleRows": "0",
-            "streamjoin.join.path": "Halves",
+            "streamjoin.twoway.indexRows": "0",
             "streamjoin.hash.skewCheckEvery": "1",
             "streamjoin.hash.skewCheckSeconds": "0",
             "streamjoin.state.fromSource": "false",
@@ -43,8 +42,7 @@ def test_each_key_reaches_its_field() -> None:
         {"STREAMJOIN_LOCAL": "off", "STREAMJOIN_DEBUG": "1"},
     )
     assert got == Settings(
-        shuffle_rows=0,
-        join_path="halves",
+        index_rows=0,
         skew_check_every=1,
         skew_check_seconds=0,
         state_from_source=False,
@@ -68,7 +66,7 @@ def test_environment_keys_are_not_read_from_the_conf() -> None:
     [
         ("streamjoin.hash.skewCheckEvery", "0", "at least 1"),
         ("streamjoin.hash.skewCheckSeconds", "-1", "at least 0"),
-        ("streamjoin.join.shuffleRows", "many", "whole number"),
+        ("streamjoin.twoway.indexRows", "many", "whole number"),
         ("streamjoin.multiway.optimizer", "genetic", "'ilp', 'greedy'"),
         ("streamjoin.state.fromSource", "no", "'true', 'false'"),
     ],

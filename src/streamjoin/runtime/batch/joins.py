@@ -1,8 +1,6 @@
-"""Spark SQL text for the delta rule: one half (a delta joined with the other side's state), or
-both halves as one join of each side's state and delta without the pairs of two old rows
-(`pairs_sql`, where no scheme places the rows and no band buckets them: one join instead of
-two, see docs/dev-log.md), a shuffled hash join when both sides are large
-(`adapt.joinpath.join_path` decides).
+"""Spark SQL text for one half of the delta rule on the cached state slices (a delta joined with
+the other side's state): the overflow path of a join its operator does not hold
+(`streamjoin.twoway.indexRows`, ``streamjoin.twoway.index = false``).
 
 The user's predicate runs as written (its timestamp arithmetic in microseconds where that is
 exact: `QueryPlan.spark_predicate`); candidates come from Spark's own equi-join extraction
@@ -17,14 +15,10 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.adapt.joinpath import SideRows
 from streamjoin.runtime.routing.router import PLACE
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from streamjoin.plan import Band, QueryPlan, StreamPlan
-    from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.plan import Band, QueryPlan
 
 Side = t.Literal["left", "right"]
 BUCKET = "_sj_bk"
@@ -122,37 +116,3 @@ def delta_join_sql(
     # (usually the delta, moving it to the state), and falls back to a shuffle join when both
     # are large.
     return f"SELECT {hint}{select} FROM {left_from} JOIN {right_from} ON {condition}"
-
-
-OLD = "_sj_old"
-"""Whether a row of `pairs_sql`'s inputs is committed state (TRUE) or the batch's delta."""
-
-
-def pairs_sql(qp: QueryPlan, left_view: str, right_view: str, *, build: Side | None = None) -> str:
-    """SELECT … of the delta rule's new pairs as one join: ``L ⋈ R`` over each side's state and
-    delta together (`left_view`, `right_view`, each row tagged with `OLD`), without the pairs of
-    two old rows, which earlier batches emitted. The same pairs as ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old
-    ⋈ ΔR``, in one join instead of two. `build`: a shuffled hash join building its tables on that
-    side (both sides large, see `adapt.joinpath.join_path`); else Spark's choice, a broadcast of
-    the smaller side."""
-    q = qp.query
-    a, b = q.left.alias, q.right.alias
-    select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
-    hint = f"/*+ SHUFFLE_HASH({a if build == 'left' else b}) */ " if build else ""
-    return (
-        f"SELECT {hint}{select} FROM {left_view} AS {a} JOIN {right_view} AS {b} "
-        f"ON ({qp.spark_predicate}) AND NOT ({a}.{OLD} AND {b}.{OLD})"
-    )
-
-
-def side_rows(
-    prev: Manifest, sp: StreamPlan, lo: int | None, new: Mapping[str, int] | None
-) -> SideRows:
-    """A side's rows for `adapt.joinpath.join_path`: the committed units that can meet (by
-    `StateUnit.rows`), and the batch's own rows where its files' footers tell them (`new`), else
-    the stream's last batch."""
-    old = sum(u.rows for u in prev.live(sp.name) if u.overlaps(lo, None))
-    if new is not None and sp.name in new:
-        return SideRows(old, new[sp.name])
-    last = sum(u.rows for u in prev.units if u.stream == sp.name and u.batch == prev.batch)
-    return SideRows(old, last)

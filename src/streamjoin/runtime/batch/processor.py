@@ -19,7 +19,7 @@ import time
 import typing as t
 from functools import cache, partial
 
-from streamjoin.adapt.joinpath import checks_skew, skew_check_period
+from streamjoin.adapt.skewcheck import checks_skew, skew_check_period
 from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import delta_relations

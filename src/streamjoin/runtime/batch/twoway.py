@@ -1,7 +1,7 @@
-"""Step 4 of a batch, two-way queries: each query's new pairs as a DataFrame, by the delta rule
-``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` (`joins.delta_join_sql`), or as one join of each side's
-state and delta without the pairs of two old rows (`joins.pairs_sql`), reading only the state
-units whose event times can meet the delta's."""
+"""Step 4 of a batch, two-way queries: each query's new pairs as a DataFrame, from its join
+operator (`batch.indexed`), or on the overflow path by the delta rule
+``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` over the cached state slices (`joins.delta_join_sql`),
+reading only the state units whose event times can meet the delta's."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from streamjoin.adapt.joinpath import join_path
 from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
-from streamjoin.runtime.batch.joins import OLD, delta_join_sql, pairs_sql, side_rows
+from streamjoin.runtime.batch.joins import delta_join_sql
 from streamjoin.runtime.batch.shedding import SIDES, Shed, allowances, count_rows, probing
 from streamjoin.runtime.routing.router import key_types
 
@@ -114,24 +113,6 @@ def _pairs(
     observe = shuffle or (bool(qp.parts.equi) and q.option("adapt", "true") == "true")
     observe = observe and q.name not in ctx.counted
     views = ctx.scratch.views
-    how = None
-    # (A shedding query runs the delta rule's two terms: each direction's pairs are counted.)
-    one = shed is None and not (observe or shuffle or router.band)
-    if one and ctx.settings.join_path != "halves":
-        always = ctx.settings.join_path == "one"
-        l_rows = side_rows(ctx.prev, left, l_lo, ctx.delta_rows)
-        r_rows = side_rows(ctx.prev, right, r_lo, ctx.delta_rows)
-        how = join_path(l_rows, r_rows, ctx.settings.shuffle_rows, always=always)
-    if how is not None:
-        # Both halves of the delta rule as one join (`joins.pairs_sql`).
-        sides = []
-        for sp, bound in ((left, l_lo), (right, r_lo)):
-            state = stores.state(ctx.spark, sp, ctx.prev, bound, None, views)
-            sides.append(
-                f"(SELECT *, FALSE AS {OLD} FROM {deltas[sp.name]} "
-                f"UNION ALL SELECT *, TRUE AS {OLD} FROM {state})"
-            )
-        return ctx.spark.sql(pairs_sql(qp, *sides, build=None if how == "auto" else how))
     r_state = stores.state(ctx.spark, right, ctx.prev, r_lo, deltas[q.right.stream], views)
     l_state = stores.state(ctx.spark, left, ctx.prev, l_lo, None, views)
     inputs: list[tuple[Side, str, str]] = [

@@ -8,7 +8,7 @@ join instead cost three DataFrames and a view per side per batch, each analysed 
 a `CollectMetrics` in the join's plan (docs/dev-log.md has the measurement). A batch
 whose statistics its files' footers give runs no state job: every
 ``streamjoin.hash.skewCheckEvery``-th one counts in a job of its own that reads only the keys of
-those files (`files_sql`; `adapt.joinpath.checks_skew` picks the batches): a job is a fixed
+those files (`files_sql`; `adapt.skewcheck.checks_skew` picks the batches): a job is a fixed
 cost, so a key that stays hot is seen within that many batches. A query that its executor-memory
 index serves (`batch.indexed`) is counted by the index's probe, which sees every delta row's key
 hash anyway: every batch, and without that job. A query the skew check moved off hash is counted

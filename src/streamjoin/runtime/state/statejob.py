@@ -10,7 +10,7 @@ its own input files (`runtime.state.sourcefiles`) writes nothing: its unit is th
 logs name. When no stream writes, the statistics are a plain aggregate; and when every stream's
 units are its files and their footers prove every row ok (`runtime.state.footers`), they are the
 footers' and no job runs (the batches that count rows per unit count them from the files' keys:
-`adapt.joinpath.checks_skew`).
+`adapt.skewcheck.checks_skew`).
 """
 
 from __future__ import annotations
