@@ -58,7 +58,15 @@ ORDER = (
     "tpch",
     "nexmark",
 )
-EXTRA = ("skew-full", "skew", "fluctuating", "memory", "ilp-scaling", "metrics-overhead")
+EXTRA = (
+    "skew-full",
+    "skew",
+    "passing",
+    "fluctuating",
+    "memory",
+    "ilp-scaling",
+    "metrics-overhead",
+)
 """The partitioning and ILP reports, by file name (without ``.json``)."""
 
 

@@ -27,7 +27,7 @@ PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK, SHAPES)
 """The pages written here (and removed when their reports are gone)."""
 SKEW, ILP = "SKEW.md", "ILP.md"
 """The pages written elsewhere: linked where their reports and the page are present."""
-PARTITIONING = ("skew-full", "skew", "fluctuating", "memory")
+PARTITIONING = ("skew-full", "skew", "passing", "fluctuating", "memory")
 """The reports `SKEW` sums up."""
 PLOTS_HREF = "../"
 """The path from a page to the plots (beside RESULTS.md)."""
@@ -109,7 +109,7 @@ def links(
         "ILP": ILP if "ilp-scaling" in extra and _present(ILP, folder) else None,
     }
     skew = any(n in extra for n in PARTITIONING) and _present(SKEW, folder)
-    found |= dict.fromkeys(("skew", "fluctuating", "memory"), SKEW if skew else None)
+    found |= dict.fromkeys(("skew", "passing", "fluctuating", "memory"), SKEW if skew else None)
     return {word: f"{FOLDER}/{page}" for word, page in found.items() if page}
 
 
@@ -174,7 +174,8 @@ def more_lines(
     if "skew" in href:
         entries.append(
             f"- [Partitioning under skew]({href['skew']}): Zipf keys, Spark's hash partitioning "
-            "by the key (forced) against `auto`, and the fluctuating-ratio and memory benchmarks "
+            "by the key (forced) against `auto`, a hot key that passes, and the fluctuating-ratio "
+            "and memory benchmarks "
             f"({files(f'{n}.json' for n in PARTITIONING if n in extra)}; written by `python -m "
             "benchmarks.skew summary`)."
         )

@@ -216,6 +216,18 @@ def other_targets(
                 values = tg.get(figures)
                 numbers = " / ".join(f"{unit}{v}" for v in values) if values else "–"
                 rows.append((f"skew ({size}): {label}", numbers, tg[key]))
+    passing = extra.get("passing")
+    if passing is not None:
+        auto = passing["auto"]
+        rows.append(
+            (
+                f"passing ({passing['size']}): auto leaves hash for a hot key, is back once it "
+                "passed, no change's batch over 2× the steady p99",
+                f"left at batch {auto['left_hash_at']}, back at {auto['back_to_hash_at']}; "
+                f"change batches {auto['change_batch_ms']} ms, p99 {auto['steady_p99_ms']} ms",
+                all(passing["targets"].values()),
+            )
+        )
     for name in ("fluctuating", "memory"):
         size = extra.get(name, {}).get("size")
         for key, met in extra.get(name, {}).get("targets", {}).items():

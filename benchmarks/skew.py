@@ -1,8 +1,8 @@
 """Partitioning benchmarks of issue 4: skewed keys, a fluctuating |R|/|S| ratio, stored bytes.
 
-``python -m benchmarks.skew {skew|fluctuating|memory} [--quick|--tiny] [--out F]``; the last line
-printed is one JSON object. A ``--quick`` run writes ``benchmarks/results/<name>.json`` (or
-``--out``) and regenerates ``benchmarks/results/SKEW.md`` from the three result files;
+``python -m benchmarks.skew {skew|passing|fluctuating|memory} [--quick|--tiny] [--out F]``; the
+last line printed is one JSON object. A ``--quick`` run writes ``benchmarks/results/<name>.json``
+(or ``--out``) and regenerates ``benchmarks/results/SKEW.md`` from the result files;
 ``python -m benchmarks.skew summary`` only regenerates the markdown.
 
 - ``skew``: ``l.k = r.k AND r.ts BETWEEN l.ts - 1 s AND l.ts + 1 s`` on two streams whose keys
@@ -13,6 +13,9 @@ printed is one JSON object. A ``--quick`` run writes ``benchmarks/results/<name>
   hottest key meets about two partners at z = 2: the output stays near the input size, while
   the hot key's hash chain is still long (the join's key is k alone; the window is checked on
   each candidate).
+- ``passing``: the same join over Zipf(2) keys for half the batches and even keys after, forced
+  ``hash`` against ``auto``: auto leaves hash while the key is hot and returns once it has
+  passed; each change's batch against the steady ones.
 - ``fluctuating``: a full-history equi join under forced ``matrix`` with adaptation on, whose
   left:right arrival ratio alternates between 4:1 and 1:4 (a 16× swing) in phases of growing
   size, so that Squall's doubling trigger fires several times and the shape moves each time.
@@ -51,6 +54,7 @@ from benchmarks.skew_fluctuating import run_fluctuating
 from benchmarks.skew_harness import ROOT, _session
 from benchmarks.skew_keys import run_skew
 from benchmarks.skew_memory import run_memory
+from benchmarks.skew_passing import run_passing
 from benchmarks.skew_report import write_summary
 
 if t.TYPE_CHECKING:
@@ -59,10 +63,15 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-BENCHMARKS = ("skew", "fluctuating", "memory")
+BENCHMARKS = ("skew", "passing", "fluctuating", "memory")
 SIZES = ("tiny", "quick")
 
-RUNNERS = {"skew": run_skew, "fluctuating": run_fluctuating, "memory": run_memory}
+RUNNERS = {
+    "skew": run_skew,
+    "passing": run_passing,
+    "fluctuating": run_fluctuating,
+    "memory": run_memory,
+}
 
 
 def run(

@@ -11,7 +11,7 @@ import typing as t
 
 import pytest
 
-from benchmarks import skew_fluctuating, skew_keys, skew_memory
+from benchmarks import skew_fluctuating, skew_keys, skew_memory, skew_passing
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -33,6 +33,18 @@ def test_skew_tiny(spark: SparkSession, tmp_path: Path) -> None:
     assert hot["auto"]["ended_on"] != "hash on 8 units"
     assert hot["hash"]["skew_mean"] > 2.0
     assert hot["auto"]["skew_after_switch"] < 1.5
+
+
+def test_passing_tiny(spark: SparkSession, tmp_path: Path) -> None:
+    """A hot key for two batches, even keys for four: auto leaves hash and comes back, the
+    output exact in both modes (the run checks it against the reference)."""
+    result = skew_passing.run_passing(spark, "tiny", str(tmp_path))
+    auto, hash_ = result["auto"], result["hash"]
+    assert auto["out"] == hash_["out"] == result["expected_out"]
+    assert hash_["changed_at"] == []
+    assert auto["left_hash_at"] is not None and auto["left_hash_at"] <= 2, auto["routing"]
+    assert auto["back_to_hash_at"] is not None and auto["back_to_hash_at"] > 2, auto["routing"]
+    assert auto["routing"][-1] == "hash on 4 units"
 
 
 def test_fluctuating_tiny(spark: SparkSession, tmp_path: Path) -> None:

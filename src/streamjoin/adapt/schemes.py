@@ -46,6 +46,9 @@ WARMUP = DEFAULT_WARMUP
 HOT_CANDIDATES = 8.0
 """Candidates of the hot key per delta row above which its window's time bucket joins the key."""
 EVEN_CHECKS = 2
+COUNTERS = frozenset({"even"})
+"""Keys of a scheme's ``params`` that count checks between batches and place no row (an index
+built for a placement outlives their changes)."""
 """Skew checks in a row that must find the keys even before a query the skew check moved off
 hash returns to it (one even batch between hot ones would move the state twice for nothing)."""
 NOISE_SIGMAS = 4.0
@@ -322,20 +325,23 @@ def hot_share(loads: t.Sequence[int]) -> float:
 
 def _back_to_hash_if_even(qp: QueryPlan, state: SchemeState, seen: BatchCounts) -> SchemeState:
     """A query the skew check moved off hash (``moved``) goes back to it, its keys' hash units
-    as many as before, once the batch's rows per key hash (`seen.key_units`) have shown no hot
-    key for `EVEN_CHECKS` checks in a row: the scheme's copies and the time buckets' second
-    probe cost more than hash where no key stands out. A check too small to tell changes
-    nothing."""
+    as many as before, once the batch's rows per key hash (`seen.key_units`) have been, for
+    `EVEN_CHECKS` checks in a row, such that the rule that leaves hash would keep it: the
+    scheme's copies and the time buckets' second probe cost more than hash where no key stands
+    out. A check too small to tell changes nothing."""
     assert seen.key_units is not None
     loads = seen.key_units
     if sum(loads) < WARMUP or len(loads) < 2:
         return state
-    even = int(state.params.get("even", 0)) + 1 if hot_share(loads) == 0.0 else 0
+    j = len(loads)
+    plain = SchemeState({**initial_params(qp, j), "units": j})
+    keys = replace(seen, units=UnitStats(loads, (0,) * j))
+    stays = _leave_hash_if_skewed(qp, plain, keys, WARMUP) is plain
+    even = int(state.params.get("even", 0)) + 1 if stays else 0
     if even < EVEN_CHECKS:
         return replace(state, params={**state.params, "even": even})
-    params = {**initial_params(qp, len(loads)), "units": len(loads)}
-    note = {"batch": seen.batch + 1, "scheme": describe(qp, params), "skew": 0.0}
-    return SchemeState(params=params, history=(*state.history, note))
+    note = {"batch": seen.batch + 1, "scheme": describe(qp, plain.params), "skew": 0.0}
+    return replace(plain, history=(*state.history, note))
 
 
 def bucket_gain(

@@ -179,7 +179,7 @@ class IndexedJoins:
         parts = self.partitions(ctx, qp)
         # (Built for the partitions and the placement in force, at the batch before or at this
         # one, run again: else built anew.)
-        layout = (parts, json.dumps(router.params, sort_keys=True))
+        layout = (parts, json.dumps(router.placement, sort_keys=True))
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self.on_cluster(ctx.spark):
             return self._placed_pairs(ctx, qp, deltas, stores, parts, layout)

@@ -53,7 +53,8 @@ class ProbePlans:
         batch."""
         # (A scheme's copies are not a projection of the batch's rows: the placement is part
         # of what was decided.)
-        key = f"{query_key(qp)}@{json.dumps(ctx.routers[qp.query.name].params, sort_keys=True)}"
+        placement = ctx.routers[qp.query.name].placement
+        key = f"{query_key(qp)}@{json.dumps(placement, sort_keys=True)}"
         if (ctx.batch_id, key) not in self._decided:
             self._decided[ctx.batch_id, key] = self._decide(ctx, key, qp, fits)
         return self._decided[ctx.batch_id, key]

@@ -25,6 +25,7 @@ import typing as t
 from dataclasses import dataclass, field
 
 from streamjoin.adapt.schemes import (
+    COUNTERS,
     BatchCounts,
     SchemeState,
     UnitStats,
@@ -120,6 +121,12 @@ class QueryRouter:
             v = band.left_sql if side == "left" else band.right_sql
             key = f"(xxhash64({key}, floor(CAST(({v}) AS DOUBLE) / {band.width!r}D)) & {_MASK})"
         return f"pmod({key}, {self.units})"
+
+    @property
+    def placement(self) -> dict[str, t.Any]:
+        """The params that place the rows: all but a policy's counters (`COUNTERS`), so that a
+        layout built for them outlives a count's change."""
+        return {k: v for k, v in self.params.items() if k not in COUNTERS}
 
     @property
     def key_units(self) -> int:
