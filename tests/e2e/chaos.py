@@ -60,6 +60,15 @@ QUERIES: dict[str, tuple[str, str]] = {
         "AND a.ts >= b.ts AND a.ts <= b.ts + INTERVAL 2 SECONDS",
     ),
     "history": (PAIR, "A a JOIN C b ON a.k = b.k AND a.s <> b.s"),
+    # (A band within a key, LEFT; an OR of equalities, a pair meeting both found once; a
+    # matrix's copies of each row.)
+    "bandkey": (PAIR, f"A a LEFT JOIN B b ON a.k = b.k AND abs(a.x - b.x) <= 1.0 AND {W3}"),
+    "either": (PAIR, f"A a JOIN B b ON (a.k = b.k OR a.x = b.x) AND {W3}"),
+    "matrix": (
+        PAIR,
+        f"A a JOIN B b ON a.k = b.k AND a.x < b.x AND {W3} "
+        "WITH (partitioning = 'matrix', units = 4)",
+    ),
     "threeway": (
         "a.id AS i1, b.id AS i2, c.id AS i3",
         f"A a JOIN B b ON a.k = b.k AND {W3} "
