@@ -44,6 +44,9 @@ class Path_:
     """Whether the state was copied into the checkpoint (None: either)."""
     multiway: bool = False
     join: str = "JOIN"
+    json: bool = False
+    """The streams read from JSON files: no footers, so the state job tells each batch's
+    statistics."""
 
 
 SLICES = {"streamjoin.twoway.index": "false"}
@@ -58,22 +61,12 @@ TWO_WAY = {
     "sourced-footers": Path_(
         SLICES, state_jobs=False, copied=False, plan_has=("InMemoryTableScan",)
     ),
-    "sourced-from-files": Path_(
-        {**SLICES, "streamjoin.state.hot": "false"}, copied=False, plan_lacks=("InMemoryTableScan",)
-    ),
-    "sourced-state-job": Path_(
-        {**SLICES, "streamjoin.state.footers": "false"}, state_jobs=True, copied=False
-    ),
+    "sourced-state-job": Path_(SLICES, json=True, state_jobs=True, copied=False),
     "copied": Path_(
         {**SLICES, "streamjoin.state.fromSource": "false"},
         state_jobs=True,
         copied=True,
         plan_has=("InMemoryTableScan",),
-    ),
-    "copied-from-files": Path_(
-        {**SLICES, "streamjoin.state.fromSource": "false", "streamjoin.state.hot": "false"},
-        copied=True,
-        plan_lacks=("InMemoryTableScan",),
     ),
     "hash": Path_(with_="partitioning = 'hash', units = 3", plan_has=INDEXED, plan_lacks=NO_JOIN),
     "matrix": Path_(
@@ -128,12 +121,7 @@ TWO_WAY = {
     "theta-full-history": Path_(on="a.x < b.x", copied=True, plan_has=INDEXED, plan_lacks=NO_JOIN),
     "full-history": Path_(SLICES, on=EQUI, copied=True),
     "indexed": Path_(state_jobs=False, copied=False, plan_has=INDEXED, plan_lacks=NO_JOIN),
-    "indexed-state-job": Path_(
-        {"streamjoin.state.footers": "false"},
-        state_jobs=True,
-        plan_has=INDEXED,
-        plan_lacks=NO_JOIN,
-    ),
+    "indexed-state-job": Path_(json=True, state_jobs=True, plan_has=INDEXED, plan_lacks=NO_JOIN),
     "indexed-full-history": Path_(on=EQUI, copied=True, plan_has=INDEXED, plan_lacks=NO_JOIN),
     "indexed-band": Path_(on=f"{BAND} AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN),
 }
@@ -150,9 +138,10 @@ MULTI_WAY = {
 
 def _job(root: Path, case: Path_, name: str) -> str:
     streams = "ABC" if case.multiway else "AB"
+    form = "json" if case.json else "parquet"
     ddl = [
-        stream_ddl(s, str(root / "in" / s)).replace(
-            "WITH (format = 'json', ", "WITH (format = 'parquet', maxFilesPerTrigger = '1', "
+        stream_ddl(s, str(root / form / s)).replace(
+            "WITH (format = 'json', ", f"WITH (format = '{form}', maxFilesPerTrigger = '1', "
         )
         for s in streams
     ]
@@ -183,13 +172,14 @@ def _job(root: Path, case: Path_, name: str) -> str:
 
 @pytest.fixture(scope="module")
 def streams(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[t.Any]]:
-    """Generated streams A, B and C as Parquet files, one a micro-batch: disorder, NULL and
-    repeated keys, late rows."""
+    """Generated streams A, B and C as Parquet files, and as JSON files, one a micro-batch:
+    disorder, NULL and repeated keys, late rows."""
     root = tmp_path_factory.mktemp("conformance")
     # (Four batches: the first, then three on the path forced, two of them with late rows and
     # a multi-way epoch of their own.)
     batches = make_batches(71, streams=("A", "B", "C"), n_batches=4, rows_per_batch=14)
-    write_batches(root / "in", batches, parquet=True)
+    write_batches(root / "parquet", batches, parquet=True)
+    write_batches(root / "json", batches)
     return root, batches
 
 

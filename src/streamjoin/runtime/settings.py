@@ -72,20 +72,6 @@ SETTINGS: dict[str, Key] = {
             choices=("auto", "spark"),
         ),
         Key(
-            "streamjoin.state.footers",
-            "true",
-            "`false` runs the state job for a batch's statistics even where its Parquet "
-            "footers tell them",
-            choices=("true", "false"),
-        ),
-        Key(
-            "streamjoin.state.hot",
-            "true",
-            "`false` reads every live state unit from its files in each batch instead of "
-            "keeping the live state cached in executor memory",
-            choices=("true", "false"),
-        ),
-        Key(
             "streamjoin.twoway.index",
             "true",
             "two-way joins (docs/architecture.md says which shapes) probe the join operator: "
@@ -182,6 +168,10 @@ RETIRED = {
     "STREAMJOIN_JVM_ARCHIVE": "docs/settings.md says how to keep Java's classes in an archive",
     "STREAMJOIN_CACHE_DIR": "the local file system's jar is kept under $XDG_CACHE_HOME",
     "streamjoin.warmup": "a driver's JVM is no longer warmed at start",
+    "streamjoin.state.footers": "a batch's statistics come from its Parquet footers wherever "
+    "they prove every row ok",
+    "streamjoin.state.hot": "the cached slices (the overflow path) are always kept in memory, "
+    "spilling to disk",
     "streamjoin.join.path": "the cached slices, the overflow path, run the delta rule's halves",
     "streamjoin.join.shuffleRows": "the cached slices, the overflow path, run the delta rule's "
     "halves",
@@ -224,8 +214,6 @@ class Settings:
     skew_check_seconds: int = 20
     state_from_source: bool = True
     loop: Loop = "auto"
-    footers: bool = True
-    hot_state: bool = True
     index: bool = True
     index_rows: int = 2_000_000
     optimizer: Optimizer = "ilp"
@@ -263,8 +251,6 @@ class Settings:
             skew_check_seconds=int(text("streamjoin.hash.skewCheckSeconds")),
             state_from_source=text("streamjoin.state.fromSource") == "true",
             loop=t.cast("Loop", text("streamjoin.loop")),
-            footers=text("streamjoin.state.footers") == "true",
-            hot_state=text("streamjoin.state.hot") == "true",
             index=text("streamjoin.twoway.index") == "true",
             index_rows=int(text("streamjoin.twoway.indexRows")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),

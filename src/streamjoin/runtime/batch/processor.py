@@ -91,7 +91,7 @@ class BatchProcessor:
         """Copies the units of unbounded streams read back from their files (`copybehind`)."""
         self.indexed = IndexedJoins()
         """The indexes of the two-way equi joins (`batch.indexed`)."""
-        self.stores = StoreViews(checkpoint, self.parallelism, hot=self.settings.hot_state)
+        self.stores = StoreViews(checkpoint, self.parallelism)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
         self.multiway = self._multiway()
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
@@ -170,7 +170,7 @@ class BatchProcessor:
             try:
                 self.process(df, batch_id)
             except Exception as err:
-                hot = self.stores.hot is not None and self.stores.hot.failed(err)
+                hot = self.stores.hot.failed(err)
                 # (An executor lost with index partitions took its cached blocks too.)
                 if not (hot or self.indexed.lost(err)):
                     raise
@@ -372,12 +372,10 @@ class BatchProcessor:
         """The batch's statistics if its footers tell them, and a call that returns them (the
         footers', or the state job's, started here beside the joins); `probed`: a probe's job
         reads the batch's rows, which Spark counts."""
-        known = None
-        if self.settings.footers:
-            args = (ctx.batch_id, ctx.watermark, ctx.files, ctx.footers)
-            # (Outside Spark's loop no streaming query counts the batch's input rows.)
-            counted = probed or not self.spark_loop
-            known = self.state_job.from_footers(self.session, *args, counted=counted)
+        args = (ctx.batch_id, ctx.watermark, ctx.files, ctx.footers)
+        # (Outside Spark's loop no streaming query counts the batch's input rows.)
+        counted = probed or not self.spark_loop
+        known = self.state_job.from_footers(self.session, *args, counted=counted)
         if known is not None:
             return known, lambda: known
         append = partial(self.state_job.run, ctx.classified(), ctx.batch_id, ctx.watermark)

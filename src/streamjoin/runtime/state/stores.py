@@ -114,12 +114,12 @@ class PartitionedUnits:
 class StoreViews:
     """The relations of one batch's joins over the streams' stored rows (`state`)."""
 
-    def __init__(self, store: Checkpoint, parallelism: int, *, hot: bool = True) -> None:
+    def __init__(self, store: Checkpoint, parallelism: int) -> None:
         self.store = store
         self.partitioned = PartitionedUnits(parallelism)
         self.sourced = SourcedUnits(store.fs)
-        self.hot: HotState | None = HotState(store, parallelism) if hot else None
-        """The live units cached in executor memory (None: read from their files each batch)."""
+        self.hot = HotState(store, parallelism)
+        """The live units cached in executor memory, spilling to disk."""
         self._unit_views: dict[tuple[str, ...], str] = {}
         """This batch's views of state units, by stream and files."""
         self.cache_deltas = True
@@ -130,23 +130,20 @@ class StoreViews:
     def resize(self, parallelism: int) -> None:
         """Partitions of the state cached from now on (what is cached keeps its own)."""
         self.partitioned.parallelism = parallelism
-        if self.hot is not None:
-            self.hot.parallelism = parallelism
+        self.hot.parallelism = parallelism
 
     def end_batch(self) -> None:
         """Forget the batch's views (the batch drops them)."""
         self._unit_views = {}
         self.sourced.end_batch()
-        if self.hot is not None:
-            self.hot.end_batch()
+        self.hot.end_batch()
 
     def clear(self) -> None:
         """Release everything cached between batches (the processor is done, or a batch is run
         again from the files)."""
         self.partitioned.clear()
         self.sourced.clear()
-        if self.hot is not None:
-            self.hot.clear()
+        self.hot.clear()
 
     def state(
         self,
@@ -176,7 +173,7 @@ class StoreViews:
         # No units: a scan of no files, which the optimizer cannot prove empty. (A relation it
         # can, like `empty_relation`, is pruned with the observations on its plan, which then
         # never report.)
-        if units and self.hot is not None and cached:
+        if units and cached:
             state = self._rows(sp, self.hot.relation(spark, sp, prev, units, lo), None)
         else:
             state = self._rows(sp, self._files_view(spark, sp, units, views), lo if units else None)
@@ -190,7 +187,7 @@ class StoreViews:
         """A relation (SQL text) of `sp`'s ok rows of batch `batch` (started at `wm`) under their
         own names, read from the input `files` the batch reads (`SourcedUnits.batch_view`)."""
         rows = self.sourced.batch_view(spark, sp, batch, files, wm)
-        if self.hot is not None and self.cache_deltas:
+        if self.cache_deltas:
             rows = self.hot.delta(spark, sp, batch, rows)
         return f"({self._rows(sp, rows, None)})"
 
