@@ -32,6 +32,7 @@ CLASS_PATH = "spark.driver.extraClassPath"
 _SOURCES = (
     "localfs/LocalFiles.java",
     "operator/JoinIndex.java",
+    "operator/IndexRows.java",
     "operator/IndexSide.java",
     "operator/IndexProbe.java",
     "operator/BatchInput.java",

@@ -60,7 +60,7 @@ final class IndexProbe implements FlatMapFunction {
     boolean shared = JoinIndex.sharesMarks(marker, fields);
     marks = shared ? JoinIndex.marks(name, true) : null;
     HashMap found =
-        JoinIndex.byPart((Iterator) rows, parts, batch, fields, counts, units, shared);
+        IndexRows.byPart((Iterator) rows, parts, batch, fields, counts, units, shared);
     if (counts != null && !found.isEmpty()) {
       // (By a partition the task read, which the task's number is not once a coalesce puts
       // several in one task; a task run again, or a stage computed again, replaces them.)
@@ -91,7 +91,7 @@ final class IndexProbe implements FlatMapFunction {
       if (below[side] == Long.MIN_VALUE) {
         continue;
       }
-      boolean tabbed = fields[JoinIndex.TAB] >= 0;
+      boolean tabbed = fields[IndexRows.TAB] >= 0;
       ArrayList pairs = JoinIndex.alone(name, parts, side, below[side], batch, tabbed);
       for (int i = 0; i < pairs.size(); i++) {
         InternalRow pair = (InternalRow) pairs.get(i);
@@ -128,9 +128,9 @@ final class IndexProbe implements FlatMapFunction {
    * (for one equality key, each bucket is a key of its own: each pair is found once). */
   void find(ArrayList delta, JoinIndex.Part part, int other, ArrayList out) {
     boolean left = other == 1;
-    boolean tabbed = fields[JoinIndex.TAB] >= 0;
+    boolean tabbed = fields[IndexRows.TAB] >= 0;
     for (int i = 0; i < delta.size(); i++) {
-      JoinIndex.Entry d = (JoinIndex.Entry) delta.get(i);
+      IndexRows.Entry d = (IndexRows.Entry) delta.get(i);
       if (!d.probe) {
         continue;
       }
@@ -150,7 +150,7 @@ final class IndexProbe implements FlatMapFunction {
       if (span >= 0 && span < them.keyCount()) {
         // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
         for (long b = d.lo; ; b++) {
-          pairs(d, them, them.first(JoinIndex.mix(d.eq, b)), left, tabbed, out);
+          pairs(d, them, them.first(IndexRows.mix(d.eq, b)), left, tabbed, out);
           if (b == d.hi) {
             break;
           }
@@ -161,7 +161,7 @@ final class IndexProbe implements FlatMapFunction {
       // of the doubles: a pass over the other side's live rows, never a loop over the range.)
       for (int j = them.start; j < them.end; j++) {
         long b = them.buckets[j];
-        if (b >= d.lo && b <= d.hi && them.keys[j] == JoinIndex.mix(d.eq, b)) {
+        if (b >= d.lo && b <= d.hi && them.keys[j] == IndexRows.mix(d.eq, b)) {
           found(d, them, j, left, tabbed, out);
         }
       }
@@ -170,7 +170,7 @@ final class IndexProbe implements FlatMapFunction {
 
   /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key. */
   void pairs(
-      JoinIndex.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
+      IndexRows.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
     for (; j >= 0; j = other.next(j)) {
       found(d, other, j, left, tabbed, out);
     }
@@ -179,7 +179,8 @@ final class IndexProbe implements FlatMapFunction {
   /** The pair of {@code d} with row {@code j} of {@code other}, into {@code out} where the
    * query's predicate holds on it; both rows marked matched where an outer join's ON condition
    * holds on it. A pair of a row that skipped its probe is only counted. */
-  void found(JoinIndex.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
+  void found(
+      IndexRows.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
     InternalRow o = other.rows[j];
     if (marker != null) {
       if (on == null) {
@@ -210,7 +211,7 @@ final class IndexProbe implements FlatMapFunction {
   /** The pair of {@code d} with stored row {@code o} in one row this probe reuses: what its
    * predicates test (a nested loop tests every row its window reaches; only a pair kept is
    * made, by {@link #pair}). */
-  InternalRow candidate(JoinIndex.Entry d, InternalRow o, boolean left, boolean tabbed) {
+  InternalRow candidate(IndexRows.Entry d, InternalRow o, boolean left, boolean tabbed) {
     if (scratch == null) {
       scratch = new Object[3];
       scratchRow = new GenericInternalRow(scratch);
@@ -238,7 +239,7 @@ final class IndexProbe implements FlatMapFunction {
   }
 
   /** The pair of {@code d} with stored row {@code o} (and the table it was found in). */
-  static InternalRow pair(JoinIndex.Entry d, InternalRow o, boolean left, boolean tabbed) {
+  static InternalRow pair(IndexRows.Entry d, InternalRow o, boolean left, boolean tabbed) {
     InternalRow l = left ? d.row : o;
     InternalRow r = left ? o : d.row;
     Object[] values =

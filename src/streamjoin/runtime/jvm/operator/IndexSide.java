@@ -57,7 +57,7 @@ public final class IndexSide {
     return used;
   }
 
-  void add(JoinIndex.Entry e) {
+  void add(IndexRows.Entry e) {
     e.at = add(e.key, e.bucket, e.ts, e.batch, e.row);
     matched[e.at] = e.matched;
     ids[e.at] = e.id;

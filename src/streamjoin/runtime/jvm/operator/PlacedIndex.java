@@ -68,8 +68,8 @@ public final class PlacedIndex {
       long leftDecided,
       long rightDecided) {
     SparkSession spark = (SparkSession) in.sparkSession();
-    JavaRDD rows = JoinIndex.shuffled(in, parts);
-    Load f = new Load(name, parts, version, JoinIndex.shuffledFields(in.schema()));
+    JavaRDD rows = IndexRows.shuffled(in, parts);
+    Load f = new Load(name, parts, version, IndexRows.shuffledFields(in.schema()));
     f.marker = marker;
     f.decided = new long[] {leftDecided, rightDecided};
     List placed = PlainRdd.collect(placement(spark, parts, owners).zipPartitions(rows, f));
@@ -95,8 +95,8 @@ public final class PlacedIndex {
       long rightLeast,
       String[] owners) {
     SparkSession spark = (SparkSession) in.sparkSession();
-    JavaRDD rows = JoinIndex.shuffled(in, parts);
-    int[] fields = JoinIndex.shuffledFields(in.schema());
+    JavaRDD rows = IndexRows.shuffled(in, parts);
+    int[] fields = IndexRows.shuffledFields(in.schema());
     if (JoinIndex.sharesMarks(marker, fields)) {
       throw new IllegalArgumentException(
           "streamjoin: an outer join whose rows have copies shares their marks in one JVM");
@@ -153,7 +153,7 @@ public final class PlacedIndex {
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
       JoinIndex.Part part = new JoinIndex.Part(version);
-      ArrayList[] sides = (ArrayList[]) JoinIndex.byPart(
+      ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
               (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, false)
           .get(Integer.valueOf(p));
       if (sides != null) {
