@@ -43,6 +43,7 @@ class PassingSize:
 PASSING_SIZES = {
     "tiny": PassingSize(2_400, 2, 4, 2_000, 4, 32),
     "quick": PassingSize(48_000, 4, 8, 10_000, 8, 0),
+    "full": PassingSize(192_000, 4, 8, 10_000, 8, 0),
 }
 BACK = re.compile(r"-> hash on \d+ units from batch")
 """A routing note of the change back to plain hash."""
