@@ -32,7 +32,7 @@ if t.TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PassingSize:
-    rows: int  # per stream and phase
+    rows: int  # per stream in the hot phase (the even phase has as many a batch)
     hot_files: int  # batches of the hot phase
     even_files: int  # batches of the even phase
     keys: int
@@ -53,11 +53,16 @@ HOT_MATCHES = 2.0
 
 
 def passing_streams(sz: PassingSize) -> tuple[dict[str, pa.Table], float]:
-    """Streams ``a`` and ``b``: `sz.rows` rows each of Zipf(2) keys, then as many of even keys
-    over the next span of event time (ids go on); and that span in seconds."""
+    """Streams ``a`` and ``b``: `sz.rows` rows each of Zipf(2) keys over a span of event time,
+    then even keys at the same rate over `sz.even_files` / `sz.hot_files` of that span (ids go
+    on), so that a backlog of ``hot_files + even_files`` files of equal spans changes phase at
+    file `sz.hot_files`; and the hot phase's span in seconds."""
     span = sz.rows * 2 * WINDOW_SECONDS * top_share(2.0, sz.keys) / HOT_MATCHES
     hot = zipf_streams(sz.rows, z=2.0, keys=sz.keys, span_seconds=span, seed=21)
-    even = zipf_streams(sz.rows, z=0.0, keys=sz.keys, span_seconds=span, seed=1)
+    scale = sz.even_files / sz.hot_files
+    even = zipf_streams(
+        round(sz.rows * scale), z=0.0, keys=sz.keys, span_seconds=span * scale, seed=1
+    )
     out = {}
     shift = pa.scalar(int(span * 1_000_000), pa.duration("us"))
     for name in ("a", "b"):
@@ -140,7 +145,7 @@ def run_passing(
     return {
         "benchmark": "passing",
         "size": size,
-        "rows_per_stream_and_phase": sz.rows,
+        "rows_per_stream_and_batch": sz.rows // sz.hot_files,
         "hot_batches": sz.hot_files,
         "even_batches": sz.even_files,
         "keys": sz.keys,

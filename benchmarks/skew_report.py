@@ -119,8 +119,8 @@ def _passing_md(r: dict[str, t.Any]) -> list[str]:
     out = [
         f"## passing ({r['size']}): a hot key that passes, forced hash vs auto",
         "",
-        f"`{r['command']}` ({r['wall_seconds']} s). {r['rows_per_stream_and_phase']:,} rows per "
-        f"stream of Zipf(2) keys in {r['hot_batches']} batches, then as many of even keys in "
+        f"`{r['command']}` ({r['wall_seconds']} s). {r['rows_per_stream_and_batch']:,} rows a "
+        f"stream and batch, Zipf(2) keys in {r['hot_batches']} batches, then even keys in "
         f"{r['even_batches']}; {r['keys']:,} keys, {r['units']} units; predicate "
         f"`{r['predicate']}`. Output {a['out']:,} rows in both modes = exact "
         f"{r['expected_out']:,}.",

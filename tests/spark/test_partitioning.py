@@ -195,12 +195,14 @@ def test_time_buckets_match_reference_forced_and_once_auto_sees_a_hot_key(
     assert "event-time bucket" in reports[-1].routing["q1"]
 
 
+@pytest.mark.parametrize("index", ["true", "false"])
 def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str
 ) -> None:
-    """One key carries batches 0 and 1, then 64 keys share the rest: `auto` leaves hash after
+    """One key carries batches 0 and 1, then 256 keys share the rest: `auto` leaves hash after
     batch 0, and after two even batches (`schemes.EVEN_CHECKS`) takes it again; the output
-    stays exact across both changes."""
+    stays exact across both changes, on the join operator and on the slices (the overflow
+    path, where the scheme's routed views count its places)."""
     monkeypatch.setattr(schemes, "WARMUP", 100)
     monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
     on = f"a.k = b.k AND {W3}"
@@ -210,12 +212,16 @@ def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
         f"CREATE SINK o WITH (format = 'parquet', path = '{tmp_path / 'o'}');\n"
         f"INSERT INTO o SELECT {SELECT} FROM A a JOIN B b ON {on} WITH ({with_});"
     )
-    batches = make_batches(5, n_batches=7, rows_per_batch=100, keys=64)
+    batches = make_batches(5, n_batches=7, rows_per_batch=400, keys=256)
     for batch in batches[:2]:
         for rows in batch.values():
             for row in rows:
                 row["k"] = 7 if row["k"] is not None else None
-    reports = run_batches(spark, job, batches, tmp_path / "ckpt")
+    spark.conf.set("streamjoin.twoway.index", index)
+    try:
+        reports = run_batches(spark, job, batches, tmp_path / "ckpt")
+    finally:
+        spark.conf.unset("streamjoin.twoway.index")
     want = run_reference(job, batches).outputs["q1"]
     got = read_sink(spark, job, "o", COLUMNS)
     assert normalize(got) == normalize(want), f"{len(got)} vs {len(want)}"

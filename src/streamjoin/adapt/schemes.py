@@ -46,11 +46,11 @@ WARMUP = DEFAULT_WARMUP
 HOT_CANDIDATES = 8.0
 """Candidates of the hot key per delta row above which its window's time bucket joins the key."""
 EVEN_CHECKS = 2
+"""Skew checks in a row that must find the keys even before a query the skew check moved off
+hash returns to it (one even batch between hot ones would move the state twice for nothing)."""
 COUNTERS = frozenset({"even"})
 """Keys of a scheme's ``params`` that count checks between batches and place no row (an index
 built for a placement outlives their changes)."""
-"""Skew checks in a row that must find the keys even before a query the skew check moved off
-hash returns to it (one even batch between hot ones would move the state twice for nothing)."""
 NOISE_SIGMAS = 4.0
 """Standard deviations of a unit's share of evenly hashed rows that chance alone may add (an
 estimate: rows of one key go together, so few keys spread wider)."""
@@ -335,7 +335,9 @@ def _back_to_hash_if_even(qp: QueryPlan, state: SchemeState, seen: BatchCounts) 
         return state
     j = len(loads)
     plain = SchemeState({**initial_params(qp, j), "units": j})
-    keys = replace(seen, units=UnitStats(loads, (0,) * j))
+    # (Judged as a batch of several tasks: one task's batch would keep hash for a hot key too,
+    # and a query whose batches straddle one task's rows would come back and leave again.)
+    keys = replace(seen, units=UnitStats(loads, (0,) * j), one_task=False)
     stays = _leave_hash_if_skewed(qp, plain, keys, WARMUP) is plain
     even = int(state.params.get("even", 0)) + 1 if stays else 0
     if even < EVEN_CHECKS:

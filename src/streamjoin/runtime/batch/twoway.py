@@ -111,7 +111,9 @@ def _pairs(
     # On the automatic hash path the units are still observed (where the key's hash would
     # send each row), so that skew is seen and the scheme can move away from hashing.
     observe = shuffle or (bool(qp.parts.equi) and q.option("adapt", "true") == "true")
-    observe = observe and q.name not in ctx.counted
+    # (Unless the state job or the files' keys count them: a query moved off hash is counted
+    # there by its keys alone, and its routed views still count its scheme's places.)
+    observe = observe and (q.name not in ctx.counted or q.name in ctx.counted.moved)
     views = ctx.scratch.views
     r_state = stores.state(ctx.spark, right, ctx.prev, r_lo, deltas[q.right.stream], views)
     l_state = stores.state(ctx.spark, left, ctx.prev, l_lo, None, views)

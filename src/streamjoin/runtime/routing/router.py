@@ -120,7 +120,16 @@ class QueryRouter:
             # A shuffle on keys and bucket sends the row by both: a stored row by its own bucket.
             v = band.left_sql if side == "left" else band.right_sql
             key = f"(xxhash64({key}, floor(CAST(({v}) AS DOUBLE) / {band.width!r}D)) & {_MASK})"
-        return f"pmod({key}, {self.units})"
+        return self._unless_null(side, keys, f"pmod({key}, {self.units})")
+
+    def _unless_null(self, side: Side, keys: t.Sequence[str] | None, unit: str) -> str:
+        """`unit`, or NULL for a row whose equality key has a NULL (it meets nothing, and the
+        operator keeps it in no unit: counted, xxhash64's skipping of NULLs would put every
+        such row in one unit, which reads as a hot key)."""
+        equi = self.qp.parts.equi
+        exprs = keys or [k.left_sql if side == "left" else k.right_sql for k in equi]
+        nulls = " OR ".join(f"({e}) IS NULL" for e in exprs)
+        return f"CASE WHEN {nulls} THEN NULL ELSE {unit} END" if exprs else unit
 
     @property
     def placement(self) -> dict[str, t.Any]:
@@ -138,7 +147,9 @@ class QueryRouter:
         """The hash unit of a row's equality key alone, under neither a scheme nor time buckets:
         what tells a query the skew check moved off hash that its keys are even again."""
         key = self.row_sql(side, keys).key
-        return "0" if key is None else f"pmod({key}, {self.key_units})"
+        return (
+            "0" if key is None else self._unless_null(side, keys, f"pmod({key}, {self.key_units})")
+        )
 
     def routed(self, side: Side, view: str, role: t.Literal["probe", "store"]) -> str:
         """SQL of `view` (rows of `side`) with one row per place it is routed to for `role`
