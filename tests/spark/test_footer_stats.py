@@ -75,13 +75,13 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
     after_batch = router.after_batch
     plan = plan_job(job)
 
-    def after_and_keep(*args: t.Any) -> t.Any:
+    def after_and_keep(*args: t.Any, **kwargs: t.Any) -> t.Any:
         _, routers, _, counts, batch_id, *_ = args
         if counts:  # (the counts the routers take, however they were counted)
             sides = InputUnitCounts()
             sides.choose(spark, plan, routers)
             units.append((batch_id, dict(sides.sides), dict(counts)))
-        return after_batch(*args)
+        return after_batch(*args, **kwargs)
 
     monkeypatch.setattr(processor, "count_units", count_and_keep)
     monkeypatch.setattr(processor, "after_batch", after_and_keep)
