@@ -22,7 +22,7 @@ The probe also counts the delta's rows per unit for the skew check (`routing.uni
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, when the partitions or the placement change, or when the query comes back after
-leaving it (range partitioning, shedding, or more live rows than
+leaving it (range partitioning, or more live rows than
 ``streamjoin.twoway.indexRows``, where the cached slices take over: they can spill to disk).
 A batch run again takes back the rows its earlier attempt added (each partition records the
 last batch applied to it). Where the executors are the driver's JVM (a ``local[…]`` master),
@@ -117,7 +117,7 @@ class IndexedJoins:
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch (`indexfit.serves`), in a driver whose
         JVM has the class."""
-        return serves(ctx, qp, on_cluster=self.on_cluster(ctx.spark)) and self._has_class(ctx)
+        return serves(ctx, qp) and self._has_class(ctx)
 
     def partitions(self, ctx: BatchContext, qp: QueryPlan) -> int:
         """The partitions of `qp`'s index (`indexfit.partitions`)."""
@@ -125,8 +125,8 @@ class IndexedJoins:
 
     def counts(self, ctx: BatchContext, qp: QueryPlan) -> int:
         """The units the probe of `qp` counts the batch's rows in for its router
-        (`indexfit.counted_units`); none on a cluster's executors."""
-        return 0 if self.on_cluster(ctx.spark) else counted_units(ctx, qp)
+        (`indexfit.counted_units`)."""
+        return counted_units(ctx, qp)
 
     def counts_units(self, ctx: BatchContext, query: str) -> bool:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
@@ -182,7 +182,7 @@ class IndexedJoins:
         layout = (parts, json.dumps(router.placement, sort_keys=True))
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self.on_cluster(ctx.spark):
-            return self._placed_pairs(ctx, qp, deltas, stores, parts, layout)
+            return self._placed_pairs(ctx, qp, deltas, stores, (parts, layout), shed)
         if self._built.get(key) not in at:
             cls.reset(name, parts, ctx.batch_id - 1)
             bounds = least_times(ctx, qp)
@@ -305,12 +305,14 @@ class IndexedJoins:
         qp: QueryPlan,
         deltas: t.Mapping[str, str],
         stores: StoreViews,
-        parts: int,
-        layout: tuple[int, str],
+        placed: tuple[int, tuple[int, str]],
+        shed: Shed | None,
     ) -> DataFrame:
         """`pairs` where a cluster's executors hold the partitions (`PlacedIndexes`): built
-        there from the units where not there, then probed on each partition's owner."""
+        there from the units where not there, then probed on each partition's owner (`placed`:
+        the partitions and the layout)."""
         q = qp.query
+        parts, layout = placed
         key = query_key(qp)
         delta = self._input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
         op = outer_plan(ctx, qp)
@@ -335,7 +337,15 @@ class IndexedJoins:
                 lambda side, below: self.placed.decide(ctx, key, delta, side, below, batch),
             )
         expiry = [_LEAST if x is None else x for x in least]
-        pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker)
+        units = self.counts(ctx, qp)
+        if units or shed is not None:
+            self.reads.counting[q.name] = (self.placed.name(key), units, shed)
+        cuts = "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
+        output = self.plans.output(ctx, qp, delta)
+        how = (output, cuts, units)
+        pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
+        if output is not None:
+            return pairs
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.runtime.batch.indexouter import operator_serves, outer_plan
-from streamjoin.runtime.batch.indexsql import banded, copied, nested, runs
-from streamjoin.runtime.batch.shedding import SCALE, SIDES, allowances
+from streamjoin.runtime.batch.indexsql import banded, nested, runs
+from streamjoin.runtime.batch.shedding import SCALE, SIDES
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import QueryPlan, StreamPlan
@@ -16,34 +16,26 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.shedding import Shed
 
 
-def serves(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
+def serves(ctx: BatchContext, qp: QueryPlan) -> bool:
     """Whether the operator serves `qp` in this batch: a two-way join (an outer one as
     `joins_outer` says), under the hash path or a scheme that places its rows (not range's),
-    shedding only in the driver's JVM (it counts there), whose live state is within
-    ``streamjoin.twoway.indexRows``; `on_cluster`: whether executors of their own hold the
-    partitions."""
+    whose live state is within ``streamjoin.twoway.indexRows``."""
     q = qp.query
     rows = ctx.prev.state_rows()
     live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
     return (
         ctx.settings.index
-        and joins_outer(ctx, qp, on_cluster=on_cluster)
+        and joins_outer(ctx, qp)
         and ctx.routers[q.name].params.get("name") != "range"
-        and (allowances(ctx.prev, q) is None or not on_cluster)
         and live <= ctx.settings.index_rows
     )
 
 
-def joins_outer(ctx: BatchContext, qp: QueryPlan, *, on_cluster: bool) -> bool:
+def joins_outer(ctx: BatchContext, qp: QueryPlan) -> bool:
     """Whether the operator serves `qp` as far as an outer join goes: an inner join, or an
-    outer join it decides (`indexouter.operator_serves`): in the driver's JVM, or on a
-    cluster's executors where a row has no copies (`indexsql.copied`: copies under a scheme,
-    time buckets, a band's runs or an OR's tables share their marks in one JVM,
-    ``JoinIndex.MARKS``)."""
+    outer join it decides (`indexouter.operator_serves`)."""
     op = outer_plan(ctx, qp)
-    if op is None:
-        return True
-    return operator_serves(op) and not (on_cluster and copied(ctx, qp))
+    return op is None or operator_serves(op)
 
 
 ONE_TASK_ROWS = 20_000

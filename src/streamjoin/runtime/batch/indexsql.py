@@ -84,17 +84,6 @@ def spread(ctx: BatchContext, qp: QueryPlan) -> bool:
     )
 
 
-def copied(ctx: BatchContext, qp: QueryPlan) -> bool:
-    """Whether a row of `qp` has copies in several partitions: places (`lookup_sql`: a scheme's,
-    time buckets', a keyless band's runs) or an OR's tables."""
-    return (
-        ored(qp)
-        or ctx.routers[qp.query.name].scheme is not None
-        or spread(ctx, qp)
-        or runs(ctx, qp) is not None
-    )
-
-
 def ored(qp: QueryPlan) -> bool:
     """Whether `qp` joins through an OR of equalities and has no equality key of its own: its
     index has a table for each equality, a row is stored and probes in each, and a pair found

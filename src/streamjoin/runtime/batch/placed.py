@@ -37,6 +37,20 @@ LOST = "streamjoin: no index for"
 _builds = itertools.count()
 
 
+def unvetoed(decided: str, side: int, columns: t.Sequence[str]) -> str:
+    """SQL of the rows of relation `decided` (`PlacedIndex.decide`'s, of a side whose rows have
+    copies on several executors, each marked apart) that no copy's match vetoed, one pair each
+    (equal rows share their identity: as many as the deciding copies found)."""
+    own = ("_sj_l", "_sj_r")[side]
+    kept = [c for c in columns if c != "_sj_id"]
+    firsts = ", ".join(f"first({c}, true) AS {c}" for c in kept)
+    return (
+        f"SELECT inline(array_repeat(struct({', '.join(kept)}), _sj_n)) FROM ("
+        f"SELECT {firsts}, CAST(count({own}) AS INT) AS _sj_n FROM {decided} "
+        f"GROUP BY _sj_id HAVING count({own}) = count(*))"
+    )
+
+
 def on_cluster(spark: SparkSession) -> bool:
     """Whether `spark`'s executors are JVMs of their own (a cluster's, ``local-cluster`` too)."""
     master = spark.sparkContext.master or ""
@@ -92,13 +106,23 @@ class PlacedIndexes:
         batch: int,
         least: t.Sequence[int],
         marker: t.Any = None,
+        how: tuple[t.Any, str, int] = (None, "", 0),
     ) -> DataFrame:
         """The candidate pairs of batch `batch`'s `delta` from `key`'s index (lazy), each
         partition probed on its owner after its rows below `least` (left, right) go; an outer
-        join's `marker` marks the rows of the pairs that meet it."""
+        join's `marker` marks the rows of the pairs that meet it. `how`: as the driver's probe
+        takes them, the query's output made in the probe's tasks (None: the pairs), a shedding
+        query's cuts (`indexfit.shed_cuts`) and the units to count the delta's rows in (the
+        tasks send their counts back: `name`, ``JoinIndex.unitCounts``)."""
         name, owners, where = self._places[key]  # (the array made once: a JVM call per item)
-        jdf = self._jvm(spark).probe(delta._jdf, marker, name, len(owners), batch, *least, where)
+        output, cuts, units = how
+        parts, probe = len(owners), self._jvm(spark).probe
+        jdf = probe(delta._jdf, output, marker, cuts, name, parts, batch, units, *least, where)
         return DataFrame(jdf, spark)
+
+    def name(self, key: str) -> str:
+        """The name of `key`'s index on the executors (its build's)."""
+        return self._places[key][0]
 
     def decide(
         self, ctx: BatchContext, key: str, delta: DataFrame, side: int, below: int, batch: int
@@ -112,7 +136,10 @@ class PlacedIndexes:
         jdf = self._jvm(ctx.spark).decide(delta._jdf, name, side, below, batch, where)
         rows = ctx.scratch.persist(DataFrame(jdf, ctx.spark))
         rows.count()
-        return rows
+        if "_sj_id" not in rows.columns:
+            return rows
+        view = ctx.scratch.view(rows, f"_sj_decided_{len(ctx.scratch.views)}")
+        return ctx.spark.sql(unvetoed(view, side, rows.columns))
 
     def drop(self, spark: SparkSession, key: str) -> None:
         """Forget `key`'s index on its executors."""

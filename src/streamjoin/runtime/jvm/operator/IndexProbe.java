@@ -32,6 +32,11 @@ final class IndexProbe implements FlatMapFunction {
   // probe is still stored. With countMissed, a skipped row's pairs are counted, not written.
   long[] cuts;
   boolean countMissed;
+  // (false: the counts stay in the probe's `counts`, for a cluster's task to send back; else
+  // they go to JoinIndex.COUNTS, where the driver's JVM, which ran the task, reads them.)
+  boolean keepsCounts = true;
+  // (false: a row's copies keep their own marks, where they lie in several JVMs: a cluster's.)
+  boolean marksInJvm = true;
   static final long SHED_SCALE = 1000000L;
   // (Per call, in the task's own copy of the probe: the output's predicate, evaluated as each
   // pair is found, and the counts: rows per unit, then with shedding each side's pairs written
@@ -58,10 +63,10 @@ final class IndexProbe implements FlatMapFunction {
     counts = units + shed > 0 ? new long[units + shed] : null;
     test = output == null ? null : output.test();
     boolean shared = JoinIndex.sharesMarks(marker, fields);
-    marks = shared ? JoinIndex.marks(name, true) : null;
+    marks = shared && marksInJvm ? JoinIndex.marks(name, true) : null;
     HashMap found =
         IndexRows.byPart((Iterator) rows, parts, batch, fields, counts, units, shared);
-    if (counts != null && !found.isEmpty()) {
+    if (counts != null && keepsCounts && !found.isEmpty()) {
       // (By a partition the task read, which the task's number is not once a coalesce puts
       // several in one task; a task run again, or a stage computed again, replaces them.)
       String at = String.valueOf(found.keySet().iterator().next());
@@ -117,6 +122,10 @@ final class IndexProbe implements FlatMapFunction {
       find(delta[1], part, 0, out);
       if (marker != null) {  // (stored before they probed: their marks go to their slots)
         part.syncMatched(delta[1], 1);
+      }
+      if (marker != null && marks == null && JoinIndex.sharesMarks(marker, fields)) {
+        part.probedMatched(delta[0], 0);  // (copies marked apart: `decide`'s vetoes)
+        part.probedMatched(delta[1], 1);
       }
       part.addStored(delta[0], 0);
       part.version = batch;

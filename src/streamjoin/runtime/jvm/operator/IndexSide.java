@@ -93,13 +93,29 @@ public final class IndexSide {
    * copy's, by the index's shared {@code marks}, if any) and no batch but {@code batch}
    * decided, now decided by it (an outer join's rows without a partner). */
   java.util.ArrayList decide(long below, long batch, java.util.Set marks) {
+    return decide(below, batch, marks, null);
+  }
+
+  /** {@link #decide}, and where {@code vetoes} is not null, each row's identity into {@code
+   * vetoes}, then, for each live copy below {@code below} that a partner matched, a NULL into
+   * the rows and its identity into {@code vetoes}: on a cluster, where a row's copies keep
+   * their marks apart, a copy's match vetoes the row its deciding copy found alone (again in
+   * each batch while it lives: a batch run again decides the same). */
+  java.util.ArrayList decide(
+      long below, long batch, java.util.Set marks, java.util.ArrayList vetoes) {
     java.util.ArrayList out = new java.util.ArrayList();
     for (int i = start; i < end; i++) {
       if (times[i] < below && (decided[i] == NOT_DECIDED || decided[i] == batch)) {
         decided[i] = batch;
         if (!matched[i] && (marks == null || !marks.contains(Long.valueOf(ids[i])))) {
           out.add(rows[i]);
+          if (vetoes != null) {
+            vetoes.add(Long.valueOf(ids[i]));
+          }
         }
+      } else if (vetoes != null && times[i] < below && decided[i] == COPY && matched[i]) {
+        out.add(null);
+        vetoes.add(Long.valueOf(ids[i]));
       }
     }
     return out;

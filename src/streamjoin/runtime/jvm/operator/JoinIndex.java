@@ -70,6 +70,21 @@ public final class JoinIndex {
   static final class Part {
     IndexSide[][] tables = new IndexSide[][] {{new IndexSide(), new IndexSide()}};
     long version;
+    // (Per side, where a row's copies keep their marks apart (a cluster's): the identities of
+    // the rows whose copy here only probes and met a partner, with their event time: kept until
+    // they expire, they veto the row's deciding copy elsewhere, as a stored copy's match does.)
+    HashMap[] probedMatches = new HashMap[] {new HashMap(), new HashMap()};
+
+    /** Records the matches of the copies among {@code entries} (of side {@code side}) that
+     * only probe here. */
+    void probedMatched(ArrayList entries, int side) {
+      for (int i = 0; i < entries.size(); i++) {
+        IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
+        if (!e.store && e.matched) {
+          probedMatches[side].put(Long.valueOf(e.id), Long.valueOf(e.ts));
+        }
+      }
+    }
 
     Part(long version) {
       this.version = version;
@@ -136,6 +151,15 @@ public final class JoinIndex {
         tables[t][0].expire(leftLeast, marks);
         tables[t][1].expire(rightLeast, marks);
       }
+      long[] least = new long[] {leftLeast, rightLeast};
+      for (int side = 0; side < 2; side++) {
+        Iterator it = probedMatches[side].values().iterator();
+        while (it.hasNext()) {
+          if (((Long) it.next()).longValue() < least[side]) {
+            it.remove();
+          }
+        }
+      }
     }
 
     void undo(long batch) {
@@ -195,12 +219,7 @@ public final class JoinIndex {
         it.remove();
       }
     }
-    Iterator counted = COUNTS.keySet().iterator();
-    while (counted.hasNext()) {
-      if (((String) counted.next()).startsWith(name + "@")) {
-        counted.remove();
-      }
-    }
+    forget(COUNTS, name);
   }
 
   /** Rows each partition of {@code name} holds, both sides, comma-separated (one string for
@@ -283,24 +302,45 @@ public final class JoinIndex {
     for (int p = 0; p < parts; p++) {
       Part part = part(name, p);
       synchronized (part) {
-        aloneIn(part, side, below, batch, marks, tabbed, rows);
+        aloneIn(part, side, below, batch, marks, tabbed, rows, false);
       }
     }
     return rows;
   }
 
-  /** {@link #alone} of one partition {@code part}, added to {@code rows}. */
+  /** {@link #alone} of one partition {@code part}, added to {@code rows}; {@code vetoes}: with
+   * each row's identity last, and the copies' vetoes ({@link IndexSide#decide}). */
   static void aloneIn(
       Part part, int side, long below, long batch, java.util.Set marks, boolean tabbed,
-      ArrayList rows) {
+      ArrayList rows, boolean vetoes) {
     for (int t = 0; t < part.tables.length; t++) {
-      ArrayList alone = part.tables[t][side].decide(below, batch, marks);
+      ArrayList ids = vetoes ? new ArrayList() : null;
+      ArrayList alone = part.tables[t][side].decide(below, batch, marks, ids);
       for (int i = 0; i < alone.size(); i++) {
-        Object[] pair = new Object[tabbed ? 3 : 2];  // (the other side NULL)
+        int width = (tabbed ? 3 : 2) + (vetoes ? 1 : 0);
+        Object[] pair = new Object[width];  // (the other side NULL)
         pair[side] = alone.get(i);
         if (tabbed) {
           pair[2] = Integer.valueOf(t);
         }
+        if (vetoes) {
+          pair[width - 1] = ids.get(i);
+        }
+        rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
+      }
+    }
+    if (!vetoes) {
+      return;
+    }
+    Iterator it = part.probedMatches[side].entrySet().iterator();
+    while (it.hasNext()) {
+      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+      if (((Long) e.getValue()).longValue() < below) {
+        Object[] pair = new Object[(tabbed ? 3 : 2) + 1];
+        if (tabbed) {
+          pair[2] = Integer.valueOf(0);
+        }
+        pair[pair.length - 1] = e.getKey();
         rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
       }
     }
@@ -408,6 +448,17 @@ public final class JoinIndex {
     return new StructField(name, f.dataType(), true, f.metadata());
   }
 
+  /** Drops the entries of {@code name}'s probes from {@code counts} (a failed batch's counts,
+   * never read). */
+  static void forget(ConcurrentHashMap counts, String name) {
+    Iterator keys = counts.keySet().iterator();
+    while (keys.hasNext()) {
+      if (((String) keys.next()).startsWith(name + "@")) {
+        keys.remove();
+      }
+    }
+  }
+
   /** Per probe {@code name + "@" + batch}: each task's rows per unit, by a partition it read
    * (a task or stage run again replaces its counts). */
   static final ConcurrentHashMap COUNTS = new ConcurrentHashMap();
@@ -417,7 +468,10 @@ public final class JoinIndex {
    * for one call from Python (an array's values are a call each). */
   public static String unitCounts(String name, long batch, int units) {
     long[] total = new long[units];
-    ConcurrentHashMap tasks = (ConcurrentHashMap) COUNTS.remove(name + "@" + batch);
+    java.util.Map tasks = PlacedIndex.gather(name, batch);
+    if (tasks == null) {
+      tasks = (ConcurrentHashMap) COUNTS.remove(name + "@" + batch);
+    }
     if (tasks != null) {
       Iterator it = tasks.values().iterator();
       while (it.hasNext()) {
@@ -427,12 +481,8 @@ public final class JoinIndex {
         }
       }
     }
-    Iterator keys = COUNTS.keySet().iterator();
-    while (keys.hasNext()) {  // (a failed batch's counts, never read)
-      if (((String) keys.next()).startsWith(name + "@")) {
-        keys.remove();
-      }
-    }
+    forget(COUNTS, name);
+    forget(PlacedIndex.COUNTED, name);
     StringBuilder text = new StringBuilder();
     for (int u = 0; u < units; u++) {
       text.append(u == 0 ? "" : ",").append(total[u]);

@@ -11,7 +11,9 @@ import org.apache.spark.api.java.function.VoidFunction;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.types.StructType;
 import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.util.CollectionAccumulator;
 
 /**
  * {@link JoinIndex}'s partitions kept on the executors of a cluster. Each partition lives in the
@@ -84,44 +86,82 @@ public final class PlacedIndex {
   /** The candidate pairs of batch {@code batch}'s delta {@code in}, each partition's rows
    * probed on its owner after its rows below {@code leftLeast} and {@code rightLeast} go (lazy:
    * the job that reads the pairs runs it); with an outer join's {@code marker} (else null), the
-   * pairs that meet it mark their rows (a row of a partition has no copy in another). */
+   * pairs that meet it mark their rows (a row of a partition has no copy in another). {@code
+   * output}, {@code shed} and {@code units} as {@link JoinIndex#probe}'s: the counts come back
+   * to the driver with the tasks (an accumulator, {@link #gather}), for {@link
+   * JoinIndex#unitCounts}. */
   public static Dataset probe(
       Dataset in,
+      BatchInput output,
       BatchInput marker,
+      String shed,
       String name,
       int parts,
       long batch,
+      int units,
       long leftLeast,
       long rightLeast,
       String[] owners) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = IndexRows.shuffled(in, parts);
     int[] fields = IndexRows.shuffledFields(in.schema());
-    if (JoinIndex.sharesMarks(marker, fields)) {
-      throw new IllegalArgumentException(
-          "streamjoin: an outer join whose rows have copies shares their marks in one JVM");
-    }
-    IndexProbe probe = new IndexProbe(name, parts, batch, fields, 0, null);
+    IndexProbe probe = JoinIndex.probing(fields, output, shed, name, parts, batch, units);
     probe.marker = marker;
+    probe.keepsCounts = false;
+    probe.marksInJvm = false;  // (a row's copies on other executors: `decide`'s vetoes)
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
+    if (units > 0 || probe.cuts != null) {
+      f.counted = spark.sparkContext().collectionAccumulator();
+      COUNTED.put(name + "@" + batch, f.counted);
+    }
     JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
     // (A shuffle after the probe: what reads the pairs, a sink's coalesce or a union of
     // queries, may put several partitions in one task, which no one executor could run.)
-    return spark
-        .internalCreateDataFrame(pairs.rdd(), JoinIndex.pairsSchema(in.schema()), false)
-        .repartition(parts);
+    StructType out = output == null ? JoinIndex.pairsSchema(in.schema()) : output.layout;
+    return spark.internalCreateDataFrame(pairs.rdd(), out, false).repartition(parts);
+  }
+
+  /** Per probe {@code name + "@" + batch} on the executors, in the driver: the accumulator its
+   * tasks add their counts to, as (partition, counts). */
+  static final java.util.concurrent.ConcurrentHashMap COUNTED =
+      new java.util.concurrent.ConcurrentHashMap();
+
+  /** The counts that the tasks of probe {@code name + "@" + batch} sent back, by partition (a
+   * task or stage run again sends the same partition's again: the last stands), or null where
+   * no such probe ran on the executors; forgotten once read. */
+  static java.util.Map gather(String name, long batch) {
+    CollectionAccumulator counted = (CollectionAccumulator) COUNTED.remove(name + "@" + batch);
+    if (counted == null) {
+      return null;
+    }
+    java.util.HashMap out = new java.util.HashMap();
+    List sent = counted.value();
+    for (int i = 0; i < sent.size(); i++) {
+      scala.Tuple2 t = (scala.Tuple2) sent.get(i);
+      out.put(t._1(), t._2());
+    }
+    return out;
   }
 
   /** {@link JoinIndex#decide} of partitions on their owners: the rows of side {@code side}
    * below event time {@code below} that no partner matched, decided by batch {@code batch}, as
-   * pairs of {@code in}'s layout (lazy: one task per partition, on its owner). */
+   * pairs of {@code in}'s layout (lazy: one task per partition, on its owner). Where a row has
+   * copies in several partitions ({@code in} places them, or an OR's tables), each pair
+   * carries the row's identity ({@code _sj_id}), and a copy that a partner matched adds a pair
+   * of that identity with the row NULL: the row is alone where none such is. */
   public static Dataset decide(
       Dataset in, String name, int side, long below, long batch, String[] owners) {
     SparkSession spark = (SparkSession) in.sparkSession();
+    int[] fields = IndexRows.shuffledFields(in.schema());
     Decide f = new Decide(name, side, below, batch, owners);
+    f.tabbed = fields[IndexRows.TAB] >= 0;
+    f.vetoes = fields[IndexRows.STORES] >= 0 || f.tabbed;
     JavaRDD rows = placement(spark, owners.length, owners).mapPartitions(f);
-    return spark.internalCreateDataFrame(
-        rows.rdd(), JoinIndex.pairsSchema(in.schema()), false);
+    StructType pairs = JoinIndex.pairsSchema(in.schema());
+    if (f.vetoes) {
+      pairs = pairs.add("_sj_id", org.apache.spark.sql.types.DataTypes.LongType, false);
+    }
+    return spark.internalCreateDataFrame(rows.rdd(), pairs, false);
   }
 
   /** Forgets the partitions of {@code name} on their owners (one job; a partition whose task
@@ -153,8 +193,9 @@ public final class PlacedIndex {
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
       JoinIndex.Part part = new JoinIndex.Part(version);
+      boolean copies = JoinIndex.sharesMarks(marker, fields);  // (each copy marked apart)
       ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
-              (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, false)
+              (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
           .get(Integer.valueOf(p));
       if (sides != null) {
         JoinIndex.loadInto(part, sides, name, parts, fields, marker, false);
@@ -175,6 +216,7 @@ public final class PlacedIndex {
     final long rightLeast;
     final IndexProbe probe;
     final String[] owners;
+    CollectionAccumulator counted;  // (null: the probe counts nothing)
 
     Probe(String name, long leftLeast, long rightLeast, IndexProbe probe, String[] owners) {
       this.name = name;
@@ -190,7 +232,11 @@ public final class PlacedIndex {
       synchronized (part) {
         part.expire(leftLeast, rightLeast, null);
       }
-      return probe.call((Iterator) rows);
+      Iterator out = probe.call((Iterator) rows);
+      if (counted != null && probe.counts != null) {
+        counted.add(new scala.Tuple2(Integer.valueOf(p), probe.counts));
+      }
+      return out;
     }
   }
 
@@ -212,6 +258,8 @@ public final class PlacedIndex {
     final long below;
     final long batch;
     final String[] owners;
+    boolean tabbed;
+    boolean vetoes;
 
     Decide(String name, int side, long below, long batch, String[] owners) {
       this.name = name;
@@ -226,7 +274,7 @@ public final class PlacedIndex {
       JoinIndex.Part part = owned(name, p, owners);
       ArrayList rows = new ArrayList();
       synchronized (part) {
-        JoinIndex.aloneIn(part, side, below, batch, null, false, rows);
+        JoinIndex.aloneIn(part, side, below, batch, null, tabbed, rows, vetoes);
       }
       return rows.iterator();
     }
