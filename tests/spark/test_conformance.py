@@ -49,7 +49,7 @@ class Path_:
     statistics."""
 
 
-SLICES = {"streamjoin.twoway.index": "false"}
+SLICES = {"streamjoin.twoway.indexRows": "0"}
 """The cached state slices instead of the indexes of equi and band joins
 (`runtime.batch.indexed`)."""
 INDEXED = ("Scan ExistingRDD",)

@@ -85,7 +85,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
 
     monkeypatch.setattr(processor, "count_units", count_and_keep)
     monkeypatch.setattr(processor, "after_batch", after_and_keep)
-    conf = {SKEW_EVERY_CONF: "4", "streamjoin.twoway.index": str(index).lower()}
+    conf = {SKEW_EVERY_CONF: "4", "streamjoin.twoway.indexRows": "2000000" if index else "0"}
     summary, listener = run_counting_input(spark, job, str(tmp_path / "ckpt"), len(batches), conf)
 
     # The state job ran for the late row (batch 4) only, and counted its rows per unit; the

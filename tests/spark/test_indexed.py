@@ -1,5 +1,5 @@
-"""Two-way equi and band joins on executor-memory indexes (`runtime.batch.indexed`,
-``streamjoin.twoway.index``): the same rows as the reference over disordered batches with late
+"""Two-way equi and band joins on executor-memory indexes (`runtime.batch.indexed`, the join
+operator): the same rows as the reference over disordered batches with late
 rows and NULL keys, after a restart that rebuilds the indexes from the manifest's units, and
 when a batch runs twice in one processor (its first attempt's rows taken back), with each
 batch's delta shuffled to the partitions' tasks or probed in one task."""
@@ -87,11 +87,7 @@ COLUMNS = ("aid", "bid", "xs")
 def indexed(spark: SparkSession) -> Iterator[None]:
     if index_class(spark) is None:
         pytest.skip("streamjoin's jar is not on the session's class path")
-    spark.conf.set("streamjoin.twoway.index", "true")
-    try:
-        yield
-    finally:
-        spark.conf.unset("streamjoin.twoway.index")
+    yield
 
 
 def _job(tmp_path: Path, queries: t.Mapping[str, tuple[str, str]]) -> Job:

@@ -217,11 +217,11 @@ def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
         for rows in batch.values():
             for row in rows:
                 row["k"] = 7 if row["k"] is not None else None
-    spark.conf.set("streamjoin.twoway.index", index)
+    spark.conf.set("streamjoin.twoway.indexRows", "2000000" if index == "true" else "0")
     try:
         reports = run_batches(spark, job, batches, tmp_path / "ckpt")
     finally:
-        spark.conf.unset("streamjoin.twoway.index")
+        spark.conf.unset("streamjoin.twoway.indexRows")
     want = run_reference(job, batches).outputs["q1"]
     got = read_sink(spark, job, "o", COLUMNS)
     assert normalize(got) == normalize(want), f"{len(got)} vs {len(want)}"

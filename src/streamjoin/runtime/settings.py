@@ -72,19 +72,13 @@ SETTINGS: dict[str, Key] = {
             choices=("auto", "spark"),
         ),
         Key(
-            "streamjoin.twoway.index",
-            "true",
-            "two-way joins (docs/architecture.md says which shapes) probe the join operator: "
-            "their live state kept in executor memory across batches "
-            "(`runtime.batch.indexed`; on a cluster, with streamjoin's jar on the class paths: "
-            "`streamjoin jar`); `false`: they probe the cached state slices",
-            choices=("true", "false"),
-        ),
-        Key(
             "streamjoin.twoway.indexRows",
             "2000000",
-            "live rows (both sides) above which a join leaves its index for the cached state "
-            "slices, which can spill to disk",
+            "live rows (both sides) up to which a two-way join runs on the join operator, its "
+            "state kept in executor memory across batches (`runtime.batch.indexed`; on a "
+            "cluster, with streamjoin's jar on the class paths: `streamjoin jar`); above, it "
+            "leaves it for the cached state slices, which can spill to disk; 0: every two-way "
+            "join on the slices",
             least=0,
         ),
         Key(
@@ -175,6 +169,8 @@ RETIRED = {
     "streamjoin.join.path": "the cached slices, the overflow path, run the delta rule's halves",
     "streamjoin.join.shuffleRows": "the cached slices, the overflow path, run the delta rule's "
     "halves",
+    "streamjoin.twoway.index": "streamjoin.twoway.indexRows = 0 runs every two-way join on the "
+    "cached slices",
 }
 """Keys earlier versions read, and what stands in their place."""
 
@@ -214,7 +210,6 @@ class Settings:
     skew_check_seconds: int = 20
     state_from_source: bool = True
     loop: Loop = "auto"
-    index: bool = True
     index_rows: int = 2_000_000
     optimizer: Optimizer = "ilp"
     share: bool = True
@@ -251,7 +246,6 @@ class Settings:
             skew_check_seconds=int(text("streamjoin.hash.skewCheckSeconds")),
             state_from_source=text("streamjoin.state.fromSource") == "true",
             loop=t.cast("Loop", text("streamjoin.loop")),
-            index=text("streamjoin.twoway.index") == "true",
             index_rows=int(text("streamjoin.twoway.indexRows")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.multiway.share") == "true",

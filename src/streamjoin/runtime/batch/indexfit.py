@@ -24,10 +24,10 @@ def serves(ctx: BatchContext, qp: QueryPlan) -> bool:
     rows = ctx.prev.state_rows()
     live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
     return (
-        ctx.settings.index
-        and joins_outer(ctx, qp)
+        joins_outer(ctx, qp)
         and ctx.routers[q.name].params.get("name") != "range"
         and live <= ctx.settings.index_rows
+        and ctx.settings.index_rows > 0
     )
 
 

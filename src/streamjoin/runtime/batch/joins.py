@@ -1,6 +1,6 @@
 """Spark SQL text for one half of the delta rule on the cached state slices (a delta joined with
 the other side's state): the overflow path of a join its operator does not hold
-(`streamjoin.twoway.indexRows`, ``streamjoin.twoway.index = false``).
+(``streamjoin.twoway.indexRows``, 0 for every join).
 
 The user's predicate runs as written (its timestamp arithmetic in microseconds where that is
 exact: `QueryPlan.spark_predicate`); candidates come from Spark's own equi-join extraction
