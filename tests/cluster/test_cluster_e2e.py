@@ -40,10 +40,14 @@ OUTER = {
 alone where no copy met a partner. A keyless band's runs of buckets (four buckets of 0.2 a run:
 most pairs lie in two runs, met by a copy that only probes), join-matrix's 2×2 (a row stored in
 two places, one of which decides it), an OR's tables."""
+RANGE = ("A a JOIN B b", f"abs(a.x - b.x) <= 0.7 AND {W3} WITH (partitioning = 'range', units = 4)")
+"""Range partitioning, its bounds from a sample of the rows its partitions hold on executors."""
 
 
 def test_every_predicate_class_on_the_cluster(cluster: LocalCluster, tmp_path: Path) -> None:
-    job = write_job(tmp_path, {**{name: QUERIES[name] for name in SUITE}, "shed": SHED, **OUTER})
+    job = write_job(
+        tmp_path, {**{name: QUERIES[name] for name in SUITE}, "shed": SHED, **OUTER, "range": RANGE}
+    )
     batches = make_batches(7, n_batches=6, rows_per_batch=10, keys=2)
     write_batches(tmp_path / "in", batches)
     before = app_ids(cluster)
@@ -65,8 +69,9 @@ def test_every_predicate_class_on_the_cluster(cluster: LocalCluster, tmp_path: P
     assert int(shed[1]) > 0, run.stdout[-3000:]
     assert sum(got.values()) + int(shed[2]) == sum(exact.values()), run.stdout[-3000:]
     events = [e for f in read_history(str(tmp_path / "ckpt" / "metrics")) for e in f.events]
-    for query in ("q6", "q7", "q8", "q9"):  # (the shedding and the outer joins: on the operator)
+    for query in ("q6", "q7", "q8", "q9", "q10"):  # (shedding, outer joins, range: the operator)
         assert any(e.startswith(f"{query}: index built") for e in events), events
+    assert re.search(r"q10: \d+  \[range 4 ranges", run.stdout), run.stdout[-3000:]
 
     # It ran on the cluster, with an executor on each worker.
     deadline = time.monotonic() + 30

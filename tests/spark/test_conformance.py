@@ -87,6 +87,13 @@ TWO_WAY = {
     "range": Path_(
         on=f"{BAND} AND {WINDOW}",
         with_="partitioning = 'range', units = 3",
+        plan_has=INDEXED,
+        plan_lacks=NO_JOIN,
+    ),
+    "range-slices": Path_(
+        SLICES,
+        on=f"{BAND} AND {WINDOW}",
+        with_="partitioning = 'range', units = 3",
         plan_has=("_sj_place",),
     ),
     "time-buckets": Path_(with_="time_buckets = 'true'", plan_has=INDEXED, plan_lacks=NO_JOIN),

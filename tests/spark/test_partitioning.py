@@ -78,6 +78,12 @@ def test_scheme_matches_reference(
             stats = report.units[name]
             assert len(stats.probe) == len(stats.store) >= 1
             assert sum(stats.probe) > 0
+    if scheme == "range":  # (its bounds from a sample of the operator's rows: none at first)
+        for name in (f"q{i + 1}" for i in range(len(names))):
+            notes = [r.routing[name] for r in reports]
+            assert notes[0].startswith("range 1 ranges"), notes
+            assert f"-> range {units} ranges" in notes[0], notes
+            assert notes[-1].startswith(f"range {units} ranges"), notes
 
 
 def _one_query_job(tmp_path: Path, on_with: str) -> Job:

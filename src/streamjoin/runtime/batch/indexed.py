@@ -3,7 +3,8 @@ executor memory across batches (``JoinIndex.java``), so that a batch shuffles on
 delta, probes only the rows of its keys (a band's: its key in each bucket its band reaches,
 `indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, biclique, contrand, hash with
 its units; a keyless band's runs, time buckets) is the operator's placement: a row has a copy
-in each partition of the places it is stored and probes at.
+in each partition of the places it is stored and probes at (range's bounds come from a sample
+of the rows it holds, `indexfit.range_sample`).
 
 Each query's index has one partition per shuffle partition (a scheme's: per place; a nested
 loop's: one). A batch's delta (both streams' new rows, keyed by a hash of their key values in
@@ -22,8 +23,8 @@ The probe also counts the delta's rows per unit for the skew check (`routing.uni
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, when the partitions or the placement change, or when the query comes back after
-leaving it (range partitioning, or more live rows than
-``streamjoin.twoway.indexRows``, where the cached slices take over: they can spill to disk).
+leaving it (more live rows than ``streamjoin.twoway.indexRows``, where the cached slices
+take over: they can spill to disk).
 A batch run again takes back the rows its earlier attempt added (each partition records the
 last batch applied to it). Where the executors are the driver's JVM (a ``local[…]`` master),
 every partition's task finds the index it left and the driver drops expired rows; on a
@@ -37,6 +38,7 @@ import itertools
 import json
 import typing as t
 import uuid
+from functools import partial
 
 from pyspark.sql import DataFrame
 
@@ -46,9 +48,11 @@ from streamjoin.runtime.batch.indexfit import (
     counted_units,
     one_task,
     partitions,
+    range_sample,
     serves,
     shed_cuts,
 )
+from streamjoin.runtime.batch.indexinput import index_input, stored_rows
 from streamjoin.runtime.batch.indexouter import (
     decided_below,
     kept,
@@ -58,7 +62,6 @@ from streamjoin.runtime.batch.indexouter import (
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
 from streamjoin.runtime.batch.indexreads import Decide, ProbeReads
 from streamjoin.runtime.batch.indexsql import (
-    input_parts,
     least_times,
     output_sql,
     serves_every_join,
@@ -188,7 +191,7 @@ class IndexedJoins:
             bounds = least_times(ctx, qp)
             if op is not None:
                 bounds = loaded(bounds, op, ctx.watermark)
-            stored = self._stored(ctx, qp, stores, bounds)
+            stored = stored_rows(ctx, qp, stores, bounds)
             if stored is not None:
                 marker, decided = None, [_LEAST, _LEAST]
                 if op is not None:
@@ -200,10 +203,9 @@ class IndexedJoins:
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, parts, *least)
-        units = self.counts(ctx, qp)
-        if units or shed is not None:
-            self.reads.counting[q.name] = (name, units, shed)
-        cuts = "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
+        units, cuts = self._to_read(
+            ctx, qp, name, shed, lambda step: cls.buckets(name, parts, step)
+        )
         if router.scheme is not None:  # (its places are its partitions: their rows, stored)
             self.reads.holding[q.name] = (name, parts)
         index = (name, parts, ctx.batch_id, units)
@@ -234,7 +236,7 @@ class IndexedJoins:
             self.batch_reads += 1
             self.reads.one_task.add(q.name)
         else:
-            delta = self._input(ctx, qp, deltas[left.name], deltas[right.name])
+            delta = index_input(ctx, qp, deltas[left.name], deltas[right.name])
             output = self.plans.output(ctx, qp, delta)
             marker = None if op is None else self.plans.marker(ctx, op, delta)
             if op is not None:
@@ -314,7 +316,7 @@ class IndexedJoins:
         q = qp.query
         parts, layout = placed
         key = query_key(qp)
-        delta = self._input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
+        delta = index_input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
         op = outer_plan(ctx, qp)
         marker = None if op is None else self.plans.marker(ctx, op, delta)
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
@@ -324,7 +326,7 @@ class IndexedJoins:
             if op is not None:
                 bounds = loaded(bounds, op, ctx.watermark)
                 decided = [_LEAST if x is None else x for x in decided_below(op, ctx.watermark)]
-            stored = self._stored(ctx, qp, stores, bounds)
+            stored = stored_rows(ctx, qp, stores, bounds)
             rows = delta.limit(0) if stored is None else stored
             self.placed.build(ctx.spark, key, rows, parts, ctx.batch_id - 1, marker, decided)
         self._used[key] = (ctx.batch_id, layout)
@@ -337,10 +339,8 @@ class IndexedJoins:
                 lambda side, below: self.placed.decide(ctx, key, delta, side, below, batch),
             )
         expiry = [_LEAST if x is None else x for x in least]
-        units = self.counts(ctx, qp)
-        if units or shed is not None:
-            self.reads.counting[q.name] = (self.placed.name(key), units, shed)
-        cuts = "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
+        sample = partial(self.placed.buckets, ctx.spark, key)
+        units, cuts = self._to_read(ctx, qp, self.placed.name(key), shed, sample)
         output = self.plans.output(ctx, qp, delta)
         how = (output, cuts, units)
         pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
@@ -349,6 +349,27 @@ class IndexedJoins:
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
 
+    def _to_read(
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        name: str,
+        shed: Shed | None,
+        sample: t.Callable[[int], t.Any],
+    ) -> tuple[int, str]:
+        """What `qp`'s probe of index `name` leaves to read (`ProbeReads`): its rows per unit
+        and a shedding query's pairs, a range query's sample of buckets (`sample`, by a step)
+        where its bounds are due. Returns the units the probe counts in and the shedding's
+        cuts (`shed_cuts`)."""
+        q = qp.query
+        units = self.counts(ctx, qp)
+        if units or shed is not None:
+            self.reads.counting[q.name] = (name, units, shed)
+        if (sampled := range_sample(ctx, qp)) is not None:
+            width, ranges, step = sampled
+            self.reads.sampling[q.name] = (lambda: str(sample(step)), width, ranges)
+        return units, "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
+
     def _decide(self, ctx: BatchContext, name: str, parts: int, frame: DataFrame) -> Decide:
         """What decides the rows of index `name` (in the driver's JVM) without a partner, as
         pairs of `frame`'s layout (`ProbeReads.unmatched`)."""
@@ -356,26 +377,6 @@ class IndexedJoins:
         return lambda side, below: DataFrame(
             cls.decide(frame._jdf, name, parts, side, below, batch), ctx.spark
         )
-
-    def _stored(
-        self,
-        ctx: BatchContext,
-        qp: QueryPlan,
-        stores: StoreViews,
-        bounds: tuple[int | None, int | None] | None = None,
-    ) -> DataFrame | None:
-        """The committed live rows of `qp`'s two sides as its index takes them (from the
-        units' files: the index is their only copy in memory), from `bounds` (default: the
-        least times the batch's rows can meet); None where there are none."""
-        sides = (ctx.plan.stream(qp.query.left.stream), ctx.plan.stream(qp.query.right.stream))
-        if not any(ctx.prev.live(sp.name) for sp in sides):
-            return None
-        views = ctx.scratch.views
-        state = [
-            stores.state(ctx.spark, sp, ctx.prev, least, None, views, cached=False)
-            for sp, least in zip(sides, bounds or least_times(ctx, qp), strict=True)
-        ]
-        return self._input(ctx, qp, *state)
 
     def _has_class(self, ctx: BatchContext) -> bool:
         """Whether the driver has `JoinIndex`: where it has not, a `StreamJoinError` unless
@@ -396,9 +397,3 @@ class IndexedJoins:
             found = index_class(spark)
             self._jvm = False if found is None else StaticMethods(found)
         return self._jvm or None
-
-    @staticmethod
-    def _input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
-        """The rows of relations `left` and `right` (the two sides' columns) as `JoinIndex`
-        takes them (`indexsql.input_parts`)."""
-        return ctx.spark.sql(" UNION ALL ".join(input_parts(ctx, qp, left, right)))

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.adapt.skewcheck import checks_skew
 from streamjoin.runtime.batch.indexouter import operator_serves, outer_plan
-from streamjoin.runtime.batch.indexsql import banded, nested, runs
+from streamjoin.runtime.batch.indexsql import banded, index_band, nested, runs
 from streamjoin.runtime.batch.shedding import SCALE, SIDES
 
 if t.TYPE_CHECKING:
@@ -18,17 +19,12 @@ if t.TYPE_CHECKING:
 
 def serves(ctx: BatchContext, qp: QueryPlan) -> bool:
     """Whether the operator serves `qp` in this batch: a two-way join (an outer one as
-    `joins_outer` says), under the hash path or a scheme that places its rows (not range's),
-    whose live state is within ``streamjoin.twoway.indexRows``."""
+    `joins_outer` says) whose live state is within ``streamjoin.twoway.indexRows``, under any
+    placement (the hash path, time buckets, a band's runs, a scheme's places)."""
     q = qp.query
     rows = ctx.prev.state_rows()
     live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
-    return (
-        joins_outer(ctx, qp)
-        and ctx.routers[q.name].params.get("name") != "range"
-        and live <= ctx.settings.index_rows
-        and ctx.settings.index_rows > 0
-    )
+    return joins_outer(ctx, qp) and live <= ctx.settings.index_rows and ctx.settings.index_rows > 0
 
 
 def joins_outer(ctx: BatchContext, qp: QueryPlan) -> bool:
@@ -83,3 +79,24 @@ def shed_cuts(shed: Shed, count: bool) -> str:
     below which a row probes, and whether the pairs of those that do not are counted."""
     cuts = (str(int(shed.allowances[side] * SCALE)) for side in SIDES)
     return ",".join((*cuts, "count" if count else "estimate"))
+
+
+SAMPLED_ROWS = 4096
+"""About how many live rows' band buckets a range query's bounds are taken from."""
+
+
+def range_sample(ctx: BatchContext, qp: QueryPlan) -> tuple[float, int, int] | None:
+    """Where `qp` runs under range partitioning and its bounds are due (none yet, or a batch
+    of the skew check's), what its index's rows are sampled by after the batch's probe: the
+    band's bucket width, the ranges it asks for, and the step between two rows sampled
+    (`ProbeReads.quantiles`); else None."""
+    params = ctx.routers[qp.query.name].params
+    ranges = int(params.get("units", 1))
+    band = index_band(ctx, qp)
+    if params.get("name") != "range" or ranges < 2 or band is None:
+        return None
+    if params.get("bounds") and not checks_skew(ctx.batch_id, ctx.settings.skew_check_every):
+        return None
+    rows = ctx.prev.state_rows()
+    live = sum(rows.get(s.stream, 0) for s in {qp.query.left, qp.query.right})
+    return band.width, ranges, live // SAMPLED_ROWS + 1

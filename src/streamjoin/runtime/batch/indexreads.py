@@ -42,13 +42,17 @@ class ProbeReads:
         self.deciding_after: dict[str, tuple[OuterPlan, Decide]] = {}
         """Outer query → (plan, what decides a side's rows) of the outer joins whose rows
         without a partner the operator decides after this batch's probe."""
+        self.sampling: dict[str, tuple[Callable[[], str], float, int]] = {}
+        """Query under range partitioning → (what samples its index's rows' band buckets, the
+        bucket width, the ranges it asks for) of the indexes whose bounds are due
+        (`quantiles`)."""
         self.probed: set[str] = set()
         """The outer joins whose rows without a partner this batch's probe decided in its task
         (`IndexedJoins.leaving` known)."""
 
     def clear(self) -> None:
         """Forget the batch's (it failed, or ran and was read)."""
-        self.counting, self.one_task, self.holding = {}, set(), {}
+        self.counting, self.one_task, self.holding, self.sampling = {}, set(), {}, {}
         self.deciding_after, self.probed = {}, set()
 
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
@@ -86,6 +90,19 @@ class ProbeReads:
             query: [int(n) for n in str(cls.sizes(name, parts)).split(",")]
             for query, (name, parts) in holding.items()
         }
+
+    def quantiles(self) -> dict[str, list[float]]:
+        """Per range query in `sampling`, the band values that split its index's rows into its
+        ranges evenly (a sample of their buckets, each at its lower edge: a range's bounds
+        fall on the buckets the index holds rows by)."""
+        sampling, self.sampling = self.sampling, {}
+        out = {}
+        for query, (sample, width, ranges) in sampling.items():
+            values = sorted(int(b) * width for b in sample().split(",") if b)
+            if values:
+                n = len(values)
+                out[query] = [values[min(n - 1, i * n // ranges)] for i in range(1, ranges)]
+        return out
 
     def decides(self) -> set[str]:
         """The outer joins whose rows without a partner the operator decides in this batch:

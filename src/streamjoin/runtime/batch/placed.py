@@ -120,6 +120,11 @@ class PlacedIndexes:
         jdf = probe(delta._jdf, output, marker, cuts, name, parts, batch, units, *least, where)
         return DataFrame(jdf, spark)
 
+    def buckets(self, spark: SparkSession, key: str, step: int) -> str:
+        """``JoinIndex.buckets`` of `key`'s partitions, each read on its owner (one job)."""
+        name, _, where = self._places[key]
+        return str(self._jvm(spark).buckets(spark._jsparkSession, name, step, where))
+
     def name(self, key: str) -> str:
         """The name of `key`'s index on the executors (its build's)."""
         return self._places[key][0]

@@ -251,7 +251,9 @@ class BatchProcessor:
             counts, held = ctx.counted.counts, self.indexed.reads.stored_counts(ctx)
             one = self.indexed.reads.ran_in_one_task()
             args = (self.plan, ctx.routers, two.observed, counts, batch_id, stats, prev, held, one)
-            units, routing = after_batch(*args, keyed=keyed)
+            units, routing = after_batch(
+                *args, keyed=keyed, quantiles=self.indexed.reads.quantiles()
+            )
             multiway_state: dict[str, t.Any] = {}
             if self.multiway is not None and work is not None:
                 rows = {k: s.ok for k, s in stats.items()}

@@ -288,14 +288,16 @@ def after_batch(
     held: t.Mapping[str, t.Sequence[int]] | None = None,
     one_task: t.Container[str] = (),
     keyed: t.Mapping[str, t.Sequence[int]] | None = None,
+    quantiles: t.Mapping[str, t.Sequence[float]] | None = None,
 ) -> tuple[dict[str, UnitStats], dict[str, str]]:
     """Each query's rows per unit in batch `batch_id`: `counted` (by the state job, the files'
     keys or the query's index, all as probe rows; `held`: the rows each of its places holds,
     by the join operator, as stored rows), else its `observed` views; and its router's
     choice of the next scheme, with `stats` (the batch's rows per stream), `prev`'s live
     state, whether one task probed its batch (`one_task`, by query) and, for a query moved off
-    hash, its rows per hash unit of its keys (`keyed`). Returns the rows per unit and each
-    router's note, by query."""
+    hash, its rows per hash unit of its keys (`keyed`); a range query's bounds from its
+    operator's rows (`quantiles`). Returns the rows per unit and each router's note, by
+    query."""
     units: dict[str, UnitStats] = {}
     notes: dict[str, str] = {}
     state = prev.state_rows()
@@ -304,7 +306,7 @@ def after_batch(
         router = routers[q.name]
         seen = observed.get(q.name, [])
         count = counted.get(q.name)
-        quantiles: list[float] = []
+        splits = list((quantiles or {}).get(q.name, []))
         if count is not None:
             kept = (held or {}).get(q.name)
             probe = list(count)
@@ -317,7 +319,7 @@ def after_batch(
                 target = probe if role == "probe" else store
                 for i in range(n):
                     target[i] += int(got.get(f"u{i}", 0))
-                quantiles += [x for x in got.get("q") or [] if x is not None]
+                splits += [x for x in got.get("q") or [] if x is not None]
         if count is not None or seen:
             live = [u for side in q.sides for u in prev.live(side.stream) if u.bytes]
             rows = sum(u.rows for u in live)
@@ -328,7 +330,7 @@ def after_batch(
             stats[q.left.stream].ok,
             stats[q.right.stream].ok,
             units.get(q.name),
-            sorted(quantiles),
+            sorted(splits),
             (state.get(q.left.stream, 0), state.get(q.right.stream, 0)),
             _spans(qp, prev, stats),
             q.name in one_task,

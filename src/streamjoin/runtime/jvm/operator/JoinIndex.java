@@ -162,6 +162,18 @@ public final class JoinIndex {
       }
     }
 
+    /** Every {@code step}-th live row's bucket of each table and side, into {@code text}. */
+    void sample(int step, StringBuilder text) {
+      for (int t = 0; t < tables.length; t++) {
+        for (int side = 0; side < 2; side++) {
+          IndexSide s = tables[t][side];
+          for (int i = s.start; i < s.end; i += step) {
+            text.append(text.length() == 0 ? "" : ",").append(s.buckets[i]);
+          }
+        }
+      }
+    }
+
     void undo(long batch) {
       for (int t = 0; t < tables.length; t++) {
         tables[t][0].undo(batch);
@@ -220,6 +232,22 @@ public final class JoinIndex {
       }
     }
     forget(COUNTS, name);
+  }
+
+  /** Every {@code step}-th row's bucket (a band's own, by its value) that the partitions of
+   * {@code name} this JVM holds keep, both sides, comma-separated (one string for one call
+   * from Python): a sample of the band values, for range partitioning's bounds. */
+  public static String buckets(String name, int parts, int step) {
+    StringBuilder text = new StringBuilder();
+    for (int p = 0; p < parts; p++) {
+      Part part = (Part) PARTS.get(name + "/" + p);
+      if (part != null) {
+        synchronized (part) {
+          part.sample(step, text);
+        }
+      }
+    }
+    return text.toString();
   }
 
   /** Rows each partition of {@code name} holds, both sides, comma-separated (one string for

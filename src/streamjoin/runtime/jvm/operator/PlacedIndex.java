@@ -164,6 +164,44 @@ public final class PlacedIndex {
     return spark.internalCreateDataFrame(rows.rdd(), pairs, false);
   }
 
+  /** {@link JoinIndex#buckets} of partitions on their owners: one job. */
+  public static String buckets(SparkSession spark, String name, int step, String[] owners) {
+    Sample f = new Sample(name, step, owners);
+    List got = PlainRdd.collect(placement(spark, owners.length, owners).mapPartitions(f));
+    StringBuilder text = new StringBuilder();
+    for (int i = 0; i < got.size(); i++) {
+      String part = (String) got.get(i);
+      if (!part.isEmpty()) {
+        text.append(text.length() == 0 ? "" : ",").append(part);
+      }
+    }
+    return text.toString();
+  }
+
+  static final class Sample implements FlatMapFunction {
+    final String name;
+    final int step;
+    final String[] owners;
+
+    Sample(String name, int step, String[] owners) {
+      this.name = name;
+      this.step = step;
+      this.owners = owners;
+    }
+
+    public Iterator call(Object placed) {
+      int p = partOf((Iterator) placed);
+      JoinIndex.Part part = owned(name, p, owners);
+      StringBuilder text = new StringBuilder();
+      synchronized (part) {
+        part.sample(step, text);
+      }
+      ArrayList out = new ArrayList();
+      out.add(text.toString());
+      return out.iterator();
+    }
+  }
+
   /** Forgets the partitions of {@code name} on their owners (one job; a partition whose task
    * runs elsewhere stays until its executor ends). */
   public static void drop(SparkSession spark, String name, String[] owners) {

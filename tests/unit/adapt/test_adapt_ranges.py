@@ -1,0 +1,52 @@
+"""When a range query takes new bounds (`adapt.schemes.next_scheme`): while it has none, and
+when its ranges' rows are uneven; an even split keeps the bounds it has, so that the join
+operator's rows do not move for a sample's noise."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamjoin.adapt.schemes import (
+    RANGE_SPREAD,
+    BatchCounts,
+    SchemeState,
+    UnitStats,
+    initial_params,
+    next_scheme,
+)
+from streamjoin.plan import QueryPlan, plan_job
+from streamjoin.sql import parse_job
+
+JOB = "".join(
+    f"CREATE STREAM {s} (id BIGINT, x DOUBLE, ts TIMESTAMP, "
+    "WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) "
+    f"WITH (format = 'json', path = '/in/{s}');"
+    for s in "ab"
+) + (
+    "CREATE SINK o WITH (format = 'json', path = '/out');"
+    "INSERT INTO o SELECT a.id AS i FROM a JOIN b ON abs(a.x - b.x) <= 0.5 AND "
+    "b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND "
+    "WITH (partitioning = 'range', units = 4);"
+)
+
+
+def _plan() -> QueryPlan:
+    return plan_job(parse_job(JOB)).joins[0]
+
+
+def _after(qp: QueryPlan, bounds: list[float], loads: tuple[int, ...]) -> list[float]:
+    state = SchemeState({**initial_params(qp, 4), "units": 4, "bounds": bounds})
+    seen = BatchCounts(3, 100, 100, UnitStats(loads, loads), (1.0, 2.0, 3.0))
+    return list(next_scheme(qp, state, seen).params["bounds"])
+
+
+def test_a_query_without_bounds_takes_the_quantiles() -> None:
+    assert _after(_plan(), [], (10,)) == [1.0, 2.0, 3.0]
+
+
+@given(st.lists(st.integers(0, 1000), min_size=4, max_size=4))
+def test_bounds_move_only_when_a_range_stands_out(loads: list[int]) -> None:
+    uneven = sum(loads) > 0 and max(loads) > RANGE_SPREAD * sum(loads) / len(loads)
+    got = _after(_plan(), [5.0, 6.0, 7.0], tuple(loads))
+    assert got == ([1.0, 2.0, 3.0] if uneven else [5.0, 6.0, 7.0])
