@@ -35,18 +35,30 @@ def _plan() -> QueryPlan:
     return plan_job(parse_job(JOB)).joins[0]
 
 
-def _after(qp: QueryPlan, bounds: list[float], loads: tuple[int, ...]) -> list[float]:
+def _after(
+    qp: QueryPlan, bounds: list[float], stored: tuple[int, ...], probing: tuple[int, ...]
+) -> list[float]:
     state = SchemeState({**initial_params(qp, 4), "units": 4, "bounds": bounds})
-    seen = BatchCounts(3, 100, 100, UnitStats(loads, loads), (1.0, 2.0, 3.0))
+    seen = BatchCounts(3, 100, 100, UnitStats(probing, stored), (1.0, 2.0, 3.0))
     return list(next_scheme(qp, state, seen).params["bounds"])
 
 
 def test_a_query_without_bounds_takes_the_quantiles() -> None:
-    assert _after(_plan(), [], (10,)) == [1.0, 2.0, 3.0]
+    assert _after(_plan(), [], (25, 25, 25, 25), (25, 25, 25, 25)) == [1.0, 2.0, 3.0]
 
 
-@given(st.lists(st.integers(0, 1000), min_size=4, max_size=4))
-def test_bounds_move_only_when_a_range_stands_out(loads: list[int]) -> None:
-    uneven = sum(loads) > 0 and max(loads) > RANGE_SPREAD * sum(loads) / len(loads)
-    got = _after(_plan(), [5.0, 6.0, 7.0], tuple(loads))
-    assert got == ([1.0, 2.0, 3.0] if uneven else [5.0, 6.0, 7.0])
+def test_the_rows_each_range_holds_decide_before_the_rows_that_probe_it() -> None:
+    """A band's row probes the ranges its band reaches, so the probing rows spread wider than
+    the stored ones: the stored rows tell, where counted; the probing ones, where not."""
+    even, hot = (25, 25, 25, 25), (10, 10, 70, 10)
+    assert _after(_plan(), [5.0, 6.0, 7.0], hot, even) == [1.0, 2.0, 3.0]
+    assert _after(_plan(), [5.0, 6.0, 7.0], even, hot) == [5.0, 6.0, 7.0]
+    assert _after(_plan(), [5.0, 6.0, 7.0], (0, 0, 0, 0), hot) == [1.0, 2.0, 3.0]
+
+
+@given(st.integers(0, 1000), st.integers(0, 1000))
+def test_bounds_move_once_one_range_holds_over_its_share(top: int, rest: int) -> None:
+    loads = (top, rest, rest, rest)
+    got = _after(_plan(), [5.0, 6.0, 7.0], loads, loads)
+    moved = top + 3 * rest > 0 and top > RANGE_SPREAD * (top + 3 * rest) / 4
+    assert got == ([1.0, 2.0, 3.0] if moved else [5.0, 6.0, 7.0])

@@ -91,12 +91,13 @@ def range_sample(ctx: BatchContext, qp: QueryPlan) -> tuple[float, int, int] | N
     band's bucket width, the ranges it asks for, and the step between two rows sampled
     (`ProbeReads.quantiles`); else None."""
     params = ctx.routers[qp.query.name].params
-    ranges = int(params.get("units", 1))
+    if params.get("name") != "range" or int(params.get("units", 1)) < 2:
+        return None
     band = index_band(ctx, qp)
-    if params.get("name") != "range" or ranges < 2 or band is None:
+    if band is None:
         return None
     if params.get("bounds") and not checks_skew(ctx.batch_id, ctx.settings.skew_check_every):
         return None
     rows = ctx.prev.state_rows()
     live = sum(rows.get(s.stream, 0) for s in {qp.query.left, qp.query.right})
-    return band.width, ranges, live // SAMPLED_ROWS + 1
+    return band.width, int(params["units"]), live // SAMPLED_ROWS + 1

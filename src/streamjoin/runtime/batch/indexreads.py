@@ -1,16 +1,19 @@
 """What a batch's probes on the join operator (`indexed`) leave in the JVM to be read once they
 ran: the rows per unit they counted and a shedding query's pairs per direction, the rows a
-scheme's places hold, which probes ran in one task, and an outer join's rows without a partner
-where the probe did not decide them in its own task."""
+scheme's places hold, a range query's sample of its rows' band buckets, which probes ran in one
+task, and an outer join's rows without a partner where the probe did not decide them in its own
+task."""
 
 from __future__ import annotations
 
 import typing as t
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.indexouter import alone_sql, decided_below
+from streamjoin.runtime.batch.joins import FAR_BUCKET
 from streamjoin.runtime.batch.shedding import SIDES, Shed
 
 if t.TYPE_CHECKING:
@@ -98,7 +101,13 @@ class ProbeReads:
         sampling, self.sampling = self.sampling, {}
         out = {}
         for query, (sample, width, ranges) in sampling.items():
-            values = sorted(int(b) * width for b in sample().split(",") if b)
+            try:
+                got = sample()
+            except Py4JJavaError:  # (an executor lost: the bounds wait for the next check)
+                continue
+            # (A NULL band value's row, which an outer join keeps, sits at the far bucket.)
+            buckets = (int(b) for b in got.split(",") if b)
+            values = sorted(b * width for b in buckets if abs(b) < FAR_BUCKET)
             if values:
                 n = len(values)
                 out[query] = [values[min(n - 1, i * n // ranges)] for i in range(1, ranges)]

@@ -55,16 +55,16 @@ def bucket_range(band: Band, delta: Side) -> tuple[str, str, str]:
     return _clamped(f"({lo_v}) / {w_s}"), _clamped(f"({hi_v}) / {w_s}"), key
 
 
-_FAR_BUCKET = float(2**40)
+FAR_BUCKET = 2**40
 """Buckets of double values end at ±2^40: past that a margin of 1e-9 of the value spans more
 than a thousand buckets, and a value of 1e300 would explode into more rows than exist."""
 
 
 def _clamped(quotient: str) -> str:
     """The bucket of a value over the band's width (`quotient`): its floor, held within
-    ±`_FAR_BUCKET` (monotone, so a range still holds every bucket it held). NaN, which Spark
+    ±`FAR_BUCKET` (monotone, so a range still holds every bucket it held). NaN, which Spark
     takes as equal to NaN and greater than any number, meets only NaN: a bucket of its own."""
-    far = int(_FAR_BUCKET)
+    far = int(FAR_BUCKET)
     return (
         f"CASE WHEN isnan({quotient}) THEN CAST({far + 1} AS BIGINT) "
         f"ELSE floor(least(greatest({quotient}, -{far}D), {far}D)) END"

@@ -91,16 +91,12 @@ public final class IndexSide {
 
   /** The live rows below event time {@code below} that no partner matched (nor one of another
    * copy's, by the index's shared {@code marks}, if any) and no batch but {@code batch}
-   * decided, now decided by it (an outer join's rows without a partner). */
-  java.util.ArrayList decide(long below, long batch, java.util.Set marks) {
-    return decide(below, batch, marks, null);
-  }
-
-  /** {@link #decide}, and where {@code vetoes} is not null, each row's identity into {@code
-   * vetoes}, then, for each live copy below {@code below} that a partner matched, a NULL into
-   * the rows and its identity into {@code vetoes}: on a cluster, where a row's copies keep
-   * their marks apart, a copy's match vetoes the row its deciding copy found alone (again in
-   * each batch while it lives: a batch run again decides the same). */
+   * decided, now decided by it (an outer join's rows without a partner). Where {@code vetoes}
+   * is not null, each such row's identity goes into it, then, for each live copy below {@code
+   * below} that a partner matched, a NULL into the rows and its identity into {@code vetoes}:
+   * on a cluster, where a row's copies keep their marks apart, a copy's match vetoes the row
+   * its deciding copy found alone (again in each batch while it lives: a batch run again
+   * decides the same). */
   java.util.ArrayList decide(
       long below, long batch, java.util.Set marks, java.util.ArrayList vetoes) {
     java.util.ArrayList out = new java.util.ArrayList();

@@ -43,12 +43,13 @@ public final class JoinIndex {
    * that a partner matched (an outer join's under a scheme, time buckets, a band's runs or an
    * OR's tables): a copy's match marks them all, and the row's first stored copy decides it (the
    * others are {@code copy}). One JVM holds every partition (the driver's, in local mode), so
-   * each copy's probe reads them, in one task or several. Equal rows of a side share an
-   * identity, and their matches: they meet the same partners. */
+   * each copy's probe reads them, in one task or several; on a cluster each copy keeps its own
+   * mark, and the decision joins them ({@link PlacedIndex#decide}). Equal rows of a side share
+   * an identity, and their matches: they meet the same partners. */
   static final ConcurrentHashMap MARKS = new ConcurrentHashMap();
 
   /** Whether an outer join's rows ({@code marker} not null) of an input whose {@code fields}
-   * are given have several copies, which share their marks: placed rows, or an OR's tables. */
+   * are given have several copies, whose marks are joined: placed rows, or an OR's tables. */
   static boolean sharesMarks(BatchInput marker, int[] fields) {
     return marker != null && (fields[IndexRows.STORES] >= 0 || fields[IndexRows.TAB] >= 0);
   }
@@ -251,16 +252,20 @@ public final class JoinIndex {
   }
 
   /** Rows each partition of {@code name} holds, both sides, comma-separated (one string for
-   * one call from Python); 0 for a partition it does not have. */
+   * one call from Python); 0 for a partition it does not have. Partitions on a cluster's
+   * executors: as their last probe whose counts were read sent them ({@link PlacedIndex#HELD}). */
   public static String sizes(String name, int parts) {
     StringBuilder text = new StringBuilder();
+    java.util.Map held = (java.util.Map) PlacedIndex.HELD.get(name);
     for (int p = 0; p < parts; p++) {
-      Part part = (Part) PARTS.get(name + "/" + p);
+      Part part = held == null ? (Part) PARTS.get(name + "/" + p) : null;
       long n = 0;
       if (part != null) {
         synchronized (part) {
           n = part.size();
         }
+      } else if (held != null && held.get(Integer.valueOf(p)) != null) {
+        n = ((Long) held.get(Integer.valueOf(p))).longValue();
       }
       text.append(p == 0 ? "" : ",").append(n);
     }

@@ -86,10 +86,11 @@ public final class PlacedIndex {
   /** The candidate pairs of batch {@code batch}'s delta {@code in}, each partition's rows
    * probed on its owner after its rows below {@code leftLeast} and {@code rightLeast} go (lazy:
    * the job that reads the pairs runs it); with an outer join's {@code marker} (else null), the
-   * pairs that meet it mark their rows (a row of a partition has no copy in another). {@code
-   * output}, {@code shed} and {@code units} as {@link JoinIndex#probe}'s: the counts come back
-   * to the driver with the tasks (an accumulator, {@link #gather}), for {@link
-   * JoinIndex#unitCounts}. */
+   * pairs that meet it mark their rows, each copy of a row its own ({@link #decide} joins their
+   * marks). {@code output}, {@code shed} and {@code units} as {@link JoinIndex#probe}'s: the
+   * counts, and the rows each partition holds after the probe, come back to the driver with
+   * the tasks (an accumulator, {@link #gather}), for {@link JoinIndex#unitCounts} and {@link
+   * JoinIndex#sizes}. */
   public static Dataset probe(
       Dataset in,
       BatchInput output,
@@ -110,7 +111,7 @@ public final class PlacedIndex {
     probe.keepsCounts = false;
     probe.marksInJvm = false;  // (a row's copies on other executors: `decide`'s vetoes)
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
-    if (units > 0 || probe.cuts != null) {
+    if (units > 0 || probe.cuts != null) {  // (read by JoinIndex.unitCounts: else none)
       f.counted = spark.sparkContext().collectionAccumulator();
       COUNTED.put(name + "@" + batch, f.counted);
     }
@@ -122,7 +123,7 @@ public final class PlacedIndex {
   }
 
   /** Per probe {@code name + "@" + batch} on the executors, in the driver: the accumulator its
-   * tasks add their counts to, as (partition, counts). */
+   * tasks add their counts to, as (partition, counts or null, rows the partition holds). */
   static final java.util.concurrent.ConcurrentHashMap COUNTED =
       new java.util.concurrent.ConcurrentHashMap();
 
@@ -135,13 +136,23 @@ public final class PlacedIndex {
       return null;
     }
     java.util.HashMap out = new java.util.HashMap();
+    java.util.HashMap held = new java.util.HashMap();
     List sent = counted.value();
     for (int i = 0; i < sent.size(); i++) {
-      scala.Tuple2 t = (scala.Tuple2) sent.get(i);
-      out.put(t._1(), t._2());
+      scala.Tuple3 t = (scala.Tuple3) sent.get(i);
+      if (t._2() != null) {
+        out.put(t._1(), t._2());
+      }
+      held.put(t._1(), t._3());
     }
+    HELD.put(name, held);
     return out;
   }
+
+  /** Per index name on the executors, in the driver: the rows each partition held after the
+   * last probe whose counts were read ({@link #gather}), by partition. */
+  static final java.util.concurrent.ConcurrentHashMap HELD =
+      new java.util.concurrent.ConcurrentHashMap();
 
   /** {@link JoinIndex#decide} of partitions on their owners: the rows of side {@code side}
    * below event time {@code below} that no partner matched, decided by batch {@code batch}, as
@@ -205,6 +216,8 @@ public final class PlacedIndex {
   /** Forgets the partitions of {@code name} on their owners (one job; a partition whose task
    * runs elsewhere stays until its executor ends). */
   public static void drop(SparkSession spark, String name, String[] owners) {
+    JoinIndex.forget(COUNTED, name);  // (a failed batch's, never read)
+    HELD.remove(name);
     placement(spark, owners.length, owners).foreachPartition(new Drop(name));
   }
 
@@ -271,8 +284,12 @@ public final class PlacedIndex {
         part.expire(leftLeast, rightLeast, null);
       }
       Iterator out = probe.call((Iterator) rows);
-      if (counted != null && probe.counts != null) {
-        counted.add(new scala.Tuple2(Integer.valueOf(p), probe.counts));
+      if (counted != null) {
+        long held;
+        synchronized (part) {
+          held = part.size();
+        }
+        counted.add(new scala.Tuple3(Integer.valueOf(p), probe.counts, Long.valueOf(held)));
       }
       return out;
     }
