@@ -141,8 +141,9 @@ def _passing_md(r: dict[str, t.Any]) -> list[str]:
     out += [f"- {name}: {_yes(ok)}" for name, ok in r["targets"].items()]
     out += [
         "",
-        "A change of scheme rebuilds the query's operator state from the stored rows in the "
-        "batch it takes effect at (no migration yet): that batch's time is the change's cost.",
+        "A change of scheme drains the query's old operator state (`runtime.batch.drains`: "
+        "the new rows probe it and go to a new, empty state) instead of building the new one "
+        "from the stored rows: the batches of a change are its cost.",
         "",
     ]
     return out

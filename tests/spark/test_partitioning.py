@@ -236,3 +236,50 @@ def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
     assert notes[0].endswith(" from batch 1") and "hash" not in notes[1].split(" -> ")[0], notes
     assert notes[3].endswith(" -> hash on 4 units from batch 4"), notes
     assert notes[4:] == ["hash on 4 units"] * 3, notes
+
+
+def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it_again(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Squall's migration (`batch.drains`): after a change of placement the old index is
+    probed, placed as it was, by the new rows, which go to a new, empty index; nothing is loaded
+    from the stored units; the old index goes once the watermark has passed its newest row, and
+    every pair is written once. A second change while one drains builds the index again."""
+    from streamjoin.runtime.batch import indexed, indexinput
+    from streamjoin.runtime.engine import Engine
+
+    loads: list[int] = []
+    load = indexinput.load_index
+
+    def counted(ctx: t.Any, *args: t.Any) -> None:
+        loads.append(ctx.batch_id)
+        load(ctx, *args)
+
+    monkeypatch.setattr(indexed, "load_index", counted)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
+    job = _one_query_job(
+        tmp_path, f"a.k = b.k AND {W3} WITH (partitioning = 'matrix', units = 4, adapt = false)"
+    )
+    batches = make_batches(13, n_batches=12, rows_per_batch=14, keys=3)
+    changes: dict[int, dict[str, t.Any]] = {2: {"name": "hash"}}
+    changes[8] = {"name": "biclique", "left": 2, "right": 2}
+    changes[9] = {"name": "matrix", "n": 2, "m": 2}  # (while the second drains)
+    engine = Engine(spark)
+    processor = engine.processor(job, str(tmp_path / "ckpt"))
+    draining = []
+    try:
+        for i, batch in enumerate(batches):
+            frames = {n: local_frame(spark, job.stream(n), rows) for n, rows in batch.items()}
+            processor.process(engine.unified(processor.plan, frames), i)
+            draining.append(len(processor.indexed.drains.names()))
+            if i in changes:
+                processor.set_partitioning("q1", changes[i])
+    finally:
+        processor.close()
+    expected = run_reference(job, batches).outputs["q1"]
+    got = read_sink(spark, job, "o", COLUMNS)
+    assert normalize(got) == normalize(expected), f"{len(got)} vs {len(expected)}"
+    # Built at batch 0 (nothing stored yet) and again at the change during a drain (batch 10).
+    assert loads == [0, 10], loads
+    assert draining[3] == 1 and 0 in draining[4:9], draining  # (the first drain went)
+    assert draining[9] == 1 and draining[10] == 0, draining

@@ -1,35 +1,24 @@
 """Step 4 for two-way joins, inner and outer: the join operator, the live state kept in
-executor memory across batches (``JoinIndex.java``), so that a batch shuffles only its
-delta, probes only the rows of its keys (a band's: its key in each bucket its band reaches,
-`indexsql.lookup_sql`), and runs one Spark job. A scheme (matrix, biclique, contrand, hash with
-its units; a keyless band's runs, time buckets) is the operator's placement: a row has a copy
-in each partition of the places it is stored and probes at (range's bounds come from a sample
-of the rows it holds, `indexfit.range_sample`).
+executor memory across batches (``JoinIndex.java``), so that a batch shuffles only its delta,
+probes only the rows of its keys (a band's: its key in each bucket its band reaches,
+`indexsql.lookup_sql`), and runs one Spark job. The hash path, time buckets, a keyless band's
+runs and a scheme (matrix, biclique, contrand, range) are the operator's placement: a row has a
+copy in each partition of the places it is stored and probes at.
 
-Each query's index has one partition per shuffle partition (a scheme's: per place; a nested
-loop's: one). A batch's delta (both streams' new rows, keyed by a hash of their key values in
-the type Spark compares them in) is shuffled by that hash, or, when its files' footers count at
-most `indexfit.ONE_TASK_ROWS` rows, put in one task. When the footers count at most as many rows
-of every stream of the job, the task takes them from the rows Spark planned for the batch
-(foreachBatch's RDD, which it reads whole) by each side's filter and projection, and makes the
-query's rows of the pairs it finds by its predicate and SELECT, all analysed once per query
-(``BatchInput.java``): such a batch plans nothing for its input or its output but the sink's
-write. The rows the watermark has put out of reach go first, then each task probes and extends
-the partitions it has rows of and returns the query's rows of the pairs it finds: its whole
-predicate and SELECT run in that task (in Spark SQL where they cannot be planned once), so a
-hash collision or the time window costs a filter, never a wrong pair, and no candidate pair
-leaves the task.
-The probe also counts the delta's rows per unit for the skew check (`routing.unitcounts`).
+A batch's delta is shuffled to the partitions by its key's hash, or put in one task when its
+files' footers count at most `indexfit.ONE_TASK_ROWS` rows; when they count as few of every
+stream, the task reads the rows Spark planned for the batch itself (``BatchInput.java``). The
+rows out of reach go first, then each task probes and extends its partitions and makes the
+query's rows of the pairs it finds (its predicate and SELECT, planned once per query: a hash
+collision or the window costs a filter, never a wrong pair), counting the delta's rows per unit
+for the skew check on the way.
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
-run starts, when the partitions or the placement change, or when the query comes back after
-leaving it (more live rows than ``streamjoin.twoway.indexRows``, where the cached slices
-take over: they can spill to disk).
-A batch run again takes back the rows its earlier attempt added (each partition records the
-last batch applied to it). Where the executors are the driver's JVM (a ``local[…]`` master),
-every partition's task finds the index it left and the driver drops expired rows; on a
-cluster, each partition lives on one executor and its tasks run there (`placed`). Both need
-`runtime.jvm`'s jar on the driver's class path. docs/architecture.md.
+run starts, when a query comes back to it (its live rows over ``streamjoin.twoway.indexRows``
+go to the cached slices, which spill), and when the placement changes where its old index
+cannot drain (`drains`: Squall's migration). A batch run again takes back the rows its earlier
+attempt added. In local mode the driver's JVM holds every partition; on a cluster each lives
+on one executor (`placed`). docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -44,6 +33,7 @@ from pyspark.sql import DataFrame
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.plan.shedding import counts_shed_pairs
+from streamjoin.runtime.batch.drains import Drains
 from streamjoin.runtime.batch.indexfit import (
     counted_units,
     one_task,
@@ -52,7 +42,7 @@ from streamjoin.runtime.batch.indexfit import (
     serves,
     shed_cuts,
 )
-from streamjoin.runtime.batch.indexinput import index_input, stored_rows
+from streamjoin.runtime.batch.indexinput import index_input, load_index, stored_rows
 from streamjoin.runtime.batch.indexouter import (
     decided_below,
     kept,
@@ -116,6 +106,8 @@ class IndexedJoins:
         self._on_cluster: bool | None = None
         self.placed = PlacedIndexes(self._prefix)
         """The indexes on a cluster's executors (`on_cluster`)."""
+        self.drains = Drains()
+        """The indexes that drain after their query's placement changed (`drains`)."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch (`indexfit.serves`), in a driver whose
@@ -156,7 +148,16 @@ class IndexedJoins:
         rows of every stream (the task reads them all) are more than one task takes, or the
         executors hold the partitions (one task reads the whole batch: no place of its own)."""
         fits = one_task(ctx, *ctx.plan.streams) and self._class(ctx.spark) is not None
+        built = self._built.get(key := query_key(qp))
+        # (An index that drains, or may start to, is probed with the delta placed both ways.)
+        if key in self.drains or (built is not None and built[1] != self._layout(ctx, qp)):
+            return None
         return self.plans.batch_input(ctx, qp, fits and not self.on_cluster(ctx.spark))
+
+    def _layout(self, ctx: BatchContext, qp: QueryPlan) -> tuple[int, str]:
+        """The partitions and the placement `qp`'s index is built for in this batch."""
+        placement = ctx.routers[qp.query.name].placement
+        return self.partitions(ctx, qp), json.dumps(placement, sort_keys=True)
 
     def pairs(
         self,
@@ -179,26 +180,19 @@ class IndexedJoins:
         if op is not None:
             l_least, r_least = kept((l_least, r_least), op, ctx.watermark)
         cls = self._class(ctx.spark)
-        parts = self.partitions(ctx, qp)
         # (Built for the partitions and the placement in force, at the batch before or at this
         # one, run again: else built anew.)
-        layout = (parts, json.dumps(router.placement, sort_keys=True))
+        layout = self._layout(ctx, qp)
+        parts = layout[0]
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self.on_cluster(ctx.spark):
             return self._placed_pairs(ctx, qp, deltas, stores, (parts, layout), shed)
         if self._built.get(key) not in at:
+            built = self._built.get(key)
+            drains = shed is None and self.drains.start(ctx, qp, key, name, built, cls)
             cls.reset(name, parts, ctx.batch_id - 1)
-            bounds = least_times(ctx, qp)
-            if op is not None:
-                bounds = loaded(bounds, op, ctx.watermark)
-            stored = stored_rows(ctx, qp, stores, bounds)
-            if stored is not None:
-                marker, decided = None, [_LEAST, _LEAST]
-                if op is not None:
-                    marker = self.plans.marker(ctx, op, stored)
-                    below = decided_below(op, ctx.watermark)
-                    decided = [_LEAST if x is None else x for x in below]
-                cls.load(stored._jdf, name, parts, marker, *decided)
+            if not drains:  # (a drain's new index starts empty: no batch waits for a build)
+                load_index(ctx, qp, (cls, name, parts), stores, self.plans)
         self._used[key] = (ctx.batch_id, layout)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
@@ -209,7 +203,7 @@ class IndexedJoins:
         if router.scheme is not None:  # (its places are its partitions: their rows, stored)
             self.reads.holding[q.name] = (name, parts)
         index = (name, parts, ctx.batch_id, units)
-        planned = self.batch_input(ctx, qp)
+        planned = None if key in self.drains else self.batch_input(ctx, qp)
         output = None
         if planned is not None:
             late = _LEAST if ctx.watermark is None else ctx.watermark
@@ -246,10 +240,14 @@ class IndexedJoins:
             if together or parts == 1:
                 self.reads.one_task.add(q.name)
             jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)
+        found = DataFrame(jdf, ctx.spark)
+        sides = (deltas.get(left.name, ""), deltas.get(right.name, ""))
+        if (drained := self.drains.probe(ctx, qp, key, sides, cls, self.plans)) is not None:
+            found = found.union(drained[0])  # (both planned over one query's pairs, or neither)
         if output is not None:
-            return DataFrame(jdf, ctx.spark)
-        found = ctx.scratch.view(DataFrame(jdf, ctx.spark), f"_sj_found_{len(ctx.scratch.views)}")
-        return ctx.spark.sql(output_sql(qp, found))
+            return found
+        view = ctx.scratch.view(found, f"_sj_found_{len(ctx.scratch.views)}")
+        return ctx.spark.sql(output_sql(qp, view))
 
     def built(self) -> dict[str, int]:
         """The batch each query's index was last committed at, by query name."""
@@ -287,10 +285,11 @@ class IndexedJoins:
         """Drop every index (the processor is done)."""
         for query in self.placed:
             self.placed.drop(spark, query)
-        cls = self._class(spark) if self._built else None
+        cls = self._class(spark) if self._built or self.drains.names() else None
         if cls is not None:
             for query in self._built:
                 cls.drop(f"{self._prefix}/{query}")
+            self.drains.clear(cls)
         self._built = {}
         self.plans = ProbePlans()
 

@@ -1,11 +1,13 @@
 """The rows the join operator (`indexed`) takes: a batch's delta of both sides, and the
-committed live rows a build loads, each in the operator's input layout (`indexsql.input_parts`:
-the side, the key's hash, the event time, the row as a struct, and its places)."""
+committed live rows a build loads (`load_index`), each in the operator's input layout
+(`indexsql.input_parts`: the side, the key's hash, the event time, the row as a struct, and its
+places)."""
 
 from __future__ import annotations
 
 import typing as t
 
+from streamjoin.runtime.batch.indexouter import decided_below, loaded, outer_plan
 from streamjoin.runtime.batch.indexsql import input_parts, least_times
 
 if t.TYPE_CHECKING:
@@ -13,7 +15,11 @@ if t.TYPE_CHECKING:
 
     from streamjoin.plan import QueryPlan
     from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.indexplans import ProbePlans
     from streamjoin.runtime.state.stores import StoreViews
+
+_LEAST = -(2**63)
+"""The least long: no bound."""
 
 
 def index_input(ctx: BatchContext, qp: QueryPlan, left: str, right: str) -> DataFrame:
@@ -40,3 +46,29 @@ def stored_rows(
         for sp, least in zip(sides, bounds or least_times(ctx, qp), strict=True)
     ]
     return index_input(ctx, qp, *state)
+
+
+def load_index(
+    ctx: BatchContext,
+    qp: QueryPlan,
+    index: tuple[t.Any, str, int],
+    stores: StoreViews,
+    plans: ProbePlans,
+) -> None:
+    """Loads `qp`'s committed live rows into its (reset) index in the driver's JVM (`index`:
+    the ``JoinIndex`` class, the index's name and partitions); an outer join's pairs among
+    them mark their rows, and its rows the committed watermark decided count as decided."""
+    cls, name, parts = index
+    op = outer_plan(ctx, qp)
+    bounds = least_times(ctx, qp)
+    if op is not None:
+        bounds = loaded(bounds, op, ctx.watermark)
+    stored = stored_rows(ctx, qp, stores, bounds)
+    if stored is None:
+        return
+    marker, decided = None, [_LEAST, _LEAST]
+    if op is not None:
+        marker = plans.marker(ctx, op, stored)
+        below = decided_below(op, ctx.watermark)
+        decided = [_LEAST if x is None else x for x in below]
+    cls.load(stored._jdf, name, parts, marker, *decided)

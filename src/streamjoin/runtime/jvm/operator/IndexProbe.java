@@ -37,6 +37,9 @@ final class IndexProbe implements FlatMapFunction {
   boolean keepsCounts = true;
   // (false: a row's copies keep their own marks, where they lie in several JVMs: a cluster's.)
   boolean marksInJvm = true;
+  // (An index that drains after its query's placement changed: the batch's rows, placed as it
+  // placed them, probe its rows and are kept in the new one; none is added here.)
+  boolean drains;
   static final long SHED_SCALE = 1000000L;
   // (Per call, in the task's own copy of the probe: the output's predicate, evaluated as each
   // pair is found, and the counts: rows per unit, then with shedding each side's pairs written
@@ -111,6 +114,11 @@ final class IndexProbe implements FlatMapFunction {
   /** Probes and extends one partition with its rows of the batch (the delta rule). */
   void apply(JoinIndex.Part part, ArrayList[] delta, ArrayList out) {
     synchronized (part) {
+      if (drains) {  // (new left rows meet its right rows, new right rows its left ones)
+        find(delta[0], part, 1, out);
+        find(delta[1], part, 0, out);
+        return;
+      }
       if (part.version == batch) {
         part.undo(batch);
       } else if (part.version > batch) {

@@ -403,6 +403,31 @@ public final class JoinIndex {
     return made(spark, rows, f, output == null ? pairsSchema(in.schema()) : output.layout);
   }
 
+  /** {@link #probe} of an index that drains ({@link IndexProbe#drains}): the pairs of the
+   * batch's rows {@code in}, placed as the index placed its rows, with those rows; nothing is
+   * added to it and nothing counted. */
+  public static Dataset drain(
+      Dataset in, BatchInput output, String name, int parts, long batch, boolean oneTask) {
+    JavaRDD rows = oneTask ? IndexRows.together(in) : IndexRows.shuffled(in, parts);
+    SparkSession spark = (SparkSession) in.sparkSession();
+    int[] fields = oneTask ? IndexRows.fields(in.schema()) : IndexRows.shuffledFields(in.schema());
+    IndexProbe f = new IndexProbe(name, parts, batch, fields, 0, output);
+    f.drains = true;
+    return made(spark, rows, f, output == null ? pairsSchema(in.schema()) : output.layout);
+  }
+
+  /** Gives the partitions of {@code from} the name {@code to} (an index that drains). */
+  public static void rename(String from, String to, int parts) {
+    drop(to);
+    for (int p = 0; p < parts; p++) {
+      Object part = PARTS.remove(from + "/" + p);
+      if (part != null) {
+        PARTS.put(to + "/" + p, part);
+      }
+    }
+    forget(COUNTS, from);
+  }
+
   /** The candidate pairs of a probe whose input is {@code in}'s layout, none of them: what a
    * query's {@link BatchInput#output} is planned over. */
   public static Dataset nopairs(Dataset in) {

@@ -1,0 +1,134 @@
+"""Squall's migration on the join operator (`indexed`): when a query's placement changes (the
+skew check moves it to time buckets or a scheme, a matrix reshapes, range bounds move), its
+operator is not built again from the stored units. The old index drains instead: it is kept as
+it was, the batch's rows probe it placed as it placed its rows (`JoinIndex.drain`: new left rows
+meet its right rows, new right rows its left ones), and are kept only in a new, empty index under
+the new placement, which every pair of two rows after the change comes from. The old index loses
+its rows as the watermark passes them and goes once its newest row is out of reach: no batch
+waits for the state to move.
+
+An index drains where its rows expire (an inner join with a window bounded on both sides: a
+full-history join or an outer join's marks are built again), in the driver's JVM (a cluster's
+executors build theirs again), while no other drain of the query is under way.
+"""
+
+from __future__ import annotations
+
+import json
+import typing as t
+from dataclasses import dataclass, replace
+
+from pyspark.sql import DataFrame
+
+from streamjoin.runtime.batch.indexinput import index_input
+from streamjoin.runtime.batch.indexsql import least_times
+
+if t.TYPE_CHECKING:
+    from streamjoin.plan import QueryPlan
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.routing.router import QueryRouter
+
+
+@dataclass(frozen=True)
+class Drain:
+    """An index that drains: its name, partitions and placement, the batch whose change
+    started it, and per side the newest event time among its rows."""
+
+    name: str
+    parts: int
+    router: QueryRouter
+    since: int
+    newest: tuple[int, int]
+
+
+class Drains:
+    """The indexes that drain, by query key (`indexplans.query_key`)."""
+
+    def __init__(self) -> None:
+        self._drains: dict[str, Drain] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._drains
+
+    def names(self) -> list[str]:
+        """The names of the indexes that drain."""
+        return [d.name for d in self._drains.values()]
+
+    def start(
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        key: str,
+        name: str,
+        built: tuple[int, tuple[int, str]] | None,
+        index: t.Any,
+    ) -> tuple[str, int] | None:
+        """Where `qp`'s index `name`, `built` (committed at a batch under (partitions,
+        placement)) for the batch before this one, can drain for the placement the batch
+        takes: its drain (the name and partitions the index is to take); else None (the index
+        is built again from the units, which hold every row: a drain under way goes). A batch
+        run again finds the drain its first attempt started."""
+        had = self._drains.get(key)
+        if had is not None and had.since == ctx.batch_id:
+            return had.name, had.parts
+        if had is not None:
+            index.drop(had.name)
+            del self._drains[key]
+            return None
+        if built is None or built[0] != ctx.batch_id - 1 or qp.query.outer is not None:
+            return None
+        newest = _newest(ctx, qp)
+        if newest is None or None in least_times(ctx, qp):
+            return None
+        parts, placement = built[1]
+        router = replace(ctx.routers[qp.query.name], params=json.loads(placement))
+        drain = Drain(f"{name}~drained@{ctx.batch_id}", parts, router, ctx.batch_id, newest)
+        index.rename(name, drain.name, parts)
+        self._drains[key] = drain
+        return drain.name, drain.parts
+
+    def probe(
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        key: str,
+        deltas: tuple[str, str],
+        index: t.Any,
+        plans: t.Any,
+    ) -> tuple[DataFrame, bool] | None:
+        """The batch's pairs with the rows of `key`'s index that drains (its rows out of reach
+        dropped first), as the query's rows where its output is planned once (True), else as
+        candidate pairs (False); None: none drains, or it went (all its rows out of reach).
+        `index`: the JVM's ``JoinIndex``; `plans`: the probes' `ProbePlans`."""
+        drain = self._drains.get(key)
+        if drain is None:
+            return None
+        least = least_times(ctx, qp)
+        if all(x is not None and x > n for x, n in zip(least, drain.newest, strict=True)):
+            index.drop(drain.name)
+            del self._drains[key]
+            return None
+        index.expire(drain.name, drain.parts, *least)
+        placed = replace(ctx, routers={**ctx.routers, qp.query.name: drain.router})
+        delta = index_input(placed, qp, *deltas)
+        output = plans.output(ctx, qp, delta)
+        batch = ctx.batch_id
+        jdf = index.drain(delta._jdf, output, drain.name, drain.parts, batch, drain.parts == 1)
+        return DataFrame(jdf, ctx.spark), output is not None
+
+    def clear(self, index: t.Any) -> None:
+        """Drop every index that drains (the processor is done)."""
+        for drain in self._drains.values():
+            index.drop(drain.name)
+        self._drains = {}
+
+
+def _newest(ctx: BatchContext, qp: QueryPlan) -> tuple[int, int] | None:
+    """Per side, the newest event time of `qp`'s committed live rows (None: unknown)."""
+    out = []
+    for side in (qp.query.left, qp.query.right):
+        times = [u.max_ts for u in ctx.prev.live(side.stream)]
+        if not times or None in times:
+            return None
+        out.append(max(t.cast("list[int]", times)))
+    return out[0], out[1]
