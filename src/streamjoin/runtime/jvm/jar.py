@@ -33,6 +33,7 @@ _SOURCES = (
     "localfs/LocalFiles.java",
     "operator/JoinIndex.java",
     "operator/IndexRows.java",
+    "operator/IndexPart.java",
     "operator/IndexSide.java",
     "operator/IndexProbe.java",
     "operator/BatchInput.java",

@@ -80,7 +80,7 @@ final class IndexProbe implements FlatMapFunction {
     Iterator it = found.entrySet().iterator();
     while (it.hasNext()) {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-      JoinIndex.Part part = JoinIndex.part(name, ((Integer) e.getKey()).intValue());
+      IndexPart part = JoinIndex.part(name, ((Integer) e.getKey()).intValue());
       apply(part, (ArrayList[]) e.getValue(), out);
     }
     ArrayList made = output == null ? out : output.project(out);
@@ -112,7 +112,7 @@ final class IndexProbe implements FlatMapFunction {
   }
 
   /** Probes and extends one partition with its rows of the batch (the delta rule). */
-  void apply(JoinIndex.Part part, ArrayList[] delta, ArrayList out) {
+  void apply(IndexPart part, ArrayList[] delta, ArrayList out) {
     synchronized (part) {
       if (drains) {  // (new left rows meet its right rows, new right rows its left ones)
         find(delta[0], part, 1, out);
@@ -143,7 +143,7 @@ final class IndexProbe implements FlatMapFunction {
   /** The pairs of each probing row of {@code delta} with the rows of side {@code other} of
    * its table of {@code part} of its key, or, a band's, of its key in each bucket of its range
    * (for one equality key, each bucket is a key of its own: each pair is found once). */
-  void find(ArrayList delta, JoinIndex.Part part, int other, ArrayList out) {
+  void find(ArrayList delta, IndexPart part, int other, ArrayList out) {
     boolean left = other == 1;
     boolean tabbed = fields[IndexRows.TAB] >= 0;
     for (int i = 0; i < delta.size(); i++) {

@@ -66,135 +66,11 @@ public final class JoinIndex {
   }
 
 
-  /** Both sides of one partition, at the version of the last batch applied: one pair of
-   * sides a table (an OR of equalities has a table for each of its keys). */
-  static final class Part {
-    IndexSide[][] tables = new IndexSide[][] {{new IndexSide(), new IndexSide()}};
-    long version;
-    // (Per side, where a row's copies keep their marks apart (a cluster's): the identities of
-    // the rows whose copy here only probes and met a partner, with their event time: kept until
-    // they expire, they veto the row's deciding copy elsewhere, as a stored copy's match does.)
-    HashMap[] probedMatches = new HashMap[] {new HashMap(), new HashMap()};
-
-    /** Records the matches of the copies among {@code entries} (of side {@code side}) that
-     * only probe here. */
-    void probedMatched(ArrayList entries, int side) {
-      for (int i = 0; i < entries.size(); i++) {
-        IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
-        if (!e.store && e.matched) {
-          probedMatches[side].put(Long.valueOf(e.id), Long.valueOf(e.ts));
-        }
-      }
-    }
-
-    Part(long version) {
-      this.version = version;
-    }
-
-    /** Side {@code side} of table {@code tab}, made where it is not yet. */
-    IndexSide side(int tab, int side) {
-      if (tab >= tables.length) {
-        IndexSide[][] more = new IndexSide[tab + 1][];
-        System.arraycopy(tables, 0, more, 0, tables.length);
-        for (int t = tables.length; t <= tab; t++) {
-          more[t] = new IndexSide[] {new IndexSide(), new IndexSide()};
-        }
-        tables = more;
-      }
-      return tables[tab][side];
-    }
-
-    /** Each side's rows below {@code left} and {@code right} count as decided (a rebuild's:
-     * the committed watermark decided them). */
-    void decidedBefore(long left, long right) {
-      for (int t = 0; t < tables.length; t++) {
-        tables[t][0].decidedBefore(left);
-        tables[t][1].decidedBefore(right);
-      }
-    }
-
-    /** Adds the entries of {@code entries} (of side {@code side}) that are stored. */
-    void addStored(ArrayList entries, int side) {
-      for (int i = 0; i < entries.size(); i++) {
-        IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
-        if (e.store) {
-          side(e.tab, side).add(e);
-        }
-      }
-    }
-
-    /** The matches the probe found for the stored entries of {@code entries} (of side {@code
-     * side}, the batch's newest rows of their tables), marked in their slots. */
-    void syncMatched(ArrayList entries, int side) {
-      int[] next = new int[tables.length];
-      for (int i = 0; i < entries.size(); i++) {
-        IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
-        if (e.store) {
-          next[e.tab]++;
-        }
-      }
-      for (int t = 0; t < tables.length; t++) {
-        next[t] = tables[t][side].end - next[t];
-      }
-      for (int i = 0; i < entries.size(); i++) {
-        IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
-        if (e.store) {
-          int slot = next[e.tab]++;
-          if (e.matched) {
-            tables[e.tab][side].matched[slot] = true;
-          }
-        }
-      }
-    }
-
-    void expire(long leftLeast, long rightLeast, java.util.Set marks) {
-      for (int t = 0; t < tables.length; t++) {
-        tables[t][0].expire(leftLeast, marks);
-        tables[t][1].expire(rightLeast, marks);
-      }
-      long[] least = new long[] {leftLeast, rightLeast};
-      for (int side = 0; side < 2; side++) {
-        Iterator it = probedMatches[side].values().iterator();
-        while (it.hasNext()) {
-          if (((Long) it.next()).longValue() < least[side]) {
-            it.remove();
-          }
-        }
-      }
-    }
-
-    /** Every {@code step}-th live row's bucket of each table and side, into {@code text}. */
-    void sample(int step, StringBuilder text) {
-      for (int t = 0; t < tables.length; t++) {
-        for (int side = 0; side < 2; side++) {
-          IndexSide s = tables[t][side];
-          for (int i = s.start; i < s.end; i += step) {
-            text.append(text.length() == 0 ? "" : ",").append(s.buckets[i]);
-          }
-        }
-      }
-    }
-
-    void undo(long batch) {
-      for (int t = 0; t < tables.length; t++) {
-        tables[t][0].undo(batch);
-        tables[t][1].undo(batch);
-      }
-    }
-
-    long size() {
-      long n = 0;
-      for (int t = 0; t < tables.length; t++) {
-        n += tables[t][0].size() + tables[t][1].size();
-      }
-      return n;
-    }
-  }
 
   static final ConcurrentHashMap PARTS = new ConcurrentHashMap();
 
-  static Part part(String name, int p) {
-    Part part = (Part) PARTS.get(name + "/" + p);
+  static IndexPart part(String name, int p) {
+    IndexPart part = (IndexPart) PARTS.get(name + "/" + p);
     if (part == null) {
       throw new IllegalStateException("streamjoin: no index for " + name + " partition " + p);
     }
@@ -207,7 +83,7 @@ public final class JoinIndex {
   public static void expire(String name, int parts, long leftLeast, long rightLeast) {
     java.util.Set marks = marks(name, false);
     for (int p = 0; p < parts; p++) {
-      Part part = part(name, p);
+      IndexPart part = part(name, p);
       synchronized (part) {
         part.expire(leftLeast, rightLeast, marks);
       }
@@ -218,7 +94,7 @@ public final class JoinIndex {
   public static void reset(String name, int parts, long version) {
     drop(name);
     for (int p = 0; p < parts; p++) {
-      PARTS.put(name + "/" + p, new Part(version));
+      PARTS.put(name + "/" + p, new IndexPart(version));
     }
   }
 
@@ -241,7 +117,7 @@ public final class JoinIndex {
   public static String buckets(String name, int parts, int step) {
     StringBuilder text = new StringBuilder();
     for (int p = 0; p < parts; p++) {
-      Part part = (Part) PARTS.get(name + "/" + p);
+      IndexPart part = (IndexPart) PARTS.get(name + "/" + p);
       if (part != null) {
         synchronized (part) {
           part.sample(step, text);
@@ -258,7 +134,7 @@ public final class JoinIndex {
     StringBuilder text = new StringBuilder();
     java.util.Map held = (java.util.Map) PlacedIndex.HELD.get(name);
     for (int p = 0; p < parts; p++) {
-      Part part = held == null ? (Part) PARTS.get(name + "/" + p) : null;
+      IndexPart part = held == null ? (IndexPart) PARTS.get(name + "/" + p) : null;
       long n = 0;
       if (part != null) {
         synchronized (part) {
@@ -279,7 +155,7 @@ public final class JoinIndex {
     while (it.hasNext()) {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
       if (((String) e.getKey()).startsWith(name + "/")) {
-        Part part = (Part) e.getValue();
+        IndexPart part = (IndexPart) e.getValue();
         n += part.size();
       }
     }
@@ -299,7 +175,7 @@ public final class JoinIndex {
     IndexRows.shuffled(in, parts).foreachPartition(f);
     if (marker != null) {
       for (int p = 0; p < parts; p++) {
-        Part part = part(name, p);
+        IndexPart part = part(name, p);
         synchronized (part) {
           part.decidedBefore(leftDecided, rightDecided);
         }
@@ -333,7 +209,7 @@ public final class JoinIndex {
     ArrayList rows = new ArrayList();
     java.util.Set marks = marks(name, false);
     for (int p = 0; p < parts; p++) {
-      Part part = part(name, p);
+      IndexPart part = part(name, p);
       synchronized (part) {
         aloneIn(part, side, below, batch, marks, tabbed, rows, false);
       }
@@ -344,7 +220,7 @@ public final class JoinIndex {
   /** {@link #alone} of one partition {@code part}, added to {@code rows}; {@code vetoes}: with
    * each row's identity last, and the copies' vetoes ({@link IndexSide#decide}). */
   static void aloneIn(
-      Part part, int side, long below, long batch, java.util.Set marks, boolean tabbed,
+      IndexPart part, int side, long below, long batch, java.util.Set marks, boolean tabbed,
       ArrayList rows, boolean vetoes) {
     for (int t = 0; t < part.tables.length; t++) {
       ArrayList ids = vetoes ? new ArrayList() : null;
@@ -568,7 +444,7 @@ public final class JoinIndex {
       Iterator it = found.entrySet().iterator();
       while (it.hasNext()) {
         java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-        Part part = part(name, ((Integer) e.getKey()).intValue());
+        IndexPart part = part(name, ((Integer) e.getKey()).intValue());
         ArrayList[] sides = (ArrayList[]) e.getValue();
         synchronized (part) {
           loadInto(part, sides, name, parts, fields, marker, shared);
@@ -581,7 +457,7 @@ public final class JoinIndex {
    * join's {@code marker} (else null), applied as one batch before any, so that the pairs among
    * them mark their rows matched ({@code shared}: in the index's shared marks). */
   static void loadInto(
-      Part part, ArrayList[] sides, String name, int parts, int[] fields, BatchInput marker,
+      IndexPart part, ArrayList[] sides, String name, int parts, int[] fields, BatchInput marker,
       boolean shared) {
     if (marker == null) {
       for (int side = 0; side < 2; side++) {

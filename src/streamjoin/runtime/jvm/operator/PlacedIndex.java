@@ -202,7 +202,7 @@ public final class PlacedIndex {
 
     public Iterator call(Object placed) {
       int p = partOf((Iterator) placed);
-      JoinIndex.Part part = owned(name, p, owners);
+      IndexPart part = owned(name, p, owners);
       StringBuilder text = new StringBuilder();
       synchronized (part) {
         part.sample(step, text);
@@ -243,7 +243,7 @@ public final class PlacedIndex {
 
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
-      JoinIndex.Part part = new JoinIndex.Part(version);
+      IndexPart part = new IndexPart(version);
       boolean copies = JoinIndex.sharesMarks(marker, fields);  // (each copy marked apart)
       ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
               (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
@@ -279,7 +279,7 @@ public final class PlacedIndex {
 
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
-      JoinIndex.Part part = owned(name, p, owners);
+      IndexPart part = owned(name, p, owners);
       synchronized (part) {
         part.expire(leftLeast, rightLeast, null);
       }
@@ -297,7 +297,7 @@ public final class PlacedIndex {
 
   /** Partition {@code p} of {@code name}, where this task runs on its owner; else the error
    * that makes the batch run again on partitions built again. */
-  static JoinIndex.Part owned(String name, int p, String[] owners) {
+  static IndexPart owned(String name, int p, String[] owners) {
     if (!here().equals(owners[p])) {
       // (A copy elsewhere, a build task's attempt that failed after it loaded, is stale.)
       throw new IllegalStateException(
@@ -326,7 +326,7 @@ public final class PlacedIndex {
 
     public Iterator call(Object placed) {
       int p = partOf((Iterator) placed);
-      JoinIndex.Part part = owned(name, p, owners);
+      IndexPart part = owned(name, p, owners);
       ArrayList rows = new ArrayList();
       synchronized (part) {
         JoinIndex.aloneIn(part, side, below, batch, null, tabbed, rows, vetoes);

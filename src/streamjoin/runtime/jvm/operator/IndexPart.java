@@ -1,0 +1,133 @@
+package streamjoin.operator;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+
+/**
+ * One partition of a {@link JoinIndex}: both sides, at the version of the last batch applied,
+ * one pair of sides a table (an OR of equalities has a table for each of its keys). Written for
+ * janino: no lambdas, raw collections.
+ */
+final class IndexPart {
+  IndexSide[][] tables = new IndexSide[][] {{new IndexSide(), new IndexSide()}};
+  long version;
+  // (Per side, where a row's copies keep their marks apart (a cluster's): the identities of
+  // the rows whose copy here only probes and met a partner, with their event time: kept until
+  // they expire, they veto the row's deciding copy elsewhere, as a stored copy's match does.)
+  HashMap[] probedMatches = new HashMap[] {new HashMap(), new HashMap()};
+
+  /** Records the matches of the copies among {@code entries} (of side {@code side}) that
+   * only probe here. */
+  void probedMatched(ArrayList entries, int side) {
+    for (int i = 0; i < entries.size(); i++) {
+      IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
+      if (!e.store && e.matched) {
+        probedMatches[side].put(Long.valueOf(e.id), Long.valueOf(e.ts));
+      }
+    }
+  }
+
+  IndexPart(long version) {
+    this.version = version;
+  }
+
+  /** Side {@code side} of table {@code tab}, made where it is not yet. */
+  IndexSide side(int tab, int side) {
+    if (tab >= tables.length) {
+      IndexSide[][] more = new IndexSide[tab + 1][];
+      System.arraycopy(tables, 0, more, 0, tables.length);
+      for (int t = tables.length; t <= tab; t++) {
+        more[t] = new IndexSide[] {new IndexSide(), new IndexSide()};
+      }
+      tables = more;
+    }
+    return tables[tab][side];
+  }
+
+  /** Each side's rows below {@code left} and {@code right} count as decided (a rebuild's:
+   * the committed watermark decided them). */
+  void decidedBefore(long left, long right) {
+    for (int t = 0; t < tables.length; t++) {
+      tables[t][0].decidedBefore(left);
+      tables[t][1].decidedBefore(right);
+    }
+  }
+
+  /** Adds the entries of {@code entries} (of side {@code side}) that are stored. */
+  void addStored(ArrayList entries, int side) {
+    for (int i = 0; i < entries.size(); i++) {
+      IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
+      if (e.store) {
+        side(e.tab, side).add(e);
+      }
+    }
+  }
+
+  /** The matches the probe found for the stored entries of {@code entries} (of side {@code
+   * side}, the batch's newest rows of their tables), marked in their slots. */
+  void syncMatched(ArrayList entries, int side) {
+    int[] next = new int[tables.length];
+    for (int i = 0; i < entries.size(); i++) {
+      IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
+      if (e.store) {
+        next[e.tab]++;
+      }
+    }
+    for (int t = 0; t < tables.length; t++) {
+      next[t] = tables[t][side].end - next[t];
+    }
+    for (int i = 0; i < entries.size(); i++) {
+      IndexRows.Entry e = (IndexRows.Entry) entries.get(i);
+      if (e.store) {
+        int slot = next[e.tab]++;
+        if (e.matched) {
+          tables[e.tab][side].matched[slot] = true;
+        }
+      }
+    }
+  }
+
+  void expire(long leftLeast, long rightLeast, java.util.Set marks) {
+    for (int t = 0; t < tables.length; t++) {
+      tables[t][0].expire(leftLeast, marks);
+      tables[t][1].expire(rightLeast, marks);
+    }
+    long[] least = new long[] {leftLeast, rightLeast};
+    for (int side = 0; side < 2; side++) {
+      Iterator it = probedMatches[side].values().iterator();
+      while (it.hasNext()) {
+        if (((Long) it.next()).longValue() < least[side]) {
+          it.remove();
+        }
+      }
+    }
+  }
+
+  /** Every {@code step}-th live row's bucket of each table and side, into {@code text}. */
+  void sample(int step, StringBuilder text) {
+    for (int t = 0; t < tables.length; t++) {
+      for (int side = 0; side < 2; side++) {
+        IndexSide s = tables[t][side];
+        for (int i = s.start; i < s.end; i += step) {
+          text.append(text.length() == 0 ? "" : ",").append(s.buckets[i]);
+        }
+      }
+    }
+  }
+
+  void undo(long batch) {
+    for (int t = 0; t < tables.length; t++) {
+      tables[t][0].undo(batch);
+      tables[t][1].undo(batch);
+    }
+  }
+
+  long size() {
+    long n = 0;
+    for (int t = 0; t < tables.length; t++) {
+      n += tables[t][0].size() + tables[t][1].size();
+    }
+    return n;
+  }
+}
