@@ -49,11 +49,6 @@ HOT_CANDIDATES = 8.0
 EVEN_CHECKS = 2
 """Skew checks in a row that must find the keys even before a query the skew check moved off
 hash returns to it (one even batch between hot ones would move the state twice for nothing)."""
-RETURN_MARGIN = 2.0
-"""A query moved off hash returns only where its keys' rows would stay on hash with their hot
-key's share (past chance, `hot_share`) this many times larger: a hot key must have faded to
-half the share that leaves hash, so that one that hovers near it does not move the state off
-hash and back in turn."""
 COUNTERS = frozenset({"even"})
 """Keys of a scheme's ``params`` that count checks between batches and place no row (an index
 built for a placement outlives their changes)."""
@@ -346,22 +341,18 @@ def hot_share(loads: t.Sequence[int]) -> float:
 def _back_to_hash_if_even(qp: QueryPlan, state: SchemeState, seen: BatchCounts) -> SchemeState:
     """A query the skew check moved off hash (``moved``) goes back to it, its keys' hash units
     as many as before, once the batch's rows per key hash (`seen.key_units`) have been, for
-    `EVEN_CHECKS` checks in a row, such that the rule that leaves hash would keep it with a
-    margin (`RETURN_MARGIN`): the scheme's copies and the time buckets' second probe cost more
-    than hash where no key stands out. A check too small to tell changes nothing."""
+    `EVEN_CHECKS` checks in a row, such that the rule that leaves hash would keep it: the
+    scheme's copies and the time buckets' second probe cost more than hash where no key stands
+    out. A check too small to tell changes nothing."""
     assert seen.key_units is not None
     loads = seen.key_units
     if sum(loads) < WARMUP or len(loads) < 2:
         return state
     j = len(loads)
     plain = SchemeState({**initial_params(qp, j), "units": j})
-    # (The hot key's share past chance, made `RETURN_MARGIN` times larger, the rest even.)
-    total, share = sum(loads), min(1.0, RETURN_MARGIN * hot_share(loads))
-    rest = total * (1 - share) / j
-    wider = tuple(round(rest + (total * share if u == 0 else 0)) for u in range(j))
     # (Judged as a batch of several tasks: one task's batch would keep hash for a hot key too,
     # and a query whose batches straddle one task's rows would come back and leave again.)
-    keys = replace(seen, units=UnitStats(wider, (0,) * j), one_task=False)
+    keys = replace(seen, units=UnitStats(loads, (0,) * j), one_task=False)
     stays = _leave_hash_if_skewed(qp, plain, keys, WARMUP) is plain
     even = int(state.params.get("even", 0)) + 1 if stays else 0
     if even < EVEN_CHECKS:

@@ -257,24 +257,3 @@ def test_a_check_too_small_to_tell_changes_nothing(loads: list[int]) -> None:
     qp = _router("units = 8, time_buckets = 'false'").qp
     state = _moved(qp)
     assert next_scheme(qp, state, _seen(1, tuple(loads))).params == state.params
-
-
-def test_a_key_that_hovers_near_the_level_that_left_hash_keeps_the_query_off_it() -> None:
-    """Leaving and returning differ by a margin (`RETURN_MARGIN`): a hot key that fades to
-    three quarters of the least share that leaves hash keeps the query where it went; once
-    its share is under half of it, the query returns."""
-    qp = _router("units = 8, time_buckets = 'false'").qp
-    plain = SchemeState({**initial_params(qp, 8), "units": 8})
-
-    def leaves(share: float) -> bool:
-        seen = BatchCounts(0, 12_000, 12_000, _units(share), (), (12_000, 12_000))
-        return next_scheme(qp, plain, seen).params != plain.params
-
-    least = next(s for s in (i / 1000 for i in range(1, 1000)) if leaves(s))
-    state = _moved(qp)
-    for batch in range(1, 4 * EVEN_CHECKS):
-        state = next_scheme(qp, state, _seen(batch, _units(least * 0.75).probe))
-        assert state.params.get("moved"), (least, batch)
-    for batch in range(4 * EVEN_CHECKS, 5 * EVEN_CHECKS):
-        state = next_scheme(qp, state, _seen(batch, _units(least * 0.4).probe))
-    assert not state.params.get("moved"), least
