@@ -141,6 +141,9 @@ class BatchContext:
     scratch: Scratch
     conf: SessionConf
     """Sets the settings of the batch's session (`spark`)."""
+    checks_skew: bool = False
+    """Whether the batch is one of the skew checks (`adapt.skewcheck`): its rows per unit are
+    counted where no index counts them, and a range query's bounds are due."""
 
     @property
     def floors(self) -> dict[str, int]:

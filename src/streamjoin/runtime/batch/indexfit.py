@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.adapt.skewcheck import checks_skew
 from streamjoin.runtime.batch.indexouter import operator_serves, outer_plan
 from streamjoin.runtime.batch.indexsql import banded, index_band, nested, runs
 from streamjoin.runtime.batch.shedding import SCALE, SIDES
@@ -96,7 +95,7 @@ def range_sample(ctx: BatchContext, qp: QueryPlan) -> tuple[float, int, int] | N
     band = index_band(ctx, qp)
     if band is None:
         return None
-    if params.get("bounds") and not checks_skew(ctx.batch_id, ctx.settings.skew_check_every):
+    if params.get("bounds") and not ctx.checks_skew:
         return None
     rows = ctx.prev.state_rows()
     live = sum(rows.get(s.stream, 0) for s in {qp.query.left, qp.query.right})

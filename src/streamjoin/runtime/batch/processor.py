@@ -324,6 +324,12 @@ class BatchProcessor:
         args = (self.session, self.plan, self.checkpoint, self.stores, self.parallelism)
         return finish_input(*args)
 
+    @property
+    def _skew_period(self) -> int:
+        """Batches between two skew checks (`skew_check_period`)."""
+        s = self.settings
+        return skew_check_period(s.skew_check_every, s.skew_check_seconds, self.trigger_seconds)
+
     def _context(self, df: DataFrame, batch_id: int) -> BatchContext:
         """What batch `batch_id` starts from: the previous manifest, its routers, the files and
         footers of its sourced streams; and the batch's session set up for its jobs."""
@@ -356,6 +362,7 @@ class BatchProcessor:
             parallelism=parallelism,
             scratch=Scratch(spark),
             conf=self.conf,
+            checks_skew=checks_skew(batch_id, self._skew_period),
         )
 
     def _start_state(
@@ -378,9 +385,7 @@ class BatchProcessor:
     def _start_unit_counts(self, ctx: BatchContext) -> Background | None:
         """The skew check's rows per unit from the batch's files (`checks_skew`), for the
         queries that no index counts (`IndexedJoins.counts_units`)."""
-        s = self.settings
-        every = skew_check_period(s.skew_check_every, s.skew_check_seconds, self.trigger_seconds)
-        if not checks_skew(ctx.batch_id, every):
+        if not ctx.checks_skew:
             return None
         counted = ctx.counted
         names = [
