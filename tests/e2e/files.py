@@ -100,6 +100,10 @@ class Feeder(threading.Thread):
         self.error: BaseException | None = None
         self.stop = threading.Event()
         self.hurry = threading.Event()
+        # (Made now, not with their first file: a run that starts before the first pause ends
+        # finds its streams' folders, as a job reading a directory expects.)
+        for stream in {s for batch in batches for s in batch}:
+            (root / stream).mkdir(parents=True, exist_ok=True)
 
     def run(self) -> None:
         """Feed every batch unless stopped; keep an error for the caller to raise."""
