@@ -116,11 +116,14 @@ class Drains:
         jdf = index.drain(delta._jdf, output, drain.name, drain.parts, batch, drain.parts == 1)
         return DataFrame(jdf, ctx.spark), output is not None
 
-    def clear(self, index: t.Any) -> None:
-        """Drop every index that drains (the processor is done)."""
-        for drain in self._drains.values():
-            index.drop(drain.name)
-        self._drains = {}
+    def clear(self, index: t.Any, keep: t.Container[str] = ()) -> None:
+        """Drop every index that drains but those of the query keys in `keep` (the processor
+        is done; or a batch committed, and a query that did not use its operator, gone to the
+        slices, has no use for its drain)."""
+        for key, drain in list(self._drains.items()):
+            if key not in keep:
+                index.drop(drain.name)
+                del self._drains[key]
 
 
 def _newest(ctx: BatchContext, qp: QueryPlan) -> tuple[int, int] | None:

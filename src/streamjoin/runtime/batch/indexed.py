@@ -262,6 +262,8 @@ class IndexedJoins:
                 self.placed.drop(spark, query)
                 continue
             self._class(spark).drop(f"{self._prefix}/{query}")
+        if self.drains.names():
+            self.drains.clear(self._class(spark), keep=self._used.keys())
         self._built = self._used
         self._used = {}
         self.plans.end_batch()
