@@ -21,7 +21,7 @@ from benchmarks.skew_harness import (
     sink_rows,
 )
 from benchmarks.zipf import pair_share, top_share, window_pairs, zipf_streams
-from streamjoin.adapt.schemes import describe
+from streamjoin.adapt.schemestate import describe
 
 if t.TYPE_CHECKING:
     from collections.abc import Sequence
@@ -183,7 +183,9 @@ def run_skew(
         "predicate": on,
         "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
         "cases": cases,
-        "targets": _skew_targets(cases),
+        "targets": _skew_targets(
+            cases, cluster=str(spark.sparkContext.master).startswith("spark:")
+        ),
     }
 
 
@@ -198,14 +200,21 @@ def _ratios(hash_: dict[str, t.Any], auto: dict[str, t.Any]) -> dict[str, float 
     }
 
 
-def _skew_targets(cases: Sequence[dict[str, t.Any]]) -> dict[str, t.Any]:
+FASTER = {False: 1.0, True: 1.5}
+"""How much faster than forced hash auto must be at z ≥ 1.5 (issue 67): locally at least as
+fast (both run on the operator, and 2 cores bound what spreading a hot key gains), on the
+2-worker cluster 1.5× (forced hash leaves one executor with the hot key's work)."""
+
+
+def _skew_targets(cases: Sequence[dict[str, t.Any]], *, cluster: bool) -> dict[str, t.Any]:
     high = [c for c in cases if c["z"] >= 1.5]
     flat = [c for c in cases if c["z"] == 0]
     speed = [c["ratios"]["throughput_auto_over_hash"] for c in high]
     balance = [c["auto"]["skew_after_switch"] for c in high]
     zero = [c["ratios"]["throughput_auto_over_hash"] for c in flat]
+    faster = FASTER[cluster]
     return {
-        "z>=1.5: auto >= 4x hash": all(s is not None and s >= 4 for s in speed),
+        f"z>=1.5: auto >= {faster}x hash": all(s is not None and s >= faster for s in speed),
         "z>=1.5: auto max/mean < 1.5": all(b is not None and b < 1.5 for b in balance),
         "z=0: auto within 20% of hash": all(s is not None and s >= 0.8 for s in zero),
         "speedups_at_z>=1.5": speed,

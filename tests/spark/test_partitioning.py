@@ -206,7 +206,7 @@ def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str
 ) -> None:
     """One key carries batches 0 and 1, then 256 keys share the rest: `auto` leaves hash after
-    batch 0, and after two even batches (`schemes.EVEN_CHECKS`) takes it again; the output
+    batch 0, and after two even batches (`adapt.hashskew.EVEN_CHECKS`) takes it again; the output
     stays exact across both changes, on the join operator and on the slices (the overflow
     path, where the scheme's routed views count its places)."""
     monkeypatch.setattr(schemes, "WARMUP", 100)

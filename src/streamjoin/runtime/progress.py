@@ -200,7 +200,7 @@ def trigger_seconds(trigger: str) -> float | None:
 
 def _scheme_text(saved: dict[str, t.Any]) -> str:
     """A query's scheme, as its saved routing state describes it."""
-    from streamjoin.adapt.schemes import scheme_from_params
+    from streamjoin.adapt.schemestate import scheme_from_params
 
     params = saved.get("params", {})
     scheme = scheme_from_params(params)

@@ -7,14 +7,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.adapt.schemes import (
-    RANGE_SPREAD,
-    BatchCounts,
-    SchemeState,
-    UnitStats,
-    initial_params,
-    next_scheme,
-)
+from streamjoin.adapt.schemes import RANGE_SPREAD, next_scheme
+from streamjoin.adapt.schemestate import BatchCounts, SchemeState, UnitStats, initial_params
 from streamjoin.plan import QueryPlan, plan_job
 from streamjoin.sql import parse_job
 

@@ -10,15 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamjoin.adapt.schemes import (
-    EVEN_CHECKS,
+from streamjoin.adapt.hashskew import EVEN_CHECKS, bucket_gain
+from streamjoin.adapt.schemes import next_scheme
+from streamjoin.adapt.schemestate import (
     BatchCounts,
     SchemeState,
     UnitStats,
-    bucket_gain,
     describe,
     initial_params,
-    next_scheme,
     scheme_from_params,
 )
 from streamjoin.plan import QueryPlan, plan_job
@@ -223,7 +222,7 @@ def test_a_moved_query_returns_to_hash_after_even_checks_in_a_row() -> None:
     # (A batch without a check of its keys tells nothing.)
     assert next_scheme(qp, state, _seen(2 * EVEN_CHECKS, None)).params == state.params
     state = next_scheme(qp, state, _seen(2 * EVEN_CHECKS, EVEN))
-    assert state.params == {"name": "hash", "units": 8}
+    assert state.params == {"name": "hash", "units": 8, "returns": 1}
     assert state.history[-1]["batch"] == 2 * EVEN_CHECKS + 1
     assert state.history[-1]["scheme"] == "hash on 8 units"
 
@@ -234,12 +233,12 @@ def test_time_buckets_taken_for_a_hot_key_go_too_unless_the_query_asks_for_them(
     assert state.params.get("time_bucket") and scheme_from_params(state.params) is None
     for batch in range(1, EVEN_CHECKS + 1):
         state = next_scheme(qp, state, _seen(batch, EVEN))
-    assert state.params == {"name": "hash", "units": 8}
+    assert state.params == {"name": "hash", "units": 8, "returns": 1}
     asked = _router("units = 8, time_buckets = 'true', partitioning = 'auto'").qp
     state = _moved(asked)
     for batch in range(1, EVEN_CHECKS + 1):
         state = next_scheme(asked, state, _seen(batch, EVEN))
-    assert state.params == {"name": "hash", "time_bucket": True, "units": 8}
+    assert state.params == {"name": "hash", "time_bucket": True, "units": 8, "returns": 1}
 
 
 def test_a_scheme_the_user_chose_stays_however_even_the_keys() -> None:

@@ -12,7 +12,7 @@ import typing as t
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamjoin.adapt.schemes import UnitStats
+from streamjoin.adapt.schemestate import UnitStats
 from streamjoin.plan import plan_job
 from streamjoin.runtime.batch.context import BatchReport
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir, read_history

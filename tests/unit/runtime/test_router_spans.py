@@ -1,5 +1,5 @@
 """The event-time span of the stored rows a batch can meet, per side of a query: what the
-time-bucket policy weighs (`runtime.routing.router._spans`, `adapt.schemes.bucket_gain`)."""
+time-bucket policy weighs (`runtime.routing.router._spans`, `adapt.hashskew.bucket_gain`)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import DataFrame, SparkSession
 
-    from streamjoin.adapt.schemes import UnitStats
+    from streamjoin.adapt.schemestate import UnitStats
     from streamjoin.plan import JobPlan
     from streamjoin.runtime.routing.router import QueryRouter
     from streamjoin.runtime.routing.unitcounts import InputUnitCounts

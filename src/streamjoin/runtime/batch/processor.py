@@ -156,7 +156,7 @@ class BatchProcessor:
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
-        "matrix", "n": 2, "m": 4}``; see `adapt.schemes.scheme_from_params`). The change is
+        "matrix", "n": 2, "m": 4}``; see `adapt.schemestate.scheme_from_params`). The change is
         recorded in that batch's manifest, so a replay or restart keeps it."""
         check_scheme_change(self.plan, query, params)
         self._next_schemes[query] = dict(params)

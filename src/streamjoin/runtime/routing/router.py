@@ -24,14 +24,14 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, field
 
-from streamjoin.adapt.schemes import (
+from streamjoin.adapt.schemes import next_scheme
+from streamjoin.adapt.schemestate import (
     COUNTERS,
     BatchCounts,
     SchemeState,
     UnitStats,
     describe,
     initial_params,
-    next_scheme,
     scheme_from_params,
 )
 from streamjoin.partition import RowSql, Scheme
@@ -375,7 +375,7 @@ def check_scheme_change(plan: JobPlan, query: str, params: dict[str, t.Any]) -> 
         msg = (
             f"query {query!r} shares one join with {others}, which runs under its own "
             "scheme; give the query WITH options (it then runs alone) or set "
-            "streamjoin.twoway.share = false"
+            "streamjoin.share = false"
         )
         raise KeyError(msg)
     scheme_from_params(params)

@@ -13,7 +13,7 @@ cost, so a key that stays hot is seen within that many batches. A query that its
 index serves (`batch.indexed`) is counted by the index's probe, which sees every delta row's key
 hash anyway: every batch, and without that job. A query the skew check moved off hash is counted
 by its key's hash alone, by the state job or that job (its index counts its scheme's places):
-its way back to hash (`adapt.schemes`).
+its way back to hash (`adapt.hashskew`).
 """
 
 from __future__ import annotations
