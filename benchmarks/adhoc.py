@@ -18,7 +18,7 @@ selections).
 **Throughput** (each mode in a fresh process, after a warm-up run of one query on two files):
 
 - ``shared``: one streamjoin job with the N queries (two-way sharing on, the default);
-- ``apart``: the same job with ``streamjoin.twoway.share = false``: a join per query;
+- ``apart``: the same job with ``streamjoin.share = false``: a join per query;
 - ``spark``: one Spark native stream-stream join per query (``availableNow``), all N started
   together in one session, as a Spark user runs N queries.
 

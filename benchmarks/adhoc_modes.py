@@ -39,7 +39,7 @@ def run_ours(
 
     engine = Engine()
     spark = engine.spark
-    spark.conf.set("streamjoin.twoway.share", "true" if mode == "shared" else "false")
+    spark.conf.set("streamjoin.share", "true" if mode == "shared" else "false")
     out = os.path.join(work, "out")
     text = streams_sql(data) + "\n" + "\n".join(query(i, out)[0] for i in range(n))
     job = parse_job(text)

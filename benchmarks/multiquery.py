@@ -10,7 +10,7 @@ The modes, CLASH's three baselines on our engine, all on the same backlog:
 - ``alone``: each query in its own job (own checkpoint, own state), one after another; its
   figures are the sums over the N jobs (time, state) and the pooled batch times;
 - ``simple``: one job with all queries, greedy probe orders and no shared probe prefixes
-  (``streamjoin.multiway.optimizer = greedy``, ``streamjoin.multiway.share = false``);
+  (``streamjoin.multiway.optimizer = greedy``, ``streamjoin.share = false``);
 - ``global``: one job with all queries, the ILP's probe orders and shared prefixes (the
   defaults, ``ilp`` and ``true``), with the MIR stores the ILP picks;
 - ``base`` (on request): as ``global``, but over base stores only
@@ -85,7 +85,7 @@ def switches_read() -> bool:
         for name in files:
             if name.endswith(".py"):
                 with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    if "streamjoin.multiway.share" in f.read():
+                    if "streamjoin.share" in f.read():
                         return True
     return False
 

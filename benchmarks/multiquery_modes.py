@@ -24,10 +24,10 @@ if t.TYPE_CHECKING:
 MODES = ("alone", "simple", "global", "base", "broadcast", "routed")
 DEFAULT_MODES = ("alone", "simple", "global")
 """CLASH's three baselines; ``base``, ``broadcast`` and ``routed`` on request."""
-_ILP = {"streamjoin.multiway.optimizer": "ilp", "streamjoin.multiway.share": "true"}
+_ILP = {"streamjoin.multiway.optimizer": "ilp", "streamjoin.share": "true"}
 MODE_CONF: dict[str, dict[str, str]] = {
     "alone": _ILP,
-    "simple": {"streamjoin.multiway.optimizer": "greedy", "streamjoin.multiway.share": "false"},
+    "simple": {"streamjoin.multiway.optimizer": "greedy", "streamjoin.share": "false"},
     "global": _ILP,
     "base": _ILP | {"streamjoin.multiway.mirs": "false"},
     "broadcast": _ILP | {"streamjoin.multiway.partitioned": "false"},

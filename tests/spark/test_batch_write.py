@@ -62,7 +62,7 @@ def test_a_probe_writes_its_pairs_into_each_parquet_sink_and_a_batch_run_again_r
     batches = make_batches(17, n_batches=5, rows_per_batch=12, keys=3)
     batches[0]["B"] = []  # (a batch without pairs: its file still carries the columns)
     # (Each query its own join: a join the three shared would split its rows among them.)
-    spark.conf.set("streamjoin.twoway.share", "false")
+    spark.conf.set("streamjoin.share", "false")
     processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
     try:
         run_batches(spark, job, batches[:4], Path("/unused"), processor=processor)
@@ -73,7 +73,7 @@ def test_a_probe_writes_its_pairs_into_each_parquet_sink_and_a_batch_run_again_r
         run_batches(spark, job, batches[4:], Path("/unused"), first_batch=4, processor=processor)
     finally:
         processor.close()
-        spark.conf.unset("streamjoin.twoway.share")
+        spark.conf.unset("streamjoin.share")
 
     expected = run_reference(job, batches)
     for i, name in enumerate(SINKS, start=1):

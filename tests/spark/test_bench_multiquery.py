@@ -38,7 +38,7 @@ def test_every_mode_gives_the_exact_counts(spark: SparkSession, tmp_path: Path) 
         assert figures["out"] == expected, f"{mode}: {figures['out']} != exact {expected}"
     assert result["results_agree"] and result["exact"]
     # Each mode's settings are restored afterwards.
-    assert spark.conf.get("streamjoin.multiway.share", None) is None
+    assert spark.conf.get("streamjoin.share", None) is None
     # One shared store per stream against one per query that reads it.
     figures = result["modes"]
     assert figures["alone"]["rows_read"] > figures["global"]["rows_read"]

@@ -137,7 +137,7 @@ MULTI_WAY = {
     "ilp-shared-mirs-partitioned": Path_(multiway=True),
     "route-every-delta": Path_({"streamjoin.multiway.routeRows": "0"}, multiway=True),
     "greedy": Path_({"streamjoin.multiway.optimizer": "greedy"}, multiway=True),
-    "unshared": Path_({"streamjoin.multiway.share": "false"}, multiway=True),
+    "unshared": Path_({"streamjoin.share": "false"}, multiway=True),
     "no-mirs": Path_({"streamjoin.multiway.mirs": "false"}, multiway=True),
     "unpartitioned": Path_({"streamjoin.multiway.partitioned": "false"}, multiway=True),
 }

@@ -167,13 +167,13 @@ def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact
     prefixes = [v for v in built.shared if v not in built.cores]
     assert prefixes and all(built.users[v] >= 2 for v in prefixes), built.users
     for share in ("true", "false"):
-        spark.conf.set("streamjoin.multiway.share", share)
+        spark.conf.set("streamjoin.share", share)
         try:
             for name in sinks:
                 shutil.rmtree(tmp_path / name, ignore_errors=True)
             run_batches(spark, job, batches, tmp_path / f"ckpt-{share}")
         finally:
-            spark.conf.unset("streamjoin.multiway.share")
+            spark.conf.unset("streamjoin.share")
         expected = run_reference(job, batches)
         for i, name in enumerate(sinks):
             got = read_sink(spark, job, name, ["i1", "i2", "i3"])

@@ -11,9 +11,7 @@ import time
 import typing as t
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.optimizer.sharing import group_all
 from streamjoin.plan import JobPlan, plan_job
-from streamjoin.plan.physical import candidates_of
 from streamjoin.runtime.analysis import check_job, check_query
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
@@ -85,11 +83,7 @@ class Engine:
     def _plan(self, job: Job, settings: Settings | None = None) -> JobPlan:
         """`job`'s plan, its queries grouped to share joins as the settings allow."""
         settings = settings or Settings.of(self.spark)
-        if settings.share_joins and settings.share:
-            return plan_job(job)
-        alone = plan_job(job, groups=())
-        allowed = [c for c in candidates_of(alone) if settings.may_share(c)]
-        return plan_job(job, groups=group_all(allowed))
+        return plan_job(job) if settings.share else plan_job(job, groups=())
 
     def check_query(self, job: Job, q: Query, source: str | None = None) -> None:
         """Let Spark analyse query `q` of `job` on empty inputs (`analysis.check_query`)."""
@@ -313,8 +307,7 @@ class Engine:
         store.lock = lock = take_lock(store)
         try:
             refuse_sparks_loop(store, "a served job runs in Spark's loop")
-            share = (settings.share_joins, settings.share)
-            served = ServedQueries(job, store, self.check_query, history, share=share)
+            served = ServedQueries(job, store, self.check_query, history, share=settings.share)
             plan = served.plan(served.job_of(served.current), served.current.groups)
             for q in plan.job.queries:
                 self.check_query(plan.job, q)

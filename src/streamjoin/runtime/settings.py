@@ -22,7 +22,6 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-    from streamjoin.optimizer.sharing import Candidate
 
 Optimizer = t.Literal["ilp", "greedy"]
 Loop = t.Literal["auto", "spark"]
@@ -88,15 +87,10 @@ SETTINGS: dict[str, Key] = {
             choices=("ilp", "greedy"),
         ),
         Key(
-            "streamjoin.twoway.share",
+            "streamjoin.share",
             "true",
-            "`false`: every two-way query runs its own join (no join shared by query-set bits)",
-            choices=("true", "false"),
-        ),
-        Key(
-            "streamjoin.multiway.share",
-            "true",
-            "`false`: no join or probe step shared between multi-way queries",
+            "`false`: every query runs its own join (no join, probe step or MIR shared between "
+            "queries by query-set bits)",
             choices=("true", "false"),
         ),
         Key(
@@ -171,6 +165,8 @@ RETIRED = {
     "halves",
     "streamjoin.twoway.index": "streamjoin.twoway.indexRows = 0 runs every two-way join on the "
     "cached slices",
+    "streamjoin.twoway.share": "streamjoin.share = false: no query shares a join",
+    "streamjoin.multiway.share": "streamjoin.share = false: no query shares a join",
 }
 """Keys earlier versions read, and what stands in their place."""
 
@@ -213,7 +209,6 @@ class Settings:
     index_rows: int = 2_000_000
     optimizer: Optimizer = "ilp"
     share: bool = True
-    share_joins: bool = True
     mirs: bool = True
     partitioned: bool = True
     route_rows: int = 100_000
@@ -222,12 +217,6 @@ class Settings:
     stabilization_seconds: int = 30
     local: bool = True
     debug: bool = False
-
-    def may_share(self, c: Candidate) -> bool:
-        """Whether query `c` may share a join with others: two-way queries unless
-        ``streamjoin.twoway.share`` is false, multi-way ones unless ``streamjoin.multiway.share``
-        is."""
-        return self.share_joins if len(c.streams) == 2 else self.share
 
     @classmethod
     def read(
@@ -248,8 +237,7 @@ class Settings:
             loop=t.cast("Loop", text("streamjoin.loop")),
             index_rows=int(text("streamjoin.twoway.indexRows")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
-            share=text("streamjoin.multiway.share") == "true",
-            share_joins=text("streamjoin.twoway.share") == "true",
+            share=text("streamjoin.share") == "true",
             mirs=text("streamjoin.multiway.mirs") == "true",
             partitioned=text("streamjoin.multiway.partitioned") == "true",
             route_rows=int(text("streamjoin.multiway.routeRows")),

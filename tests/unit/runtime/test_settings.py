@@ -33,7 +33,7 @@ def test_each_key_reaches_its_field() -> None:
             "streamjoin.hash.skewCheckSeconds": "0",
             "streamjoin.state.fromSource": "false",
             "streamjoin.multiway.optimizer": "greedy",
-            "streamjoin.multiway.share": "false",
+            "streamjoin.share": "false",
             "streamjoin.multiway.mirs": "false",
             "streamjoin.multiway.partitioned": "false",
             "streamjoin.multiway.routeRows": "7",

@@ -137,8 +137,8 @@ class ServedQueries:
             with the job, the query and the name of its text before a change is accepted.
         history_us: how far behind the watermark every stream's state keeps rows at least,
             for the queries added later (None: all of them; `plan.plan_job`).
-        share: whether two-way queries, and multi-way ones, may share a join
-            (`optimizer.sharing`; `Settings.may_share`).
+        share: whether queries may share a join (`optimizer.sharing`; the setting
+            ``streamjoin.share``).
     """
 
     def __init__(
@@ -148,7 +148,7 @@ class ServedQueries:
         check: Callable[[Job, Query, str], None],
         history_us: int | None = 0,
         *,
-        share: tuple[bool, bool] = (True, True),
+        share: bool = True,
     ) -> None:
         self.base = base
         self.history_us = history_us
@@ -195,12 +195,11 @@ class ServedQueries:
 
         if groups is None:
             return planned(group_all(self._candidates(planned(()))))
-        # (Groups a checkpoint kept from a run with other settings: only the kinds allowed now.)
-        multiway = {q.name: q.multiway for q in job.queries}
-        return planned([g for g in groups if self.share[multiway.get(g[0], False)]])
+        # (Groups a checkpoint kept from a run with other settings: none where sharing is off.)
+        return planned(groups if self.share else ())
 
     def _candidates(self, plan: JobPlan) -> list[Candidate]:
-        return [c for c in candidates_of(plan) if self.share[len(c.streams) > 2]]
+        return candidates_of(plan) if self.share else []
 
     def _regroup(self, before: QuerySet, after: QuerySet, prev: Manifest) -> QuerySet:
         """`after` (`before` with some changes) with its groups: `before`'s, each added query
