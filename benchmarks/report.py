@@ -61,6 +61,7 @@ ORDER = (
 EXTRA = (
     "skew-full",
     "skew",
+    "skew-cluster-full",
     "passing",
     "fluctuating",
     "memory",

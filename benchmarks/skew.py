@@ -44,6 +44,7 @@ model of the per-task input, not a measurement of Spark's tasks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -51,7 +52,7 @@ import time
 import typing as t
 
 from benchmarks.skew_fluctuating import run_fluctuating
-from benchmarks.skew_harness import ROOT, _session
+from benchmarks.skew_harness import ROOT, _say, _session
 from benchmarks.skew_keys import run_skew
 from benchmarks.skew_memory import run_memory
 from benchmarks.skew_passing import run_passing
@@ -80,17 +81,33 @@ def run(
     spark: SparkSession | None = None,
     root: str = ROOT,
     say: t.TextIO | None = None,
+    *,
+    cluster: bool = False,
 ) -> dict[str, t.Any]:
-    """One benchmark at one size, with the machine it ran on and its wall time."""
-    from benchmarks.harness import machine
+    """One benchmark at one size, with the machine it ran on and its wall time; `cluster`: on
+    a standalone cluster on 127.0.0.1 (`benchmarks.harness.CLUSTER`), started and stopped here."""
+    from benchmarks.harness import CLUSTER, machine, source_commit
 
-    spark = spark or _session()
     started = time.monotonic()
-    result = RUNNERS[name](spark, size, root, say)
+    with contextlib.ExitStack() as stack:
+        if cluster:
+            from streamjoin.cluster import LocalCluster
+
+            _say(say, f"[{name}] starting a cluster ({CLUSTER}) …")
+            nodes = LocalCluster(os.path.join(root, "work", "cluster"), workers=2, cores=1)
+            spark = _session(stack.enter_context(nodes).master_url)
+            stack.callback(spark.stop)
+        spark = spark or _session()
+        result = RUNNERS[name](spark, size, root, say)
+        result["spark_master"] = spark.sparkContext.master
     result["machine"] = machine()
-    result["spark_master"] = spark.sparkContext.master
+    result["commit"] = source_commit()
     result["wall_seconds"] = round(time.monotonic() - started, 1)
-    result["command"] = f"python -m benchmarks.skew {name} --{size}"
+    result["command"] = f"python -m benchmarks.skew {name} --{size}" + (
+        " --cluster" if cluster else ""
+    )
+    if cluster:
+        result["cluster"] = CLUSTER
     return result
 
 
@@ -104,9 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     group.add_argument("--tiny", dest="size", action="store_const", const="tiny")
     group.add_argument("--full", dest="size", action="store_const", const="full")
     parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run on a standalone cluster of 2 one-core workers on 127.0.0.1 (skew, passing)",
+    )
+    parser.add_argument(
         "--out",
         help="where to write the JSON (default: results/<name>.json at --quick, "
-        "results/skew-full.json at --full)",
+        "results/<name>-full.json at --full, results/<name>-cluster.json with --cluster)",
     )
     args = parser.parse_args(argv)
     if args.benchmark == "summary":
@@ -116,8 +138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     size = args.size or "quick"
     if size == "full" and args.benchmark not in ("skew", "passing"):
         parser.error("--full is a size of the skew and passing benchmarks only")
-    result = run(args.benchmark, size, say=sys.stderr)
+    if args.cluster and args.benchmark not in ("skew", "passing"):
+        parser.error("--cluster runs the skew and passing benchmarks only")
+    result = run(args.benchmark, size, say=sys.stderr, cluster=args.cluster)
     name = {"quick": args.benchmark, "full": f"{args.benchmark}-full"}.get(size)
+    if name and args.cluster:
+        name = f"{args.benchmark}-cluster" + ("-full" if size == "full" else "")
     target = args.out or (os.path.join(RESULTS, f"{name}.json") if name else None)
     if target:
         with open(target, "w", encoding="utf-8") as f:

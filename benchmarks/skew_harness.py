@@ -161,10 +161,11 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
 
 
-def _session() -> SparkSession:
+def _session(master: str | None = None) -> SparkSession:
+    """The benchmarks' session: local mode, or on the cluster at `master`."""
     from streamjoin.runtime.session import get_session
 
-    spark: SparkSession = get_session()
+    spark: SparkSession = get_session(master)
     return spark
 
 

@@ -84,15 +84,32 @@ def test_multiquery_and_skew_targets_are_listed_met_or_not() -> None:
     mq = {"targets": {"global_over_alone": {"10": 2.1}, "at_10_queries_ge_2_5": False}}
     skew = {
         "size": "quick",
-        "targets": {"z>=1.5: auto >= 4x hash": False, "speedups_at_z>=1.5": [1.5, 2.0]},
+        "targets": {"z>=1.5: auto >= 1.0x hash": False, "speedups_at_z>=1.5": [0.9, 2.0]},
     }
-    rows = other_targets({"multiquery-quick.json": mq}, {"skew": skew})
+    cluster = {
+        "size": "full",
+        "cluster": "standalone",
+        "targets": {
+            "z>=1.5: auto >= 1.5x hash": True,
+            "speedups_at_z>=1.5": [2.1, 3.3],
+            "z=0: auto within 20% of hash": True,
+            "speedup_at_z=0": [1.2],
+        },
+    }
+    rows = other_targets(
+        {"multiquery-quick.json": mq}, {"skew": skew, "skew-cluster-full": cluster}
+    )
     assert (
         "multiquery (`multiquery-quick.json`): global ≥ 2.5× alone at 10 queries",
         "×2.1",
         False,
     ) in rows
-    assert ("skew (quick): z ≥ 1.5: auto ≥ 4× hash", "×1.5 / ×2.0", False) in rows
+    assert ("skew (quick): z ≥ 1.5: auto ≥ 1.0× hash", "×0.9 / ×2.0", False) in rows
+    assert (
+        "skew (full, 2-worker cluster): z ≥ 1.5: auto ≥ 1.5× hash; z = 0: within 20% of hash",
+        "×2.1 / ×3.3; ×1.2",
+        True,
+    ) in rows
 
 
 def test_the_page_has_no_log_and_points_to_it() -> None:
