@@ -5,7 +5,7 @@ hot key), it leaves hash from the next batch: for the window's time bucket as pa
 where its state spans more than two buckets (`bucket_gain`), or for the scheme the cost
 formulas rank cheapest (`partition.candidates`). It comes back once the rows per key hash have
 been even for `EVEN_CHECKS` checks in a row (`back_to_hash_if_even`), and for twice as many
-after each return (`returns_needed`): a key that hovers at the leaving level would otherwise
+after each return (`even_checks_needed`): a key that hovers at the leaving level would otherwise
 move the query's state off hash and back every few checks.
 """
 
@@ -79,7 +79,9 @@ def leave_hash_if_skewed(
         kept = {"returns": params["returns"]} if "returns" in params else {}
         params = {**params_of(best), "units": j, "time_bucket": bucket, **kept}
     else:
-        return _calm(state)
+        # (Calm only where the rule itself would keep hash: a hot key that one task's small
+        # batches keep on hash is still hot, as `back_to_hash_if_even` judges it.)
+        return _calm(state) if isinstance(best, HashScheme) else state
     params.pop("calm", None)
     params["moved"] = True
     note = {"batch": seen.batch + 1, "scheme": describe(qp, params), "skew": top}
@@ -95,8 +97,8 @@ def even_checks_needed(returns: int) -> int:
 
 def _calm(state: SchemeState) -> SchemeState:
     """A query back on hash (its ``returns`` counted) that a check found calm: once it has
-    stayed so for as many checks as its last return waited for, its returns are forgotten (a
-    hot key that comes much later is a new one, not the old key hovering)."""
+    stayed so for as many checks as its next return would wait for, its returns are forgotten
+    (a hot key that comes much later is a new one, not the old key hovering)."""
     params = state.params
     returns = int(params.get("returns", 0))
     if not returns or params.get("moved"):

@@ -89,7 +89,7 @@ SETTINGS: dict[str, Key] = {
         Key(
             "streamjoin.share",
             "true",
-            "`false`: every query runs its own join (no join, probe step or MIR shared between "
+            "`false`: every query runs its own join (no join or probe step shared between "
             "queries by query-set bits)",
             choices=("true", "false"),
         ),
@@ -165,8 +165,10 @@ RETIRED = {
     "halves",
     "streamjoin.twoway.index": "streamjoin.twoway.indexRows = 0 runs every two-way join on the "
     "cached slices",
-    "streamjoin.twoway.share": "streamjoin.share = false: no query shares a join",
-    "streamjoin.multiway.share": "streamjoin.share = false: no query shares a join",
+    "streamjoin.twoway.share": "streamjoin.share replaces it (its false still keeps every "
+    "query apart)",
+    "streamjoin.multiway.share": "streamjoin.share replaces it (its false still keeps every "
+    "query apart)",
 }
 """Keys earlier versions read, and what stands in their place."""
 
@@ -174,8 +176,15 @@ RETIRED = {
 def _warn_retired(get: Callable[[str], str | None], env: Mapping[str, str]) -> None:
     for key, instead in RETIRED.items():
         if (env.get(key) if key.isupper() else get(key)) is not None:
-            msg = f"{key} is no longer read: {instead}"
+            msg = f"{key} is retired: {instead}"
             warnings.warn(msg, StreamJoinWarning, stacklevel=3)
+
+
+def _unshared(get: Callable[[str], str | None]) -> bool:
+    """Whether a retired sharing key turns sharing off: a job that set one to false keeps
+    its queries apart (its served checkpoint's groups too), not shared again by an upgrade."""
+    keys = ("streamjoin.twoway.share", "streamjoin.multiway.share")
+    return any((get(k) or "").strip().lower() == "false" for k in keys)
 
 
 def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) -> str:
@@ -237,7 +246,7 @@ class Settings:
             loop=t.cast("Loop", text("streamjoin.loop")),
             index_rows=int(text("streamjoin.twoway.indexRows")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
-            share=text("streamjoin.share") == "true",
+            share=text("streamjoin.share") == "true" and not _unshared(get),
             mirs=text("streamjoin.multiway.mirs") == "true",
             partitioned=text("streamjoin.multiway.partitioned") == "true",
             route_rows=int(text("streamjoin.multiway.routeRows")),

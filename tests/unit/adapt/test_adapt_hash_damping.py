@@ -99,6 +99,18 @@ def test_a_query_calm_on_hash_forgets_its_returns() -> None:
     assert state.params == {"name": "hash", "units": 8, "returns": 1}
 
 
+def test_a_hot_key_that_small_batches_keep_on_hash_is_not_calm() -> None:
+    """One task probes each small batch: hash stays for a hot key, whose checks must not
+    count towards forgetting the query's returns."""
+    qp = _query()
+    state = SchemeState({"name": "hash", "units": 8, "returns": 1})
+    for batch in range(3 * even_checks_needed(1)):
+        units = UnitStats(HOT, (0,) * 8)
+        seen = BatchCounts(batch, 12_000, 12_000, units, (), (12_000, 12_000), one_task=True)
+        state = next_scheme(qp, state, seen)
+    assert state.params == {"name": "hash", "units": 8, "returns": 1}
+
+
 @given(st.integers(0, 100))
 def test_the_even_checks_a_return_waits_for_are_bounded(returns: int) -> None:
     needed = even_checks_needed(returns)

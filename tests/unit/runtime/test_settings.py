@@ -87,10 +87,19 @@ def test_any_text_for_a_count_is_a_count_or_a_named_error(value: str) -> None:
 
 
 def test_a_retired_key_is_named_in_a_warning() -> None:
-    with pytest.warns(StreamJoinWarning, match="STREAMJOIN_LOCAL_FS is no longer read"):
+    with pytest.warns(StreamJoinWarning, match="STREAMJOIN_LOCAL_FS is retired"):
         assert _read({}, {"STREAMJOIN_LOCAL_FS": "off"}) == Settings()
     with pytest.warns(StreamJoinWarning, match="streamjoin.warmup"):
         _read({"streamjoin.warmup": "false"})
+
+
+@pytest.mark.parametrize("key", ["streamjoin.twoway.share", "streamjoin.multiway.share"])
+def test_a_retired_sharing_key_set_false_still_keeps_queries_apart(key: str) -> None:
+    with pytest.warns(StreamJoinWarning, match=f"{key} is retired: streamjoin.share"):
+        assert not _read({key: "false"}).share
+    with pytest.warns(StreamJoinWarning):
+        assert _read({key: "true"}).share
+    assert _read({}).share and not _read({"streamjoin.share": "false"}).share
 
 
 def test_the_settings_page_lists_every_key_once() -> None:

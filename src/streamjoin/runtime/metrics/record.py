@@ -11,6 +11,8 @@ import time
 import typing as t
 from dataclasses import asdict, dataclass, field
 
+from streamjoin.adapt.schemestate import COUNTERS
+
 if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.context import BatchReport
 
@@ -169,7 +171,10 @@ def figures_of(
             for q, u in report.units.items()
         },
         schemes=schemes,
-        shapes={q: dict(r.get("params", {})) for q, r in m.routing.items()},
+        shapes={
+            q: {k: v for k, v in r.get("params", {}).items() if k not in COUNTERS}
+            for q, r in m.routing.items()
+        },
         shed={q: dict(d) for q, d in report.shed.items()},
         totals={
             "batches": totals.batches,
