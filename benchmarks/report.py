@@ -63,6 +63,7 @@ EXTRA = (
     "skew",
     "skew-cluster-full",
     "passing",
+    "passing-cluster",
     "fluctuating",
     "memory",
     "ilp-scaling",

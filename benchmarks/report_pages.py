@@ -27,7 +27,10 @@ PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK, SHAPES)
 """The pages written here (and removed when their reports are gone)."""
 SKEW, ILP = "SKEW.md", "ILP.md"
 """The pages written elsewhere: linked where their reports and the page are present."""
-PARTITIONING = ("skew-full", "skew", "skew-cluster-full", "passing", "fluctuating", "memory")
+PARTITIONING = (
+    *("skew-full", "skew", "skew-cluster-full", "passing", "passing-cluster"),
+    *("fluctuating", "memory"),
+)
 """The reports `SKEW` sums up."""
 PLOTS_HREF = "../"
 """The path from a page to the plots (beside RESULTS.md)."""

@@ -1,9 +1,10 @@
 """Partitioning benchmarks of issue 4: skewed keys, a fluctuating |R|/|S| ratio, stored bytes.
 
-``python -m benchmarks.skew {skew|passing|fluctuating|memory} [--quick|--tiny] [--out F]``; the
-last line printed is one JSON object. A ``--quick`` run writes ``benchmarks/results/<name>.json``
-(or ``--out``) and regenerates ``benchmarks/results/SKEW.md`` from the result files;
-``python -m benchmarks.skew summary`` only regenerates the markdown.
+``python -m benchmarks.skew {skew|passing|fluctuating|memory} [--quick|--tiny|--full]
+[--cluster] [--out F]``; the last line printed is one JSON object. A ``--quick`` run writes
+``benchmarks/results/<name>.json`` (``<name>-full.json`` at ``--full``, ``<name>-cluster…``
+with ``--cluster``, or ``--out``) and regenerates ``benchmarks/results/SKEW.md`` from the result
+files; ``python -m benchmarks.skew summary`` only regenerates the markdown.
 
 - ``skew``: ``l.k = r.k AND r.ts BETWEEN l.ts - 1 s AND l.ts + 1 s`` on two streams whose keys
   are Zipf(z), z ∈ {0, 0.5, 1, 1.5, 2} (``tiny``: 0 and 2), the hottest key the same on both
@@ -29,8 +30,10 @@ written by `benchmarks.data.write_backlog` (or one file per batch). `benchmarks.
 runs a job in a child process and hands back only totals and batch times; these benchmarks need
 each batch's `BatchReport` (rows per unit, the scheme in force and its changes) and the query's
 router (the matrix controller's decision log), which only the in-process API gives. One Spark
-session (`streamjoin.runtime.session.get_session`, local mode) serves every run; batch times
-are the wall time of ``process`` (the whole batch: state write, joins, sink, commit).
+session (`streamjoin.runtime.session.get_session`, local mode, or with ``--cluster`` a driver
+of a standalone cluster of 2 one-core workers on 127.0.0.1 that the run starts and stops)
+serves every run; batch times are the wall time of ``process`` (the whole batch: state write,
+joins, sink, commit).
 
 **What "per unit" means.** `BatchReport.units[q]` counts the rows each *place* of the query's
 scheme receives (probing delta rows and stored rows read). On forced hash a place is the key's
@@ -88,6 +91,9 @@ def run(
     a standalone cluster on 127.0.0.1 (`benchmarks.harness.CLUSTER`), started and stopped here."""
     from benchmarks.harness import CLUSTER, machine, source_commit
 
+    if cluster and spark is not None:
+        msg = "a cluster run starts its own session: pass no spark with cluster=True"
+        raise ValueError(msg)
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         if cluster:
@@ -128,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         help="where to write the JSON (default: results/<name>.json at --quick, "
-        "results/<name>-full.json at --full, results/<name>-cluster.json with --cluster)",
+        "results/<name>-full.json at --full, results/<name>-cluster[-full].json with --cluster)",
     )
     args = parser.parse_args(argv)
     if args.benchmark == "summary":

@@ -58,8 +58,9 @@ def write_summary() -> str:
         lines += _skew_md(skew)
     if skew_cluster is not None:
         lines += _skew_md(skew_cluster)
-    if passing is not None:
-        lines += _passing_md(passing)
+    for one in (passing, _load("passing-cluster")):
+        if one is not None:
+            lines += _passing_md(one)
     if fluct is not None:
         lines += _fluct_md(fluct)
     if mem is not None:
@@ -127,10 +128,12 @@ def _skew_md(r: dict[str, t.Any]) -> list[str]:
 
 def _passing_md(r: dict[str, t.Any]) -> list[str]:
     h, a = r["hash"], r["auto"]
+    where = f", {r['cluster']}" if "cluster" in r else ""
     out = [
-        f"## passing ({r['size']}): a hot key that passes, forced hash vs auto",
+        f"## passing ({r['size']}{where}): a hot key that passes, forced hash vs auto",
         "",
-        f"`{r['command']}` ({r['wall_seconds']} s). {r['rows_per_stream_and_batch']:,} rows a "
+        f"`{r['command']}` ({r['wall_seconds']} s{_at(r)}). {r['rows_per_stream_and_batch']:,} "
+        "rows a "
         f"stream and batch, Zipf(2) keys in {r['hot_batches']} batches, then even keys in "
         f"{r['even_batches']}; {r['keys']:,} keys, {r['units']} units; predicate "
         f"`{r['predicate']}`. Output {a['out']:,} rows in both modes = exact "
