@@ -88,7 +88,8 @@ def run(
     cluster: bool = False,
 ) -> dict[str, t.Any]:
     """One benchmark at one size, with the machine it ran on and its wall time; `cluster`: on
-    a standalone cluster on 127.0.0.1 (`benchmarks.harness.CLUSTER`), started and stopped here."""
+    a standalone cluster on 127.0.0.1 (`benchmarks.harness.CLUSTER`), started and stopped here
+    (or the one at the master ``STREAMJOIN_BENCH_MASTER`` names)."""
     from benchmarks.harness import CLUSTER, machine, source_commit
 
     if cluster and spark is not None:
@@ -97,11 +98,15 @@ def run(
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         if cluster:
+            from benchmarks.engines import MASTER_ENV
             from streamjoin.cluster import LocalCluster
 
-            _say(say, f"[{name}] starting a cluster ({CLUSTER}) …")
-            nodes = LocalCluster(os.path.join(root, "work", "cluster"), workers=2, cores=1)
-            spark = _session(stack.enter_context(nodes).master_url)
+            master = os.environ.get(MASTER_ENV)
+            if not master:
+                _say(say, f"[{name}] starting a cluster ({CLUSTER}) …")
+                nodes = LocalCluster(os.path.join(root, "work", "cluster"), workers=2, cores=1)
+                master = stack.enter_context(nodes).master_url
+            spark = _session(master)
             stack.callback(spark.stop)
         spark = spark or _session()
         result = RUNNERS[name](spark, size, root, say)

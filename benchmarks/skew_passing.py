@@ -89,6 +89,14 @@ def _mode(reports: t.Sequence[t.Any], seconds: t.Sequence[float], q: str) -> dic
         "steady_p50_ms": _percentile(steady, 50),
         "steady_p99_ms": _percentile(steady, 99),
         "change_batch_ms": [ms[i] for i in changes],
+        # (On a cluster: the batches that built the operator's partitions on the executors
+        # from the stored rows, and those that started them empty beside a drain.)
+        "index_builds": [
+            i for i, r in enumerate(reports) if any(" index built" in e for e in r.events)
+        ],
+        "index_drains": [
+            i for i, r in enumerate(reports) if any(" draining " in e for e in r.events)
+        ],
         "out": sum(r.out.get(q, 0) for r in reports),
     }
 

@@ -8,8 +8,10 @@ its rows as the watermark passes them and goes once its newest row is out of rea
 waits for the state to move.
 
 An index drains where its rows expire (an inner join with a window bounded on both sides: a
-full-history join or an outer join's marks are built again), in the driver's JVM (a cluster's
-executors build theirs again), while no other drain of the query is under way.
+full-history join or an outer join's marks are built again), in the driver's JVM or on a
+cluster's executors (`placed.DrainsOnExecutors`: its partitions stay on their owners, probed
+there), while no other drain of the query is under way. A batch that fails on a cluster ends
+every drain (an executor lost may have taken partitions with it): the indexes are built again.
 """
 
 from __future__ import annotations
@@ -115,6 +117,11 @@ class Drains:
         batch = ctx.batch_id
         jdf = index.drain(delta._jdf, output, drain.name, drain.parts, batch, drain.parts == 1)
         return DataFrame(jdf, ctx.spark), output is not None
+
+    def forget(self) -> None:
+        """No index drains any more; their partitions are left to the caller (a failed batch's
+        on a cluster's executors, which may be gone)."""
+        self._drains.clear()
 
     def clear(self, index: t.Any, keep: t.Container[str] = ()) -> None:
         """Drop every index that drains but those of the query keys in `keep` (the processor

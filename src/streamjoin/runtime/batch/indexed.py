@@ -43,20 +43,11 @@ from streamjoin.runtime.batch.indexfit import (
     shed_cuts,
 )
 from streamjoin.runtime.batch.indexinput import index_input, load_index, stored_rows
-from streamjoin.runtime.batch.indexouter import (
-    decided_below,
-    kept,
-    loaded,
-    outer_plan,
-)
+from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
 from streamjoin.runtime.batch.indexreads import Decide, ProbeReads
-from streamjoin.runtime.batch.indexsql import (
-    least_times,
-    output_sql,
-    serves_every_join,
-)
-from streamjoin.runtime.batch.placed import PlacedIndexes, on_cluster
+from streamjoin.runtime.batch.indexsql import least_times, output_sql, serves_every_join
+from streamjoin.runtime.batch.placed import DrainsOnExecutors, PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import Shed
 from streamjoin.runtime.jvm.statics import StaticMethods
 
@@ -114,20 +105,11 @@ class IndexedJoins:
         JVM has the class."""
         return serves(ctx, qp) and self._has_class(ctx)
 
-    def partitions(self, ctx: BatchContext, qp: QueryPlan) -> int:
-        """The partitions of `qp`'s index (`indexfit.partitions`)."""
-        return partitions(ctx, qp)
-
-    def counts(self, ctx: BatchContext, qp: QueryPlan) -> int:
-        """The units the probe of `qp` counts the batch's rows in for its router
-        (`indexfit.counted_units`)."""
-        return counted_units(ctx, qp)
-
     def counts_units(self, ctx: BatchContext, query: str) -> bool:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
         the batch's rows per unit in its probe (so that no job of its own does)."""
         qp = next((qp for qp in ctx.plan.joins if qp.query.name == query), None)
-        return qp is not None and self.eligible(ctx, qp) and self.counts(ctx, qp) > 0
+        return qp is not None and self.eligible(ctx, qp) and counted_units(ctx, qp) > 0
 
     def serve_all(self, ctx: BatchContext) -> bool:
         """Whether the indexes serve every join of the batch, so that no relation of the
@@ -157,7 +139,7 @@ class IndexedJoins:
     def _layout(self, ctx: BatchContext, qp: QueryPlan) -> tuple[int, str]:
         """The partitions and the placement `qp`'s index is built for in this batch."""
         placement = ctx.routers[qp.query.name].placement
-        return self.partitions(ctx, qp), json.dumps(placement, sort_keys=True)
+        return partitions(ctx, qp), json.dumps(placement, sort_keys=True)
 
     def pairs(
         self,
@@ -263,16 +245,19 @@ class IndexedJoins:
                 continue
             self._class(spark).drop(f"{self._prefix}/{query}")
         if self.drains.names():
-            self.drains.clear(self._class(spark), keep=self._used.keys())
+            self.drains.clear(self._drain_calls(spark), keep=self._used.keys())
         self._built = self._used
         self._used = {}
         self.plans.end_batch()
 
     def failed(self) -> None:
         """The batch failed: its indexes may hold part of it (taken back when it runs again);
-        those on executors may be lost with one, so they are built again."""
+        those on executors may be lost with one, so they are built again (and none drains)."""
         for query in self.placed:
             self._built.pop(query, None)
+        if self.placed.drained():
+            self.drains.forget()
+            self.placed.forget_drained()
         self._used = {}
         self.reads.clear()
         self.plans.end_batch()
@@ -287,11 +272,11 @@ class IndexedJoins:
         """Drop every index (the processor is done)."""
         for query in self.placed:
             self.placed.drop(spark, query)
-        cls = self._class(spark) if self._built or self.drains.names() else None
-        if cls is not None:
+        if self.drains.names():
+            self.drains.clear(self._drain_calls(spark))
+        if self._built and (cls := self._class(spark)) is not None:
             for query in self._built:
                 cls.drop(f"{self._prefix}/{query}")
-            self.drains.clear(cls)
         self._built = {}
         self.plans = ProbePlans()
 
@@ -321,15 +306,20 @@ class IndexedJoins:
         op = outer_plan(ctx, qp)
         marker = None if op is None else self.plans.marker(ctx, op, delta)
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
+        drains = DrainsOnExecutors(self.placed, ctx.spark)
         if self._built.get(key) not in at or key not in self.placed:
             bounds = least_times(ctx, qp)
             decided = [_LEAST, _LEAST]
             if op is not None:
                 bounds = loaded(bounds, op, ctx.watermark)
                 decided = [_LEAST if x is None else x for x in decided_below(op, ctx.watermark)]
-            stored = stored_rows(ctx, qp, stores, bounds)
-            rows = delta.limit(0) if stored is None else stored
-            self.placed.build(ctx.spark, key, rows, parts, ctx.batch_id - 1, marker, decided)
+            built, name = self._built.get(key), self.placed.name(key) if key in self.placed else ""
+            moved = shed is None and name and self.drains.start(ctx, qp, key, name, built, drains)
+            stored = None if moved else stored_rows(ctx, qp, stores, bounds)
+            rows = delta.limit(0) if stored is None else stored  # (a drain's starts empty)
+            beside = moved[0] if moved else None
+            build = (rows, parts, ctx.batch_id - 1, marker, decided, beside)
+            self.placed.build(ctx.spark, key, *build)
         self._used[key] = (ctx.batch_id, layout)
         least = least_times(ctx, qp)
         if op is not None:
@@ -345,6 +335,9 @@ class IndexedJoins:
         output = self.plans.output(ctx, qp, delta)
         how = (output, cuts, units)
         pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
+        sides = (deltas[q.left.stream], deltas[q.right.stream])
+        if (drained := self.drains.probe(ctx, qp, key, sides, drains, self.plans)) is not None:
+            pairs = pairs.union(drained[0])
         if output is not None:
             return pairs
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
@@ -363,7 +356,7 @@ class IndexedJoins:
         where its bounds are due. Returns the units the probe counts in and the shedding's
         cuts (`shed_cuts`)."""
         q = qp.query
-        units = self.counts(ctx, qp)
+        units = counted_units(ctx, qp)
         if units or shed is not None:
             self.reads.counting[q.name] = (name, units, shed)
         if (sampled := range_sample(ctx, qp)) is not None:
@@ -392,6 +385,12 @@ class IndexedJoins:
             "STREAMJOIN_LOCAL=off runs without it, every join on the slower cached path"
         )
         raise StreamJoinError(msg)
+
+    def _drain_calls(self, spark: SparkSession) -> t.Any:
+        """What `drains` calls on the indexes: ``JoinIndex`` in the driver's JVM, or on a
+        cluster `DrainsOnExecutors`."""
+        on_executors = bool(self.placed.drained())
+        return DrainsOnExecutors(self.placed, spark) if on_executors else self._class(spark)
 
     def _class(self, spark: SparkSession) -> t.Any:
         if self._jvm is None:

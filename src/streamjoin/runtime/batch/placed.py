@@ -9,8 +9,9 @@ task that runs where its partition is not (its owner lost with a worker, or too 
 task to wait for it) fails; when Spark's retries of it fail too, the batch fails, and the
 processor builds the indexes again from the units and runs the batch again (`lost`). Each
 build has a name of its own, so a partition an earlier build left on an executor is never
-taken for the new one's. The jar reaches the executors through ``spark.jars``
-(`runtime.jvm.jar.placed_index_conf`).
+taken for the new one's. When a query's placement changes, its build drains where it lies
+(`drains`, `DrainsOnExecutors`) beside a new, empty one. The jar reaches the executors through
+``spark.jars`` (`runtime.jvm.jar.placed_index_conf`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ LOST = "streamjoin: no index for"
 (``JoinIndex.part``)."""
 
 _builds = itertools.count()
+_LEAST = -(2**63)
 
 
 def unvetoed(decided: str, side: int, columns: t.Sequence[str]) -> str:
@@ -64,6 +66,13 @@ class PlacedIndexes:
         self._prefix = prefix
         self._places: dict[str, tuple[str, list[str], t.Any]] = {}
         """Query key → (the index's name, each partition's owner, those as a Java array)."""
+        self._drained: dict[str, tuple[str, list[str], t.Any]] = {}
+        """An index that drains (`drains`), by the name it drains under → its build's entry."""
+        self._least: dict[str, tuple[int, int]] = {}
+        """Per index that drains, the least event times its next probe keeps (left, right)."""
+        self._stale: list[tuple[str, t.Any]] = []
+        """Builds that drained when a batch failed (their owners may be gone with it): dropped
+        with the next build."""
         self._events: list[str] = []
         self._class: StaticMethods | None = None
         """The JVM's `PlacedIndex` class, looked up once."""
@@ -83,20 +92,32 @@ class PlacedIndexes:
         at: int,
         marker: t.Any,
         decided: t.Sequence[int],
+        beside: str | None = None,
     ) -> None:
         """New partitions of `key`'s index at batch `at`, holding `rows` (`JoinIndex`'s input
         layout), each on the executor its task ran on; an earlier build of `key` goes. An outer
         join's `marker` (its ON condition; else None) marks the rows that meet among them, and
-        each side's rows below `decided` (left, right) count as decided."""
+        each side's rows below `decided` (left, right) count as decided. `beside`: the index
+        that drains beside this one, which starts empty."""
         if key in self._places:
             self.drop(spark, key)
+        for build, where in self._stale:
+            with contextlib.suppress(Py4JJavaError):
+                self._jvm(spark).drop(spark._jsparkSession, build, where)
+        self._stale = []
         name = f"{self._prefix}/{key}/{next(_builds)}"
         load = self._jvm(spark).load
         owners = list(load(rows._jdf, name, parts, at, None, marker, *decided))
         self._places[key] = (name, owners, _strings(spark, owners))
         held = sorted({o.rsplit("_", 1)[-1] for o in owners})
         query = key.split("#")[0]
-        self._events.append(f"{query}: index built in {parts} partitions on executors {held}")
+        if beside is None:
+            self._events.append(f"{query}: index built in {parts} partitions on executors {held}")
+        else:
+            self._events.append(
+                f"{query}: index started empty in {parts} partitions on executors {held}, "
+                f"the last one draining where it lies ({beside.rsplit('/', 1)[-1]})"
+            )
 
     def probe(
         self,
@@ -153,6 +174,43 @@ class PlacedIndexes:
         with contextlib.suppress(Py4JJavaError):
             self._jvm(spark).drop(spark._jsparkSession, name, where)
 
+    def drained(self) -> list[str]:
+        """The names of the indexes that drain on the executors."""
+        return list(self._drained)
+
+    def detach(self, build: str, to: str) -> None:
+        """Keep the partitions of `build` (a query's index) where they lie, as the index `to`
+        that drains: the query has none of its own until built again."""
+        key = next(k for k, entry in self._places.items() if entry[0] == build)
+        self._drained[to] = self._places.pop(key)
+
+    def drain(
+        self, spark: SparkSession, rows: t.Any, output: t.Any, name: str, parts: int, batch: int
+    ) -> t.Any:
+        """``PlacedIndex.drain`` of the index `name` that drains: the pairs of `rows` (a Java
+        ``Dataset`` placed as the index placed its rows) with its rows, on their owners."""
+        build, _, where = self._drained[name]
+        least = self._least.pop(name, (_LEAST, _LEAST))
+        return self._jvm(spark).drain(rows, output, build, parts, batch, *least, where)
+
+    def expire_drained(self, name: str, left: int, right: int) -> None:
+        """The least event times (left, right) the next probe of the index `name` that drains
+        keeps: its rows below them go in its tasks first."""
+        self._least[name] = (left, right)
+
+    def drop_drained(self, spark: SparkSession, name: str) -> None:
+        """Forget the index `name` that drained on its executors."""
+        build, _, where = self._drained.pop(name)
+        self._least.pop(name, None)
+        with contextlib.suppress(Py4JJavaError):
+            self._jvm(spark).drop(spark._jsparkSession, build, where)
+
+    def forget_drained(self) -> None:
+        """A batch failed: no index drains any more (each goes with the next build)."""
+        self._stale += [(build, where) for build, _, where in self._drained.values()]
+        self._drained.clear()
+        self._least.clear()
+
     def lost(self, err: BaseException) -> bool:
         """Whether batch error `err` is a probe that found no partition where it ran: the
         batch is to run again on indexes built again."""
@@ -182,3 +240,32 @@ def _strings(spark: SparkSession, items: t.Sequence[str]) -> t.Any:
     for i, item in enumerate(items):
         out[i] = item
     return out
+
+
+class DrainsOnExecutors:
+    """The calls `drains.Drains` makes of ``JoinIndex`` in the driver's JVM, for the indexes on
+    a cluster's executors (`PlacedIndexes`): an index that drains keeps its build's partitions
+    where they lie, under the name `Drains` gives it, and its expiry is applied by its next
+    probe's tasks, on the owners."""
+
+    def __init__(self, placed: PlacedIndexes, spark: SparkSession) -> None:
+        self._placed = placed
+        self._spark = spark
+
+    def rename(self, build: str, to: str, parts: int) -> None:
+        """Build `build` drains as `to` (`PlacedIndexes.detach`)."""
+        self._placed.detach(build, to)
+
+    def drop(self, name: str) -> None:
+        """The index `name` drained (`PlacedIndexes.drop_drained`)."""
+        self._placed.drop_drained(self._spark, name)
+
+    def expire(self, name: str, parts: int, left: int, right: int) -> None:
+        """Rows below (`left`, `right`) go at the next probe (`PlacedIndexes.expire_drained`)."""
+        self._placed.expire_drained(name, left, right)
+
+    def drain(
+        self, rows: t.Any, output: t.Any, name: str, parts: int, batch: int, one_task: bool
+    ) -> t.Any:
+        """The pairs of `rows` with index `name`'s (`PlacedIndexes.drain`)."""
+        return self._placed.drain(self._spark, rows, output, name, parts, batch)

@@ -122,6 +122,31 @@ public final class PlacedIndex {
     return spark.internalCreateDataFrame(pairs.rdd(), out, false).repartition(parts);
   }
 
+  /** {@link #probe} of an index that drains ({@link IndexProbe#drains}, as {@link
+   * JoinIndex#drain}): the pairs of the batch's rows {@code in}, placed as the index placed its
+   * rows, with those rows, each partition probed on its owner after its rows below {@code
+   * leftLeast} and {@code rightLeast} go; nothing is added to it and nothing counted. */
+  public static Dataset drain(
+      Dataset in,
+      BatchInput output,
+      String name,
+      int parts,
+      long batch,
+      long leftLeast,
+      long rightLeast,
+      String[] owners) {
+    SparkSession spark = (SparkSession) in.sparkSession();
+    JavaRDD rows = IndexRows.shuffled(in, parts);
+    IndexProbe probe =
+        new IndexProbe(name, parts, batch, IndexRows.shuffledFields(in.schema()), 0, output);
+    probe.drains = true;
+    probe.keepsCounts = false;
+    Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
+    JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
+    StructType out = output == null ? JoinIndex.pairsSchema(in.schema()) : output.layout;
+    return spark.internalCreateDataFrame(pairs.rdd(), out, false).repartition(parts);
+  }
+
   /** Per probe {@code name + "@" + batch} on the executors, in the driver: the accumulator its
    * tasks add their counts to, as (partition, counts or null, rows the partition holds). */
   static final java.util.concurrent.ConcurrentHashMap COUNTED =
