@@ -102,6 +102,7 @@ def run(
             from streamjoin.cluster import LocalCluster
 
             master = os.environ.get(MASTER_ENV)
+            where = f"the cluster at {master}" if master else CLUSTER
             if not master:
                 _say(say, f"[{name}] starting a cluster ({CLUSTER}) …")
                 nodes = LocalCluster(os.path.join(root, "work", "cluster"), workers=2, cores=1)
@@ -118,7 +119,7 @@ def run(
         " --cluster" if cluster else ""
     )
     if cluster:
-        result["cluster"] = CLUSTER
+        result["cluster"] = where
     return result
 
 

@@ -64,12 +64,14 @@ class Drains:
         name: str,
         built: tuple[int, tuple[int, str]] | None,
         index: t.Any,
+        may_drain: bool = True,
     ) -> tuple[str, int] | None:
         """Where `qp`'s index `name`, `built` (committed at a batch under (partitions,
         placement)) for the batch before this one, can drain for the placement the batch
         takes: its drain (the name and partitions the index is to take); else None (the index
-        is built again from the units, which hold every row: a drain under way goes). A batch
-        run again finds the drain its first attempt started."""
+        is built again from the units, which hold every row: a drain under way goes, as it
+        must before a build, which loads its rows too). A batch run again finds the drain its
+        first attempt started. `may_drain` false: no drain starts (a shedding query's)."""
         had = self._drains.get(key)
         if had is not None and had.since == ctx.batch_id:
             return had.name, had.parts
@@ -77,7 +79,9 @@ class Drains:
             index.drop(had.name)
             del self._drains[key]
             return None
-        if built is None or built[0] != ctx.batch_id - 1 or qp.query.outer is not None:
+        if not may_drain or built is None or built[0] != ctx.batch_id - 1:
+            return None
+        if qp.query.outer is not None:
             return None
         newest = _newest(ctx, qp)
         if newest is None or None in least_times(ctx, qp):

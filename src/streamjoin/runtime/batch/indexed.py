@@ -171,7 +171,7 @@ class IndexedJoins:
             return self._placed_pairs(ctx, qp, deltas, stores, (parts, layout), shed)
         if self._built.get(key) not in at:
             built = self._built.get(key)
-            drains = shed is None and self.drains.start(ctx, qp, key, name, built, cls)
+            drains = self.drains.start(ctx, qp, key, name, built, cls, shed is None)
             cls.reset(name, parts, ctx.batch_id - 1)
             if not drains:  # (a drain's new index starts empty: no batch waits for a build)
                 load_index(ctx, qp, (cls, name, parts), stores, self.plans)
@@ -246,6 +246,7 @@ class IndexedJoins:
             self._class(spark).drop(f"{self._prefix}/{query}")
         if self.drains.names():
             self.drains.clear(self._drain_calls(spark), keep=self._used.keys())
+        self.placed.drop_stale(spark)
         self._built = self._used
         self._used = {}
         self.plans.end_batch()
@@ -255,7 +256,7 @@ class IndexedJoins:
         those on executors may be lost with one, so they are built again (and none drains)."""
         for query in self.placed:
             self._built.pop(query, None)
-        if self.placed.drained():
+        if self._on_cluster:
             self.drains.forget()
             self.placed.forget_drained()
         self._used = {}
@@ -274,6 +275,7 @@ class IndexedJoins:
             self.placed.drop(spark, query)
         if self.drains.names():
             self.drains.clear(self._drain_calls(spark))
+        self.placed.drop_stale(spark)
         if self._built and (cls := self._class(spark)) is not None:
             for query in self._built:
                 cls.drop(f"{self._prefix}/{query}")
@@ -314,7 +316,7 @@ class IndexedJoins:
                 bounds = loaded(bounds, op, ctx.watermark)
                 decided = [_LEAST if x is None else x for x in decided_below(op, ctx.watermark)]
             built, name = self._built.get(key), self.placed.name(key) if key in self.placed else ""
-            moved = shed is None and name and self.drains.start(ctx, qp, key, name, built, drains)
+            moved = self.drains.start(ctx, qp, key, name, built, drains, not shed and bool(name))
             stored = None if moved else stored_rows(ctx, qp, stores, bounds)
             rows = delta.limit(0) if stored is None else stored  # (a drain's starts empty)
             beside = moved[0] if moved else None
@@ -387,9 +389,8 @@ class IndexedJoins:
         raise StreamJoinError(msg)
 
     def _drain_calls(self, spark: SparkSession) -> t.Any:
-        """What `drains` calls on the indexes: ``JoinIndex`` in the driver's JVM, or on a
-        cluster `DrainsOnExecutors`."""
-        on_executors = bool(self.placed.drained())
+        """What `drains` calls: ``JoinIndex``, or on a cluster `DrainsOnExecutors`."""
+        on_executors = self.on_cluster(spark)
         return DrainsOnExecutors(self.placed, spark) if on_executors else self._class(spark)
 
     def _class(self, spark: SparkSession) -> t.Any:

@@ -101,10 +101,7 @@ class PlacedIndexes:
         that drains beside this one, which starts empty."""
         if key in self._places:
             self.drop(spark, key)
-        for build, where in self._stale:
-            with contextlib.suppress(Py4JJavaError):
-                self._jvm(spark).drop(spark._jsparkSession, build, where)
-        self._stale = []
+        self.drop_stale(spark)
         name = f"{self._prefix}/{key}/{next(_builds)}"
         load = self._jvm(spark).load
         owners = list(load(rows._jdf, name, parts, at, None, marker, *decided))
@@ -200,10 +197,19 @@ class PlacedIndexes:
 
     def drop_drained(self, spark: SparkSession, name: str) -> None:
         """Forget the index `name` that drained on its executors."""
-        build, _, where = self._drained.pop(name)
+        entry = self._drained.pop(name, None)
         self._least.pop(name, None)
-        with contextlib.suppress(Py4JJavaError):
-            self._jvm(spark).drop(spark._jsparkSession, build, where)
+        if entry is not None:
+            self._stale.append((entry[0], entry[2]))
+        self.drop_stale(spark)
+
+    def drop_stale(self, spark: SparkSession) -> None:
+        """Forget on their executors the builds that drained (`forget_drained`, `drop_drained`;
+        an executor lost meanwhile took what it held with it)."""
+        stale, self._stale = self._stale, []
+        for build, where in stale:
+            with contextlib.suppress(Py4JJavaError):
+                self._jvm(spark).drop(spark._jsparkSession, build, where)
 
     def forget_drained(self) -> None:
         """A batch failed: no index drains any more (each goes with the next build)."""
