@@ -115,6 +115,14 @@ public final class PlacedIndex {
       f.counted = spark.sparkContext().collectionAccumulator();
       COUNTED.put(name + "@" + batch, f.counted);
     }
+    return onOwners(in, rows, f, output, parts, owners);
+  }
+
+  /** The pairs {@code f} finds in the partitions of {@code owners}, each probed by its rows of
+   * {@code rows} ({@code in}'s, shuffled) on its owner. */
+  static Dataset onOwners(
+      Dataset in, JavaRDD rows, Probe f, BatchInput output, int parts, String[] owners) {
+    SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
     // (A shuffle after the probe: what reads the pairs, a sink's coalesce or a union of
     // queries, may put several partitions in one task, which no one executor could run.)
@@ -135,16 +143,13 @@ public final class PlacedIndex {
       long leftLeast,
       long rightLeast,
       String[] owners) {
-    SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = IndexRows.shuffled(in, parts);
     IndexProbe probe =
         new IndexProbe(name, parts, batch, IndexRows.shuffledFields(in.schema()), 0, output);
     probe.drains = true;
     probe.keepsCounts = false;
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
-    JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
-    StructType out = output == null ? JoinIndex.pairsSchema(in.schema()) : output.layout;
-    return spark.internalCreateDataFrame(pairs.rdd(), out, false).repartition(parts);
+    return onOwners(in, rows, f, output, parts, owners);
   }
 
   /** Per probe {@code name + "@" + batch} on the executors, in the driver: the accumulator its
