@@ -71,8 +71,8 @@ class PlacedIndexes:
         self._least: dict[str, tuple[int, int]] = {}
         """Per index that drains, the least event times its next probe keeps (left, right)."""
         self._stale: list[tuple[str, t.Any]] = []
-        """Builds that drained when a batch failed (their owners may be gone with it): dropped
-        with the next build."""
+        """Builds to forget on their executors (`drop_stale`): those that drained when a batch
+        failed (their owners may be gone with it) wait for the next build, commit or close."""
         self._events: list[str] = []
         self._class: StaticMethods | None = None
         """The JVM's `PlacedIndex` class, looked up once."""
@@ -167,13 +167,8 @@ class PlacedIndexes:
     def drop(self, spark: SparkSession, key: str) -> None:
         """Forget `key`'s index on its executors."""
         name, _, where = self._places.pop(key)
-        # (An executor lost meanwhile took what it held with it.)
-        with contextlib.suppress(Py4JJavaError):
-            self._jvm(spark).drop(spark._jsparkSession, name, where)
-
-    def drained(self) -> list[str]:
-        """The names of the indexes that drain on the executors."""
-        return list(self._drained)
+        self._stale.append((name, where))
+        self.drop_stale(spark)
 
     def detach(self, build: str, to: str) -> None:
         """Keep the partitions of `build` (a query's index) where they lie, as the index `to`
@@ -204,8 +199,8 @@ class PlacedIndexes:
         self.drop_stale(spark)
 
     def drop_stale(self, spark: SparkSession) -> None:
-        """Forget on their executors the builds that drained (`forget_drained`, `drop_drained`;
-        an executor lost meanwhile took what it held with it)."""
+        """Forget the stale builds on their executors (an executor lost meanwhile took what it
+        held with it)."""
         stale, self._stale = self._stale, []
         for build, where in stale:
             with contextlib.suppress(Py4JJavaError):
