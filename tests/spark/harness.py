@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import typing as t
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -118,18 +120,42 @@ def run_counting_input(
     conf = {"streamjoin.loop": "spark", **conf}
     listener = InputRows()
     spark.streams.addListener(listener)
-    for key, value in conf.items():
-        spark.conf.set(key, value)
     try:
-        summary = Engine(spark).run(job, checkpoint=checkpoint, once=True, progress=False)
+        with settings_set(spark, conf):
+            summary = Engine(spark).run(job, checkpoint=checkpoint, once=True, progress=False)
         deadline = time.monotonic() + 30
         while len(listener.rows) < batches and time.monotonic() < deadline:
             time.sleep(0.1)  # (Spark's listener bus delivers progress events later)
     finally:
-        for key in conf:
-            spark.conf.unset(key)
         spark.streams.removeListener(listener)
     return summary, listener
+
+
+SLICES = {"STREAMJOIN_LOCAL": "off"}
+"""A run without the join operator: every two-way join on the cached state slices."""
+
+
+@contextlib.contextmanager
+def settings_set(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """`conf`'s streamjoin settings in force: Spark confs, and environment variables (upper
+    case keys, as `runtime.settings` reads them), unset after."""
+    env = {k: os.environ.get(k) for k in conf if k.isupper()}
+    for key, value in conf.items():
+        if key.isupper():
+            os.environ[key] = value
+        else:
+            spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in conf:
+            if not key.isupper():
+                spark.conf.unset(key)
+        for key, had in env.items():
+            if had is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = had
 
 
 def replay_and_check(

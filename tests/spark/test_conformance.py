@@ -17,7 +17,7 @@ from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
-from tests.spark.harness import read_sink
+from tests.spark.harness import SLICES, read_sink, settings_set
 from tests.spark.streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -49,9 +49,6 @@ class Path_:
     statistics."""
 
 
-SLICES = {"streamjoin.twoway.indexRows": "0"}
-"""The cached state slices instead of the indexes of equi and band joins
-(`runtime.batch.indexed`)."""
 INDEXED = ("Scan ExistingRDD",)
 """A plan through the index: an RDD of the probe's rows (its pairs, or the query's rows made of
 them in the probe's task), and no join of Spark's (`NO_JOIN`)."""
@@ -228,13 +225,8 @@ def test_every_forced_path_gives_the_reference_result(
     monkeypatch.setattr(sinks, "write_rdd", recording_rdd)
     monkeypatch.setattr(StateJob, "run", counted)
     checkpoint = root / "ckpt" / name
-    for key, value in case.conf.items():
-        spark.conf.set(key, value)
-    try:
+    with settings_set(spark, case.conf):
         Engine(spark).run(job, checkpoint=str(checkpoint), once=True, progress=False)
-    finally:
-        for key in case.conf:
-            spark.conf.unset(key)
 
     fed = [{s: b[s] for s in ("ABC" if case.multiway else "AB")} for b in batches]
     expected = run_reference(job, fed).outputs

@@ -23,7 +23,7 @@ from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
-from tests.spark.harness import read_sink, run_counting_input
+from tests.spark.harness import SLICES, read_sink, run_counting_input
 from tests.spark.streams import make_batches, window_join_job
 
 if t.TYPE_CHECKING:
@@ -85,7 +85,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
 
     monkeypatch.setattr(processor, "count_units", count_and_keep)
     monkeypatch.setattr(processor, "after_batch", after_and_keep)
-    conf = {SKEW_EVERY_CONF: "4", "streamjoin.twoway.indexRows": "2000000" if index else "0"}
+    conf = {SKEW_EVERY_CONF: "4", **({} if index else SLICES)}
     summary, listener = run_counting_input(spark, job, str(tmp_path / "ckpt"), len(batches), conf)
 
     # The state job ran for the late row (batch 4) only, and counted its rows per unit; the

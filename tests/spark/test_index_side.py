@@ -1,7 +1,8 @@
 """One side of an executor-memory index (``IndexSide.java``) against a model of it: rows added
 in arrival order, dropped from the oldest end by event time and from the newest by batch, and
-each key's live rows found newest first, through the array growth, the reclaiming of dead rows
-and the table's rebuilds that many operations set off."""
+each key's live rows found newest first, through the array growth, the reclaiming of dead rows,
+the table's rebuilds that many operations set off, and the spills of the oldest rows' bytes to
+files, read back."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ OPS = st.lists(
         st.tuples(st.just("spread"), st.integers(1, 40), st.integers(-50, 50), st.integers(0, 40)),
         st.tuples(st.just("expire"), st.integers(0, 45)),
         st.tuples(st.just("undo"), st.integers(1, 9)),
+        # (Spills the oldest rows in memory until those left hold at most so many bytes.)
+        st.tuples(st.just("spill"), st.sampled_from([0, 64, 200, 10**6])),
     ),
     max_size=40,
 )
@@ -74,9 +77,10 @@ def test_an_index_side_finds_what_the_model_keeps(spark: SparkSession, ops: list
     def add(key: int, ts: int, batch: int) -> None:
         nonlocal rid
         rid += 1
-        values = gateway.new_array(jvm.java.lang.Object, 1)
-        values[0] = rid
-        row = jvm.org.apache.spark.sql.catalyst.expressions.GenericInternalRow(values)
+        # (An UnsafeRow of one int, as the operator stores rows: its bytes can spill.)
+        row = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow(1)
+        row.pointTo(bytearray(16), 16)
+        row.setInt(0, rid)
         side.add(key, ts, batch, row)
         model.add(key, ts, batch, rid)
 
@@ -99,11 +103,41 @@ def test_an_index_side_finds_what_the_model_keeps(spark: SparkSession, ops: list
         elif op[0] == "expire":
             side.expire(op[1], None)  # (no shared marks)
             model.expire(op[1])
-        else:
+        elif op[0] == "undo":
             side.undo(op[1])
             model.undo(op[1])
+        else:
+            side.spillTo(op[1])
         assert side.size() == len(model.rows)
         for key in (0, model.rows[-1][0] if model.rows else 1):  # (a stale chain shows at once)
             check(key)
     for key in {k for k, *_ in model.rows} | {0, 7, 99, -(2**63)}:
         check(key)
+    side.close()
+
+
+def test_spilled_rows_are_read_back_taken_back_and_expired(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    side = _index_side(spark)
+    for rid in range(10):  # (keys 0 and 1 alternate; batch 1 for the first 6, then 2)
+        row = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow(1)
+        row.pointTo(bytearray(16), 16)
+        row.setInt(0, rid)
+        side.add(rid % 2, rid, 1 if rid < 6 else 2, row)
+    side.spillTo(0)
+    assert side.spilledRows() == 10
+
+    def rows(key: int) -> list[int]:
+        found, i = [], side.first(key)
+        while i >= 0:
+            found.append(side.row(i).getInt(0))
+            i = side.next(i)
+        return found
+
+    assert rows(0) == [8, 6, 4, 2, 0] and rows(1) == [9, 7, 5, 3, 1]
+    side.undo(2)  # (the newest 4, spilled, taken back)
+    assert side.spilledRows() == 6 and rows(0) == [4, 2, 0]
+    side.expire(3, None)
+    assert side.spilledRows() == 3 and rows(1) == [5, 3]
+    side.close()

@@ -6,7 +6,6 @@ batch's delta shuffled to the partitions' tasks or probed in one task."""
 
 from __future__ import annotations
 
-import itertools
 import typing as t
 from pathlib import Path
 
@@ -264,26 +263,29 @@ def test_indexed_equi_and_band_joins_match_the_reference_on_generated_streams(
     _check(spark, job, batches)
 
 
-def test_a_join_leaves_its_index_above_the_row_limit_and_comes_back(
+def test_a_state_over_its_memory_budget_spills_and_stays_exact(
     spark: SparkSession, tmp_path: Path, indexed: None
 ) -> None:
-    job = _job(tmp_path, {"equi_window": QUERIES["equi_window"]})
-    batches = make_batches(5, n_batches=9, rows_per_batch=16, keys=3)
-    # (Live rows after each batch: 25, 48, 74, 73, 78, 83, 85, 77, …)
-    spark.conf.set("streamjoin.twoway.indexRows", "80")
+    # Every shape, with a budget of a few bytes a partition: after each batch every row but the
+    # newest few is on disk, read back by the probes, the outer joins' decisions, a batch run
+    # again (its rows taken back, some spilled) and the windows' expiry.
+    job = _job(tmp_path, QUERIES)
+    batches = make_batches(11, n_batches=5, rows_per_batch=14, keys=4, late_per_batch=1)
+    spark.conf.set("streamjoin.state.memory", "4k")
     processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
-    served = []
+    spilled: list[dict[str, int]] = []
     try:
         for i, batch in enumerate(batches):
             _feed(spark, processor, job, [batch], first=i)
-            served.append(bool(processor.indexed.built()))
+            spilled.append(processor.indexed.spilled(spark))
+            if i == 2:
+                _feed(spark, processor, job, [batch], first=i)
     finally:
         processor.close()
-        spark.conf.unset("streamjoin.twoway.indexRows")
-    # (Live rows pass the limit and fall back below it as the window moves on.)
-    left = any(a and not b for a, b in itertools.pairwise(served))
-    back = any(b and not a for a, b in itertools.pairwise(served))
-    assert left and back, served
+        spark.conf.unset("streamjoin.state.memory")
+    names = {qp.query.name for qp in processor.plan.joins}
+    assert all(set(s) == names for s in spilled[1:]), spilled
+    assert all(any(s[q] for s in spilled) for q in names), spilled
     _check(spark, job, batches)
 
 

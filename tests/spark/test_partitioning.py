@@ -11,7 +11,7 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import indexfit
 from streamjoin.sql import parse_job
 
-from .harness import local_frame, read_sink, run_batches
+from .harness import SLICES, local_frame, read_sink, run_batches, settings_set
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -223,11 +223,8 @@ def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
         for rows in batch.values():
             for row in rows:
                 row["k"] = 7 if row["k"] is not None else None
-    spark.conf.set("streamjoin.twoway.indexRows", "2000000" if index == "true" else "0")
-    try:
+    with settings_set(spark, {} if index == "true" else SLICES):
         reports = run_batches(spark, job, batches, tmp_path / "ckpt")
-    finally:
-        spark.conf.unset("streamjoin.twoway.indexRows")
     want = run_reference(job, batches).outputs["q1"]
     got = read_sink(spark, job, "o", COLUMNS)
     assert normalize(got) == normalize(want), f"{len(got)} vs {len(want)}"

@@ -37,6 +37,8 @@ class Key:
     env: bool = False
     choices: tuple[str, ...] = ()
     least: int | None = None
+    size: bool = False
+    """A size in bytes, with a suffix k, m, g or t (powers of 1024), or `auto`."""
 
 
 SETTINGS: dict[str, Key] = {
@@ -71,14 +73,13 @@ SETTINGS: dict[str, Key] = {
             choices=("auto", "spark"),
         ),
         Key(
-            "streamjoin.twoway.indexRows",
-            "2000000",
-            "live rows (both sides) up to which a two-way join runs on the join operator, its "
-            "state kept in executor memory across batches (`runtime.batch.indexed`; on a "
-            "cluster, with streamjoin's jar on the class paths: `streamjoin jar`); above, it "
-            "leaves it for the cached state slices, which can spill to disk; 0: every two-way "
-            "join on the slices",
-            least=0,
+            "streamjoin.state.memory",
+            "auto",
+            "bytes of rows (`512m`, `2g`) that a two-way join's operator keeps in executor memory, "
+            "split evenly over its partitions; a partition over its share spills its oldest "
+            "rows to the executor's local directory and reads them back where a probe reaches "
+            "them. `auto`: three tenths of the heap of the JVM that holds a partition",
+            size=True,
         ),
         Key(
             "streamjoin.multiway.optimizer",
@@ -163,8 +164,10 @@ RETIRED = {
     "streamjoin.join.path": "the cached slices, the overflow path, run the delta rule's halves",
     "streamjoin.join.shuffleRows": "the cached slices, the overflow path, run the delta rule's "
     "halves",
-    "streamjoin.twoway.index": "streamjoin.twoway.indexRows = 0 runs every two-way join on the "
-    "cached slices",
+    "streamjoin.twoway.index": "the join operator serves every two-way join (STREAMJOIN_LOCAL=off "
+    "runs without it, on the cached slices)",
+    "streamjoin.twoway.indexRows": "the join operator serves a state of any size, spilling beyond "
+    "streamjoin.state.memory (STREAMJOIN_LOCAL=off runs without it, on the cached slices)",
     "streamjoin.twoway.share": "streamjoin.share replaces it (its false still keeps every "
     "query apart)",
     "streamjoin.multiway.share": "streamjoin.share replaces it (its false still keeps every "
@@ -187,6 +190,11 @@ def _unshared(get: Callable[[str], str | None]) -> bool:
     return any((get(k) or "").strip().lower() == "false" for k in keys)
 
 
+def _memory(text: str) -> int:
+    got = None if text.lower() == "auto" else size_bytes(text)
+    return -1 if got is None else got
+
+
 def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) -> str:
     spec = SETTINGS[key]
     value = env.get(key) if spec.env else get(key)
@@ -195,6 +203,9 @@ def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) ->
     if spec.choices and value.lower() not in spec.choices:
         choices = ", ".join(repr(c) for c in spec.choices)
         msg = f"{where} {key} must be one of {choices}; got {value!r}"
+        raise SettingError(msg)
+    if spec.size and value.lower() != "auto" and size_bytes(value) is None:
+        msg = f"{where} {key} must be a size in bytes (such as 512m or 2g) or 'auto'; got {value!r}"
         raise SettingError(msg)
     if spec.least is not None:
         try:
@@ -207,6 +218,21 @@ def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) ->
     return value.lower() if spec.choices else value
 
 
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def size_bytes(text: str) -> int | None:
+    """The bytes a size such as ``512m``, ``2g``, ``64kb`` or ``1048576`` says (None: not a
+    size)."""
+    value = text.strip().lower()
+    digits = value.rstrip("kmgtb")
+    unit = value[len(digits) :]
+    unit = unit[:-1] if len(unit) == 2 and unit.endswith("b") else unit
+    if not digits.isdigit() or unit not in _UNITS:
+        return None
+    return int(digits) * _UNITS[unit]
+
+
 @dataclass(frozen=True)
 class Settings:
     """The settings of one run (see `SETTINGS` for each key's meaning and default)."""
@@ -215,7 +241,8 @@ class Settings:
     skew_check_seconds: int = 20
     state_from_source: bool = True
     loop: Loop = "auto"
-    index_rows: int = 2_000_000
+    memory: int = -1
+    """`streamjoin.state.memory` in bytes; -1: `auto`."""
     optimizer: Optimizer = "ilp"
     share: bool = True
     mirs: bool = True
@@ -244,7 +271,7 @@ class Settings:
             skew_check_seconds=int(text("streamjoin.hash.skewCheckSeconds")),
             state_from_source=text("streamjoin.state.fromSource") == "true",
             loop=t.cast("Loop", text("streamjoin.loop")),
-            index_rows=int(text("streamjoin.twoway.indexRows")),
+            memory=_memory(text("streamjoin.state.memory")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.share") == "true" and not _unshared(get),
             mirs=text("streamjoin.multiway.mirs") == "true",

@@ -22,13 +22,13 @@ def _read(conf: dict[str, str], env: dict[str, str] | None = None) -> Settings:
 
 def test_defaults_are_the_documented_ones() -> None:
     assert _read({}) == Settings()
-    assert Settings().index_rows == int(SETTINGS["streamjoin.twoway.indexRows"].default)
+    assert SETTINGS["streamjoin.state.memory"].default == "auto" and Settings().memory == -1
 
 
 def test_each_key_reaches_its_field() -> None:
     got = _read(
         {
-            "streamjoin.twoway.indexRows": "0",
+            "streamjoin.state.memory": "64m",
             "streamjoin.hash.skewCheckEvery": "1",
             "streamjoin.hash.skewCheckSeconds": "0",
             "streamjoin.state.fromSource": "false",
@@ -41,7 +41,7 @@ def test_each_key_reaches_its_field() -> None:
         {"STREAMJOIN_LOCAL": "off", "STREAMJOIN_DEBUG": "1"},
     )
     assert got == Settings(
-        index_rows=0,
+        memory=64 << 20,
         skew_check_every=1,
         skew_check_seconds=0,
         state_from_source=False,
@@ -64,7 +64,8 @@ def test_environment_keys_are_not_read_from_the_conf() -> None:
     [
         ("streamjoin.hash.skewCheckEvery", "0", "at least 1"),
         ("streamjoin.hash.skewCheckSeconds", "-1", "at least 0"),
-        ("streamjoin.twoway.indexRows", "many", "whole number"),
+        ("streamjoin.state.memory", "many", "size in bytes"),
+        ("streamjoin.state.memory", "1.5g", "size in bytes"),
         ("streamjoin.multiway.optimizer", "genetic", "'ilp', 'greedy'"),
         ("streamjoin.state.fromSource", "no", "'true', 'false'"),
     ],

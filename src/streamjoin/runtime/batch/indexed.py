@@ -14,11 +14,11 @@ collision or the window costs a filter, never a wrong pair), counting the delta'
 for the skew check on the way.
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
-run starts, when a query comes back to it (its live rows over ``streamjoin.twoway.indexRows``
-go to the cached slices, which spill), and when the placement changes where its old index
-cannot drain (`drains`: Squall's migration). A batch run again takes back the rows its earlier
-attempt added. In local mode the driver's JVM holds every partition; on a cluster each lives
-on one executor (`placed`). docs/architecture.md.
+run starts, and when the placement changes where its old index cannot drain (`drains`:
+Squall's migration). A partition whose rows pass its share of ``streamjoin.state.memory``
+spills its oldest rows to local disk (``SpillFile.java``). A batch run again takes back the
+rows its earlier attempt added. In local mode the driver's JVM holds every partition; on a
+cluster each lives on one executor (`placed`). docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -32,15 +32,12 @@ from functools import partial
 from pyspark.sql import DataFrame
 
 from streamjoin.errors import StreamJoinError
-from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.drains import Drains
 from streamjoin.runtime.batch.indexfit import (
     counted_units,
     one_task,
     partitions,
-    range_sample,
     serves,
-    shed_cuts,
 )
 from streamjoin.runtime.batch.indexinput import index_input, load_index, stored_rows
 from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
@@ -172,14 +169,14 @@ class IndexedJoins:
         if self._built.get(key) not in at:
             built = self._built.get(key)
             drains = self.drains.start(ctx, qp, key, name, built, cls, shed is None)
-            cls.reset(name, parts, ctx.batch_id - 1)
+            cls.reset(name, parts, ctx.batch_id - 1, ctx.settings.memory)
             if not drains:  # (a drain's new index starts empty: no batch waits for a build)
                 load_index(ctx, qp, (cls, name, parts), stores, self.plans)
         self._used[key] = (ctx.batch_id, layout)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, parts, *least)
-        units, cuts = self._to_read(
+        units, cuts = self.reads.expect(
             ctx, qp, name, shed, lambda step: cls.buckets(name, parts, step)
         )
         if router.scheme is not None:  # (its places are its partitions: their rows, stored)
@@ -234,6 +231,12 @@ class IndexedJoins:
     def built(self) -> dict[str, int]:
         """The batch each query's index was last committed at, by query name."""
         return {key.split("#")[0]: batch for key, (batch, _) in self._built.items()}
+
+    def spilled(self, spark: SparkSession) -> dict[str, int]:
+        """The live rows each query's index has spilled to disk, by query name."""
+        cls, placed = self._class(spark), self.placed
+        names = {k: placed.name(k) if k in placed else f"{self._prefix}/{k}" for k in self._built}
+        return {k.split("#")[0]: int(cls.spilled(name)) for k, name in names.items()}
 
     def committed(self, spark: SparkSession) -> None:
         """The batch committed: its indexes are at its id; those it did not use go (a query
@@ -321,7 +324,7 @@ class IndexedJoins:
             rows = delta.limit(0) if stored is None else stored  # (a drain's starts empty)
             beside = moved[0] if moved else None
             build = (rows, parts, ctx.batch_id - 1, marker, decided, beside)
-            self.placed.build(ctx.spark, key, *build)
+            self.placed.build(ctx.spark, key, *build, memory=ctx.settings.memory)
         self._used[key] = (ctx.batch_id, layout)
         least = least_times(ctx, qp)
         if op is not None:
@@ -333,7 +336,7 @@ class IndexedJoins:
             )
         expiry = [_LEAST if x is None else x for x in least]
         sample = partial(self.placed.buckets, ctx.spark, key)
-        units, cuts = self._to_read(ctx, qp, self.placed.name(key), shed, sample)
+        units, cuts = self.reads.expect(ctx, qp, self.placed.name(key), shed, sample)
         output = self.plans.output(ctx, qp, delta)
         how = (output, cuts, units)
         pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
@@ -345,27 +348,6 @@ class IndexedJoins:
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, found))
 
-    def _to_read(
-        self,
-        ctx: BatchContext,
-        qp: QueryPlan,
-        name: str,
-        shed: Shed | None,
-        sample: t.Callable[[int], t.Any],
-    ) -> tuple[int, str]:
-        """What `qp`'s probe of index `name` leaves to read (`ProbeReads`): its rows per unit
-        and a shedding query's pairs, a range query's sample of buckets (`sample`, by a step)
-        where its bounds are due. Returns the units the probe counts in and the shedding's
-        cuts (`shed_cuts`)."""
-        q = qp.query
-        units = counted_units(ctx, qp)
-        if units or shed is not None:
-            self.reads.counting[q.name] = (name, units, shed)
-        if (sampled := range_sample(ctx, qp)) is not None:
-            width, ranges, step = sampled
-            self.reads.sampling[q.name] = (lambda: str(sample(step)), width, ranges)
-        return units, "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
-
     def _decide(self, ctx: BatchContext, name: str, parts: int, frame: DataFrame) -> Decide:
         """What decides the rows of index `name` (in the driver's JVM) without a partner, as
         pairs of `frame`'s layout (`ProbeReads.unmatched`)."""
@@ -375,12 +357,13 @@ class IndexedJoins:
         )
 
     def _has_class(self, ctx: BatchContext) -> bool:
-        """Whether the driver has `JoinIndex`: where it has not, a `StreamJoinError` unless
-        ``STREAMJOIN_LOCAL=off`` chose to run without streamjoin's jar."""
-        if self._class(ctx.spark) is not None:
-            return True
+        """Whether the run has `JoinIndex`: not where ``STREAMJOIN_LOCAL=off`` chose to run
+        without streamjoin's jar (every join on the cached slices); else a `StreamJoinError`
+        where the driver lacks it."""
         if not ctx.settings.local:
             return False
+        if self._class(ctx.spark) is not None:
+            return True
         msg = (
             "streamjoin's jar (the join operator) is not on the driver's class path: under "
             "spark-submit, pass --jars and --driver-class-path the path `streamjoin jar` prints; "

@@ -18,12 +18,9 @@ if t.TYPE_CHECKING:
 
 def serves(ctx: BatchContext, qp: QueryPlan) -> bool:
     """Whether the operator serves `qp` in this batch: a two-way join (an outer one as
-    `joins_outer` says) whose live state is within ``streamjoin.twoway.indexRows``, under any
-    placement (the hash path, time buckets, a band's runs, a scheme's places)."""
-    q = qp.query
-    rows = ctx.prev.state_rows()
-    live = sum(rows.get(s, 0) for s in {q.left.stream, q.right.stream})
-    return joins_outer(ctx, qp) and live <= ctx.settings.index_rows and ctx.settings.index_rows > 0
+    `joins_outer` says), under any placement (the hash path, time buckets, a band's runs, a
+    scheme's places) and of any size (beyond ``streamjoin.state.memory`` it spills)."""
+    return joins_outer(ctx, qp)
 
 
 def joins_outer(ctx: BatchContext, qp: QueryPlan) -> bool:

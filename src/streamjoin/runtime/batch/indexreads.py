@@ -12,6 +12,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
 from streamjoin.plan.shedding import counts_shed_pairs
+from streamjoin.runtime.batch.indexfit import counted_units, range_sample, shed_cuts
 from streamjoin.runtime.batch.indexouter import alone_sql, decided_below
 from streamjoin.runtime.batch.joins import FAR_BUCKET
 from streamjoin.runtime.batch.shedding import SIDES, Shed
@@ -21,6 +22,7 @@ if t.TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
+    from streamjoin.plan import QueryPlan
     from streamjoin.plan.outer import OuterPlan
     from streamjoin.runtime.batch.context import BatchContext
 
@@ -57,6 +59,27 @@ class ProbeReads:
         """Forget the batch's (it failed, or ran and was read)."""
         self.counting, self.one_task, self.holding, self.sampling = {}, set(), {}, {}
         self.deciding_after, self.probed = {}, set()
+
+    def expect(
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        name: str,
+        shed: Shed | None,
+        sample: t.Callable[[int], t.Any],
+    ) -> tuple[int, str]:
+        """What `qp`'s probe of index `name` leaves to read (`ProbeReads`): its rows per unit
+        and a shedding query's pairs, a range query's sample of buckets (`sample`, by a step)
+        where its bounds are due. Returns the units the probe counts in and the shedding's
+        cuts (`shed_cuts`)."""
+        q = qp.query
+        units = counted_units(ctx, qp)
+        if units or shed is not None:
+            self.counting[q.name] = (name, units, shed)
+        if (sampled := range_sample(ctx, qp)) is not None:
+            width, ranges, step = sampled
+            self.sampling[q.name] = (lambda: str(sample(step)), width, ranges)
+        return units, "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
 
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows per unit that the batch's probes counted, by query. A row with a NULL key

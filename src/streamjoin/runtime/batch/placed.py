@@ -93,18 +93,20 @@ class PlacedIndexes:
         marker: t.Any,
         decided: t.Sequence[int],
         beside: str | None = None,
+        memory: int = -1,
     ) -> None:
         """New partitions of `key`'s index at batch `at`, holding `rows` (`JoinIndex`'s input
         layout), each on the executor its task ran on; an earlier build of `key` goes. An outer
         join's `marker` (its ON condition; else None) marks the rows that meet among them, and
         each side's rows below `decided` (left, right) count as decided. `beside`: the index
-        that drains beside this one, which starts empty."""
+        that drains beside this one, which starts empty. `memory`: the bytes of rows its
+        partitions keep in memory, beyond which they spill (-1: `auto`)."""
         if key in self._places:
             self.drop(spark, key)
         self.drop_stale(spark)
         name = f"{self._prefix}/{key}/{next(_builds)}"
         load = self._jvm(spark).load
-        owners = list(load(rows._jdf, name, parts, at, None, marker, *decided))
+        owners = list(load(rows._jdf, name, parts, at, None, marker, *decided, memory))
         self._places[key] = (name, owners, _strings(spark, owners))
         held = sorted({o.rsplit("_", 1)[-1] for o in owners})
         query = key.split("#")[0]

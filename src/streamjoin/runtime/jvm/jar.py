@@ -40,6 +40,7 @@ _SOURCES = (
     "operator/BatchWrite.java",
     "operator/PlacedIndex.java",
     "operator/PlainRdd.java",
+    "operator/SpillFile.java",
     "loop/ProgressFigures.java",
     "loop/BatchScan.java",
 )

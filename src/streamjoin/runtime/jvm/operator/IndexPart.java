@@ -28,8 +28,60 @@ final class IndexPart {
     }
   }
 
+  // (The bytes its rows may hold in memory, both sides: over it, the oldest spill (`fit`).)
+  long budget = Long.MAX_VALUE;
+
   IndexPart(long version) {
     this.version = version;
+  }
+
+  IndexPart(long version, long budget) {
+    this.version = version;
+    this.budget = budget;
+  }
+
+  /** The budget of each of {@code parts} partitions for an index's {@code memory} bytes (a
+   * query's; below 0: three tenths of this JVM's heap). */
+  static long share(long memory, int parts) {
+    long all = memory < 0 ? Runtime.getRuntime().maxMemory() / 10 * 3 : memory;
+    return Math.max(all / Math.max(parts, 1), 1L);
+  }
+
+  /** Spills the oldest rows of each side while the rows in memory hold more than the budget:
+   * each side keeps its share of three quarters of it (so that the next spill waits for a
+   * quarter of the budget's new rows, and writes them in one file). */
+  void fit() {
+    long held = 0;
+    for (int t = 0; t < tables.length; t++) {
+      held += tables[t][0].held + tables[t][1].held;
+    }
+    if (held <= budget) {
+      return;
+    }
+    long keep = budget / 4 * 3;
+    for (int t = 0; t < tables.length; t++) {
+      for (int side = 0; side < 2; side++) {
+        IndexSide s = tables[t][side];
+        s.spillTo((long) ((double) s.held / held * keep));
+      }
+    }
+  }
+
+  /** Live rows spilled, both sides. */
+  long spilledRows() {
+    long n = 0;
+    for (int t = 0; t < tables.length; t++) {
+      n += tables[t][0].spilledRows() + tables[t][1].spilledRows();
+    }
+    return n;
+  }
+
+  /** Deletes its spill files: the partition is dropped. */
+  void close() {
+    for (int t = 0; t < tables.length; t++) {
+      tables[t][0].close();
+      tables[t][1].close();
+    }
   }
 
   /** Side {@code side} of table {@code tab}, made where it is not yet. */

@@ -136,6 +136,7 @@ final class IndexProbe implements FlatMapFunction {
         part.probedMatched(delta[1], 1);
       }
       part.addStored(delta[0], 0);
+      part.fit();
       part.version = batch;
     }
   }
@@ -198,7 +199,7 @@ final class IndexProbe implements FlatMapFunction {
    * holds on it. A pair of a row that skipped its probe is only counted. */
   void found(
       IndexRows.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
-    InternalRow o = other.rows[j];
+    InternalRow o = other.row(j);
     if (marker != null) {
       if (on == null) {
         on = new BasePredicate[] {marker.test()};

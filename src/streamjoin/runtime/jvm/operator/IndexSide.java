@@ -1,6 +1,7 @@
 package streamjoin.operator;
 
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 
 /**
  * One side's rows of one {@link JoinIndex} partition. The rows are kept in arrival order in
@@ -13,7 +14,11 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * <p>Rows leave from the oldest ({@link #expire}) or the newest ({@link #undo}) end only, so a
  * chain's dead rows are always its tail: a walk stops at the first row below {@code start}.
  * Dead slots are reclaimed when the arrays are full, by moving the live rows down and building
- * the table again. Written for janino: no lambdas, no generics.
+ * the table again.
+ *
+ * <p>Over its partition's memory budget ({@link IndexPart#fit}), the oldest rows' bytes spill
+ * to files ({@link #spillTo}, {@link SpillFile}): their slots stay, {@code rows[i]} is null,
+ * and {@link #row} reads them back. Written for janino: no lambdas, no generics.
  */
 public final class IndexSide {
   static final int FREE = Integer.MIN_VALUE;  // (a table slot no key has taken)
@@ -34,6 +39,14 @@ public final class IndexSide {
   int[] older = new int[16];  // (the same key's next older row; -1: none)
   int start;
   int end;
+  // Spill: bytes of the rows held in memory (as `bytesOf` counts them); the files of the
+  // rows spilled, in slot order (SpillFile); where each spilled row lies in its file; the slot
+  // below which rows were spilled or left in memory; the live rows spilled.
+  long held;
+  java.util.ArrayList spills = new java.util.ArrayList();
+  long[] spillAt = new long[16];
+  int spilled;
+  int spilledLive;
 
   long[] slotKeys = new long[32];
   int[] heads = free(32);  // (each slot's newest row; -1: the key has no live row)
@@ -83,6 +96,7 @@ public final class IndexSide {
     times[i] = ts;
     batches[i] = batch;
     rows[i] = row;
+    held += bytesOf(row);
     matched[i] = false;
     decided[i] = NOT_DECIDED;
     link(i);
@@ -104,7 +118,7 @@ public final class IndexSide {
       if (times[i] < below && (decided[i] == NOT_DECIDED || decided[i] == batch)) {
         decided[i] = batch;
         if (!matched[i] && (marks == null || !marks.contains(Long.valueOf(ids[i])))) {
-          out.add(rows[i]);
+          out.add(row(i));
           if (vetoes != null) {
             vetoes.add(Long.valueOf(ids[i]));
           }
@@ -150,8 +164,67 @@ public final class IndexSide {
       if (marks != null && decided[start] != COPY) {
         marks.remove(Long.valueOf(ids[start]));
       }
+      forget(start);
       rows[start++] = null;
     }
+    while (!spills.isEmpty() && ((SpillFile) spills.get(0)).end <= start) {
+      ((SpillFile) spills.remove(0)).close();
+    }
+    spilled = Math.max(spilled, start);
+  }
+
+  /** Row {@code i}'s bytes leave the count, in memory or spilled. */
+  void forget(int i) {
+    if (rows[i] != null) {
+      held -= bytesOf(rows[i]);
+    } else if (i < spilled) {
+      spilledLive--;
+    }
+  }
+
+  /** The heap a row held in memory takes, about: its bytes and its objects. */
+  static long bytesOf(InternalRow row) {
+    return row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes() + 48L : 256L;
+  }
+
+  /** Live rows spilled to files. */
+  public int spilledRows() {
+    return spilledLive;
+  }
+
+  /** Spills the oldest rows still in memory, until those left hold at most {@code keep} bytes
+   * (or none is left to spill), in one new file. */
+  public void spillTo(long keep) {
+    int from = Math.max(spilled, start);
+    int to = from;
+    long left = held;
+    while (to < end && left > keep) {
+      if (rows[to] instanceof UnsafeRow) {
+        left -= bytesOf(rows[to]);
+      }
+      to++;
+    }
+    if (to == from) {
+      return;
+    }
+    SpillFile file = SpillFile.write(rows, from, to, spillAt);
+    for (int i = from; i < to; i++) {
+      if (rows[i] instanceof UnsafeRow) {
+        held -= bytesOf(rows[i]);
+        rows[i] = null;
+        spilledLive++;
+      }
+    }
+    spills.add(file);
+    spilled = to;
+  }
+
+  /** Deletes the spill files: the side is dropped. */
+  public void close() {
+    for (int s = 0; s < spills.size(); s++) {
+      ((SpillFile) spills.get(s)).close();
+    }
+    spills.clear();
   }
 
   /** Takes back the rows batch {@code batch} added, the newest. */
@@ -160,13 +233,40 @@ public final class IndexSide {
       int i = --end;
       int s = slot(keys[i]);
       heads[s] = older[i] >= start ? older[i] : -1;  // (row i was its key's newest)
+      forget(i);
       rows[i] = null;
+    }
+    if (spilled > end) {  // (its files' slots from end on are free again)
+      spilled = end;
+      while (!spills.isEmpty() && ((SpillFile) spills.get(spills.size() - 1)).first >= end) {
+        ((SpillFile) spills.remove(spills.size() - 1)).close();
+      }
+      if (!spills.isEmpty()) {
+        SpillFile last = (SpillFile) spills.get(spills.size() - 1);
+        last.end = Math.min(last.end, end);
+      }
     }
   }
 
   /** Row {@code i} (a live one's index, from {@link #first} or {@link #next}). */
   public InternalRow row(int i) {
-    return rows[i];
+    InternalRow r = rows[i];
+    return r != null ? r : spilledRow(i);
+  }
+
+  /** Spilled row {@code i}, read back from its file (the files are in slot order). */
+  InternalRow spilledRow(int i) {
+    int lo = 0;
+    int hi = spills.size() - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (((SpillFile) spills.get(mid)).first <= i) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return ((SpillFile) spills.get(lo)).read(spillAt[i]);
   }
 
   /** The newest live row of {@code key}; -1: none. */
@@ -208,8 +308,18 @@ public final class IndexSide {
       ids = java.util.Arrays.copyOf(ids, cap);
       rows = (InternalRow[]) java.util.Arrays.copyOf(rows, cap);
       older = java.util.Arrays.copyOf(older, cap);
+      spillAt = java.util.Arrays.copyOf(spillAt, cap);
       return;
     }
+    long[] at = new long[cap];
+    System.arraycopy(spillAt, start, at, 0, live);
+    spillAt = at;
+    for (int s = 0; s < spills.size(); s++) {  // (expiry dropped those wholly below start)
+      SpillFile f = (SpillFile) spills.get(s);
+      f.first = Math.max(f.first - start, 0);
+      f.end -= start;
+    }
+    spilled = Math.max(spilled - start, 0);
     long[] k = new long[cap];
     long[] t = new long[cap];
     long[] b = new long[cap];

@@ -90,25 +90,60 @@ public final class JoinIndex {
     }
   }
 
-  /** Empty indexes for {@code name} in {@code parts} partitions, at batch {@code version}. */
-  public static void reset(String name, int parts, long version) {
+  /** Empty indexes for {@code name} in {@code parts} partitions, at batch {@code version},
+   * holding at most {@code memory} bytes of rows in memory ({@link IndexPart#share}). */
+  public static void reset(String name, int parts, long version, long memory) {
     drop(name);
+    long budget = IndexPart.share(memory, parts);
     for (int p = 0; p < parts; p++) {
-      PARTS.put(name + "/" + p, new IndexPart(version));
+      PARTS.put(name + "/" + p, new IndexPart(version, budget));
     }
   }
 
-  /** Forgets every partition of {@code name}, and its counts not read. */
+  /** Forgets every partition of {@code name} (their spill files deleted), and its counts not
+   * read. */
   public static void drop(String name) {
     MARKS.remove(name);
-    Iterator it = PARTS.keySet().iterator();
+    Iterator it = PARTS.entrySet().iterator();
     while (it.hasNext()) {
-      String key = (String) it.next();
-      if (key.startsWith(name + "/")) {
+      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+      if (((String) e.getKey()).startsWith(name + "/")) {
         it.remove();
+        closed(e.getValue());
       }
     }
     forget(COUNTS, name);
+  }
+
+  /** Deletes the spill files of partition {@code part} (may be null), which has left PARTS. */
+  static void closed(Object part) {
+    if (part != null) {
+      IndexPart p = (IndexPart) part;
+      synchronized (p) {
+        p.close();
+      }
+    }
+  }
+
+  /** Live rows the partitions of {@code name} spilled to disk, both sides: those in this JVM,
+   * or on a cluster's executors as their last probe whose counts were read sent them. */
+  public static long spilled(String name) {
+    Object sent = PlacedIndex.SPILLED.get(name);
+    if (sent != null) {
+      return ((Long) sent).longValue();
+    }
+    long n = 0;
+    Iterator it = PARTS.entrySet().iterator();
+    while (it.hasNext()) {
+      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+      if (((String) e.getKey()).startsWith(name + "/")) {
+        IndexPart part = (IndexPart) e.getValue();
+        synchronized (part) {
+          n += part.spilledRows();
+        }
+      }
+    }
+    return n;
   }
 
   /** Every {@code step}-th row's bucket (a band's own, by its value) that the partitions of
@@ -462,6 +497,7 @@ public final class JoinIndex {
     if (marker == null) {
       for (int side = 0; side < 2; side++) {
         part.addStored(sides[side], side);
+        part.fit();
       }
       return;
     }

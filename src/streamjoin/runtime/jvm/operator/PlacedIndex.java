@@ -68,10 +68,12 @@ public final class PlacedIndex {
       String[] owners,
       BatchInput marker,
       long leftDecided,
-      long rightDecided) {
+      long rightDecided,
+      long memory) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = IndexRows.shuffled(in, parts);
     Load f = new Load(name, parts, version, IndexRows.shuffledFields(in.schema()));
+    f.memory = memory;
     f.marker = marker;
     f.decided = new long[] {leftDecided, rightDecided};
     List placed = PlainRdd.collect(placement(spark, parts, owners).zipPartitions(rows, f));
@@ -167,17 +169,26 @@ public final class PlacedIndex {
     }
     java.util.HashMap out = new java.util.HashMap();
     java.util.HashMap held = new java.util.HashMap();
+    long spilled = 0;
     List sent = counted.value();
     for (int i = 0; i < sent.size(); i++) {
       scala.Tuple3 t = (scala.Tuple3) sent.get(i);
       if (t._2() != null) {
         out.put(t._1(), t._2());
       }
-      held.put(t._1(), t._3());
+      long[] rows = (long[]) t._3();
+      held.put(t._1(), Long.valueOf(rows[0]));
+      spilled += rows[1];
     }
     HELD.put(name, held);
+    SPILLED.put(name, Long.valueOf(spilled));
     return out;
   }
+
+  /** Per index name on the executors, in the driver: the live rows its partitions had
+   * spilled after the last probe whose counts were read ({@link #gather}). */
+  static final java.util.concurrent.ConcurrentHashMap SPILLED =
+      new java.util.concurrent.ConcurrentHashMap();
 
   /** Per index name on the executors, in the driver: the rows each partition held after the
    * last probe whose counts were read ({@link #gather}), by partition. */
@@ -248,6 +259,7 @@ public final class PlacedIndex {
   public static void drop(SparkSession spark, String name, String[] owners) {
     JoinIndex.forget(COUNTED, name);  // (a failed batch's, never read)
     HELD.remove(name);
+    SPILLED.remove(name);
     placement(spark, owners.length, owners).foreachPartition(new Drop(name));
   }
 
@@ -263,6 +275,7 @@ public final class PlacedIndex {
     final int[] fields;
     BatchInput marker;
     long[] decided;
+    long memory;  // (the index's, as JoinIndex.reset takes it)
 
     Load(String name, int parts, long version, int[] fields) {
       this.name = name;
@@ -273,7 +286,7 @@ public final class PlacedIndex {
 
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
-      IndexPart part = new IndexPart(version);
+      IndexPart part = new IndexPart(version, IndexPart.share(memory, parts));
       boolean copies = JoinIndex.sharesMarks(marker, fields);  // (each copy marked apart)
       ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
               (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
@@ -284,7 +297,7 @@ public final class PlacedIndex {
       if (marker != null) {
         part.decidedBefore(decided[0], decided[1]);
       }
-      JoinIndex.PARTS.put(name + "/" + p, part);
+      JoinIndex.closed(JoinIndex.PARTS.put(name + "/" + p, part));
       ArrayList out = new ArrayList();
       out.add(new scala.Tuple2(Integer.valueOf(p), here()));
       return out.iterator();
@@ -315,11 +328,11 @@ public final class PlacedIndex {
       }
       Iterator out = probe.call((Iterator) rows);
       if (counted != null) {
-        long held;
+        long[] held;
         synchronized (part) {
-          held = part.size();
+          held = new long[] {part.size(), part.spilledRows()};
         }
-        counted.add(new scala.Tuple3(Integer.valueOf(p), probe.counts, Long.valueOf(held)));
+        counted.add(new scala.Tuple3(Integer.valueOf(p), probe.counts, held));
       }
       return out;
     }
@@ -373,7 +386,7 @@ public final class PlacedIndex {
     }
 
     public void call(Object placed) {
-      JoinIndex.PARTS.remove(name + "/" + partOf((Iterator) placed));
+      JoinIndex.closed(JoinIndex.PARTS.remove(name + "/" + partOf((Iterator) placed)));
     }
   }
 }
