@@ -1,6 +1,6 @@
-"""The CLI runs a job with several queries on the two-worker cluster, exactly as in local mode;
-a query that sheds probes does it on the executors that hold its index, and its counts of what
-it skipped come back from them."""
+"""The CLI runs a job with several queries on the two-worker cluster, exactly as in local mode,
+each index spilling its rows to the executors' disks; a query that sheds probes does it on the
+executors that hold its index, and its counts of what it skipped come back from them."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.e2e.files import read_json_rows, write_batches
 from tests.spark.streams import make_batches
 from tests.spark.test_joins_vs_reference import QUERIES, W3
 
-from .jobs import COLUMNS, app_ids, assert_exact, run_on, workers_of, write_job
+from .jobs import COLUMNS, app_ids, assert_exact, quick_jvms, run_on, workers_of, write_job
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -52,7 +52,15 @@ def test_every_predicate_class_on_the_cluster(cluster: LocalCluster, tmp_path: P
     write_batches(tmp_path / "in", batches)
     before = app_ids(cluster)
 
-    run = run_on(cluster, "run", str(job), "--once", "--checkpoint", str(tmp_path / "ckpt"))
+    # (A memory budget of a few bytes a partition: every index spills its rows on the executors,
+    # and reads them back there.)
+    spills = " --conf spark.streamjoin.state.memory=4k pyspark-shell"
+    env = {
+        "PYSPARK_SUBMIT_ARGS": quick_jvms()["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", spills)
+    }
+    run = run_on(
+        cluster, "run", str(job), "--once", "--checkpoint", str(tmp_path / "ckpt"), env=env
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "rows joined" in run.stdout
     assert_exact(job, batches, but=("shed",))
@@ -71,6 +79,8 @@ def test_every_predicate_class_on_the_cluster(cluster: LocalCluster, tmp_path: P
     events = [e for f in read_history(str(tmp_path / "ckpt" / "metrics")) for e in f.events]
     for query in ("q6", "q7", "q8", "q9", "q10"):  # (shedding, outer joins, range: the operator)
         assert any(e.startswith(f"{query}: index built") for e in events), events
+    for query in ("q1", "q6"):  # (those whose probes count their rows, and send the spills)
+        assert any(e.startswith(f"{query}: index over streamjoin.state.memory") for e in events)
     assert re.search(r"q10: \d+  \[range 4 ranges", run.stdout), run.stdout[-3000:]
 
     # It ran on the cluster, with an executor on each worker.

@@ -96,6 +96,8 @@ class IndexedJoins:
         """The indexes on a cluster's executors (`on_cluster`)."""
         self.drains = Drains()
         """The indexes that drain after their query's placement changed (`drains`)."""
+        self._spilling: dict[str, int] = {}
+        """Query → rows its index had spilled after the last batch."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch (`indexfit.serves`), in a driver whose
@@ -233,10 +235,21 @@ class IndexedJoins:
         return {key.split("#")[0]: batch for key, (batch, _) in self._built.items()}
 
     def spilled(self, spark: SparkSession) -> dict[str, int]:
-        """The live rows each query's index has spilled to disk, by query name."""
+        """The live rows each query's index has spilled to disk, by query name (on a
+        cluster: as its last probe that counted rows per unit found them)."""
         cls, placed = self._class(spark), self.placed
         names = {k: placed.name(k) if k in placed else f"{self._prefix}/{k}" for k in self._built}
         return {k.split("#")[0]: int(cls.spilled(name)) for k, name in names.items()}
+
+    def take_events(self, spark: SparkSession) -> list[str]:
+        """The batch's events: the builds on executors, and each index that starts to spill."""
+        events = self.placed.take_events()
+        spilled = self.spilled(spark) if self._built else {}
+        for query, rows in spilled.items():
+            if rows and not self._spilling.get(query):
+                events.append(f"{query}: index over streamjoin.state.memory, {rows} rows spilled")
+        self._spilling = spilled
+        return events
 
     def committed(self, spark: SparkSession) -> None:
         """The batch committed: its indexes are at its id; those it did not use go (a query

@@ -310,7 +310,7 @@ class BatchProcessor:
             shed=shed,
             streams=stats,
             parallelism=ctx.parallelism,
-            events=self.indexed.placed.take_events(),
+            events=self.indexed.take_events(self.session),
         )
         if self.on_batch is not None:
             self.on_batch(report)
