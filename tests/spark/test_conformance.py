@@ -119,6 +119,21 @@ TWO_WAY = {
         plan_has=("Scan ExistingRDD",),
         plan_lacks=("Join",),
     ),
+    # (A WHERE with a key and a band of its own: the ON's window finds the pairs that give a
+    # row its partner; a row without one has b.k NULL, which coalesce makes a key that meets:
+    # a row with a partner in the window but none of its key is not one without a partner.)
+    "outer-left-where-key": Path_(
+        join="LEFT JOIN",
+        on="b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND WHERE coalesce(b.k, 1) = a.k",
+        plan_has=("Scan ExistingRDD",),
+        plan_lacks=("Join",),
+    ),
+    "outer-full-where-band": Path_(
+        join="FULL JOIN",
+        on=f"{EQUI} AND {WINDOW} WHERE {BAND}",
+        plan_has=("Scan ExistingRDD",),
+        plan_lacks=("Join",),
+    ),
     "outer-left-equi-slices": Path_(SLICES, join="LEFT JOIN"),
     "band-buckets": Path_(SLICES, on=f"{BAND} AND {WINDOW}"),
     "theta": Path_(on=f"a.x < b.x AND {WINDOW}", plan_has=INDEXED, plan_lacks=NO_JOIN),

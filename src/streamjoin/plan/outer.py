@@ -33,10 +33,6 @@ class OuterPlan:
     band: Band | None = None
     """A band of the ON condition whose buckets find a row's partners, when it has no equality
     key to hash on (the narrowest value band, else the time window)."""
-    where_filters: bool = True
-    """Whether the WHERE (if any) only filters: no equality, band, OR of equalities or time
-    window of its own, so that the pairs found by the query's whole predicate's keys and bands
-    are those found by the ON condition's."""
 
     @property
     def outer(self) -> OuterJoin:
@@ -131,10 +127,4 @@ def plan_outer(job: Job, query: Query) -> OuterPlan:
                 f"{query.right.alias}.{right.event_time}",
             )
             band = window.band(*times)
-    filters = True
-    if outer.where is not None:
-        found = classify_predicate(
-            outer.where, query.left.alias, query.right.alias, left.event_time, right.event_time
-        )
-        filters = not (found.equi or found.bands or found.ors or found.window)
-    return OuterPlan(query, window, band, filters)
+    return OuterPlan(query, window, band)

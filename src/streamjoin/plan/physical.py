@@ -51,6 +51,8 @@ class QueryPlan:
 
     query: Query
     parts: PredicateParts
+    """The classified predicate that finds its candidate pairs: the whole one, an outer
+    join's ON condition (the WHERE filters the pairs)."""
     strategy: Strategy
     band: Band | None
     left_time: str | None
@@ -319,8 +321,11 @@ def _check_multiway_options(job: Job, q: Query) -> None:
 
 def _plan_query(job: Job, q: Query) -> QueryPlan:
     left, right = job.stream(q.left.stream), job.stream(q.right.stream)
+    # (An outer join's candidate pairs are its ON condition's: a pair that meets the ON and not
+    # the WHERE still gives its rows a partner. The WHERE filters, with the whole predicate.)
+    found_by = q.predicate if q.outer is None else q.outer.on
     parts = classify_predicate(
-        q.predicate, q.left.alias, q.right.alias, left.event_time, right.event_time
+        found_by, q.left.alias, q.right.alias, left.event_time, right.event_time
     )
     band: Band | None = None
     time_band: Band | None = None

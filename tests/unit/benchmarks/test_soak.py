@@ -20,9 +20,14 @@ def _series(rise: float, noise: float, seed: int, n: int = 120) -> tuple[list[fl
     return times, [100 + rise * i / (n - 1) + rng.uniform(-noise, noise) for i in range(n)]
 
 
-@given(noise=st.floats(0, 30), seed=st.integers(0, 1000))
-def test_noise_about_a_level_is_flat(noise: float, seed: int) -> None:
-    assert trend(*_series(0.0, noise, seed))["flat"] is True
+@pytest.mark.parametrize("noise", [2.0, 10.0, 20.0, 30.0])
+def test_noise_about_a_level_is_rarely_taken_for_growth(noise: float) -> None:
+    # A rise is growth only past both 10 % of the level and twice its standard error: pure
+    # noise passes both by chance in a few runs of a hundred at most (a 2-sigma test, one-sided,
+    # is 2.3 %), never at small noise. (A search over seeds finds one of those runs: it is a
+    # rate to bound, not a property of every run.)
+    flagged = sum(not trend(*_series(0.0, noise, seed))["flat"] for seed in range(400))
+    assert flagged <= (0 if noise <= 10 else 0.025 * 400), flagged
 
 
 @given(rise=st.floats(40, 400), seed=st.integers(0, 1000))

@@ -37,7 +37,6 @@ from streamjoin.runtime.batch.indexfit import (
     counted_units,
     one_task,
     partitions,
-    serves,
 )
 from streamjoin.runtime.batch.indexinput import index_input, load_index, stored_rows
 from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
@@ -100,9 +99,10 @@ class IndexedJoins:
         """Query → rows its index had spilled after the last batch."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
-        """Whether `qp` runs on its index in this batch (`indexfit.serves`), in a driver whose
-        JVM has the class."""
-        return serves(ctx, qp) and self._has_class(ctx)
+        """Whether `qp` runs on its index in this batch: every two-way join, inner or outer,
+        under any placement and of any size (beyond ``streamjoin.state.memory`` it spills),
+        in a run with the operator's jar (`_has_class`)."""
+        return self._has_class(ctx)
 
     def counts_units(self, ctx: BatchContext, query: str) -> bool:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts

@@ -1,4 +1,4 @@
-"""Which two-way joins the join operator serves in a batch (`indexed`), in how many partitions,
+"""How the join operator serves a two-way join in a batch (`indexed`): in how many partitions,
 and what its probe counts for the controllers: decisions from the query's plan, its router's
 scheme and the batch's footers, read by `IndexedJoins` each batch."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.runtime.batch.indexouter import operator_serves, outer_plan
 from streamjoin.runtime.batch.indexsql import banded, index_band, nested, runs
 from streamjoin.runtime.batch.shedding import SCALE, SIDES
 
@@ -14,20 +13,6 @@ if t.TYPE_CHECKING:
     from streamjoin.plan import QueryPlan, StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.shedding import Shed
-
-
-def serves(ctx: BatchContext, qp: QueryPlan) -> bool:
-    """Whether the operator serves `qp` in this batch: a two-way join (an outer one as
-    `joins_outer` says), under any placement (the hash path, time buckets, a band's runs, a
-    scheme's places) and of any size (beyond ``streamjoin.state.memory`` it spills)."""
-    return joins_outer(ctx, qp)
-
-
-def joins_outer(ctx: BatchContext, qp: QueryPlan) -> bool:
-    """Whether the operator serves `qp` as far as an outer join goes: an inner join, or an
-    outer join it decides (`indexouter.operator_serves`)."""
-    op = outer_plan(ctx, qp)
-    return op is None or operator_serves(op)
 
 
 ONE_TASK_ROWS = 20_000

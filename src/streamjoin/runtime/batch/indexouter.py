@@ -27,13 +27,6 @@ def outer_plan(ctx: BatchContext, qp: QueryPlan) -> OuterPlan | None:
     return next((op for op in ctx.plan.outers if op.query.name == qp.query.name), None)
 
 
-def operator_serves(op: OuterPlan) -> bool:
-    """Whether the operator decides `op`'s rows without a partner: the keys and bands that
-    find its candidate pairs are the ON condition's, which marks the rows it matches (a WHERE
-    only filters the pairs, and the rows without a partner, `alone_sql`)."""
-    return op.where_filters
-
-
 def decided_below(op: OuterPlan, watermark: int | None) -> Bounds:
     """Per side, the event time below which a preserved row is decided at `watermark` (None:
     none is, or the side is not preserved)."""

@@ -1,7 +1,6 @@
 """Spark SQL text for one half of the delta rule on the cached state slices (a delta joined with
-the other side's state): the path of a join its operator does not hold (an outer join whose
-WHERE finds pairs of its own; every join of a run without the operator's jar,
-``STREAMJOIN_LOCAL=off``).
+the other side's state): the two-way joins of a run without the join operator's jar
+(``STREAMJOIN_LOCAL=off``).
 
 The user's predicate runs as written (its timestamp arithmetic in microseconds where that is
 exact: `QueryPlan.spark_predicate`); candidates come from Spark's own equi-join extraction

@@ -1,6 +1,7 @@
 """Step 4 of a batch, two-way queries: each query's new pairs as a DataFrame, from its join
-operator (`batch.indexed`), or on the overflow path by the delta rule
-``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` over the cached state slices (`joins.delta_join_sql`),
+operator (`batch.indexed`), or in a run without its jar (``STREAMJOIN_LOCAL=off``) by the
+delta rule ``ΔL ⋈ (R_old ∪ ΔR) ∪ L_old ⋈ ΔR`` over the cached state slices
+(`joins.delta_join_sql`),
 reading only the state units whose event times can meet the delta's."""
 
 from __future__ import annotations
