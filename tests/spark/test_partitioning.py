@@ -280,3 +280,48 @@ def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it
     assert loads == [0, 10], loads
     assert draining[3] == 1 and 0 in draining[4:9], draining  # (the first drain went)
     assert draining[9] == 1 and draining[10] == 0, draining
+
+
+def test_a_full_history_join_drains_beside_its_new_index_until_the_next_change(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full-history join's old index never empties: it is probed beside the new one, every
+    pair written once, until a second change builds the index again."""
+    from streamjoin.runtime.batch import indexed, indexinput
+    from streamjoin.runtime.engine import Engine
+
+    loads: list[int] = []
+    load = indexinput.load_index
+
+    def counted(ctx: t.Any, *args: t.Any) -> None:
+        loads.append(ctx.batch_id)
+        load(ctx, *args)
+
+    monkeypatch.setattr(indexed, "load_index", counted)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
+    job = _one_query_job(
+        tmp_path,
+        "a.k = b.k AND a.s <> b.s WITH (partitioning = 'matrix', units = 4, adapt = false)",
+    )
+    batches = make_batches(17, n_batches=8, rows_per_batch=10, keys=3)
+    changes: dict[int, dict[str, t.Any]] = {
+        1: {"name": "hash"},
+        5: {"name": "matrix", "n": 2, "m": 2},
+    }
+    engine = Engine(spark)
+    processor = engine.processor(job, str(tmp_path / "ckpt"))
+    draining = []
+    try:
+        for i, batch in enumerate(batches):
+            frames = {n: local_frame(spark, job.stream(n), rows) for n, rows in batch.items()}
+            processor.process(engine.unified(processor.plan, frames), i)
+            draining.append(len(processor.indexed.drains.names()))
+            if i in changes:
+                processor.set_partitioning("q1", changes[i])
+    finally:
+        processor.close()
+    expected = run_reference(job, batches).outputs["q1"]
+    got = read_sink(spark, job, "o", COLUMNS)
+    assert normalize(got) == normalize(expected), f"{len(got)} vs {len(expected)}"
+    assert loads == [0, 6], loads  # (built at the start, and at the change during the drain)
+    assert draining == [0, 0, 1, 1, 1, 1, 0, 0], draining

@@ -7,10 +7,12 @@ the new placement, which every pair of two rows after the change comes from. The
 its rows as the watermark passes them and goes once its newest row is out of reach: no batch
 waits for the state to move.
 
-An index drains where its rows expire (an inner join with a window bounded on both sides: a
-full-history join or an outer join's marks are built again), in the driver's JVM or on a
-cluster's executors (`placed.DrainsOnExecutors`: its partitions stay on their owners, probed
-there), while no other drain of the query is under way. A batch that fails on a cluster ends
+An inner join's index drains, in the driver's JVM or on a cluster's executors
+(`placed.DrainsOnExecutors`: its partitions stay on their owners, probed there), while no other
+drain of the query is under way (a second change builds the index again, from the units). A
+full-history join's never empties: it is probed beside the new one until the next change. An
+outer join's is built again (the marks of a row's pairs across the two indexes would be kept
+apart). A batch that fails on a cluster ends
 every drain (an executor lost may have taken partitions with it): the indexes are built again.
 """
 
@@ -83,9 +85,7 @@ class Drains:
             return None
         if qp.query.outer is not None:
             return None
-        newest = _newest(ctx, qp)
-        if newest is None or None in least_times(ctx, qp):
-            return None
+        newest = _newest(ctx, qp) or (_MOST, _MOST)  # (unknown: it never empties)
         parts, placement = built[1]
         router = replace(ctx.routers[qp.query.name], params=json.loads(placement))
         drain = Drain(f"{name}~drained@{ctx.batch_id}", parts, router, ctx.batch_id, newest)
@@ -114,7 +114,7 @@ class Drains:
             index.drop(drain.name)
             del self._drains[key]
             return None
-        index.expire(drain.name, drain.parts, *least)
+        index.expire(drain.name, drain.parts, *(_LEAST if x is None else x for x in least))
         placed = replace(ctx, routers={**ctx.routers, qp.query.name: drain.router})
         delta = index_input(placed, qp, *deltas)
         output = plans.output(ctx, qp, delta)
@@ -135,6 +135,10 @@ class Drains:
             if key not in keep:
                 index.drop(drain.name)
                 del self._drains[key]
+
+
+_LEAST = -(2**63)
+_MOST = 2**63 - 1
 
 
 def _newest(ctx: BatchContext, qp: QueryPlan) -> tuple[int, int] | None:
