@@ -75,10 +75,11 @@ SETTINGS: dict[str, Key] = {
         Key(
             "streamjoin.state.memory",
             "auto",
-            "bytes of rows (`512m`, `2g`) that a two-way join's operator keeps in executor memory, "
-            "split evenly over its partitions; a partition over its share spills its oldest "
-            "rows to the executor's local directory and reads them back where a probe reaches "
-            "them. `auto`: three tenths of the heap of the JVM that holds a partition",
+            "bytes of rows (`512m`, `2g`) that the join operator keeps in each executor's "
+            "memory (the driver's in local mode), shared evenly by every query's partitions "
+            "there; a partition over its share spills its oldest rows to the executor's local "
+            "directory and reads them back where a probe reaches them. `auto`: three tenths of "
+            "the JVM's heap",
             size=True,
         ),
         Key(

@@ -99,8 +99,8 @@ class PlacedIndexes:
         layout), each on the executor its task ran on; an earlier build of `key` goes. An outer
         join's `marker` (its ON condition; else None) marks the rows that meet among them, and
         each side's rows below `decided` (left, right) count as decided. `beside`: the index
-        that drains beside this one, which starts empty. `memory`: the bytes of rows its
-        partitions keep in memory, beyond which they spill (-1: `auto`)."""
+        that drains beside this one, which starts empty. `memory`: the bytes of rows an
+        executor's partitions keep in memory together, beyond which they spill (-1: `auto`)."""
         if key in self._places:
             self.drop(spark, key)
         self.drop_stale(spark)

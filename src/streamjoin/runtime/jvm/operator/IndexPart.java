@@ -28,33 +28,36 @@ final class IndexPart {
     }
   }
 
-  // (The bytes its rows may hold in memory, both sides: over it, the oldest spill (`fit`).)
-  long budget = Long.MAX_VALUE;
+  // (The bytes of rows every partition in this JVM may hold in memory together, shared
+  // evenly: over its share, a partition's oldest rows spill (`fit`). Below 0: three tenths of
+  // the heap.)
+  long memory = -1L;
 
   IndexPart(long version) {
     this.version = version;
   }
 
-  IndexPart(long version, long budget) {
+  IndexPart(long version, long memory) {
     this.version = version;
-    this.budget = budget;
+    this.memory = memory;
   }
 
-  /** The budget of each of {@code parts} partitions for an index's {@code memory} bytes (a
-   * query's; below 0: three tenths of this JVM's heap). */
-  static long share(long memory, int parts) {
+  /** This partition's share of {@code memory}: the JVM's partitions, every index's, share it
+   * evenly, so that more queries or partitions do not take more of the heap. */
+  long budget() {
     long all = memory < 0 ? Runtime.getRuntime().maxMemory() / 10 * 3 : memory;
-    return Math.max(all / Math.max(parts, 1), 1L);
+    return Math.max(all / Math.max(JoinIndex.PARTS.size(), 1), 1L);
   }
 
-  /** Spills the oldest rows of each side while the rows in memory hold more than the budget:
-   * each side keeps its share of three quarters of it (so that the next spill waits for a
-   * quarter of the budget's new rows, and writes them in one file). */
+  /** Spills the oldest rows of each side while the rows in memory hold more than the
+   * partition's budget: each side keeps its share of three quarters of it (so that the next
+   * spill waits for a quarter of the budget's new rows, and writes them in one file). */
   void fit() {
     long held = 0;
     for (int t = 0; t < tables.length; t++) {
       held += tables[t][0].held + tables[t][1].held;
     }
+    long budget = budget();
     if (held <= budget) {
       return;
     }

@@ -91,12 +91,12 @@ public final class JoinIndex {
   }
 
   /** Empty indexes for {@code name} in {@code parts} partitions, at batch {@code version},
-   * holding at most {@code memory} bytes of rows in memory ({@link IndexPart#share}). */
+   * sharing with every partition in this JVM {@code memory} bytes of rows in memory ({@link
+   * IndexPart#budget}). */
   public static void reset(String name, int parts, long version, long memory) {
     drop(name);
-    long budget = IndexPart.share(memory, parts);
     for (int p = 0; p < parts; p++) {
-      PARTS.put(name + "/" + p, new IndexPart(version, budget));
+      PARTS.put(name + "/" + p, new IndexPart(version, memory));
     }
   }
 

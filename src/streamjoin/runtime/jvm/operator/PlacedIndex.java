@@ -286,7 +286,7 @@ public final class PlacedIndex {
 
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
-      IndexPart part = new IndexPart(version, IndexPart.share(memory, parts));
+      IndexPart part = new IndexPart(version, memory);
       boolean copies = JoinIndex.sharesMarks(marker, fields);  // (each copy marked apart)
       ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
               (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
