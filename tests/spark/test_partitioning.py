@@ -86,7 +86,7 @@ def test_scheme_matches_reference(
             assert notes[-1].startswith(f"range {units} ranges"), notes
 
 
-def _one_query_job(tmp_path: Path, on_with: str) -> Job:
+def _one_query_job(tmp_path: Path, on_with: str, join: str = "JOIN") -> Job:
     """Streams A and B, sink o (parquet under tmp_path/out), and one query ``ON on_with``."""
     return parse_job(
         "\n".join(
@@ -94,7 +94,7 @@ def _one_query_job(tmp_path: Path, on_with: str) -> Job:
                 stream_ddl("A"),
                 stream_ddl("B"),
                 f"CREATE SINK o WITH (format = 'parquet', path = '{tmp_path / 'out'}');",
-                f"INSERT INTO o SELECT {SELECT} FROM A a JOIN B b ON {on_with};",
+                f"INSERT INTO o SELECT {SELECT} FROM A a {join} B b ON {on_with};",
             ]
         )
     )
@@ -325,3 +325,54 @@ def test_a_full_history_join_drains_beside_its_new_index_until_the_next_change(
     assert normalize(got) == normalize(expected), f"{len(got)} vs {len(expected)}"
     assert loads == [0, 6], loads  # (built at the start, and at the change during the drain)
     assert draining == [0, 0, 1, 1, 1, 1, 0, 0], draining
+
+
+@pytest.mark.parametrize(
+    ("join", "on"),
+    [
+        ("LEFT JOIN", f"a.k = b.k AND {W3}"),
+        ("FULL JOIN", f"(a.k = b.k OR a.id = b.id) AND {W3}"),  # (an OR's tables: shared marks)
+        ("RIGHT JOIN", f"abs(a.x - b.x) <= 0.2 AND {W3}"),
+    ],
+)
+def test_an_outer_join_drains_its_marks_and_decides_both_indexes_rows(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, join: str, on: str
+) -> None:
+    """An outer join's index drains too: the drain's probe marks the old index's rows and the
+    batch's rows in the new one, and the rows without a partner are both indexes', each
+    written once, in the batch the reference writes it; nothing is built again."""
+    from streamjoin.runtime.batch import indexed, indexinput
+    from streamjoin.runtime.engine import Engine
+
+    loads: list[int] = []
+    load = indexinput.load_index
+
+    def counted(ctx: t.Any, *args: t.Any) -> None:
+        loads.append(ctx.batch_id)
+        load(ctx, *args)
+
+    monkeypatch.setattr(indexed, "load_index", counted)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
+    with_ = "WITH (partitioning = 'matrix', units = 4, adapt = false)"
+    job = _one_query_job(tmp_path, f"{on} {with_}", join)
+    batches = make_batches(19, n_batches=9, rows_per_batch=12, keys=12, disorder_s=2.0)
+    changes: dict[int, dict[str, t.Any]] = {1: {"name": "biclique", "left": 2, "right": 2}}
+    changes[5] = {"name": "matrix", "n": 2, "m": 2}
+    engine = Engine(spark)
+    processor = engine.processor(job, str(tmp_path / "ckpt"))
+    draining = []
+    try:
+        for i, batch in enumerate(batches):
+            frames = {n: local_frame(spark, job.stream(n), rows) for n, rows in batch.items()}
+            processor.process(engine.unified(processor.plan, frames), i)
+            draining.append(len(processor.indexed.drains.names()))
+            if i in changes:
+                processor.set_partitioning("q1", changes[i])
+    finally:
+        processor.close()
+    expected = run_reference(job, batches).outputs["q1"]
+    got = read_sink(spark, job, "o", COLUMNS)
+    assert normalize(got) == normalize(expected), f"{len(got)} vs {len(expected)}"
+    assert any(None in row for row in expected), "no row without a partner"
+    assert loads == [0], loads
+    assert draining[2] == 1 and draining[6] == 1, draining

@@ -24,7 +24,7 @@ class _Index:
 def _draining(since: int) -> Drains:
     drains = Drains()
     router = SimpleNamespace()
-    drains._drains["q1#k"] = Drain("ix~drained@3", 4, router, since, (0, 0))  # type: ignore[arg-type]
+    drains._drains["q1#k"] = Drain("ix~drained@3", 4, router, since, (0, 0), "ix")  # type: ignore[arg-type]
     return drains
 
 

@@ -7,12 +7,15 @@ the new placement, which every pair of two rows after the change comes from. The
 its rows as the watermark passes them and goes once its newest row is out of reach: no batch
 waits for the state to move.
 
-An inner join's index drains, in the driver's JVM or on a cluster's executors
-(`placed.DrainsOnExecutors`: its partitions stay on their owners, probed there), while no other
-drain of the query is under way (a second change builds the index again, from the units). A
-full-history join's never empties: it is probed beside the new one until the next change. An
-outer join's is built again (the marks of a row's pairs across the two indexes would be kept
-apart). A batch that fails on a cluster ends
+An index drains, in the driver's JVM or on a cluster's executors (`placed.DrainsOnExecutors`:
+its partitions stay on their owners, probed there), while no other drain of the query is under
+way (a second change builds the index again, from the units). A full-history join's never
+empties: it is probed beside the new one until the next change. An outer join's drains in the
+driver's JVM: a pair of the drain's probe marks the old index's row in place, and the batch's
+row in the new index's shared marks (``JoinIndex.shareMarks``: its rows carry their
+identities); the rows the watermark decides are both indexes' (`deciding`), and the old one
+goes once its rows are decided. On a cluster, where a row's marks lie on several executors, an
+outer join's index is built again. A batch that fails on a cluster ends
 every drain (an executor lost may have taken partitions with it): the indexes are built again.
 """
 
@@ -25,11 +28,13 @@ from dataclasses import dataclass, replace
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.indexinput import index_input
+from streamjoin.runtime.batch.indexouter import kept, outer_plan
 from streamjoin.runtime.batch.indexsql import least_times
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import QueryPlan
     from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.indexreads import Decide
     from streamjoin.runtime.routing.router import QueryRouter
 
 
@@ -43,6 +48,8 @@ class Drain:
     router: QueryRouter
     since: int
     newest: tuple[int, int]
+    into: str
+    """The name of the new index beside it."""
 
 
 class Drains:
@@ -67,13 +74,15 @@ class Drains:
         built: tuple[int, tuple[int, str]] | None,
         index: t.Any,
         may_drain: bool = True,
+        outer: bool = False,
     ) -> tuple[str, int] | None:
         """Where `qp`'s index `name`, `built` (committed at a batch under (partitions,
         placement)) for the batch before this one, can drain for the placement the batch
         takes: its drain (the name and partitions the index is to take); else None (the index
         is built again from the units, which hold every row: a drain under way goes, as it
         must before a build, which loads its rows too). A batch run again finds the drain its
-        first attempt started. `may_drain` false: no drain starts (a shedding query's)."""
+        first attempt started. `may_drain` false: no drain starts (a shedding query's); `outer`
+        true: an outer join's may (in the driver's JVM)."""
         had = self._drains.get(key)
         if had is not None and had.since == ctx.batch_id:
             return had.name, had.parts
@@ -83,12 +92,12 @@ class Drains:
             return None
         if not may_drain or built is None or built[0] != ctx.batch_id - 1:
             return None
-        if qp.query.outer is not None:
+        if qp.query.outer is not None and not outer:
             return None
         newest = _newest(ctx, qp) or (_MOST, _MOST)  # (unknown: it never empties)
         parts, placement = built[1]
         router = replace(ctx.routers[qp.query.name], params=json.loads(placement))
-        drain = Drain(f"{name}~drained@{ctx.batch_id}", parts, router, ctx.batch_id, newest)
+        drain = Drain(f"{name}~drained@{ctx.batch_id}", parts, router, ctx.batch_id, newest, name)
         index.rename(name, drain.name, parts)
         self._drains[key] = drain
         return drain.name, drain.parts
@@ -110,6 +119,9 @@ class Drains:
         if drain is None:
             return None
         least = least_times(ctx, qp)
+        op = outer_plan(ctx, qp)
+        if op is not None:  # (an outer join's rows stay until decided)
+            least = kept(least, op, ctx.watermark)
         if all(x is not None and x > n for x, n in zip(least, drain.newest, strict=True)):
             index.drop(drain.name)
             del self._drains[key]
@@ -118,9 +130,26 @@ class Drains:
         placed = replace(ctx, routers={**ctx.routers, qp.query.name: drain.router})
         delta = index_input(placed, qp, *deltas)
         output = plans.output(ctx, qp, delta)
-        batch = ctx.batch_id
-        jdf = index.drain(delta._jdf, output, drain.name, drain.parts, batch, drain.parts == 1)
+        marker = None if op is None else plans.marker(ctx, op, delta)
+        into = None if op is None else drain.into
+        batch, one = ctx.batch_id, drain.parts == 1
+        jdf = index.drain(delta._jdf, output, marker, drain.name, drain.parts, batch, one, into)
         return DataFrame(jdf, ctx.spark), output is not None
+
+    def deciding(self, ctx: BatchContext, key: str, decide: Decide, index: t.Any) -> Decide:
+        """`decide` of an outer join's new index (its rows the watermark decides without a
+        partner), with the rows of the index that drains beside it, if any (`JoinIndex`)."""
+        drain = self._drains.get(key)
+        if drain is None:
+            return decide
+        name, parts, batch = drain.name, drain.parts, ctx.batch_id
+
+        def both(side: int, below: int) -> DataFrame:
+            new = decide(side, below)
+            old = index.decide(new._jdf, name, parts, side, below, batch)
+            return new.unionAll(DataFrame(old, ctx.spark))
+
+        return both
 
     def forget(self) -> None:
         """No index drains any more; their partitions are left to the caller (a failed batch's

@@ -170,10 +170,12 @@ class IndexedJoins:
             return self._placed_pairs(ctx, qp, deltas, stores, (parts, layout), shed)
         if self._built.get(key) not in at:
             built = self._built.get(key)
-            drains = self.drains.start(ctx, qp, key, name, built, cls, shed is None)
+            drains = self.drains.start(ctx, qp, key, name, built, cls, shed is None, outer=True)
             cls.reset(name, parts, ctx.batch_id - 1, ctx.settings.memory)
             if not drains:  # (a drain's new index starts empty: no batch waits for a build)
                 load_index(ctx, qp, (cls, name, parts), stores, self.plans)
+            elif op is not None:  # (the drain's probe marks the new rows it matches too)
+                cls.shareMarks(name)
         self._used[key] = (ctx.batch_id, layout)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
@@ -225,6 +227,9 @@ class IndexedJoins:
         sides = (deltas.get(left.name, ""), deltas.get(right.name, ""))
         if (drained := self.drains.probe(ctx, qp, key, sides, cls, self.plans)) is not None:
             found = found.union(drained[0])  # (both planned over one query's pairs, or neither)
+            if op is not None:  # (both indexes' rows without a partner)
+                decide = self.drains.deciding(ctx, key, self.reads.deciding_after[q.name][1], cls)
+                self.reads.deciding_after[q.name] = (op, decide)
         if output is not None:
             return found
         view = ctx.scratch.view(found, f"_sj_found_{len(ctx.scratch.views)}")
@@ -243,13 +248,12 @@ class IndexedJoins:
 
     def take_events(self, spark: SparkSession) -> list[str]:
         """The batch's events: the builds on executors, and each index that starts to spill."""
-        events = self.placed.take_events()
-        spilled = self.spilled(spark) if self._built else {}
-        for query, rows in spilled.items():
-            if rows and not self._spilling.get(query):
-                events.append(f"{query}: index over streamjoin.state.memory, {rows} rows spilled")
-        self._spilling = spilled
-        return events
+        events, had = self.placed.take_events(), self._spilling
+        self._spilling = self.spilled(spark) if self._built else {}
+        started = {q: n for q, n in self._spilling.items() if n and not had.get(q)}
+        return events + [
+            f"{q}: index over streamjoin.state.memory, {n} rows spilled" for q, n in started.items()
+        ]
 
     def committed(self, spark: SparkSession) -> None:
         """The batch committed: its indexes are at its id; those it did not use go (a query

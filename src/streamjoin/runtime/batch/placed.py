@@ -268,7 +268,17 @@ class DrainsOnExecutors:
         self._placed.expire_drained(name, left, right)
 
     def drain(
-        self, rows: t.Any, output: t.Any, name: str, parts: int, batch: int, one_task: bool
+        self,
+        rows: t.Any,
+        output: t.Any,
+        marker: t.Any,
+        name: str,
+        parts: int,
+        batch: int,
+        one_task: bool,
+        into: str | None,
     ) -> t.Any:
-        """The pairs of `rows` with index `name`'s (`PlacedIndexes.drain`)."""
+        """The pairs of `rows` with index `name`'s (`PlacedIndexes.drain`); an inner join's
+        (`marker` and `into` None: an outer join's index on executors is built again)."""
+        assert marker is None and into is None
         return self._placed.drain(self._spark, rows, output, name, parts, batch)

@@ -40,6 +40,10 @@ final class IndexProbe implements FlatMapFunction {
   // (An index that drains after its query's placement changed: the batch's rows, placed as it
   // placed them, probe its rows and are kept in the new one; none is added here.)
   boolean drains;
+  // (An outer join's drain: the index whose shared marks the batch's matched rows go to, the
+  // new one they are stored in; null: none. By name, resolved in the task.)
+  String marksInto;
+  java.util.Set deltaMarks;
   static final long SHED_SCALE = 1000000L;
   // (Per call, in the task's own copy of the probe: the output's predicate, evaluated as each
   // pair is found, and the counts: rows per unit, then with shedding each side's pairs written
@@ -65,8 +69,10 @@ final class IndexProbe implements FlatMapFunction {
     int shed = cuts == null ? 0 : 4;
     counts = units + shed > 0 ? new long[units + shed] : null;
     test = output == null ? null : output.test();
-    boolean shared = JoinIndex.sharesMarks(marker, fields);
+    boolean shared = JoinIndex.sharesMarks(marker, fields, name);
     marks = shared && marksInJvm ? JoinIndex.marks(name, true) : null;
+    deltaMarks = marksInto == null ? null : JoinIndex.marks(marksInto, true);
+    shared = shared || deltaMarks != null;  // (the batch's rows need their identities)
     HashMap found =
         IndexRows.byPart((Iterator) rows, parts, batch, fields, counts, units, shared);
     if (counts != null && keepsCounts && !found.isEmpty()) {
@@ -205,8 +211,9 @@ final class IndexProbe implements FlatMapFunction {
         on = new BasePredicate[] {marker.test()};
       }
       if (on[0] == null || on[0].eval(candidate(d, o, left, tabbed))) {
-        if (marks != null && !d.matched) {
-          marks.add(Long.valueOf(d.id));
+        java.util.Set mine = deltaMarks != null ? deltaMarks : marks;
+        if (mine != null && !d.matched) {
+          mine.add(Long.valueOf(d.id));
         }
         if (marks != null && !other.matched[j]) {
           marks.add(Long.valueOf(other.ids[j]));

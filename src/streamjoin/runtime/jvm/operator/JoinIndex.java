@@ -54,6 +54,21 @@ public final class JoinIndex {
     return marker != null && (fields[IndexRows.STORES] >= 0 || fields[IndexRows.TAB] >= 0);
   }
 
+  /** {@link #sharesMarks} of index {@code name}, or one whose rows' matches are also found
+   * by the probe of an index that drains beside it ({@link #shareMarks}). */
+  static boolean sharesMarks(BatchInput marker, int[] fields, String name) {
+    return sharesMarks(marker, fields) || (marker != null && SHARING.contains(name));
+  }
+
+  /** The indexes whose rows' marks are shared, as an index that drains beside them marks
+   * their rows too (an outer join's, after its placement changed): until dropped. */
+  static final java.util.Set SHARING = ConcurrentHashMap.newKeySet();
+
+  /** Index {@code name}'s rows keep their marks in the shared marks (see {@link #SHARING}). */
+  public static void shareMarks(String name) {
+    SHARING.add(name);
+  }
+
   /** The shared marks of index {@code name}, made where {@code make} and there are none. */
   static java.util.Set marks(String name, boolean make) {
     java.util.Set had = (java.util.Set) MARKS.get(name);
@@ -104,6 +119,7 @@ public final class JoinIndex {
    * read. */
   public static void drop(String name) {
     MARKS.remove(name);
+    SHARING.remove(name);
     Iterator it = PARTS.entrySet().iterator();
     while (it.hasNext()) {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
@@ -316,14 +332,25 @@ public final class JoinIndex {
 
   /** {@link #probe} of an index that drains ({@link IndexProbe#drains}): the pairs of the
    * batch's rows {@code in}, placed as the index placed its rows, with those rows; nothing is
-   * added to it and nothing counted. */
+   * added to it and nothing counted. With an outer join's {@code marker} (else null), a pair
+   * that meets it marks the index's row, and the batch's row in the shared marks of index
+   * {@code into}, the new one it is stored in ({@link #shareMarks}). */
   public static Dataset drain(
-      Dataset in, BatchInput output, String name, int parts, long batch, boolean oneTask) {
+      Dataset in,
+      BatchInput output,
+      BatchInput marker,
+      String name,
+      int parts,
+      long batch,
+      boolean oneTask,
+      String into) {
     JavaRDD rows = oneTask ? IndexRows.together(in) : IndexRows.shuffled(in, parts);
     SparkSession spark = (SparkSession) in.sparkSession();
     int[] fields = oneTask ? IndexRows.fields(in.schema()) : IndexRows.shuffledFields(in.schema());
     IndexProbe f = new IndexProbe(name, parts, batch, fields, 0, output);
     f.drains = true;
+    f.marker = marker;
+    f.marksInto = into;
     return made(spark, rows, f, output == null ? pairsSchema(in.schema()) : output.layout);
   }
 
@@ -335,6 +362,13 @@ public final class JoinIndex {
       if (part != null) {
         PARTS.put(to + "/" + p, part);
       }
+    }
+    Object marks = MARKS.remove(from);  // (an outer join's: its rows' marks go with them)
+    if (marks != null) {
+      MARKS.put(to, marks);
+    }
+    if (SHARING.remove(from)) {
+      SHARING.add(to);
     }
     forget(COUNTS, from);
   }
@@ -473,7 +507,7 @@ public final class JoinIndex {
     }
 
     public void call(Object rows) {
-      boolean shared = sharesMarks(marker, fields);
+      boolean shared = sharesMarks(marker, fields, name);
       HashMap found =
           IndexRows.byPart((Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, shared);
       Iterator it = found.entrySet().iterator();
