@@ -235,13 +235,17 @@ def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
     assert notes[4:] == ["hash on 4 units"] * 3, notes
 
 
-def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it_again(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Squall's migration (`batch.drains`): after a change of placement the old index is
-    probed, placed as it was, by the new rows, which go to a new, empty index; nothing is loaded
-    from the stored units; the old index goes once the watermark has passed its newest row, and
-    every pair is written once. A second change while one drains builds the index again."""
+def _run_with_changes(
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    job: Job,
+    batches: t.Sequence[t.Mapping[str, t.Any]],
+    changes: t.Mapping[int, dict[str, t.Any]],
+    ckpt: Path,
+) -> tuple[list[int], list[int]]:
+    """`batches` through one processor, `q1`'s placement set to `changes[i]` after batch i; the
+    output checked against the reference. Returns the batches whose index was loaded from the
+    units, and the indexes draining after each batch."""
     from streamjoin.runtime.batch import indexed, indexinput
     from streamjoin.runtime.engine import Engine
 
@@ -254,15 +258,8 @@ def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it
 
     monkeypatch.setattr(indexed, "load_index", counted)
     monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
-    job = _one_query_job(
-        tmp_path, f"a.k = b.k AND {W3} WITH (partitioning = 'matrix', units = 4, adapt = false)"
-    )
-    batches = make_batches(13, n_batches=12, rows_per_batch=14, keys=3)
-    changes: dict[int, dict[str, t.Any]] = {2: {"name": "hash"}}
-    changes[8] = {"name": "biclique", "left": 2, "right": 2}
-    changes[9] = {"name": "matrix", "n": 2, "m": 2}  # (while the second drains)
     engine = Engine(spark)
-    processor = engine.processor(job, str(tmp_path / "ckpt"))
+    processor = engine.processor(job, str(ckpt))
     draining = []
     try:
         for i, batch in enumerate(batches):
@@ -276,6 +273,25 @@ def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it
     expected = run_reference(job, batches).outputs["q1"]
     got = read_sink(spark, job, "o", COLUMNS)
     assert normalize(got) == normalize(expected), f"{len(got)} vs {len(expected)}"
+    return loads, draining
+
+
+def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it_again(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Squall's migration (`batch.drains`): after a change of placement the old index is
+    probed, placed as it was, by the new rows, which go to a new, empty index; nothing is loaded
+    from the stored units; the old index goes once the watermark has passed its newest row, and
+    every pair is written once. A second change while one drains builds the index again."""
+    job = _one_query_job(
+        tmp_path, f"a.k = b.k AND {W3} WITH (partitioning = 'matrix', units = 4, adapt = false)"
+    )
+    batches = make_batches(13, n_batches=12, rows_per_batch=14, keys=3)
+    changes: dict[int, dict[str, t.Any]] = {2: {"name": "hash"}}
+    changes[8] = {"name": "biclique", "left": 2, "right": 2}
+    changes[9] = {"name": "matrix", "n": 2, "m": 2}  # (while the second drains)
+    ckpt = tmp_path / "ckpt"
+    loads, draining = _run_with_changes(spark, monkeypatch, job, batches, changes, ckpt)
     # Built at batch 0 (nothing stored yet) and again at the change during a drain (batch 10).
     assert loads == [0, 10], loads
     assert draining[3] == 1 and 0 in draining[4:9], draining  # (the first drain went)
@@ -287,42 +303,13 @@ def test_a_full_history_join_drains_beside_its_new_index_until_the_next_change(
 ) -> None:
     """A full-history join's old index never empties: it is probed beside the new one, every
     pair written once, until a second change builds the index again."""
-    from streamjoin.runtime.batch import indexed, indexinput
-    from streamjoin.runtime.engine import Engine
-
-    loads: list[int] = []
-    load = indexinput.load_index
-
-    def counted(ctx: t.Any, *args: t.Any) -> None:
-        loads.append(ctx.batch_id)
-        load(ctx, *args)
-
-    monkeypatch.setattr(indexed, "load_index", counted)
-    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
-    job = _one_query_job(
-        tmp_path,
-        "a.k = b.k AND a.s <> b.s WITH (partitioning = 'matrix', units = 4, adapt = false)",
-    )
+    with_ = "WITH (partitioning = 'matrix', units = 4, adapt = false)"
+    job = _one_query_job(tmp_path, f"a.k = b.k AND a.s <> b.s {with_}")
     batches = make_batches(17, n_batches=8, rows_per_batch=10, keys=3)
-    changes: dict[int, dict[str, t.Any]] = {
-        1: {"name": "hash"},
-        5: {"name": "matrix", "n": 2, "m": 2},
-    }
-    engine = Engine(spark)
-    processor = engine.processor(job, str(tmp_path / "ckpt"))
-    draining = []
-    try:
-        for i, batch in enumerate(batches):
-            frames = {n: local_frame(spark, job.stream(n), rows) for n, rows in batch.items()}
-            processor.process(engine.unified(processor.plan, frames), i)
-            draining.append(len(processor.indexed.drains.names()))
-            if i in changes:
-                processor.set_partitioning("q1", changes[i])
-    finally:
-        processor.close()
-    expected = run_reference(job, batches).outputs["q1"]
-    got = read_sink(spark, job, "o", COLUMNS)
-    assert normalize(got) == normalize(expected), f"{len(got)} vs {len(expected)}"
+    changes: dict[int, dict[str, t.Any]] = {1: {"name": "hash"}}
+    changes[5] = {"name": "matrix", "n": 2, "m": 2}
+    ckpt = tmp_path / "ckpt"
+    loads, draining = _run_with_changes(spark, monkeypatch, job, batches, changes, ckpt)
     assert loads == [0, 6], loads  # (built at the start, and at the change during the drain)
     assert draining == [0, 0, 1, 1, 1, 1, 0, 0], draining
 
@@ -341,38 +328,14 @@ def test_an_outer_join_drains_its_marks_and_decides_both_indexes_rows(
     """An outer join's index drains too: the drain's probe marks the old index's rows and the
     batch's rows in the new one, and the rows without a partner are both indexes', each
     written once, in the batch the reference writes it; nothing is built again."""
-    from streamjoin.runtime.batch import indexed, indexinput
-    from streamjoin.runtime.engine import Engine
-
-    loads: list[int] = []
-    load = indexinput.load_index
-
-    def counted(ctx: t.Any, *args: t.Any) -> None:
-        loads.append(ctx.batch_id)
-        load(ctx, *args)
-
-    monkeypatch.setattr(indexed, "load_index", counted)
-    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
     with_ = "WITH (partitioning = 'matrix', units = 4, adapt = false)"
     job = _one_query_job(tmp_path, f"{on} {with_}", join)
     batches = make_batches(19, n_batches=9, rows_per_batch=12, keys=12, disorder_s=2.0)
     changes: dict[int, dict[str, t.Any]] = {1: {"name": "biclique", "left": 2, "right": 2}}
     changes[5] = {"name": "matrix", "n": 2, "m": 2}
-    engine = Engine(spark)
-    processor = engine.processor(job, str(tmp_path / "ckpt"))
-    draining = []
-    try:
-        for i, batch in enumerate(batches):
-            frames = {n: local_frame(spark, job.stream(n), rows) for n, rows in batch.items()}
-            processor.process(engine.unified(processor.plan, frames), i)
-            draining.append(len(processor.indexed.drains.names()))
-            if i in changes:
-                processor.set_partitioning("q1", changes[i])
-    finally:
-        processor.close()
+    ckpt = tmp_path / "ckpt"
+    loads, draining = _run_with_changes(spark, monkeypatch, job, batches, changes, ckpt)
     expected = run_reference(job, batches).outputs["q1"]
-    got = read_sink(spark, job, "o", COLUMNS)
-    assert normalize(got) == normalize(expected), f"{len(got)} vs {len(expected)}"
     assert any(None in row for row in expected), "no row without a partner"
     assert loads == [0], loads
     assert draining[2] == 1 and draining[6] == 1, draining

@@ -149,17 +149,27 @@ public final class JoinIndex {
       return ((Long) sent).longValue();
     }
     long n = 0;
+    ArrayList parts = partsOf(name);
+    for (int i = 0; i < parts.size(); i++) {
+      IndexPart part = (IndexPart) parts.get(i);
+      synchronized (part) {
+        n += part.spilledRows();
+      }
+    }
+    return n;
+  }
+
+  /** The partitions of {@code name} this JVM holds. */
+  static ArrayList partsOf(String name) {
+    ArrayList out = new ArrayList();
     Iterator it = PARTS.entrySet().iterator();
     while (it.hasNext()) {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
       if (((String) e.getKey()).startsWith(name + "/")) {
-        IndexPart part = (IndexPart) e.getValue();
-        synchronized (part) {
-          n += part.spilledRows();
-        }
+        out.add(e.getValue());
       }
     }
-    return n;
+    return out;
   }
 
   /** Every {@code step}-th row's bucket (a band's own, by its value) that the partitions of
@@ -202,13 +212,9 @@ public final class JoinIndex {
   /** Rows held by the partitions of {@code name}, both sides. */
   public static long rows(String name) {
     long n = 0;
-    Iterator it = PARTS.entrySet().iterator();
-    while (it.hasNext()) {
-      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-      if (((String) e.getKey()).startsWith(name + "/")) {
-        IndexPart part = (IndexPart) e.getValue();
-        n += part.size();
-      }
+    ArrayList parts = partsOf(name);
+    for (int i = 0; i < parts.size(); i++) {
+      n += ((IndexPart) parts.get(i)).size();
     }
     return n;
   }
