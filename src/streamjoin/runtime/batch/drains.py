@@ -124,6 +124,8 @@ class Drains:
             least = kept(least, op, ctx.watermark)
         if all(x is not None and x > n for x, n in zip(least, drain.newest, strict=True)):
             index.drop(drain.name)
+            if op is not None:  # (in the driver's JVM: `start`)
+                index.unshareMarks(drain.into)
             del self._drains[key]
             return None
         index.expire(drain.name, drain.parts, *(_LEAST if x is None else x for x in least))

@@ -142,8 +142,8 @@ final class IndexProbe implements FlatMapFunction {
         part.probedMatched(delta[1], 1);
       }
       part.addStored(delta[0], 0);
+      part.version = batch;  // (before a spill that may fail: a rerun takes the rows back)
       part.fit();
-      part.version = batch;
     }
   }
 

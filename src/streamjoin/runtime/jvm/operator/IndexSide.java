@@ -193,38 +193,43 @@ public final class IndexSide {
   }
 
   /** Spills the oldest rows still in memory, until those left hold at most {@code keep} bytes
-   * (or none is left to spill), in one new file. */
+   * (or none is left to spill), in new files of at most {@link SpillFile#MOST_BYTES} each. */
   public void spillTo(long keep) {
-    int from = Math.max(spilled, start);
-    int to = from;
-    long left = held;
-    while (to < end && left > keep) {
-      if (rows[to] instanceof UnsafeRow) {
-        left -= bytesOf(rows[to]);
+    while (held > keep) {
+      int from = Math.max(spilled, start);
+      int to = from;
+      long left = held;
+      long bytes = 0;
+      while (to < end && left > keep && bytes < SpillFile.MOST_BYTES) {
+        if (rows[to] instanceof UnsafeRow) {
+          left -= bytesOf(rows[to]);
+          bytes += bytesOf(rows[to]);
+        }
+        to++;
       }
-      to++;
-    }
-    if (to == from) {
-      return;
-    }
-    SpillFile file = SpillFile.write(rows, from, to, spillAt);
-    for (int i = from; i < to; i++) {
-      if (rows[i] instanceof UnsafeRow) {
-        held -= bytesOf(rows[i]);
-        rows[i] = null;
-        spilledLive++;
+      if (to == from) {
+        return;
       }
+      SpillFile file = SpillFile.write(rows, from, to, spillAt);
+      for (int i = from; i < to; i++) {
+        if (rows[i] instanceof UnsafeRow) {
+          held -= bytesOf(rows[i]);
+          rows[i] = null;
+          spilledLive++;
+        }
+      }
+      spills.add(file);
+      spilled = to;
     }
-    spills.add(file);
-    spilled = to;
   }
 
   /** Deletes the spill files: the side is dropped. */
   public void close() {
-    for (int s = 0; s < spills.size(); s++) {
-      ((SpillFile) spills.get(s)).close();
+    java.util.ArrayList files = spills;
+    spills = new java.util.ArrayList();  // (a read after this fails; it never reads a file gone)
+    for (int s = 0; s < files.size(); s++) {
+      ((SpillFile) files.get(s)).close();
     }
-    spills.clear();
   }
 
   /** Takes back the rows batch {@code batch} added, the newest. */

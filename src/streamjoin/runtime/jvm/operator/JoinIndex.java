@@ -69,6 +69,13 @@ public final class JoinIndex {
     SHARING.add(name);
   }
 
+  /** Index {@code name}'s new rows no longer need shared marks (the index that drained beside
+   * it is gone): their matches mark them in place, and the shared marks it has stay, read by
+   * its decisions, until their rows expire. */
+  public static void unshareMarks(String name) {
+    SHARING.remove(name);
+  }
+
   /** The shared marks of index {@code name}, made where {@code make} and there are none. */
   static java.util.Set marks(String name, boolean make) {
     java.util.Set had = (java.util.Set) MARKS.get(name);

@@ -287,17 +287,28 @@ public final class PlacedIndex {
     public Iterator call(Object placed, Object rows) {
       int p = partOf((Iterator) placed);
       IndexPart part = new IndexPart(version, memory);
+      // (In PARTS before it loads, so that the JVM's partitions share the memory with it
+      // counted; gone again, its spill files deleted, if the load fails.)
+      String at = name + "/" + p;
+      JoinIndex.closed(JoinIndex.PARTS.put(at, part));
       boolean copies = JoinIndex.sharesMarks(marker, fields);  // (each copy marked apart)
-      ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
-              (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
-          .get(Integer.valueOf(p));
-      if (sides != null) {
-        JoinIndex.loadInto(part, sides, name, parts, fields, marker, false);
+      try {
+        ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
+                (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
+            .get(Integer.valueOf(p));
+        synchronized (part) {
+          if (sides != null) {
+            JoinIndex.loadInto(part, sides, name, parts, fields, marker, false);
+          }
+          if (marker != null) {
+            part.decidedBefore(decided[0], decided[1]);
+          }
+        }
+      } catch (RuntimeException e) {
+        JoinIndex.PARTS.remove(at, part);
+        JoinIndex.closed(part);
+        throw e;
       }
-      if (marker != null) {
-        part.decidedBefore(decided[0], decided[1]);
-      }
-      JoinIndex.closed(JoinIndex.PARTS.put(name + "/" + p, part));
       ArrayList out = new ArrayList();
       out.add(new scala.Tuple2(Integer.valueOf(p), here()));
       return out.iterator();

@@ -21,6 +21,8 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
  * The file goes when its last row expires, or its partition is dropped. Written for janino.
  */
 final class SpillFile {
+  // (A file is mapped whole, and a mapping holds at most 2 GiB.)
+  static final long MOST_BYTES = 1L << 30;
   int first;
   int end;
   final File file;
@@ -58,9 +60,8 @@ final class SpillFile {
       } finally {
         out.close();
       }
-      if (pos > Integer.MAX_VALUE) {
-        throw new IllegalStateException(
-            "streamjoin: a spill of " + pos + " bytes is over 2 GiB: lower streamjoin.state.memory");
+      if (pos > Integer.MAX_VALUE) {  // (spillTo writes at most MOST_BYTES of rows a file)
+        throw new IOException("a spill file of " + pos + " bytes: more than one mapping holds");
       }
       FileChannel channel = FileChannel.open(file.toPath(), new StandardOpenOption[] {
         StandardOpenOption.READ});
@@ -92,9 +93,27 @@ final class SpillFile {
     return row;
   }
 
-  /** Deletes the file (a mapping still held by a reader stays readable until it goes). */
+  /** Unmaps and deletes the file. Its side's lock is held: no read of it runs or follows
+   * (a row read is a copy, and the side forgets the file first). */
   void close() {
+    unmap(bytes);
     file.delete();
+  }
+
+  /** Unmaps {@code b} now, not when the collector finds it: the file's disk space and the
+   * process's count of mappings are freed with it. Where the JVM offers no way
+   * (sun.misc.Unsafe's cleaner), the collector unmaps it. */
+  static void unmap(MappedByteBuffer b) {
+    try {
+      java.lang.reflect.Field f = Class.forName("sun.misc.Unsafe").getDeclaredField("theUnsafe");
+      f.setAccessible(true);
+      Object unsafe = f.get(null);
+      java.lang.reflect.Method clean =
+          unsafe.getClass().getMethod("invokeCleaner", new Class[] {java.nio.ByteBuffer.class});
+      clean.invoke(unsafe, new Object[] {b});
+    } catch (Exception e) {
+      return;  // (left to the collector)
+    }
   }
 
   /** Where spills go: the executor's first local directory, else Java's temporary one. */
