@@ -6,13 +6,16 @@
   Spark refuses the rest).
 - ``spark-foreach``: what a Spark user writes today for a non-equi join: ``foreachBatch``, keep
   past input in a Parquet table and join each batch against it with the query's condition.
+- ``flink``: the job's own SQL run by Flink in streaming mode on a local mini-cluster
+  (`engines_flink`), translated where Flink's SQL differs; only when ``--engines`` names it,
+  in PyFlink's own venv, made on its first run (`flink_env`).
 - ``spark-floor``: no join at all: Spark's micro-batch loop over the job's streams as our engine
   reads them, each batch's rows read once into Spark's ``noop`` sink (`engines_floor`): the
   least a batch costs any engine that runs in that loop, ours included.
 
-All of them read the same Parquet files with the same ``maxFilesPerTrigger``; the joins write
-Parquet. A listener records each micro-batch's ``triggerExecution`` time, so batch times are
-measured the same way for all of them. Run as ``python -m benchmarks.engines ENGINE PLAN
+The Spark engines read the same Parquet files with the same ``maxFilesPerTrigger``; the joins
+write Parquet. A listener records each micro-batch's ``triggerExecution`` time, so batch times
+are measured the same way for all of them. Run as ``python -m benchmarks.engines ENGINE PLAN
 RESULT`` (see `main`).
 
 With `Live` options (the ``--rate`` mode, `benchmarks.rate`) an engine runs with a
@@ -30,6 +33,7 @@ import time
 import typing as t
 from dataclasses import asdict
 
+from benchmarks.engines_flink import FLINK, run_flink
 from benchmarks.engines_floor import FLOOR, _run_floor
 from benchmarks.engines_live import Live
 from benchmarks.engines_measure import CpuClock, EngineRun, _Batches
@@ -42,7 +46,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import GroupQuery, Query
 
-ENGINES = ("streamjoin", "spark-native", "spark-foreach", FLOOR)
+ENGINES = ("streamjoin", "spark-native", "spark-foreach", FLOOR, FLINK)
 
 
 _JAVA_OPTIONS = DRIVER_JAVA_OPTIONS
@@ -96,6 +100,8 @@ def run_engine(
     if live is not None and engine == FLOOR:
         msg = f"{FLOOR} runs over a backlog, not on a live source (--rate)"
         raise ValueError(msg)
+    if engine == FLINK:  # (no Spark session: its own JVM; its input always ends, as `final`)
+        return run_flink(job, workdir, time_limit, live)
     if live is not None and live.warmup is not None:
         warm = os.path.join(workdir, "warmup")
         run_engine(engine, live.warmup.replace("{out}", os.path.join(warm, "out")), warm)

@@ -40,6 +40,12 @@ class EngineRun:
     dropped_late: int = 0
     """Input rows Spark's native join dropped as later than its watermark (its progress
     events' ``numRowsDroppedByWatermark``): rows the peer's output does not count."""
+    startup_seconds: float | None = None
+    """Seconds before the job started that `seconds` leaves out: for ``flink``, its runner's
+    and its JVM's start, its table environment and the planning of the queries (None for the
+    Spark engines, whose session is made before their clock starts too)."""
+    sql_edits: list[str] = field(default_factory=list)
+    """How the job's SQL was rewritten for the engine (``flink``: `engines_flink_sql`)."""
 
 
 class CpuClock:

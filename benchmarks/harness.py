@@ -21,7 +21,9 @@ import tempfile
 import time
 import typing as t
 
+from benchmarks.engines_flink import FLINK
 from benchmarks.engines_floor import FLOOR
+from benchmarks.flink_env import flink_python
 from benchmarks.harness_exact import exact_differences, expected_counts
 from benchmarks.harness_figures import figures
 from benchmarks.harness_process import run_engine_process
@@ -54,7 +56,9 @@ def peer_time_limit(size: str, given: float | None = None) -> float | None:
 def _engines(case: Case, engines: t.Sequence[str] | None) -> list[str]:
     peers = () if case.peer is None else (case.peer,)
     floor = (FLOOR,) if case.floor else ()
-    return [e for e in ("streamjoin", *peers, *floor) if engines is None or e in engines]
+    # (Flink, a peer of every case, runs only when named: it needs a venv of its own.)
+    flink = (FLINK,) if engines is not None and FLINK in engines else ()
+    return [e for e in ("streamjoin", *peers, *floor, *flink) if engines is None or e in engines]
 
 
 def run_cases(
@@ -81,6 +85,8 @@ def run_cases(
     else:
         every = dict.fromkeys(e for c in cases for e in _engines(c, engines))
         groups = [(e, [c for c in cases if e in _engines(c, engines)]) for e in every]
+    if any(e == FLINK for e, _ in groups):
+        flink_python(progress or sys.stderr)  # (made here, its progress shown, on first use)
     for engine, group in groups:
         names = ", ".join(c.name for c in group)
         _say(progress, f"[{names}] running {engine} …")
@@ -105,10 +111,16 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
     joins = {e: r for e, r in results.items() if e != FLOOR}
     done = {e: r for e, r in joins.items() if not r.get("stopped_early") and not r.get("error")}
     if case.final:
-        # Only ours declares the input finished: a peer's windows still open at its end are
-        # not emitted, so its result is short of the whole answer by design.
-        for engine in [e for e in done if e != "streamjoin"]:
+        # Only ours (and Flink, whose bounded input ends with a final watermark) declares the
+        # input finished: a Spark peer's windows still open at its end are not emitted, so its
+        # result is short of the whole answer by design.
+        for engine in [e for e in done if e not in ("streamjoin", FLINK)]:
             done.pop(engine)["unchecked"] = "no end of input: the last windows stay open"
+    elif FLINK in done and _has_outer(case):
+        done.pop(FLINK)["unchecked"] = (
+            "Flink's input ends with a final watermark: it writes every row still without a "
+            "partner, which the others (no end of input) keep open"
+        )
     agree: bool | None
     if case.exact is not None:
         outs = {e: os.path.join(ROOT, "work", case.name, e, "out") for e in done}
@@ -116,8 +128,7 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         expected: dict[str, int] | None = {"exact": size_of}
         for engine, (missing, extra) in diffs.items():
             done[engine]["missing_rows"], done[engine]["extra_rows"] = missing, extra
-        errors = any(r.get("error") for r in joins.values())
-        agree = all(d == (0, 0) for d in diffs.values()) and not errors if done else None
+        agree = all(d == (0, 0) for d in diffs.values()) if done else None
     else:
         expected = expected_counts(case)
         finished = [r.get("out") for r in done.values()]
@@ -125,6 +136,10 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
             agree = all(out == expected for out in finished) if finished else None
         else:
             agree = all(out == finished[0] for out in finished) if len(finished) > 1 else None
+    # An engine that failed confirms nothing: the others agreeing is not the case agreeing.
+    failed = {e: r["error"] for e, r in joins.items() if r.get("error")}
+    if failed and agree:
+        agree = None
     ours = results.get("streamjoin", {})
     peer = results.get(case.peer, {}) if case.peer else {}
     ratios: dict[str, float | None] = {}
@@ -140,6 +155,9 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         ratios["steady_batch_p99"] = round(
             ours["steady_batch_p99_ms"] / peer["steady_batch_p99_ms"], 2
         )
+    flink = results.get(FLINK, {})
+    if ours.get("throughput") and flink.get("throughput"):
+        ratios["flink_throughput"] = round(ours["throughput"] / flink["throughput"], 2)
     floor = results.get(FLOOR, {})
     if floor.get("throughput") and peer.get("throughput"):
         # The most any engine in Spark's loop could reach: the loop, and the batch read once.
@@ -153,11 +171,19 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         "files": case.backlog.files,
         "expected": expected,
         "results_agree": agree,
+        **({"failed": failed} if failed else {}),
         "final": case.final,
         "why_no_peer": case.why_no_peer,
         "engines": results,
         "ratios": ratios,
     }
+
+
+def _has_outer(case: Case) -> bool:
+    from streamjoin.sql import parse_job
+
+    job = parse_job(case.job.replace("{out}", "/dev/null"), case.name)
+    return any(q.outer is not None for q in job.queries)
 
 
 def _say(progress: t.TextIO | None, text: str) -> None:
@@ -298,7 +324,11 @@ def summary_line(report: dict[str, t.Any]) -> list[str]:
         agree = {True: "results agree", False: "RESULTS DIFFER", None: "unchecked"}[
             c["results_agree"]
         ]
-        lines.append(f"{c['case']}: {engines}; ratio {ratio}; {agree}")
+        if c.get("failed"):
+            agree += f" ({', '.join(f'{e} failed: {err}' for e, err in c['failed'].items())})"
+        flink = c["ratios"].get("flink_throughput")
+        versus = f"; ratio to flink {flink}" if flink is not None else ""
+        lines.append(f"{c['case']}: {engines}; ratio {ratio}{versus}; {agree}")
     return lines
 
 

@@ -74,4 +74,6 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
         "state_to_raw": round(state_bytes / live / raw_per_row, 2) if live else None,
         **steady,
         **({"history": run["history"]} if run.get("history") else {}),
+        **({"startup_seconds": run["startup_seconds"]} if run.get("startup_seconds") else {}),
+        **({"sql_edits": run["sql_edits"]} if run.get("sql_edits") else {}),
     }

@@ -1,0 +1,194 @@
+"""The ``flink`` engine: the job's own SQL run by Flink (PyFlink's Table API, streaming mode, a
+local mini-cluster of the machine's cores), a second peer beside Spark's.
+
+PyFlink cannot be installed beside the library (its pins move PySpark's pyarrow, py4j, numpy
+and pandas below PySpark's floor: `flink_env`), so the Flink job runs in PyFlink's own venv, made
+on first use, as a process of its own (`engines_flink_runner`, which needs PyFlink alone). This
+process does the rest, with the library's packages: it parses and translates the job
+(`engines_flink_sql`), writes the CSV copies of the input, hands the runner the SQL and the
+folders as JSON, and copies Flink's output to Parquet once the runner is done.
+
+It reads CSV copies of the backlog's Parquet files (Flink 2.3 bundles no Parquet format), one
+file per stream in the backlog's order, so that each stream is read by one reader in event-time
+order: Flink's file source hands a directory's files to its readers in no promised order, and a
+reader given an older file after a newer one would make its rows late. Its rows go to CSV
+files, copied to Parquet in the query's own sink folder once the job ends, so that the harness
+checks them as it checks every engine's.
+
+Figures: ``seconds`` runs from the job's submission to its end (the runner's start, PyFlink's
+import, the JVM's start, the table environment and the planning of the queries are
+``startup_seconds``, apart); ``cpu_seconds`` is the JVM's (the mini-cluster runs in it) and the
+runner's over those seconds. Flink has no micro-batches: no batch times. Its bounded file source
+ends with a final watermark, which closes every window, as ``--final`` does for ours.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import typing as t
+
+from benchmarks.engines_flink_sql import translate
+from benchmarks.engines_measure import EngineRun
+from benchmarks.flink_env import flink_python
+
+if t.TYPE_CHECKING:
+    from benchmarks.engines_live import Live
+    from streamjoin.model import Job
+
+FLINK = "flink"
+
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engines_flink_runner.py")
+"""The Flink job's module, run as a file by PyFlink's python (not as ``benchmarks.…``)."""
+
+FLINK_CONF = {
+    "parallelism.default": str(os.cpu_count() or 1),
+    "table.local-time-zone": "UTC",  # (Spark's session time zone in every engine)
+    "state.backend.type": "hashmap",  # (Flink's default, said: state on the JVM heap)
+}
+"""The settings Flink runs with, reported with its figures."""
+
+
+def write_csv_copies(job: Job, root: str) -> tuple[dict[str, str], int]:
+    """One CSV file per stream of `job` under `root`, its Parquet files' rows in name order (the
+    backlog's order), timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` in UTC: (folder by stream,
+    rows written)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    folders, rows = {}, 0
+    for s in job.streams:
+        if s.format != "parquet":
+            msg = f"flink: stream {s.name} is {s.format}; only Parquet backlogs are copied"
+            raise ValueError(msg)
+        folder = os.path.join(root, s.name)
+        os.makedirs(folder, exist_ok=True)
+        files = sorted(glob.glob(os.path.join(s.option("path") or "", "*.parquet")))
+        names = [c.name for c in s.columns]
+        with open(os.path.join(folder, "rows.csv"), "wb") as sink:
+            for path in files:
+                table = pq.read_table(path, columns=names)
+                cols = [
+                    pc.strftime(col, format="%Y-%m-%d %H:%M:%S")
+                    if pa.types.is_timestamp(col.type)
+                    else col
+                    for col in table.columns
+                ]
+                out = pa.table(cols, names=names)
+                pcsv.write_csv(out, sink, pcsv.WriteOptions(include_header=False))
+                rows += out.num_rows
+        folders[s.name] = folder
+    return folders, rows
+
+
+def run_flink(
+    job: Job, workdir: str, time_limit: float | None = None, live: Live | None = None
+) -> EngineRun:
+    """Run `job` on Flink to the end of its input (or `time_limit` seconds, then cancelled and
+    marked ``stopped_early``); results under the job's sink folders, as Parquet. A query Flink
+    refuses raises RuntimeError with Flink's own message (the harness reports its first line).
+    PyFlink's venv is made first if it is not (`flink_python`)."""
+    if live is not None:
+        msg = "flink runs over a backlog, not on a live source (--rate) yet"
+        raise ValueError(msg)
+    python = flink_python()
+    csv_dirs, rows = write_csv_copies(job, os.path.join(workdir, "flink-in"))
+    flink_job = translate(job, csv_dirs, os.path.join(workdir, "flink-out"))
+    plan = {
+        "conf": FLINK_CONF,
+        "sources": flink_job.sources,
+        "queries": {
+            name: {"select": select, "sink": flink_job.sinks[name]}
+            for name, select in flink_job.selects.items()
+        },
+        "time_limit": time_limit,
+    }
+    figures = _run_in_venv(python, plan, workdir)
+    if figures.get("error"):
+        raise RuntimeError(f"flink: {figures['error']}")
+    columns = {name: [(c, kind) for c, kind in cols] for name, cols in figures["columns"].items()}
+    return EngineRun(
+        FLINK,
+        rows_in=rows,
+        seconds=figures["seconds"],
+        cpu_seconds=figures["cpu_seconds"],
+        stopped_early=figures["stopped_early"],
+        jvm_flags=figures["jvm_flags"],
+        settings={"flink": figures["flink"], **FLINK_CONF},
+        startup_seconds=figures["startup_seconds"],
+        sql_edits=list(flink_job.edits),
+        out={
+            name: csv_to_parquet(flink_job.sinks[name], flink_job.outputs[name], columns[name])
+            for name in flink_job.selects
+        },
+    )
+
+
+def _run_in_venv(python: str, plan: dict[str, t.Any], workdir: str) -> dict[str, t.Any]:
+    """`plan` run by `RUNNER` in PyFlink's venv: its figures (or Flink's error); a RuntimeError
+    with the end of its log when it wrote none."""
+    plan_file = os.path.join(workdir, "flink-plan.json")
+    result_file = os.path.join(workdir, "flink-result.json")
+    log_file = os.path.join(workdir, "flink-runner.log")
+    with open(plan_file, "w", encoding="utf-8") as f:
+        json.dump(plan, f)
+    with open(log_file, "w", encoding="utf-8") as log:
+        # -I: no PYTHONPATH, no user site, and not the runner's folder on the path, so that
+        # nothing of this checkout (nor its PySpark) is found there: PyFlink alone.
+        command = [python, "-I", RUNNER, plan_file, result_file]
+        code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if not os.path.exists(result_file):
+        with open(log_file, encoding="utf-8", errors="replace") as f:
+            tail = " | ".join(f.read().strip().splitlines()[-5:])
+        msg = f"flink: the runner wrote no figures (exit {code.returncode}): {tail}"
+        raise RuntimeError(msg)
+    with open(result_file, encoding="utf-8") as f:
+        figures: dict[str, t.Any] = json.load(f)
+    return figures
+
+
+def _arrow_type(flink_type: str) -> t.Any:
+    import pyarrow as pa
+
+    name = flink_type.removesuffix(" NOT NULL")
+    simple = {
+        "BIGINT": pa.int64(),
+        "INT": pa.int32(),
+        "DOUBLE": pa.float64(),
+        "BOOLEAN": pa.bool_(),
+        "STRING": pa.string(),
+    }
+    if name in simple:
+        return simple[name]
+    if name.startswith("TIMESTAMP("):
+        return pa.timestamp("us")
+    return None  # (read as pyarrow infers it; the harness compares in the exact answer's types)
+
+
+def csv_to_parquet(csv_dir: str, parquet_dir: str, columns: t.Sequence[tuple[str, str]]) -> int:
+    """Flink's committed CSV files of one query (its hidden in-progress files aside) as one
+    Parquet file in `parquet_dir`: the rows written (nothing is written for none)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    names = [c for c, _ in columns]
+    types = {c: kind for c, f in columns if (kind := _arrow_type(f)) is not None}
+    read = pcsv.ReadOptions(column_names=names)
+    # (Flink writes NULL as an empty field.)
+    convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=True)
+    parts = [
+        pcsv.read_csv(path, read_options=read, convert_options=convert)
+        for path in sorted(glob.glob(os.path.join(csv_dir, "**", "part-*"), recursive=True))
+        if os.path.getsize(path) > 0
+    ]
+    if not parts:
+        return 0
+    table = pa.concat_tables(parts, promote_options="permissive")
+    os.makedirs(parquet_dir, exist_ok=True)
+    pq.write_table(table, os.path.join(parquet_dir, "part-flink.parquet"))
+    return int(table.num_rows)

@@ -1,0 +1,134 @@
+"""The ``flink`` engine's Flink job, run in PyFlink's own venv (`flink_env`) as
+``python -I engines_flink_runner.py PLAN RESULT`` by `engines_flink.run_flink`.
+
+It needs PyFlink alone: it imports nothing but the standard library, ``pyflink`` and ``py4j``
+(PyFlink's own), for that venv has no PySpark, streamjoin, sqlglot nor pyarrow, and ``-I``
+keeps this folder's modules off its path. The benchmark's process parses and translates the
+job and copies its input to CSV; here the plan (JSON) is run as it is written:
+
+- ``conf``: Flink's settings; ``sources``: each stream's ``CREATE TABLE``;
+- ``queries``: by query name, its ``select`` and the ``sink`` folder its rows go to as CSV;
+- ``time_limit``: seconds after which the job is cancelled (null: none).
+
+RESULT (JSON) holds what was measured: ``startup_seconds`` (this python's start, PyFlink's
+import, the JVM's start, the table environment, the planning), ``seconds`` from the job's
+submission to its end, ``cpu_seconds`` of the JVM (the mini-cluster runs in it) and of this
+process over those seconds, ``stopped_early``, each query's ``columns`` (name, Flink type),
+``flink`` (its version) and ``jvm_flags``; or ``error``, Flink's own message, when it refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import typing as t
+
+_STARTED = time.monotonic()
+
+
+def sink_ddl(name: str, columns: t.Sequence[tuple[str, str]], folder: str) -> str:
+    """``CREATE TABLE`` of a CSV sink in `folder` with `columns` (name, Flink type)."""
+    body = ", ".join(f"`{c}` {kind}" for c, kind in columns)
+    return (
+        f"CREATE TABLE `{name}` ({body}) WITH ('connector' = 'filesystem', "
+        f"'path' = '{folder}', 'format' = 'csv')"
+    )
+
+
+def run(plan: dict[str, t.Any]) -> dict[str, t.Any]:
+    """Run `plan` (the module's docstring says its fields): the figures."""
+    from pyflink.java_gateway import get_gateway
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+    from pyflink.version import __version__
+
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    for key, value in plan["conf"].items():
+        env.get_config().set(key, value)
+    for ddl in plan["sources"]:
+        env.execute_sql(ddl)
+    statements = env.create_statement_set()
+    columns: dict[str, list[tuple[str, str]]] = {}
+    for name, query in plan["queries"].items():
+        table = env.sql_query(query["select"])
+        schema = table._j_table.getResolvedSchema().getColumns()
+        columns[name] = [(c.getName(), c.getDataType().toString()) for c in schema]
+        env.execute_sql(sink_ddl(f"{name}__sink", columns[name], query["sink"]))
+        statements.add_insert(f"{name}__sink", table)
+    jvm = get_gateway().jvm
+    jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    figures: dict[str, t.Any] = {
+        "flink": __version__,
+        "jvm_flags": _jvm_flags(jvm),
+        "columns": columns,
+        "startup_seconds": round(time.monotonic() - _STARTED, 2),
+    }
+    cpu_before, began = _cpu_seconds(jvm_pid), time.monotonic()
+    result = statements.execute()
+    figures["stopped_early"] = _wait(result, plan.get("time_limit"))
+    figures["seconds"] = time.monotonic() - began
+    cpu_after = _cpu_seconds(jvm_pid)
+    cpu = None if cpu_before is None or cpu_after is None else round(cpu_after - cpu_before, 2)
+    figures["cpu_seconds"] = None if figures["stopped_early"] else cpu
+    return figures
+
+
+def _wait(result: t.Any, time_limit: float | None) -> bool:
+    """Wait for the job behind `result`; cancel it after `time_limit` seconds: whether it was."""
+    from py4j.protocol import Py4JJavaError
+
+    if time_limit is None:
+        result.wait()
+        return False
+    try:
+        result.wait(int(time_limit * 1000))
+    except Py4JJavaError as err:
+        if "TimeoutException" not in str(err.java_exception):
+            raise
+        result.get_job_client().cancel()
+        return True
+    return False
+
+
+def _cpu_seconds(jvm_pid: int) -> float | None:
+    """CPU seconds used so far by the JVM (every thread, those that ended too, from
+    ``/proc/<pid>/stat``, as `engines_measure.CpuClock` reads Spark's driver) and by this
+    process; None off Linux."""
+    path = f"/proc/{jvm_pid}/stat"
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="ascii") as f:
+        # After the command name in parentheses: utime, stime, cutime, cstime are the
+        # 12th-15th fields (proc(5)), in clock ticks.
+        fields = f.read().rsplit(")", 1)[1].split()
+    own = os.times()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK") + own.user + own.system
+
+
+def _jvm_flags(jvm: t.Any) -> str:
+    args = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    # (As for Spark's driver, -XX:+IgnoreUnrecognizedVMOptions is no tuning.)
+    return " ".join(a for a in args if a.startswith("-XX:") and "IgnoreUnrecognized" not in a)
+
+
+def main(argv: list[str]) -> int:
+    """``PLAN RESULT``: run the plan, write its figures (or Flink's error) as JSON."""
+    from py4j.protocol import Py4JJavaError
+
+    plan_file, result_file = argv
+    with open(plan_file, encoding="utf-8") as f:
+        plan = json.load(f)
+    try:
+        figures = run(plan)
+    except Py4JJavaError as err:  # a query Flink refuses: its own message, on one line
+        cause = err.java_exception
+        text = f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"
+        figures = {"error": " ".join(text.split())}
+    with open(result_file, "w", encoding="utf-8") as f:
+        json.dump(figures, f)
+    return 1 if "error" in figures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,190 @@
+"""A job's SQL as Flink SQL (the ``flink`` engine, `benchmarks.engines_flink`), with the edits
+the translation made, listed as the Nexmark edits are.
+
+Flink's filesystem connector reads what Flink 2.3's bundled formats read (CSV, JSON: no
+Parquet), so a stream is declared over CSV copies of its Parquet files
+(`engines_flink.write_csv_copies`). The SQL is run in PyFlink's own venv by
+`engines_flink_runner`, which declares each query's sink itself, from the columns Flink plans.
+Flink's event-time attribute (the column a watermark is declared on) has millisecond precision
+at most, and only a condition on the attributes of both sides makes a join an interval join
+(state kept within the window) rather than a regular one (state kept forever). So each stream
+keeps its microsecond event time as declared (``ts TIMESTAMP(6)``), read by the query's own
+predicate as written, and adds a millisecond copy (``ts__rt``) carrying the watermark; the query
+gets the window again over the copies, widened by one millisecond each side: truncation moves
+a difference by less than that, so the widened window holds every pair the exact one does, and
+the exact one, kept in the ON condition, decides.
+"""
+
+from __future__ import annotations
+
+import re
+import typing as t
+from dataclasses import dataclass
+from decimal import Decimal
+
+from benchmarks.engines_peers import _out_path
+
+if t.TYPE_CHECKING:
+    from streamjoin.model import Job, Query, StreamDef
+
+ROWTIME_SUFFIX = "__rt"
+"""Suffix of a stream's millisecond event-time column, the one its watermark is declared on."""
+
+_WIDEN_MS = 1
+
+
+@dataclass(frozen=True)
+class FlinkJob:
+    """A job in Flink SQL: the sources' DDL, each query's SELECT and its sink folder, and the
+    edits made to the job's own SQL."""
+
+    sources: tuple[str, ...]
+    selects: dict[str, str]
+    """Each query's ``SELECT … FROM … JOIN … ON …``, by query name."""
+    sinks: dict[str, str]
+    """The folder Flink writes each query's rows to (CSV), by query name."""
+    outputs: dict[str, str]
+    """The query's own sink folder, where the harness wants Parquet (`_out_path`)."""
+    edits: tuple[str, ...]
+
+
+def _flink_type(name: str, precision: int | None, scale: int | None) -> str:
+    if name == "TIMESTAMP":
+        return "TIMESTAMP(6)"  # (Spark's precision; Flink's TIMESTAMP alone is 6 too, said here)
+    if name == "DECIMAL":
+        return f"DECIMAL({precision},{scale})"
+    return name
+
+
+def source_ddl(s: StreamDef, csv_dir: str) -> str:
+    """``CREATE TABLE`` of stream `s` over its CSV copy in `csv_dir`, with its watermark on the
+    millisecond copy of its event time."""
+    cols = [
+        f"`{c.name}` {_flink_type(c.type.name, c.type.precision, c.type.scale)}" for c in s.columns
+    ]
+    if s.watermark is not None:
+        ts, rt = s.watermark.column, s.watermark.column + ROWTIME_SUFFIX
+        cols.append(f"`{rt}` AS CAST(`{ts}` AS TIMESTAMP(3))")
+        # The delay in whole milliseconds, rounded up: never a row later than Spark's.
+        delay_ms = -(-s.watermark.delay_us // 1000)
+        cols.append(f"WATERMARK FOR `{rt}` AS `{rt}` - INTERVAL '{delay_ms / 1000:g}' SECOND")
+    body = ",\n  ".join(cols)
+    return (
+        f"CREATE TABLE `{s.name}` (\n  {body}\n) WITH ('connector' = 'filesystem', "
+        f"'path' = '{csv_dir}', 'format' = 'csv')"
+    )
+
+
+_INTERVAL = re.compile(
+    r"INTERVAL\s+'?(\d+)(\.\d+)?'?\s+(SECOND|MINUTE|HOUR|DAY)S?\b(?!\s*\()", re.IGNORECASE
+)
+
+
+def flink_expr(sql: str) -> tuple[str, bool]:
+    """Spark SQL expression `sql` in Flink's SQL, and whether it changed: an interval literal
+    of more than two digits is written ``DAY TO SECOND``, since Flink (Calcite) gives a unit
+    two digits by default, refuses ``INTERVAL '300' SECOND``, and runs no leading precision
+    above 3 (``SECOND(4)``: "DAY_INTERVAL_TYPES precision is not supported").
+
+    >>> flink_expr("a.ts - INTERVAL '3600' SECOND < b.ts + INTERVAL 10 SECONDS")
+    ("a.ts - INTERVAL '0 01:00:00.000000' DAY TO SECOND < b.ts + INTERVAL '10' SECOND", True)
+    """
+
+    def literal(m: re.Match[str]) -> str:
+        whole, fraction, unit = m.group(1), m.group(2) or "", m.group(3).upper()
+        if len(whole) <= 2:
+            return f"INTERVAL '{whole}{fraction}' {unit}"
+        us = round(Decimal(whole + fraction) * _UNIT_SECONDS[unit] * 1_000_000)
+        seconds, micros = divmod(us, 1_000_000)
+        minutes, sec = divmod(seconds, 60)
+        hours, minute = divmod(minutes, 60)
+        days, hour = divmod(hours, 24)
+        return f"INTERVAL '{days} {hour:02d}:{minute:02d}:{sec:02d}.{micros:06d}' DAY TO SECOND"
+
+    out = _INTERVAL.sub(literal, sql)
+    return out, out != sql
+
+
+_UNIT_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+
+
+def _interval(ms: int) -> str:
+    sign = "+" if ms >= 0 else "-"
+    literal, _ = flink_expr(f"INTERVAL '{abs(ms) / 1000:g}' SECOND")
+    return f"{sign} {literal}"
+
+
+def _rowtime_window(q: Query, job: Job) -> str | None:
+    """The query's window over the sides' millisecond event times, widened by `_WIDEN_MS`
+    (None: no window, or a stream without a watermark)."""
+    from streamjoin.plan import classify_predicate
+
+    left, right = job.stream(q.left.stream), job.stream(q.right.stream)
+    lt, rt = left.event_time, right.event_time
+    if lt is None or rt is None:
+        return None
+    on = q.outer.on if q.outer is not None else q.predicate
+    window = classify_predicate(on, q.left.alias, q.right.alias, lt, rt).window
+    if window is None or window.lo_us is None or window.hi_us is None:
+        return None  # (Flink's interval join needs both bounds: a regular join then)
+    lo_ms, hi_ms = window.lo_us // 1000 - _WIDEN_MS, -(-window.hi_us // 1000) + _WIDEN_MS
+    lc, rc = f"{q.left.alias}.`{lt}{ROWTIME_SUFFIX}`", f"{q.right.alias}.`{rt}{ROWTIME_SUFFIX}`"
+    return f"{rc} >= {lc} {_interval(lo_ms)} AND {rc} <= {lc} {_interval(hi_ms)}"
+
+
+def query_select(q: Query, job: Job) -> tuple[str, list[str]]:
+    """The Flink SELECT of two-way join `q` and the edits it needed; ValueError naming what
+    is not translated yet."""
+    if q.multiway or q.windowed is not None or q.rollup is not None:
+        what = "a multi-way join" if q.multiway else "a windowed aggregation or top-N"
+        msg = f"flink: query {q.name} is {what}: not translated to Flink SQL yet"
+        raise ValueError(msg)
+    edits = []
+    select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    window = _rowtime_window(q, job)
+    on, where = (q.predicate, None) if q.outer is None else (q.outer.on, q.outer.where)
+    (select, a), (on, b) = flink_expr(select), flink_expr(on)
+    where, c = flink_expr(where) if where else (where, False)
+    if a or b or c:
+        edits.append(f"{q.name}: interval literals over two digits written DAY TO SECOND")
+    if window is not None:
+        on = f"({on}) AND {window}"
+        edits.append(
+            f"{q.name}: the window repeated over the millisecond event times, ±{_WIDEN_MS} ms "
+            "(an interval join; the exact window stays in ON)"
+        )
+    kind = "JOIN" if q.outer is None else f"{q.outer.kind.upper()} JOIN"
+    sql = (
+        f"SELECT {select} FROM `{q.left.stream}` AS {q.left.alias} {kind} "
+        f"`{q.right.stream}` AS {q.right.alias} ON {on}"
+    )
+    return sql + (f" WHERE {where}" if where else ""), edits
+
+
+def translate(job: Job, csv_dirs: t.Mapping[str, str], sink_root: str) -> FlinkJob:
+    """`job` in Flink SQL over the CSV copies `csv_dirs` (by stream), each query's rows written
+    under `sink_root`; ValueError naming what is not translated yet."""
+    if job.group_queries:
+        names = ", ".join(g.name for g in job.group_queries)
+        msg = f"flink: queries over one stream's groups ({names}) are not translated yet"
+        raise ValueError(msg)
+    edits = [
+        f"stream {s.name}: read from CSV copies of its Parquet files (Flink 2.3 bundles no "
+        "Parquet format)"
+        for s in job.streams
+    ]
+    edits += [
+        f"stream {s.name}: watermark on {s.watermark.column}{ROWTIME_SUFFIX} = "
+        f"CAST({s.watermark.column} AS TIMESTAMP(3)) (Flink's event time has millisecond "
+        f"precision); {s.watermark.column} stays TIMESTAMP(6)"
+        for s in job.streams
+        if s.watermark is not None
+    ]
+    selects, sinks, outputs = {}, {}, {}
+    for q in job.queries:
+        selects[q.name], more = query_select(q, job)
+        sinks[q.name] = f"{sink_root}/{q.name}"
+        outputs[q.name] = _out_path(job, q)
+        edits += more
+    sources = tuple(source_ddl(s, csv_dirs[s.name]) for s in job.streams)
+    return FlinkJob(sources, selects, sinks, outputs, tuple(edits))
