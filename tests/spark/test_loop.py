@@ -134,11 +134,13 @@ def test_files_that_arrive_while_it_runs(
             summary = _run(
                 spark, text, tmp_path / "ckpt", once=False, trigger="0.2 seconds", timeout=4
             )
-            if not feeder.is_alive() and summary.batches == len(batches):
-                break
+            if not feeder.is_alive() and not summary.batches_this_run:
+                break  # (every file was in by the run before, which read what was left)
     finally:
         feeder.join()
-    assert summary is not None and summary.batches == len(batches)
+    # (How the files fall into batches depends on when each is listed: a stream's file may
+    # come a batch before the other's. The rows do not.)
+    assert summary is not None and not summary.batches_this_run and summary.batches >= 1
     _assert_reference(spark, text, batches)
 
 
