@@ -4,6 +4,7 @@ files are processed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -48,6 +49,8 @@ def _await(queries: list[t.Any], time_limit: float | None) -> bool:
 def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
     """Signal readiness, then wait until the feed is processed; past the drain limit, stop the
     queries anyway. True if stopped before every fed file was processed."""
+    from pyspark.errors import StreamingQueryException
+
     from streamjoin.runtime.engine import interrupted
 
     def stop() -> None:
@@ -55,7 +58,10 @@ def _await_live(queries: list[t.Any], workdir: str, live: Live) -> bool:
             q.stop()
 
     def alive() -> bool:
-        queries[0].awaitTermination(0.5)
+        # (A query stopped may end with the interruption as its error, which the wait raises:
+        # every query's error is judged below, once the wait is over.)
+        with contextlib.suppress(StreamingQueryException):
+            queries[0].awaitTermination(0.5)
         return any(q.isActive for q in queries)
 
     stopped = await_drained(alive, stop, workdir, live)
