@@ -46,3 +46,31 @@ def test_a_hot_key_that_passes_moves_the_query_without_a_rebuild(
     assert hash_["index_builds"] == [0] and hash_["index_drains"] == [], hash_
     assert auto["index_builds"] == [0], auto
     assert auto["index_drains"] == auto["changed_at"], auto
+
+
+W3 = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
+
+
+def test_an_outer_join_drains_on_the_executors_and_its_matches_veto_decisions(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """A FULL outer join of an OR (its rows in several tables, each copy marked apart) moved
+    from a matrix to a biclique and back (`tests.cluster.changes`): each old index drains on
+    its executors, the new rows it matches are sent back and veto their decisions in the new
+    index, both indexes' rows without a partner are decided, and the output is exact; the
+    index is built once."""
+    with_ = "WITH (partitioning = 'matrix', units = 4, adapt = false)"
+    on = f"(a.k = b.k OR a.id = b.id) AND {W3} {with_}"
+    env = {**os.environ, **quick_jvms(), "TMPDIR": str(tmp_path)}
+    args = ("-m", "tests.cluster.changes", cluster.master_url, str(tmp_path), "FULL JOIN", on)
+    run = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["exact"] and got["alone"] > 0, got
+    assert got["draining"][2] == 1 and got["draining"][6] == 1, got
+    built = [e for e in got["events"] if "q1: index built" in e]
+    started = [e for e in got["events"] if "q1: index started empty" in e]
+    assert [e.split(":")[0] for e in built] == ["0"], got["events"]
+    assert [e.split(":")[0] for e in started] == ["2", "6"], got["events"]

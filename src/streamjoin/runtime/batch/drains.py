@@ -10,12 +10,12 @@ waits for the state to move.
 An index drains, in the driver's JVM or on a cluster's executors (`placed.DrainsOnExecutors`:
 its partitions stay on their owners, probed there), while no other drain of the query is under
 way (a second change builds the index again, from the units). A full-history join's never
-empties: it is probed beside the new one until the next change. An outer join's drains in the
-driver's JVM: a pair of the drain's probe marks the old index's row in place, and the batch's
-row in the new index's shared marks (``JoinIndex.shareMarks``: its rows carry their
-identities); the rows the watermark decides are both indexes' (`deciding`), and the old one
-goes once its rows are decided. On a cluster, where a row's marks lie on several executors, an
-outer join's index is built again. A batch that fails on a cluster ends
+empties: it is probed beside the new one until the next change. An outer join's drains too: a
+pair of the drain's probe marks the old index's row in place, and the batch's row, whose
+identity the new index's rows carry, as matched there: in the driver's JVM in the new index's
+shared marks (``JoinIndex.shareMarks``), on a cluster sent back to the driver, where it vetoes
+that row's decision (``PlacedIndex.VETOED``). The rows the watermark decides are both indexes'
+(`deciding`), and the old one goes once its rows are decided. A batch that fails on a cluster ends
 every drain (an executor lost may have taken partitions with it): the indexes are built again.
 """
 
@@ -57,6 +57,9 @@ class Drains:
 
     def __init__(self) -> None:
         self._drains: dict[str, Drain] = {}
+        self._placed: dict[str, DataFrame] = {}
+        """An outer join's batch's rows placed as its index that drains placed its rows, by
+        query key (what its decisions take the layout of: `deciding`)."""
 
     def __contains__(self, key: str) -> bool:
         return key in self._drains
@@ -74,25 +77,21 @@ class Drains:
         built: tuple[int, tuple[int, str]] | None,
         index: t.Any,
         may_drain: bool = True,
-        outer: bool = False,
     ) -> tuple[str, int] | None:
         """Where `qp`'s index `name`, `built` (committed at a batch under (partitions,
         placement)) for the batch before this one, can drain for the placement the batch
         takes: its drain (the name and partitions the index is to take); else None (the index
         is built again from the units, which hold every row: a drain under way goes, as it
         must before a build, which loads its rows too). A batch run again finds the drain its
-        first attempt started. `may_drain` false: no drain starts (a shedding query's); `outer`
-        true: an outer join's may (in the driver's JVM)."""
+        first attempt started. `may_drain` false: no drain starts (a shedding query's)."""
         had = self._drains.get(key)
         if had is not None and had.since == ctx.batch_id:
             return had.name, had.parts
         if had is not None:
             index.drop(had.name)
-            del self._drains[key]
+            self._end(key)
             return None
         if not may_drain or built is None or built[0] != ctx.batch_id - 1:
-            return None
-        if qp.query.outer is not None and not outer:
             return None
         newest = _newest(ctx, qp) or (_MOST, _MOST)  # (unknown: it never empties)
         parts, placement = built[1]
@@ -126,11 +125,12 @@ class Drains:
             index.drop(drain.name)
             if op is not None:  # (in the driver's JVM: `start`)
                 index.unshareMarks(drain.into)
-            del self._drains[key]
+            self._end(key)
             return None
         index.expire(drain.name, drain.parts, *(_LEAST if x is None else x for x in least))
         placed = replace(ctx, routers={**ctx.routers, qp.query.name: drain.router})
         delta = index_input(placed, qp, *deltas)
+        self._placed[key] = delta
         output = plans.output(ctx, qp, delta)
         marker = None if op is None else plans.marker(ctx, op, delta)
         into = None if op is None else drain.into
@@ -145,10 +145,11 @@ class Drains:
         if drain is None:
             return decide
         name, parts, batch = drain.name, drain.parts, ctx.batch_id
+        placed = self._placed[key]
 
         def both(side: int, below: int) -> DataFrame:
             new = decide(side, below)
-            old = index.decide(new._jdf, name, parts, side, below, batch)
+            old = index.decide(placed._jdf, name, parts, side, below, batch)
             return new.unionAll(DataFrame(old, ctx.spark))
 
         return both
@@ -157,6 +158,7 @@ class Drains:
         """No index drains any more; their partitions are left to the caller (a failed batch's
         on a cluster's executors, which may be gone)."""
         self._drains.clear()
+        self._placed.clear()
 
     def clear(self, index: t.Any, keep: t.Container[str] = ()) -> None:
         """Drop every index that drains but those of the query keys in `keep` (the processor
@@ -165,7 +167,11 @@ class Drains:
         for key, drain in list(self._drains.items()):
             if key not in keep:
                 index.drop(drain.name)
-                del self._drains[key]
+                self._end(key)
+
+    def _end(self, key: str) -> None:
+        del self._drains[key]
+        self._placed.pop(key, None)
 
 
 _LEAST = -(2**63)

@@ -170,7 +170,7 @@ class IndexedJoins:
             return self._placed_pairs(ctx, qp, deltas, stores, (parts, layout), shed)
         if self._built.get(key) not in at:
             built = self._built.get(key)
-            drains = self.drains.start(ctx, qp, key, name, built, cls, shed is None, outer=True)
+            drains = self.drains.start(ctx, qp, key, name, built, cls, shed is None)
             cls.reset(name, parts, ctx.batch_id - 1, ctx.settings.memory)
             if not drains:  # (a drain's new index starts empty: no batch waits for a build)
                 load_index(ctx, qp, (cls, name, parts), stores, self.plans)
@@ -328,7 +328,7 @@ class IndexedJoins:
         op = outer_plan(ctx, qp)
         marker = None if op is None else self.plans.marker(ctx, op, delta)
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
-        drains = DrainsOnExecutors(self.placed, ctx.spark)
+        drains = DrainsOnExecutors(self.placed, ctx.spark, ctx)
         if self._built.get(key) not in at or key not in self.placed:
             bounds = least_times(ctx, qp)
             decided = [_LEAST, _LEAST]
@@ -360,6 +360,11 @@ class IndexedJoins:
         sides = (deltas[q.left.stream], deltas[q.right.stream])
         if (drained := self.drains.probe(ctx, qp, key, sides, drains, self.plans)) is not None:
             pairs = pairs.union(drained[0])
+            if op is not None:  # (both indexes' rows without a partner)
+                decide = self.drains.deciding(
+                    ctx, key, self.reads.deciding_after[q.name][1], drains
+                )
+                self.reads.deciding_after[q.name] = (op, decide)
         if output is not None:
             return pairs
         found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
@@ -391,7 +396,7 @@ class IndexedJoins:
     def _drain_calls(self, spark: SparkSession) -> t.Any:
         """What `drains` calls: ``JoinIndex``, or on a cluster `DrainsOnExecutors`."""
         on_executors = self.on_cluster(spark)
-        return DrainsOnExecutors(self.placed, spark) if on_executors else self._class(spark)
+        return DrainsOnExecutors(self.placed, spark, None) if on_executors else self._class(spark)
 
     def _class(self, spark: SparkSession) -> t.Any:
         if self._jvm is None:

@@ -10,8 +10,10 @@ task to wait for it) fails; when Spark's retries of it fail too, the batch fails
 processor builds the indexes again from the units and runs the batch again (`lost`). Each
 build has a name of its own, so a partition an earlier build left on an executor is never
 taken for the new one's. When a query's placement changes, its build drains where it lies
-(`drains`, `DrainsOnExecutors`) beside a new, empty one. The jar reaches the executors through
-``spark.jars`` (`runtime.jvm.jar.placed_index_conf`).
+(`drains`, `DrainsOnExecutors`) beside a new, empty one; an outer join's drain sends back the
+batch's rows that met its rows, and they veto those rows' decisions in the new one
+(``PlacedIndex.VETOED``, kept in the driver's JVM: their rows carry their identities). The jar
+reaches the executors through ``spark.jars`` (`runtime.jvm.jar.placed_index_conf`).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class PlacedIndexes:
         """An index that drains (`drains`), by the name it drains under → its build's entry."""
         self._least: dict[str, tuple[int, int]] = {}
         """Per index that drains, the least event times its next probe keeps (left, right)."""
+        self._beside: dict[str, str] = {}
+        """An outer join's index that drains, by its name → the query key of the new one beside
+        it (whose rows carry their identities while it drains: `probe`)."""
         self._stale: list[tuple[str, t.Any]] = []
         """Builds to forget on their executors (`drop_stale`): those that drained when a batch
         failed (their owners may be gone with it) wait for the next build, commit or close."""
@@ -108,6 +113,8 @@ class PlacedIndexes:
         load = self._jvm(spark).load
         owners = list(load(rows._jdf, name, parts, at, None, marker, *decided, memory))
         self._places[key] = (name, owners, _strings(spark, owners))
+        if beside is not None and marker is not None:
+            self._beside[beside] = key
         held = sorted({o.rsplit("_", 1)[-1] for o in owners})
         query = key.split("#")[0]
         if beside is None:
@@ -137,8 +144,9 @@ class PlacedIndexes:
         name, owners, where = self._places[key]  # (the array made once: a JVM call per item)
         output, cuts, units = how
         parts, probe = len(owners), self._jvm(spark).probe
-        jdf = probe(delta._jdf, output, marker, cuts, name, parts, batch, units, *least, where)
-        return DataFrame(jdf, spark)
+        identified = key in self._beside.values()
+        args = (output, marker, cuts, name, parts, batch, units, *least, where, identified)
+        return DataFrame(probe(delta._jdf, *args), spark)
 
     def buckets(self, spark: SparkSession, key: str, step: int) -> str:
         """``JoinIndex.buckets`` of `key`'s partitions, each read on its owner (one job)."""
@@ -157,7 +165,24 @@ class PlacedIndexes:
         once the batch's probe has marked them) by a task on each partition's owner, and kept
         for the batch. (A sink's write coalesces its input's partitions: a decision left to it
         would run wherever its task runs, mostly not on the owner.)"""
-        name, _, where = self._places[key]
+        return self._decide(ctx, self._places[key], delta, side, below, batch)
+
+    def decide_drained(
+        self, ctx: BatchContext, name: str, delta: DataFrame, side: int, below: int, batch: int
+    ) -> DataFrame:
+        """`decide` of the index `name` that drains (`delta`: placed as it placed its rows)."""
+        return self._decide(ctx, self._drained[name], delta, side, below, batch)
+
+    def _decide(
+        self,
+        ctx: BatchContext,
+        build: tuple[str, list[str], t.Any],
+        delta: DataFrame,
+        side: int,
+        below: int,
+        batch: int,
+    ) -> DataFrame:
+        name, _, where = build
         jdf = self._jvm(ctx.spark).decide(delta._jdf, name, side, below, batch, where)
         rows = ctx.scratch.persist(DataFrame(jdf, ctx.spark))
         rows.count()
@@ -169,6 +194,7 @@ class PlacedIndexes:
     def drop(self, spark: SparkSession, key: str) -> None:
         """Forget `key`'s index on its executors."""
         name, _, where = self._places.pop(key)
+        self._beside = {d: k for d, k in self._beside.items() if k != key}
         self._stale.append((name, where))
         self.drop_stale(spark)
 
@@ -179,13 +205,25 @@ class PlacedIndexes:
         self._drained[to] = self._places.pop(key)
 
     def drain(
-        self, spark: SparkSession, rows: t.Any, output: t.Any, name: str, parts: int, batch: int
+        self,
+        spark: SparkSession,
+        rows: t.Any,
+        output: t.Any,
+        marker: t.Any,
+        name: str,
+        parts: int,
+        batch: int,
     ) -> t.Any:
         """``PlacedIndex.drain`` of the index `name` that drains: the pairs of `rows` (a Java
-        ``Dataset`` placed as the index placed its rows) with its rows, on their owners."""
+        ``Dataset`` placed as the index placed its rows) with its rows, on their owners; an
+        outer join's `marker` marks its rows they meet, and sends the batch's rows that meet
+        them back to veto their decisions in the new index beside it."""
         build, _, where = self._drained[name]
         least = self._least.pop(name, (_LEAST, _LEAST))
-        return self._jvm(spark).drain(rows, output, build, parts, batch, *least, where)
+        key = self._beside.get(name)
+        into = None if marker is None or key is None else self._places[key][0]
+        jvm = self._jvm(spark)
+        return jvm.drain(rows, output, marker, build, parts, batch, *least, where, into)
 
     def expire_drained(self, name: str, left: int, right: int) -> None:
         """The least event times (left, right) the next probe of the index `name` that drains
@@ -196,6 +234,7 @@ class PlacedIndexes:
         """Forget the index `name` that drained on its executors."""
         entry = self._drained.pop(name, None)
         self._least.pop(name, None)
+        self._beside.pop(name, None)
         if entry is not None:
             self._stale.append((entry[0], entry[2]))
         self.drop_stale(spark)
@@ -213,6 +252,7 @@ class PlacedIndexes:
         self._stale += [(build, where) for build, _, where in self._drained.values()]
         self._drained.clear()
         self._least.clear()
+        self._beside.clear()
 
     def lost(self, err: BaseException) -> bool:
         """Whether batch error `err` is a probe that found no partition where it ran: the
@@ -249,11 +289,14 @@ class DrainsOnExecutors:
     """The calls `drains.Drains` makes of ``JoinIndex`` in the driver's JVM, for the indexes on
     a cluster's executors (`PlacedIndexes`): an index that drains keeps its build's partitions
     where they lie, under the name `Drains` gives it, and its expiry is applied by its next
-    probe's tasks, on the owners."""
+    probe's tasks, on the owners. `ctx`: the batch's (None: only `drop` is called)."""
 
-    def __init__(self, placed: PlacedIndexes, spark: SparkSession) -> None:
+    def __init__(
+        self, placed: PlacedIndexes, spark: SparkSession, ctx: BatchContext | None
+    ) -> None:
         self._placed = placed
         self._spark = spark
+        self._ctx = ctx
 
     def rename(self, build: str, to: str, parts: int) -> None:
         """Build `build` drains as `to` (`PlacedIndexes.detach`)."""
@@ -262,6 +305,9 @@ class DrainsOnExecutors:
     def drop(self, name: str) -> None:
         """The index `name` drained (`PlacedIndexes.drop_drained`)."""
         self._placed.drop_drained(self._spark, name)
+
+    def unshareMarks(self, name: str) -> None:  # (``JoinIndex``'s name)
+        """Nothing: the new index's rows stop carrying identities as its drain goes (`drop`)."""
 
     def expire(self, name: str, parts: int, left: int, right: int) -> None:
         """Rows below (`left`, `right`) go at the next probe (`PlacedIndexes.expire_drained`)."""
@@ -278,7 +324,15 @@ class DrainsOnExecutors:
         one_task: bool,
         into: str | None,
     ) -> t.Any:
-        """The pairs of `rows` with index `name`'s (`PlacedIndexes.drain`); an inner join's
-        (`marker` and `into` None: an outer join's index on executors is built again)."""
-        assert marker is None and into is None
-        return self._placed.drain(self._spark, rows, output, name, parts, batch)
+        """The pairs of `rows` with index `name`'s (`PlacedIndexes.drain`; an outer join's
+        `marker` vetoes the matched rows' decisions in the new index: `into` is found there)."""
+        return self._placed.drain(self._spark, rows, output, marker, name, parts, batch)
+
+    def decide(
+        self, rows: t.Any, name: str, parts: int, side: int, below: int, batch: int
+    ) -> t.Any:
+        """The rows of side `side` below `below` of index `name` that drains, no partner
+        matched (`PlacedIndexes.decide_drained`; `rows` placed as it placed its own)."""
+        assert self._ctx is not None
+        delta = DataFrame(rows, self._spark)
+        return self._placed.decide_drained(self._ctx, name, delta, side, below, batch)._jdf

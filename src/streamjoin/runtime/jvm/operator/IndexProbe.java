@@ -44,6 +44,14 @@ final class IndexProbe implements FlatMapFunction {
   // new one they are stored in; null: none. By name, resolved in the task.)
   String marksInto;
   java.util.Set deltaMarks;
+  // (An outer join's drain on a cluster, where the new index lies on other executors: the
+  // batch's rows that met the drained rows are sent back ({side, identity, event time} each,
+  // into `met` per call), to veto their decisions there (PlacedIndex.VETOED).)
+  boolean sendsMet;
+  ArrayList met;
+  // (The batch's rows carry their identities: an index beside an outer join's drain on a
+  // cluster, whose decisions the drain's matches veto by them.)
+  boolean identified;
   static final long SHED_SCALE = 1000000L;
   // (Per call, in the task's own copy of the probe: the output's predicate, evaluated as each
   // pair is found, and the counts: rows per unit, then with shedding each side's pairs written
@@ -71,8 +79,12 @@ final class IndexProbe implements FlatMapFunction {
     test = output == null ? null : output.test();
     boolean shared = JoinIndex.sharesMarks(marker, fields, name);
     marks = shared && marksInJvm ? JoinIndex.marks(name, true) : null;
-    deltaMarks = marksInto == null ? null : JoinIndex.marks(marksInto, true);
-    shared = shared || deltaMarks != null;  // (the batch's rows need their identities)
+    met = sendsMet ? new ArrayList() : null;
+    deltaMarks =
+        sendsMet
+            ? new java.util.HashSet()
+            : marksInto == null ? null : JoinIndex.marks(marksInto, true);
+    shared = shared || deltaMarks != null || identified;  // (rows with their identities)
     HashMap found =
         IndexRows.byPart((Iterator) rows, parts, batch, fields, counts, units, shared);
     if (counts != null && keepsCounts && !found.isEmpty()) {
@@ -214,6 +226,9 @@ final class IndexProbe implements FlatMapFunction {
         java.util.Set mine = deltaMarks != null ? deltaMarks : marks;
         if (mine != null && !d.matched) {
           mine.add(Long.valueOf(d.id));
+          if (met != null) {
+            met.add(new long[] {left ? 0 : 1, d.id, d.ts});
+          }
         }
         if (marks != null && !other.matched[j]) {
           marks.add(Long.valueOf(other.ids[j]));

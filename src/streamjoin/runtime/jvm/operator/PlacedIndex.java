@@ -92,7 +92,8 @@ public final class PlacedIndex {
    * marks). {@code output}, {@code shed} and {@code units} as {@link JoinIndex#probe}'s: the
    * counts, and the rows each partition holds after the probe, come back to the driver with
    * the tasks (an accumulator, {@link #gather}), for {@link JoinIndex#unitCounts} and {@link
-   * JoinIndex#sizes}. */
+   * JoinIndex#sizes}. {@code identified}: the rows stored carry their identities (an outer
+   * join's index beside one that drains: {@link #drain}'s matches veto their decisions). */
   public static Dataset probe(
       Dataset in,
       BatchInput output,
@@ -104,7 +105,8 @@ public final class PlacedIndex {
       int units,
       long leftLeast,
       long rightLeast,
-      String[] owners) {
+      String[] owners,
+      boolean identified) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = IndexRows.shuffled(in, parts);
     int[] fields = IndexRows.shuffledFields(in.schema());
@@ -112,6 +114,7 @@ public final class PlacedIndex {
     probe.marker = marker;
     probe.keepsCounts = false;
     probe.marksInJvm = false;  // (a row's copies on other executors: `decide`'s vetoes)
+    probe.identified = identified;
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
     if (units > 0 || probe.cuts != null) {  // (read by JoinIndex.unitCounts: else none)
       f.counted = spark.sparkContext().collectionAccumulator();
@@ -135,23 +138,90 @@ public final class PlacedIndex {
   /** {@link #probe} of an index that drains ({@link IndexProbe#drains}, as {@link
    * JoinIndex#drain}): the pairs of the batch's rows {@code in}, placed as the index placed its
    * rows, with those rows, each partition probed on its owner after its rows below {@code
-   * leftLeast} and {@code rightLeast} go; nothing is added to it and nothing counted. */
+   * leftLeast} and {@code rightLeast} go; nothing is added to it and nothing counted. With an
+   * outer join's {@code marker} (else null), a pair that meets it marks the drained row where
+   * it lies, and the batch's row, stored in the new index {@code into} on other executors, is
+   * sent back to the driver: it vetoes that row's decision ({@link #VETOED}). */
   public static Dataset drain(
       Dataset in,
       BatchInput output,
+      BatchInput marker,
       String name,
       int parts,
       long batch,
       long leftLeast,
       long rightLeast,
-      String[] owners) {
+      String[] owners,
+      String into) {
+    SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = IndexRows.shuffled(in, parts);
     IndexProbe probe =
         new IndexProbe(name, parts, batch, IndexRows.shuffledFields(in.schema()), 0, output);
     probe.drains = true;
     probe.keepsCounts = false;
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
+    if (marker != null) {
+      probe.marker = marker;
+      probe.marksInJvm = false;  // (the drained row's copies keep their own marks)
+      probe.sendsMet = true;
+      f.met = spark.sparkContext().collectionAccumulator();
+      MET.putIfAbsent(into, new java.util.concurrent.ConcurrentLinkedQueue());
+      ((java.util.Queue) MET.get(into)).add(f.met);
+    }
     return onOwners(in, rows, f, output, parts, owners);
+  }
+
+  /** Per index beside an outer join's index that drains, in the driver: the accumulators of
+   * the drain's probes ({@link #drain}), whose tasks sent the batch's rows that met a drained
+   * row; read into {@link #VETOED} by the index's next decision (its probes' jobs have run by
+   * then: the batch's pairs are computed before its rows are decided). */
+  static final java.util.concurrent.ConcurrentHashMap MET =
+      new java.util.concurrent.ConcurrentHashMap();
+
+  /** Per such index, in the driver: per side, the identity and event time of each of its rows
+   * that a drained row matched, until a decision below that time takes it ({@link #vetoed}). */
+  static final java.util.concurrent.ConcurrentHashMap VETOED =
+      new java.util.concurrent.ConcurrentHashMap();
+
+  /** The identities of index {@code name}'s rows of side {@code side} below event time {@code
+   * below} that a drained row matched (sent back by {@link #drain}'s tasks), forgotten here:
+   * the decision that takes them is the last that could meet them (a batch that fails on a
+   * cluster builds its indexes again, under new names). */
+  static synchronized long[] vetoed(String name, int side, long below) {
+    java.util.HashMap[] sides = (java.util.HashMap[]) VETOED.get(name);
+    java.util.Queue pending = (java.util.Queue) MET.get(name);
+    for (Object acc = pending == null ? null : pending.poll();
+        acc != null;
+        acc = pending.poll()) {
+      if (sides == null) {
+        sides = new java.util.HashMap[] {new java.util.HashMap(), new java.util.HashMap()};
+        VETOED.put(name, sides);
+      }
+      List sent = ((CollectionAccumulator) acc).value();
+      for (int i = 0; i < sent.size(); i++) {
+        long[] met = (long[]) sent.get(i);
+        for (int j = 0; j + 2 < met.length; j += 3) {
+          sides[(int) met[j]].put(Long.valueOf(met[j + 1]), Long.valueOf(met[j + 2]));
+        }
+      }
+    }
+    if (sides == null) {
+      return null;
+    }
+    ArrayList out = new ArrayList();
+    Iterator it = sides[side].entrySet().iterator();
+    while (it.hasNext()) {
+      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+      if (((Long) e.getValue()).longValue() < below) {
+        out.add(e.getKey());
+        it.remove();
+      }
+    }
+    long[] ids = new long[out.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = ((Long) out.get(i)).longValue();
+    }
+    return ids;
   }
 
   /** Per probe {@code name + "@" + batch} on the executors, in the driver: the accumulator its
@@ -206,6 +276,7 @@ public final class PlacedIndex {
     SparkSession spark = (SparkSession) in.sparkSession();
     int[] fields = IndexRows.shuffledFields(in.schema());
     Decide f = new Decide(name, side, below, batch, owners);
+    f.vetoed = vetoed(name, side, below);
     f.tabbed = fields[IndexRows.TAB] >= 0;
     f.vetoes = fields[IndexRows.STORES] >= 0 || f.tabbed;
     JavaRDD rows = placement(spark, owners.length, owners).mapPartitions(f);
@@ -258,6 +329,8 @@ public final class PlacedIndex {
    * runs elsewhere stays until its executor ends). */
   public static void drop(SparkSession spark, String name, String[] owners) {
     JoinIndex.forget(COUNTED, name);  // (a failed batch's, never read)
+    MET.remove(name);
+    VETOED.remove(name);
     HELD.remove(name);
     SPILLED.remove(name);
     placement(spark, owners.length, owners).foreachPartition(new Drop(name));
@@ -322,6 +395,7 @@ public final class PlacedIndex {
     final IndexProbe probe;
     final String[] owners;
     CollectionAccumulator counted;  // (null: the probe counts nothing)
+    CollectionAccumulator met;  // (an outer join's drain: the rows that met, sent back)
 
     Probe(String name, long leftLeast, long rightLeast, IndexProbe probe, String[] owners) {
       this.name = name;
@@ -338,6 +412,13 @@ public final class PlacedIndex {
         part.expire(leftLeast, rightLeast, null);
       }
       Iterator out = probe.call((Iterator) rows);
+      if (met != null && !probe.met.isEmpty()) {
+        long[] sent = new long[3 * probe.met.size()];
+        for (int i = 0; i < probe.met.size(); i++) {
+          System.arraycopy((long[]) probe.met.get(i), 0, sent, 3 * i, 3);
+        }
+        met.add(sent);
+      }
       if (counted != null) {
         long[] held;
         synchronized (part) {
@@ -369,6 +450,7 @@ public final class PlacedIndex {
     final String[] owners;
     boolean tabbed;
     boolean vetoes;
+    long[] vetoed;  // (rows a drained row matched: {@link #vetoed})
 
     Decide(String name, int side, long below, long batch, String[] owners) {
       this.name = name;
@@ -382,8 +464,15 @@ public final class PlacedIndex {
       int p = partOf((Iterator) placed);
       IndexPart part = owned(name, p, owners);
       ArrayList rows = new ArrayList();
+      java.util.Set marks = null;
+      if (vetoed != null && vetoed.length > 0) {
+        marks = new java.util.HashSet();
+        for (int i = 0; i < vetoed.length; i++) {
+          marks.add(Long.valueOf(vetoed[i]));
+        }
+      }
       synchronized (part) {
-        JoinIndex.aloneIn(part, side, below, batch, null, tabbed, rows, vetoes);
+        JoinIndex.aloneIn(part, side, below, batch, marks, tabbed, rows, vetoes);
       }
       return rows.iterator();
     }
