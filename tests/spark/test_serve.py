@@ -361,3 +361,21 @@ def test_any_sequence_of_adds_and_drops_matches_the_reference(
     for name, start in running.items():
         lives.setdefault(name, []).append((start, None))
     _check(spark, _everything(tmp_path, base), batches, lives, some=False)
+
+
+def test_a_checkpoint_spark_started_without_the_changes_stream_keeps_without_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A served job whose Spark checkpoint logged batches of its streams alone (started before
+    change files were a stream: `ServedQueries.ticks`) goes on without that stream, which
+    Spark would refuse as a new source; a new one, or one logged with it, reads it."""
+    store = Checkpoint(FileStore(spark), str(tmp_path / "ckpt"))
+    served = ServedQueries(_base(tmp_path), store, Engine(spark).check_query, HISTORY_US)
+    assert served.ticks(spark, 3) is not None  # (nothing logged yet)
+    offsets = tmp_path / "ckpt" / "spark" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / "4").write_text('v1\n{"batchWatermarkMs":0}\n{"a":1}\n{"b":1}\n{"c":1}\n')
+    assert served.ticks(spark, 3) is None
+    (offsets / "5").write_text('v1\n{"batchWatermarkMs":0}\n{"a":1}\n{"b":1}\n{"c":1}\n{"t":1}\n')
+    ticks = served.ticks(spark, 3)
+    assert ticks is not None and ticks.isStreaming and ticks.columns == ["_sj_src"]

@@ -103,3 +103,53 @@ def test_queries_changed_over_http_while_the_stream_runs(
 
 def _names(base: Job, queries: QuerySet) -> set[str]:
     return {q.name for q in queries.job(base).queries}
+
+
+def test_a_change_applies_while_the_streams_are_idle(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark's loop runs a batch only for new input; a change's file is input of its own
+    (`ServedQueries.ticks`), so a band query added, and the job's query dropped, while no stream
+    has new rows each apply in a batch of their own, and the output of the rows that come after
+    is exact."""
+    batches = make_batches(37, streams=("A", "B", "C"), n_batches=4, rows_per_batch=8, keys=3)
+    write_batches(tmp_path / "in", batches[:2])
+    base = _base(tmp_path, ("ab",), files=True)
+    seen: dict[int, tuple[QuerySet, int]] = {}
+    done = threading.Condition()
+
+    def on_batch(report: BatchReport) -> None:
+        with done:
+            seen[report.batch] = (QuerySet.of(report.manifest.served), report.rows_in)
+            done.notify_all()
+
+    def fed(n: int) -> None:  # (until n batches with input rows have committed)
+        with done:
+            ok = done.wait_for(lambda: sum(1 for _, rows in seen.values() if rows) >= n, 120)
+            assert ok, seen
+
+    serving = Engine(spark).start(
+        base, checkpoint=str(tmp_path / "ckpt"), trigger="1 second", on_batch=on_batch
+    )
+    try:
+        fed(2)
+        added = serving.add_query(_text(tmp_path, "bc_band"))
+        assert serving.wait(added["change"], 60), "the add never applied"
+        dropped = serving.drop_query("ab")
+        assert serving.wait(dropped["change"], 60), "the drop never applied"
+        write_batches(tmp_path / "in", batches[2:], first=2)
+        fed(4)
+    finally:
+        serving.stop()
+    serving.raise_failure()
+    order = sorted(seen)
+    assert order == list(range(len(order))), order
+    inputs = iter(batches)
+    empty: dict[str, list[t.Any]] = {s: [] for s in "ABC"}
+    sequence = [next(inputs) if seen[b][1] else empty for b in order]
+    assert next(inputs, None) is None
+    ran = {n: [b for b in order if n in _names(base, seen[b][0])] for n in ("q1", "bc_band")}
+    start, stop = ran["bc_band"][0], ran["q1"][-1] + 1
+    # Each change applied in a batch without input rows, before the rows written after it.
+    assert not seen[start][1] and not seen[stop][1], seen
+    assert ran["q1"] == list(range(stop)) and ran["bc_band"] == order[start:], ran
+    lives: Lives = {"ab": [(0, stop)], "bc_band": [(start, None)]}
+    _check(spark, _everything(tmp_path, base), sequence, lives)

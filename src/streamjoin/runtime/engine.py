@@ -257,14 +257,18 @@ class Engine:
         once: bool,
         trigger: str,
         observe: bool,
+        ticks: DataFrame | None = None,
     ) -> DataStreamWriter:
         """The stream of `plan`'s inputs into `processor`, ready to start; with `observe`, it
-        carries the observation each batch's figures are published in (`sparkprogress`)."""
+        carries the observation each batch's figures are published in (`sparkprogress`);
+        `ticks`: rows of no stream beside them (`ServedQueries.ticks`)."""
         frames = {
             sp.name: given[sp.name] if sp.name in given else read_stream(self.spark, sp.stream)
             for sp in plan.streams
         }
         unified = self.unified(plan, frames)
+        if ticks is not None:
+            unified = unified.unionByName(ticks, allowMissingColumns=True)
         if observe:
             unified = with_observation(unified)
         writer = unified.writeStream.foreachBatch(processor).option(
@@ -318,7 +322,10 @@ class Engine:
                 self.spark, plan, store, serving.batch_done, None, settings, served
             )
             processor.set_trigger(trigger_seconds(trigger))
-            writer = self._writer(plan, processor, given, once=False, trigger=trigger, observe=True)
+            ticks = served.ticks(self.spark, len(plan.streams))
+            writer = self._writer(
+                plan, processor, given, once=False, trigger=trigger, observe=True, ticks=ticks
+            )
             serving.started(writer.start(), processor)
         except BaseException:
             lock.release()

@@ -8,6 +8,10 @@ change's file goes once that manifest is committed. A replayed batch runs the se
 recorded; a restart continues from the newest manifest's set and the changes still in the
 control directory. Each change has a sequence number and the manifest records the last one
 applied, so no change applies twice.
+
+The change files are also a stream of the served job's input (`ticks`: rows of no stream), so
+that Spark's loop, which runs a batch only for new input, runs one for a change while the
+streams are idle: a change applies within a trigger or two either way.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from streamjoin.sql import parse_query_file
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
+
+    from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.model import Job, Query
     from streamjoin.optimizer.sharing import Candidate
@@ -167,6 +173,30 @@ class ServedQueries:
 
     def _dir(self) -> str:
         return self.checkpoint.path(CONTROL)
+
+    def ticks(self, spark: SparkSession, streams: int) -> DataFrame | None:
+        """The change files as a stream of rows of no stream (``_sj_src`` -1), for the served
+        job's input beside its `streams` streams; None where Spark's checkpoint recorded
+        batches of the streams alone (a served job started before changes were a stream:
+        Spark would refuse the added source, so its changes wait for input as they did)."""
+        from pyspark.sql import functions as F
+
+        offsets = self.checkpoint.path("spark/offsets")
+        fs = self.checkpoint.fs
+        logged = [int(n) for n in fs.list_names(offsets) if n.isdigit()]
+        if logged:
+            # (An offset file: a version line, the batch's metadata, then a line per source.)
+            lines = fs.read_text(f"{offsets}/{max(logged)}").strip().splitlines()
+            if len(lines) - 2 <= streams:
+                return None
+        fs.mkdirs(self._dir())
+        files = (
+            spark.readStream.format("text")
+            .option("pathGlobFilter", "*.json")
+            .option("ignoreMissingFiles", "true")  # (a file goes once its change applied)
+            .load(self._dir())
+        )
+        return files.select(F.lit(-1).alias("_sj_src"))
 
     def _file(self, change: Change) -> str:
         return f"{self._dir()}/{change.seq:012d}.json"
