@@ -6,10 +6,13 @@ import contextlib
 import typing as t
 from types import SimpleNamespace
 
+import pytest
+
 from streamjoin import parse_job
+from streamjoin.errors import StreamJoinError
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
-from streamjoin.runtime.sources import schema_ddl
+from streamjoin.runtime.sources import read_stream, schema_ddl
 from tests.e2e.files import write_batches
 
 from .harness import read_sink
@@ -120,3 +123,26 @@ def test_a_batch_cancelled_by_a_timeout_is_no_failure(spark: SparkSession) -> No
     other = jvm.java.lang.IllegalStateException("x")
     with pytest.raises(StreamJoinError, match="a batch failed"):
         raise_failure(query, failed(other), stopped=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("no_such_module.Source", "cannot be imported: No module named 'no_such_module'"),
+        (
+            "tests.e2e.pysource.rows",
+            "is not a class of pyspark.sql.datasource.DataSource (package.module.Class)",
+        ),
+        (
+            "tests.e2e.pysource.Missing",
+            "is not a class of pyspark.sql.datasource.DataSource (package.module.Class)",
+        ),
+    ],
+)
+def test_a_python_stream_whose_source_is_no_data_source_is_refused(
+    spark: SparkSession, source: str, said: str
+) -> None:
+    job = parse_job(f"CREATE STREAM s (id BIGINT) WITH (format = 'python', source = '{source}');")
+    with pytest.raises(StreamJoinError) as err:
+        read_stream(spark, job.stream("s"))
+    assert str(err.value) == f"stream 's': source {source!r} {said}"

@@ -31,7 +31,7 @@ if t.TYPE_CHECKING:
     R = t.TypeVar("R", DataFrameReader, DataStreamReader)
 
 CORRUPT = "_sj_corrupt"
-_OWN_OPTIONS = ("path", "deadletter", "state")
+_OWN_OPTIONS = ("path", "deadletter", "state", "source")
 _COLUMN_PREFIX = "column."
 FILE_FORMATS = ("json", "csv", "parquet")
 
@@ -80,8 +80,36 @@ def read_stream(spark: SparkSession, stream: StreamDef) -> DataFrame:
         return conform(reader.format("rate").load(), stream)
     if fmt == "kafka":
         return parse_values(reader.format("kafka").load(), stream)
+    if fmt == "python":
+        return conform(reader.format(python_source(spark, stream)).load(), stream)
     msg = f"stream {stream.name!r}: unsupported format {fmt!r}"
     raise StreamJoinError(msg)
+
+
+def python_source(spark: SparkSession, stream: StreamDef) -> str:
+    """The name under which the Python data source class of `stream` (its ``source`` option,
+    ``package.module.Class``, importable by the driver and the executors' Python workers) is
+    registered with `spark` (Spark's ``pyspark.sql.datasource`` API: a live source with
+    offsets, read in Spark's loop)."""
+    import importlib
+
+    from pyspark.sql.datasource import DataSource
+
+    given = dict(stream.options).get("source", "")
+    module, _, name = given.strip().rpartition(".")
+    where = f"stream {stream.name!r}: source {given!r}"
+    try:
+        found = getattr(importlib.import_module(module), name) if module else None
+    except ImportError as err:
+        msg = f"{where} cannot be imported: {err}"
+        raise StreamJoinError(msg) from err
+    except AttributeError:
+        found = None
+    if not (isinstance(found, type) and issubclass(found, DataSource)):
+        msg = f"{where} is not a class of pyspark.sql.datasource.DataSource (package.module.Class)"
+        raise StreamJoinError(msg)
+    spark.dataSource.register(found)
+    return found.name()
 
 
 def parse_values(raw: DataFrame, stream: StreamDef) -> DataFrame:

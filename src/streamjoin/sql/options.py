@@ -9,7 +9,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from streamjoin.model.intervals import unit_micros, whole_number
 from streamjoin.sql.cursor import Cursor, is_name
 
-STREAM_FORMATS = ("json", "csv", "parquet", "rate", "kafka")
+STREAM_FORMATS = ("json", "csv", "parquet", "rate", "kafka", "python")
 SINK_FORMATS = ("json", "parquet", "csv", "console")
 _STREAM_NEED_PATH = frozenset({"json", "csv", "parquet"})
 _SINK_NEED_PATH = frozenset({"json", "parquet", "csv"})
@@ -84,6 +84,13 @@ def parse_with(cur: Cursor, kind: str) -> WithClause:
     if path is not None and not path.value.strip():
         msg = "path must not be empty"
         raise cur.error_at(msg, path.value_first, path.value_last)
+    source = by_key.get("source")
+    if fmt_value == "python" and (source is None or not source.value.strip()):
+        msg = (
+            "a python stream needs its data source class: WITH (format = 'python', "
+            "source = 'package.module.Class')"
+        )
+        raise cur.error_at(msg, with_tok)
     rest = tuple((o.key, o.value) for o in options if o.key != "format")
     return WithClause(format=fmt_value, options=rest)
 

@@ -339,3 +339,10 @@ def test_unterminated_string_and_comment() -> None:
     assert "unterminated string" in err.message
     err = _error("CREATE SINK o WITH (format = 'console');\n  /* never closed")
     assert (err.line, err.col, err.text) == (2, 3, "/*")
+
+
+@pytest.mark.parametrize("source", ["", ", source = ' '"])
+def test_a_python_stream_needs_its_source_class(source: str) -> None:
+    err = _error(f"CREATE STREAM s (id BIGINT)\n  WITH (format = 'python'{source})")
+    assert (err.line, err.col, err.text) == (2, 3, "WITH")
+    assert "source = 'package.module.Class'" in err.message
