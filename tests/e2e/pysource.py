@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 if t.TYPE_CHECKING:
     from collections.abc import Iterator
@@ -61,15 +62,20 @@ class _Range(InputPartition):
         self.start, self.end = start, end
 
 
-class _Reader(DataSourceStreamReader):
+class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, feed: str, seed: int) -> None:
         self.feed, self.seed = feed, seed
+        self.target: int | None = None  # (availableNow: the rows published when it began)
 
     def initialOffset(self) -> dict[str, int]:
         return {"rows": 0}
 
-    def latestOffset(self) -> dict[str, int]:
-        return {"rows": published(self.feed)}
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = published(self.feed)
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        now = published(self.feed)
+        return {"rows": now if self.target is None else min(now, self.target)}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         return [_Range(start["rows"], end["rows"])]

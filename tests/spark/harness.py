@@ -183,3 +183,13 @@ def replay_and_check(
     got = read_sink(spark, job, sink, [*columns, "batch"])
     assert normalize(got) == normalize(want)
     return len(want)
+
+
+def sparks_metrics(spark: SparkSession) -> dict[str, float]:
+    """The gauges of the ``streamjoin`` source in the driver's Spark metrics system (what
+    Spark's sinks report), by name (``FiguresSource.reported``)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    text = str(jvm.streamjoin.loop.FiguresSource.reported())
+    assert text, "no streamjoin source in Spark's metrics system"
+    return {name: float(value) for name, _, value in (f.partition("=") for f in text.split(","))}

@@ -29,6 +29,7 @@ from streamjoin.sql import parse_job
 from tests.browser import Browser, find_or_install
 from tests.e2e.files import write_batches
 
+from .harness import sparks_metrics
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -241,6 +242,16 @@ def test_sparks_progress_carries_each_batchs_figures(running: Running) -> None:
         assert row.seconds == pytest.approx(r.seconds)
         record = json.loads(row.figures)
         assert record["out"] == r.out and record["units"]["q1"]["probe"]
+
+
+def test_sparks_metrics_system_reports_the_newest_batch(
+    spark: SparkSession, running: Running
+) -> None:
+    last = running.reach(N)[-1]
+    got = sparks_metrics(spark)
+    assert got["batch"] == last.batch and got["rows_in"] == last.rows_in
+    assert got["rows_out"] == sum(last.out.values()) and got["state_rows"] == last.state_rows
+    assert got["seconds"] == pytest.approx(last.seconds) and "figures" not in got
 
 
 def test_history_plot_and_file(running: Running, tmp_path: Path) -> None:

@@ -13,12 +13,13 @@ import pytest
 from streamjoin.errors import JobError, StreamJoinError
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.metrics.history import read_history
 from streamjoin.runtime.state import batchlog
 from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 
-from .harness import read_sink
+from .harness import read_sink, sparks_metrics
 from .streams import make_batches, window_join_job
 
 if t.TYPE_CHECKING:
@@ -74,6 +75,11 @@ def test_rows_and_batches_as_in_sparks_loop(
         assert (ckpt / "loop").exists() == (loop == "auto")
         assert (ckpt / "spark" / "offsets").exists() == (loop == "spark")
         late[loop] = summary.late
+        # (The newest batch's figures in Spark's metrics system, in either loop.)
+        last = read_history(str(ckpt / "metrics"))[-1]
+        got = sparks_metrics(spark)
+        assert got["batch"] == last.batch == len(batches) - 1
+        assert got["rows_in"] == sum(last.rows_in.values()) > 0
     # (Which rows are late follows from the batches: the same in both loops.)
     assert late["auto"] == late["spark"] == {"A": 4, "B": 4}
 

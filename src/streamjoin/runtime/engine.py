@@ -199,7 +199,9 @@ class Engine:
                 refuse_sparks_loop(store, why or "its scan of the files cannot be made")
             log: BatchFiles | None = None
             if loop is not None:
-                log, publisher = loop.log, None  # (no streaming query's progress to carry it)
+                # (No streaming query's progress carries the figures; Spark's metrics system
+                # does, in either loop: `ProgressPublisher`.)
+                log = loop.log
             elif sourced:
                 log = SourceLog(store.fs, store.path("spark"), sourced)
             processor = BatchProcessor(self.spark, plan, store, on_batch, log, settings)

@@ -42,6 +42,7 @@ _SOURCES = (
     "operator/PlainRdd.java",
     "operator/SpillFile.java",
     "loop/ProgressFigures.java",
+    "loop/FiguresSource.java",
     "loop/BatchScan.java",
 )
 _COMPILER = "org.codehaus.commons.compiler.samples.CompilerDemo"

@@ -12,6 +12,11 @@ that reads them report the figures with the batch.
 `publish` runs on the thread `foreachBatch` calls, whose query it finds by Spark's local
 property (as `runtime.state.inputrows` does). Where Spark's plan or accumulator is not as it
 expects (a Spark whose internals differ), it changes nothing and says so once.
+
+Where the driver has streamjoin's jar, `publish` also sets the figures' numbers as the gauges of
+a source named ``streamjoin`` in Spark's metrics system (``FiguresSource.java``), in the
+engine's own loop too, so that Spark's metrics sinks (JMX, its Prometheus servlet, ...) report
+them.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ _DOUBLES = ("seconds", "latency", "watermark_lag")
 FIELDS = (*_LONGS, *_DOUBLES, "figures")
 """The columns of the observed row, in order; ``figures`` is the batch's whole record as JSON
 (one line of ``batches.jsonl``)."""
+KINDS = ",".join(f"{f}:{'L' if f in _LONGS else 'D' if f in _DOUBLES else 'S'}" for f in FIELDS)
+"""`FIELDS` with their kinds, as ``FiguresSource.java`` takes them: its gauges in Spark's
+metrics system (the numbers)."""
 
 
 def observed_columns() -> list[Column]:
@@ -117,7 +125,7 @@ class ProgressPublisher:
             helper = self._helper()
             if helper is not None:  # (one call into the JVM)
                 session = self.spark._jsparkSession
-                return bool(helper.publish(session, OBSERVED, encoded, len(FIELDS)))
+                return bool(helper.publish(session, OBSERVED, encoded, len(FIELDS), KINDS))
             return self._publish(encoded)
         except Exception as err:  # (any py4j or JVM error: Spark's internals differ)
             self.failed = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"

@@ -26,10 +26,13 @@ public final class ProgressFigures {
   /**
    * Sets observation {@code name} of the micro-batch that the calling thread runs (Spark's
    * local property names its query) to {@code row}, an {@code UnsafeRow} of {@code fields}
-   * fields; false where there is no such batch, plan or observation.
+   * fields; false where there is no such batch, plan or observation. In either loop, the row's
+   * numbers, named and typed by {@code kinds}, go to Spark's metrics system ({@link
+   * FiguresSource}).
    */
-  public static boolean publish(SparkSession spark, String name, byte[] row, int fields)
-      throws Exception {
+  public static boolean publish(
+      SparkSession spark, String name, byte[] row, int fields, String kinds) throws Exception {
+    FiguresSource.set(row, fields, kinds);
     String id = spark.sparkContext().getLocalProperty("sql.streaming.queryId");
     if (id == null || id.isEmpty()) {
       return false;
