@@ -211,7 +211,7 @@ class FileLoop:
         index = {s.name: i for i, s in enumerate(self.streams)}
         spec = "\n".join(f"{index[n]}\t{f}" for n, fs in files.items() for f, _ in fs)
         try:
-            df = DataFrame(self.scan.batch(spec), self.session)
+            df = DataFrame(self.scan.batch(batch, spec), self.session)
         except Py4JJavaError as err:  # (a logged file gone before a batch runs again)
             msg = f"batch {batch}: its input files cannot be read: {_java_message(err)}"
             raise StreamJoinError(msg) from None

@@ -205,10 +205,12 @@ public final class BatchScan {
     }
   }
 
-  /** The batch of {@code spec} (a line per file: its stream's index, a tab, its path), as a
-   * DataFrame of rows Spark planned in the unified input's layout; its files are then read
-   * (never offered again). A file not in its stream's last listing is looked up. */
-  public Dataset batch(String spec) throws IOException {
+  /** Batch {@code id} of {@code spec} (a line per file: its stream's index, a tab, its path), as
+   * a DataFrame of rows Spark planned in the unified input's layout; its files are then read
+   * (never offered again). A file not in its stream's last listing is looked up. The calling
+   * thread's jobs are described as the batch's in Spark's UI from here on. */
+  public Dataset batch(long id, String spec) throws IOException {
+    spark.sparkContext().setJobDescription("streamjoin batch " + id);
     List[] files = new List[sources.length];
     for (int i = 0; i < files.length; i++) {
       files[i] = new ArrayList();
