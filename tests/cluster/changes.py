@@ -1,7 +1,8 @@
 """One query run batch by batch on a cluster (a driver of its own: ``python -m
 tests.cluster.changes MASTER ROOT JOIN ON``), its placement set by hand between batches, its
 output compared with the reference executor's; prints what it saw as JSON: whether the output
-was exact, how many indexes drained after each batch, and the batches' events."""
+was exact, how many indexes drained after each batch, the vetoes a drain sent the driver (an
+outer join's), and the batches' events."""
 
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ def run(master: str, root: Path, join: str, on: str) -> dict[str, t.Any]:
                 processor.set_partitioning("q1", CHANGES[i])
     finally:
         processor.close()
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    vetoes = int(jvm.streamjoin.operator.PlacedIndex.vetoesReceived())
     want = run_reference(job, batches).outputs["q1"]
     got = read_sink(spark, job, "o", COLUMNS)
     return {
@@ -62,6 +66,7 @@ def run(master: str, root: Path, join: str, on: str) -> dict[str, t.Any]:
         "rows": [len(got), len(want)],
         "alone": sum(None in row for row in want),
         "draining": draining,
+        "vetoes": vetoes,
         "events": events,
     }
 

@@ -68,7 +68,7 @@ def test_an_outer_join_drains_on_the_executors_and_its_matches_veto_decisions(
     )
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
-    assert got["exact"] and got["alone"] > 0, got
+    assert got["exact"] and got["alone"] > 0 and got["vetoes"] > 0, got
     assert got["draining"][2] == 1 and got["draining"][6] == 1, got
     built = [e for e in got["events"] if "q1: index built" in e]
     started = [e for e in got["events"] if "q1: index started empty" in e]

@@ -4,6 +4,7 @@ kill cut from the source's offsets, and the joins' total output is exact."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -52,9 +53,13 @@ def test_a_python_source_killed_while_it_feeds_replays_exactly(tmp_path: Path) -
     job, ckpt, feed = _job(tmp_path), tmp_path / "ckpt", tmp_path / "feed"
     env = {"PYTHONPATH": str(ROOT)}  # (the source's module, for the driver and its workers)
 
+    def write(count: str) -> None:  # (whole or not at all: the source reads it meanwhile)
+        (tmp_path / "feed.tmp").write_text(count, encoding="utf-8")
+        os.replace(tmp_path / "feed.tmp", feed)
+
     def publish() -> None:
         # A first step, then one every half second once the job's first batch is in.
-        feed.write_text("100", encoding="utf-8")
+        write("100")
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not (
             (ckpt / "metrics").exists() and read_history(str(ckpt / "metrics"))
@@ -62,7 +67,7 @@ def test_a_python_source_killed_while_it_feeds_replays_exactly(tmp_path: Path) -
             time.sleep(0.2)
         for n in range(200, TOTAL + 1, 100):
             time.sleep(0.5)
-            feed.write_text(str(n), encoding="utf-8")
+            write(str(n))
 
     feeder = threading.Thread(target=publish, daemon=True)
     feeder.start()

@@ -80,6 +80,7 @@ def test_rows_and_batches_as_in_sparks_loop(
         got = sparks_metrics(spark)
         assert got["batch"] == last.batch == len(batches) - 1
         assert got["rows_in"] == sum(last.rows_in.values()) > 0
+        assert got["seconds"] == pytest.approx(last.seconds)  # (this run's, not the other's)
     # (Which rows are late follows from the batches: the same in both loops.)
     assert late["auto"] == late["spark"] == {"A": 4, "B": 4}
 

@@ -105,6 +105,9 @@ def python_source(spark: SparkSession, stream: StreamDef) -> str:
         raise StreamJoinError(msg) from err
     except AttributeError:
         found = None
+    except Exception as err:  # (its module's own code failed as it was imported)
+        msg = f"{where} cannot be imported: {type(err).__name__}: {err}"
+        raise StreamJoinError(msg) from err
     if not (isinstance(found, type) and issubclass(found, DataSource)):
         msg = f"{where} is not a class of pyspark.sql.datasource.DataSource (package.module.Class)"
         raise StreamJoinError(msg)

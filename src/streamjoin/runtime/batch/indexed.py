@@ -341,7 +341,8 @@ class IndexedJoins:
             rows = delta.limit(0) if stored is None else stored  # (a drain's starts empty)
             beside = moved[0] if moved else None
             build = (rows, parts, ctx.batch_id - 1, marker, decided, beside)
-            self.placed.build(ctx.spark, key, *build, memory=ctx.settings.memory)
+            keeps = 0 if op is None else sum(1 << i for i in (0, 1) if op.outer.preserves(i))
+            self.placed.build(ctx.spark, key, *build, memory=ctx.settings.memory, preserved=keeps)
         self._used[key] = (ctx.batch_id, layout)
         least = least_times(ctx, qp)
         if op is not None:

@@ -72,9 +72,10 @@ class PlacedIndexes:
         """An index that drains (`drains`), by the name it drains under → its build's entry."""
         self._least: dict[str, tuple[int, int]] = {}
         """Per index that drains, the least event times its next probe keeps (left, right)."""
-        self._beside: dict[str, str] = {}
+        self._beside: dict[str, tuple[str, int]] = {}
         """An outer join's index that drains, by its name → the query key of the new one beside
-        it (whose rows carry their identities while it drains: `probe`)."""
+        it (whose rows carry their identities while it drains: `probe`), and the sides the join
+        preserves (bit 0 left, bit 1 right: those whose rows its pairs veto there)."""
         self._stale: list[tuple[str, t.Any]] = []
         """Builds to forget on their executors (`drop_stale`): those that drained when a batch
         failed (their owners may be gone with it) wait for the next build, commit or close."""
@@ -99,13 +100,15 @@ class PlacedIndexes:
         decided: t.Sequence[int],
         beside: str | None = None,
         memory: int = -1,
+        preserved: int = 0,
     ) -> None:
         """New partitions of `key`'s index at batch `at`, holding `rows` (`JoinIndex`'s input
         layout), each on the executor its task ran on; an earlier build of `key` goes. An outer
         join's `marker` (its ON condition; else None) marks the rows that meet among them, and
         each side's rows below `decided` (left, right) count as decided. `beside`: the index
         that drains beside this one, which starts empty. `memory`: the bytes of rows an
-        executor's partitions keep in memory together, beyond which they spill (-1: `auto`)."""
+        executor's partitions keep in memory together, beyond which they spill (-1: `auto`).
+        `preserved`: an outer join's sides (bit 0 left, bit 1 right) that it keeps."""
         if key in self._places:
             self.drop(spark, key)
         self.drop_stale(spark)
@@ -114,7 +117,7 @@ class PlacedIndexes:
         owners = list(load(rows._jdf, name, parts, at, None, marker, *decided, memory))
         self._places[key] = (name, owners, _strings(spark, owners))
         if beside is not None and marker is not None:
-            self._beside[beside] = key
+            self._beside[beside] = (key, preserved)
         held = sorted({o.rsplit("_", 1)[-1] for o in owners})
         query = key.split("#")[0]
         if beside is None:
@@ -144,7 +147,7 @@ class PlacedIndexes:
         name, owners, where = self._places[key]  # (the array made once: a JVM call per item)
         output, cuts, units = how
         parts, probe = len(owners), self._jvm(spark).probe
-        identified = key in self._beside.values()
+        identified = any(k == key for k, _ in self._beside.values())
         args = (output, marker, cuts, name, parts, batch, units, *least, where, identified)
         return DataFrame(probe(delta._jdf, *args), spark)
 
@@ -194,7 +197,7 @@ class PlacedIndexes:
     def drop(self, spark: SparkSession, key: str) -> None:
         """Forget `key`'s index on its executors."""
         name, _, where = self._places.pop(key)
-        self._beside = {d: k for d, k in self._beside.items() if k != key}
+        self._beside = {d: kp for d, kp in self._beside.items() if kp[0] != key}
         self._stale.append((name, where))
         self.drop_stale(spark)
 
@@ -220,10 +223,11 @@ class PlacedIndexes:
         them back to veto their decisions in the new index beside it."""
         build, _, where = self._drained[name]
         least = self._least.pop(name, (_LEAST, _LEAST))
-        key = self._beside.get(name)
-        into = None if marker is None or key is None else self._places[key][0]
+        key, preserved = self._beside.get(name, ("", 0))
+        into = self._places[key][0] if key in self._places else None  # (None: an inner join's)
         jvm = self._jvm(spark)
-        return jvm.drain(rows, output, marker, build, parts, batch, *least, where, into)
+        args = (output, marker, build, parts, batch, *least, where, into, preserved)
+        return jvm.drain(rows, *args)
 
     def expire_drained(self, name: str, left: int, right: int) -> None:
         """The least event times (left, right) the next probe of the index `name` that drains

@@ -19,7 +19,7 @@ public final class FiguresSource implements Source {
 
   final MetricRegistry registry = new MetricRegistry();
   final ConcurrentHashMap values = new ConcurrentHashMap();  // (figure -> its newest Number)
-  boolean registered;
+  Object registeredWith;  // (the metrics system it is registered with: a new context's anew)
 
   public String sourceName() {
     return "streamjoin";
@@ -38,24 +38,25 @@ public final class FiguresSource implements Source {
     String[] named = kinds.split(",");
     for (int i = 0; i < named.length && i < fields; i++) {
       String[] parts = named[i].split(":");
-      if (value.isNullAt(i) || parts.length != 2) {
+      if (parts.length != 2 || !("L".equals(parts[1]) || "D".equals(parts[1]))) {
         continue;
       }
-      Number got;
-      if ("L".equals(parts[1])) {
+      Number got;  // (a figure the batch has not, a watermark's lag before one: NaN)
+      if (value.isNullAt(i)) {
+        got = Double.valueOf(Double.NaN);
+      } else if ("L".equals(parts[1])) {
         got = Long.valueOf(value.getLong(i));
-      } else if ("D".equals(parts[1])) {
-        got = Double.valueOf(value.getDouble(i));
       } else {
-        continue;
+        got = Double.valueOf(value.getDouble(i));
       }
       if (INSTANCE.values.put(parts[0], got) == null) {
         INSTANCE.registry.register(parts[0], new Figure(parts[0]));
       }
     }
-    if (!INSTANCE.registered && SparkEnv.get() != null) {
-      SparkEnv.get().metricsSystem().registerSource(INSTANCE);
-      INSTANCE.registered = true;
+    SparkEnv env = SparkEnv.get();
+    if (env != null && INSTANCE.registeredWith != env.metricsSystem()) {
+      env.metricsSystem().registerSource(INSTANCE);
+      INSTANCE.registeredWith = env.metricsSystem();
     }
   }
 

@@ -23,6 +23,8 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class ProgressFigures {
   private ProgressFigures() {}
 
+  static boolean metricsFailed;
+
   /**
    * Sets observation {@code name} of the micro-batch that the calling thread runs (Spark's
    * local property names its query) to {@code row}, an {@code UnsafeRow} of {@code fields}
@@ -32,7 +34,14 @@ public final class ProgressFigures {
    */
   public static boolean publish(
       SparkSession spark, String name, byte[] row, int fields, String kinds) throws Exception {
-    FiguresSource.set(row, fields, kinds);
+    try {
+      FiguresSource.set(row, fields, kinds);
+    } catch (RuntimeException e) {  // (said once; Spark's progress still gets them)
+      if (!metricsFailed) {
+        metricsFailed = true;
+        System.err.println("streamjoin: the figures are not in Spark's metrics system (" + e + ")");
+      }
+    }
     String id = spark.sparkContext().getLocalProperty("sql.streaming.queryId");
     if (id == null || id.isEmpty()) {
       return false;

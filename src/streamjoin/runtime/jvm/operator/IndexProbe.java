@@ -45,9 +45,10 @@ final class IndexProbe implements FlatMapFunction {
   String marksInto;
   java.util.Set deltaMarks;
   // (An outer join's drain on a cluster, where the new index lies on other executors: the
-  // batch's rows that met the drained rows are sent back ({side, identity, event time} each,
-  // into `met` per call), to veto their decisions there (PlacedIndex.VETOED).)
-  boolean sendsMet;
+  // batch's rows of the sides in this mask (bit 0 left, 1 right: those the join preserves) that
+  // met the drained rows are sent back ({side, identity, event time} each, into `met` per
+  // call), to veto their decisions there (PlacedIndex.VETOED).)
+  int sendsMet;
   ArrayList met;
   // (The batch's rows carry their identities: an index beside an outer join's drain on a
   // cluster, whose decisions the drain's matches veto by them.)
@@ -79,9 +80,9 @@ final class IndexProbe implements FlatMapFunction {
     test = output == null ? null : output.test();
     boolean shared = JoinIndex.sharesMarks(marker, fields, name);
     marks = shared && marksInJvm ? JoinIndex.marks(name, true) : null;
-    met = sendsMet ? new ArrayList() : null;
+    met = sendsMet != 0 ? new ArrayList() : null;
     deltaMarks =
-        sendsMet
+        sendsMet != 0
             ? new java.util.HashSet()
             : marksInto == null ? null : JoinIndex.marks(marksInto, true);
     shared = shared || deltaMarks != null || identified;  // (rows with their identities)
@@ -226,7 +227,7 @@ final class IndexProbe implements FlatMapFunction {
         java.util.Set mine = deltaMarks != null ? deltaMarks : marks;
         if (mine != null && !d.matched) {
           mine.add(Long.valueOf(d.id));
-          if (met != null) {
+          if (met != null && (sendsMet & (left ? 1 : 2)) != 0) {
             met.add(new long[] {left ? 0 : 1, d.id, d.ts});
           }
         }

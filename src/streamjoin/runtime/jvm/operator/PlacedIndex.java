@@ -140,8 +140,9 @@ public final class PlacedIndex {
    * rows, with those rows, each partition probed on its owner after its rows below {@code
    * leftLeast} and {@code rightLeast} go; nothing is added to it and nothing counted. With an
    * outer join's {@code marker} (else null), a pair that meets it marks the drained row where
-   * it lies, and the batch's row, stored in the new index {@code into} on other executors, is
-   * sent back to the driver: it vetoes that row's decision ({@link #VETOED}). */
+   * it lies, and the batch's row of a side the join preserves (bit 0 of {@code preserved}: the
+   * left, bit 1: the right), stored in the new index {@code into} on other executors, is sent
+   * back to the driver: it vetoes that row's decision ({@link #VETOED}). */
   public static Dataset drain(
       Dataset in,
       BatchInput output,
@@ -152,7 +153,8 @@ public final class PlacedIndex {
       long leftLeast,
       long rightLeast,
       String[] owners,
-      String into) {
+      String into,
+      int preserved) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = IndexRows.shuffled(in, parts);
     IndexProbe probe =
@@ -161,9 +163,13 @@ public final class PlacedIndex {
     probe.keepsCounts = false;
     Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
     if (marker != null) {
+      if (into == null) {
+        throw new IllegalArgumentException("streamjoin: an outer join's drain of " + name
+            + " has no index beside it for its vetoes");
+      }
       probe.marker = marker;
       probe.marksInJvm = false;  // (the drained row's copies keep their own marks)
-      probe.sendsMet = true;
+      probe.sendsMet = preserved;
       f.met = spark.sparkContext().collectionAccumulator();
       MET.putIfAbsent(into, new java.util.concurrent.ConcurrentLinkedQueue());
       ((java.util.Queue) MET.get(into)).add(f.met);
@@ -182,6 +188,15 @@ public final class PlacedIndex {
    * that a drained row matched, until a decision below that time takes it ({@link #vetoed}). */
   static final java.util.concurrent.ConcurrentHashMap VETOED =
       new java.util.concurrent.ConcurrentHashMap();
+
+  /** The vetoes the driver has received from drains since it started (a task run again sends
+   * its own again): what a test reads to know that a drain's pairs crossed the indexes. */
+  public static long vetoesReceived() {
+    return RECEIVED.get();
+  }
+
+  static final java.util.concurrent.atomic.AtomicLong RECEIVED =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /** The identities of index {@code name}'s rows of side {@code side} below event time {@code
    * below} that a drained row matched (sent back by {@link #drain}'s tasks), forgotten here:
@@ -202,6 +217,7 @@ public final class PlacedIndex {
         long[] met = (long[]) sent.get(i);
         for (int j = 0; j + 2 < met.length; j += 3) {
           sides[(int) met[j]].put(Long.valueOf(met[j + 1]), Long.valueOf(met[j + 2]));
+          RECEIVED.incrementAndGet();
         }
       }
     }
