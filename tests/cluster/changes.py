@@ -58,7 +58,7 @@ def run(master: str, root: Path, join: str, on: str) -> dict[str, t.Any]:
         processor.close()
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    vetoes = int(jvm.streamjoin.operator.PlacedIndex.vetoesReceived())
+    vetoes = int(jvm.streamjoin.operator.DrainVetoes.received())
     want = run_reference(job, batches).outputs["q1"]
     got = read_sink(spark, job, "o", COLUMNS)
     return {

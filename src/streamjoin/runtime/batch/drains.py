@@ -14,7 +14,7 @@ empties: it is probed beside the new one until the next change. An outer join's 
 pair of the drain's probe marks the old index's row in place, and the batch's row, whose
 identity the new index's rows carry, as matched there: in the driver's JVM in the new index's
 shared marks (``JoinIndex.shareMarks``), on a cluster sent back to the driver, where it vetoes
-that row's decision (``PlacedIndex.VETOED``). The rows the watermark decides are both indexes'
+that row's decision (``DrainVetoes.java``). The rows the watermark decides are both indexes'
 (`deciding`), and the old one goes once its rows are decided. A batch that fails on a cluster ends
 every drain (an executor lost may have taken partitions with it): the indexes are built again.
 """

@@ -12,7 +12,7 @@ build has a name of its own, so a partition an earlier build left on an executor
 taken for the new one's. When a query's placement changes, its build drains where it lies
 (`drains`, `DrainsOnExecutors`) beside a new, empty one; an outer join's drain sends back the
 batch's rows that met its rows, and they veto those rows' decisions in the new one
-(``PlacedIndex.VETOED``, kept in the driver's JVM: their rows carry their identities). The jar
+(``DrainVetoes.java``, kept in the driver's JVM: their rows carry their identities). The jar
 reaches the executors through ``spark.jars`` (`runtime.jvm.jar.placed_index_conf`).
 """
 

@@ -39,6 +39,7 @@ _SOURCES = (
     "operator/BatchInput.java",
     "operator/BatchWrite.java",
     "operator/PlacedIndex.java",
+    "operator/DrainVetoes.java",
     "operator/PlainRdd.java",
     "operator/SpillFile.java",
     "loop/ProgressFigures.java",

@@ -47,7 +47,7 @@ final class IndexProbe implements FlatMapFunction {
   // (An outer join's drain on a cluster, where the new index lies on other executors: the
   // batch's rows of the sides in this mask (bit 0 left, 1 right: those the join preserves) that
   // met the drained rows are sent back ({side, identity, event time} each, into `met` per
-  // call), to veto their decisions there (PlacedIndex.VETOED).)
+  // call), to veto their decisions there (DrainVetoes).)
   int sendsMet;
   ArrayList met;
   // (The batch's rows carry their identities: an index beside an outer join's drain on a

@@ -142,7 +142,7 @@ public final class PlacedIndex {
    * outer join's {@code marker} (else null), a pair that meets it marks the drained row where
    * it lies, and the batch's row of a side the join preserves (bit 0 of {@code preserved}: the
    * left, bit 1: the right), stored in the new index {@code into} on other executors, is sent
-   * back to the driver: it vetoes that row's decision ({@link #VETOED}). */
+   * back to the driver: it vetoes that row's decision ({@link DrainVetoes}). */
   public static Dataset drain(
       Dataset in,
       BatchInput output,
@@ -171,73 +171,9 @@ public final class PlacedIndex {
       probe.marksInJvm = false;  // (the drained row's copies keep their own marks)
       probe.sendsMet = preserved;
       f.met = spark.sparkContext().collectionAccumulator();
-      MET.putIfAbsent(into, new java.util.concurrent.ConcurrentLinkedQueue());
-      ((java.util.Queue) MET.get(into)).add(f.met);
+      DrainVetoes.expect(into, f.met);
     }
     return onOwners(in, rows, f, output, parts, owners);
-  }
-
-  /** Per index beside an outer join's index that drains, in the driver: the accumulators of
-   * the drain's probes ({@link #drain}), whose tasks sent the batch's rows that met a drained
-   * row; read into {@link #VETOED} by the index's next decision (its probes' jobs have run by
-   * then: the batch's pairs are computed before its rows are decided). */
-  static final java.util.concurrent.ConcurrentHashMap MET =
-      new java.util.concurrent.ConcurrentHashMap();
-
-  /** Per such index, in the driver: per side, the identity and event time of each of its rows
-   * that a drained row matched, until a decision below that time takes it ({@link #vetoed}). */
-  static final java.util.concurrent.ConcurrentHashMap VETOED =
-      new java.util.concurrent.ConcurrentHashMap();
-
-  /** The vetoes the driver has received from drains since it started (a task run again sends
-   * its own again): what a test reads to know that a drain's pairs crossed the indexes. */
-  public static long vetoesReceived() {
-    return RECEIVED.get();
-  }
-
-  static final java.util.concurrent.atomic.AtomicLong RECEIVED =
-      new java.util.concurrent.atomic.AtomicLong();
-
-  /** The identities of index {@code name}'s rows of side {@code side} below event time {@code
-   * below} that a drained row matched (sent back by {@link #drain}'s tasks), forgotten here:
-   * the decision that takes them is the last that could meet them (a batch that fails on a
-   * cluster builds its indexes again, under new names). */
-  static synchronized long[] vetoed(String name, int side, long below) {
-    java.util.HashMap[] sides = (java.util.HashMap[]) VETOED.get(name);
-    java.util.Queue pending = (java.util.Queue) MET.get(name);
-    for (Object acc = pending == null ? null : pending.poll();
-        acc != null;
-        acc = pending.poll()) {
-      if (sides == null) {
-        sides = new java.util.HashMap[] {new java.util.HashMap(), new java.util.HashMap()};
-        VETOED.put(name, sides);
-      }
-      List sent = ((CollectionAccumulator) acc).value();
-      for (int i = 0; i < sent.size(); i++) {
-        long[] met = (long[]) sent.get(i);
-        for (int j = 0; j + 2 < met.length; j += 3) {
-          sides[(int) met[j]].put(Long.valueOf(met[j + 1]), Long.valueOf(met[j + 2]));
-          RECEIVED.incrementAndGet();
-        }
-      }
-    }
-    if (sides == null) {
-      return null;
-    }
-    ArrayList out = new ArrayList();
-    Iterator it = sides[side].entrySet().iterator();
-    while (it.hasNext()) {
-      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-      if (((Long) e.getValue()).longValue() < below) {
-        out.add(e.getKey());
-        it.remove();
-      }
-    }
-    long[] ids = new long[out.size()];
-    for (int i = 0; i < ids.length; i++) {
-      ids[i] = ((Long) out.get(i)).longValue();
-    }
-    return ids;
   }
 
   /** Per probe {@code name + "@" + batch} on the executors, in the driver: the accumulator its
@@ -292,7 +228,7 @@ public final class PlacedIndex {
     SparkSession spark = (SparkSession) in.sparkSession();
     int[] fields = IndexRows.shuffledFields(in.schema());
     Decide f = new Decide(name, side, below, batch, owners);
-    f.vetoed = vetoed(name, side, below);
+    f.vetoed = DrainVetoes.take(name, side, below);
     f.tabbed = fields[IndexRows.TAB] >= 0;
     f.vetoes = fields[IndexRows.STORES] >= 0 || f.tabbed;
     JavaRDD rows = placement(spark, owners.length, owners).mapPartitions(f);
@@ -345,8 +281,7 @@ public final class PlacedIndex {
    * runs elsewhere stays until its executor ends). */
   public static void drop(SparkSession spark, String name, String[] owners) {
     JoinIndex.forget(COUNTED, name);  // (a failed batch's, never read)
-    MET.remove(name);
-    VETOED.remove(name);
+    DrainVetoes.forget(name);
     HELD.remove(name);
     SPILLED.remove(name);
     placement(spark, owners.length, owners).foreachPartition(new Drop(name));
@@ -466,7 +401,7 @@ public final class PlacedIndex {
     final String[] owners;
     boolean tabbed;
     boolean vetoes;
-    long[] vetoed;  // (rows a drained row matched: {@link #vetoed})
+    long[] vetoed;  // (rows a drained row matched: {@link DrainVetoes#take})
 
     Decide(String name, int side, long below, long batch, String[] owners) {
       this.name = name;
