@@ -223,12 +223,26 @@ class IndexedJoins:
             if together or parts == 1:
                 self.reads.one_task.add(q.name)
             jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)
-        found = DataFrame(jdf, ctx.spark)
         sides = (deltas.get(left.name, ""), deltas.get(right.name, ""))
-        if (drained := self.drains.probe(ctx, qp, key, sides, cls, self.plans)) is not None:
+        return self._with_drain(ctx, qp, (key, sides, cls), DataFrame(jdf, ctx.spark), output)
+
+    def _with_drain(
+        self,
+        ctx: BatchContext,
+        qp: QueryPlan,
+        drain: tuple[str, tuple[str, str], t.Any],
+        found: DataFrame,
+        output: t.Any,
+    ) -> DataFrame:
+        """`qp`'s rows of `found`, the pairs of its index (made into its rows where `output`
+        is planned), with those of the index that drains beside it, if any: `drain` is the
+        query key, the batch's views of each side and what `drains` calls. An outer join's
+        rows without a partner are then both indexes'."""
+        q, (key, sides, index) = qp.query, drain
+        if (drained := self.drains.probe(ctx, qp, key, sides, index, self.plans)) is not None:
             found = found.union(drained[0])  # (both planned over one query's pairs, or neither)
-            if op is not None:  # (both indexes' rows without a partner)
-                decide = self.drains.deciding(ctx, key, self.reads.deciding_after[q.name][1], cls)
+            if (op := outer_plan(ctx, qp)) is not None:
+                decide = self.drains.deciding(ctx, key, self.reads.deciding_after[q.name][1], index)
                 self.reads.deciding_after[q.name] = (op, decide)
         if output is not None:
             return found
@@ -359,17 +373,7 @@ class IndexedJoins:
         how = (output, cuts, units)
         pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
         sides = (deltas[q.left.stream], deltas[q.right.stream])
-        if (drained := self.drains.probe(ctx, qp, key, sides, drains, self.plans)) is not None:
-            pairs = pairs.union(drained[0])
-            if op is not None:  # (both indexes' rows without a partner)
-                decide = self.drains.deciding(
-                    ctx, key, self.reads.deciding_after[q.name][1], drains
-                )
-                self.reads.deciding_after[q.name] = (op, decide)
-        if output is not None:
-            return pairs
-        found = ctx.scratch.view(pairs, f"_sj_found_{len(ctx.scratch.views)}")
-        return ctx.spark.sql(output_sql(qp, found))
+        return self._with_drain(ctx, qp, (key, sides, drains), pairs, output)
 
     def _decide(self, ctx: BatchContext, name: str, parts: int, frame: DataFrame) -> Decide:
         """What decides the rows of index `name` (in the driver's JVM) without a partner, as
