@@ -86,14 +86,15 @@ def two_streams(
     x_range: float = 1_000_000.0,
     jitter_seconds: float = 0.5,
     seed: int = 0,
+    names: tuple[str, ...] = ("a", "b"),
 ) -> dict[str, pa.Table]:
-    """Streams ``a`` and ``b`` of `rows` rows each: ``id``, uniform key ``k`` in [0, keys),
-    uniform ``x`` in [0, x_range), and event time ``ts`` spread evenly over the span with up
-    to `jitter_seconds` of disorder."""
+    """Streams `names` (``a`` and ``b``) of `rows` rows each: ``id``, uniform key ``k`` in [0,
+    keys), uniform ``x`` in [0, x_range), and event time ``ts`` spread evenly over the span
+    with up to `jitter_seconds` of disorder."""
     rng = np.random.default_rng(seed)
     out = {}
     base = int(BASE_TIME.timestamp()) * US
-    for name in ("a", "b"):
+    for name in names:
         nominal = np.linspace(0, span_seconds * US, rows, endpoint=False).astype(np.int64)
         jitter = (rng.random(rows) * jitter_seconds * US).astype(np.int64)
         ts = base + nominal + jitter

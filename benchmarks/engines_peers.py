@@ -38,12 +38,33 @@ def _stream_frame(spark: SparkSession, s: StreamDef) -> DataFrame:
     return df
 
 
-def _query_sql(q: Query, left: str, right: str) -> str:
+def _query_sql(q: Query, views: t.Mapping[str, str]) -> str:
+    """Spark SQL of query `q` over `views` (by alias); a multi-way join as chained joins in
+    written order, each conjunct in the ON of the first join that binds its inputs (Spark's
+    chained stream-stream joins)."""
+    import sqlglot
+
+    from streamjoin.plan.classify import conjuncts
+
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
-    return (
-        f"SELECT {select} FROM {left} AS {q.left.alias} JOIN {right} AS {q.right.alias} "
-        f"ON ({q.predicate})"
+    sides = q.sides
+    if len(sides) == 2:
+        left, right = sides
+        return (
+            f"SELECT {select} FROM {views[left.alias]} AS {left.alias} "
+            f"JOIN {views[right.alias]} AS {right.alias} ON ({q.predicate})"
+        )
+    position = {s.alias.lower(): i for i, s in enumerate(sides)}
+    ons: list[list[str]] = [[] for _ in sides]
+    for node in conjuncts(sqlglot.parse_one(q.predicate, dialect="spark")):
+        named = [position[c.table.lower()] for c in node.find_all(sqlglot.exp.Column)]
+        ons[max([1, *named])].append(f"({node.sql(dialect='spark')})")
+    joins = "".join(
+        f" JOIN {views[s.alias]} AS {s.alias} ON {' AND '.join(ons[i]) or 'TRUE'}"
+        for i, s in enumerate(sides)
+        if i > 0
     )
+    return f"SELECT {select} FROM {views[sides[0].alias]} AS {sides[0].alias}{joins}"
 
 
 def _unmatched_sql(op: OuterPlan, before: int | None, now: int) -> list[str]:
@@ -84,7 +105,7 @@ def _run_native(
             view = f"native_{q.name}_{side.alias}"
             _stream_frame(spark, job.stream(side.stream)).createOrReplaceTempView(view)
             views[side.alias] = view
-        out = spark.sql(_query_sql(q, views[q.left.alias], views[q.right.alias]))
+        out = spark.sql(_query_sql(q, views))
         queries.append(_start_parquet(out, _out_path(job, q), workdir, q.name, live))
     for g in job.group_queries:
         views = {}
@@ -149,12 +170,11 @@ def _run_foreach(
                 old = old.where(F.col(ts) >= F.expr(f"timestamp_micros({horizon[sp.name]})"))
             old.createOrReplaceTempView(f"old_{sp.name}")
         for q in job.queries:
-            lv, rv = q.left.stream, q.right.stream
+            (la, lv), (ra, rv) = ((x.alias, x.stream) for x in (q.left, q.right))
+            both = f"(SELECT * FROM old_{rv} UNION ALL SELECT * FROM new_{rv})"
             parts = [
-                _query_sql(
-                    q, f"new_{lv}", f"(SELECT * FROM old_{rv} UNION ALL SELECT * FROM new_{rv})"
-                ),
-                _query_sql(q, f"old_{lv}", f"new_{rv}"),
+                _query_sql(q, {la: f"new_{lv}", ra: both}),
+                _query_sql(q, {la: f"old_{lv}", ra: f"new_{rv}"}),
             ]
             s.sql(" UNION ALL ".join(f"({p})" for p in parts)).write.mode("append").parquet(
                 _out_path(job, q)

@@ -233,9 +233,55 @@ def _long_case(
 
 
 def _long(root: str, size: str) -> list[Case]:
-    return [_long_case(root, size, "equi", w) for w in LONG_EQUI_WINDOWS] + [
-        _long_case(root, size, kind, LONG_NON_EQUI_WINDOW) for kind in ("band", "theta")
+    return [
+        *(_long_case(root, size, "equi", w) for w in LONG_EQUI_WINDOWS),
+        *(_long_case(root, size, kind, LONG_NON_EQUI_WINDOW) for kind in ("band", "theta")),
+        _long_three(root, size),
     ]
+
+
+def _long_three(root: str, size: str) -> Case:
+    """`long`'s stream, a third stream beside it, and a three-way equi join within 5 minutes
+    (``a ⋈ b ⋈ c`` on the key, each pair of neighbours within the window): about one result
+    per row, against Spark's chained stream-stream joins."""
+    shape, window = LONG_SHAPES[size], LONG_NON_EQUI_WINDOW
+    reach = None if 2 * window >= shape.span_seconds else window
+    keys = _keys(shape, reach)
+    names = ("a", "b", "c")
+    tables = two_streams(
+        shape.rows, span_seconds=shape.span_seconds, keys=keys, x_range=X_RANGE, seed=7, names=names
+    )
+    name = f"long-3way-{int(window)}s"
+    backlog = write_backlog(f"{root}/{name}", tables, dict.fromkeys(names, "ts"), shape.files)
+    streams = "".join(
+        _STREAM.format(name=n, wm=WATERMARK_SECONDS, path=backlog.streams[n]) for n in names
+    )
+    w = int(window)
+    near = "{0}.ts BETWEEN {1}.ts - INTERVAL '{2}' SECOND AND {1}.ts + INTERVAL '{2}' SECOND"
+    on_b, on_c = (
+        f"r.k = l.k AND {near.format('r', 'l', w)}",
+        f"s.k = r.k AND {near.format('s', 'r', w)}",
+    )
+    job = (
+        streams
+        + "CREATE SINK out WITH (format = 'parquet', path = '{out}');\n"
+        + "INSERT INTO out SELECT l.id AS lid, r.id AS rid, s.id AS sid\n"
+        + f"FROM a l JOIN b r ON {on_b} JOIN c s ON {on_c};\n"
+    )
+    exact = (
+        "SELECT l.id AS lid, r.id AS rid, s.id AS sid FROM a l "
+        f"JOIN b r ON {on_b} JOIN c s ON {on_c}"
+    )
+    return Case(
+        name,
+        job,
+        "spark-native",
+        backlog,
+        window,
+        f"{on_b} AND {on_c}",
+        LONG_WARMUP_BATCHES,
+        exact=exact,
+    )
 
 
 # `shapes`: `long`'s stream over each two-way shape the join operator serves, within 5 minutes

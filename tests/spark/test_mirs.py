@@ -1,6 +1,9 @@
-"""MIR stores (CLASH): two queries sharing a pair join probe one materialized store of it, which
-is filled from the stores' history when the plan first picks it and again at a restart, and
-expires with its streams; results equal the brute-force reference throughout."""
+"""MIR stores (CLASH) of the cached slices, which run multi-way joins in a run without the join
+operator (``STREAMJOIN_LOCAL=off``) and for queries that shed probes: two queries sharing a
+pair join probe one materialized store of it, which is filled from the stores' history when the
+plan first picks it and again at a restart, and expires with its streams; results equal the
+brute-force reference throughout. (On the operator, an MIR is a level's left side:
+`runtime.multiway.chain`.)"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import SLICES, read_sink, run_batches, settings_set
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -57,13 +60,11 @@ def test_queries_share_an_mir_store_filled_from_history_refilled_at_restarts_and
     # Batches 0-1 run without the ILP (greedy orders: no MIR store); batch 2 picks the store
     # up and fills it from the stored rows; batch 5 starts a new processor (a restart), which
     # fills it again (an edited job may keep its streams longer than its units did).
-    spark.conf.set("streamjoin.multiway.optimizer", "greedy")
-    try:
-        first = run_batches(spark, job, batches[:2], tmp_path / "ckpt")
-    finally:
-        spark.conf.unset("streamjoin.multiway.optimizer")
-    middle = run_batches(spark, job, batches[2:5], tmp_path / "ckpt", first_batch=2)
-    last = run_batches(spark, job, batches[5:], tmp_path / "ckpt", first_batch=5)
+    with settings_set(spark, SLICES):
+        with settings_set(spark, {"streamjoin.multiway.optimizer": "greedy"}):
+            first = run_batches(spark, job, batches[:2], tmp_path / "ckpt")
+        middle = run_batches(spark, job, batches[2:5], tmp_path / "ckpt", first_batch=2)
+        last = run_batches(spark, job, batches[5:], tmp_path / "ckpt", first_batch=5)
     reports = first + middle + last
     assert all(not r.manifest.mirs for r in first)
     kept = [r.manifest.mirs for r in middle + last]

@@ -46,6 +46,8 @@ from streamjoin.runtime.batch.indexsql import least_times, output_sql, serves_ev
 from streamjoin.runtime.batch.placed import DrainsOnExecutors, PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import Shed
 from streamjoin.runtime.jvm.statics import StaticMethods
+from streamjoin.runtime.multiway.chain import on_operator
+from streamjoin.runtime.multiway.levels import LevelIndexes
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,12 +99,14 @@ class IndexedJoins:
         """The indexes that drain after their query's placement changed (`drains`)."""
         self._spilling: dict[str, int] = {}
         """Query → rows its index had spilled after the last batch."""
+        self.levels = LevelIndexes(ProbePlans(), self.on_cluster)
+        """The indexes of the multi-way joins' levels (`multiway.chain`)."""
 
     def eligible(self, ctx: BatchContext, qp: QueryPlan) -> bool:
         """Whether `qp` runs on its index in this batch: every two-way join, inner or outer,
         under any placement and of any size (beyond ``streamjoin.state.memory`` it spills),
-        in a run with the operator's jar (`_has_class`)."""
-        return self._has_class(ctx)
+        in a run with the operator's jar (`operates`)."""
+        return self.operates(ctx)
 
     def counts_units(self, ctx: BatchContext, query: str) -> bool:
         """Whether the index of `query`, which the skew check counts (`ctx.counted`), counts
@@ -114,14 +118,17 @@ class IndexedJoins:
         """Whether the indexes serve every join of the batch, so that no relation of the
         stored rows is read (`serves_every_join`)."""
         plan = ctx.plan
-        return serves_every_join(plan) and all(self.eligible(ctx, qp) for qp in plan.joins)
+        chained = on_operator(ctx, self.operates(ctx))
+        return serves_every_join(plan, chained) and all(self.eligible(ctx, qp) for qp in plan.joins)
 
     def reads_rows(self, ctx: BatchContext) -> bool:
         """Whether every join of the batch probes its index with the batch's own rows
         (`batch_input`), so that the batch makes no relation of its streams' new rows."""
-        plan = ctx.plan
-        return self.serve_all(ctx) and all(
-            self.batch_input(ctx, qp) is not None for qp in plan.joins
+        plan = ctx.plan  # (a multi-way join's levels take the streams' new rows: `deltas`)
+        return (
+            self.serve_all(ctx)
+            and not plan.multiway
+            and all(self.batch_input(ctx, qp) is not None for qp in plan.joins)
         )
 
     def batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
@@ -262,7 +269,7 @@ class IndexedJoins:
 
     def take_events(self, spark: SparkSession) -> list[str]:
         """The batch's events: the builds on executors, and each index that starts to spill."""
-        events, had = self.placed.take_events(), self._spilling
+        events, had = self.placed.take_events() + self.levels.take_events(), self._spilling
         self._spilling = self.spilled(spark) if self._built else {}
         started = {q: n for q, n in self._spilling.items() if n and not had.get(q)}
         return events + [
@@ -281,6 +288,7 @@ class IndexedJoins:
         if self.drains.names():
             self.drains.clear(self._drain_calls(spark), keep=self._used.keys())
         self.placed.drop_stale(spark)
+        self.levels.committed(spark)
         self._built = self._used
         self._used = {}
         self.plans.end_batch()
@@ -293,6 +301,7 @@ class IndexedJoins:
         if self._on_cluster:
             self.drains.forget()
             self.placed.forget_drained()
+        self.levels.failed()
         self._used = {}
         self.reads.clear()
         self.plans.end_batch()
@@ -301,7 +310,7 @@ class IndexedJoins:
         """Whether batch error `err` is a probe that found no partition of an index on a
         cluster's executors where it ran (`PlacedIndexes.lost`): the failed batch (`failed`)
         left them to be built again."""
-        return self.placed.lost(err)
+        return self.placed.lost(err) or self.levels.lost(err)
 
     def clear(self, spark: SparkSession) -> None:
         """Drop every index (the processor is done)."""
@@ -310,6 +319,7 @@ class IndexedJoins:
         if self.drains.names():
             self.drains.clear(self._drain_calls(spark))
         self.placed.drop_stale(spark)
+        self.levels.clear(spark)
         if self._built and (cls := self._class(spark)) is not None:
             for query in self._built:
                 cls.drop(f"{self._prefix}/{query}")
@@ -383,7 +393,7 @@ class IndexedJoins:
             cls.decide(frame._jdf, name, parts, side, below, batch), ctx.spark
         )
 
-    def _has_class(self, ctx: BatchContext) -> bool:
+    def operates(self, ctx: BatchContext) -> bool:
         """Whether the run has `JoinIndex`: not where ``STREAMJOIN_LOCAL=off`` chose to run
         without streamjoin's jar (every join on the cached slices); else a `StreamJoinError`
         where the driver lacks it."""

@@ -123,7 +123,7 @@ class ProbePlans:
         leave them), planned once per query and layout; None where they cannot be planned
         once (the current time, a subquery, a Python function: planned each batch)."""
         try:
-            return self._over_pairs(ctx, query_key(qp), delta, lambda p: output_sql(qp, p))
+            return self.over_pairs(ctx, query_key(qp), delta, lambda p: output_sql(qp, p))
         except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
             self._outputs[f"{query_key(qp)}@{delta.schema.json()}"] = None
             return None
@@ -131,7 +131,7 @@ class ProbePlans:
     def marker(self, ctx: BatchContext, op: OuterPlan, rows: DataFrame) -> t.Any:
         """The `BatchInput` of outer join `op`'s ON condition over the pairs of a probe of
         `rows`'s layout (`indexouter.marker_sql`), planned once per query and layout."""
-        marker = self._over_pairs(ctx, f"{op.query.name}@on", rows, lambda p: marker_sql(op, p))
+        marker = self.over_pairs(ctx, f"{op.query.name}@on", rows, lambda p: marker_sql(op, p))
         if marker is None:  # (an ON condition planned each batch: the slices decide)
             msg = f"query {op.query.name}: its ON condition cannot be evaluated in the operator"
             raise ValueError(msg)
@@ -142,11 +142,11 @@ class ProbePlans:
         its WHERE and SELECT over pairs whose other side is NULL) over a probe of `rows`'s
         layout, planned once per query and layout; None where it cannot be planned once."""
         try:
-            return self._over_pairs(ctx, f"{op.query.name}@alone", rows, partial(alone_sql, op))
+            return self.over_pairs(ctx, f"{op.query.name}@alone", rows, partial(alone_sql, op))
         except Py4JJavaError:  # (decided after the probe instead: `ProbeReads.unmatched`)
             return None
 
-    def _over_pairs(
+    def over_pairs(
         self, ctx: BatchContext, name: str, rows: DataFrame, sql: t.Callable[[str], str]
     ) -> t.Any:
         """The `BatchInput` of `sql` (of a relation of pairs) over the candidate pairs of a

@@ -32,6 +32,7 @@ from streamjoin.runtime.batch.shedding import Shedding
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
+from streamjoin.runtime.multiway.chain import ChainJoins, on_operator
 from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing.router import after_batch, check_scheme_change, restore_routers
@@ -94,6 +95,8 @@ class BatchProcessor:
         self.stores = StoreViews(checkpoint, self.parallelism)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
         self.multiway = self._multiway()
+        self.chains = ChainJoins(self.indexed.levels)
+        """The multi-way joins on the operator (`multiway.chain`)."""
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
         self.shedding = Shedding()
         """The overload controllers of the queries that shed probes (`batch.shedding`)."""
@@ -208,9 +211,14 @@ class BatchProcessor:
                 self.indexed.leaving = (next_watermarks(self.plan, ctx.prev, known)[1],)
             two = two_way_joins(ctx, deltas, self.stores, self.indexed)
             frames: dict[str, list[DataFrame]] = {}
-            if self.multiway is not None:
+            measures = None
+            if self.multiway is not None and on_operator(ctx, self.indexed.operates(ctx)):
+                plans, measures = self.multiway.chained(ctx, deltas, self.stores)
+                chained = self.chains.frames(ctx, plans, deltas, self.stores)
+                frames = shared_cores(ctx, chained, two)
+            elif self.multiway is not None:  # (no operator, or a query that sheds)
                 work = self.multiway.run(ctx, deltas, self.stores)
-                frames = shared_cores(ctx, work.frames, two)
+                frames, measures = shared_cores(ctx, work.frames, two), work.measures
             staging = self.checkpoint.path(STAGING)
             joint = shared_writes(ctx, two.shared, staging, self.checkpoint.fs)
             jointly = {m.name for w in joint for m, _ in w.members}
@@ -255,9 +263,9 @@ class BatchProcessor:
                 *args, keyed=keyed, quantiles=self.indexed.reads.quantiles()
             )
             multiway_state: dict[str, t.Any] = {}
-            if self.multiway is not None and work is not None:
+            if self.multiway is not None:
                 rows = {k: s.ok for k, s in stats.items()}
-                notes, multiway_state = self.multiway.after_batch(work, batch_id, rows)
+                notes, multiway_state = self.multiway.after_batch(measures, batch_id, rows)
                 routing |= notes
             carried = ({n: r.state() for n, r in ctx.routers.items()}, multiway_state)
             finish = MultiwayJoins.finish(work, prev)

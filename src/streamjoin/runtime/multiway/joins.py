@@ -141,12 +141,37 @@ class MultiwayJoins:
                 frames[mp.query.name] = _observe_shed(spark, *query, frames[mp.query.name], recount)
         return MultiwayBatch(frames, mirs, measures, shed)
 
+    def chained(
+        self, ctx: BatchContext, deltas: Mapping[str, str], stores: StoreViews
+    ) -> tuple[list[MultiwayPlan], Background | None]:
+        """The batch's plans, for queries that run on the operator's levels (`chain`): their
+        orders set the order of each query's chain; and at an epoch's last batch the
+        selectivity counts, beside the batch (the stored rows read from the units' files)."""
+        self.reorder.restore(ctx.prev.multiway)
+        plans = list(self.reorder.plans(ctx.batch_id))
+        if not self.reorder.measuring(ctx.batch_id):
+            return plans, None
+
+        def streams(mp: MultiwayPlan) -> list[StreamDef]:
+            return [self.plan.job.stream(side.stream) for side in mp.query.sides]
+
+        def store(stream: str, lo: int | None, with_new: bool) -> str:
+            delta = deltas[stream] if with_new else None
+            sp, views = self.plan.stream(stream), ctx.scratch.views
+            return stores.state(ctx.spark, sp, ctx.prev, lo, delta, views, cached=False)
+
+        args = (ctx.spark, self.reorder, ctx.batch_id, plans, streams, deltas, store)
+        measures = start_measures(*args)
+        ctx.scratch.running.append(measures)
+        return plans, measures
+
     def after_batch(
-        self, work: MultiwayBatch, batch_id: int, rows: Mapping[str, int]
+        self, measures: Background | None, batch_id: int, rows: Mapping[str, int]
     ) -> tuple[dict[str, str], dict[str, t.Any]]:
-        """Feed the batch's rows and measured counts to the plans; a note per query whose
-        orders change, and the state the manifest carries to the next batch."""
-        counts = work.measures.result() if work.measures is not None else None
+        """Feed the batch's rows and its `measures` (an epoch's last batch's counts, else
+        None) to the plans; a note per query whose orders change, and the state the manifest
+        carries to the next batch."""
+        counts = measures.result() if measures is not None else None
         notes = self.reorder.after_batch(batch_id, rows, counts)
         return notes, self.reorder.state()
 

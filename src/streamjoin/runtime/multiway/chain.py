@@ -1,0 +1,222 @@
+"""Step 4 of a batch for multi-way queries on the join operator: each query's new
+combinations from its chain of two-way indexes (`plan.chain`), one level's new rows the next
+level's new left rows, all in the job that writes them (`levels`).
+
+A level's input is ``JoinIndex``'s layout (`batch.indexsql.input_parts`): side, the hash of its
+equality keys (in the type Spark compares each in), its time (the least ``ts_i + retain_i`` of
+its rows: `plan.chain`), and the row as a struct. Each input's columns go by their unique names
+(``_sj_<slot>_<column>``), so a level's left rows are the columns of every input before it.
+Its output, planned once and made in the probe's tasks, is the pairs that meet its conditions,
+flattened; the last level's is the query's SELECT. A level built from the units joins the
+committed rows of the inputs before it in Spark SQL for its left side (its MIR).
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from streamjoin.plan.chain import Chain, Level, chain_order, plan_chain
+from streamjoin.plan.probeorder import column_name
+from streamjoin.runtime.batch.indexfit import one_task
+from streamjoin.runtime.batch.shedding import allowances
+from streamjoin.runtime.multiway.terms import renamed
+from streamjoin.runtime.sources import empty_relation
+
+if t.TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from pyspark.sql import DataFrame
+
+    from streamjoin.model import StreamDef
+    from streamjoin.plan import MultiwayPlan
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.multiway.levels import LevelIndexes
+    from streamjoin.runtime.state.stores import StoreViews
+
+
+class ChainJoins:
+    """The multi-way queries of a processor on their level indexes."""
+
+    def __init__(self, levels: LevelIndexes) -> None:
+        self.levels = levels
+        self._chains: dict[str, Chain] = {}
+        self._types: dict[str, tuple[str, ...]] = {}
+        """Level key → the type each of its equalities is compared in."""
+
+    def frames(
+        self,
+        ctx: BatchContext,
+        plans: Sequence[MultiwayPlan],
+        deltas: Mapping[str, str],
+        stores: StoreViews,
+    ) -> dict[str, list[DataFrame]]:
+        """The new rows in the batch (lazy) of each multi-way query planned by `plans`."""
+        return {mp.query.name: [_Query(self, ctx, mp, deltas, stores).rows()] for mp in plans}
+
+    def chain(self, ctx: BatchContext, mp: MultiwayPlan) -> Chain:
+        """`mp`'s chain, planned once per query definition and order (a served job may give a
+        query's name to another; the optimizer may change the order at an epoch)."""
+        key = f"{mp.query!r}@{chain_order(mp)}"
+        if key not in self._chains:
+            self._chains[key] = plan_chain(ctx.plan.job, mp)
+        return self._chains[key]
+
+    def key_types(self, ctx: BatchContext, level: Level, left: str, right: str) -> tuple[str, ...]:
+        """The type both ends of each of `level`'s equalities are compared in (Spark's own
+        coercion, over `left` and `right`: relations of no rows of its two sides)."""
+        if level.key not in self._types:
+            exprs = ", ".join(f"coalesce({a}, {b}) AS k{i}" for i, (a, b) in enumerate(level.keys))
+            schema = ctx.spark.sql(f"SELECT {exprs} FROM ({left}) CROSS JOIN ({right})").schema
+            self._types[level.key] = tuple(f.dataType.simpleString() for f in schema.fields)
+        return self._types[level.key]
+
+
+def on_operator(ctx: BatchContext, operates: bool) -> bool:
+    """Whether the batch's multi-way queries run on their levels' indexes: in a run with the
+    operator (`operates`), where none of them sheds probes (those run on the cached slices,
+    `multiway.joins`)."""
+    return operates and all(allowances(ctx.prev, mp.query) is None for mp in ctx.plan.multiway)
+
+
+class _Query:
+    """One multi-way query's work in one batch."""
+
+    def __init__(
+        self,
+        joins: ChainJoins,
+        ctx: BatchContext,
+        mp: MultiwayPlan,
+        deltas: Mapping[str, str],
+        stores: StoreViews,
+    ) -> None:
+        self.joins, self.ctx, self.mp, self.deltas, self.stores = joins, ctx, mp, deltas, stores
+        self.chain = joins.chain(ctx, mp)
+        self.streams: list[StreamDef] = [ctx.plan.job.stream(s.stream) for s in mp.query.sides]
+
+    def rows(self) -> DataFrame:
+        """The query's new rows: each level probed with the level before's new rows."""
+        ctx, chain = self.ctx, self.chain
+        plans = [ctx.plan.stream(s.name) for s in self.streams]
+        together = one_task(ctx, *plans)
+        wm = ctx.watermark
+        left = self._input(chain.order[0], self.deltas[self.streams[chain.order[0]].name])
+        found: DataFrame | None = None
+        for n, level in enumerate(chain.levels):
+            last = n == len(chain.levels) - 1
+            right = self._input(level.new, self.deltas[self.streams[level.new].name])
+            delta = ctx.spark.sql(self._level_sql(level, left, right))
+            found = self.joins.levels.probe(
+                ctx,
+                level.key,
+                delta,
+                lambda level=level: self._stored(level),  # type: ignore[misc]
+                ctx.parallelism if level.keys else 1,
+                (wm, wm),
+                lambda pairs, level=level, last=last: self._output(level, pairs, last),  # type: ignore[misc]
+                together,
+            )
+            left = ctx.scratch.view(found, f"_sj_chain_{len(ctx.scratch.views)}")
+        assert found is not None
+        return found
+
+    def _input(self, i: int, rows: str) -> str:
+        """SQL of input `i`'s rows of relation `rows` under their unique names, its
+        selections applied."""
+        sql = renamed(rows, self.mp.slots[i], self.streams[i])
+        filters = self.chain.filters[i]
+        if filters:
+            sql = f"SELECT * FROM ({sql}) WHERE " + " AND ".join(f"({f})" for f in filters)
+        return sql
+
+    def _stored(self, level: Level) -> DataFrame | None:
+        """`level`'s committed rows in its index's layout: the join of the inputs before it
+        (its MIR) and its input's rows; None where no input of it has any."""
+        ctx, mp = self.ctx, self.mp
+        inputs = (*level.inputs, level.new)
+        if not any(ctx.prev.live(self.streams[i].name) for i in inputs):
+            return None
+        wm = ctx.watermark
+        stored = {}
+        for i in inputs:
+            keep = mp.retain_us[i]
+            lo = wm - keep if wm is not None and keep is not None else None
+            sp = ctx.plan.stream(self.streams[i].name)
+            views = ctx.scratch.views
+            rel = self.stores.state(ctx.spark, sp, ctx.prev, lo, None, views, cached=False)
+            stored[i] = self._input(i, rel)
+        left = f"({stored[level.inputs[0]]})"
+        for earlier in self.chain.levels:
+            if earlier.new not in level.inputs:
+                break
+            on = " AND ".join(f"({c})" for c in earlier.conditions) or "TRUE"
+            left = f"(SELECT * FROM {left} JOIN ({stored[earlier.new]}) ON {on})"
+        return ctx.spark.sql(self._level_sql(level, f"SELECT * FROM {left}", stored[level.new]))
+
+    def _columns(self, inputs: Sequence[int]) -> str:
+        """The DDL of a struct of `inputs`' columns under their unique names."""
+        fields = ", ".join(
+            f"`{column_name(self.mp.slots[i], c.name)}`: {c.type.ddl}"
+            for i in inputs
+            for c in self.streams[i].columns
+        )
+        return f"STRUCT<{fields}>"
+
+    def _empty(self, inputs: Sequence[int]) -> str:
+        """A relation of `inputs`' columns under their unique names, no rows."""
+        parts = []
+        for i in inputs:
+            stream = self.streams[i]
+            parts.append(f"({renamed(f'({empty_relation(stream)})', self.mp.slots[i], stream)})")
+        return "SELECT * FROM " + " CROSS JOIN ".join(parts)
+
+    def _time(self, inputs: Sequence[int]) -> str:
+        """SQL of a row's time in a level (`plan.chain`): the least ``ts_i + retain_i`` of its
+        inputs' rows; NULL (kept for good) where no input of them is bounded."""
+        mp, ends = self.mp, []
+        for i in inputs:
+            time, keep = mp.times[i], mp.retain_us[i]
+            if time is not None and keep is not None:
+                ends.append(f"unix_micros(`{column_name(mp.slots[i], time)}`) + {keep}")
+        if not ends:
+            return "CAST(NULL AS BIGINT)"
+        return ends[0] if len(ends) == 1 else f"least({', '.join(ends)})"
+
+    def _level_sql(self, level: Level, left: str, right: str) -> str:
+        """SQL of `level`'s index input from relations `left` (its left side's columns) and
+        `right` (its input's)."""
+        sides = ((0, level.inputs, left), (1, (level.new,), right))
+        structs = [self._columns(level.inputs), self._columns((level.new,))]
+        if level.keys:
+            empty = (self._empty(level.inputs), self._empty((level.new,)))
+            types = self.joins.key_types(self.ctx, level, *empty)
+        parts = []
+        for side, inputs, rel in sides:
+            key = "CAST(0 AS BIGINT)"
+            if level.keys:
+                ends = [f"CAST({k[side]} AS {ty})" for k, ty in zip(level.keys, types, strict=True)]
+                null = " OR ".join(f"({e}) IS NULL" for e in ends)
+                key = f"CASE WHEN {null} THEN NULL ELSE xxhash64({', '.join(ends)}) END"
+            row = "struct(_sj_in.*)"
+            both = (
+                (row, f"CAST(NULL AS {structs[1]})")
+                if side == 0
+                else (
+                    f"CAST(NULL AS {structs[0]})",
+                    row,
+                )
+            )
+            parts.append(
+                f"SELECT {side} AS _sj_side, {key} AS _sj_key, {self._time(inputs)} AS _sj_ts, "
+                f"{both[0]} AS _sj_l, {both[1]} AS _sj_r FROM ({rel}) AS _sj_in"
+            )
+        return " UNION ALL ".join(parts)
+
+    def _output(self, level: Level, pairs: str, last: bool) -> str:
+        """SQL of `level`'s rows from its candidate pairs in relation `pairs`: those that meet
+        its conditions, flattened; the last level's, the query's SELECT."""
+        where = " AND ".join(f"({c})" for c in level.conditions) or "TRUE"
+        met = f"SELECT * FROM (SELECT _sj_l.*, _sj_r.* FROM {pairs}) WHERE {where}"
+        if not last:
+            return met
+        select = ", ".join(f"{sql} AS `{alias}`" for sql, alias in self.mp.select)
+        return f"SELECT {select} FROM ({met})"

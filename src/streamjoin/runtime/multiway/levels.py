@@ -1,0 +1,137 @@
+"""The join operator's indexes of the multi-way joins' levels (`plan.chain`): each a two-way
+index (``JoinIndex.java``; on a cluster ``PlacedIndex.java``, each partition on one executor),
+built from the streams' committed units when a run starts or its level is new, then probed and
+extended by each batch's delta. A batch run again takes back what its failed attempt added (a
+cluster's indexes are built again). Apart from the two-way queries' (`batch.indexed`): a
+level is no query's, and its rows are combinations of several streams' rows."""
+
+from __future__ import annotations
+
+import itertools
+import typing as t
+import uuid
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import DataFrame
+
+from streamjoin.runtime.batch.placed import PlacedIndexes
+from streamjoin.runtime.jvm.statics import StaticMethods
+
+if t.TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark.sql import SparkSession
+
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.indexplans import ProbePlans
+
+_LEAST = -(2**63)
+_names = itertools.count()
+
+
+class LevelIndexes:
+    """One processor's level indexes, by level key, and the batch each was committed at."""
+
+    def __init__(self, plans: ProbePlans, on_cluster: Callable[[SparkSession], bool]) -> None:
+        self._prefix = f"sj-levels-{uuid.uuid4().hex[:8]}-{next(_names)}"
+        self._built: dict[str, tuple[int, int]] = {}
+        """Level key → (batch committed into its index, its partitions)."""
+        self._used: dict[str, tuple[int, int]] = {}
+        self._plans = plans
+        self._on_cluster = on_cluster
+        self.placed = PlacedIndexes(self._prefix)
+        self._class: StaticMethods | None = None
+
+    def probe(
+        self,
+        ctx: BatchContext,
+        key: str,
+        delta: DataFrame,
+        stored: Callable[[], DataFrame | None],
+        parts: int,
+        least: tuple[int | None, int | None],
+        output: Callable[[str], str],
+        together: bool,
+    ) -> DataFrame:
+        """The rows `output` (SQL over a relation of candidate pairs) makes of the pairs of
+        level `key`'s `delta` (``JoinIndex``'s input layout), lazy: the job that reads them
+        applies the batch to the index, which is first built from `stored` (its committed rows
+        in that layout; None: none) where it is not at the batch before. Its rows below `least`
+        (left, right; None: no bound) go first. `together`: the delta is few rows, probed in
+        one task."""
+        spark, batch = ctx.spark, ctx.batch_id
+        expiry = [_LEAST if x is None else x for x in least]
+        made = self._output(ctx, key, delta, output)
+        cluster = self._on_cluster(spark)
+        fresh = self._built.get(key) not in {(batch - 1, parts), (batch, parts)}
+        if cluster:
+            if fresh or key not in self.placed:
+                rows = stored()
+                rows = delta.limit(0) if rows is None else rows
+                at = (parts, batch - 1, None, (_LEAST, _LEAST))
+                self.placed.build(spark, key, rows, *at, memory=ctx.settings.memory)
+            found = self.placed.probe(spark, key, delta, batch, expiry, None, (made, "", 0))
+        else:
+            cls, name = self._jvm(spark), f"{self._prefix}/{key}"
+            if fresh:
+                cls.reset(name, parts, batch - 1, ctx.settings.memory)
+                if (rows := stored()) is not None:
+                    cls.load(rows._jdf, name, parts, None, _LEAST, _LEAST)
+            cls.expire(name, parts, *expiry)
+            one = together or parts == 1
+            jdf = cls.probe(delta._jdf, made, None, "", name, parts, batch, 0, one)
+            found = DataFrame(jdf, spark)
+        self._used[key] = (batch, parts)
+        if made is not None:
+            return found
+        view = ctx.scratch.view(found, f"_sj_level_{len(ctx.scratch.views)}")
+        return spark.sql(output(view))
+
+    def _output(
+        self, ctx: BatchContext, key: str, delta: DataFrame, output: Callable[[str], str]
+    ) -> t.Any:
+        """`output` planned once over the pairs of `delta`'s layout, applied in the probe's
+        tasks; None where it cannot be (then Spark SQL applies it to the pairs)."""
+        try:
+            return self._plans.over_pairs(ctx, f"level:{key}", delta, output)
+        except Py4JJavaError:
+            return None
+
+    def committed(self, spark: SparkSession) -> None:
+        """The batch committed: its levels are at its id; those it did not use go."""
+        for key in (self._built.keys() | set(self.placed)) - self._used.keys():
+            if key in self.placed:
+                self.placed.drop(spark, key)
+            else:
+                self._jvm(spark).drop(f"{self._prefix}/{key}")
+        self._built, self._used = self._used, {}
+
+    def failed(self) -> None:
+        """The batch failed: a cluster's levels are built again (an executor may be gone)."""
+        for key in self.placed:
+            self._built.pop(key, None)
+        self._used = {}
+
+    def lost(self, err: BaseException) -> bool:
+        """Whether `err` is a probe that found no partition of a level where it ran."""
+        return self.placed.lost(err)
+
+    def take_events(self) -> list[str]:
+        """The builds on executors since the last call, in words."""
+        return self.placed.take_events()
+
+    def clear(self, spark: SparkSession) -> None:
+        """Drop every level's index (the processor is done)."""
+        for key in self.placed:
+            self.placed.drop(spark, key)
+        if self._built and self._class is not None:
+            for key in self._built:
+                self._class.drop(f"{self._prefix}/{key}")
+        self._built = {}
+
+    def _jvm(self, spark: SparkSession) -> StaticMethods:
+        if self._class is None:
+            jvm = spark.sparkContext._jvm
+            assert jvm is not None
+            self._class = StaticMethods(jvm.streamjoin.operator.JoinIndex)
+        return self._class
