@@ -17,14 +17,15 @@ INPUT_VIEW = "_sj_input"
 """The batch's classified input (`intake.classify`), as a temp view."""
 
 
-def delta_relations(ctx: BatchContext, stores: StoreViews) -> dict[str, str]:
+def delta_relations(ctx: BatchContext, stores: StoreViews, read_once: bool) -> dict[str, str]:
     """Each stream's ok rows of the batch, as a relation for SQL text, by stream name.
 
     The relations are subqueries of one temp view of the batch's input: each classic PySpark
     DataFrame call is a round trip with an analysis in the JVM, where a subquery in the join's
     SQL text is analysed with it. A stream whose state is its input files is read from them
     instead: its own rows and columns only, where each read of the batch's input reruns Spark's
-    plan of every stream's rows in the unified layout."""
+    plan of every stream's rows in the unified layout. `read_once`: every join reads each
+    relation once or twice (the operator's), so none is cached for the batch."""
     plan = ctx.plan
     if any(sp.name not in ctx.files for sp in plan.streams):
         ctx.scratch.view(ctx.classified(), INPUT_VIEW)
@@ -49,7 +50,7 @@ def delta_relations(ctx: BatchContext, stores: StoreViews) -> dict[str, str]:
             continue
         cols = ", ".join(f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns)
         rows = f"SELECT {cols} FROM {INPUT_VIEW} WHERE _sj_status = 'ok' AND _sj_src = {sp.index}"
-        if plan.multiway:
+        if plan.multiway and not read_once:
             # Multi-way terms read each delta many times, and the batch's input is one RDD of
             # every stream's rows that no filter prunes: each read would scan all of it.
             # (Two-way queries read it twice: re-reading costs less than a cache there.)

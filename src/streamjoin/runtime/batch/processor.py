@@ -201,7 +201,8 @@ class BatchProcessor:
             known, statistics = self._start_state(ctx, reads_rows)
             # (Where indexes serve every join, no state slice is read: none is cached.)
             self.stores.cache_deltas = not self.indexed.serve_all(ctx)
-            deltas = {} if reads_rows else delta_relations(ctx, self.stores)
+            chained = on_operator(ctx, self.indexed.operates(ctx))
+            deltas = {} if reads_rows else delta_relations(ctx, self.stores, chained)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
             # (Known before the probes, an outer join's probe decides its rows without a
@@ -212,10 +213,10 @@ class BatchProcessor:
             two = two_way_joins(ctx, deltas, self.stores, self.indexed)
             frames: dict[str, list[DataFrame]] = {}
             measures = None
-            if self.multiway is not None and on_operator(ctx, self.indexed.operates(ctx)):
+            if self.multiway is not None and chained:
                 plans, measures = self.multiway.chained(ctx, deltas, self.stores)
-                chained = self.chains.frames(ctx, plans, deltas, self.stores)
-                frames = shared_cores(ctx, chained, two)
+                found = self.chains.frames(ctx, plans, deltas, self.stores)
+                frames = shared_cores(ctx, found, two)
             elif self.multiway is not None:  # (no operator, or a query that sheds)
                 work = self.multiway.run(ctx, deltas, self.stores)
                 frames, measures = shared_cores(ctx, work.frames, two), work.measures

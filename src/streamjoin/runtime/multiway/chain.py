@@ -23,7 +23,7 @@ from streamjoin.runtime.multiway.terms import renamed
 from streamjoin.runtime.sources import empty_relation
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from pyspark.sql import DataFrame
 
@@ -61,10 +61,13 @@ class ChainJoins:
             self._chains[key] = plan_chain(ctx.plan.job, mp)
         return self._chains[key]
 
-    def key_types(self, ctx: BatchContext, level: Level, left: str, right: str) -> tuple[str, ...]:
+    def key_types(
+        self, ctx: BatchContext, level: Level, empty: Callable[[], tuple[str, str]]
+    ) -> tuple[str, ...]:
         """The type both ends of each of `level`'s equalities are compared in (Spark's own
-        coercion, over `left` and `right`: relations of no rows of its two sides)."""
+        coercion, over `empty`'s relations of no rows of its two sides)."""
         if level.key not in self._types:
+            left, right = empty()
             exprs = ", ".join(f"coalesce({a}, {b}) AS k{i}" for i, (a, b) in enumerate(level.keys))
             schema = ctx.spark.sql(f"SELECT {exprs} FROM ({left}) CROSS JOIN ({right})").schema
             self._types[level.key] = tuple(f.dataType.simpleString() for f in schema.fields)
@@ -187,8 +190,8 @@ class _Query:
         sides = ((0, level.inputs, left), (1, (level.new,), right))
         structs = [self._columns(level.inputs), self._columns((level.new,))]
         if level.keys:
-            empty = (self._empty(level.inputs), self._empty((level.new,)))
-            types = self.joins.key_types(self.ctx, level, *empty)
+            empty = lambda: (self._empty(level.inputs), self._empty((level.new,)))  # noqa: E731
+            types = self.joins.key_types(self.ctx, level, empty)
         parts = []
         for side, inputs, rel in sides:
             key = "CAST(0 AS BIGINT)"

@@ -41,6 +41,8 @@ class LevelIndexes:
         self._on_cluster = on_cluster
         self.placed = PlacedIndexes(self._prefix)
         self._class: StaticMethods | None = None
+        self._outputs: dict[str, t.Any] = {}
+        """Level key → its output's `BatchInput` (None: made by Spark SQL after the probe)."""
 
     def probe(
         self,
@@ -92,10 +94,13 @@ class LevelIndexes:
     ) -> t.Any:
         """`output` planned once over the pairs of `delta`'s layout, applied in the probe's
         tasks; None where it cannot be (then Spark SQL applies it to the pairs)."""
-        try:
-            return self._plans.over_pairs(ctx, f"level:{key}", delta, output)
-        except Py4JJavaError:
-            return None
+        # (Once per level: its key names its streams' columns, so its layout is one.)
+        if key not in self._outputs:
+            try:
+                self._outputs[key] = self._plans.over_pairs(ctx, f"level:{key}", delta, output)
+            except Py4JJavaError:
+                self._outputs[key] = None
+        return self._outputs[key]
 
     def committed(self, spark: SparkSession) -> None:
         """The batch committed: its levels are at its id; those it did not use go."""
