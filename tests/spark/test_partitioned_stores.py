@@ -15,7 +15,7 @@ from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import sinks
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import SLICES, read_sink, run_batches, settings_set
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -68,18 +68,17 @@ def test_a_probe_carrying_the_attribute_moves_alone(
 
     monkeypatch.setattr(sinks, "write_sink", recording)
     settings = {
+        **SLICES,  # (the cached slices' stores: on the operator a query's stores are its levels)
         "streamjoin.multiway.partitioned": partitioned,
         "streamjoin.multiway.routeRows": route_rows,
         # Base stores only: the order from C probes B on s while B's store is partitioned on k
         # (as the plan says from A's side), a step that does not carry the attribute.
         "streamjoin.multiway.mirs": "false",
     }
-    for key, value in settings.items():
-        if value is not None:
-            spark.conf.set(key, value)
     cached_before = _persistent(spark)
     tmp = Path(tempfile.mkdtemp(prefix="sj-parts-"))
-    try:
+    given = {k: v for k, v in settings.items() if v is not None}
+    with settings_set(spark, given):
         text = "\n".join(stream_ddl(s) for s in "ABC")
         text += f"\nCREATE SINK o WITH (format = 'parquet', path = '{tmp / 'o'}');\n"
         job = parse_job(text + f"INSERT INTO o {QUERY};")
@@ -92,6 +91,7 @@ def test_a_probe_carrying_the_attribute_moves_alone(
         assert chosen["A"] == "k" and chosen["C"] == "s" and chosen["B"] in ("k", "s"), chosen
         routed = partitioned == "true" and route_rows == "1"
         # Every batch after the first (whose stores are empty) probes stored units.
+        assert len(plans) == len(batches), plans
         for plan in plans[1:]:
             nodes = [n.nodeName() for n in _nodes(plan)]
             joins = [n for n in _nodes(plan) if n.nodeName() == "ShuffledHashJoin"]
@@ -108,10 +108,7 @@ def test_a_probe_carrying_the_attribute_moves_alone(
                 kept = [s.toString() for s, m in zip(sides, moved, strict=True) if not m]
                 assert any("InMemoryTableScan" in k for k in kept), kept
             assert ("REPARTITION_BY_NUM" in plan.toString()) == routed, plan.toString()
-    finally:
-        for key in settings:
-            spark.conf.unset(key)
-        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
     # The processor released its cached units when it was done. (An earlier test's cached
     # RDDs may go meanwhile, as Spark's cleaner collects them: only new ones count.)
     assert not _persistent(spark) - cached_before

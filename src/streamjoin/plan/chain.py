@@ -7,7 +7,8 @@ on the conjuncts that name that input and only inputs before it. Each level is a
 index: a batch's new left rows (the level before's new combinations, or the first input's new
 rows) meet its old and new right rows, its new right rows meet its old left rows: the delta
 rule of a two-way join, applied level by level, gives each new combination of the whole query
-once (it is new at the first level where one of its rows is new, and only there). Stored in a
+once: each level finds each of its new combinations once, and the next level takes each as one
+new left row. Stored in a
 level, the left side's rows are the MIR: a new row of input ``order[n + 1]`` finds every
 combination of the inputs before it in one lookup.
 
@@ -90,7 +91,9 @@ def plan_chain(job: Job, mp: MultiwayPlan) -> Chain:
             for c in mp.conjuncts
             if new in c.inputs and len(c.inputs) > 1 and c.inputs <= {*bound, new}
         ]
-        if n == 1:
+        if n in (1, len(order) - 1):
+            # (First, to keep no row a false one forbids; last, because one may depend on the
+            # batch's time, `current_timestamp()`, which the stored combinations met earlier.)
             conditions += constants
         keys = []
         for i in bound:

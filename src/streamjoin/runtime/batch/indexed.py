@@ -118,7 +118,7 @@ class IndexedJoins:
         """Whether the indexes serve every join of the batch, so that no relation of the
         stored rows is read (`serves_every_join`)."""
         plan = ctx.plan
-        chained = on_operator(ctx, self.operates(ctx))
+        chained = bool(plan.multiway) and on_operator(ctx, self.operates(ctx))
         return serves_every_join(plan, chained) and all(self.eligible(ctx, qp) for qp in plan.joins)
 
     def reads_rows(self, ctx: BatchContext) -> bool:

@@ -201,7 +201,7 @@ class BatchProcessor:
             known, statistics = self._start_state(ctx, reads_rows)
             # (Where indexes serve every join, no state slice is read: none is cached.)
             self.stores.cache_deltas = not self.indexed.serve_all(ctx)
-            chained = on_operator(ctx, self.indexed.operates(ctx))
+            chained = bool(self.plan.multiway) and on_operator(ctx, self.indexed.operates(ctx))
             deltas = {} if reads_rows else delta_relations(ctx, self.stores, chained)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)

@@ -37,6 +37,8 @@ class LevelIndexes:
         self._built: dict[str, tuple[int, int]] = {}
         """Level key → (batch committed into its index, its partitions)."""
         self._used: dict[str, tuple[int, int]] = {}
+        self._made: set[str] = set()
+        """Level keys built in the driver's JVM since the last commit (a failed batch's too)."""
         self._plans = plans
         self._on_cluster = on_cluster
         self.placed = PlacedIndexes(self._prefix)
@@ -76,6 +78,7 @@ class LevelIndexes:
         else:
             cls, name = self._jvm(spark), f"{self._prefix}/{key}"
             if fresh:
+                self._made.add(key)  # (dropped at a commit or close that does not keep it)
                 cls.reset(name, parts, batch - 1, ctx.settings.memory)
                 if (rows := stored()) is not None:
                     cls.load(rows._jdf, name, parts, None, _LEAST, _LEAST)
@@ -104,12 +107,12 @@ class LevelIndexes:
 
     def committed(self, spark: SparkSession) -> None:
         """The batch committed: its levels are at its id; those it did not use go."""
-        for key in (self._built.keys() | set(self.placed)) - self._used.keys():
+        for key in (self._built.keys() | self._made | set(self.placed)) - self._used.keys():
             if key in self.placed:
                 self.placed.drop(spark, key)
             else:
                 self._jvm(spark).drop(f"{self._prefix}/{key}")
-        self._built, self._used = self._used, {}
+        self._built, self._used, self._made = self._used, {}, set()
 
     def failed(self) -> None:
         """The batch failed: a cluster's levels are built again (an executor may be gone)."""
@@ -129,10 +132,10 @@ class LevelIndexes:
         """Drop every level's index (the processor is done)."""
         for key in self.placed:
             self.placed.drop(spark, key)
-        if self._built and self._class is not None:
-            for key in self._built:
+        if self._class is not None:
+            for key in self._built.keys() | self._made:
                 self._class.drop(f"{self._prefix}/{key}")
-        self._built = {}
+        self._built, self._made = {}, set()
 
     def _jvm(self, spark: SparkSession) -> StaticMethods:
         if self._class is None:
