@@ -118,8 +118,12 @@ class IndexedJoins:
         """Whether the indexes serve every join of the batch, so that no relation of the
         stored rows is read (`serves_every_join`)."""
         plan = ctx.plan
-        chained = bool(plan.multiway) and on_operator(ctx, self.operates(ctx))
-        return serves_every_join(plan, chained) and all(self.eligible(ctx, qp) for qp in plan.joins)
+        served = serves_every_join(plan, self.chained(ctx))
+        return served and all(self.eligible(ctx, qp) for qp in plan.joins)
+
+    def chained(self, ctx: BatchContext) -> bool:
+        """Whether the batch's multi-way joins run on the operator's levels (`on_operator`)."""
+        return bool(ctx.plan.multiway) and on_operator(ctx, self.operates(ctx))
 
     def reads_rows(self, ctx: BatchContext) -> bool:
         """Whether every join of the batch probes its index with the batch's own rows

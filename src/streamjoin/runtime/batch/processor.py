@@ -32,7 +32,7 @@ from streamjoin.runtime.batch.shedding import Shedding
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
 from streamjoin.runtime.faults import maybe_crash
-from streamjoin.runtime.multiway.chain import ChainJoins, on_operator
+from streamjoin.runtime.multiway.chain import ChainJoins
 from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing.router import after_batch, check_scheme_change, restore_routers
@@ -201,7 +201,7 @@ class BatchProcessor:
             known, statistics = self._start_state(ctx, reads_rows)
             # (Where indexes serve every join, no state slice is read: none is cached.)
             self.stores.cache_deltas = not self.indexed.serve_all(ctx)
-            chained = bool(self.plan.multiway) and on_operator(ctx, self.indexed.operates(ctx))
+            chained = self.indexed.chained(ctx)
             deltas = {} if reads_rows else delta_relations(ctx, self.stores, chained)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
