@@ -2,7 +2,9 @@
 each level's left side the MIR of the inputs before it. Its levels are built from the streams'
 units when a run starts, so a restart mid-stream (a new processor, the levels built again with
 their MIRs joined from the units) stays exact; a level without an equality is a nested loop
-over its live rows; rows leave each level with their windows."""
+over its live rows; rows leave each level with their windows. File streams in the engine's
+loop keep their state in their own files, and a batch runs every level in one task of the
+batch's own rows (``ChainProbe``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,12 @@ import typing as t
 import pytest
 
 from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.multiway.chain import ChainJoins
+from streamjoin.runtime.state.checkpoint import Checkpoint
+from streamjoin.runtime.state.fs import FileStore
 from streamjoin.sql import parse_job
+from tests.e2e.files import write_batches
 
 from .harness import read_sink, run_batches
 from .streams import make_batches, stream_ddl
@@ -65,3 +72,48 @@ def test_a_chain_restarted_mid_stream_builds_its_levels_from_the_units_and_stays
     live = reports[-1].manifest.state_rows()
     assert live["A"] < sum(len(b.get("A", ())) for b in batches)
     assert not any(r.manifest.mirs for r in reports)  # (the MIRs live in the levels)
+
+
+@pytest.mark.parametrize("shape", sorted(JOINS))
+def test_a_chain_over_file_streams_probes_every_level_in_one_task_and_stays_exact(
+    spark: SparkSession, tmp_path: Path, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one_file = "WITH (format = 'parquet', maxFilesPerTrigger = '1', "
+    streams = [
+        stream_ddl(s, str(tmp_path / "in" / s)).replace("WITH (format = 'json', ", one_file)
+        for s in "ABC"
+    ]
+    text = "\n".join(streams)
+    text += f"\nCREATE SINK o WITH (format = 'parquet', path = '{tmp_path / 'o'}');\n"
+    text += f"INSERT INTO o SELECT a.id AS i1, b.id AS i2, c.id AS i3 FROM {JOINS[shape]};"
+    job = parse_job(text)
+    batches = make_batches(29, streams=tuple("ABC"), n_batches=6, rows_per_batch=12, keys=3)
+    # A copy of an A row of batch 3 that has partners arrives in batch 5, behind the watermark:
+    # late, it must meet none of the partners still in the levels.
+    met = {i1 for i1, *_ in run_reference(job, batches[:5]).outputs["q1"]}
+    row = next(r for r in batches[3]["A"] if r["id"] in met)
+    batches[5]["A"].append({**row, "id": 10**6})
+    assert 10**6 in [r["id"] for r in run_reference(job, batches).late["A"]]
+    one_task: list[bool] = []
+    planned = ChainJoins.batch_plans
+
+    def spied(self: ChainJoins, *args: t.Any) -> t.Any:
+        made = planned(self, *args)
+        one_task.append(made is not None)
+        return made
+
+    monkeypatch.setattr(ChainJoins, "batch_plans", spied)
+    ckpt = tmp_path / "ckpt"
+    # (Parquet: its footers tell a batch's rows, few enough for one task.) A restart between
+    # the runs builds the levels from the units, which are the streams' own files.
+    write_batches(tmp_path / "in", batches[:3], parquet=True)
+    Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
+    write_batches(tmp_path / "in", batches[3:], first=3, parquet=True)
+    Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
+    expected = run_reference(job, batches).outputs["q1"]
+    got = read_sink(spark, job, "o", ["i1", "i2", "i3"])
+    assert expected, "the input should produce some results"
+    assert normalize(got) == normalize(expected)
+    assert one_task == [True] * len(batches)
+    manifest = Checkpoint(FileStore(spark), str(ckpt)).latest()
+    assert all(u.files for s in "ABC" for u in manifest.live(s))  # (nothing copied)

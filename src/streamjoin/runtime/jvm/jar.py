@@ -37,6 +37,7 @@ _SOURCES = (
     "operator/IndexSide.java",
     "operator/IndexProbe.java",
     "operator/BatchInput.java",
+    "operator/ChainProbe.java",
     "operator/BatchWrite.java",
     "operator/PlacedIndex.java",
     "operator/DrainVetoes.java",

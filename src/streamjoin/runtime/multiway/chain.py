@@ -14,18 +14,21 @@ committed rows of the inputs before it in Spark SQL for its left side (its MIR).
 from __future__ import annotations
 
 import typing as t
+from functools import partial
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import DataFrame
 
 from streamjoin.plan.chain import Chain, Level, chain_order, plan_chain
 from streamjoin.plan.probeorder import column_name
 from streamjoin.runtime.batch.indexfit import one_task
+from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.multiway.terms import renamed
-from streamjoin.runtime.sources import empty_relation
+from streamjoin.runtime.sources import empty_relation, prefixed
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-
-    from pyspark.sql import DataFrame
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import MultiwayPlan
@@ -42,6 +45,8 @@ class ChainJoins:
         self._chains: dict[str, Chain] = {}
         self._types: dict[str, tuple[str, ...]] = {}
         """Level key → the type each of its equalities is compared in."""
+        self._planned: dict[tuple[str, ...], tuple[list[t.Any], list[t.Any]] | None] = {}
+        """A chain's level keys → its plans over the batch's own rows (None: none)."""
 
     def frames(
         self,
@@ -60,6 +65,32 @@ class ChainJoins:
         if key not in self._chains:
             self._chains[key] = plan_chain(ctx.plan.job, mp)
         return self._chains[key]
+
+    def batch_plans(
+        self,
+        ctx: BatchContext,
+        chain: Chain,
+        plan: Callable[[], tuple[list[t.Any], list[t.Any]] | None],
+    ) -> tuple[list[t.Any], list[t.Any]] | None:
+        """`chain`'s plans of its levels' inputs and outputs over the batch's own rows
+        (`_Query._plan_batch`), planned once per chain and layout of the batch's rows; None
+        where the batch's rows are not rows Spark planned or the plans cannot be made once
+        (then each level is planned each batch)."""
+        key = tuple(level.key for level in chain.levels)
+        rows = ctx.rows._jdf
+        if key in self._planned:
+            made = self._planned[key]
+            if made is None or made[0][0].fits(rows):  # (rows in the layout: one call)
+                return made
+        jvm = ctx.spark.sparkContext._jvm
+        assert jvm is not None
+        if not jvm.streamjoin.operator.BatchInput.planned(rows):
+            return None
+        try:
+            self._planned[key] = plan()
+        except Py4JJavaError:  # (an optimisation only: each level is planned each batch)
+            self._planned[key] = None
+        return self._planned[key]
 
     def key_types(
         self, ctx: BatchContext, level: Level, empty: Callable[[], tuple[str, str]]
@@ -97,11 +128,21 @@ class _Query:
         self.streams: list[StreamDef] = [ctx.plan.job.stream(s.stream) for s in mp.query.sides]
 
     def rows(self) -> DataFrame:
-        """The query's new rows: each level probed with the level before's new rows."""
+        """The query's new rows: each level probed with the level before's new rows; where
+        the batch is one task's rows in the driver's JVM, every level in that task, of the
+        batch's own rows (`batch_plans`)."""
         ctx, chain = self.ctx, self.chain
+        wm = ctx.watermark
+        if one_task(ctx, *ctx.plan.streams) and not self.joins.levels.on_cluster(ctx.spark):
+            planned = self.joins.batch_plans(ctx, chain, self._plan_batch)
+            if planned is not None:
+                levels = [
+                    (level.key, partial(self._stored, level), self._parts(level))
+                    for level in chain.levels
+                ]
+                return self.joins.levels.probe_chain(ctx, levels, (wm, wm), planned)
         plans = [ctx.plan.stream(s.name) for s in self.streams]
         together = one_task(ctx, *plans)
-        wm = ctx.watermark
         left = self._input(chain.order[0], self.deltas[self.streams[chain.order[0]].name])
         found: DataFrame | None = None
         for n, level in enumerate(chain.levels):
@@ -113,7 +154,7 @@ class _Query:
                 level.key,
                 delta,
                 lambda level=level: self._stored(level),  # type: ignore[misc]
-                ctx.parallelism if level.keys else 1,
+                self._parts(level),
                 (wm, wm),
                 lambda pairs, level=level, last=last: self._output(level, pairs, last),  # type: ignore[misc]
                 together,
@@ -121,6 +162,60 @@ class _Query:
             left = ctx.scratch.view(found, f"_sj_chain_{len(ctx.scratch.views)}")
         assert found is not None
         return found
+
+    def _parts(self, level: Level) -> int:
+        """`level`'s partitions: by its equality keys, or one (a nested loop)."""
+        return self.ctx.parallelism if level.keys else 1
+
+    def _plan_batch(self) -> tuple[list[t.Any], list[t.Any]] | None:
+        """Per level, the ``BatchInput`` of its new rows made from the batch's own rows (the
+        first level's both sides, a later level's its input: its left rows are the level
+        before's) and of its output (the next level's left rows, the last level's the query's
+        rows), planned over rows in the batch's layout, none of them; None where one cannot
+        be planned once (`BatchInput.of`)."""
+        ctx, chain, spark = self.ctx, self.chain, self.ctx.spark
+        jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
+        assert jvm is not None and gateway is not None
+        operator = jvm.streamjoin.operator
+        rows = ctx.rows._jdf
+        view = ctx.scratch.view(
+            DataFrame(operator.BatchInput.placeholder(rows), spark),
+            f"_sj_rows_{len(ctx.scratch.views)}",
+        )
+        on_time = status_sql([sp.index for sp in ctx.plan.streams if sp.stream.watermark], None)
+
+        def new(i: int) -> str:
+            sp = ctx.plan.stream(self.streams[i].name)
+            cols = ", ".join(
+                f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
+            )
+            where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
+            return self._input(i, f"(SELECT {cols} FROM {view} WHERE {where})")
+
+        inputs, outputs = [], []
+        for n, level in enumerate(chain.levels):
+            left = new(chain.order[0]) if n == 0 else None
+            parts = self._level_parts(level, left, new(level.new), late=True)
+            sides = [spark.sql(p)._jdf for p in parts]
+            array = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, len(sides))
+            for i, side in enumerate(sides):
+                array[i] = side
+            made = operator.BatchInput.of(array)
+            if made is None:
+                return None
+            none = DataFrame(operator.JoinIndex.nopairs(made.nothing(rows)), spark)
+            pairs = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
+            if n == len(chain.levels) - 1:
+                sql = self._output(level, pairs, last=True)
+            else:
+                met = self._output(level, pairs, last=False)
+                sql = self._level_parts(chain.levels[n + 1], met, None)[0]
+            output = operator.BatchInput.output(spark.sql(sql)._jdf)
+            if output is None:
+                return None
+            inputs.append(made)
+            outputs.append(output)
+        return inputs, outputs
 
     def _input(self, i: int, rows: str) -> str:
         """SQL of input `i`'s rows of relation `rows` under their unique names, its
@@ -187,6 +282,14 @@ class _Query:
     def _level_sql(self, level: Level, left: str, right: str) -> str:
         """SQL of `level`'s index input from relations `left` (its left side's columns) and
         `right` (its input's)."""
+        return " UNION ALL ".join(self._level_parts(level, left, right))
+
+    def _level_parts(
+        self, level: Level, left: str | None, right: str | None, late: bool = False
+    ) -> list[str]:
+        """The SELECT of each side's rows of `level`'s index input from relations `left` (its
+        left side's columns) and `right` (its input's), a side without one left out; with
+        `late`, each row's event time last (a batch's own row: ``ChainProbe``'s late test)."""
         sides = ((0, level.inputs, left), (1, (level.new,), right))
         structs = [self._columns(level.inputs), self._columns((level.new,))]
         if level.keys:
@@ -194,25 +297,29 @@ class _Query:
             types = self.joins.key_types(self.ctx, level, empty)
         parts = []
         for side, inputs, rel in sides:
+            if rel is None:
+                continue
             key = "CAST(0 AS BIGINT)"
             if level.keys:
                 ends = [f"CAST({k[side]} AS {ty})" for k, ty in zip(level.keys, types, strict=True)]
                 null = " OR ".join(f"({e}) IS NULL" for e in ends)
                 key = f"CASE WHEN {null} THEN NULL ELSE xxhash64({', '.join(ends)}) END"
             row = "struct(_sj_in.*)"
-            both = (
-                (row, f"CAST(NULL AS {structs[1]})")
-                if side == 0
-                else (
-                    f"CAST(NULL AS {structs[0]})",
-                    row,
-                )
-            )
+            nothing = f"CAST(NULL AS {structs[1 - side]})"
+            both = (row, nothing) if side == 0 else (nothing, row)
+            tail = f", {self._event(inputs[0])} AS _sj_evt" if late else ""
             parts.append(
                 f"SELECT {side} AS _sj_side, {key} AS _sj_key, {self._time(inputs)} AS _sj_ts, "
-                f"{both[0]} AS _sj_l, {both[1]} AS _sj_r FROM ({rel}) AS _sj_in"
+                f"{both[0]} AS _sj_l, {both[1]} AS _sj_r{tail} FROM ({rel}) AS _sj_in"
             )
-        return " UNION ALL ".join(parts)
+        return parts
+
+    def _event(self, i: int) -> str:
+        """SQL of input `i`'s event time in microseconds (NULL: it has none)."""
+        event = self.streams[i].event_time
+        if event is None:
+            return "CAST(NULL AS BIGINT)"
+        return f"unix_micros(`{column_name(self.mp.slots[i], event)}`)"
 
     def _output(self, level: Level, pairs: str, last: bool) -> str:
         """SQL of `level`'s rows from its candidate pairs in relation `pairs`: those that meet

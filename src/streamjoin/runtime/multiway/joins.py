@@ -158,7 +158,7 @@ class MultiwayJoins:
         def store(stream: str, lo: int | None, with_new: bool) -> str:
             delta = deltas[stream] if with_new else None
             sp, views = self.plan.stream(stream), ctx.scratch.views
-            return stores.state(ctx.spark, sp, ctx.prev, lo, delta, views, cached=False)
+            return stores.state(ctx.spark, sp, ctx.prev, lo, delta, views, estimate=True)
 
         args = (ctx.spark, self.reorder, ctx.batch_id, plans, streams, deltas, store)
         measures = start_measures(*args)

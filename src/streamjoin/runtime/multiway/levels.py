@@ -18,7 +18,7 @@ from streamjoin.runtime.batch.placed import PlacedIndexes
 from streamjoin.runtime.jvm.statics import StaticMethods
 
 if t.TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from pyspark.sql import SparkSession
 
@@ -76,21 +76,67 @@ class LevelIndexes:
                 self.placed.build(spark, key, rows, *at, memory=ctx.settings.memory)
             found = self.placed.probe(spark, key, delta, batch, expiry, None, (made, "", 0))
         else:
-            cls, name = self._jvm(spark), f"{self._prefix}/{key}"
-            if fresh:
-                self._made.add(key)  # (dropped at a commit or close that does not keep it)
-                cls.reset(name, parts, batch - 1, ctx.settings.memory)
-                if (rows := stored()) is not None:
-                    cls.load(rows._jdf, name, parts, None, _LEAST, _LEAST)
-            cls.expire(name, parts, *expiry)
+            name = self._ready(ctx, key, stored, parts, least)
             one = together or parts == 1
-            jdf = cls.probe(delta._jdf, made, None, "", name, parts, batch, 0, one)
+            jdf = self._jvm(spark).probe(delta._jdf, made, None, "", name, parts, batch, 0, one)
             found = DataFrame(jdf, spark)
         self._used[key] = (batch, parts)
         if made is not None:
             return found
         view = ctx.scratch.view(found, f"_sj_level_{len(ctx.scratch.views)}")
         return spark.sql(output(view))
+
+    def probe_chain(
+        self,
+        ctx: BatchContext,
+        levels: Sequence[tuple[str, Callable[[], DataFrame | None], int]],
+        least: tuple[int | None, int | None],
+        planned: tuple[t.Any, t.Any],
+    ) -> DataFrame:
+        """The query's rows (lazy) of a chain of `levels` (each its key, its committed rows as
+        `probe`'s `stored`, its partitions) probed with the batch's own rows in one task of the
+        driver's JVM (``ChainProbe``), by `planned`'s inputs and outputs (one per level: the
+        rows it takes from the batch, what it makes of its pairs)."""
+        spark, batch = ctx.spark, ctx.batch_id
+        names = [self._ready(ctx, key, stored, parts, least) for key, stored, parts in levels]
+        for key, _, parts in levels:
+            self._used[key] = (batch, parts)
+        gateway, jvm = spark.sparkContext._gateway, spark.sparkContext._jvm
+        assert gateway is not None and jvm is not None
+        operator = jvm.streamjoin.operator
+        n = len(levels)
+        inputs, outputs = (gateway.new_array(operator.BatchInput, n) for _ in range(2))
+        texts, counts = gateway.new_array(jvm.java.lang.String, n), gateway.new_array(jvm.int, n)
+        for i, (name, (_, _, parts)) in enumerate(zip(names, levels, strict=True)):
+            inputs[i], outputs[i] = planned[0][i], planned[1][i]
+            texts[i], counts[i] = name, parts
+        late = _LEAST if ctx.watermark is None else ctx.watermark
+        rows = ctx.rows._jdf
+        jdf = operator.ChainProbe.probe(rows, inputs, outputs, texts, counts, batch, late)
+        return DataFrame(jdf, spark)
+
+    def on_cluster(self, spark: SparkSession) -> bool:
+        """Whether the levels lie on a cluster's executors (`PlacedIndexes`)."""
+        return self._on_cluster(spark)
+
+    def _ready(
+        self,
+        ctx: BatchContext,
+        key: str,
+        stored: Callable[[], DataFrame | None],
+        parts: int,
+        least: tuple[int | None, int | None],
+    ) -> str:
+        """The name of level `key`'s index in the driver's JVM, built from `stored` where it
+        is not at the batch before, its rows below `least` expired."""
+        cls, name, batch = self._jvm(ctx.spark), f"{self._prefix}/{key}", ctx.batch_id
+        if self._built.get(key) not in {(batch - 1, parts), (batch, parts)}:
+            self._made.add(key)  # (dropped at a commit or close that does not keep it)
+            cls.reset(name, parts, batch - 1, ctx.settings.memory)
+            if (rows := stored()) is not None:
+                cls.load(rows._jdf, name, parts, None, _LEAST, _LEAST)
+        cls.expire(name, parts, *[_LEAST if x is None else x for x in least])
+        return name
 
     def _output(
         self, ctx: BatchContext, key: str, delta: DataFrame, output: Callable[[str], str]

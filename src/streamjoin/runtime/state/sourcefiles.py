@@ -9,7 +9,7 @@ seventh of the run's CPU: docs/dev-log.md).
 
 The price is that the files must stay until the state no longer needs them. A stream is
 *sourced* when it is read by the engine from a ``json``, ``csv`` or ``parquet`` path without
-wildcards, has an event time and a watermark, and no multi-way query reads it. When every query
+wildcards, and has an event time and a watermark. When every query
 over it has a window both ways, a unit is dropped once the watermark passes its rows' window;
 when its state is unbounded (full history), each unit is copied into the checkpoint after its
 batch, off the batch's path, and the files are needed only until the copy lands
@@ -75,8 +75,7 @@ def sourced_streams(
         # (A stream given as a DataFrame may be any number of Spark sources: the source
         # indexes of the others would not be known.)
         return []
-    multiway = {side.stream for mp in plan.multiway for side in mp.query.sides}
-    return [sp for sp in plan.streams if sp.name not in multiway and _file_backed(sp)]
+    return [sp for sp in plan.streams if _file_backed(sp)]
 
 
 def _file_backed(sp: StreamPlan) -> bool:
@@ -251,6 +250,27 @@ class SourcedUnits:
             raw.createOrReplaceTempView(name)
             self._views[key] = (name, raw)
         return stored_sql(sp, self._views[key][0], watermark)
+
+    def estimate_view(
+        self, spark: SparkSession, sp: StreamPlan, units: Collection[StateUnit], views: list[str]
+    ) -> str:
+        """A relation of about the rows of `units`, for statistics only: their files read in
+        one scan (per place of their files) and taken by the status test at the earliest of
+        their batches' watermarks, so that rows a later batch found late are in it too. (A
+        view per unit, as `view`, makes a read of a window's state a scan per batch.)"""
+        by_base: dict[str | None, list[str]] = {}
+        for u in units:
+            check_files(self.fs, sp, u)
+            by_base.setdefault(copy_base(u), []).extend(u.files)
+        marks = [u.watermark for u in units if u.watermark is not None]
+        earliest = min(marks) if len(marks) == len(units) else None
+        parts = []
+        for base, files in by_base.items():
+            name = f"{self._prefix}_{sp.index}_all_{len(views)}"
+            read_files(spark, sp, files, base).createOrReplaceTempView(name)
+            views.append(name)
+            parts.append(stored_sql(sp, name, earliest))
+        return parts[0] if len(parts) == 1 else "(" + " UNION ALL ".join(parts) + ")"
 
     def clear(self) -> None:
         """Drop every view (the processor is done)."""

@@ -156,11 +156,17 @@ class StoreViews:
         column: str | None = None,
         *,
         cached: bool = True,
+        estimate: bool = False,
     ) -> str:
         """A relation (SQL text) of `sp`'s committed state with event times >= lo, plus the
         rows of `delta_view`. With `column`, hash-partitioned on it (`PartitionedUnits`);
-        `cached` False: read from the units' files, none of them cached for later batches."""
+        `cached` False: read from the units' files, none of them cached for later batches;
+        `estimate`: as False, and units read back from a stream's files about their rows
+        (`SourcedUnits.estimate_view`: for statistics)."""
         units = [u for u in prev.live(sp.name) if u.overlaps(lo, None)]
+        if estimate and units and all(u.files for u in units):
+            state = self._rows(sp, self.sourced.estimate_view(spark, sp, units, views), lo)
+            return f"({state} UNION ALL SELECT * FROM {delta_view})" if delta_view else f"({state})"
         if column is not None and units:
             parts = [
                 self._rows(sp, self.partitioned.view(spark, self.store, sp, u, column), lo)

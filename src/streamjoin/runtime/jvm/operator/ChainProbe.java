@@ -1,0 +1,115 @@
+package streamjoin.operator;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.LogicalRDD;
+
+/**
+ * A multi-way query's chain of {@link JoinIndex} levels probed with a micro-batch's own rows in
+ * one task, in the driver's JVM: each level's new input rows are made from the batch's rows by
+ * its {@link BatchInput} (the first level's both sides, a later level's its one input), and
+ * each level's output makes, of the pairs its probe keeps, the next level's new left rows (the
+ * last level's: the query's rows). The batch's rows are read once and nothing is planned per
+ * batch. Written for janino: no lambdas, raw collections.
+ */
+public final class ChainProbe implements FlatMapFunction {
+  final BatchInput[] inputs;
+  final BatchInput[] outputs;
+  final String[] names;
+  final int[] parts;
+  final long batch;
+  final long lateBefore;
+
+  ChainProbe(
+      BatchInput[] inputs,
+      BatchInput[] outputs,
+      String[] names,
+      int[] parts,
+      long batch,
+      long lateBefore) {
+    this.inputs = inputs;
+    this.outputs = outputs;
+    this.names = names;
+    this.parts = parts;
+    this.batch = batch;
+    this.lateBefore = lateBefore;
+  }
+
+  /** The query's rows of batch {@code batch}'s rows {@code rows} (a foreachBatch RDD: {@link
+   * BatchInput#fits}) through the levels {@code names} (each of {@code parts} partitions,
+   * expired and built beforehand), lazy: the job that reads them applies the batch to every
+   * level. Rows behind {@code lateBefore} (their event time, microseconds) are left out. */
+  public static Dataset probe(
+      Dataset rows,
+      BatchInput[] inputs,
+      BatchInput[] outputs,
+      String[] names,
+      int[] parts,
+      long batch,
+      long lateBefore) {
+    SparkSession spark = (SparkSession) rows.sparkSession();
+    LogicalRDD plan = (LogicalRDD) rows.queryExecution().logical();
+    JavaRDD one = plan.rdd().toJavaRDD().coalesce(1);
+    for (int n = 0; n < names.length; n++) {
+      JoinIndex.COUNTS.remove(names[n] + "@" + batch);  // (as a probe: an earlier attempt's)
+    }
+    ChainProbe f = new ChainProbe(inputs, outputs, names, parts, batch, lateBefore);
+    BatchInput last = outputs[outputs.length - 1];
+    return spark.internalCreateDataFrame(
+        PlainRdd.mapPartitions(one, f).rdd(), last.layout, false);
+  }
+
+  public Iterator call(Object rows) {
+    int levels = names.length;
+    ArrayList[] fresh = new ArrayList[levels];
+    BasePredicate[][] tests = new BasePredicate[levels][];
+    UnsafeProjection[][] makes = new UnsafeProjection[levels][];
+    for (int n = 0; n < levels; n++) {
+      fresh[n] = new ArrayList();
+      Object[] made = inputs[n].made("chain", inputs[n].conditions.length);
+      tests[n] = (BasePredicate[]) made[0];
+      makes[n] = (UnsafeProjection[]) made[1];
+    }
+    Iterator it = (Iterator) rows;
+    while (it.hasNext()) {
+      InternalRow row = (InternalRow) it.next();
+      for (int n = 0; n < levels; n++) {
+        for (int s = 0; s < makes[n].length; s++) {
+          if (tests[n][s] != null && !tests[n][s].eval(row)) {
+            continue;
+          }
+          InternalRow out = makes[n][s].apply(row);
+          // (The event time is the last column: NULL for a stream without one, never late.)
+          int t = out.numFields() - 1;
+          if (!out.isNullAt(t) && out.getLong(t) < lateBefore) {
+            continue;
+          }
+          fresh[n].add(out.copy());  // (the projection reuses its row)
+        }
+      }
+    }
+    ArrayList carried = new ArrayList();
+    for (int n = 0; n < levels; n++) {
+      ArrayList delta = fresh[n];
+      delta.addAll(carried);  // (the level before's new combinations: its new left rows)
+      int[] fields = IndexRows.fields(inputs[n].layout);
+      IndexProbe f = new IndexProbe(names[n], parts[n], batch, fields, 0, outputs[n]);
+      Iterator found = f.call(delta.iterator());
+      if (n == levels - 1) {
+        return found;
+      }
+      carried = new ArrayList();
+      while (found.hasNext()) {
+        carried.add(found.next());  // (copies: BatchInput#project)
+      }
+    }
+    return carried.iterator();
+  }
+}
