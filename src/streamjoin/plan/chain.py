@@ -71,6 +71,26 @@ def chain_order(mp: MultiwayPlan) -> tuple[int, ...]:
     return tuple(order)
 
 
+def chain_choices(job: Job, mp: MultiwayPlan) -> bool:
+    """Whether `mp`'s chain may take another order: its first input has more than one probe
+    order that joins each next input to those before it (CLASH's candidates). Where none
+    has, the optimizer's measures cannot change the chain."""
+    joined = set(pair_parts(job, mp.query))
+    n = len(mp.query.sides)
+
+    def orders(covered: frozenset[int]) -> int:
+        if len(covered) == n:
+            return 1
+        nexts = [
+            j
+            for j in range(n)
+            if j not in covered and any((min(i, j), max(i, j)) in joined for i in covered)
+        ]
+        return sum(orders(covered | {j}) for j in nexts)
+
+    return orders(frozenset({0})) > 1
+
+
 def plan_chain(job: Job, mp: MultiwayPlan) -> Chain:
     """The chain of two-way joins that runs `mp`."""
     q = mp.query

@@ -6,6 +6,7 @@ import pytest
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.plan import plan_job
+from streamjoin.plan.chain import chain_choices
 from streamjoin.sql import parse_job
 
 
@@ -133,3 +134,22 @@ def test_queries_differing_only_in_selections_have_one_join_core() -> None:
         assert dropped <= kept
     text = plan.explain()
     assert "shared join cores" in text and "q1, q2, q3: probe orders of q1" in text
+
+
+@pytest.mark.parametrize(
+    ("joins", "choices"),
+    [
+        # a chain from its end: b, then c, then d; nothing else is joined to what came before
+        ("JOIN b ON a.k = b.k JOIN c ON c.k = b.k JOIN d ON d.k = c.k", False),
+        # a star around b: after b, c or d
+        ("JOIN b ON a.k = b.k JOIN c ON c.k = b.k JOIN d ON d.k = b.k", True),
+        # a cycle: b or c first
+        ("JOIN b ON a.k = b.k JOIN c ON c.k = b.k AND c.j = a.j", True),
+    ],
+)
+def test_a_chain_has_a_choice_of_order_where_its_first_input_has_several(
+    joins: str, choices: bool
+) -> None:
+    job = parse_job(_job(f"FROM a {joins}"))
+    (mp,) = plan_job(job).multiway
+    assert chain_choices(job, mp) is choices

@@ -12,6 +12,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from streamjoin.adapt.probes import Reorderer
+from streamjoin.plan.chain import chain_choices
 from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.batch.shedding import Shed, allowances, count_rows, directions, probing
@@ -149,7 +150,9 @@ class MultiwayJoins:
         selectivity counts, beside the batch (the stored rows read from the units' files)."""
         self.reorder.restore(ctx.prev.multiway)
         plans = list(self.reorder.plans(ctx.batch_id))
-        if not self.reorder.measuring(ctx.batch_id):
+        # (Only a chain's first input's order counts here: measured where one may change.)
+        choices = any(chain_choices(self.plan.job, mp) for mp in plans)
+        if not choices or not self.reorder.measuring(ctx.batch_id):
             return plans, None
 
         def streams(mp: MultiwayPlan) -> list[StreamDef]:
