@@ -43,10 +43,9 @@ def _run_streamjoin(
     run.rows_in = sum(summary.rows_in.values())
     run.out = dict(summary.out)
     run.state_rows = sum(summary.state_rows.values())
-    # Stream stores and MIR stores (multi-way joins), and the input files live units of file
-    # streams are read back from (`streamjoin.runtime.state.sourcefiles`).
-    stores = ("state", "mir")
-    run.state_bytes = sum(_dir_bytes(os.path.join(workdir, "ckpt", s)) for s in stores)
+    # Stream stores, and the input files live units of file streams are read back from
+    # (`streamjoin.runtime.state.sourcefiles`).
+    run.state_bytes = _dir_bytes(os.path.join(workdir, "ckpt", "state"))
     latest = Checkpoint(FileStore(spark), os.path.join(workdir, "ckpt")).latest()
     run.state_bytes += sum(u.bytes for u in latest.units if u.files)
     history = read_history(os.path.join(workdir, "ckpt", "metrics"))

@@ -12,15 +12,7 @@ The modes, CLASH's three baselines on our engine, all on the same backlog:
 - ``simple``: one job with all queries, greedy probe orders and no shared probe prefixes
   (``streamjoin.multiway.optimizer = greedy``, ``streamjoin.share = false``);
 - ``global``: one job with all queries, the ILP's probe orders and shared prefixes (the
-  defaults, ``ilp`` and ``true``), with the MIR stores the ILP picks;
-- ``base`` (on request): as ``global``, but over base stores only
-  (``streamjoin.multiway.mirs = false``): what the MIR stores gain or cost.
-- ``broadcast`` (on request): as ``global``, but every probe goes to every partition of a store
-  read from its files (``streamjoin.multiway.partitioned = false``): what partitioned, cached
-  stores gain or cost.
-- ``routed`` (on request): as ``global``, but every probe that carries its store's attribute
-  goes to that one partition, however small the batch (``streamjoin.multiway.routeRows = 1``;
-  by default a delta under 100,000 rows is broadcast).
+  defaults, ``ilp`` and ``true``).
 
 Each mode runs in a fresh Python + JVM process (its peak memory is its own) that first runs one
 query over a one-file backlog, so that no mode measures a cold JVM. Throughput is the backlog's
@@ -52,7 +44,6 @@ from benchmarks.multiquery_figures import mode_figures, ratios, targets
 from benchmarks.multiquery_jobs import SIZES, exact_counts, make_backlog, probe_loads
 from benchmarks.multiquery_jobs import query_specs as make_specs
 from benchmarks.multiquery_modes import (
-    DEFAULT_MODES,
     MODES,
     _child,
     _warmup,
@@ -163,7 +154,7 @@ def _brief(r: dict[str, t.Any]) -> str:
 def run(
     size: str = "quick",
     queries: Sequence[int] | None = None,
-    modes: Sequence[str] = DEFAULT_MODES,
+    modes: Sequence[str] = MODES,
     *,
     root: str | None = None,
     in_process: bool = False,
@@ -238,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     group.add_argument("--tiny", dest="size", action="store_const", const="tiny")
     parser.add_argument("--queries", help="comma-separated query counts (default by size)")
     parser.add_argument(
-        "--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}"
+        "--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}"
     )
     parser.add_argument("--root", help="where backlogs and work directories go")
     parser.add_argument("--out", help="JSON file (default: results/multiquery-<size>.json)")

@@ -21,17 +21,13 @@ if t.TYPE_CHECKING:
     from benchmarks.engines_measure import EngineRun
     from benchmarks.multiquery_jobs import QuerySpec
 
-MODES = ("alone", "simple", "global", "base", "broadcast", "routed")
-DEFAULT_MODES = ("alone", "simple", "global")
-"""CLASH's three baselines; ``base``, ``broadcast`` and ``routed`` on request."""
+MODES = ("alone", "simple", "global")
+"""CLASH's three baselines."""
 _ILP = {"streamjoin.multiway.optimizer": "ilp", "streamjoin.share": "true"}
 MODE_CONF: dict[str, dict[str, str]] = {
     "alone": _ILP,
     "simple": {"streamjoin.multiway.optimizer": "greedy", "streamjoin.share": "false"},
     "global": _ILP,
-    "base": _ILP | {"streamjoin.multiway.mirs": "false"},
-    "broadcast": _ILP | {"streamjoin.multiway.partitioned": "false"},
-    "routed": _ILP | {"streamjoin.multiway.routeRows": "1"},
 }
 """The session settings each mode runs under (read by the engine at every batch)."""
 

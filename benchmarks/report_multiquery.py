@@ -5,17 +5,29 @@ from __future__ import annotations
 
 from benchmarks.report_format import Report, _fmt, commit_of
 
+RETIRED_MODES = {
+    "base": "global without MIR stores",
+    "broadcast": "global without partitioned stores",
+    "routed": "global with every carried step routed to one partition",
+}
+"""Modes of earlier versions, whose rows recorded reports may still hold: the settings they
+changed are retired with the cached slices' MIR and partitioned stores."""
+
 
 def multiquery_lines(reports: dict[str, Report]) -> list[str]:
     """The ``multiquery`` section: a row per query count and mode."""
+    recorded = {m for report in reports.values() for r in report["runs"] for m in r["modes"]}
+    retired = "".join(
+        f" *{mode}* (a mode since retired): {what}."
+        for mode, what in RETIRED_MODES.items()
+        if mode in recorded
+    )
     lines = [
         "## Many queries (multiquery)",
         "",
         "N three-relation joins over TPC-H streams. Modes (`benchmarks/multiquery.py`): *alone*, "
         "each query in its own job (sums); *simple*, one job, nothing shared; *global*, the ILP's "
-        "shared plan; *base*, *broadcast*, *routed*: global without MIR stores, without "
-        "partitioned stores, with every carried step routed. Predicted load: CLASH's model "
-        "(global / unshared / alone).",
+        f"shared plan.{retired} Predicted load: CLASH's model (global / unshared / alone).",
         "",
     ]
     for file, report in reports.items():

@@ -1,10 +1,8 @@
 """The multiquery benchmark at its tiny size: three queries over TPC-H streams, each alone and
 under the global plan, run in this process; both modes' per-query output counts equal each
-other's and DuckDB's exact batch join of the backlog. (The other modes change settings that
-`test_partitioned_stores` and `test_conformance` check against the reference, each on its own:
-simple sharing's greedy orders and its queries unshared are ``greedy`` and ``unshared`` there;
-the rest switch off MIR stores or partitioned stores, or route every carried step to one
-partition.)"""
+other's and DuckDB's exact batch join of the backlog. (The other mode, ``simple``, changes
+settings that `test_conformance` checks against the reference, each on its own: simple
+sharing's greedy orders and its queries unshared are ``greedy`` and ``unshared`` there.)"""
 
 from __future__ import annotations
 

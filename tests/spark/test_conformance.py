@@ -146,12 +146,12 @@ TWO_WAY = {
 }
 
 MULTI_WAY = {
-    "ilp-shared-mirs-partitioned": Path_(multiway=True),
-    "route-every-delta": Path_({"streamjoin.multiway.routeRows": "0"}, multiway=True),
+    # (The ILP's orders: on the operator, a chain of levels per query, no join of Spark's;
+    # without the jar, probe-order terms over the cached slices, each step a broadcast join.)
+    "ilp-chain": Path_(multiway=True, plan_lacks=("Join",)),
+    "ilp-slices": Path_(SLICES, multiway=True, plan_has=("BroadcastHashJoin",)),
     "greedy": Path_({"streamjoin.multiway.optimizer": "greedy"}, multiway=True),
     "unshared": Path_({"streamjoin.share": "false"}, multiway=True),
-    "no-mirs": Path_({"streamjoin.multiway.mirs": "false"}, multiway=True),
-    "unpartitioned": Path_({"streamjoin.multiway.partitioned": "false"}, multiway=True),
 }
 
 

@@ -14,19 +14,16 @@ from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.multiway import joins as multiway_joins
 from streamjoin.runtime.multiway import selectivity
-from streamjoin.runtime.multiway.terms import batch_terms
+from streamjoin.runtime.multiway.terms import batch_terms, unfolded
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import SLICES, read_sink, run_batches, settings_set
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
     from pathlib import Path
 
     from pyspark.sql import SparkSession
-
-    from streamjoin.plan import MultiwayPlan
-    from streamjoin.plan.probeorder import Mir
 
 
 def _w(x: str, y: str, lo: int, hi: int) -> str:
@@ -116,16 +113,6 @@ def test_probe_orders_change_at_epoch_boundaries_and_results_stay_exact(
     assert len(changes) >= 2, [r.routing for r in reports]
 
 
-class _NamedMirs:
-    """MIR store views by name only (`runtime.multiway.terms.MirViews`), for reading the SQL."""
-
-    def view(self, mp: MultiwayPlan, mir: Mir, newer: int) -> str:
-        return f"mir_{'_'.join(mir.slots)}_{newer}"
-
-    def new_pairs(self, mp: MultiwayPlan, mir: Mir, start: int) -> str:
-        return f"(SELECT * FROM new_{'_'.join(mir.slots)}_{start})"
-
-
 def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -153,12 +140,11 @@ def test_queries_sharing_a_core_or_a_probe_prefix_compute_it_once_and_stay_exact
     batches = make_batches(6, streams=("A", "B", "C", "D"), n_batches=3, keys=3)
     views = iter(range(1000))
     built = batch_terms(
-        plan.multiway,
+        [unfolded(job, mp) for mp in plan.multiway],
         lambda mp: [job.stream(s.stream) for s in mp.query.sides],
         {s: f"delta_{s}" for s in ("A", "B", "C", "D")},
-        lambda stream, lo, new, column: f"store_{stream}_{next(views)}",
+        lambda stream, lo, new: f"store_{stream}_{next(views)}",
         None,
-        mirs=_NamedMirs(),
     )
     assert list(built.cores.values()) == [["q1", "q3", "q4"]], built.cores
     core = next(iter(built.cores))
@@ -236,3 +222,43 @@ def test_measured_selectivities_give_back_each_pair_joins_new_results(
     if sample is None:
         got = read_sink(spark, job, "o", ["i1", "i2", "i3"])
         assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"])
+
+
+def _within(x: str, y: str, s: int) -> str:
+    return f"{y}.ts BETWEEN {x}.ts - INTERVAL '{s}' SECOND AND {x}.ts + INTERVAL '{s}' SECOND"
+
+
+def test_a_plan_probing_an_mir_runs_on_the_cached_slices_through_its_inputs_stores(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Two queries share the pair join b ⋈ c, and the plan's orders from a (q1) and from d (q2)
+    probe it as one MIR. Without the jar (the cached slices, which keep no MIR) those terms
+    probe b's and c's stores one at a time, and both queries equal the reference."""
+    bc = f"c.k = b.k AND {_within('b', 'c', 2)}"
+    joins = {
+        "o1": f"A a JOIN B b ON a.k = b.k AND {_within('a', 'b', 2)} JOIN C c ON {bc}",
+        "o2": f"B b JOIN C c ON {bc} JOIN D d ON abs(d.x - c.x) <= 1.0 AND {_within('c', 'd', 2)}",
+    }
+    text = "\n".join(stream_ddl(s) for s in "ABCD") + "\n"
+    for name, join in joins.items():
+        ids = ", ".join(f"{a}.id AS {a}" for a in ("abc" if name == "o1" else "bcd"))
+        text += f"CREATE SINK {name} WITH (format = 'parquet', path = '{tmp_path / name}');\n"
+        text += f"INSERT INTO {name} SELECT {ids} FROM {join};\n"
+    job = parse_job(text)
+    probing = {
+        (mp.query.name, o.start): s.mir.inputs
+        for mp in plan_job(job).multiway
+        for o in mp.orders
+        for s in o.steps
+        if s.mir is not None
+    }
+    assert probing == {("q1", 0): (1, 2), ("q2", 2): (0, 1)}, probing
+    batches = make_batches(21, streams=tuple("ABCD"), n_batches=4, keys=3)
+    with settings_set(spark, SLICES):
+        run_batches(spark, job, batches, tmp_path / "ckpt")
+    expected = run_reference(job, batches)
+    for i, name in enumerate(joins):
+        got = read_sink(spark, job, name, list("abc" if name == "o1" else "bcd"))
+        want = expected.outputs[f"q{i + 1}"]
+        assert want, f"{name}: the input should produce some results"
+        assert normalize(got) == normalize(want), f"{name}: {len(got)} rows vs {len(want)}"

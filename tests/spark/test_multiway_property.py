@@ -1,6 +1,6 @@
 """Property: a three- or four-way join (chain, star, cycle) equals the reference under any
-sequence of probe orders, each changing at an epoch boundary, over base stores and MIR stores
-alike (CLASH's plans)."""
+sequence of probe orders, each changing at an epoch boundary, into base stores and MIRs alike
+(CLASH's plans)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from streamjoin.adapt.probes import Reorderer
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import SLICES, read_sink, run_batches, settings_set
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -61,7 +61,7 @@ Pair = tuple[tuple[int, int], tuple[str, int | None]]
 @st.composite
 def _orders(draw: st.DrawFn, n: int, edges: list[tuple[int, int]]) -> dict[int, tuple[Target, ...]]:
     """Per start, the other inputs in any order, two neighbours in it possibly probed as one
-    MIR store when a conjunct joins them (the runtime keeps MIRs of two streams)."""
+    MIR when a conjunct joins them (the planner's MIRs join two streams, `plan.clash.MAX_MIR`)."""
     out: dict[int, tuple[Target, ...]] = {}
     for start in range(n):
         rest: list[int] = draw(st.permutations([i for i in range(n) if i != start]))
@@ -76,9 +76,9 @@ def _orders(draw: st.DrawFn, n: int, edges: list[tuple[int, int]]) -> dict[int, 
 
 
 @st.composite
-def _case(draw: st.DrawFn, n: int) -> tuple[list[Pair], list[tuple[Orders, dict[str, str]]]]:
+def _case(draw: st.DrawFn, n: int) -> tuple[list[Pair], list[Orders]]:
     """A shape of `n` inputs, a predicate per joined pair, and three plans: per query its
-    orders, and the column each stream's store is partitioned on (some streams none)."""
+    orders."""
     shape: str = draw(st.sampled_from(sorted(SHAPES[n])))
     edges = SHAPES[n][shape]
     size = len(edges)
@@ -88,25 +88,22 @@ def _case(draw: st.DrawFn, n: int) -> tuple[list[Pair], list[tuple[Orders, dict[
     plans: list[dict[int, tuple[Target, ...]]] = draw(
         st.lists(_orders(n, edges), min_size=3, max_size=3)
     )
-    columns = st.dictionaries(st.sampled_from("ABCD"[:n]), st.sampled_from(["k", "s", "x"]))
-    partitionings: list[dict[str, str]] = draw(st.lists(columns, min_size=3, max_size=3))
-    return list(zip(edges, pairs, strict=True)), [
-        ({"q1": p}, c) for p, c in zip(plans, partitionings, strict=True)
-    ]
+    return list(zip(edges, pairs, strict=True)), [{"q1": p} for p in plans]
 
 
+@pytest.mark.parametrize("slices", [False, True], ids=["operator", "slices"])
 @pytest.mark.parametrize("n", [3, 4])
 @settings(max_examples=2, deadline=None)
 @given(data=st.data(), seed=st.integers(0, 2**16))
 def test_any_probe_orders_changing_at_epochs_match_reference(
-    spark: SparkSession, n: int, data: st.DataObject, seed: int
+    spark: SparkSession, n: int, slices: bool, data: st.DataObject, seed: int
 ) -> None:
     """`n` inputs joined as a chain, star or cycle, by generated pair predicates. The ILP's
     answer at each epoch's end (epochs of one batch) is replaced by the next generated orders,
     in force two batches later: each query's chain of levels on the operator follows its first
     input's order, and a new chain's levels are built from the streams' units (their left
-    sides, the MIRs, joined from them). Each plan also partitions some stores on a drawn
-    column, which only the cached slices read (`test_mirs`)."""
+    sides, the MIRs, joined from them). On the cached slices (no jar) every input's term runs
+    its order, an MIR's inputs probed one at a time."""
     joined, plans = data.draw(_case(n))
     on: dict[int, list[str]] = {j: [] for j in range(1, n)}
     for (i, j), (pred, window) in joined:
@@ -122,14 +119,10 @@ def test_any_probe_orders_changing_at_epochs_match_reference(
     upcoming = itertools.cycle(plans)
 
     def replanned(self: Reorderer, rates: dict[str, float]) -> Orders:
-        orders, partitioning = next(upcoming)
-        self._proposed = partitioning
-        return orders
+        return next(upcoming)
 
     optimize = Reorderer._optimize
     Reorderer._optimize = replanned  # type: ignore[method-assign]
-    # Even these tiny deltas go to one partition of a store partitioned on what they carry.
-    spark.conf.set("streamjoin.multiway.routeRows", "1")
     tmp = Path(tempfile.mkdtemp(prefix="sj-mwprop-"))
     try:
         text = "\n".join(stream_ddl(s) for s in names)
@@ -140,13 +133,10 @@ def test_any_probe_orders_changing_at_epochs_match_reference(
         # inputs: fewer rows.
         rows = 8 if n == 3 else 5
         batches = make_batches(seed, streams=tuple(names), n_batches=4, rows_per_batch=rows, keys=3)
-        reports = run_batches(spark, job, batches, tmp / "ckpt")
+        with settings_set(spark, SLICES if slices else {}):
+            run_batches(spark, job, batches, tmp / "ckpt")
         got = read_sink(spark, job, "o", [f"i{i + 1}" for i in range(n)])
         assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"]), sql
-        # On the operator, no MIR store is kept in the manifest: a level's left side is the
-        # MIR, built again from the streams' units (`test_mirs`: the cached slices' stores).
-        assert not any(r.manifest.mirs for r in reports)
     finally:
         Reorderer._optimize = optimize  # type: ignore[method-assign]
-        spark.conf.unset("streamjoin.multiway.routeRows")
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,7 +1,7 @@
-"""The multi-way queries' probe orders and store partitioning, batch by batch — pure.
+"""The multi-way queries' probe orders, batch by batch — pure.
 
 `Reorderer` holds CLASH's plan for every multi-way query of a job: the probe orders in force at
-each batch, the stores' partitioning, and the measured selectivities. At each epoch's end it
+each batch, and the measured selectivities. At each epoch's end it
 re-plans with the ILP on the epoch's rates (`ReorderController`: the new orders take effect two
 epochs later); the runtime only runs the plans it hands out (`runtime.multiway`).
 """
@@ -20,7 +20,6 @@ if t.TYPE_CHECKING:
 
     from streamjoin.adapt.reorder import Orders
     from streamjoin.plan import JobPlan, MultiwayPlan
-    from streamjoin.plan.clash import ClashPlan
     from streamjoin.plan.probeorder import Target
 
 DEFAULT_EPOCH = 10
@@ -43,26 +42,18 @@ class Reorderer:
         self.greedy = False
         """Greedy probe orders, no ILP (Spark conf ``streamjoin.multiway.optimizer=greedy``,
         the benchmark's "simple sharing" baseline)."""
-        self.mirs = True
-        """False: no MIR stores (Spark conf ``streamjoin.multiway.mirs=false``): orders of the
-        ILP that probe one are replaced by greedy ones, and re-planning leaves them out."""
         self.length = min(
             (int(q.option("epoch") or DEFAULT_EPOCH) for q in self.queries), default=1
         )
         initial = plan.clash.orders if plan.clash is not None else {}
         self.controller = ReorderController(self.length, initial)
-        self.partitionings: list[tuple[int, dict[str, str]]] = [(0, self._planned_partitioning())]
-        """(first batch, stream -> the attribute its store is partitioned on) of the ILP's plans,
-        in force from that batch on, as the orders are (CLASH: one partitioning per store)."""
-        self._proposed: dict[str, str] = {}
         self._built: dict[str, tuple[dict[int, tuple[Target, ...]], MultiwayPlan]] = {
             mp.query.name: (initial.get(mp.query.name, {}), mp) for mp in plan.multiway
         }
 
-    def configure(self, *, greedy: bool, mirs: bool) -> None:
-        """Greedy orders instead of the ILP's; MIR stores or none (the run's settings)."""
+    def configure(self, *, greedy: bool) -> None:
+        """Greedy orders instead of the ILP's, or not (the run's settings)."""
         self.greedy = greedy
-        self.mirs = mirs
 
     def restore(self, saved: Mapping[str, t.Any] | None) -> None:
         """Continue from the controller state a manifest saved (None: from the job's plan).
@@ -73,11 +64,6 @@ class Reorderer:
         job's. (A manifest from before signatures were saved carries orders over by name.)"""
         planned = self.plan.clash.orders if self.plan.clash is not None else {}
         self.selectivities = dict((saved or {}).get("selectivities", {}))
-        streams = {sp.name for sp in self.plan.streams}
-        self.partitionings = [
-            (int(first), {s: c for s, c in by.items() if s in streams})
-            for first, by in (saved or {}).get("partitionings", [])
-        ] or [(0, self._planned_partitioning())]
         if not saved:
             self.controller = ReorderController(self.length, planned)
             return
@@ -111,28 +97,12 @@ class Reorderer:
         out = []
         for q in self.queries:
             wanted = orders.get(q.name, {})
-            if not self.mirs:
-                wanted = {s: o for s, o in wanted.items() if all(isinstance(x, int) for x in o)}
             built, mp = self._built[q.name]
             if wanted != built:
                 mp = plan_multiway(self.plan.job, q, wanted or None)
                 self._built[q.name] = (wanted, mp)
             out.append(mp)
         return out
-
-    def partitioning(self, batch: int) -> dict[str, str]:
-        """Stream -> the column its store is partitioned on for `batch` (the plan's; none for
-        greedy orders, whose probes all go to every partition)."""
-        if self.greedy:
-            return {}
-        current: dict[str, str] = {}
-        for first, by in self.partitionings:
-            if first <= batch:
-                current = by
-        return current
-
-    def _planned_partitioning(self) -> dict[str, str]:
-        return _base_partitioning(self.plan, self.plan.clash)
 
     def measuring(self, batch: int) -> bool:
         """True when `batch` ends an epoch whose statistics the optimizer will read: the batch
@@ -167,15 +137,9 @@ class Reorderer:
         if self.adaptive and not self.greedy:
             note = self.controller.after_batch(batch, rows, self._optimize)
         self.controller.prune(batch)
-        first = self.controller.epochs[-1][0] if note else None
-        if first is not None:
-            kept = [(b, p) for b, p in self.partitionings if b < first]
-            self.partitionings = [*kept, (first, self._proposed)]
-        # Keep the partitioning in force now and any that starts later (the manifest stays small).
-        now = max((b for b, _ in self.partitionings if b <= batch), default=0)
-        self.partitionings = [(b, p) for b, p in self.partitionings if b >= now]
-        if first is None:
+        if not note:
             return {}
+        first = self.controller.epochs[-1][0]
         return {
             mp.query.name: "probe orders -> "
             + "; ".join(o.describe(mp.aliases) for o in mp.orders)
@@ -189,7 +153,6 @@ class Reorderer:
         return self.controller.to_dict() | {
             "signatures": signatures,
             "selectivities": dict(self.selectivities),
-            "partitionings": [[b, dict(p)] for b, p in self.partitionings],
         }
 
     def _optimize(self, rates: dict[str, float]) -> Orders:
@@ -200,16 +163,5 @@ class Reorderer:
             rates=rates,
             selectivities=self.selectivities,
             parallelism=self.parallelism,
-            mirs=self.mirs,
         )
-        self._proposed = _base_partitioning(self.plan, clash)
         return clash.orders if clash is not None else {}
-
-
-def _base_partitioning(plan: JobPlan, clash: ClashPlan | None) -> dict[str, str]:
-    """Stream -> the attribute `clash`'s plan partitions its store on (MIR stores, and
-    round-robin stores, which every probe reaches by broadcast, are left out)."""
-    if clash is None:
-        return {}
-    streams = {sp.name for sp in plan.streams}
-    return {s: c for s, c in clash.plan.partitioning().items() if s in streams and c != "*"}

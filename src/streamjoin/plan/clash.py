@@ -38,7 +38,7 @@ if t.TYPE_CHECKING:
     from streamjoin.plan.probeorder import Target
 
 MAX_MIR = 2
-"""The most streams an MIR store joins."""
+"""The most streams an MIR of a plan joins (fewer candidates for the solver)."""
 
 DEFAULT_SELECTIVITY = {"equality": 0.01, "band": 0.05, "theta": 0.3}
 """Fraction of the pair product a predicate keeps, before any statistics are measured."""
@@ -65,7 +65,6 @@ def plan_clash(
     selectivities: Mapping[str, float] | None = None,
     parallelism: int = 4,
     time_limit: float = 1.0,
-    mirs: bool = True,
 ) -> ClashPlan | None:
     """Solve CLASH's ILP over `queries` (three or more inputs each); None if none fits.
 
@@ -77,7 +76,6 @@ def plan_clash(
         selectivities: measured selectivities by `selectivity_key` (the rest: defaults).
         parallelism: units per store (the broadcast factor).
         time_limit: seconds for the solver; the best plan so far is used when it is hit.
-        mirs: whether the plan may keep MIR stores (of two streams, `MAX_MIR`).
     """
     planned, left_out = optimizer_queries(queries, pairs, selectivities or {})
     if not planned:
@@ -94,8 +92,7 @@ def plan_clash(
         for name in used
     )
     problem = Problem(relations, tuple(planned), parallelism)
-    # The runtime keeps MIR stores of two streams (`runtime.multiway.mirs`).
-    plan = plan_queries(problem, time_limit, allow_mirs=mirs, max_mir=MAX_MIR)
+    plan = plan_queries(problem, time_limit, max_mir=MAX_MIR)
     orders: dict[str, dict[int, tuple[Target, ...]]] = {}
     for p in planned:
         q = next(x for x in queries if x.name == p.name)

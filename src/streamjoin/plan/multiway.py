@@ -32,14 +32,11 @@ from sqlglot import exp
 from streamjoin.plan.classify import PredicateParts, classify_predicate, conjuncts
 from streamjoin.plan.probeorder import (
     Conjunct,
-    Mir,
     ProbeOrder,
     Step,
     Target,
-    column_name,
     greedy_order,
     method_into,
-    mir_of,
     probe_order,
     rename,
     step_band,
@@ -112,7 +109,7 @@ def plan_multiway(
     plans = []
     for start in range(len(aliases)):
         sequence = fixed.get(start) or greedy_order(start, len(aliases), conjuncts, pairs)
-        order = probe_order(start, sequence, conjuncts, pairs, aliases, times, _naming(q), q)
+        order = probe_order(start, sequence, conjuncts, pairs, aliases, times, _naming(q))
         plans.append(order)
     naming = _naming(q)
     select = tuple((rename(item.sql, naming), item.alias) for item in q.select)
@@ -156,32 +153,6 @@ def without_filters(order: ProbeOrder, filters: t.Collection[str]) -> ProbeOrder
     return ProbeOrder(order.start, kept, steps)
 
 
-def carries(step: Step, probe_slots: t.Collection[str], store_slot: str, column: str) -> bool:
-    """Whether `step` joins on an equality between the store's `column` (the store's input in
-    `store_slot`) and an expression of the rows so far alone (inputs in `probe_slots`): the
-    probe then goes to the one partition of a store partitioned on that column (CLASH)."""
-    store_column = column_name(store_slot, column)
-    prefixes = tuple(column_name(slot, "") for slot in probe_slots)
-    own = column_name(store_slot, "")
-    for condition in step.conditions:
-        tree = sqlglot.parse_one(condition, dialect="spark")
-        parts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
-        for part in parts:
-            part = part.unnest()
-            if not isinstance(part, exp.EQ):
-                continue
-            for mine, other in ((part.this, part.expression), (part.expression, part.this)):
-                names = [c.name for c in other.find_all(exp.Column)]
-                if (
-                    isinstance(mine, exp.Column)
-                    and mine.name == store_column
-                    and names
-                    and all(n.startswith(prefixes) and not n.startswith(own) for n in names)
-                ):
-                    return True
-    return False
-
-
 def pair_step(mp: MultiwayPlan, probe: int, store: int) -> Step:
     """Input `probe`'s rows joined with input `store`'s on the conjuncts naming just those two
     (the pair's own join, as a first probe step finds it): the step that measures the pair's
@@ -197,12 +168,6 @@ def pair_step(mp: MultiwayPlan, probe: int, store: int) -> Step:
     if method == "band":
         band = step_band(store, {probe}, pairs, aliases, mp.times, naming)
     return Step(store, method, conditions, band)
-
-
-def pair_mir(mp: MultiwayPlan, a: int, b: int) -> Mir:
-    """The MIR store of inputs `a` and `b` of `mp` (whether or not a plan keeps it)."""
-    q = mp.query
-    return mir_of(tuple(sorted((a, b))), mp.conjuncts, q, _naming(q))
 
 
 def renamed_sql(q: Query, sql: str) -> str:

@@ -18,16 +18,16 @@ from sqlglot import exp
 from streamjoin.plan.classify import Band
 
 if t.TYPE_CHECKING:
-    from streamjoin.model import Query
     from streamjoin.plan.classify import PredicateParts
 
 Method = t.Literal["hash", "band", "nested-loop"]
 """How one probe step finds its candidates."""
 
 Target = int | tuple[int, ...]
-"""A store a probe order visits: one input (its position), or the MIR store of several inputs
-(their positions, ascending): the join of their streams on the conjuncts among them, kept up
-to date batch by batch (`runtime.multiway.mirs`), so that one step binds them all."""
+"""A store a probe order visits: one input (its position), or the MIR of several inputs (their
+positions, ascending): the join of their streams on the conjuncts among them, so that one step
+binds them all (the operator's chain keeps it as a level, `plan.chain`; the cached slices probe
+its inputs one at a time, `runtime.multiway.terms.unfolded`)."""
 
 
 def flat(sequence: t.Sequence[Target]) -> tuple[int, ...]:
@@ -50,30 +50,10 @@ class Conjunct:
 
 @dataclass(frozen=True, slots=True)
 class Mir:
-    """The MIR store of some inputs of a query: their streams' join on the conjuncts among them.
-
-    Queries share an MIR store when they join the same streams on the same conjuncts: `key`
-    holds the streams' slots and the conjuncts (over the unique column names), not positions.
-    """
+    """The MIR of some inputs of a query: their streams' join on the conjuncts among them."""
 
     inputs: tuple[int, ...]
     """The inputs' positions in the query, ascending."""
-    slots: tuple[str, ...]
-    """Their slots (`slots`), in the same order."""
-    conditions: tuple[str, ...]
-    """The conjuncts among them, sorted."""
-    streams: tuple[str, ...] = ()
-    """Their streams (lower case), in the same order."""
-
-    def bit(self, i: int) -> int:
-        """The tag bit of input `i` in the store's rows (`runtime.multiway.mirs`): its slot's place
-        among the slots in sorted order, the same in every query sharing the store."""
-        return 1 << sorted(self.slots).index(self.slots[self.inputs.index(i)])
-
-    @property
-    def key(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
-        """What makes two MIR stores the same: (slot, stream) pairs and the conditions."""
-        return (tuple(sorted(zip(self.slots, self.streams, strict=True))), self.conditions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +69,8 @@ class Step:
     conditions: tuple[str, ...]
     band: Band | None = None
     mir: Mir | None = None
-    """The MIR store the step probes (binding every input of it), or None: input `input`'s
-    own store."""
+    """The MIR the step probes (binding every input of it), or None: input `input`'s own
+    store."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +154,6 @@ def probe_order(
     aliases: list[str],
     times: tuple[str | None, ...],
     naming: dict[str, str],
-    q: Query,
 ) -> ProbeOrder:
     """Term `start` of the delta rule visiting the stores of `sequence` in order: each step's
     conditions are the conjuncts it makes checkable, over the unique column names."""
@@ -190,7 +169,7 @@ def probe_order(
     for target in sequence:
         group = (target,) if isinstance(target, int) else tuple(sorted(target))
         now = bound | set(group)
-        mir = mir_of(group, conjuncts, q, naming) if len(group) > 1 else None
+        mir = Mir(group) if len(group) > 1 else None
         # An MIR holds its inputs' join, not their selections: those are checked here.
         inside = [c for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)]
         conditions = tuple(
@@ -205,18 +184,6 @@ def probe_order(
         steps.append(Step(new, method, conditions, band, mir))
         bound = now
     return ProbeOrder(start, filters, tuple(steps))
-
-
-def mir_of(
-    group: tuple[int, ...], conjuncts: t.Sequence[Conjunct], q: Query, naming: dict[str, str]
-) -> Mir:
-    """The MIR store of the inputs in `group` (positions, ascending) of query `q`."""
-    inside = sorted(
-        rename(c.sql, naming) for c in conjuncts if len(c.inputs) > 1 and c.inputs <= set(group)
-    )
-    sides = [q.sides[i] for i in group]
-    slots = tuple(naming[side.alias.lower()] for side in sides)
-    return Mir(group, slots, tuple(inside), tuple(side.stream.lower() for side in sides))
 
 
 def step_band(

@@ -96,25 +96,6 @@ SETTINGS: dict[str, Key] = {
             choices=("true", "false"),
         ),
         Key(
-            "streamjoin.multiway.mirs",
-            "true",
-            "`false`: no MIR stores",
-            choices=("true", "false"),
-        ),
-        Key(
-            "streamjoin.multiway.partitioned",
-            "true",
-            "`false`: stores read from their files, every probe broadcast",
-            choices=("true", "false"),
-        ),
-        Key(
-            "streamjoin.multiway.routeRows",
-            "100000",
-            "rows of a stream's last batch from which its probes go to one partition of a "
-            "partitioned store (below: broadcast)",
-            least=0,
-        ),
-        Key(
             "streamjoin.elastic.maxExecutors",
             "0",
             "on a cluster, more than 0: the most executors the run asks for when its batches "
@@ -173,6 +154,12 @@ RETIRED = {
     "query apart)",
     "streamjoin.multiway.share": "streamjoin.share replaces it (its false still keeps every "
     "query apart)",
+    "streamjoin.multiway.mirs": "the join operator's chain keeps a multi-way query's MIRs as its "
+    "levels; the cached slices probe an MIR's inputs one at a time",
+    "streamjoin.multiway.partitioned": "the join operator places a multi-way query's levels on "
+    "the executors; the cached slices read their stores as the two-way joins do",
+    "streamjoin.multiway.routeRows": "the cached slices broadcast every multi-way probe (no "
+    "store is partitioned any more)",
 }
 """Keys earlier versions read, and what stands in their place."""
 
@@ -246,9 +233,6 @@ class Settings:
     """`streamjoin.state.memory` in bytes; -1: `auto`."""
     optimizer: Optimizer = "ilp"
     share: bool = True
-    mirs: bool = True
-    partitioned: bool = True
-    route_rows: int = 100_000
     max_executors: int = 0
     min_executors: int = 1
     stabilization_seconds: int = 30
@@ -275,9 +259,6 @@ class Settings:
             memory=_memory(text("streamjoin.state.memory")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.share") == "true" and not _unshared(get),
-            mirs=text("streamjoin.multiway.mirs") == "true",
-            partitioned=text("streamjoin.multiway.partitioned") == "true",
-            route_rows=int(text("streamjoin.multiway.routeRows")),
             max_executors=int(text("streamjoin.elastic.maxExecutors")),
             min_executors=int(text("streamjoin.elastic.minExecutors")),
             stabilization_seconds=int(text("streamjoin.elastic.stabilizationSeconds")),

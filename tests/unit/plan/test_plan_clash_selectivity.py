@@ -142,23 +142,3 @@ def test_the_reorderer_keeps_measured_selectivities_in_its_state_and_plans_with_
     again.restore(saved)
     assert again.selectivities == reorder.selectivities
     assert DEFAULT_SELECTIVITY["equality"] not in again.selectivities.values()
-
-
-def test_without_mir_stores_the_orders_that_probe_one_become_greedy() -> None:
-    """``streamjoin.multiway.mirs=false`` (the benchmark's ``base`` mode): the same queries,
-    every input's store probed on its own."""
-    plan = _plan(CHAIN)
-    reorder = Reorderer(plan, 4)
-    reorder.restore(None)
-
-    def probed(r: Reorderer) -> list[str]:
-        (mp,) = r.plans(0)
-        return [o.describe(mp.aliases) for o in mp.orders]
-
-    assert any("⋈" in order for order in probed(reorder)), probed(reorder)
-    reorder.mirs = False
-    assert not any("⋈" in order for order in probed(reorder)), probed(reorder)
-    queries = [mp.query for mp in plan.multiway]
-    pairs = {q.name: pair_parts(plan.job, q) for q in queries}
-    clash = plan_clash(plan.job, queries, pairs, mirs=False)
-    assert clash is not None and not clash.plan.mirs

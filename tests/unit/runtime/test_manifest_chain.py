@@ -5,6 +5,7 @@ a batch of a large state writes its changes, not the state; old chains go."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import typing as t
@@ -222,3 +223,34 @@ def test_a_restart_reads_each_file_of_its_chain_once(tmp_path: Path) -> None:
     assert again.previous(279).to_json() == before.to_json()
     kept = os.listdir(tmp_path / "manifests")
     assert len(files.read) == len(set(files.read)) == len(kept) > 1
+
+
+class _Deletes(_LocalFiles):
+    """`_LocalFiles` that records what a commit deletes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: list[str] = []
+
+    def delete(self, path: str) -> None:
+        self.deleted.append(path)
+
+
+def test_a_manifest_that_kept_mir_stores_loads_and_their_files_go_at_the_next_commit(
+    tmp_path: Path,
+) -> None:
+    """Earlier versions kept MIR stores on the cached slices, their units in the manifest's
+    ``mirs`` and their files under ``mir/``: nothing reads them now."""
+    raw = json.loads(Manifest(4, units=[_unit("a", 4)], dropped=["state/b=3/x"]).to_json())
+    unit = {"name": "m0", "batch": 3, "rows": 5, "streams": ["B", "C"], "max_ts": [1, None]}
+    raw["mirs"] = {"m0": [unit]}
+    old = Manifest.from_json(json.dumps(raw))
+    assert old.units == [_unit("a", 4)] and old.dropped == ["state/b=3/x", "mir"]
+    files = _Deletes()
+    store = _store(tmp_path, files)
+    store.commit(_next(old, 5, _GROWING), old)
+    assert files.deleted == [store.path("state/b=3/x"), store.path("mir")]
+    assert "mirs" not in store.latest().to_json()
+    # (Without MIR units, as every manifest from now on: nothing more to drop.)
+    raw["mirs"] = {}
+    assert Manifest.from_json(json.dumps(raw)).dropped == ["state/b=3/x"]

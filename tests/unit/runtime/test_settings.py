@@ -34,9 +34,7 @@ def test_each_key_reaches_its_field() -> None:
             "streamjoin.state.fromSource": "false",
             "streamjoin.multiway.optimizer": "greedy",
             "streamjoin.share": "false",
-            "streamjoin.multiway.mirs": "false",
-            "streamjoin.multiway.partitioned": "false",
-            "streamjoin.multiway.routeRows": "7",
+            "streamjoin.elastic.maxExecutors": "7",
         },
         {"STREAMJOIN_LOCAL": "off", "STREAMJOIN_DEBUG": "1"},
     )
@@ -47,9 +45,7 @@ def test_each_key_reaches_its_field() -> None:
         state_from_source=False,
         optimizer="greedy",
         share=False,
-        mirs=False,
-        partitioned=False,
-        route_rows=7,
+        max_executors=7,
         local=False,
         debug=True,
     )
@@ -80,11 +76,11 @@ def test_a_bad_value_names_its_key_and_value(key: str, value: str, expected: str
 @given(st.text(max_size=6))
 def test_any_text_for_a_count_is_a_count_or_a_named_error(value: str) -> None:
     try:
-        got = _read({"streamjoin.multiway.routeRows": value})
+        got = _read({"streamjoin.elastic.maxExecutors": value})
     except ValueError as err:
-        assert "streamjoin.multiway.routeRows" in str(err)
+        assert "streamjoin.elastic.maxExecutors" in str(err)
     else:
-        assert got.route_rows == int(value.strip()) >= 0
+        assert got.max_executors == int(value.strip()) >= 0
 
 
 def test_a_retired_key_is_named_in_a_warning() -> None:
@@ -92,6 +88,19 @@ def test_a_retired_key_is_named_in_a_warning() -> None:
         assert _read({}, {"STREAMJOIN_LOCAL_FS": "off"}) == Settings()
     with pytest.warns(StreamJoinWarning, match="streamjoin.warmup"):
         _read({"streamjoin.warmup": "false"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("streamjoin.multiway.mirs", "false"),
+        ("streamjoin.multiway.partitioned", "false"),
+        ("streamjoin.multiway.routeRows", "1"),
+    ],
+)
+def test_a_retired_multi_way_store_key_warns_and_changes_nothing(key: str, value: str) -> None:
+    with pytest.warns(StreamJoinWarning, match=f"{re.escape(key)} is retired"):
+        assert _read({key: value}) == Settings()
 
 
 @pytest.mark.parametrize("key", ["streamjoin.twoway.share", "streamjoin.multiway.share"])

@@ -8,7 +8,6 @@ import typing as t
 from dataclasses import dataclass, field
 
 from streamjoin.runtime.session import BATCH_CONF
-from streamjoin.runtime.state.stores import SPARK_DEFAULTS
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -94,11 +93,10 @@ class SessionConf:
             self._known |= changed
 
     def start(self, spark: SparkSession, shuffles: int | None = None) -> int:
-        """Put a batch's settings (`BATCH_CONF`, Spark's defaults where a multi-way batch
-        changed them) on `spark`, and `shuffles` shuffle partitions if given; the session's
-        shuffle partitions. (Those stay on foreachBatch's clone for the batches after; a
-        restart's new clone takes Spark's from its checkpoint again.)"""
-        self.apply(spark, BATCH_CONF | SPARK_DEFAULTS)
+        """Put a batch's settings (`BATCH_CONF`) on `spark`, and `shuffles` shuffle partitions
+        if given; the session's shuffle partitions. (Those stay on foreachBatch's clone for the
+        batches after; a restart's new clone takes Spark's from its checkpoint again.)"""
+        self.apply(spark, BATCH_CONF)
         if shuffles is not None:
             self.apply(spark, {SHUFFLES: str(shuffles)})
         return int(self.get(spark, SHUFFLES) or "4")
@@ -139,8 +137,6 @@ class BatchContext:
     parallelism: int
     """The session's shuffle partitions: the units of a join that names none."""
     scratch: Scratch
-    conf: SessionConf
-    """Sets the settings of the batch's session (`spark`)."""
     checks_skew: bool = False
     """Whether the batch is one of the skew checks (`adapt.skewcheck`): its rows per unit are
     counted where no index counts them, and a range query's bounds are due."""

@@ -138,8 +138,8 @@ class BatchProcessor:
         return queries
 
     def _multiway(self) -> MultiwayJoins | None:
-        """The plan's multi-way joins, whose MIR stores the next batch fills."""
-        args = (self.plan, self.checkpoint, self.settings, self.parallelism)
+        """The plan's multi-way joins."""
+        args = (self.plan, self.settings, self.parallelism)
         return MultiwayJoins(*args) if self.plan.multiway else None
 
     def resize(self, units: int) -> None:
@@ -166,8 +166,7 @@ class BatchProcessor:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Spark's foreachBatch call: `process`, again if the cache failed it (`HotState.failed`)
-        or an executor took index partitions (`IndexedJoins.lost`), the MIR stores filled again
-        as at a restart (a lost executor may have held some); its error kept for the run."""
+        or an executor took index partitions (`IndexedJoins.lost`); its error kept for the run."""
         forced = dict(self._next_schemes)
         try:
             try:
@@ -178,7 +177,7 @@ class BatchProcessor:
                 if not (hot or self.indexed.lost(err)):
                     raise
                 self.stores.clear()
-                self._next_schemes, self.multiway = forced, self._multiway()
+                self._next_schemes = forced
                 self.process(df, batch_id)
         except BaseException as err:
             self.error = err  # (Spark wraps it in an error with a JVM trace: keep the original)
@@ -269,8 +268,7 @@ class BatchProcessor:
                 notes, multiway_state = self.multiway.after_batch(measures, batch_id, rows)
                 routing |= notes
             carried = ({n: r.state() for n, r in ctx.routers.items()}, multiway_state)
-            finish = MultiwayJoins.finish(work, prev)
-            manifest = next_manifest(self.plan, prev, batch_id, stats, out, carried, finish)
+            manifest = next_manifest(self.plan, prev, batch_id, stats, out, carried)
             if closing is not None:
                 manifest.groups = closing.states
                 manifest.dropped = manifest.dropped + closing.dropped
@@ -370,7 +368,6 @@ class BatchProcessor:
             counted=counted,
             parallelism=parallelism,
             scratch=Scratch(spark),
-            conf=self.conf,
             checks_skew=checks_skew(batch_id, self._skew_period),
         )
 

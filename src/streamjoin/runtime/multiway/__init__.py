@@ -1,3 +1,4 @@
-"""Multi-way joins: probe-order terms, shared steps, MIR stores and measured selectivities."""
+"""Multi-way joins: chains of levels on the join operator; on the cached slices, probe-order
+terms and shared steps; measured selectivities."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Step 4 of a batch, multi-way queries: each query's new combinations, one DataFrame per term
 of its delta rule (`plan.multiway`), with shared probe prefixes computed once and cached for the
-batch, the MIR stores kept up to date beside them, and an epoch's selectivities measured."""
+batch, and an epoch's selectivities measured. (This is the cached slices' path: runs without the
+join operator, and queries that shed; the operator runs the others as chains, `chained`.)"""
 
 from __future__ import annotations
 
@@ -16,10 +17,8 @@ from streamjoin.plan.chain import chain_choices
 from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.batch.shedding import Shed, allowances, count_rows, directions, probing
-from streamjoin.runtime.multiway.mirs import MirStores
 from streamjoin.runtime.multiway.selectivity import start_measures
-from streamjoin.runtime.multiway.terms import BatchTerms, batch_terms
-from streamjoin.runtime.state.stores import PARTITIONED_STORE_CONF
+from streamjoin.runtime.multiway.terms import BatchTerms, batch_terms, unfolded
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -30,8 +29,6 @@ if t.TYPE_CHECKING:
     from streamjoin.plan import JobPlan, MultiwayPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.settings import Settings
-    from streamjoin.runtime.state.checkpoint import Checkpoint
-    from streamjoin.runtime.state.manifest import Manifest, MirUnit
     from streamjoin.runtime.state.stores import StoreViews
     from streamjoin.runtime.threads import Background
 
@@ -41,7 +38,6 @@ class MultiwayBatch:
     """One batch's multi-way work: the terms' DataFrames by query, and what runs beside them."""
 
     frames: dict[str, list[DataFrame]]
-    mirs: MirStores
     measures: Background | None
     """The selectivity counts running beside an epoch's last batch."""
     shed: dict[str, Shed] = field(default_factory=dict)
@@ -49,18 +45,15 @@ class MultiwayBatch:
 
 
 class MultiwayJoins:
-    """The multi-way queries of a job, batch after batch: their plans (`adapt.probes`) and the
-    MIR stores, refilled from the streams' stores when a processor starts."""
+    """The multi-way queries of a job, batch after batch: their plans (`adapt.probes`)."""
 
-    def __init__(
-        self, plan: JobPlan, checkpoint: Checkpoint, settings: Settings, parallelism: int
-    ) -> None:
+    def __init__(self, plan: JobPlan, settings: Settings, parallelism: int) -> None:
         self.plan = plan
-        self.checkpoint = checkpoint
         self.settings = settings
         self.reorder = Reorderer(plan, parallelism)
-        self.reorder.configure(greedy=settings.optimizer == "greedy", mirs=settings.mirs)
-        self._started = False
+        self.reorder.configure(greedy=settings.optimizer == "greedy")
+        self._unfolded: dict[str, tuple[MultiwayPlan, MultiwayPlan]] = {}
+        """Per query: the last plan `reorder` gave and that plan `unfolded` (planned once)."""
 
     def run(
         self, ctx: BatchContext, deltas: Mapping[str, str], stores: StoreViews
@@ -72,35 +65,12 @@ class MultiwayJoins:
         def streams(mp: MultiwayPlan) -> list[StreamDef]:
             return [self.plan.job.stream(side.stream) for side in mp.query.sides]
 
-        def store(stream: str, lo: int | None, with_new: bool, column: str | None = None) -> str:
+        def store(stream: str, lo: int | None, with_new: bool) -> str:
             delta = deltas[stream] if with_new else None
             sp = self.plan.stream(stream)
-            return stores.state(spark, sp, prev, lo, delta, ctx.scratch.views, column)
+            return stores.state(spark, sp, prev, lo, delta, ctx.scratch.views)
 
-        partitioning = self.reorder.partitioning(batch_id) if self.settings.partitioned else {}
-        stores.partitioned.retain(partitioning, prev)
-        # A small delta is broadcast to every partition, a large one routed to its partition
-        # (DESIGN: move the delta to the state). Its size: the stream's rows in the last batch.
-        threshold = self.settings.route_rows
-        large = {u.stream for u in prev.units if u.batch == prev.batch and u.rows >= threshold}
-        if partitioning and large:
-            ctx.conf.apply(spark, PARTITIONED_STORE_CONF)
-        plans = self.reorder.plans(batch_id)
-        mirs = MirStores(
-            spark,
-            self.checkpoint,
-            prev,
-            batch_id,
-            streams,
-            deltas,
-            lambda stream: store(stream, None, False),
-            ctx.scratch.views,
-            ctx.scratch.cached,
-            self.reorder.parallelism,
-            refill=not self._started,
-        )
-        ctx.scratch.running.append(mirs)  # (its writes read the batch's views)
-        self._started = True
+        plans = [self._unfold(mp) for mp in self.reorder.plans(batch_id)]
         measures = None
         if self.reorder.measuring(batch_id):
             args = (spark, self.reorder, batch_id, plans, streams, deltas, store)
@@ -122,9 +92,6 @@ class MultiwayJoins:
                 store,
                 prev.global_wm,
                 share=self.settings.share,
-                mirs=mirs,
-                partitioning=partitioning,
-                routed=large,
                 probing=views,
             )
 
@@ -140,7 +107,16 @@ class MultiwayJoins:
                 recount = partial(terms, [mp]) if counts_shed_pairs(mp.query) else None
                 query = (mp, streams(mp), deltas, shed[mp.query.name], batch_id)
                 frames[mp.query.name] = _observe_shed(spark, *query, frames[mp.query.name], recount)
-        return MultiwayBatch(frames, mirs, measures, shed)
+        return MultiwayBatch(frames, measures, shed)
+
+    def _unfold(self, mp: MultiwayPlan) -> MultiwayPlan:
+        """`mp` as the slices run it (`unfolded`), planned again only when `reorder` gives a
+        new plan for its query (it hands out the same object while the orders stay)."""
+        given, made = self._unfolded.get(mp.query.name, (None, None))
+        if given is not mp or made is None:
+            made = unfolded(self.plan.job, mp)
+            self._unfolded[mp.query.name] = (mp, made)
+        return made
 
     def chained(
         self, ctx: BatchContext, deltas: Mapping[str, str], stores: StoreViews
@@ -177,17 +153,6 @@ class MultiwayJoins:
         counts = measures.result() if measures is not None else None
         notes = self.reorder.after_batch(batch_id, rows, counts)
         return notes, self.reorder.state()
-
-    @staticmethod
-    def finish(
-        work: MultiwayBatch | None, prev: Manifest
-    ) -> Callable[[Callable[[str], int | None]], tuple[dict[str, list[MirUnit]], list[str]]]:
-        """The MIR stores' part of the manifest (`MirStores.finish`); without multi-way joins,
-        none kept and every unit `prev` kept dropped (a job edited to have none left them)."""
-        if work is None:
-            gone = [u.path for units in prev.mirs.values() for u in units]
-            return lambda horizon: ({}, gone)
-        return work.mirs.finish
 
 
 def _starts(

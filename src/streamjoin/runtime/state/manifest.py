@@ -85,31 +85,6 @@ class StateUnit:
 
 
 @dataclass(frozen=True, slots=True)
-class MirUnit:
-    """The rows one batch appended to an MIR store (`runtime.multiway.mirs`)."""
-
-    name: str
-    batch: int
-    rows: int
-    streams: tuple[str, ...]
-    """The streams it joins, in the store's column order."""
-    max_ts: tuple[int | None, ...]
-    """Per stream, the newest event time of its rows in the unit (None: no event time)."""
-
-    @property
-    def path(self) -> str:
-        """Location under the checkpoint directory."""
-        return f"mir/b={self.batch}/{self.name}"
-
-    @staticmethod
-    def of(raw: dict[str, t.Any]) -> MirUnit:
-        """Inverse of `dataclasses.asdict`."""
-        return MirUnit(
-            raw["name"], raw["batch"], raw["rows"], tuple(raw["streams"]), tuple(raw["max_ts"])
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class GroupUnit:
     """The joined rows one batch buffered for a ``GROUP BY window`` query (`plan.aggregate`),
     with the event-time range of the window's time column."""
@@ -174,8 +149,6 @@ class Manifest:
     expired: dict[str, int] = field(default_factory=dict)
     """Per stream: the newest event time of any row its state has dropped (absent: none yet).
     The state holds every on-time row of the stream that is newer; see `runtime.restart`."""
-    mirs: dict[str, list[MirUnit]] = field(default_factory=dict)
-    """Per MIR store kept up to date through this batch: its live units."""
     served: dict[str, t.Any] = field(default_factory=dict)
     """A served job's query set as of this batch (`runtime.serve.queries.QuerySet`)."""
     groups: dict[str, GroupState] = field(default_factory=dict)
@@ -247,18 +220,24 @@ class Manifest:
             stream_wm=raw["stream_wm"],
             global_wm=raw["global_wm"],
             units=units,
-            dropped=raw["dropped"],
+            dropped=raw["dropped"] + _legacy_mirs(raw),
             totals=Totals(**raw["totals"]),
             routing=raw.get("routing", {}),
             multiway=raw.get("multiway", {}),
             streams=raw.get("streams", []),
             expired=raw.get("expired", {}),
-            mirs={k: [MirUnit.of(u) for u in v] for k, v in raw.get("mirs", {}).items()},
             served=raw.get("served", {}),
             groups={k: GroupState.of(g) for k, g in raw.get("groups", {}).items()},
             final=raw.get("final", False),
             overload=raw.get("overload", {}),
         )
+
+
+def _legacy_mirs(raw: dict[str, t.Any]) -> list[str]:
+    """The directory of the MIR stores a manifest of an earlier version kept (its ``mirs``):
+    dropped with the manifest's own dropped units at the next commit, as nothing reads them
+    now (the operator's chain builds its MIRs from the streams' units; the slices keep none)."""
+    return ["mir"] if raw.get("mirs") else []
 
 
 _UNIT_FIELDS = tuple(f.name for f in fields(StateUnit))

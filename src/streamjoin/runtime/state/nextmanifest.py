@@ -9,10 +9,7 @@ from dataclasses import dataclass
 from streamjoin.runtime.state.manifest import Manifest, StateUnit, Totals
 
 if t.TYPE_CHECKING:
-    from collections.abc import Callable
-
     from streamjoin.plan import JobPlan
-    from streamjoin.runtime.state.manifest import MirUnit
 
 
 @dataclass
@@ -55,7 +52,6 @@ def next_manifest(
     stats: dict[str, StreamStats],
     out: dict[str, int],
     carried: tuple[dict[str, dict[str, t.Any]], dict[str, t.Any]],
-    mirs: Callable[[Callable[[str], int | None]], tuple[dict[str, list[MirUnit]], list[str]]],
 ) -> Manifest:
     """The manifest after batch `batch_id`.
 
@@ -66,8 +62,6 @@ def next_manifest(
         stats: per stream, the batch's rows.
         out: per query, the rows the batch wrote.
         carried: the routers' state per query, and the multi-way re-planning state.
-        mirs: given each stream's horizon, the MIR stores' live units and the paths of the
-            dropped ones (`runtime.multiway.mirs.MirStores.finish`).
     """
     stream_wm, global_wm = next_watermarks(plan, prev, stats)
     live: list[StateUnit] = []
@@ -82,7 +76,6 @@ def next_manifest(
             expired[u.stream] = max(expired.get(u.stream, u.max_ts), u.max_ts)
         else:
             live.append(u)
-    kept, gone = mirs(lambda stream: plan.stream(stream).horizon(global_wm))
     before = prev.totals
     totals = Totals(
         batches=before.batches + 1,
@@ -99,13 +92,12 @@ def next_manifest(
         stream_wm,
         global_wm,
         live,
-        dropped + gone,
+        dropped,
         totals,
         routing,
         multiway,
         streams=[sp.name for sp in plan.streams],
         expired=expired,
-        mirs=kept,
     )
 
 

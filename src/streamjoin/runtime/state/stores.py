@@ -1,15 +1,8 @@
 """The streams' stored rows as relations of a batch's SQL, read from their files or from memory.
 
 A stream's store is the union of its live state units (the rows each batch appended, one
-Parquet directory per stream and batch, `runtime.state.checkpoint`). Two-way joins and most
-multi-way steps
-read the units' files. Multi-way stores are also partitioned as CLASH's plan says: the ILP gives
-each store one attribute; a probe step whose equality carries it, from a delta large enough to
-route, reads the store as units cached in executor memory hash-partitioned on that attribute,
-with the batch's new rows shuffled the same way (`PartitionedUnits`). Spark keeps a union of
-children partitioned alike as partitioned, so the step moves only the rows so far, each to its
-one partition; any other step broadcasts them to every partition
-(`runtime.multiway.terms.step_sql`).
+Parquet directory per stream and batch, `runtime.state.checkpoint`), read as the units cached in
+executor memory (`runtime.state.hot`) or from their files.
 
 The files remain the durable copy: a cached block Spark loses is read back from them, and a
 restarted processor starts with nothing cached.
@@ -17,11 +10,7 @@ restarted processor starts with nothing cached.
 
 from __future__ import annotations
 
-import itertools
 import typing as t
-from typing import NamedTuple
-
-from pyspark import StorageLevel
 
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.hot import HotState, stored_schema
@@ -29,86 +18,15 @@ from streamjoin.runtime.state.sourcefiles import SourcedUnits
 from streamjoin.runtime.state.sqlvalues import as_decimal, batch_constant
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from streamjoin.plan import StreamPlan
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest, StateUnit
 
-PARTITIONED_STORE_CONF = {
-    # Spark keeps a union of hash-partitioned cached units partitioned, unless inferred IS NOT
-    # NULL filters give its children's columns differing nullability (it then re-shuffles the
-    # whole store: seen in the plans).
-    "spark.sql.constraintPropagation.enabled": "false",
-    # A store partitioned on one key serves a step joining on that key and more.
-    "spark.sql.requireAllClusterKeysForCoPartition": "false",
-}
-"""Settings of a batch that may route a step to partitioned stores; other batches keep Spark's
-defaults (`SPARK_DEFAULTS`)."""
-SPARK_DEFAULTS = {key: "true" for key in PARTITIONED_STORE_CONF}
-
 
 def _union(views: list[str]) -> str:
     return "(" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in views) + ")"
-
-
-class _Cached(NamedTuple):
-    column: str
-    rows: DataFrame
-    view: str
-
-
-_processors = itertools.count()
-
-
-class PartitionedUnits:
-    """State units of multi-way stores cached hash-partitioned on a column, by (stream, batch)."""
-
-    def __init__(self, parallelism: int) -> None:
-        self.parallelism = parallelism
-        self._units: dict[tuple[str, int], _Cached] = {}
-        self._prefix = f"_sj_part_{next(_processors)}"
-
-    def view(
-        self, spark: SparkSession, store: Checkpoint, sp: StreamPlan, unit: StateUnit, column: str
-    ) -> str:
-        """A temp view of `unit`'s rows (stored names) hash-partitioned on `column` (a column
-        of `sp`), cached the first time it is asked for.
-
-        The view lives as long as the unit: dropping a temp view also uncaches the data it
-        shows, so it is not one of the batch's views. It is registered in the session of the
-        DataFrame (foreachBatch hands every batch of a query run the same JVM session)."""
-        cached = self._units.get((sp.name, unit.batch))
-        if cached is None:
-            rows = spark.read.schema(stored_schema(sp)).parquet(store.path(unit.path))
-            on = rows[f"`{prefixed(sp.index, column)}`"]
-            partitioned = rows.repartition(self.parallelism, on).persist(
-                StorageLevel.MEMORY_AND_DISK_DESER
-            )
-            cached = _Cached(column, partitioned, f"{self._prefix}_{sp.index}_{unit.batch}")
-            cached.rows.createOrReplaceTempView(cached.view)
-            self._units[sp.name, unit.batch] = cached
-        return cached.view
-
-    def retain(self, partitioning: t.Mapping[str, str], manifest: Manifest) -> None:
-        """Keep only the live units (after `manifest`) of the streams `partitioning` partitions,
-        on the column it names: a store the plan partitions on another attribute from now on
-        is cached again on it (its files do not move), one it no longer partitions is read from
-        its files."""
-        live = {(u.stream, u.batch) for u in manifest.units}
-        for key, cached in list(self._units.items()):
-            if key not in live or partitioning.get(key[0]) != cached.column:
-                self._release(key)
-
-    def clear(self) -> None:
-        """Release every unit (the processor is done)."""
-        for key in list(self._units):
-            self._release(key)
-
-    def _release(self, key: tuple[str, int]) -> None:
-        cached = self._units.pop(key)
-        cached.rows.sparkSession.catalog.dropTempView(cached.view)
-        cached.rows.unpersist()
 
 
 class StoreViews:
@@ -116,7 +34,6 @@ class StoreViews:
 
     def __init__(self, store: Checkpoint, parallelism: int) -> None:
         self.store = store
-        self.partitioned = PartitionedUnits(parallelism)
         self.sourced = SourcedUnits(store.fs)
         self.hot = HotState(store, parallelism)
         """The live units cached in executor memory, spilling to disk."""
@@ -129,7 +46,6 @@ class StoreViews:
 
     def resize(self, parallelism: int) -> None:
         """Partitions of the state cached from now on (what is cached keeps its own)."""
-        self.partitioned.parallelism = parallelism
         self.hot.parallelism = parallelism
 
     def end_batch(self) -> None:
@@ -141,7 +57,6 @@ class StoreViews:
     def clear(self) -> None:
         """Release everything cached between batches (the processor is done, or a batch is run
         again from the files)."""
-        self.partitioned.clear()
         self.sourced.clear()
         self.hot.clear()
 
@@ -153,29 +68,18 @@ class StoreViews:
         lo: int | None,
         delta_view: str | None,
         views: list[str],
-        column: str | None = None,
         *,
         cached: bool = True,
         estimate: bool = False,
     ) -> str:
         """A relation (SQL text) of `sp`'s committed state with event times >= lo, plus the
-        rows of `delta_view`. With `column`, hash-partitioned on it (`PartitionedUnits`);
-        `cached` False: read from the units' files, none of them cached for later batches;
-        `estimate`: as False, and units read back from a stream's files about their rows
-        (`SourcedUnits.estimate_view`: for statistics)."""
+        rows of `delta_view`; `cached` False: read from the units' files, none of them cached
+        for later batches; `estimate`: as False, and units read back from a stream's files
+        about their rows (`SourcedUnits.estimate_view`: for statistics)."""
         units = [u for u in prev.live(sp.name) if u.overlaps(lo, None)]
         if estimate and units and all(u.files for u in units):
             state = self._rows(sp, self.sourced.estimate_view(spark, sp, units, views), lo)
             return f"({state} UNION ALL SELECT * FROM {delta_view})" if delta_view else f"({state})"
-        if column is not None and units:
-            parts = [
-                self._rows(sp, self.partitioned.view(spark, self.store, sp, u, column), lo)
-                for u in units
-            ]
-            if delta_view is not None:
-                n = self.partitioned.parallelism
-                parts.append(f"SELECT /*+ REPARTITION({n}, `{column}`) */ * FROM {delta_view}")
-            return "(" + " UNION ALL ".join(parts) + ")"
         # No units: a scan of no files, which the optimizer cannot prove empty. (A relation it
         # can, like `empty_relation`, is pruned with the observations on its plan, which then
         # never report.)
