@@ -62,10 +62,13 @@ class Chain:
 
 
 def chain_order(mp: MultiwayPlan) -> tuple[int, ...]:
-    """The inputs in the order the chain joins them: the probe order of the first input."""
+    """The inputs in the order the chain joins them: the probe order of the first input. A
+    step into an MIR joins first the input its method reaches from the rows so far, then the
+    MIR's others (by ascending position, a level may have no conjunct with those before it)."""
     order = [mp.orders[0].start]
     for step in mp.orders[0].steps:
-        for i in step.mir.inputs if step.mir is not None else (step.input,):
+        others = () if step.mir is None else step.mir.inputs
+        for i in (step.input, *others):
             if i not in order:
                 order.append(i)
     return tuple(order)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.plan import plan_job
-from streamjoin.plan.chain import chain_choices
+from streamjoin.plan.chain import chain_choices, chain_order
+from streamjoin.plan.probeorder import Mir, Step
 from streamjoin.sql import parse_job
 
 
@@ -153,3 +156,13 @@ def test_a_chain_has_a_choice_of_order_where_its_first_input_has_several(
     job = parse_job(_job(f"FROM a {joins}"))
     (mp,) = plan_job(job).multiway
     assert chain_choices(job, mp) is choices
+
+
+def test_a_chain_joins_first_the_input_of_an_mir_step_that_its_rows_so_far_reach() -> None:
+    job = parse_job(_job("FROM a JOIN b ON b.x < a.x JOIN c ON c.k = a.k AND c.j = b.j"))
+    (mp,) = plan_job(job).multiway
+    # From a, a step into the MIR of b and c by c's key (a reaches c, not b, by an equality).
+    first = mp.orders[0]
+    into = Step(input=2, method="hash", conditions=first.steps[0].conditions, mir=Mir((1, 2)))
+    mp = replace(mp, orders=(replace(first, steps=(into,)), *mp.orders[1:]))
+    assert chain_order(mp) == (0, 2, 1)
