@@ -67,32 +67,24 @@ public final class ChainProbe implements FlatMapFunction {
   }
 
   public Iterator call(Object rows) {
-    int levels = names.length;
-    ArrayList[] fresh = new ArrayList[levels];
-    BasePredicate[][] tests = new BasePredicate[levels][];
-    UnsafeProjection[][] makes = new UnsafeProjection[levels][];
-    for (int n = 0; n < levels; n++) {
-      fresh[n] = new ArrayList();
-      Object[] made = inputs[n].made("chain", inputs[n].conditions.length);
-      tests[n] = (BasePredicate[]) made[0];
-      makes[n] = (UnsafeProjection[]) made[1];
-    }
+    ArrayList batchRows = new ArrayList();  // (read once, each level's input made of them)
     Iterator it = (Iterator) rows;
     while (it.hasNext()) {
-      InternalRow row = (InternalRow) it.next();
-      for (int n = 0; n < levels; n++) {
-        for (int s = 0; s < makes[n].length; s++) {
-          if (tests[n][s] != null && !tests[n][s].eval(row)) {
-            continue;
-          }
-          InternalRow out = makes[n][s].apply(row);
-          // (The event time is the last column: NULL for a stream without one, never late.)
-          int t = out.numFields() - 1;
-          if (!out.isNullAt(t) && out.getLong(t) < lateBefore) {
-            continue;
-          }
-          fresh[n].add(out.copy());  // (the projection reuses its row)
-        }
+      batchRows.add(((InternalRow) it.next()).copy());  // (a scan may reuse its row)
+    }
+    int levels = names.length;
+    ArrayList[] fresh = new ArrayList[levels];
+    for (int n = 0; n < levels; n++) {
+      Object[] made = inputs[n].made("chain", inputs[n].conditions.length);
+      Iterator sides =
+          new BatchInput.Sides(
+              batchRows.iterator(),
+              (BasePredicate[]) made[0],
+              (UnsafeProjection[]) made[1],
+              lateBefore);
+      fresh[n] = new ArrayList();
+      while (sides.hasNext()) {
+        fresh[n].add(((InternalRow) sides.next()).copy());  // (the projection reuses its row)
       }
     }
     ArrayList carried = new ArrayList();
