@@ -20,7 +20,7 @@ from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink, run_counting_input
-from tests.spark.streams import make_batches, window_join_job
+from tests.spark.streams import make_batches, stream_ddl, window_join_job
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,6 +66,42 @@ def test_spark_counts_each_input_row_once(
     assert [listener.observed[i]["rows_in"] for i in range(len(batches))] == [
         n for n, _ in want.values()
     ]
+
+
+def test_spark_counts_each_row_once_where_two_chains_read_the_batch(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Two three-way queries, each a chain that reads Spark's batch in one task (`ChainProbe`)
+    # beside the footers' count of its rows.
+    batches = make_batches(
+        53, streams=("A", "B", "C"), n_batches=4, rows_per_batch=8, late_per_batch=0, keys=3
+    )
+    write_batches(tmp_path / "in", batches, parquet=True)
+    streams = "\n".join(
+        stream_ddl(s, str(tmp_path / "in" / s)).replace(
+            "WITH (format = 'json', ", "WITH (format = 'parquet', maxFilesPerTrigger = '1', "
+        )
+        for s in "ABC"
+    )
+    window = "BETWEEN {0}.ts - INTERVAL '5' SECOND AND {0}.ts + INTERVAL '5' SECOND"
+    joins = (
+        f"FROM A a JOIN B b ON a.k = b.k AND b.ts {window.format('a')} "
+        f"JOIN C c ON c.k = b.k AND c.ts {window.format('b')}"
+    )
+    text = streams
+    for sink in ("o", "p"):
+        text += f"\nCREATE SINK {sink} WITH (format = 'parquet', path = '{tmp_path / sink}');"
+    text += f"\nINSERT INTO o SELECT a.id AS i1, b.id AS i2, c.id AS i3 {joins};"
+    text += f"\nINSERT INTO p SELECT a.id AS i1, b.id AS i2, c.id AS i3 {joins} AND a.x > 0;"
+    job = parse_job(text, "<test>")
+    _, listener = run_counting_input(spark, job, str(tmp_path / "ckpt"), len(batches), {})
+    expected = run_reference(job, batches)
+    for sink, query in (("o", "q1"), ("p", "q2")):
+        got = read_sink(spark, job, sink, ("i1", "i2", "i3"))
+        assert normalize(got) == normalize(expected.outputs[query]), sink
+    assert expected.outputs["q1"]
+    sizes = [[len(b[s]) for s in "ABC"] for b in batches]
+    assert listener.rows == {i: (sum(n), n) for i, n in enumerate(sizes)}
 
 
 @pytest.mark.parametrize("queries", [1, 2])

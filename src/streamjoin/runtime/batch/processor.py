@@ -297,8 +297,12 @@ class BatchProcessor:
             if ctx is not None:
                 ctx.scratch.release()
             self.stores.end_batch()
-        # (Reads of the batch's DataFrame as a whole: the state job's and the probes'.)
-        reads, self.indexed.batch_reads = self.indexed.batch_reads + (known is None), 0
+        # (Reads of the batch's DataFrame as a whole: the state job's, the probes' and the
+        # chains'; and the footers' counts where Spark's loop took them as a read's.)
+        added = known is not None and self.spark_loop and not reads_rows
+        levels = self.indexed.levels
+        reads = self.indexed.batch_reads + levels.batch_reads + (known is None) + added
+        self.indexed.batch_reads, levels.batch_reads = 0, 0
         if reads:
             settle_reads(self.session, self.plan, ctx.files, stats, reads=reads)
         report = BatchReport(

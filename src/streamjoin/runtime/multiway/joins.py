@@ -126,9 +126,10 @@ class MultiwayJoins:
         selectivity counts, beside the batch (the stored rows read from the units' files)."""
         self.reorder.restore(ctx.prev.multiway)
         plans = list(self.reorder.plans(ctx.batch_id))
+        if not self.reorder.measuring(ctx.batch_id):
+            return plans, None
         # (Only a chain's first input's order counts here: measured where one may change.)
-        choices = any(chain_choices(self.plan.job, mp) for mp in plans)
-        if not choices or not self.reorder.measuring(ctx.batch_id):
+        if not any(chain_choices(self.plan.job, mp) for mp in plans):
             return plans, None
 
         def streams(mp: MultiwayPlan) -> list[StreamDef]:
@@ -137,7 +138,9 @@ class MultiwayJoins:
         def store(stream: str, lo: int | None, with_new: bool) -> str:
             delta = deltas[stream] if with_new else None
             sp, views = self.plan.stream(stream), ctx.scratch.views
-            return stores.state(ctx.spark, sp, ctx.prev, lo, delta, views, estimate=True)
+            return stores.state(
+                ctx.spark, sp, ctx.prev, lo, delta, views, cached=False, estimate=True
+            )
 
         args = (ctx.spark, self.reorder, ctx.batch_id, plans, streams, deltas, store)
         measures = start_measures(*args)

@@ -45,6 +45,8 @@ class LevelIndexes:
         self._class: StaticMethods | None = None
         self._outputs: dict[str, t.Any] = {}
         """Level key → its output's `BatchInput` (None: made by Spark SQL after the probe)."""
+        self.batch_reads = 0
+        """Reads of a batch's rows as a whole (`probe_chain`) since the processor counted."""
 
     def probe(
         self,
@@ -113,6 +115,7 @@ class LevelIndexes:
         late = _LEAST if ctx.watermark is None else ctx.watermark
         rows = ctx.rows._jdf
         jdf = operator.ChainProbe.probe(rows, inputs, outputs, texts, counts, batch, late)
+        self.batch_reads += 1
         return DataFrame(jdf, spark)
 
     def on_cluster(self, spark: SparkSession) -> bool:

@@ -35,10 +35,9 @@ if t.TYPE_CHECKING:
 
 
 def unbounded_streams(plan: JobPlan) -> list[StreamPlan]:
-    """The streams of `plan` whose units may be read back from their files (no multi-way
-    query reads them) and are never dropped."""
-    multiway = {side.stream for mp in plan.multiway for side in mp.query.sides}
-    return [sp for sp in plan.streams if sp.retain_us is None and sp.name not in multiway]
+    """The streams of `plan` whose units may be read back from their files and are never
+    dropped."""
+    return [sp for sp in plan.streams if sp.retain_us is None]
 
 
 LAG = 2
