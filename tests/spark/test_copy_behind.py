@@ -28,17 +28,24 @@ if t.TYPE_CHECKING:
 COLUMNS = ("aid", "bid")
 
 
-def _job(root: Path) -> str:
-    """A full-history equi join of two JSON file streams, a file per batch."""
-    streams = [
+JOINS = {
+    "AB": "FROM A a JOIN B b ON a.k = b.k",
+    # (a multi-way query: a chain of levels on the operator, built from the same units)
+    "ABC": "FROM A a JOIN B b ON a.k = b.k JOIN C c ON c.k = b.k AND c.x > b.x",
+}
+
+
+def _job(root: Path, streams: str = "AB") -> str:
+    """A full-history equi join of JSON file streams `streams`, a file per batch."""
+    ddl = [
         stream_ddl(s, str(root / "in" / s)).replace("WITH (", "WITH (maxFilesPerTrigger = '1', ")
-        for s in ("A", "B")
+        for s in streams
     ]
     return "\n".join(
         [
-            *streams,
+            *ddl,
             f"CREATE SINK w WITH (format = 'parquet', path = '{root / 'out'}');",
-            "INSERT INTO w SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.k = b.k;",
+            f"INSERT INTO w SELECT a.id AS aid, b.id AS bid {JOINS[streams]};",
         ]
     )
 
@@ -51,11 +58,14 @@ def _local(uri: str) -> Path:
     return Path("/" + uri.removeprefix("file:").lstrip("/"))
 
 
+@pytest.mark.parametrize("streams", sorted(JOINS))
 def test_unbounded_state_moves_from_the_input_files_to_copies(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, streams: str
 ) -> None:
-    batches = make_batches(37, n_batches=9, rows_per_batch=12, late_per_batch=1)
-    job = parse_job(_job(tmp_path), "<test>")
+    batches = make_batches(
+        37, streams=tuple(streams), n_batches=9, rows_per_batch=12, late_per_batch=1
+    )
+    job = parse_job(_job(tmp_path, streams), "<test>")
     ckpt = tmp_path / "ckpt"
     write_batches(tmp_path / "in", batches[:4], extra_lines={(2, "A"): ['{"id": "x", "k": 1']})
     Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
@@ -63,8 +73,8 @@ def test_unbounded_state_moves_from_the_input_files_to_copies(
     Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
 
     manifest = _latest(spark, ckpt)
-    units = [u for s in "AB" for u in manifest.live(s)]
-    assert manifest.batch == 6 and len(units) == 14  # (every batch's rows, both streams)
+    units = [u for s in streams for u in manifest.live(s)]
+    assert manifest.batch == 6 and len(units) == 7 * len(streams)  # (every batch's, stream's)
     # A batch's units are copies by the commit of the batch LAG after it; the first run's
     # were copied in the second run's first batches.
     copied = {u.batch for u in units if u.behind}
@@ -81,7 +91,7 @@ def test_unbounded_state_moves_from_the_input_files_to_copies(
     assert not list((ckpt / "state").glob("b=*"))  # (no copy in the batches themselves)
 
     # The copied batches' input files may go now: the state no longer reads them.
-    for s in "AB":
+    for s in streams:
         for b in copied:
             (tmp_path / "in" / s / f"part-{b:05d}.json").unlink()
     write_batches(tmp_path / "in", batches[7:], first=7)
