@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 import typing as t
+from collections.abc import Mapping
 from functools import partial
 
 from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from streamjoin.plan import StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.stores import StoreViews
@@ -59,3 +63,29 @@ def delta_relations(ctx: BatchContext, stores: StoreViews, read_once: bool) -> d
         else:
             deltas[sp.name] = f"({rows})"
     return {sp.name: deltas[sp.name] for sp in plan.streams}
+
+
+class LazyDeltas(Mapping[str, str]):
+    """`delta_relations`, made where the batch first reads one: a batch whose joins all read
+    its own rows (the operator's one-task probes, ``ChainProbe``) makes none, and each made
+    is a read of the stream's files, a view and an analysis in the JVM."""
+
+    def __init__(self, make: Callable[[], dict[str, str]]) -> None:
+        self._make = make
+        self._made: dict[str, str] | None = None
+        self._lock = threading.Lock()  # (a batch's background jobs may read them too)
+
+    def _relations(self) -> dict[str, str]:
+        with self._lock:
+            if self._made is None:
+                self._made = self._make()
+            return self._made
+
+    def __getitem__(self, stream: str) -> str:
+        return self._relations()[stream]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._relations())
+
+    def __len__(self) -> int:
+        return len(self._relations())

@@ -234,7 +234,8 @@ class IndexedJoins:
             if together or parts == 1:
                 self.reads.one_task.add(q.name)
             jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)
-        sides = (deltas.get(left.name, ""), deltas.get(right.name, ""))
+        # (A probe of the batch's own rows: no index drains, whose probe would read views.)
+        sides = ("", "") if planned is not None else (deltas[left.name], deltas[right.name])
         return self._with_drain(ctx, qp, (key, sides, cls), DataFrame(jdf, ctx.spark), output)
 
     def _with_drain(

@@ -20,7 +20,7 @@ from streamjoin.runtime.batch.intake import status_sql
 from streamjoin.runtime.sources import prefixed
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import QueryPlan
+    from streamjoin.plan import QueryPlan, StreamPlan
     from streamjoin.plan.outer import OuterPlan
     from streamjoin.runtime.batch.context import BatchContext
 
@@ -91,26 +91,11 @@ class ProbePlans:
         jvm = ctx.spark.sparkContext._jvm
         assert jvm is not None
         inputs = jvm.streamjoin.operator.BatchInput
-        placeholder = DataFrame(inputs.placeholder(ctx.rows._jdf), ctx.spark)
-        view = ctx.scratch.view(placeholder, f"_sj_rows_{len(ctx.scratch.views)}")
-        timed = [sp.index for sp in ctx.plan.streams if sp.stream.watermark]
-        on_time = status_sql(timed, None)
         q = qp.query
-        rels = []
-        for sp in (ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)):
-            cols = ", ".join(
-                f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
-            )
-            where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
-            rels.append(f"(SELECT {cols} FROM {view} WHERE {where})")
+        rows = batch_rows(ctx)
+        rels = [rows(ctx.plan.stream(q.left.stream)), rows(ctx.plan.stream(q.right.stream))]
         # (Each side's rows, or an OR's copy of them for each table: one plan each.)
-        planned = [ctx.spark.sql(p)._jdf for p in input_parts(ctx, qp, *rels, late=True)]
-        gateway = ctx.spark.sparkContext._gateway
-        assert gateway is not None
-        parts = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, len(planned))
-        for i, part in enumerate(planned):
-            parts[i] = part
-        made = inputs.of(parts)
+        made = batch_input(ctx, input_parts(ctx, qp, *rels, late=True))
         if made is None:
             return None
         pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
@@ -160,6 +145,38 @@ class ProbePlans:
             planned = ctx.spark.sql(sql(found))._jdf
             self._outputs[key] = jvm.streamjoin.operator.BatchInput.output(planned)
         return self._outputs[key]
+
+
+def batch_rows(ctx: BatchContext) -> t.Callable[[StreamPlan], str]:
+    """SQL of a stream's on-time rows (the status test without the watermark, which a probe
+    applies to each row's event time) under their own names, of a relation in the layout of
+    the batch's rows with none of them: what a `BatchInput` is planned over."""
+    jvm = ctx.spark.sparkContext._jvm
+    assert jvm is not None
+    placeholder = DataFrame(
+        jvm.streamjoin.operator.BatchInput.placeholder(ctx.rows._jdf), ctx.spark
+    )
+    view = ctx.scratch.view(placeholder, f"_sj_rows_{len(ctx.scratch.views)}")
+    on_time = status_sql([sp.index for sp in ctx.plan.streams if sp.stream.watermark], None)
+
+    def rows(sp: StreamPlan) -> str:
+        cols = ", ".join(f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns)
+        return f"(SELECT {cols} FROM {view} WHERE _sj_src = {sp.index} AND ({on_time}) = 'ok')"
+
+    return rows
+
+
+def batch_input(ctx: BatchContext, sides: t.Sequence[str]) -> t.Any:
+    """The ``BatchInput`` of `sides` (SQL of each side's rows, over `batch_rows`'s relations),
+    or None where a side's plan has not its shape (`BatchInput.of`)."""
+    spark = ctx.spark
+    jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
+    assert jvm is not None and gateway is not None
+    planned = [spark.sql(side)._jdf for side in sides]
+    parts = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, len(planned))
+    for i, part in enumerate(planned):
+        parts[i] = part
+    return jvm.streamjoin.operator.BatchInput.of(parts)
 
 
 def query_key(qp: QueryPlan) -> str:

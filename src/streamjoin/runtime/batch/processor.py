@@ -22,7 +22,7 @@ from functools import cache, partial
 from streamjoin.adapt.skewcheck import checks_skew, skew_check_period
 from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
-from streamjoin.runtime.batch.deltas import delta_relations
+from streamjoin.runtime.batch.deltas import LazyDeltas, delta_relations
 from streamjoin.runtime.batch.groups import stream_rows
 from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.batch.intake import classify, start_deadletters
@@ -201,7 +201,8 @@ class BatchProcessor:
             # (Where indexes serve every join, no state slice is read: none is cached.)
             self.stores.cache_deltas = not self.indexed.serve_all(ctx)
             chained = self.indexed.chained(ctx)
-            deltas = {} if reads_rows else delta_relations(ctx, self.stores, chained)
+            made = partial(delta_relations, ctx, self.stores, chained)
+            deltas = {} if reads_rows else LazyDeltas(made)
             if known is not None and ctx.counted.sides:
                 units_job = self._start_unit_counts(ctx)
             # (Known before the probes, an outer join's probe decides its rows without a

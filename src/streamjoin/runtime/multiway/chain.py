@@ -22,10 +22,10 @@ from pyspark.sql import DataFrame
 from streamjoin.plan.chain import Chain, Level, chain_order, plan_chain
 from streamjoin.plan.probeorder import column_name
 from streamjoin.runtime.batch.indexfit import one_task
-from streamjoin.runtime.batch.intake import status_sql
+from streamjoin.runtime.batch.indexplans import batch_input, batch_rows
 from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.multiway.terms import renamed
-from streamjoin.runtime.sources import empty_relation, prefixed
+from streamjoin.runtime.sources import empty_relation
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -56,7 +56,15 @@ class ChainJoins:
         stores: StoreViews,
     ) -> dict[str, list[DataFrame]]:
         """The new rows in the batch (lazy) of each multi-way query planned by `plans`."""
-        return {mp.query.name: [_Query(self, ctx, mp, deltas, stores).rows()] for mp in plans}
+        found = {mp.query.name: [_Query(self, ctx, mp, deltas, stores).rows()] for mp in plans}
+        # (What a chain no query runs any more planned goes: a served job's queries come and
+        # go, and an order changes at an epoch.)
+        chains = {f"{mp.query!r}@{chain_order(mp)}" for mp in plans}
+        self._chains = {k: c for k, c in self._chains.items() if k in chains}
+        levels = {level.key for c in self._chains.values() for level in c.levels}
+        self._types = {k: v for k, v in self._types.items() if k in levels}
+        self._planned = {k: v for k, v in self._planned.items() if k[0] in levels}
+        return found
 
     def chain(self, ctx: BatchContext, mp: MultiwayPlan) -> Chain:
         """`mp`'s chain, planned once per query definition and order (a served job may give a
@@ -174,36 +182,20 @@ class _Query:
         rows), planned over rows in the batch's layout, none of them; None where one cannot
         be planned once (`BatchInput.of`)."""
         ctx, chain, spark = self.ctx, self.chain, self.ctx.spark
-        jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
-        assert jvm is not None and gateway is not None
-        operator = jvm.streamjoin.operator
-        rows = ctx.rows._jdf
-        view = ctx.scratch.view(
-            DataFrame(operator.BatchInput.placeholder(rows), spark),
-            f"_sj_rows_{len(ctx.scratch.views)}",
-        )
-        on_time = status_sql([sp.index for sp in ctx.plan.streams if sp.stream.watermark], None)
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        operator, rows = jvm.streamjoin.operator, batch_rows(ctx)
 
         def new(i: int) -> str:
-            sp = ctx.plan.stream(self.streams[i].name)
-            cols = ", ".join(
-                f"`{prefixed(sp.index, c.name)}` AS `{c.name}`" for c in sp.stream.columns
-            )
-            where = f"_sj_src = {sp.index} AND ({on_time}) = 'ok'"
-            return self._input(i, f"(SELECT {cols} FROM {view} WHERE {where})")
+            return self._input(i, rows(ctx.plan.stream(self.streams[i].name)))
 
         inputs, outputs = [], []
         for n, level in enumerate(chain.levels):
             left = new(chain.order[0]) if n == 0 else None
-            parts = self._level_parts(level, left, new(level.new), late=True)
-            sides = [spark.sql(p)._jdf for p in parts]
-            array = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, len(sides))
-            for i, side in enumerate(sides):
-                array[i] = side
-            made = operator.BatchInput.of(array)
+            made = batch_input(ctx, self._level_parts(level, left, new(level.new), late=True))
             if made is None:
                 return None
-            none = DataFrame(operator.JoinIndex.nopairs(made.nothing(rows)), spark)
+            none = DataFrame(operator.JoinIndex.nopairs(made.nothing(ctx.rows._jdf)), spark)
             pairs = ctx.scratch.view(none, f"_sj_pairs_{len(ctx.scratch.views)}")
             if n == len(chain.levels) - 1:
                 sql = self._output(level, pairs, last=True)
