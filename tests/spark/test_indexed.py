@@ -382,7 +382,7 @@ def test_a_band_join_without_a_key_spreads_its_rows_over_the_partitions(
     processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
     try:
         _feed(spark, processor, job, batches)
-        (key,) = processor.indexed._built  # (the index's name: the query's key)
+        (key,) = processor.indexed.builds  # (the index's name: the query's key)
         parts = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         name = f"{processor.indexed._prefix}/{key}"
         cls = index_class(spark)

@@ -27,19 +27,19 @@ import itertools
 import json
 import typing as t
 import uuid
-from functools import partial
 
 from pyspark.sql import DataFrame
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.batch.drains import Drains
+from streamjoin.runtime.batch.indexcluster import placed_pairs
 from streamjoin.runtime.batch.indexfit import (
     counted_units,
     one_task,
     partitions,
 )
-from streamjoin.runtime.batch.indexinput import index_input, load_index, stored_rows
-from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
+from streamjoin.runtime.batch.indexinput import index_input, load_index
+from streamjoin.runtime.batch.indexouter import decided_below, kept, outer_plan
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
 from streamjoin.runtime.batch.indexreads import Decide, ProbeReads
 from streamjoin.runtime.batch.indexsql import least_times, output_sql, serves_every_join
@@ -78,9 +78,9 @@ class IndexedJoins:
 
     def __init__(self) -> None:
         self._prefix = f"sj-{uuid.uuid4().hex[:8]}-{next(_names)}"
-        self._built: dict[str, tuple[int, tuple[int, str]]] = {}
+        self.builds: dict[str, tuple[int, tuple[int, str]]] = {}
         """Query (`_key`) → (batch committed into its index, (partitions, placement))."""
-        self._used: dict[str, tuple[int, tuple[int, str]]] = {}
+        self.uses: dict[str, tuple[int, tuple[int, str]]] = {}
         """Query → (batch, (partitions, placement)) of the indexes this batch applies."""
         self.leaving: tuple[int | None] | None = None
         """The watermark this batch leaves where known before its probes (its input's
@@ -140,7 +140,7 @@ class IndexedJoins:
         rows of every stream (the task reads them all) are more than one task takes, or the
         executors hold the partitions (one task reads the whole batch: no place of its own)."""
         fits = one_task(ctx, *ctx.plan.streams) and self._class(ctx.spark) is not None
-        built = self._built.get(key := query_key(qp))
+        built = self.builds.get(key := query_key(qp))
         # (An index that drains, or may start to, is probed with the delta placed both ways.)
         if key in self.drains or (built is not None and built[1] != self._layout(ctx, qp)):
             return None
@@ -178,16 +178,16 @@ class IndexedJoins:
         parts = layout[0]
         at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
         if self.on_cluster(ctx.spark):
-            return self._placed_pairs(ctx, qp, deltas, stores, (parts, layout), shed)
-        if self._built.get(key) not in at:
-            built = self._built.get(key)
+            return placed_pairs(self, ctx, qp, deltas, stores, (parts, layout), shed)
+        if self.builds.get(key) not in at:
+            built = self.builds.get(key)
             drains = self.drains.start(ctx, qp, key, name, built, cls, shed is None)
             cls.reset(name, parts, ctx.batch_id - 1, ctx.settings.memory)
             if not drains:  # (a drain's new index starts empty: no batch waits for a build)
                 load_index(ctx, qp, (cls, name, parts), stores, self.plans)
             elif op is not None:  # (the drain's probe marks the new rows it matches too)
                 cls.shareMarks(name)
-        self._used[key] = (ctx.batch_id, layout)
+        self.uses[key] = (ctx.batch_id, layout)
         least = [_LEAST if x is None else x for x in (l_least, r_least)]
         # (Every partition, rows in this batch or not: the driver's JVM holds them all.)
         cls.expire(name, parts, *least)
@@ -236,9 +236,9 @@ class IndexedJoins:
             jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)
         # (A probe of the batch's own rows: no index drains, whose probe would read views.)
         sides = ("", "") if planned is not None else (deltas[left.name], deltas[right.name])
-        return self._with_drain(ctx, qp, (key, sides, cls), DataFrame(jdf, ctx.spark), output)
+        return self.with_drain(ctx, qp, (key, sides, cls), DataFrame(jdf, ctx.spark), output)
 
-    def _with_drain(
+    def with_drain(
         self,
         ctx: BatchContext,
         qp: QueryPlan,
@@ -249,7 +249,7 @@ class IndexedJoins:
         """`qp`'s rows of `found`, the pairs of its index (made into its rows where `output`
         is planned), with those of the index that drains beside it, if any: `drain` is the
         query key, the batch's views of each side and what `drains` calls. An outer join's
-        rows without a partner are then both indexes'."""
+        rows without a partner are then both indexes'. (The cluster's probe too: `indexcluster`.)"""
         q, (key, sides, index) = qp.query, drain
         if (drained := self.drains.probe(ctx, qp, key, sides, index, self.plans)) is not None:
             found = found.union(drained[0])  # (both planned over one query's pairs, or neither)
@@ -261,21 +261,27 @@ class IndexedJoins:
         view = ctx.scratch.view(found, f"_sj_found_{len(ctx.scratch.views)}")
         return ctx.spark.sql(output_sql(qp, view))
 
+    def take_reads(self) -> int:
+        """The probes' and the chains' reads of a batch's rows as a whole since the last call."""
+        reads = self.batch_reads + self.levels.batch_reads
+        self.batch_reads = self.levels.batch_reads = 0
+        return reads
+
     def built(self) -> dict[str, int]:
         """The batch each query's index was last committed at, by query name."""
-        return {key.split("#")[0]: batch for key, (batch, _) in self._built.items()}
+        return {key.split("#")[0]: batch for key, (batch, _) in self.builds.items()}
 
     def spilled(self, spark: SparkSession) -> dict[str, int]:
         """The live rows each query's index has spilled to disk, by query name (on a
         cluster: as its last probe that counted rows per unit found them)."""
         cls, placed = self._class(spark), self.placed
-        names = {k: placed.name(k) if k in placed else f"{self._prefix}/{k}" for k in self._built}
+        names = {k: placed.name(k) if k in placed else f"{self._prefix}/{k}" for k in self.builds}
         return {k.split("#")[0]: int(cls.spilled(name)) for k, name in names.items()}
 
     def take_events(self, spark: SparkSession) -> list[str]:
         """The batch's events: the builds on executors, and each index that starts to spill."""
         events, had = self.placed.take_events() + self.levels.take_events(), self._spilling
-        self._spilling = self.spilled(spark) if self._built else {}
+        self._spilling = self.spilled(spark) if self.builds else {}
         started = {q: n for q, n in self._spilling.items() if n and not had.get(q)}
         return events + [
             f"{q}: index over streamjoin.state.memory, {n} rows spilled" for q, n in started.items()
@@ -285,29 +291,29 @@ class IndexedJoins:
         """The batch committed: its indexes are at its id; those it did not use go (a query
         that comes back to its index builds it anew)."""
         # (After a failed batch, a query's index on executors is in `placed` only.)
-        for query in (self._built.keys() | set(self.placed)) - self._used.keys():
+        for query in (self.builds.keys() | set(self.placed)) - self.uses.keys():
             if query in self.placed:
                 self.placed.drop(spark, query)
                 continue
             self._class(spark).drop(f"{self._prefix}/{query}")
         if self.drains.names():
-            self.drains.clear(self._drain_calls(spark), keep=self._used.keys())
+            self.drains.clear(self._drain_calls(spark), keep=self.uses.keys())
         self.placed.drop_stale(spark)
         self.levels.committed(spark)
-        self._built = self._used
-        self._used = {}
+        self.builds = self.uses
+        self.uses = {}
         self.plans.end_batch()
 
     def failed(self) -> None:
         """The batch failed: its indexes may hold part of it (taken back when it runs again);
         those on executors may be lost with one, so they are built again (and none drains)."""
         for query in self.placed:
-            self._built.pop(query, None)
+            self.builds.pop(query, None)
         if self._on_cluster:
             self.drains.forget()
             self.placed.forget_drained()
         self.levels.failed()
-        self._used = {}
+        self.uses = {}
         self.reads.clear()
         self.plans.end_batch()
 
@@ -325,10 +331,10 @@ class IndexedJoins:
             self.drains.clear(self._drain_calls(spark))
         self.placed.drop_stale(spark)
         self.levels.clear(spark)
-        if self._built and (cls := self._class(spark)) is not None:
-            for query in self._built:
+        if self.builds and (cls := self._class(spark)) is not None:
+            for query in self.builds:
                 cls.drop(f"{self._prefix}/{query}")
-        self._built = {}
+        self.builds = {}
         self.plans = ProbePlans()
 
     def on_cluster(self, spark: SparkSession) -> bool:
@@ -337,58 +343,6 @@ class IndexedJoins:
         if self._on_cluster is None:
             self._on_cluster = on_cluster(spark)
         return self._on_cluster
-
-    def _placed_pairs(
-        self,
-        ctx: BatchContext,
-        qp: QueryPlan,
-        deltas: t.Mapping[str, str],
-        stores: StoreViews,
-        placed: tuple[int, tuple[int, str]],
-        shed: Shed | None,
-    ) -> DataFrame:
-        """`pairs` where a cluster's executors hold the partitions (`PlacedIndexes`): built
-        there from the units where not there, then probed on each partition's owner (`placed`:
-        the partitions and the layout)."""
-        q = qp.query
-        parts, layout = placed
-        key = query_key(qp)
-        delta = index_input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
-        op = outer_plan(ctx, qp)
-        marker = None if op is None else self.plans.marker(ctx, op, delta)
-        at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
-        drains = DrainsOnExecutors(self.placed, ctx.spark, ctx)
-        if self._built.get(key) not in at or key not in self.placed:
-            bounds = least_times(ctx, qp)
-            decided = [_LEAST, _LEAST]
-            if op is not None:
-                bounds = loaded(bounds, op, ctx.watermark)
-                decided = [_LEAST if x is None else x for x in decided_below(op, ctx.watermark)]
-            built, name = self._built.get(key), self.placed.name(key) if key in self.placed else ""
-            moved = self.drains.start(ctx, qp, key, name, built, drains, not shed and bool(name))
-            stored = None if moved else stored_rows(ctx, qp, stores, bounds)
-            rows = delta.limit(0) if stored is None else stored  # (a drain's starts empty)
-            beside = moved[0] if moved else None
-            build = (rows, parts, ctx.batch_id - 1, marker, decided, beside)
-            keeps = 0 if op is None else sum(1 << i for i in (0, 1) if op.outer.preserves(i))
-            self.placed.build(ctx.spark, key, *build, memory=ctx.settings.memory, preserved=keeps)
-        self._used[key] = (ctx.batch_id, layout)
-        least = least_times(ctx, qp)
-        if op is not None:
-            least = kept(least, op, ctx.watermark)
-            batch = ctx.batch_id
-            self.reads.deciding_after[q.name] = (
-                op,
-                lambda side, below: self.placed.decide(ctx, key, delta, side, below, batch),
-            )
-        expiry = [_LEAST if x is None else x for x in least]
-        sample = partial(self.placed.buckets, ctx.spark, key)
-        units, cuts = self.reads.expect(ctx, qp, self.placed.name(key), shed, sample)
-        output = self.plans.output(ctx, qp, delta)
-        how = (output, cuts, units)
-        pairs = self.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
-        sides = (deltas[q.left.stream], deltas[q.right.stream])
-        return self._with_drain(ctx, qp, (key, sides, drains), pairs, output)
 
     def _decide(self, ctx: BatchContext, name: str, parts: int, frame: DataFrame) -> Decide:
         """What decides the rows of index `name` (in the driver's JVM) without a partner, as

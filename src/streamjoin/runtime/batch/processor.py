@@ -4,8 +4,9 @@ Per batch, with W the global watermark committed by the previous batch:
 
 1. intake: each row ok, malformed or late (event time < W), if a step reads it (`intake`);
 2. state: the ok rows' counts and event-time ranges, from the footers or a job (`state.statejob`);
-3. deltas: each stream's ok rows as relations (`deltas`), unless the index probes read them;
-4. joins: two-way queries' new pairs (`twoway`, `indexed`), multi-way ones' (`multiway.joins`);
+3. deltas: each stream's ok rows as relations (`deltas`), made where a join first reads one
+   (probes of the batch's own rows read none);
+4. joins: two-way queries' new pairs (`twoway`, `indexed`), multi-way ones' (`multiway.chain`);
 5. sinks: each sink receives its queries' rows under ``<path>/batch=<id>/`` (`sinks`);
 6. dead letters: late and malformed rows, if any, written beside the sinks
    (`intake.start_deadletters`);
@@ -301,9 +302,7 @@ class BatchProcessor:
         # (Reads of the batch's DataFrame as a whole: the state job's, the probes' and the
         # chains'; and the footers' counts where Spark's loop took them as a read's.)
         added = known is not None and self.spark_loop and not reads_rows
-        levels = self.indexed.levels
-        reads = self.indexed.batch_reads + levels.batch_reads + (known is None) + added
-        self.indexed.batch_reads, levels.batch_reads = 0, 0
+        reads = self.indexed.take_reads() + (known is None) + added
         if reads:
             settle_reads(self.session, self.plan, ctx.files, stats, reads=reads)
         report = BatchReport(

@@ -1,0 +1,80 @@
+"""The join operator's two-way probe where a cluster's executors hold the index partitions
+(`placed.PlacedIndexes`, ``PlacedIndex.java``): each partition built on one executor from the
+committed units where it is not there, a drain started beside it where its placement changed,
+then probed on its owner. The driver's JVM's probe, and the state both share, are
+`indexed.IndexedJoins`'."""
+
+from __future__ import annotations
+
+import typing as t
+from functools import partial
+
+from streamjoin.runtime.batch.indexinput import index_input, stored_rows
+from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
+from streamjoin.runtime.batch.indexplans import query_key
+from streamjoin.runtime.batch.indexsql import least_times
+from streamjoin.runtime.batch.placed import DrainsOnExecutors
+
+if t.TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from streamjoin.plan import QueryPlan
+    from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.indexed import IndexedJoins
+    from streamjoin.runtime.batch.shedding import Shed
+    from streamjoin.runtime.state.stores import StoreViews
+
+_LEAST = -(2**63)
+
+
+def placed_pairs(
+    joins: IndexedJoins,
+    ctx: BatchContext,
+    qp: QueryPlan,
+    deltas: t.Mapping[str, str],
+    stores: StoreViews,
+    placed: tuple[int, tuple[int, str]],
+    shed: Shed | None,
+) -> DataFrame:
+    """`pairs` where a cluster's executors hold the partitions (`PlacedIndexes`): built
+    there from the units where not there, then probed on each partition's owner (`placed`:
+    the partitions and the layout)."""
+    q = qp.query
+    parts, layout = placed
+    key = query_key(qp)
+    delta = index_input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
+    op = outer_plan(ctx, qp)
+    marker = None if op is None else joins.plans.marker(ctx, op, delta)
+    at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
+    drains = DrainsOnExecutors(joins.placed, ctx.spark, ctx)
+    if joins.builds.get(key) not in at or key not in joins.placed:
+        bounds = least_times(ctx, qp)
+        decided = [_LEAST, _LEAST]
+        if op is not None:
+            bounds = loaded(bounds, op, ctx.watermark)
+            decided = [_LEAST if x is None else x for x in decided_below(op, ctx.watermark)]
+        built, name = joins.builds.get(key), joins.placed.name(key) if key in joins.placed else ""
+        moved = joins.drains.start(ctx, qp, key, name, built, drains, not shed and bool(name))
+        stored = None if moved else stored_rows(ctx, qp, stores, bounds)
+        rows = delta.limit(0) if stored is None else stored  # (a drain's starts empty)
+        beside = moved[0] if moved else None
+        build = (rows, parts, ctx.batch_id - 1, marker, decided, beside)
+        keeps = 0 if op is None else sum(1 << i for i in (0, 1) if op.outer.preserves(i))
+        joins.placed.build(ctx.spark, key, *build, memory=ctx.settings.memory, preserved=keeps)
+    joins.uses[key] = (ctx.batch_id, layout)
+    least = least_times(ctx, qp)
+    if op is not None:
+        least = kept(least, op, ctx.watermark)
+        batch = ctx.batch_id
+        joins.reads.deciding_after[q.name] = (
+            op,
+            lambda side, below: joins.placed.decide(ctx, key, delta, side, below, batch),
+        )
+    expiry = [_LEAST if x is None else x for x in least]
+    sample = partial(joins.placed.buckets, ctx.spark, key)
+    units, cuts = joins.reads.expect(ctx, qp, joins.placed.name(key), shed, sample)
+    output = joins.plans.output(ctx, qp, delta)
+    how = (output, cuts, units)
+    pairs = joins.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
+    sides = (deltas[q.left.stream], deltas[q.right.stream])
+    return joins.with_drain(ctx, qp, (key, sides, drains), pairs, output)
