@@ -17,6 +17,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan
+    from streamjoin.runtime.batch.heldgroups import HeldGroups
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
     from streamjoin.runtime.state.stores import StoreViews
@@ -31,25 +32,32 @@ def close_batch_windows(
     frames: dict[str, list[DataFrame]],
     watermark: int | None,
     reading: Reading,
+    held: HeldGroups,
     *,
     final: bool = False,
 ) -> Closing:
     """Buffer the GROUP BY queries' new rows (out of `frames`) and aggregate the windows that
     `watermark`, the one the batch leaves, closes (every window, when `final`)."""
     spark, scratch, checkpoint, batch_id = reading
-    units = buffer_rows(plan, frames, checkpoint, batch_id)
-    closing = close_windows(plan, prev, units, watermark, reading, final=final)
+    units = buffer_rows(plan, frames, (spark, checkpoint, batch_id), held)
+    closing = close_windows(plan, prev, units, watermark, reading, held, final=final)
     group_outputs(plan, closing, scratch, spark, batch_id)
     roll_up(plan, prev, closing, reading)
     return closing
 
 
 def finish_input(
-    spark: SparkSession, plan: JobPlan, checkpoint: Checkpoint, stores: StoreViews, tasks: int
+    spark: SparkSession,
+    plan: JobPlan,
+    checkpoint: Checkpoint,
+    stores: StoreViews,
+    tasks: int,
+    held: HeldGroups,
 ) -> int | None:
     """Run the last batch of a finished input, after the newest committed one: every window
     still open and every outer join's row still waiting for a partner is written, and the
-    checkpoint takes no more input. Its id (None: nothing committed yet, or finished before)."""
+    checkpoint takes no more input. Its id (None: nothing committed yet, or finished before);
+    `held`: the buffers' rows the run holds."""
     prev = checkpoint.latest()
     if prev.batch < 0 or prev.final:
         return None
@@ -60,7 +68,7 @@ def finish_input(
         unmatched = unmatched_frames(*args, prev.global_wm, final=True)
         frames = {name: [frame] for name, frame in unmatched.items()}
         reading = (spark, scratch, checkpoint, batch_id)
-        closing = close_batch_windows(plan, prev, frames, prev.global_wm, reading, final=True)
+        closing = close_batch_windows(plan, prev, frames, prev.global_wm, reading, held, final=True)
         frames |= {name: [frame] for name, frame in closing.frames.items()}
         out = write_frames(plan.job, batch_id, tasks, frames)
         before = prev.totals

@@ -9,13 +9,9 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, field
 
-from pyspark.sql import Observation
-from pyspark.sql import functions as F
-
 from streamjoin.plan.aggregate import END
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.state.manifest import GroupState, GroupUnit
-from streamjoin.runtime.threads import metrics
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -25,6 +21,7 @@ if t.TYPE_CHECKING:
     from streamjoin.plan import JobPlan
     from streamjoin.plan.aggregate import GroupBuffer
     from streamjoin.runtime.batch.context import Scratch
+    from streamjoin.runtime.batch.heldgroups import HeldGroups
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
 
@@ -43,11 +40,13 @@ class Closing:
 def buffer_rows(
     plan: JobPlan,
     frames: dict[str, list[DataFrame]],
-    checkpoint: Checkpoint,
-    batch_id: int,
+    reading: tuple[SparkSession, Checkpoint, int],
+    held: HeldGroups,
 ) -> dict[str, GroupUnit]:
     """Take each GROUP BY query's new joined rows out of `frames` and write them to the query's
-    buffer unit of the batch; the units written (none for a query without new rows)."""
+    buffer unit of the batch, held in memory too; the units written (none for a query without
+    new rows)."""
+    spark, checkpoint, batch_id = reading
     units = {}
     for ap in plan.buffers:
         parts = frames.pop(ap.name, [])
@@ -56,20 +55,9 @@ def buffer_rows(
         rows = parts[0]
         for p in parts[1:]:
             rows = rows.unionAll(p)
-        micros = F.expr(f"unix_micros({ap.time_column})")
-        obs = Observation(f"sj_groups_{ap.name}_{batch_id}")
-        counts = (F.count(F.lit(1)).alias("rows"), F.min(micros).alias("lo"))
-        rows = rows.observe(obs, *counts, F.max(micros).alias("hi"))
-        unit = GroupUnit(ap.name, batch_id, 0, 0, 0)
-        path = checkpoint.path(unit.path)
-        rows.write.mode("overwrite").parquet(path)
-        checkpoint.schemas.wrote(path, rows)
-        seen = metrics(obs)
-        if int(seen.get("rows") or 0) == 0:
-            checkpoint.fs.delete(path)
-            checkpoint.schemas.forget([path])
-            continue
-        units[ap.name] = GroupUnit(ap.name, batch_id, int(seen["rows"]), seen["lo"], seen["hi"])
+        unit = held.write(spark, ap, rows, batch_id, checkpoint)
+        if unit is not None:
+            units[ap.name] = unit
     return units
 
 
@@ -79,6 +67,7 @@ def close_windows(
     new: dict[str, GroupUnit],
     watermark: int | None,
     reading: tuple[SparkSession, Scratch, Checkpoint, int],
+    held: HeldGroups,
     *,
     final: bool = False,
 ) -> Closing:
@@ -91,27 +80,41 @@ def close_windows(
     for name, old in prev.groups.items():
         if current.get(name) != old.signature:  # (a query dropped or changed: its buffer goes)
             out.dropped += [u.path for u in old.units]
+            held.drop(spark, name)
     for ap in plan.buffers:
         signature = ap.buffer_signature
         state = prev.groups.get(ap.name)
         if state is None or state.signature != signature:
             state = GroupState(_first_open(plan, ap, prev), [], signature)
+        elif state.closed is not None:
+            # (Rows in committed closed windows only: a batch run again closes no earlier one.)
+            held.forget(spark, ap, state.closed)
         units = state.units + ([new[ap.name]] if ap.name in new else [])
         after = state.closed
         upto = None if final else ap.closed_below(watermark)
-        if not final and (upto is None or (after is not None and upto <= after)):
+        if not final and (upto is None or (after is not None and _last_end(ap, upto) <= after)):
+            # (No window ends in (after, upto]: none closes.)
             out.states[ap.name] = GroupState(after, units, signature)
             continue
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
-            df = checkpoint.schemas.read(spark, [checkpoint.path(u.path) for u in chosen])
+            span = (None if after is None else ap.first_needed(after), upto)
+            df = held.rows(spark, ap, chosen, span, checkpoint)
             view = scratch.view(df, f"sj_groups_{view_tag(ap.name, batch_id)}")
-            out.frames[ap.name] = spark.sql(ap.group_sql(view, after, upto)).drop(END)
+            groups = spark.sql(ap.group_sql(view, after, upto)).drop(END)
+            out.frames[ap.name] = held.as_rows(spark, groups)
         closed = after if upto is None else upto
         live = [] if final else _overlapping(ap, units, closed, None)
         out.dropped += [u.path for u in units if u not in live]
         out.states[ap.name] = GroupState(closed, live, signature)
     return out
+
+
+def _last_end(ap: GroupBuffer, upto: int) -> int:
+    """The end of the last window ending at or before `upto` (windows start at multiples of the
+    slide, as Spark's)."""
+    size, slide = ap.window.size_us, ap.window.slide_us
+    return (upto - size) // slide * slide + size
 
 
 def _overlapping(

@@ -25,6 +25,7 @@ from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import LazyDeltas, delta_relations
 from streamjoin.runtime.batch.groups import stream_rows
+from streamjoin.runtime.batch.heldgroups import HeldGroups
 from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.batch.intake import classify, start_deadletters
 from streamjoin.runtime.batch.outer import add_unmatched
@@ -93,6 +94,8 @@ class BatchProcessor:
         """Copies the units of unbounded streams read back from their files (`copybehind`)."""
         self.indexed = IndexedJoins()
         """The indexes of the two-way equi joins (`batch.indexed`)."""
+        self.held = HeldGroups()
+        """The GROUP BY buffers' rows of the open windows, in memory (`batch.heldgroups`)."""
         self.stores = StoreViews(checkpoint, self.parallelism)
         """The streams' stored rows as relations of the batch's SQL (`state.stores`)."""
         self.multiway = self._multiway()
@@ -157,6 +160,7 @@ class BatchProcessor:
         self.behind.stop()
         self.stores.clear()
         self.indexed.clear(self.session)
+        self.held.clear(self.session)
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":
@@ -235,7 +239,9 @@ class BatchProcessor:
                 _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
                 add_unmatched(ctx, frames, self.indexed.reads, self.stores, deltas, watermark)
                 reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
-                closing = close_batch_windows(self.plan, ctx.prev, frames, watermark, reading)
+                closing = close_batch_windows(
+                    self.plan, ctx.prev, frames, watermark, reading, self.held
+                )
                 frames |= {n: [frame] for n, frame in closing.frames.items()}
             letters = start_deadletters(ctx, self.plan, self.checkpoint, statistics)
             out = write_outputs(ctx, frames, joint)
@@ -333,7 +339,7 @@ class BatchProcessor:
         partner; the checkpoint then takes no more input. Returns that batch's id (None:
         nothing was committed yet, or the input was finished before)."""
         args = (self.session, self.plan, self.checkpoint, self.stores, self.parallelism)
-        return finish_input(*args)
+        return finish_input(*args, self.held)
 
     @property
     def _skew_period(self) -> int:

@@ -85,6 +85,14 @@ public final class BatchWrite {
     if (duplicated(schema, sql.caseSensitiveAnalysis())) {
       return -1L;
     }
+    BatchWrite w = prepare(spark, set, options, schema);
+    return w.write(((LogicalRDD) plan).rdd().toJavaRDD(), dir, batch);
+  }
+
+  /** The writer of rows of {@code schema} with {@code options} under the session's Parquet
+   * settings ({@code set}: all of the session's), prepared once and kept in {@link #PREPARED}. */
+  static BatchWrite prepare(SparkSession spark, Map set, Map options, StructType schema)
+      throws IOException {
     // (The session's Parquet settings, which the prepared writer took, are in its key.)
     TreeMap parquet = new TreeMap();
     Iterator it = set.entrySet().iterator();
@@ -106,7 +114,7 @@ public final class BatchWrite {
       w = new BatchWrite(key, f, job.getConfiguration(), schema);
       PREPARED.put(key, w);
     }
-    return w.write(((LogicalRDD) plan).rdd().toJavaRDD(), dir, batch);
+    return w;
   }
 
   static final String PROTOCOL =
@@ -126,17 +134,25 @@ public final class BatchWrite {
   }
 
   long write(org.apache.spark.api.java.JavaRDD rdd, String dir, long batch) throws IOException {
-    Path path = new Path(dir);
-    FileSystem fs = path.getFileSystem(conf);
-    fs.delete(path, true);
-    fs.mkdirs(path);
-    List counts = PlainRdd.collect(PlainRdd.mapPartitions(rdd, new Task(key, dir, batch)));
+    List counts = written(rdd, new Task(key, dir, batch), dir);
     long rows = 0;
     for (int i = 0; i < counts.size(); i++) {
       rows += ((Long) counts.get(i)).longValue();
     }
-    fs.create(new Path(path, "_SUCCESS"), true).close();  // (as Spark's committer leaves it)
     return rows;
+  }
+
+  /** What each task {@code f} (a {@link Task}, or one that runs one) returns, having written
+   * {@code rdd}'s partitions into {@code dir}, which it replaces. */
+  List written(org.apache.spark.api.java.JavaRDD rdd, FlatMapFunction f, String dir)
+      throws IOException {
+    Path path = new Path(dir);
+    FileSystem fs = path.getFileSystem(conf);
+    fs.delete(path, true);
+    fs.mkdirs(path);
+    List results = PlainRdd.collect(PlainRdd.mapPartitions(rdd, f));
+    fs.create(new Path(path, "_SUCCESS"), true).close();  // (as Spark's committer leaves it)
+    return results;
   }
 
   /** One task's partition written to one file (none for an empty partition but the first, so

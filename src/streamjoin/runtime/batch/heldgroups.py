@@ -1,0 +1,144 @@
+"""The rows of GROUP BY and top-N buffers held in the driver's memory by pane (``GroupRows.java``):
+a batch's unit is written by the tasks that make its rows, which hand them back, and a closing
+window reads its panes' rows from memory instead of every live unit from the checkpoint. The
+units stay the durable state; a unit not held (after a restart, or written by Spark's writer on
+a cluster) is read back once, by the close that first needs it."""
+
+from __future__ import annotations
+
+import typing as t
+import uuid
+
+from pyspark.sql import DataFrame, Observation
+from pyspark.sql import functions as F
+
+from streamjoin.runtime.jvm.statics import StaticMethods
+from streamjoin.runtime.state.manifest import GroupUnit
+from streamjoin.runtime.threads import metrics
+
+if t.TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyspark.sql import SparkSession
+
+    from streamjoin.plan.aggregate import GroupBuffer
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+
+_LEAST, _MOST = -(2**63), 2**63 - 1
+_BATCH = "_sj_unit_batch"
+
+
+class HeldGroups:
+    """One processor's held buffer rows (none where the run has no streamjoin jar:
+    ``STREAMJOIN_LOCAL=off``; then every close reads its units)."""
+
+    def __init__(self) -> None:
+        self._prefix = f"sj-groups-{uuid.uuid4().hex[:12]}/"
+        self._jvm: t.Any = None
+        self._local: bool | None = None
+
+    def write(
+        self,
+        spark: SparkSession,
+        buffer: GroupBuffer,
+        rows: DataFrame,
+        batch_id: int,
+        checkpoint: Checkpoint,
+    ) -> GroupUnit | None:
+        """Write batch `batch_id`'s `rows` of `buffer` as its unit, and hold them where the
+        driver's JVM runs the tasks; the unit (None: no row, nothing kept)."""
+        unit = GroupUnit(buffer.name, batch_id, 0, 0, 0)
+        path = checkpoint.path(unit.path)
+        groups = self._groups(spark)
+        if groups is not None and self._local:
+            time = rows.columns.index(buffer.time_column)
+            args = (path, batch_id, self._key(buffer), time, buffer.window.slide_us)
+            n, lo, hi = groups.write(rows._jdf, *args)
+        else:
+            micros = F.expr(f"unix_micros({buffer.time_column})")
+            obs = Observation(f"sj_groups_{buffer.name}_{batch_id}")
+            counts = (F.count(F.lit(1)).alias("rows"), F.min(micros).alias("lo"))
+            observed = rows.observe(obs, *counts, F.max(micros).alias("hi"))
+            observed.write.mode("overwrite").parquet(path)
+            seen = metrics(obs)
+            n, lo, hi = int(seen.get("rows") or 0), seen.get("lo"), seen.get("hi")
+        checkpoint.schemas.wrote(path, rows)
+        if n == 0:
+            checkpoint.fs.delete(path)
+            checkpoint.schemas.forget([path])
+            return None
+        # (Rows without an event time are in no window: a unit of only those has no range.)
+        lo, hi = (0, -1) if lo is None or lo == _MOST else (lo, hi)
+        return GroupUnit(buffer.name, batch_id, n, lo, hi)
+
+    def rows(
+        self,
+        spark: SparkSession,
+        buffer: GroupBuffer,
+        units: Sequence[GroupUnit],
+        span: tuple[int | None, int | None],
+        checkpoint: Checkpoint,
+    ) -> DataFrame:
+        """The rows of `units` of `buffer` whose event time is in ``[from, upto)`` (`span`,
+        None: unbounded): from memory, each unit not held read back first."""
+        paths = [checkpoint.path(u.path) for u in units]
+        groups = self._groups(spark)
+        if groups is None:
+            return checkpoint.schemas.read(spark, paths)
+        key, time = self._key(buffer), buffer.time_column
+        missing = [p for u, p in zip(units, paths, strict=True) if not groups.holds(key, u.batch)]
+        if missing:  # (read back in one job, each row with its unit's batch: the path's b=<id>)
+            read = checkpoint.schemas.read(spark, missing)
+            batch = F.regexp_extract(F.input_file_name(), r"/b=(-?[0-9]+)/", 1).cast("long")
+            read = read.withColumn(_BATCH, batch)
+            ordinal = read.columns.index(time)
+            groups.hold(read._jdf, key, ordinal, buffer.window.slide_us)
+        batches = ",".join(str(u.batch) for u in units)
+        lo, upto = span
+        frame = groups.rows(
+            spark._jsparkSession,
+            key,
+            batches,
+            _LEAST if lo is None else lo,
+            _MOST if upto is None else upto,
+        )
+        return DataFrame(frame, spark)
+
+    def as_rows(self, spark: SparkSession, frame: DataFrame) -> DataFrame:
+        """`frame` as the rows of an RDD (made when it is written): a sink's writer then takes it
+        as it takes a probe's rows, in one job with no plan of a write (`sinks.write_rdd`)."""
+        groups = self._groups(spark)
+        return frame if groups is None else DataFrame(groups.asRows(frame._jdf), spark)
+
+    def forget(self, spark: SparkSession, buffer: GroupBuffer, below: int) -> None:
+        """Let go of `buffer`'s rows in windows ending at or before `below` only."""
+        groups = self._groups(spark)
+        if groups is not None:
+            groups.forget(self._key(buffer), buffer.first_needed(below))
+
+    def drop(self, spark: SparkSession, name: str) -> None:
+        """Let go of every buffer of query (or buffer) `name`."""
+        groups = self._groups(spark)
+        if groups is not None:
+            groups.drop(f"{self._prefix}{name}/")
+
+    def clear(self, spark: SparkSession) -> None:
+        """Let go of every buffer held (the processor is done)."""
+        groups = self._groups(spark)
+        if groups is not None:
+            groups.drop(self._prefix)
+
+    def _key(self, buffer: GroupBuffer) -> str:
+        return f"{self._prefix}{buffer.name}/{buffer.buffer_signature}"
+
+    def _groups(self, spark: SparkSession) -> t.Any:
+        if self._jvm is None:
+            from streamjoin.runtime.batch.indexed import index_class
+            from streamjoin.runtime.batch.placed import on_cluster
+
+            found = index_class(spark)
+            jvm = spark.sparkContext._jvm
+            assert jvm is not None
+            self._jvm = False if found is None else StaticMethods(jvm.streamjoin.operator.GroupRows)
+            self._local = not on_cluster(spark)
+        return self._jvm or None

@@ -1,0 +1,316 @@
+package streamjoin.operator;
+
+import java.io.IOException;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.types.StructType;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The rows a GROUP BY (or top-N) query buffers for its open windows, held in the driver's memory
+ * by pane (the slide-long stretch of event time a row's time falls in), so that a closing window
+ * reads the rows of its own panes from memory instead of every live unit of the buffer from the
+ * checkpoint. The units stay the durable state: the tasks that write a batch's unit hand their
+ * rows back with the counts ({@link #write}); a unit not held (after a restart, on a cluster) is
+ * read back once ({@link #hold}). Rows are held per batch, so a batch run again replaces its own.
+ * Written for janino: no lambdas, raw collections.
+ */
+public final class GroupRows {
+  /** Held rows by buffer key (a processor's prefix, the query and its buffer's signature). */
+  static final ConcurrentHashMap HELD = new ConcurrentHashMap();
+
+  final int time;
+  final long slide;
+  final StructType schema;
+  /** Pane start (micros) → its rows ({@link Kept}), in the order held. */
+  final TreeMap panes = new TreeMap();
+  /** The batches whose rows are held. */
+  final HashSet batches = new HashSet();
+
+  GroupRows(int time, long slide, StructType schema) {
+    this.time = time;
+    this.slide = slide;
+    this.schema = schema;
+  }
+
+  /** A held row: its batch, its event time and the row. */
+  static final class Kept {
+    final long batch;
+    final long ts;
+    final InternalRow row;
+
+    Kept(long batch, long ts, InternalRow row) {
+      this.batch = batch;
+      this.ts = ts;
+      this.row = row;
+    }
+  }
+
+  /**
+   * Writes {@code rows} (any plan) into {@code dir} as batch {@code batch}'s unit of buffer
+   * {@code key}, as Parquet by the tasks that make them (one job), and holds them, by their event
+   * time (column {@code time}, micros) in panes of {@code slide}. Returns the rows, and the least
+   * and greatest event time (Long.MAX_VALUE and Long.MIN_VALUE for none).
+   */
+  public static long[] write(
+      Dataset rows, String dir, long batch, String key, int time, long slide)
+      throws IOException {
+    SparkSession spark = rows.sparkSession();
+    Map set = CollectionConverters.asJava(spark.sessionState().conf().getAllConfs());
+    StructType schema = rows.schema().asNullable();
+    BatchWrite w = BatchWrite.prepare(spark, set, new HashMap(), schema);
+    JavaRDD rdd = rows.queryExecution().toRdd().toJavaRDD();
+    List parts =
+        w.written(rdd, new Tee(time, new BatchWrite.Task(w.key, dir, batch), null), dir);
+    return held(key, time, slide, schema).replace(batch, parts);
+  }
+
+  /** Holds {@code rows}, units of buffer {@code key} read back, each row's batch in its last
+   * column {@code time}'s index as in {@link #write}); returns the rows held. */
+  public static long hold(Dataset rows, String key, int time, long slide) {
+    JavaRDD rdd = rows.queryExecution().toRdd().toJavaRDD();
+    StructType read = rows.schema().asNullable();
+    int last = read.fields().length - 1;
+    org.apache.spark.sql.types.StructField[] fields =
+        new org.apache.spark.sql.types.StructField[last];
+    System.arraycopy(read.fields(), 0, fields, 0, last);
+    StructType schema = new StructType(fields);
+    List parts = PlainRdd.collect(PlainRdd.mapPartitions(rdd, new Tee(time, null, read)));
+    return held(key, time, slide, schema).replace(-1L, parts)[0];
+  }
+
+  /** Whether batch {@code batch}'s rows of buffer {@code key} are held. */
+  public static boolean holds(String key, long batch) {
+    GroupRows g = (GroupRows) HELD.get(key);
+    return g != null && g.batches.contains(Long.valueOf(batch));
+  }
+
+  /** The held rows of buffer {@code key} from {@code batches} (their ids, comma-separated) whose event time is in {@code
+   * [from, upto)}, as a DataFrame of one partition. */
+  public static Dataset rows(
+      SparkSession spark, String key, String batches, long from, long upto) {
+    GroupRows g = (GroupRows) HELD.get(key);
+    HashSet chosen = new HashSet();
+    String[] ids = batches.split(",");
+    for (int i = 0; i < ids.length; i++) {
+      chosen.add(Long.valueOf(Long.parseLong(ids[i])));
+    }
+    ArrayList out = new ArrayList();
+    Map range = from == Long.MIN_VALUE
+        ? g.panes.headMap(Long.valueOf(upto), false)
+        : g.panes.subMap(Long.valueOf(g.pane(from)), true, Long.valueOf(Math.max(upto, from)), false);
+    Iterator panes = range.values().iterator();
+    while (panes.hasNext()) {
+      List kept = (List) panes.next();
+      for (int i = 0; i < kept.size(); i++) {
+        Kept k = (Kept) kept.get(i);
+        if (k.ts >= from && k.ts < upto && chosen.contains(Long.valueOf(k.batch))) {
+          out.add(k.row);
+        }
+      }
+    }
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    return spark.internalCreateDataFrame(jsc.parallelize(out, 1).rdd(), g.schema, false);
+  }
+
+  /** {@code frame}'s rows as an RDD's, made when they are read: a plan a sink's {@link
+   * BatchWrite} takes. */
+  public static Dataset asRows(Dataset frame) {
+    SparkSession spark = frame.sparkSession();
+    return spark.internalCreateDataFrame(frame.queryExecution().toRdd(), frame.schema(), false);
+  }
+
+  /** Lets go of buffer {@code key}'s panes that end at or before {@code below}: their rows are
+   * in closed windows only. */
+  public static void forget(String key, long below) {
+    GroupRows g = (GroupRows) HELD.get(key);
+    if (g == null) {
+      return;
+    }
+    Iterator it = g.panes.entrySet().iterator();
+    while (it.hasNext()) {
+      Map.Entry e = (Map.Entry) it.next();
+      if (((Long) e.getKey()).longValue() + g.slide > below) {
+        break;
+      }
+      it.remove();
+    }
+  }
+
+  /** Lets go of every buffer whose key starts with {@code prefix}. */
+  public static void drop(String prefix) {
+    Iterator it = HELD.keySet().iterator();
+    while (it.hasNext()) {
+      if (((String) it.next()).startsWith(prefix)) {
+        it.remove();
+      }
+    }
+  }
+
+  static GroupRows held(String key, int time, long slide, StructType schema) {
+    GroupRows g = (GroupRows) HELD.get(key);
+    if (g == null || !g.schema.equals(schema)) {
+      g = new GroupRows(time, slide, schema);
+      HELD.put(key, g);
+    }
+    return g;
+  }
+
+  long pane(long ts) {
+    return ts - Math.floorMod(ts, slide);
+  }
+
+  /** Holds the rows the tasks returned ({@link Tee}'s) as batch {@code batch}'s (-1: each
+   * row's own, as the tasks read it), in place of any held before for those batches; the
+   * figures of {@link #write}. */
+  synchronized long[] replace(long batch, List parts) {
+    HashSet ids = new HashSet();
+    for (int p = 0; p < parts.size(); p++) {
+      long[] of = (long[]) ((Object[]) parts.get(p))[3];
+      for (int i = 0; i < of.length; i++) {
+        ids.add(Long.valueOf(batch >= 0 ? batch : of[i]));
+      }
+    }
+    ids.add(Long.valueOf(batch));
+    ids.retainAll(batches);
+    if (!ids.isEmpty()) {  // (a batch run again, or a unit held before)
+      Iterator panesIt = panes.values().iterator();
+      while (panesIt.hasNext()) {
+        List kept = (List) panesIt.next();
+        for (int i = kept.size() - 1; i >= 0; i--) {
+          if (ids.contains(Long.valueOf(((Kept) kept.get(i)).batch))) {
+            kept.remove(i);
+          }
+        }
+      }
+      batches.removeAll(ids);
+    }
+    long n = 0;
+    long lo = Long.MAX_VALUE;
+    long hi = Long.MIN_VALUE;
+    for (int p = 0; p < parts.size(); p++) {
+      Object[] part = (Object[]) parts.get(p);
+      n += ((Long) part[0]).longValue();
+      List rows = (List) part[1];
+      long[] times = (long[]) part[2];
+      long[] of = (long[]) part[3];
+      for (int i = 0; i < rows.size(); i++) {
+        long ts = times[i];
+        lo = Math.min(lo, ts);
+        hi = Math.max(hi, ts);
+        Long start = Long.valueOf(pane(ts));
+        List kept = (List) panes.get(start);
+        if (kept == null) {
+          kept = new ArrayList();
+          panes.put(start, kept);
+        }
+        long id = batch >= 0 ? batch : of[i];
+        kept.add(new Kept(id, ts, (InternalRow) rows.get(i)));
+        batches.add(Long.valueOf(id));
+      }
+    }
+    if (batch >= 0) {
+      batches.add(Long.valueOf(batch));
+    }
+    return new long[] {n, lo, hi};
+  }
+
+  /**
+   * A task's rows passed through to {@code write} (a {@link BatchWrite.Task}, or none), each with
+   * an event time copied aside (a row without one is in no window: Spark's window() leaves it
+   * out); with {@code read} (the rows' columns, else null), units read back whose last column is
+   * each row's batch, copied without it. Returns one {@code {rows seen, copies, their times,
+   * their batches}}.
+   */
+  static final class Tee implements FlatMapFunction, Serializable {
+    final int time;
+    final FlatMapFunction write;
+    final StructType read;
+
+    Tee(int time, FlatMapFunction write, StructType read) {
+      this.time = time;
+      this.write = write;
+      this.read = read;
+    }
+
+    public Iterator call(Object rows) throws Exception {
+      Copies copies = new Copies((Iterator) rows, time, read);
+      if (write != null) {
+        write.call(copies);
+      }
+      while (copies.hasNext()) {  // (a write leaves none; the rows of a unit read back)
+        copies.next();
+      }
+      long[] times = new long[copies.times.size()];
+      for (int i = 0; i < times.length; i++) {
+        times[i] = ((Long) copies.times.get(i)).longValue();
+      }
+      long[] of = new long[copies.of.size()];
+      for (int i = 0; i < of.length; i++) {
+        of[i] = ((Long) copies.of.get(i)).longValue();
+      }
+      Object[] part = new Object[] {Long.valueOf(copies.seen), copies.kept, times, of};
+      return Collections.singletonList(part).iterator();
+    }
+  }
+
+  /** An iterator of rows that keeps a copy of each with an event time (and, with {@code read},
+   * the batch of its last column). */
+  static final class Copies implements Iterator {
+    final Iterator in;
+    final int time;
+    final StructType read;
+    final ArrayList kept = new ArrayList();
+    final ArrayList times = new ArrayList();
+    final ArrayList of = new ArrayList();
+    long seen;
+
+    Copies(Iterator in, int time, StructType read) {
+      this.in = in;
+      this.time = time;
+      this.read = read;
+    }
+
+    public boolean hasNext() {
+      return in.hasNext();
+    }
+
+    public Object next() {
+      InternalRow row = (InternalRow) in.next();
+      seen++;
+      if (row.isNullAt(time)) {
+        return row;
+      }
+      times.add(Long.valueOf(row.getLong(time)));
+      if (read == null) {
+        kept.add(row.copy());
+        of.add(Long.valueOf(-1L));
+        return row;
+      }
+      // (A copy of the whole row first: its values then point into a buffer of its own.)
+      InternalRow copy = row.copy();
+      int last = read.fields().length - 1;
+      Object[] values = new Object[last];
+      for (int i = 0; i < last; i++) {
+        values[i] = copy.get(i, read.fields()[i].dataType());
+      }
+      kept.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(values));
+      of.add(Long.valueOf(copy.getLong(last)));
+      return row;
+    }
+  }
+}
