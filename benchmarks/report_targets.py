@@ -72,6 +72,17 @@ def long_targets(
             None if growth is None else growth < 2,
         )
     )
+    join = _ours(_case(reports, "long", "long-equi-300s"), "steady_batch_p50_ms")
+    grouped = _ours(_case(reports, "long", "long-groupby-300s"), "steady_batch_p50_ms")
+    if join and grouped:  # (a report before the case: no row)
+        over = round(grouped / join, 2)
+        rows.append(
+            (
+                "long, GROUP BY over the equi join, 300s: steady batch p50 ≤ 1.5× the join's alone",
+                f"{grouped} against {join} ms (×{over})",
+                over <= 1.5,
+            )
+        )
     rows += live_targets(rate or {}, maxrate or {})
     kinds = [_case(reports, "long", f"long-{kind}-300s") for kind in ("band", "theta")]
     r = [c["ratios"].get("throughput") if c else None for c in kinds]

@@ -237,7 +237,35 @@ def _long(root: str, size: str) -> list[Case]:
         *(_long_case(root, size, "equi", w) for w in LONG_EQUI_WINDOWS),
         *(_long_case(root, size, kind, LONG_NON_EQUI_WINDOW) for kind in ("band", "theta")),
         _long_three(root, size),
+        _long_grouped(root, size),
     ]
+
+
+def _long_grouped(root: str, size: str) -> Case:
+    """`long-equi-300s`'s join, its results counted per 10-second window of ``l.ts``: measured
+    against that join alone (the same stream, state and matches; `report_targets`)."""
+    join = _long_case(root, size, "equi", LONG_NON_EQUI_WINDOW)
+    head, _, _ = join.job.partition("INSERT INTO")
+    items = "count(*) AS n, sum(r.id - l.id) AS d, max(r.id) AS hi"
+    job = (
+        head
+        + f"INSERT INTO out SELECT window.start AS ws, {items}\n"
+        + f"FROM a l JOIN b r ON {join.predicate}\nGROUP BY window(l.ts, '10 seconds');\n"
+    )
+    bucket = "time_bucket(INTERVAL '10 seconds', l.ts)"
+    exact = (
+        f"SELECT {bucket} AS ws, {items} FROM a l JOIN b r ON {join.predicate} GROUP BY {bucket}"
+    )
+    return replace(
+        join,
+        name=f"long-groupby-{int(LONG_NON_EQUI_WINDOW)}s",
+        job=job,
+        peer=None,
+        why_no_peer="measured against long-equi-300s, the same join without its GROUP BY",
+        final=True,
+        exact=exact,
+        floor=False,
+    )
 
 
 def _long_three(root: str, size: str) -> Case:

@@ -37,6 +37,7 @@ NAMES = [
     "long-band-300s",
     "long-theta-300s",
     "long-3way-300s",
+    "long-groupby-300s",
 ]
 
 
@@ -60,7 +61,10 @@ def test_the_cases_their_peers_and_windows(tiny: dict[str, Case]) -> None:
     assert {peers[n] for n in NAMES[:4]} == {"spark-native"}
     assert {peers[n] for n in NAMES[4:6]} == {"spark-foreach"}
     assert peers["long-3way-300s"] == "spark-native"  # (Spark's chained stream-stream joins)
-    windows = [10.0, 300.0, 3600.0, None, 300.0, 300.0, 300.0]
+    grouped = tiny["long-groupby-300s"]  # (measured against long-equi-300s: its join alone)
+    assert grouped.peer is None and grouped.final and "GROUP BY" in (grouped.exact or "")
+    assert grouped.predicate == tiny["long-equi-300s"].predicate
+    windows = [10.0, 300.0, 3600.0, None, 300.0, 300.0, 300.0, 300.0]
     assert [c.window_seconds for c in tiny.values()] == windows
     assert all(c.warmup_batches == LONG_WARMUP_BATCHES for c in tiny.values())
     assert all(c.backlog.files == LONG_SHAPES["tiny"].files for c in tiny.values())
@@ -70,7 +74,8 @@ def test_each_two_way_case_also_runs_sparks_floor(tiny: dict[str, Case]) -> None
     three = tiny["long-3way-300s"]
     assert _engines(three, None) == ["streamjoin", "spark-native"]
     assert three.exact is not None and "JOIN c s" in three.exact  # (DuckDB's answer)
-    for c in (c for name, c in tiny.items() if name != three.name):
+    assert _engines(tiny["long-groupby-300s"], None) == ["streamjoin"]
+    for c in (c for name, c in tiny.items() if name not in (three.name, "long-groupby-300s")):
         assert _engines(c, None) == ["streamjoin", c.peer, "spark-floor"]
         assert _engines(c, ["streamjoin", "spark-floor"]) == ["streamjoin", "spark-floor"]
     assert not _case(None).floor  # (only where a workload asks)

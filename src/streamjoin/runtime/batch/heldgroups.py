@@ -85,14 +85,10 @@ class HeldGroups:
         groups = self._groups(spark)
         if groups is None:
             return checkpoint.schemas.read(spark, paths)
-        key, time = self._key(buffer), buffer.time_column
+        key = self._key(buffer)
         missing = [p for u, p in zip(units, paths, strict=True) if not groups.holds(key, u.batch)]
-        if missing:  # (read back in one job, each row with its unit's batch: the path's b=<id>)
-            read = checkpoint.schemas.read(spark, missing)
-            batch = F.regexp_extract(F.input_file_name(), r"/b=(-?[0-9]+)/", 1).cast("long")
-            read = read.withColumn(_BATCH, batch)
-            ordinal = read.columns.index(time)
-            groups.hold(read._jdf, key, ordinal, buffer.window.slide_us)
+        if missing:
+            self._read_back(spark, buffer, missing, checkpoint)
         batches = ",".join(str(u.batch) for u in units)
         lo, upto = span
         frame = groups.rows(
@@ -103,6 +99,17 @@ class HeldGroups:
             _MOST if upto is None else upto,
         )
         return DataFrame(frame, spark)
+
+    def _read_back(
+        self, spark: SparkSession, buffer: GroupBuffer, paths: Sequence[str], checkpoint: Checkpoint
+    ) -> None:
+        """Hold the rows of `buffer`'s units at `paths`, read back in one job, each row with its
+        unit's batch (the ``b=<id>`` of its path)."""
+        read = checkpoint.schemas.read(spark, paths)
+        batch = F.regexp_extract(F.input_file_name(), r"/b=(-?[0-9]+)/", 1).cast("long")
+        read = read.withColumn(_BATCH, batch)
+        ordinal = read.columns.index(buffer.time_column)
+        self._groups(spark).hold(read._jdf, self._key(buffer), ordinal, buffer.window.slide_us)
 
     def as_rows(self, spark: SparkSession, frame: DataFrame) -> DataFrame:
         """`frame` as the rows of an RDD (made when it is written): a sink's writer then takes it
