@@ -97,6 +97,7 @@ class HeldGroups:
             batches,
             _LEAST if lo is None else lo,
             _MOST if upto is None else upto,
+            bool(self._local),
         )
         return DataFrame(frame, spark)
 

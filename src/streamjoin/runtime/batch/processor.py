@@ -155,12 +155,14 @@ class BatchProcessor:
         if self.multiway is not None:
             self.multiway.reorder.parallelism = units
 
-    def close(self) -> None:
-        """Release what the processor keeps cached between batches."""
+    def close(self, *, keep_groups: bool = False) -> None:
+        """Release what the processor keeps cached between batches; with `keep_groups`, the
+        GROUP BY buffers' rows stay for a last batch of a finished input (`finish`)."""
         self.behind.stop()
         self.stores.clear()
         self.indexed.clear(self.session)
-        self.held.clear(self.session)
+        if not keep_groups:
+            self.held.clear(self.session)
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
         """Run `query` under the scheme `params` from the next batch on (e.g. ``{"name":

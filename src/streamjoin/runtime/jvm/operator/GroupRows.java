@@ -30,6 +30,13 @@ import scala.jdk.javaapi.CollectionConverters;
  * Written for janino: no lambdas, raw collections.
  */
 public final class GroupRows {
+  /** The rows of each buffer's newest {@link #rows}, which its tasks take where they run in the
+   * driver's JVM (a read of the DataFrame again finds them; the next replaces them). */
+  static final ConcurrentHashMap HANDED = new ConcurrentHashMap();
+
+  /** Rows of a read per task, at least. */
+  static final int SLICE_ROWS = 20000;
+
   /** Held rows by buffer key (a processor's prefix, the query and its buffer's signature). */
   static final ConcurrentHashMap HELD = new ConcurrentHashMap();
 
@@ -100,9 +107,9 @@ public final class GroupRows {
   }
 
   /** The held rows of buffer {@code key} from {@code batches} (their ids, comma-separated) whose event time is in {@code
-   * [from, upto)}, as a DataFrame of one partition. */
+   * [from, upto)}, as a DataFrame; {@code local}: the driver's JVM runs its tasks. */
   public static Dataset rows(
-      SparkSession spark, String key, String batches, long from, long upto) {
+      SparkSession spark, String key, String batches, long from, long upto, boolean local) {
     GroupRows g = (GroupRows) HELD.get(key);
     HashSet chosen = new HashSet();
     String[] ids = batches.split(",");
@@ -123,8 +130,21 @@ public final class GroupRows {
         }
       }
     }
+    // (A window's rows in one task; the many of a final close over the cores.)
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    return spark.internalCreateDataFrame(jsc.parallelize(out, 1).rdd(), g.schema, false);
+    int slices = Math.max(1, Math.min(jsc.defaultParallelism(), out.size() / SLICE_ROWS));
+    if (!local) {
+      return spark.internalCreateDataFrame(jsc.parallelize(out, slices).rdd(), g.schema, false);
+    }
+    // (The driver's JVM runs the tasks: they take the rows from memory, none serialized.)
+    HANDED.put(key, out);
+    ArrayList numbers = new ArrayList();
+    for (int i = 0; i < slices; i++) {
+      numbers.add(Integer.valueOf(i));
+    }
+    JavaRDD parts =
+        PlainRdd.mapPartitions(jsc.parallelize(numbers, slices), new Handed(key, slices));
+    return spark.internalCreateDataFrame(parts.rdd(), g.schema, false);
   }
 
   /** {@code frame}'s rows as an RDD's, made when they are read: a plan a sink's {@link
@@ -159,9 +179,49 @@ public final class GroupRows {
         it.remove();
       }
     }
+    it = HANDED.keySet().iterator();
+    while (it.hasNext()) {
+      if (((String) it.next()).startsWith(prefix)) {
+        it.remove();
+      }
+    }
   }
 
-  static GroupRows held(String key, int time, long slide, StructType schema) {
+  /** Slice {@code i} of {@code slices} of the rows handed over for buffer {@code key}. */
+  static final class Handed implements FlatMapFunction {
+    final String key;
+    final int slices;
+
+    Handed(String key, int slices) {
+      this.key = key;
+      this.slices = slices;
+    }
+
+    public Iterator call(Object ids) {
+      List rows = (List) HANDED.get(key);
+      if (rows == null) {
+        throw new IllegalStateException("streamjoin: no held rows of " + key + " to read");
+      }
+      int i = ((Integer) ((Iterator) ids).next()).intValue();
+      int n = rows.size();
+      long lo = (long) n * i / slices;
+      long hi = (long) n * (i + 1) / slices;
+      return rows.subList((int) lo, (int) hi).iterator();
+    }
+  }
+
+  static GroupRows held(String key, int time, long slide, StructType given) {
+    // (Columns' types and names only: one batch's plan may carry metadata another's lacks, as
+    // an event-time column's watermark.)
+    org.apache.spark.sql.types.StructField[] fields = given.fields();
+    org.apache.spark.sql.types.StructField[] plain =
+        new org.apache.spark.sql.types.StructField[fields.length];
+    for (int i = 0; i < fields.length; i++) {
+      plain[i] = new org.apache.spark.sql.types.StructField(
+          fields[i].name(), fields[i].dataType(), true,
+          org.apache.spark.sql.types.Metadata.empty());
+    }
+    StructType schema = new StructType(plain);
     GroupRows g = (GroupRows) HELD.get(key);
     if (g == null || !g.schema.equals(schema)) {
       g = new GroupRows(time, slide, schema);
