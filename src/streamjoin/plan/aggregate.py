@@ -33,6 +33,13 @@ from streamjoin.model.aggregate import WINDOW
 
 END = "_sj_window_end"
 """The column of a group's window end, beside its SELECT items, until the group is chosen."""
+AFTER, UPTO = "_sj_after", "_sj_upto"
+"""The columns of held rows that carry the bounds of the window ends a close writes
+(`GroupBuffer.held_sql`)."""
+
+
+def _text(micros: int | None) -> str | None:
+    return None if micros is None else str(micros)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,19 +92,39 @@ class GroupBuffer:
     def group_sql(self, view: str, after: int | None, upto: int | None) -> str:
         """Spark SQL over the buffer `view`: the query's groups of the windows ending in
         ``(after, upto]`` (None: unbounded), its SELECT items and the window end (`END`)."""
+        first = None if after is None else self.first_needed(after)
+        return self._sql(view, _text(after), _text(upto), (first, upto))
+
+    def held_sql(self, view: str) -> str:
+        """`group_sql` over held rows (`view`) that lie in the windows' reach and carry the
+        bounds as columns, `AFTER` and `UPTO` (micros; the least and greatest long for none):
+        one text for every batch, so its plan is made once."""
+        return self._sql(view, AFTER, UPTO, None)
+
+    def _sql(
+        self,
+        view: str,
+        after: str | None,
+        upto: str | None,
+        rows: tuple[int | None, int | None] | None,
+    ) -> str:
+        """The groups of the windows ending in ``(after, upto]`` (SQL of micros, None:
+        unbounded) from `view`, whose rows are kept to event times in `rows` (``[first, upto)``,
+        None: the rows carry the bounds, `held_sql`)."""
         agg, window = self.windowed, self.window
         if isinstance(agg, TopN):
-            return self._top_sql(agg, view, after, upto)
+            return self._top_sql(agg, view, after, upto, rows)
         time = self.time_column
+        carried = [AFTER, UPTO] if rows is None else []
         items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
-        items.append(f"window.end AS {END}")
+        items += [f"window.end AS {END}", *carried]
         where = []
-        if after is not None:
-            where.append(f"{time} >= timestamp_micros({self.first_needed(after)})")
-        if upto is not None:
-            where.append(f"{time} < timestamp_micros({upto})")
+        if rows is not None and rows[0] is not None:
+            where.append(f"{time} >= timestamp_micros({rows[0]})")
+        if rows is not None and rows[1] is not None:
+            where.append(f"{time} < timestamp_micros({rows[1]})")
         sizes = f"'{window.size_us} microseconds', '{window.slide_us} microseconds'"
-        group = [f"window({time}, {sizes})", *(self._rename(k) for k in agg.keys)]
+        group = [f"window({time}, {sizes})", *(self._rename(k) for k in agg.keys), *carried]
         sql = f"SELECT {', '.join(items)} FROM {view}"
         if where:
             sql += f" WHERE {' AND '.join(where)}"
@@ -106,12 +133,20 @@ class GroupBuffer:
             sql += f" HAVING {self._rename(agg.having)}"
         ends = []
         if after is not None:
-            ends.append(f"{END} > timestamp_micros({after})")
+            ends.append(f"unix_micros({END}) > {after}")
         if upto is not None:
-            ends.append(f"{END} <= timestamp_micros({upto})")
-        return f"SELECT * FROM ({sql})" + (f" WHERE {' AND '.join(ends)}" if ends else "")
+            ends.append(f"unix_micros({END}) <= {upto}")
+        out = ", ".join([*(f"`{s.alias}`" for s in self.select), END])
+        return f"SELECT {out} FROM ({sql})" + (f" WHERE {' AND '.join(ends)}" if ends else "")
 
-    def _top_sql(self, top: TopN, view: str, after: int | None, upto: int | None) -> str:
+    def _top_sql(
+        self,
+        top: TopN,
+        view: str,
+        after: str | None,
+        upto: str | None,
+        rows: tuple[int | None, int | None] | None,
+    ) -> str:
         """The first rows of each window and key: every row put in each window holding it
         (starts the multiples of the slide, as Spark's), then ranked."""
         size, slide = top.window.size_us, top.window.slide_us
@@ -119,11 +154,12 @@ class GroupBuffer:
         last = f"({ts} - pmod({ts}, {slide}))"
         reach = -(-size // slide) - 1
         starts = f"explode(sequence({last} - {reach * slide}, {last}, CAST({slide} AS BIGINT)))"
-        where = [f"{ts} < {upto}"] if upto is not None else []
-        where += [f"{ts} >= {self.first_needed(after)}"] if after is not None else []
-        rows = f"SELECT *, {starts} AS _sj_start FROM {view}"
+        first, below = (None, None) if rows is None else rows
+        where = [f"{ts} < {below}"] if below is not None else []
+        where += [f"{ts} >= {first}"] if first is not None else []
+        sql = f"SELECT *, {starts} AS _sj_start FROM {view}"
         if where:
-            rows += f" WHERE {' AND '.join(where)}"
+            sql += f" WHERE {' AND '.join(where)}"
         ends = [f"_sj_start + {size} > {ts}"]
         ends += [f"_sj_start + {size} > {after}"] if after is not None else []
         ends += [f"_sj_start + {size} <= {upto}"] if upto is not None else []
@@ -131,7 +167,7 @@ class GroupBuffer:
         order = ", ".join(self._rename_order(o) for o in top.order)
         ranked = (
             f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {order}) AS _sj_rank "
-            f"FROM ({rows}) WHERE {' AND '.join(ends)}"
+            f"FROM ({sql}) WHERE {' AND '.join(ends)}"
         )
         items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
         items.append(f"timestamp_micros(_sj_start + {size}) AS {END}")

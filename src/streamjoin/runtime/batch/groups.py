@@ -9,7 +9,6 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, field
 
-from streamjoin.plan.aggregate import END
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.state.manifest import GroupState, GroupUnit
 
@@ -73,7 +72,7 @@ def close_windows(
 ) -> Closing:
     """The groups of each window that `watermark` (the one the batch leaves) closes, or with
     `final` of every window still open, and the buffers after them."""
-    spark, scratch, checkpoint, batch_id = reading
+    spark, _, checkpoint, _ = reading
     out = Closing()
     current = {ap.name: ap.buffer_signature for ap in plan.buffers}
     current |= {rp.state_name: rp.signature for rp in plan.rollups}  # (`batch.rollup`'s)
@@ -98,11 +97,7 @@ def close_windows(
             continue
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
-            span = (None if after is None else ap.first_needed(after), upto)
-            df = held.rows(spark, ap, chosen, span, checkpoint)
-            view = scratch.view(df, f"sj_groups_{view_tag(ap.name, batch_id)}")
-            groups = spark.sql(ap.group_sql(view, after, upto)).drop(END)
-            out.frames[ap.name] = held.as_rows(spark, groups)
+            out.frames[ap.name] = held.groups(spark, ap, chosen, (after, upto), checkpoint)
         closed = after if upto is None else upto
         live = [] if final else _overlapping(ap, units, closed, None)
         out.dropped += [u.path for u in units if u not in live]

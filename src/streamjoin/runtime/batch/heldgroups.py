@@ -12,6 +12,7 @@ import uuid
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
+from streamjoin.plan.aggregate import AFTER, END, UPTO
 from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.state.manifest import GroupUnit
 from streamjoin.runtime.threads import metrics
@@ -36,6 +37,8 @@ class HeldGroups:
         self._prefix = f"sj-groups-{uuid.uuid4().hex[:12]}/"
         self._jvm: t.Any = None
         self._local: bool | None = None
+        self._planned: dict[str, DataFrame | None] = {}
+        """Each buffer's groups over the rows handed at a close, planned once (`groups`)."""
 
     def write(
         self,
@@ -71,35 +74,76 @@ class HeldGroups:
         lo, hi = (0, -1) if lo is None or lo == _MOST else (lo, hi)
         return GroupUnit(buffer.name, batch_id, n, lo, hi)
 
-    def rows(
+    def groups(
         self,
         spark: SparkSession,
         buffer: GroupBuffer,
         units: Sequence[GroupUnit],
-        span: tuple[int | None, int | None],
+        ends: tuple[int | None, int | None],
         checkpoint: Checkpoint,
     ) -> DataFrame:
-        """The rows of `units` of `buffer` whose event time is in ``[from, upto)`` (`span`,
-        None: unbounded): from memory, each unit not held read back first."""
+        """`buffer`'s groups of the windows ending in ``(after, upto]`` (`ends`, None:
+        unbounded) from the rows of `units`, held (each unit not held read back first), without
+        the window end. Where the driver's JVM runs the tasks, the rows are handed to a plan
+        made once per buffer (`GroupBuffer.held_sql`) where it needs no shuffle; elsewhere each
+        close plans its own."""
+        after, upto = ends
         paths = [checkpoint.path(u.path) for u in units]
         groups = self._groups(spark)
         if groups is None:
-            return checkpoint.schemas.read(spark, paths)
+            return self._grouped(spark, buffer, checkpoint.schemas.read(spark, paths), ends)
         key = self._key(buffer)
         missing = [p for u, p in zip(units, paths, strict=True) if not groups.holds(key, u.batch)]
         if missing:
             self._read_back(spark, buffer, missing, checkpoint)
         batches = ",".join(str(u.batch) for u in units)
-        lo, upto = span
-        frame = groups.rows(
-            spark._jsparkSession,
-            key,
-            batches,
-            _LEAST if lo is None else lo,
-            _MOST if upto is None else upto,
-            bool(self._local),
-        )
-        return DataFrame(frame, spark)
+        first = _LEAST if after is None else buffer.first_needed(after)
+        below = _MOST if upto is None else upto
+        if not self._local:
+            rows = DataFrame(groups.rows(spark._jsparkSession, key, batches, first, below), spark)
+            return self._grouped(spark, buffer, rows, ends)
+        if key not in self._planned:
+            handed = DataFrame(groups.handed(spark._jsparkSession, key, AFTER, UPTO), spark)
+            self._planned[key] = self._plan_once(spark, buffer, handed)
+        planned = self._planned[key]
+        if planned is None:
+            rows = DataFrame(groups.rows(spark._jsparkSession, key, batches, first, below), spark)
+            return self._grouped(spark, buffer, rows, ends)
+        groups.hand(key, batches, first, below, _LEAST if after is None else after, below)
+        return planned
+
+    def _plan_once(
+        self, spark: SparkSession, buffer: GroupBuffer, handed: DataFrame
+    ) -> DataFrame | None:
+        """The groups of the rows `handed` at each close, in one partition, made rows of an
+        RDD; None where that plan shuffles (a sliding window's or a DISTINCT's groups): an RDD
+        run again would take its shuffle's output of the run before, so those closes plan
+        their own."""
+        name = f"sj_held_{uuid.uuid4().hex[:12]}"
+        handed.coalesce(1).createOrReplaceTempView(name)
+        try:
+            grouped = spark.sql(buffer.held_sql(name)).drop(END)
+        finally:
+            spark.catalog.dropTempView(name)
+        if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
+            return None
+        return self.as_rows(spark, grouped)
+
+    def _grouped(
+        self,
+        spark: SparkSession,
+        buffer: GroupBuffer,
+        rows: DataFrame,
+        ends: tuple[int | None, int | None],
+    ) -> DataFrame:
+        """`buffer`'s groups of `rows` (a close planned on its own)."""
+        name = f"sj_held_{uuid.uuid4().hex[:12]}"
+        rows.createOrReplaceTempView(name)
+        try:
+            grouped = spark.sql(buffer.group_sql(name, *ends)).drop(END)
+        finally:
+            spark.catalog.dropTempView(name)
+        return self.as_rows(spark, grouped)
 
     def _read_back(
         self, spark: SparkSession, buffer: GroupBuffer, paths: Sequence[str], checkpoint: Checkpoint
@@ -129,12 +173,15 @@ class HeldGroups:
         groups = self._groups(spark)
         if groups is not None:
             groups.drop(f"{self._prefix}{name}/")
+        for key in [k for k in self._planned if k.startswith(f"{self._prefix}{name}/")]:
+            del self._planned[key]
 
     def clear(self, spark: SparkSession) -> None:
         """Let go of every buffer held (the processor is done)."""
         groups = self._groups(spark)
         if groups is not None:
             groups.drop(self._prefix)
+        self._planned = {}
 
     def _key(self, buffer: GroupBuffer) -> str:
         return f"{self._prefix}{buffer.name}/{buffer.buffer_signature}"

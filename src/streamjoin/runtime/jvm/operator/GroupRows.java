@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
@@ -30,8 +32,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * Written for janino: no lambdas, raw collections.
  */
 public final class GroupRows {
-  /** The rows of each buffer's newest {@link #rows}, which its tasks take where they run in the
-   * driver's JVM (a read of the DataFrame again finds them; the next replaces them). */
+  /** The rows of each buffer's newest close ({@link #hand}), which the tasks of its DataFrame
+   * ({@link #handed}) take in the driver's JVM (a read again finds them; the next replaces them). */
   static final ConcurrentHashMap HANDED = new ConcurrentHashMap();
 
   /** Rows of a read per task, at least. */
@@ -106,45 +108,72 @@ public final class GroupRows {
     return g != null && g.batches.contains(Long.valueOf(batch));
   }
 
-  /** The held rows of buffer {@code key} from {@code batches} (their ids, comma-separated) whose event time is in {@code
-   * [from, upto)}, as a DataFrame; {@code local}: the driver's JVM runs its tasks. */
+  /** The held rows of buffer {@code key} from {@code batches} (their ids, comma-separated)
+   * whose event time is in {@code [from, upto)}, as a DataFrame whose tasks carry them (a
+   * cluster's executors). */
   public static Dataset rows(
-      SparkSession spark, String key, String batches, long from, long upto, boolean local) {
+      SparkSession spark, String key, String batches, long from, long upto) {
     GroupRows g = (GroupRows) HELD.get(key);
-    HashSet chosen = new HashSet();
+    ArrayList out = g.chosen(batches, from, upto);
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    int slices = Math.max(1, Math.min(jsc.defaultParallelism(), out.size() / SLICE_ROWS));
+    return spark.internalCreateDataFrame(jsc.parallelize(out, slices).rdd(), g.schema, false);
+  }
+
+  /** Hands the rows {@link #rows} would read to the tasks of {@link #handed}'s DataFrame of
+   * buffer {@code key}, in the driver's JVM, each row carrying the bounds of the window ends
+   * to write: {@code (after, last]}. */
+  public static void hand(
+      String key, String batches, long from, long upto, long after, long last) {
+    GroupRows g = (GroupRows) HELD.get(key);
+    ArrayList out = g.chosen(batches, from, upto);
+    GenericInternalRow bounds =
+        new GenericInternalRow(new Object[] {Long.valueOf(after), Long.valueOf(last)});
+    for (int i = 0; i < out.size(); i++) {
+      out.set(i, new JoinedRow((InternalRow) out.get(i), bounds));
+    }
+    HANDED.put(key, out);
+  }
+
+  /** The rows handed over for buffer {@code key} at the time its tasks run ({@link #hand}),
+   * in one partition, with the bounds as two more columns named {@code after} and {@code upto}:
+   * a DataFrame planned once and run at every close (local mode, whose tasks run in the
+   * driver's JVM). */
+  public static Dataset handed(SparkSession spark, String key, String after, String upto) {
+    GroupRows g = (GroupRows) HELD.get(key);
+    StructType schema = g.schema
+        .add(after, org.apache.spark.sql.types.DataTypes.LongType, false)
+        .add(upto, org.apache.spark.sql.types.DataTypes.LongType, false);
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    ArrayList one = new ArrayList();
+    one.add(Integer.valueOf(0));
+    JavaRDD parts = PlainRdd.mapPartitions(jsc.parallelize(one, 1), new Handed(key));
+    return spark.internalCreateDataFrame(parts.rdd(), schema, false);
+  }
+
+  /** The held rows of {@code batches} (their ids, comma-separated) whose event time is in
+   * {@code [from, upto)}. */
+  synchronized ArrayList chosen(String batches, long from, long upto) {
+    HashSet wanted = new HashSet();
     String[] ids = batches.split(",");
     for (int i = 0; i < ids.length; i++) {
-      chosen.add(Long.valueOf(Long.parseLong(ids[i])));
+      wanted.add(Long.valueOf(Long.parseLong(ids[i])));
     }
     ArrayList out = new ArrayList();
     Map range = from == Long.MIN_VALUE
-        ? g.panes.headMap(Long.valueOf(upto), false)
-        : g.panes.subMap(Long.valueOf(g.pane(from)), true, Long.valueOf(Math.max(upto, from)), false);
-    Iterator panes = range.values().iterator();
-    while (panes.hasNext()) {
-      List kept = (List) panes.next();
+        ? panes.headMap(Long.valueOf(upto), false)
+        : panes.subMap(Long.valueOf(pane(from)), true, Long.valueOf(Math.max(upto, from)), false);
+    Iterator it = range.values().iterator();
+    while (it.hasNext()) {
+      List kept = (List) it.next();
       for (int i = 0; i < kept.size(); i++) {
         Kept k = (Kept) kept.get(i);
-        if (k.ts >= from && k.ts < upto && chosen.contains(Long.valueOf(k.batch))) {
+        if (k.ts >= from && k.ts < upto && wanted.contains(Long.valueOf(k.batch))) {
           out.add(k.row);
         }
       }
     }
-    // (A window's rows in one task; the many of a final close over the cores.)
-    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    int slices = Math.max(1, Math.min(jsc.defaultParallelism(), out.size() / SLICE_ROWS));
-    if (!local) {
-      return spark.internalCreateDataFrame(jsc.parallelize(out, slices).rdd(), g.schema, false);
-    }
-    // (The driver's JVM runs the tasks: they take the rows from memory, none serialized.)
-    HANDED.put(key, out);
-    ArrayList numbers = new ArrayList();
-    for (int i = 0; i < slices; i++) {
-      numbers.add(Integer.valueOf(i));
-    }
-    JavaRDD parts =
-        PlainRdd.mapPartitions(jsc.parallelize(numbers, slices), new Handed(key, slices));
-    return spark.internalCreateDataFrame(parts.rdd(), g.schema, false);
+    return out;
   }
 
   /** {@code frame}'s rows as an RDD's, made when they are read: a plan a sink's {@link
@@ -187,26 +216,20 @@ public final class GroupRows {
     }
   }
 
-  /** Slice {@code i} of {@code slices} of the rows handed over for buffer {@code key}. */
+  /** The rows handed over for buffer {@code key} ({@link #hand}), read where they are. */
   static final class Handed implements FlatMapFunction {
     final String key;
-    final int slices;
 
-    Handed(String key, int slices) {
+    Handed(String key) {
       this.key = key;
-      this.slices = slices;
     }
 
-    public Iterator call(Object ids) {
+    public Iterator call(Object ignored) {
       List rows = (List) HANDED.get(key);
       if (rows == null) {
         throw new IllegalStateException("streamjoin: no held rows of " + key + " to read");
       }
-      int i = ((Integer) ((Iterator) ids).next()).intValue();
-      int n = rows.size();
-      long lo = (long) n * i / slices;
-      long hi = (long) n * (i + 1) / slices;
-      return rows.subList((int) lo, (int) hi).iterator();
+      return rows.iterator();
     }
   }
 
@@ -368,7 +391,7 @@ public final class GroupRows {
       for (int i = 0; i < last; i++) {
         values[i] = copy.get(i, read.fields()[i].dataType());
       }
-      kept.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(values));
+      kept.add(new GenericInternalRow(values));
       of.add(Long.valueOf(copy.getLong(last)));
       return row;
     }
