@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typing as t
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,6 @@ from .streams import make_batches, stream_ddl
 if t.TYPE_CHECKING:
     from pathlib import Path
 
-    import pytest
     from pyspark.sql import SparkSession
 
     from streamjoin.model import Job
@@ -104,8 +104,6 @@ def test_windows_match_the_reference_and_close_in_its_batch(
 def test_a_final_run_emits_every_open_window_and_ends_the_checkpoint(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    import pytest
-
     from streamjoin.errors import StreamJoinError
 
     job = _job(
@@ -165,11 +163,42 @@ def test_top_n_matches_the_reference(
     _check(spark, job, batches, ["i", "j", "bx"], final=True)
 
 
-def test_a_bounded_input_run_once_and_final_from_files(spark: SparkSession, tmp_path: Path) -> None:
+BOUNDED = {
+    "outer-join-counted": (
+        "INSERT INTO g SELECT window.start AS ws, count(*) AS n, count(b.id) AS nb "
+        "FROM A a LEFT JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
+        "a.ts + INTERVAL '2' SECOND GROUP BY window(a.ts, '3 seconds');",
+        ["ws", "n", "nb"],
+    ),
+    "two-streams-groups-joined": (
+        "INSERT INTO g SELECT a.k AS ka, a.n AS na, b.n AS nb, a.w AS w FROM "
+        "(SELECT k, count(*) AS n, window_start AS w FROM TABLE(TUMBLE(TABLE A, "
+        "DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY k, window_start, window_end) a JOIN "
+        "(SELECT k, count(*) AS n, window_start AS w FROM TABLE(TUMBLE(TABLE B, "
+        "DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY k, window_start, window_end) b "
+        "ON a.k = b.k AND a.w = b.w;",
+        ["ka", "na", "nb", "w"],
+    ),
+    "rolled-up": (
+        "INSERT INTO g SELECT q.k AS key, count(*) AS groups, sum(q.n) AS pairs FROM "
+        "(SELECT a.k AS k, count(*) AS n FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN "
+        "a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '2' SECOND "
+        "GROUP BY window(a.ts, '2 seconds'), a.k) q GROUP BY q.k;",
+        ["key", "groups", "pairs"],
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BOUNDED))
+def test_a_bounded_input_run_once_and_final_from_files(
+    spark: SparkSession, tmp_path: Path, shape: str
+) -> None:
     """What a user runs: ``Engine.run(job, once=True, final=True)`` over a directory of files
-    per stream, one file a batch; every window and row without a partner ends up written."""
+    per stream, one file a batch, in Spark's loop (each batch in a session of its own, the final
+    one in the engine's); every window and row without a partner ends up written."""
     from tests.e2e.files import write_batches
 
+    insert, columns = BOUNDED[shape]
     batches = make_batches(5, n_batches=4, rows_per_batch=10, late_per_batch=0)
     write_batches(tmp_path / "in", batches)
     streams = [
@@ -183,16 +212,14 @@ def test_a_bounded_input_run_once_and_final_from_files(spark: SparkSession, tmp_
             [
                 *streams,
                 f"CREATE SINK g WITH (format = 'parquet', path = '{tmp_path / 'g'}');",
-                "INSERT INTO g SELECT window.start AS ws, count(*) AS n, count(b.id) AS nb "
-                "FROM A a LEFT JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts AND "
-                "a.ts + INTERVAL '2' SECOND GROUP BY window(a.ts, '3 seconds');",
+                insert,
             ]
         )
     )
     ckpt = str(tmp_path / "ckpt")
     summary = Engine(spark).run(job, checkpoint=ckpt, once=True, progress=False, final=True)
     assert summary.batches == len(batches) + 1
-    assert _check(spark, job, batches, ["ws", "n", "nb"], final=True) > 0
+    assert _check(spark, job, batches, columns, final=True) > 0
 
 
 def test_a_three_way_join_counted_per_window(spark: SparkSession, tmp_path: Path) -> None:

@@ -89,13 +89,11 @@ def test_the_groups_of_the_windows_ending_in_a_range() -> None:
     assert "HAVING COUNT(*) > 1" in sql
     assert "COUNT(DISTINCT _g1) AS `d`" in sql
     assert sql.endswith(
-        "WHERE unix_micros(_sj_window_end) > 20000000 "
-        "AND unix_micros(_sj_window_end) <= 30000000"
+        "WHERE unix_micros(_sj_window_end) > 20000000 AND unix_micros(_sj_window_end) <= 30000000"
     )
     held = plan.aggregates[0].held_sql("buf")
     assert "FROM buf WHERE _g0 >= timestamp_micros(10000001)" not in held
     assert "GROUP BY window(_g0, '10000000 microseconds', '5000000 microseconds')" in held
     assert held.endswith(
-        "WHERE unix_micros(_sj_window_end) > _sj_after "
-        "AND unix_micros(_sj_window_end) <= _sj_upto"
+        "WHERE unix_micros(_sj_window_end) > _sj_after AND unix_micros(_sj_window_end) <= _sj_upto"
     )

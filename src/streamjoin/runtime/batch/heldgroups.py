@@ -110,15 +110,15 @@ class HeldGroups:
             rows = DataFrame(groups.rows(spark._jsparkSession, key, batches, first, below), spark)
             return self._grouped(spark, buffer, rows, ends)
         groups.hand(key, batches, first, below, _LEAST if after is None else after, below)
-        return planned
+        return self.as_rows(spark, planned)
 
     def _plan_once(
         self, spark: SparkSession, buffer: GroupBuffer, handed: DataFrame
     ) -> DataFrame | None:
-        """The groups of the rows `handed` at each close, in one partition, made rows of an
-        RDD; None where that plan shuffles (a sliding window's or a DISTINCT's groups): an RDD
-        run again would take its shuffle's output of the run before, so those closes plan
-        their own."""
+        """The groups of the rows `handed` at each close, in one partition (its RDD, made once,
+        is each close's rows, in the session of the batch that reads them: `as_rows`); None
+        where that plan shuffles (a sliding window's or a DISTINCT's groups): an RDD run again
+        would take its shuffle's output of the run before, so those closes plan their own."""
         name = f"sj_held_{uuid.uuid4().hex[:12]}"
         handed.coalesce(1).createOrReplaceTempView(name)
         try:
@@ -127,7 +127,7 @@ class HeldGroups:
             spark.catalog.dropTempView(name)
         if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
             return None
-        return self.as_rows(spark, grouped)
+        return grouped
 
     def _grouped(
         self,
@@ -157,10 +157,15 @@ class HeldGroups:
         self._groups(spark).hold(read._jdf, self._key(buffer), ordinal, buffer.window.slide_us)
 
     def as_rows(self, spark: SparkSession, frame: DataFrame) -> DataFrame:
-        """`frame` as the rows of an RDD (made when it is written): a sink's writer then takes it
-        as it takes a probe's rows, in one job with no plan of a write (`sinks.write_rdd`)."""
+        """`frame` as the rows of an RDD (made when it is written) in `spark`'s session: a sink's
+        writer then takes it as it takes a probe's rows, in one job with no plan of a write
+        (`sinks.write_rdd`)."""
         groups = self._groups(spark)
-        return frame if groups is None else DataFrame(groups.asRows(frame._jdf), spark)
+        return (
+            frame
+            if groups is None
+            else DataFrame(groups.asRows(frame._jdf, spark._jsparkSession), spark)
+        )
 
     def forget(self, spark: SparkSession, buffer: GroupBuffer, below: int) -> None:
         """Let go of `buffer`'s rows in windows ending at or before `below` only."""

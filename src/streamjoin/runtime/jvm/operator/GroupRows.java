@@ -178,8 +178,7 @@ public final class GroupRows {
 
   /** {@code frame}'s rows as an RDD's, made when they are read: a plan a sink's {@link
    * BatchWrite} takes. */
-  public static Dataset asRows(Dataset frame) {
-    SparkSession spark = frame.sparkSession();
+  public static Dataset asRows(Dataset frame, SparkSession spark) {
     return spark.internalCreateDataFrame(frame.queryExecution().toRdd(), frame.schema(), false);
   }
 
