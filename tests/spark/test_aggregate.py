@@ -191,12 +191,25 @@ BOUNDED = {
 
 @pytest.mark.parametrize("shape", sorted(BOUNDED))
 def test_a_bounded_input_run_once_and_final_from_files(
-    spark: SparkSession, tmp_path: Path, shape: str
+    spark: SparkSession, tmp_path: Path, shape: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a user runs: ``Engine.run(job, once=True, final=True)`` over a directory of files
     per stream, one file a batch, in Spark's loop (each batch in a session of its own, the final
-    one in the engine's); every window and row without a partner ends up written."""
+    one in the engine's); every window and row without a partner ends up written. Each batch
+    is more rows than one task reads (as a backlog's are), and no batch caches its new rows:
+    the join's operator, the buffers and the streams' groups read no state slice."""
+    from streamjoin.runtime.state.hot import HotState
     from tests.e2e.files import write_batches
+
+    cached: list[str] = []
+    cache = HotState.delta
+
+    def cache_spy(self: HotState, spark: SparkSession, sp: t.Any, *args: t.Any) -> str:
+        cached.append(sp.name)
+        return cache(self, spark, sp, *args)
+
+    monkeypatch.setattr(HotState, "delta", cache_spy)
+    monkeypatch.setattr("streamjoin.runtime.batch.indexfit.ONE_TASK_ROWS", 0)
 
     insert, columns = BOUNDED[shape]
     batches = make_batches(5, n_batches=4, rows_per_batch=10, late_per_batch=0)
@@ -220,6 +233,7 @@ def test_a_bounded_input_run_once_and_final_from_files(
     summary = Engine(spark).run(job, checkpoint=ckpt, once=True, progress=False, final=True)
     assert summary.batches == len(batches) + 1
     assert _check(spark, job, batches, columns, final=True) > 0
+    assert cached == []
 
 
 def test_a_three_way_join_counted_per_window(spark: SparkSession, tmp_path: Path) -> None:

@@ -128,10 +128,11 @@ class IndexedJoins:
     def reads_rows(self, ctx: BatchContext) -> bool:
         """Whether every join of the batch probes its index with the batch's own rows
         (`batch_input`), so that the batch makes no relation of its streams' new rows."""
-        plan = ctx.plan  # (a multi-way join's levels take the streams' new rows: `deltas`)
+        plan = ctx.plan  # (multi-way joins' levels and streams' groups take `deltas`)
         return (
             self.serve_all(ctx)
             and not plan.multiway
+            and not plan.group_queries
             and all(self.batch_input(ctx, qp) is not None for qp in plan.joins)
         )
 

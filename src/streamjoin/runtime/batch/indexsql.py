@@ -256,7 +256,7 @@ def least_times(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | Non
 def serves_every_join(plan: JobPlan, chained: bool) -> bool:
     """Whether the indexes can serve every join of `plan` (two-way joins, inner or outer, and
     multi-way ones where `chained`: on their levels' indexes; no query that reads the stored
-    rows otherwise), so that no state needs caching beside them (an outer join's rows without a
-    partner are then the operator's to decide: `serves`)."""
-    plain = not (plan.buffers or plan.group_queries or (plan.multiway and not chained))
+    rows otherwise), so that no state needs caching beside them. GROUP BY buffers take the
+    joins' pairs and a stream's groups its new rows: neither reads the stored rows."""
+    plain = not (plan.multiway and not chained)
     return plain and all(qp.query.option("partitioning") != "range" for qp in plan.joins)
