@@ -104,21 +104,26 @@ def micros(ts: datetime) -> int:
     return (ts - EPOCH) // timedelta(microseconds=1)
 
 
-def _text(csv: bool) -> st.SearchStrategy[str]:
-    # U+FFFD marks a decoding loss (malformed by design); CSV lines cannot hold line breaks.
-    banned = "\ufffd\n\r" if csv else "\ufffd"
+def _text(csv: bool, stored: bool) -> st.SearchStrategy[str]:
+    # Where a reader decodes text (CSV, JSON, Kafka's decoders), U+FFFD marks its decoding loss
+    # (malformed by design); a Parquet file's strings are stored, where it is a character like
+    # any other. CSV lines cannot hold line breaks.
+    banned = ("" if stored else "\ufffd") + ("\n\r" if csv else "")
     short = st.text(
         st.characters(blacklist_categories=["Cs"], blacklist_characters=banned), max_size=30
     )
     huge = short.filter(bool).flatmap(lambda s: st.integers(1, 200_000 // len(s)).map(s.__mul__))
+    if stored:  # (one that holds it, every example)
+        return st.one_of(short, huge, st.just("sent \ufffd as is"))
     if not csv:
         return st.one_of(short, huge)
     # An empty field reads as NULL; Spark's CSV parser drops NUL from a field with a quote in it.
     return st.one_of(short, huge).filter(lambda s: s != "" and not ("\x00" in s and '"' in s))
 
 
-def good_rows(csv: bool) -> st.SearchStrategy[list[Good]]:
-    """Good rows with extreme values (ids filled in by `number`)."""
+def good_rows(csv: bool, stored: bool = False) -> st.SearchStrategy[list[Good]]:
+    """Good rows with extreme values (ids filled in by `number`); `stored`: for a Parquet file,
+    whose strings are not decoded."""
     p, s = DECIMAL_TYPE
     bound = Decimal(10 ** (p - s)) - Decimal(1).scaleb(-s)
     row = st.builds(
@@ -127,7 +132,7 @@ def good_rows(csv: bool) -> st.SearchStrategy[list[Good]]:
         n=st.none() | st.integers(-(2**31), 2**31 - 1),
         x=st.none() | st.floats(allow_nan=True, allow_infinity=True),
         d=st.none() | st.decimals(-bound, bound, places=s, allow_nan=False),
-        s=st.none() | _text(csv),
+        s=st.none() | _text(csv, stored),
         b=st.none() | st.booleans(),
         ts=st.datetimes(FIRST.replace(tzinfo=None), LAST.replace(tzinfo=None)).map(
             lambda d: d.replace(tzinfo=UTC)
@@ -310,7 +315,7 @@ def hostile_table(draw: st.DrawFn) -> tuple[list[Record], t.Any]:
     one outside Spark's range, a string that is not UTF-8), shuffled."""
     import pyarrow as pa
 
-    goods: list[Record] = list(number(draw(good_rows(csv=False))))
+    goods: list[Record] = list(number(draw(good_rows(csv=False, stored=True))))
     hostile: list[Record] = []
     rows: dict[int, dict[str, t.Any]] = {}
     low, high = micros(FIRST), micros(LAST)

@@ -175,18 +175,30 @@ def conform(df: DataFrame, stream: StreamDef) -> DataFrame:
 REPLACEMENT = "\ufffd"
 """What a reader makes of bytes that are not UTF-8 (the CSV reader keeps the row with it)."""
 
+STORED_FORMATS = frozenset({"parquet"})
+"""Formats whose strings come as stored, not decoded from text by a reader that may put
+`REPLACEMENT` for bytes that are not UTF-8 (CSV's, and Kafka's JSON and CSV decoders, do)."""
+
 
 def raw_sql(stream: StreamDef, cols: Mapping[str, str], *, corrupt: bool) -> str:
     """SQL of a row's ``_sj_raw``: the reader's unparsable record (`CORRUPT`, where `corrupt`),
-    else the row as JSON when a STRING value is not valid UTF-8 or holds `REPLACEMENT`, else
-    NULL. `cols` is the SQL of each declared column.
+    else the row as JSON when a STRING value is not valid UTF-8 (or, decoded from text,
+    holds `REPLACEMENT`), else NULL. `cols` is the SQL of each declared column.
 
-    A string that held invalid UTF-8 is not the value that was sent: Spark's JSON parser
-    rejects it, but its CSV reader replaces the bytes with `REPLACEMENT` and keeps the row, and
-    a Parquet file's strings come as stored, so the test is made here for every format alike.
+    A string that held invalid UTF-8 is not the value that was sent: Spark's JSON file reader
+    rejects it, its CSV reader and Kafka's decoders replace the bytes with `REPLACEMENT` and
+    keep the row, and a Parquet file's strings come as stored, so the test is made here for
+    every format. In a stored string `REPLACEMENT` is no loss but a character that was sent
+    (and each search of it a scan of every string of every row).
     """
     strings = [cols[c.name] for c in stream.columns if c.type.name == "STRING"]
-    tests = [f"(instr({e}, '{REPLACEMENT}') > 0 OR NOT is_valid_utf8({e}))" for e in strings]
+    replaced = stream.format not in STORED_FORMATS
+    tests = [
+        f"(instr({e}, '{REPLACEMENT}') > 0 OR NOT is_valid_utf8({e}))"
+        if replaced
+        else f"NOT is_valid_utf8({e})"
+        for e in strings
+    ]
     whole = ", ".join(f"{cols[c.name]} AS `{c.name}`" for c in stream.columns)
     bad_text = f"CASE WHEN {' OR '.join(tests)} THEN to_json(struct({whole})) END" if tests else ""
     parts = ([f"`{CORRUPT}`"] if corrupt else []) + ([bad_text] if bad_text else [])
