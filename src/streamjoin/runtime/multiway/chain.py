@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 
 from streamjoin.plan.chain import Chain, Level, chain_order, plan_chain
 from streamjoin.plan.probeorder import column_name
-from streamjoin.runtime.batch.indexfit import one_task
+from streamjoin.runtime.batch.indexfit import CHAIN_ONE_TASK_ROWS, one_task
 from streamjoin.runtime.batch.indexplans import batch_input, batch_rows
 from streamjoin.runtime.batch.shedding import allowances
 from streamjoin.runtime.multiway.terms import renamed
@@ -141,7 +141,8 @@ class _Query:
         batch's own rows (`batch_plans`)."""
         ctx, chain = self.ctx, self.chain
         wm = ctx.watermark
-        if one_task(ctx, *ctx.plan.streams) and not self.joins.levels.on_cluster(ctx.spark):
+        fits = one_task(ctx, *ctx.plan.streams, most=CHAIN_ONE_TASK_ROWS)
+        if fits and not self.joins.levels.on_cluster(ctx.spark):
             planned = self.joins.batch_plans(ctx, chain, self._plan_batch)
             if planned is not None:
                 levels = [
