@@ -55,12 +55,16 @@ def stream_ddl(
     path: str,
     options: Mapping[str, str] | None = None,
     delay_seconds: int = WATERMARK_DELAY_SECONDS,
+    key: Sequence[str] = (),
 ) -> str:
-    """``CREATE STREAM`` of a Parquet directory with Arrow schema `columns` and a watermark."""
+    """``CREATE STREAM`` of a Parquet directory with Arrow schema `columns` and a watermark
+    (and ``PRIMARY KEY (key) NOT ENFORCED``, if given)."""
     parts = [f"{f.name} {_DDL_TYPES[f.type]}" for f in columns]
     parts.append(
         f"WATERMARK FOR {time_column} AS {time_column} - INTERVAL '{delay_seconds}' SECOND"
     )
+    if key:
+        parts.append(f"PRIMARY KEY ({', '.join(key)}) NOT ENFORCED")
     with_ = [("format", "parquet"), ("path", path), *(options or {}).items()]
     rendered = ", ".join(f"{_key(k)} = {_quote(v)}" for k, v in with_)
     return f"CREATE STREAM {name} ({', '.join(parts)})\n  WITH ({rendered});"

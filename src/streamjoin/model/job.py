@@ -45,7 +45,7 @@ class Watermark:
 
 @dataclass(frozen=True, slots=True)
 class StreamDef:
-    """``CREATE STREAM name (columns, WATERMARK ...) WITH (options)``.
+    """``CREATE STREAM name (columns, WATERMARK ..., PRIMARY KEY ...) WITH (options)``.
 
     `options` holds every WITH option except `format`, keys lower-cased, values as strings, in the
     order written (they are passed to the Spark reader as they are, except streamjoin's own:
@@ -58,12 +58,20 @@ class StreamDef:
     options: tuple[tuple[str, str], ...] = ()
     watermark: Watermark | None = None
     line: int = 0
+    key: tuple[str, ...] = ()
+    """``PRIMARY KEY (columns) NOT ENFORCED``: no two rows share these columns' values, as the
+    source promises (trusted, not checked). A GROUP BY or top-N that holds a keyed input's key
+    then groups per row of it, complete when no later result can pair with that row."""
 
     def __post_init__(self) -> None:
         names = [c.name.lower() for c in self.columns]
         if len(set(names)) != len(names):
             msg = f"stream {self.name!r} declares a column twice: {names}"
             raise ValueError(msg)
+        for k in self.key:
+            if self.column(k) is None:
+                msg = f"stream {self.name!r}: PRIMARY KEY column {k!r} is not declared"
+                raise ValueError(msg)
         if self.watermark is not None:
             col = self.column(self.watermark.column)
             if col is None or col.type.name != "TIMESTAMP":

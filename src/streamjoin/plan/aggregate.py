@@ -212,14 +212,12 @@ class AggregatePlan(GroupBuffer):
         return dataclasses.replace(self.query, select=select)
 
 
-def plan_aggregate(
-    query: Query, lags: tuple[int | None, ...], source: str = "<string>"
-) -> AggregatePlan:
-    """The plan of `query`'s GROUP BY, given how far each input's rows may trail the watermark
-    in its results (`plan.physical.side_lags`, in `query.sides` order).
+def plan_aggregate(query: Query, lag: int | None, source: str = "<string>") -> AggregatePlan:
+    """The plan of `query`'s GROUP BY, given how far its window's column may trail the
+    watermark in a result still to come (`plan.physical.window_lag`).
 
     Raises:
-        UnsupportedError: the window's input may trail without bound (a full-history join).
+        UnsupportedError: the window's column may trail without bound (a full-history join).
     """
     agg = query.windowed
     assert agg is not None
@@ -230,7 +228,6 @@ def plan_aggregate(
     meaning = query.signature
     plan = AggregatePlan(query.name, agg, query.select, columns, 0, meaning, side.stream, query)
     alias = query.sides[plan.side].alias
-    lag = lags[plan.side]
     if lag is None:
         msg = (
             f"query {query.name}: GROUP BY window({window.time}, ...) over a join without a "

@@ -12,6 +12,7 @@ are stated as ``right - left ∈ [lo, hi]``.
 from __future__ import annotations
 
 import math
+import typing as t
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -85,6 +86,18 @@ class TimeWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class ColumnBound:
+    """``other.ts <= column + offset_us``: the other side's event time is bounded by a column of
+    side `side` (0 left, 1 right), as ``b.ts BETWEEN a.ts AND a.expires`` bounds b.ts by
+    ``a.expires``. A row of that side can meet no row arriving once the watermark passes its
+    ``column + offset_us``."""
+
+    side: int
+    column: str
+    offset_us: int
+
+
+@dataclass(frozen=True, slots=True)
 class PredicateParts:
     """The classified conjuncts of one join predicate."""
 
@@ -98,6 +111,8 @@ class PredicateParts:
     """The equalities of the first conjunct that is an OR of equalities between the sides
     (``a.k = b.k OR a.id = b.id``), in order: a pair meets through any of them (the conjunct
     stays in `residual`)."""
+    bounds: tuple[ColumnBound, ...] = ()
+    """Each side's columns that bound the other side's event time from above."""
 
 
 @dataclass
@@ -148,6 +163,7 @@ def classify_predicate(
     has_window = False
     residual: list[str] = []
     ors: tuple[EquiKey, ...] = ()
+    bounds: list[ColumnBound] = []
     for conjunct in conjuncts(tree):
         key = ctx.equi(conjunct)
         if key is not None:
@@ -163,6 +179,7 @@ def classify_predicate(
                 has_window = True
             else:
                 bands.setdefault((left_sql, right_sql), _Bounds()).add(lo, hi)
+                bounds.extend(ctx.column_bounds(left_sql, right_sql, lo, hi))
         if not whole:
             residual.append(conjunct_sql(conjunct))
             if not ors:
@@ -177,6 +194,7 @@ def classify_predicate(
         window=_window(window) if has_window else None,
         residual=tuple(residual),
         ors=ors,
+        bounds=tuple(bounds),
     )
 
 
@@ -190,6 +208,14 @@ def _window(b: _Bounds) -> TimeWindow:
 def _bare(sql: str) -> str:
     """A column reference without its quotes, lower-case (a.`dateTime` is a.datetime)."""
     return sql.replace("`", "").lower()
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _plain_column(sql: str) -> bool:
+    return isinstance(sqlglot.parse_one(sql, dialect="spark"), exp.Column)
 
 
 def _same(a: tuple[exp.Expr, ...], b: tuple[exp.Expr, ...]) -> bool:
@@ -231,6 +257,22 @@ class _Context:
             and _bare(left_sql) == self.left_time
             and _bare(right_sql) == self.right_time
         )
+
+    def column_bounds(
+        self, left_sql: str, right_sql: str, lo: float | None, hi: float | None
+    ) -> list[ColumnBound]:
+        """The `ColumnBound` that ``right - left in [lo, hi]`` states, if one side is the
+        other's event time and the other a plain column that is not its side's event time."""
+        out = []
+        left, right = _bare(left_sql), _bare(right_sql)
+        # (r.ts - l.c <= hi: r.ts <= l.c + hi; r.c - l.ts >= lo: l.ts <= r.c - lo.)
+        by_left = right == self.right_time and left != self.left_time and _plain_column(left_sql)
+        if by_left and _finite(hi):
+            out.append(ColumnBound(0, left_sql, math.floor(t.cast("float", hi))))
+        by_right = left == self.left_time and right != self.right_time and _plain_column(right_sql)
+        if by_right and _finite(lo):
+            out.append(ColumnBound(1, right_sql, math.floor(-t.cast("float", lo))))
+        return out
 
     def equi(self, node: exp.Expr) -> EquiKey | None:
         if not isinstance(node, exp.EQ):

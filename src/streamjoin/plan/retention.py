@@ -8,6 +8,7 @@ import typing as t
 from streamjoin.plan.multiway import MultiwayPlan
 
 if t.TYPE_CHECKING:
+    from streamjoin.plan.classify import ColumnBound
     from streamjoin.plan.physical import QueryPlan
 
 
@@ -39,3 +40,18 @@ def query_retention(plan: QueryPlan | MultiwayPlan) -> dict[str, int | None]:
 def loosest(keeps: list[int | None]) -> int | None:
     """The loosest of several retention bounds (None, never dead, is the loosest)."""
     return None if any(k is None for k in keeps) else max(t.cast("list[int]", keeps))
+
+
+def column_expiry(plan: QueryPlan) -> tuple[ColumnBound | None, ColumnBound | None]:
+    """Per side of an inner two-way join: the column its rows expire by where the event-time
+    window leaves them unbounded (`side_retention` None) but a column of theirs bounds the
+    other side's event time (``b.ts <= a.expires``, `plan.classify.ColumnBound`): a row can
+    meet no row still to come once the watermark passes its ``column + offset``. Its stream
+    keeps it (no event-time bound), but the join's index need not."""
+    if plan.query.outer is not None:
+        return None, None
+    out: list[ColumnBound | None] = []
+    for side, keep in enumerate(side_retention(plan)):
+        bounds = [b for b in plan.parts.bounds if b.side == side]
+        out.append(min(bounds, key=lambda b: b.offset_us) if keep is None and bounds else None)
+    return out[0], out[1]

@@ -51,7 +51,7 @@ from sqlglot import exp
 from streamjoin.model import Job, Query, SqlType, StreamDef
 from streamjoin.plan.aggregate import plan_aggregate
 from streamjoin.plan.outer import plan_outer
-from streamjoin.plan.physical import side_lags
+from streamjoin.plan.physical import window_lag
 from streamjoin.reference import casts
 from streamjoin.reference import values as v
 from streamjoin.reference.aggregate import aggregate_results
@@ -171,7 +171,7 @@ def run_reference(
     for q in job.queries:
         grouped = None
         if q.windowed is not None:
-            grouped = plan_aggregate(q, side_lags(job, q))
+            grouped = plan_aggregate(q, window_lag(job, q))
         joins = grouped.join_query() if grouped else q
         inputs = [on_time[s.stream] for s in q.sides]
         batches_of = [arrived[s.stream] for s in q.sides]

@@ -7,7 +7,7 @@ import typing as t
 
 from streamjoin.errors import JobError
 from streamjoin.plan.aggregate import plan_aggregate
-from streamjoin.plan.physical import side_lags
+from streamjoin.plan.physical import window_lag
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.runtime.sources import empty_relation
 
@@ -47,7 +47,7 @@ def check_query(spark: SparkSession, job: Job, q: Query, source: str | None = No
     )
     windowed = None
     if q.windowed is not None:  # (its join, then its groups over the join's columns)
-        windowed = plan_aggregate(q, side_lags(job, q), job.source)
+        windowed = plan_aggregate(q, window_lag(job, q), job.source)
     join = windowed.join_query() if windowed else q
     select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in join.select)
     sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"

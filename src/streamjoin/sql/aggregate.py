@@ -12,17 +12,20 @@ from streamjoin.sql.dialect import node_error
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import AGGREGATES
 from streamjoin.sql.resolve import Resolver
+from streamjoin.sql.rowgroups import row_window
 
 _USAGE = (
     "GROUP BY window(<event time>, '<size>'[, '<slide>']), <keys> "
-    "(or an input's event-time column among the keys)"
+    "(or an input's event-time column among the keys, or the whole PRIMARY KEY of an input)"
 )
 
 
 def parse_aggregation(
-    stmt: Statement, select: exp.Select, resolver: Resolver
+    stmt: Statement, select: exp.Select, resolver: Resolver, predicate: str | None = None
 ) -> Aggregation | None:
     """The query's aggregation, its expressions qualified in place; None without GROUP BY.
+    Groups holding a keyed input's key are per row of it (`sql.rowgroups`), over the join
+    `predicate` (qualified Spark SQL, if any).
 
     Raises:
         JobError: no window or two, a window over a column that is not an event time, a size
@@ -43,6 +46,10 @@ def parse_aggregation(
             resolver.qualify(times[0])
             point = EventWindow(times[0].sql(dialect="spark"), POINT_US, POINT_US)
             return _grouped_by(stmt, select, resolver, point, list(group.expressions), having)
+        if not times:
+            row = row_window(list(group.expressions), resolver, predicate)
+            if row is not None:
+                return _grouped_by(stmt, select, resolver, row, list(group.expressions), having)
     if len(windows) != 1:
         what = "two windows" if windows else "no window"
         msg = (

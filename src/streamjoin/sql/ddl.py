@@ -51,9 +51,15 @@ def parse_create_stream(cur: Cursor) -> StreamDef:
     cur.expect(TokenType.L_PAREN, f"'(' and the columns of stream {name.text!r}")
     columns: list[tuple[Column, Token]] = []
     watermark: tuple[Token, Token, Token, int] | None = None
+    key: tuple[Token, list[Token]] | None = None
     while True:
         first = cur.peek()
-        if first is not None and cur.match_word("WATERMARK", "FOR") is not None:
+        if first is not None and cur.match(TokenType.PRIMARY_KEY) is not None:
+            if key is not None:
+                msg = f"stream {name.text!r} has a PRIMARY KEY already; give at most one"
+                raise cur.error_at(msg, first)
+            key = (first, _parse_key(cur))
+        elif first is not None and cur.match_word("WATERMARK", "FOR") is not None:
             if watermark is not None:
                 msg = f"stream {name.text!r} has a WATERMARK already; give at most one"
                 raise cur.error_at(msg, first)
@@ -74,6 +80,12 @@ def parse_create_stream(cur: Cursor) -> StreamDef:
     wm = None
     if watermark is not None:
         wm = _check_watermark(cur, [c for c, _ in columns], watermark)
+    declared = {c.name.lower(): c.name for c, _ in columns}
+    for tok in key[1] if key is not None else []:
+        if tok.text.lower() not in declared:
+            names = ", ".join(declared.values())
+            msg = f"PRIMARY KEY column {tok.text!r}: no such column (columns: {names})"
+            raise cur.error_at(msg, tok)
     clause = parse_with(cur, "stream")
     cur.expect_end("the WITH clause")
     return StreamDef(
@@ -83,6 +95,7 @@ def parse_create_stream(cur: Cursor) -> StreamDef:
         options=clause.options,
         watermark=wm,
         line=cur.stmt.line,
+        key=tuple(declared[t.text.lower()] for t in key[1]) if key is not None else (),
     )
 
 
@@ -134,6 +147,27 @@ def _parse_type(cur: Cursor) -> SqlType:
         return SqlType("DECIMAL", int(precision.text), int(scale.text))
     except ValueError as err:
         raise cur.error_at(str(err), tok, close) from None
+
+
+def _parse_key(cur: Cursor) -> list[Token]:
+    """After ``PRIMARY KEY``: ``(col [, col ...]) NOT ENFORCED``; the columns' tokens."""
+    cur.expect(TokenType.L_PAREN, "'(' and the key's columns after PRIMARY KEY")
+    cols = [cur.expect_name("a key column")]
+    while cur.match(TokenType.COMMA) is not None:
+        cols.append(cur.expect_name("a key column"))
+    cur.expect(TokenType.R_PAREN, "',' or ')' after the key column")
+    for prior in range(len(cols)):
+        for later in cols[prior + 1 :]:
+            if later.text.lower() == cols[prior].text.lower():
+                msg = f"PRIMARY KEY names column {later.text!r} twice"
+                raise cur.error_at(msg, later)
+    if cur.match(TokenType.NOT) is None or cur.match_word("ENFORCED") is None:
+        msg = (
+            "NOT ENFORCED after the key: the key is the source's promise, trusted, not checked "
+            "(as in Flink)"
+        )
+        raise cur.error_here(msg)
+    return cols
 
 
 def _parse_watermark(cur: Cursor) -> tuple[Token, Token, int]:

@@ -102,13 +102,14 @@ def parse_insert(
         resolver.qualify(where_clause.this)
     for item in select.expressions:
         resolver.qualify(item)
-    aggregation = parse_aggregation(stmt, select, resolver)
+    joined = _sql(_conjunction([c.copy() for _, c in conditions])) if conditions else None
+    aggregation = parse_aggregation(stmt, select, resolver, joined)
     topn = None
     if ranked is not None:
         if aggregation is not None:
             msg = "a top-N of an aggregation is not supported yet"
             raise node_error(stmt, ranked.over, msg, unsupported=True)
-        topn = ranked.top(stmt, resolver)
+        topn = ranked.top(stmt, resolver, joined)
     try:
         for item in select.expressions:
             infer_category(item.this if isinstance(item, exp.Alias) else item, resolver.column_type)

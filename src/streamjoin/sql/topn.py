@@ -14,6 +14,7 @@ from streamjoin.sql.aggregate import is_event_time, is_window, window_of
 from streamjoin.sql.dialect import node_error
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.resolve import Resolver
+from streamjoin.sql.rowgroups import row_window
 
 _USAGE = (
     "SELECT cols FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY window(<event time>, "
@@ -58,20 +59,32 @@ class Ranked:
                 raise node_error(stmt, item, msg, unsupported=True)
             self.kept.append((column.name, item.alias_or_name))
 
-    def top(self, stmt: Statement, resolver: Resolver) -> TopN:
-        """The `TopN`, its PARTITION BY and ORDER BY qualified by `resolver`."""
+    def top(self, stmt: Statement, resolver: Resolver, predicate: str | None = None) -> TopN:
+        """The `TopN`, its PARTITION BY and ORDER BY qualified by `resolver`; a PARTITION BY
+        holding a keyed input's key is per row of it, over the join `predicate`
+        (`sql.rowgroups`)."""
         parts = list(self.over.args.get("partition_by") or [])
         windows = [p for p in parts if is_window(p) or is_event_time(p, resolver)]
+        row = None if windows else row_window(parts, resolver, predicate)
+        if row is not None:
+            return TopN(row, *self._keys_and_order(stmt, resolver, parts, None), self.limit)
         if len(windows) != 1:
             msg = (
                 "a top-N over a stream partitions by one event-time window (or an input's event "
-                f"time), to know when a group is complete: {_USAGE}"
+                "time, or the whole PRIMARY KEY of an input), to know when a group is complete: "
+                f"{_USAGE}"
             )
             raise node_error(stmt, self.over, msg, unsupported=True)
         window = _partition_window(stmt, windows[0], resolver)
+        return TopN(window, *self._keys_and_order(stmt, resolver, parts, windows[0]), self.limit)
+
+    def _keys_and_order(
+        self, stmt: Statement, resolver: Resolver, parts: list[exp.Expr], window: exp.Expr | None
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The PARTITION BY keys but `window`, and the ORDER BY terms, qualified."""
         keys = []
         for p in parts:
-            if p is not windows[0]:
+            if p is not window:
                 resolver.qualify(p)
                 keys.append(p.sql(dialect="spark"))
         order = self.over.args.get("order")
@@ -86,7 +99,7 @@ class Ranked:
             written = term.this.sql(dialect="spark")
             direction = "DESC" if desc else "ASC"
             terms.append(f"{written} {direction} NULLS {'FIRST' if first else 'LAST'}")
-        return TopN(window, tuple(keys), tuple(terms), self.limit)
+        return tuple(keys), tuple(terms)
 
     def select(self, items: tuple[SelectItem, ...]) -> tuple[SelectItem, ...]:
         """The query's output: the inner `items` the outer SELECT keeps, under its names."""

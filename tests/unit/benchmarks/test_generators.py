@@ -172,8 +172,12 @@ def test_nexmark_jobs_parse_and_plan(query: str) -> None:
     plan = plan_job(job).queries[0]
     assert plan.strategy == "hash"
     window = plan.parts.window
-    if query in ("q4", "q9"):  # bids within their auction's 10 s at most
-        assert window is not None and (window.lo_us, window.hi_us) == (0, 10_000_000)
+    if query in ("q4", "q9"):  # as published: bids from their auction's start to its expires
+        assert window is not None and (window.lo_us, window.hi_us) == (0, None)
+        assert [(b.side, b.column) for b in plan.parts.bounds] == [(0, "A.expires")]
+        assert QUERIES[query].ours.count("INTERVAL") == 0
+        windowed = job.queries[0].windowed
+        assert windowed is not None and windowed.window.time == "A.expires"
     else:
         assert window is None  # q3 and q20 join over the whole history
 

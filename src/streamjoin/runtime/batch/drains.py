@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.indexinput import index_input
 from streamjoin.runtime.batch.indexouter import kept, outer_plan
-from streamjoin.runtime.batch.indexsql import least_times
+from streamjoin.runtime.batch.indexsql import index_least
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import QueryPlan
@@ -117,7 +117,7 @@ class Drains:
         drain = self._drains.get(key)
         if drain is None:
             return None
-        least = least_times(ctx, qp)
+        least = index_least(ctx, qp)
         op = outer_plan(ctx, qp)
         if op is not None:  # (an outer join's rows stay until decided)
             least = kept(least, op, ctx.watermark)

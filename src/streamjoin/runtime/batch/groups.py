@@ -9,6 +9,7 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, field
 
+from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.state.manifest import GroupState, GroupUnit
 
@@ -158,4 +159,15 @@ def _first_open(plan: JobPlan, ap: GroupBuffer, prev: Manifest) -> int | None:
     seen, mark = prev.stream_wm.get(stream.name), stream.watermark
     if seen is None or mark is None:
         return None
+    column = ap.window.time.split(".", 1)[1].strip("`").lower()
+    if column != (stream.event_time or "").lower():
+        # (Groups per row closed by a column, `sql.rowgroups`: a row read before the query
+        # has its groups anywhere in that column, and pairs the query never saw.)
+        msg = (
+            f"query {ap.name}: its groups per row of {stream.name!r}, complete when the "
+            f"watermark passes {ap.window.time}, cannot start in a run that has read rows of "
+            f"{stream.name!r} (their groups would miss the pairs made before): start it with "
+            "a new checkpoint"
+        )
+        raise StreamJoinError(msg)
     return seen + mark.delay_us + ap.window.size_us

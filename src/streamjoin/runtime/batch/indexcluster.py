@@ -12,7 +12,7 @@ from functools import partial
 from streamjoin.runtime.batch.indexinput import index_input, stored_rows
 from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
 from streamjoin.runtime.batch.indexplans import query_key
-from streamjoin.runtime.batch.indexsql import least_times
+from streamjoin.runtime.batch.indexsql import index_least, least_times
 from streamjoin.runtime.batch.placed import DrainsOnExecutors
 
 if t.TYPE_CHECKING:
@@ -48,7 +48,7 @@ def placed_pairs(
     at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
     drains = DrainsOnExecutors(joins.placed, ctx.spark, ctx)
     if joins.builds.get(key) not in at or key not in joins.placed:
-        bounds = least_times(ctx, qp)
+        bounds = least_times(ctx, qp)  # (the stored rows' event times)
         decided = [_LEAST, _LEAST]
         if op is not None:
             bounds = loaded(bounds, op, ctx.watermark)
@@ -62,7 +62,7 @@ def placed_pairs(
         keeps = 0 if op is None else sum(1 << i for i in (0, 1) if op.outer.preserves(i))
         joins.placed.build(ctx.spark, key, *build, memory=ctx.settings.memory, preserved=keeps)
     joins.uses[key] = (ctx.batch_id, layout)
-    least = least_times(ctx, qp)
+    least = index_least(ctx, qp)
     if op is not None:
         least = kept(least, op, ctx.watermark)
         batch = ctx.batch_id

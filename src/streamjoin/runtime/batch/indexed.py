@@ -42,7 +42,7 @@ from streamjoin.runtime.batch.indexinput import index_input, load_index
 from streamjoin.runtime.batch.indexouter import decided_below, kept, outer_plan
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
 from streamjoin.runtime.batch.indexreads import Decide, ProbeReads
-from streamjoin.runtime.batch.indexsql import least_times, output_sql, serves_every_join
+from streamjoin.runtime.batch.indexsql import index_least, output_sql, serves_every_join
 from streamjoin.runtime.batch.placed import DrainsOnExecutors, PlacedIndexes, on_cluster
 from streamjoin.runtime.batch.shedding import Shed
 from streamjoin.runtime.jvm.statics import StaticMethods
@@ -169,7 +169,7 @@ class IndexedJoins:
         router = ctx.routers[q.name]
         left, right = ctx.plan.stream(q.left.stream), ctx.plan.stream(q.right.stream)
         op = outer_plan(ctx, qp)
-        l_least, r_least = least_times(ctx, qp)
+        l_least, r_least = index_least(ctx, qp)
         if op is not None:
             l_least, r_least = kept((l_least, r_least), op, ctx.watermark)
         cls = self._class(ctx.spark)

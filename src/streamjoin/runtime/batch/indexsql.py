@@ -6,11 +6,13 @@ from __future__ import annotations
 import itertools
 import typing as t
 
+from streamjoin.plan.retention import column_expiry
 from streamjoin.runtime.batch.joins import Side, bucket_range
 from streamjoin.runtime.routing.router import key_types, key_types_of
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import Band, JobPlan, QueryPlan, StreamPlan
+    from streamjoin.plan.classify import ColumnBound
     from streamjoin.runtime.batch.context import BatchContext
 
 
@@ -31,9 +33,13 @@ def input_parts(
     sides = ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
     # (An OR of equalities: a copy of each row a table, one table an equality.)
     tables = tuple(range(len(qp.parts.ors))) if ored(qp) else (None,)
+    expiry = expiry_bounds(ctx, qp)
     for (i, (alias, rel, time)), tab in itertools.product(enumerate(sides), tables):
         key, extra, places = lookup_sql(ctx, qp, i, tab)
         ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
+        if (bound := expiry[i]) is not None:
+            # (The index's time: when the row expires; with no end it meets no row, and goes.)
+            ts = f"coalesce(unix_micros({bound.column}) + {bound.offset_us}, {_NO_END})"
         row = f"struct({alias}.*)"
         structs = (row, none[1]) if i == 0 else (none[0], row)
         event = streams[i].stream.event_time
@@ -52,6 +58,9 @@ def input_parts(
         parts.append(f"SELECT {columns}{arrays}{tail} FROM {rel} AS {alias}")
     return parts
 
+
+_NO_END = "-9223372036854775807 - 1"
+"""The least long, in Spark SQL: the index time of a row whose expiry column is NULL."""
 
 NOTHING = -1
 """The key of an outer join's row whose key or band value is NULL (`lookup_sql`)."""
@@ -251,6 +260,27 @@ def least_times(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | Non
     lo = None if window.hi_us is None else wm - window.hi_us
     hi = None if window.lo_us is None else wm + window.lo_us
     return lo, hi
+
+
+def index_least(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | None]:
+    """The least index time (`input_parts`' ``_sj_ts``) a left and a right row of `qp`'s
+    index needs to meet the batch's rows: `least_times`, but W for a side whose rows expire by
+    a column (`expiry_bounds`: their index time is ``column + offset``)."""
+    expiry = expiry_bounds(ctx, qp)
+    lo, hi = least_times(ctx, qp)
+    wm = ctx.watermark
+    return (wm if expiry[0] else lo), (wm if expiry[1] else hi)
+
+
+def expiry_bounds(ctx: BatchContext, qp: QueryPlan) -> tuple[ColumnBound | None, ...]:
+    """Per side, the TIMESTAMP column its index rows expire by (`plan.column_expiry`)."""
+    streams = (ctx.plan.stream(qp.query.left.stream), ctx.plan.stream(qp.query.right.stream))
+    out: list[ColumnBound | None] = []
+    for sp, bound in zip(streams, column_expiry(qp), strict=True):
+        name = None if bound is None else bound.column.split(".", 1)[1].strip("`")
+        col = None if name is None else sp.stream.column(name)
+        out.append(bound if col is not None and col.type.name == "TIMESTAMP" else None)
+    return tuple(out)
 
 
 def serves_every_join(plan: JobPlan, chained: bool) -> bool:

@@ -288,6 +288,13 @@ class ServedQueries:
                 raise StreamJoinError(msg)
             changed = job.with_query(query, sink)
             self.plan(changed)  # (fails naming the query if it cannot be planned)
+            if (by := _closed_by_column(changed, query)) is not None:
+                msg = (
+                    f"query {query.name}: its groups per row, complete when the watermark "
+                    f"passes {by}, cannot join a running job (the rows read before it would "
+                    "have groups missing the pairs made before): put it in the job file"
+                )
+                raise StreamJoinError(msg)
             self.check(changed, query, source)
             return self._queue("add", query.name, text), changed
 
@@ -341,6 +348,17 @@ class ServedQueries:
         """The changes asked for that no committed batch has applied yet."""
         with self._lock:
             return list(self._pending)
+
+
+def _closed_by_column(job: Job, query: Query) -> str | None:
+    """The column that closes `query`'s groups per row of a keyed input, where it is not an
+    event time (`sql.rowgroups`); None for any other query."""
+    if query.windowed is None:
+        return None
+    alias, column = query.windowed.window.time.split(".", 1)
+    side = next(s for s in query.sides if s.alias.lower() == alias.strip("`").lower())
+    time = job.stream(side.stream).event_time or ""
+    return None if column.strip("`").lower() == time.lower() else query.windowed.window.time
 
 
 def _rates(plan: JobPlan, last: Manifest) -> dict[str, float]:
