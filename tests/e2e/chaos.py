@@ -29,6 +29,7 @@ import time
 import typing as t
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
@@ -44,6 +45,8 @@ if t.TYPE_CHECKING:
     Batches = Sequence[Mapping[str, Sequence[Mapping[str, object]]]]
 
 STREAMS = ("A", "B", "C")
+KEYED = "C"
+"""The stream that declares a key (its ids are unique) and an end column."""
 # Files a micro-batch takes per stream (0: all there are): the streams advance unevenly, so the
 # state one keeps for another's lagging watermark is exercised too.
 FILES_PER_TRIGGER = {"A": 2, "B": 3, "C": 0}
@@ -68,6 +71,11 @@ QUERIES: dict[str, tuple[str, str]] = {
         PAIR,
         f"A a JOIN B b ON a.k = b.k AND a.x < b.x AND {W3} "
         "WITH (partitioning = 'matrix', units = 4)",
+    ),
+    # (Groups per row of C, keyed, closed once the watermark passes the row's end `e`.)
+    "perrow": (
+        "c.id AS i1, count(*) AS i2, max(a.x) AS i3",
+        "A a JOIN C c ON a.k = c.k AND a.ts BETWEEN c.ts AND c.e GROUP BY c.id",
     ),
     "threeway": (
         "a.id AS i1, b.id AS i2, c.id AS i3",
@@ -183,7 +191,12 @@ def write_job(root: Path) -> Path:
     for s in STREAMS:
         n = FILES_PER_TRIGGER[s]
         opts = f"maxFilesPerTrigger = '{n}', " if n else ""
-        parts.append(stream_ddl(s, str(root / "in" / s)).replace("WITH (", f"WITH ({opts}"))
+        ddl = stream_ddl(s, str(root / "in" / s)).replace("WITH (", f"WITH ({opts}")
+        if s == KEYED:
+            ddl = ddl.replace("ts TIMESTAMP,", "ts TIMESTAMP, e TIMESTAMP,").replace(
+                "SECOND)", "SECOND, PRIMARY KEY (id) NOT ENFORCED)"
+            )
+        parts.append(ddl)
     parts += [
         f"CREATE SINK {q} WITH (format = 'json', path = '{root / 'out' / q}');" for q in QUERIES
     ]
@@ -194,14 +207,20 @@ def write_job(root: Path) -> Path:
 
 
 def make_input(config: ChaosConfig) -> list[dict[str, list[dict[str, object]]]]:
-    """The seed's input batches: disordered, NULL and repeated keys, no late rows."""
-    return make_batches(
+    """The seed's input batches: disordered, NULL and repeated keys, no late rows; each row of
+    the keyed stream ends (`e`) 0-5 s after its event time."""
+    batches = make_batches(
         config.seed,
         streams=STREAMS,
         n_batches=config.batches,
         rows_per_batch=config.rows_per_batch,
         late_per_batch=0,
     )
+    rng = random.Random(config.seed)
+    for batch in batches:
+        for row in batch[KEYED]:
+            row["e"] = t.cast("datetime", row["ts"]) + timedelta(seconds=rng.uniform(0, 5))
+    return batches
 
 
 def _count(folder: Path) -> int:

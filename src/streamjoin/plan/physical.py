@@ -32,7 +32,7 @@ from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
 from streamjoin.plan.outer import OuterPlan, plan_outer
 from streamjoin.plan.querybits import numeric_columns
-from streamjoin.plan.retention import loosest, query_retention, side_retention
+from streamjoin.plan.retention import column_lag, loosest, query_retention, side_retention
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
@@ -310,10 +310,7 @@ def side_lags(job: Job, query: Query) -> tuple[int | None, ...]:
 def window_lag(job: Job, query: Query) -> int | None:
     """How far behind the watermark the column that `query`'s groups are windowed by may be in
     a result still to come (None: without bound): its input's lag (`side_lags`) for an event
-    time. For a column that bounds the other input's event time, ``o.ts <= c + off``
-    (`sql.rowgroups`): a new result pairs a row on time (event time at least W), so either the
-    other input's row is new, and ``c >= W - off``, or this input's is, and the other trails it
-    by at most the other's lag L, so ``c >= W - L - off``: the lag is ``off + max(0, L)``."""
+    time, else the lag of a column bounding the join (`retention.column_lag`)."""
     agg = query.windowed
     assert agg is not None
     lags = side_lags(job, query)
@@ -321,21 +318,8 @@ def window_lag(job: Job, query: Query) -> int | None:
     side = next(i for i, s in enumerate(query.sides) if s.alias.lower() == alias)
     if (job.stream(query.sides[side].stream).event_time or "").lower() == column:
         return lags[side]
-    if query.multiway or query.outer is not None:
-        msg = (
-            f"query {query.name}: groups per row of a keyed input, complete when the watermark "
-            f"passes {agg.window.time}, need a two-way inner join (this one is "
-            f"{'multi-way' if query.multiway else 'outer'})"
-        )
-        text = agg.window.time.split(".", 1)[1]
-        raise UnsupportedError(msg, line=query.line, col=1, text=text, source=job.source)
-    left, right = (job.stream(s.stream).event_time for s in query.sides)
-    parts = classify_predicate(query.predicate, query.left.alias, query.right.alias, left, right)
-    offsets = [b.offset_us for b in parts.bounds if b.side == side and b.column == agg.window.time]
-    other = lags[1 - side]
-    if not offsets or other is None:
-        return None
-    return min(offsets) + max(0, other)
+    times = tuple(job.stream(s.stream).event_time for s in query.sides)
+    return column_lag(query, side, times, lags, job.source)
 
 
 def _check_multiway_options(job: Job, q: Query) -> None:

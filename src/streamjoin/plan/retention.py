@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import typing as t
 
+from streamjoin.errors import UnsupportedError
+from streamjoin.plan.classify import classify_predicate
 from streamjoin.plan.multiway import MultiwayPlan
 
 if t.TYPE_CHECKING:
+    from streamjoin.model import Query
     from streamjoin.plan.classify import ColumnBound
     from streamjoin.plan.physical import QueryPlan
 
@@ -55,3 +58,39 @@ def column_expiry(plan: QueryPlan) -> tuple[ColumnBound | None, ColumnBound | No
         bounds = [b for b in plan.parts.bounds if b.side == side]
         out.append(min(bounds, key=lambda b: b.offset_us) if keep is None and bounds else None)
     return out[0], out[1]
+
+
+def column_lag(
+    query: Query,
+    side: int,
+    times: tuple[str | None, ...],
+    lags: tuple[int | None, ...],
+    source: str,
+) -> int | None:
+    """How far behind the watermark the column of input `side` that `query`'s groups are
+    windowed by may be in a result still to come, where it bounds the other input's event time,
+    ``o.ts <= c + off`` (`sql.rowgroups`; `times`: the inputs' event-time columns, `lags`:
+    theirs, `plan.physical.side_lags`); None without bound. A new result pairs a row on time
+    (event time at least W): either the other input's row is new, and ``c >= W - off``, or
+    this input's is, and the other's trails it by at most its lag L, so ``c >= W - L - off``:
+    the lag is ``off + max(0, L)``.
+
+    Raises:
+        UnsupportedError: a multi-way or outer join.
+    """
+    agg = query.windowed
+    assert agg is not None
+    if query.multiway or query.outer is not None:
+        msg = (
+            f"query {query.name}: groups per row of a keyed input, complete when the watermark "
+            f"passes {agg.window.time}, need a two-way inner join (this one is "
+            f"{'multi-way' if query.multiway else 'outer'})"
+        )
+        text = agg.window.time.split(".", 1)[1]
+        raise UnsupportedError(msg, line=query.line, col=1, text=text, source=source)
+    parts = classify_predicate(query.predicate, query.left.alias, query.right.alias, *times)
+    offsets = [b.offset_us for b in parts.bounds if b.side == side and b.column == agg.window.time]
+    other = lags[1 - side]
+    if not offsets or other is None:
+        return None
+    return min(offsets) + max(0, other)
