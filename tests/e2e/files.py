@@ -42,7 +42,7 @@ def write_batches(
             if parquet:
                 _write_parquet(path, rows)
             else:
-                lines = [json.dumps({**r, "ts": _iso(r["ts"])}) for r in rows]
+                lines = [json.dumps({k: _iso(v) for k, v in r.items()}) for r in rows]
                 lines += list((extra_lines or {}).get((i, stream), ()))
                 path.write_text("\n".join(lines) + "\n", encoding="utf-8")
             os.utime(path, (_EPOCH + n, _EPOCH + n))
@@ -118,7 +118,7 @@ class Feeder(threading.Thread):
                     folder = self.root / stream
                     folder.mkdir(parents=True, exist_ok=True)
                     hidden = folder / f".part-{i:05d}.json"
-                    lines = [json.dumps({**r, "ts": _iso(r["ts"])}) for r in rows]
+                    lines = [json.dumps({k: _iso(v) for k, v in r.items()}) for r in rows]
                     hidden.write_text("\n".join(lines) + "\n", encoding="utf-8")
                     # Spark takes files in modification-time order (in ms) and breaks ties at
                     # random: files written in the same ms could be read out of order.
