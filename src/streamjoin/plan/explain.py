@@ -7,6 +7,7 @@ import typing as t
 from streamjoin.model.aggregate import POINT_US, EventWindow, TopN
 from streamjoin.optimizer.sharing import cost
 from streamjoin.plan.multiway import MultiwayPlan, core_groups
+from streamjoin.plan.retention import column_expiry
 from streamjoin.plan.shared import candidate
 from streamjoin.plan.shared_multiway import multiway_candidate
 
@@ -57,6 +58,12 @@ def _query_lines(qp: QueryPlan) -> list[str]:
         ),
         "    residual:      " + (" AND ".join(parts.residual) or "none"),
     ]
+    for side, bound in zip((a, b), column_expiry(qp), strict=True):
+        if bound is not None:
+            lines.append(
+                f"    expiry:        {side.alias}'s rows leave the join's index once the "
+                f"watermark passes {bound.column} + {_duration(bound.offset_us)}"
+            )
     if qp.strategy == "hash":
         how = (
             "hash join on the equality keys (Spark SQL extracts them); "

@@ -10,6 +10,7 @@ from streamjoin.errors import JobError, UnsupportedError
 from streamjoin.model import Aggregation, EventWindow, TopN
 from streamjoin.model.aggregate import POINT_US
 from streamjoin.plan.classify import ColumnBound, classify_predicate
+from streamjoin.plan.explain import explain_plan
 from streamjoin.plan.physical import plan_job, window_lag
 from streamjoin.sql import parse_job
 
@@ -126,3 +127,11 @@ def test_a_column_bound_from_either_side_and_offset() -> None:
     )
     assert parts.bounds == (ColumnBound(0, "a.e", 0), ColumnBound(1, "b.f", 2_000_000))
     assert parts.window is not None and (parts.window.lo_us, parts.window.hi_us) == (0, 9_000_000)
+
+
+def test_explain_says_when_an_auction_leaves_the_index() -> None:
+    text = explain_plan(plan_job(parse_job(STREAMS + Q4.format(more=""))))
+    assert (
+        "expiry:        A's rows leave the join's index once the watermark passes A.expires" in text
+    )
+    assert "GROUP BY window(A.expires) each instant" in text
