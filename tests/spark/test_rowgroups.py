@@ -11,15 +11,14 @@ import typing as t
 from datetime import timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
 
-from .harness import read_sink, run_batches
+from .harness import replay_and_check, run_batches
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
@@ -48,6 +47,13 @@ QUERIES = {
         "AND b.ts <= a.e + INTERVAL '1' SECOND GROUP BY a.id;",
         ["i", "n", "first"],
     ),
+    # (Nexmark q4's shape: the groups per row rolled up, an updating result.)
+    "rolled": (
+        "INSERT INTO g SELECT q.k AS key, count(*) AS rows, avg(q.hx) AS mean FROM "
+        "(SELECT max(b.x) AS hx, a.k AS k FROM A a, B b WHERE a.k = b.k "
+        "AND b.ts BETWEEN a.ts AND a.e GROUP BY a.id, a.k) q GROUP BY q.k;",
+        ["key", "rows", "mean"],
+    ),
     "top": (
         "INSERT INTO g SELECT i, j, bx FROM (SELECT a.id AS i, b.id AS j, b.x AS bx, "
         "ROW_NUMBER() OVER (PARTITION BY a.id ORDER BY b.x DESC, b.id) AS rn "
@@ -55,6 +61,9 @@ QUERIES = {
         ["i", "j", "bx"],
     ),
 }
+
+
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 
 
 def _job(tmp_path: Path, insert: str) -> Job:
@@ -80,7 +89,7 @@ def _batches(seed: int, n_batches: int) -> Batches:
     return batches
 
 
-@settings(max_examples=1)
+@settings(max_examples=1, deadline=None, phases=NO_SHRINK)
 @given(
     seed=st.integers(0, 10_000),
     shape=st.sampled_from(sorted(QUERIES)),
@@ -96,20 +105,12 @@ def test_groups_per_keyed_row_close_when_the_watermark_passes_its_end(
     tmp_path = tmp_path_factory.mktemp("rowgroups")
     insert, columns = QUERIES[shape]
     job = _job(tmp_path, insert)
-    batches = _batches(seed, 6)
-    ckpt = tmp_path / "ckpt"
-    # Batches 0-3, then a restart that replays batch 3 and runs on.
-    run_batches(spark, job, batches[:4], ckpt)
-    run_batches(spark, job, batches[3:], ckpt, first_batch=3)
-    if final:
-        assert Engine(spark).processor(job, str(ckpt)).finish() == len(batches)
-    expected = run_reference(job, batches, final=final)
-    want = [
-        (*row, b) for row, b in zip(expected.outputs["q1"], expected.arrivals["q1"], strict=True)
-    ]
-    assert want  # (groups closed before the end: the watermark passed their rows' ends)
-    got = read_sink(spark, job, "g", [*columns, "batch"])
-    assert normalize(got) == normalize(want)
+    # (A restart replays batch 2; groups are written before the end, the watermark having
+    # passed their rows' ends: the check's count.)
+    written = replay_and_check(
+        spark, job, _batches(seed, 6), tmp_path / "ckpt", columns, final=final
+    )
+    assert written > 0
 
 
 def test_the_index_lets_a_row_go_once_the_watermark_passes_its_end(
