@@ -38,7 +38,7 @@ def input_parts(
         key, extra, places = lookup_sql(ctx, qp, i, tab)
         ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
         if (bound := expiry[i]) is not None:
-            # (The index's time: when the row expires; with no end it meets no row, and goes.)
+            # (The index's time: when the row expires; with no end it meets no row: the least.)
             ts = f"coalesce(unix_micros({bound.column}) + {bound.offset_us}, {_NO_END})"
         row = f"struct({alias}.*)"
         structs = (row, none[1]) if i == 0 else (none[0], row)
