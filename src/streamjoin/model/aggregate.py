@@ -15,7 +15,7 @@ import typing as t
 from dataclasses import dataclass
 
 if t.TYPE_CHECKING:
-    from streamjoin.model.job import SelectItem
+    from streamjoin.model.job import SelectItem, StreamDef
 
 WINDOW = "window"
 """The name under which a query refers to its group's window (``window.start``)."""
@@ -42,6 +42,18 @@ class EventWindow:
                 "would skip rows"
             )
             raise ValueError(msg)
+
+    @property
+    def source(self) -> tuple[str, str]:
+        """The alias and column of `time`, bare and lower-case (``B.`dateTime``` is
+        ``("b", "datetime")``)."""
+        alias, column = self.time.split(".", 1)
+        return alias.strip("`").lower(), column.strip("`").lower()
+
+    def by_event_time(self, stream: StreamDef) -> bool:
+        """Whether the windows are of `stream`'s event time (its input's), not of another
+        column that closes groups per row (`sql.rowgroups`)."""
+        return self.source[1] == (stream.event_time or "").lower()
 
     @property
     def tumbling(self) -> bool:

@@ -203,7 +203,7 @@ class AggregatePlan(GroupBuffer):
     @property
     def side(self) -> int:
         """The input whose event time the windows are of (its index in the query's sides)."""
-        alias = self.window.time.split(".", 1)[0].strip("`").lower()
+        alias = self.window.source[0]
         return next(i for i, s in enumerate(self.query.sides) if s.alias.lower() == alias)
 
     def join_query(self) -> Query:
@@ -223,7 +223,7 @@ def plan_aggregate(query: Query, lag: int | None, source: str = "<string>") -> A
     assert agg is not None
     window = agg.window
     columns = columns_read(agg, query.select)
-    alias = window.time.split(".", 1)[0].strip("`").lower()
+    alias = window.source[0]
     side = next(s for s in query.sides if s.alias.lower() == alias)
     meaning = query.signature
     plan = AggregatePlan(query.name, agg, query.select, columns, 0, meaning, side.stream, query)

@@ -34,7 +34,7 @@ if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from streamjoin.model import Job, Query
-    from streamjoin.plan.classify import PredicateParts
+    from streamjoin.plan.parts import PredicateParts
     from streamjoin.plan.probeorder import Target
 
 MAX_MIR = 2

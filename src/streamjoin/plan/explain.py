@@ -7,7 +7,6 @@ import typing as t
 from streamjoin.model.aggregate import POINT_US, EventWindow, TopN
 from streamjoin.optimizer.sharing import cost
 from streamjoin.plan.multiway import MultiwayPlan, core_groups
-from streamjoin.plan.retention import column_expiry
 from streamjoin.plan.shared import candidate
 from streamjoin.plan.shared_multiway import multiway_candidate
 
@@ -58,7 +57,7 @@ def _query_lines(qp: QueryPlan) -> list[str]:
         ),
         "    residual:      " + (" AND ".join(parts.residual) or "none"),
     ]
-    for side, bound in zip((a, b), column_expiry(qp), strict=True):
+    for side, bound in zip((a, b), qp.expiry, strict=True):
         if bound is not None:
             lines.append(
                 f"    expiry:        {side.alias}'s rows leave the join's index once the "

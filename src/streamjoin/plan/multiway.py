@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from streamjoin.plan.classify import PredicateParts, classify_predicate, conjuncts
+from streamjoin.plan.classify import classify_predicate, conjuncts
+from streamjoin.plan.parts import PredicateParts
 from streamjoin.plan.probeorder import (
     Conjunct,
     ProbeOrder,

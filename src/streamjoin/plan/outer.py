@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.model import Job, OuterJoin, Query
-from streamjoin.plan.classify import Band, TimeWindow, classify_predicate
+from streamjoin.plan.classify import classify_predicate
+from streamjoin.plan.parts import Band, TimeWindow
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +110,7 @@ def plan_outer(job: Job, query: Query) -> OuterPlan:
         raise UnsupportedError(msg, line=query.line, col=1, text=text, source=job.source)
     agg = query.windowed
     if agg is not None:
-        alias = agg.window.time.split(".", 1)[0].strip("`").lower()
+        alias = agg.window.source[0]
         index = 0 if alias == query.left.alias.lower() else 1
         if outer.kind == "full" or not outer.preserves(index):
             msg = (

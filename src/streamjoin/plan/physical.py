@@ -22,17 +22,24 @@ from __future__ import annotations
 import typing as t
 from dataclasses import dataclass, replace
 
-from streamjoin.errors import UnsupportedError
 from streamjoin.optimizer.sharing import Candidate, group_all
 from streamjoin.plan.aggregate import AggregatePlan, GroupBuffer, plan_aggregate
 from streamjoin.plan.clash import ClashPlan, plan_clash
-from streamjoin.plan.classify import Band, PredicateParts, classify_predicate
+from streamjoin.plan.classify import classify_predicate
 from streamjoin.plan.groups import GroupQueryPlan, plan_group_query
 from streamjoin.plan.micros import micros_predicate
 from streamjoin.plan.multiway import MultiwayPlan, pair_parts, plan_multiway
+from streamjoin.plan.options import check_multiway_options, check_two_way_options
 from streamjoin.plan.outer import OuterPlan, plan_outer
+from streamjoin.plan.parts import Band, ColumnBound, PredicateParts
 from streamjoin.plan.querybits import numeric_columns
-from streamjoin.plan.retention import column_lag, loosest, query_retention, side_retention
+from streamjoin.plan.retention import (
+    column_expiry,
+    column_lag,
+    loosest,
+    query_retention,
+    side_retention,
+)
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
@@ -64,6 +71,8 @@ class QueryPlan:
     spark_predicate: str = ""
     """The predicate as the joins run it: the same truth values, its timestamp arithmetic in
     microseconds where that is exact (`plan.micros`)."""
+    expiry: tuple[ColumnBound | None, ColumnBound | None] = (None, None)
+    """Per side, the column its rows leave the join's index by (`retention.column_expiry`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +203,7 @@ def plan_job(
     for q in job.queries:
         check_shedding(job, q)
     for q in many:
-        _check_multiway_options(job, q)
+        check_multiway_options(job, q)
     candidates = {c.name: c for c in sharing_candidates(job, queries)}
     if groups is None:
         groups = group_all(list(candidates.values()))
@@ -314,24 +323,12 @@ def window_lag(job: Job, query: Query) -> int | None:
     agg = query.windowed
     assert agg is not None
     lags = side_lags(job, query)
-    alias, column = (p.strip("`").lower() for p in agg.window.time.split(".", 1))
+    alias = agg.window.source[0]
     side = next(i for i, s in enumerate(query.sides) if s.alias.lower() == alias)
-    if (job.stream(query.sides[side].stream).event_time or "").lower() == column:
+    if agg.window.by_event_time(job.stream(query.sides[side].stream)):
         return lags[side]
     times = tuple(job.stream(s.stream).event_time for s in query.sides)
     return column_lag(query, side, times, lags, job.source)
-
-
-def _check_multiway_options(job: Job, q: Query) -> None:
-    forced = q.option("partitioning", "auto")
-    if forced not in ("auto", "hash"):
-        msg = (
-            f"query {q.name}: partitioning '{forced}' is for two-way joins; a join of "
-            f"{len(q.sides)} inputs runs by probe orders (leave partitioning out)"
-        )
-        raise UnsupportedError(
-            msg, line=q.line, col=1, text=f"partitioning = '{forced}'", source=job.source
-        )
 
 
 def _plan_query(job: Job, q: Query) -> QueryPlan:
@@ -362,15 +359,7 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
         strategy, band = "band", window.band(*times)
     else:
         strategy = "nested-loop"
-    _check_partitioning(job, q, parts, band)
-    if q.option("time_buckets", "auto") == "true" and time_band is None:
-        msg = (
-            f"query {q.name}: time_buckets = true needs an equality key and an event-time window "
-            "bounded on both sides, and no value band (which is bucketed already)"
-        )
-        raise UnsupportedError(
-            msg, line=q.line, col=1, text="time_buckets = 'true'", source=job.source
-        )
+    check_two_way_options(job, q, parts, band, time_band)
     timestamps = [
         f"{side.alias}.{c.name}"
         for side, stream in ((q.left, left), (q.right, right))
@@ -378,25 +367,7 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
         if c.type.name == "TIMESTAMP"
     ]
     spark_predicate = micros_predicate(q.predicate, timestamps)
-    return QueryPlan(
+    qp = QueryPlan(
         q, parts, strategy, band, left.event_time, right.event_time, time_band, spark_predicate
     )
-
-
-def _check_partitioning(job: Job, q: Query, parts: PredicateParts, band: Band | None) -> None:
-    """A forced scheme must fit the predicate: hash routing needs an equality key, range
-    routing a band (content-insensitive schemes fit any predicate)."""
-    forced = q.option("partitioning", "auto")
-    need = None
-    if forced in ("hash", "contrand") and not parts.equi:
-        need = "an equality conjunct (a.x = b.y) to hash on"
-    elif forced == "range" and band is None:
-        need = "a band (abs(a.x - b.y) <= c, a BETWEEN, or an event-time window)"
-    if need is not None:
-        msg = (
-            f"query {q.name}: partitioning '{forced}' needs {need}; "
-            "use 'matrix' or 'biclique', which fit any predicate"
-        )
-        raise UnsupportedError(
-            msg, line=q.line, col=1, text=f"partitioning = '{forced}'", source=job.source
-        )
+    return replace(qp, expiry=column_expiry(qp, timestamps))

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from streamjoin.plan.classify import Band
+from streamjoin.plan.parts import Band
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan.classify import PredicateParts
+    from streamjoin.plan.parts import PredicateParts
 
 Method = t.Literal["hash", "band", "nested-loop"]
 """How one probe step finds its candidates."""

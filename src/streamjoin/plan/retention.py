@@ -11,7 +11,7 @@ from streamjoin.plan.multiway import MultiwayPlan
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Query
-    from streamjoin.plan.classify import ColumnBound
+    from streamjoin.plan.parts import ColumnBound
     from streamjoin.plan.physical import QueryPlan
 
 
@@ -45,17 +45,25 @@ def loosest(keeps: list[int | None]) -> int | None:
     return None if any(k is None for k in keeps) else max(t.cast("list[int]", keeps))
 
 
-def column_expiry(plan: QueryPlan) -> tuple[ColumnBound | None, ColumnBound | None]:
-    """Per side of an inner two-way join: the column its rows expire by where the event-time
-    window leaves them unbounded (`side_retention` None) but a column of theirs bounds the
-    other side's event time (``b.ts <= a.expires``, `plan.classify.ColumnBound`): a row can
-    meet no row still to come once the watermark passes its ``column + offset``. Its stream
-    keeps it (no event-time bound), but the join's index need not."""
+def column_expiry(
+    plan: QueryPlan, timestamps: t.Collection[str]
+) -> tuple[ColumnBound | None, ColumnBound | None]:
+    """Per side of an inner two-way join: the TIMESTAMP column (of `timestamps`, qualified) its
+    rows expire by where the event-time window leaves them unbounded (`side_retention` None)
+    but a column of theirs bounds the other side's event time (``b.ts <= a.expires``,
+    `plan.parts.ColumnBound`): a row can meet no row still to come once the watermark passes
+    its ``column + offset``. Its stream keeps it (no event-time bound), but the join's index
+    need not (`QueryPlan.expiry`)."""
     if plan.query.outer is not None:
         return None, None
+    stamped = {c.replace("`", "").lower() for c in timestamps}
     out: list[ColumnBound | None] = []
     for side, keep in enumerate(side_retention(plan)):
-        bounds = [b for b in plan.parts.bounds if b.side == side]
+        bounds = [
+            b
+            for b in plan.parts.bounds
+            if b.side == side and b.column.replace("`", "").lower() in stamped
+        ]
         out.append(min(bounds, key=lambda b: b.offset_us) if keep is None and bounds else None)
     return out[0], out[1]
 

@@ -9,8 +9,9 @@ import pytest
 from streamjoin.errors import JobError, UnsupportedError
 from streamjoin.model import Aggregation, EventWindow, TopN
 from streamjoin.model.aggregate import POINT_US
-from streamjoin.plan.classify import ColumnBound, classify_predicate
+from streamjoin.plan.classify import classify_predicate
 from streamjoin.plan.explain import explain_plan
+from streamjoin.plan.parts import ColumnBound
 from streamjoin.plan.physical import plan_job, window_lag
 from streamjoin.sql import parse_job
 

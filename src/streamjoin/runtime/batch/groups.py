@@ -159,8 +159,7 @@ def _first_open(plan: JobPlan, ap: GroupBuffer, prev: Manifest) -> int | None:
     seen, mark = prev.stream_wm.get(stream.name), stream.watermark
     if seen is None or mark is None:
         return None
-    column = ap.window.time.split(".", 1)[1].strip("`").lower()
-    if column != (stream.event_time or "").lower():
+    if not ap.window.by_event_time(stream):
         # (Groups per row closed by a column, `sql.rowgroups`: a row read before the query
         # has its groups anywhere in that column, and pairs the query never saw.)
         msg = (

@@ -6,13 +6,11 @@ from __future__ import annotations
 import itertools
 import typing as t
 
-from streamjoin.plan.retention import column_expiry
 from streamjoin.runtime.batch.joins import Side, bucket_range
 from streamjoin.runtime.routing.router import key_types, key_types_of
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import Band, JobPlan, QueryPlan, StreamPlan
-    from streamjoin.plan.classify import ColumnBound
     from streamjoin.runtime.batch.context import BatchContext
 
 
@@ -33,11 +31,10 @@ def input_parts(
     sides = ((q.left.alias, left, qp.left_time), (q.right.alias, right, qp.right_time))
     # (An OR of equalities: a copy of each row a table, one table an equality.)
     tables = tuple(range(len(qp.parts.ors))) if ored(qp) else (None,)
-    expiry = expiry_bounds(ctx, qp)
     for (i, (alias, rel, time)), tab in itertools.product(enumerate(sides), tables):
         key, extra, places = lookup_sql(ctx, qp, i, tab)
         ts = f"unix_micros({alias}.`{time}`)" if time is not None else "CAST(NULL AS BIGINT)"
-        if (bound := expiry[i]) is not None:
+        if (bound := qp.expiry[i]) is not None:
             # (The index's time: when the row expires; with no end it meets no row: the least.)
             ts = f"coalesce(unix_micros({bound.column}) + {bound.offset_us}, {_NO_END})"
         row = f"struct({alias}.*)"
@@ -265,22 +262,10 @@ def least_times(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | Non
 def index_least(ctx: BatchContext, qp: QueryPlan) -> tuple[int | None, int | None]:
     """The least index time (`input_parts`' ``_sj_ts``) a left and a right row of `qp`'s
     index needs to meet the batch's rows: `least_times`, but W for a side whose rows expire by
-    a column (`expiry_bounds`: their index time is ``column + offset``)."""
-    expiry = expiry_bounds(ctx, qp)
+    a column (`QueryPlan.expiry`: their index time is ``column + offset``)."""
     lo, hi = least_times(ctx, qp)
-    wm = ctx.watermark
-    return (wm if expiry[0] else lo), (wm if expiry[1] else hi)
-
-
-def expiry_bounds(ctx: BatchContext, qp: QueryPlan) -> tuple[ColumnBound | None, ...]:
-    """Per side, the TIMESTAMP column its index rows expire by (`plan.column_expiry`)."""
-    streams = (ctx.plan.stream(qp.query.left.stream), ctx.plan.stream(qp.query.right.stream))
-    out: list[ColumnBound | None] = []
-    for sp, bound in zip(streams, column_expiry(qp), strict=True):
-        name = None if bound is None else bound.column.split(".", 1)[1].strip("`")
-        col = None if name is None else sp.stream.column(name)
-        out.append(bound if col is not None and col.type.name == "TIMESTAMP" else None)
-    return tuple(out)
+    wm, (left, right) = ctx.watermark, qp.expiry
+    return (lo if left is None else wm), (hi if right is None else wm)
 
 
 def serves_every_join(plan: JobPlan, chained: bool) -> bool:

@@ -44,7 +44,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.model import StreamDef
     from streamjoin.plan import Band, JobPlan, QueryPlan
-    from streamjoin.plan.classify import EquiKey
+    from streamjoin.plan.parts import EquiKey
     from streamjoin.runtime.batch.joins import Side
     from streamjoin.runtime.state.manifest import Manifest
     from streamjoin.runtime.state.nextmanifest import StreamStats

@@ -355,10 +355,9 @@ def _closed_by_column(job: Job, query: Query) -> str | None:
     event time (`sql.rowgroups`); None for any other query."""
     if query.windowed is None:
         return None
-    alias, column = query.windowed.window.time.split(".", 1)
-    side = next(s for s in query.sides if s.alias.lower() == alias.strip("`").lower())
-    time = job.stream(side.stream).event_time or ""
-    return None if column.strip("`").lower() == time.lower() else query.windowed.window.time
+    window = query.windowed.window
+    side = next(s for s in query.sides if s.alias.lower() == window.source[0])
+    return None if window.by_event_time(job.stream(side.stream)) else window.time
 
 
 def _rates(plan: JobPlan, last: Manifest) -> dict[str, float]:
