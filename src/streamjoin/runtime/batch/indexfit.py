@@ -26,15 +26,14 @@ planned once, where over several tasks each level's input and output are planned
 ran 25-28 % faster in one task (three alternating pairs)."""
 
 
-def one_task(ctx: BatchContext, *streams: StreamPlan, most: int | None = None) -> bool:
+def one_task(ctx: BatchContext, *streams: StreamPlan, most: int = ONE_TASK_ROWS) -> bool:
     """Whether the batch's rows of `streams` (a join's two sides; or every stream, which a probe
     of the batch's own rows reads) are few enough, by their files' footers, for one task: at
-    most `most` (default `ONE_TASK_ROWS`)."""
+    most `most`."""
     rows = ctx.delta_rows
     if any(sp.name not in rows for sp in streams):
         return False
-    bound = ONE_TASK_ROWS if most is None else most
-    return sum(rows[sp.name] for sp in streams) <= bound  # (a self-join's rows: twice)
+    return sum(rows[sp.name] for sp in streams) <= most  # (a self-join's rows: twice)
 
 
 def partitions(ctx: BatchContext, qp: QueryPlan) -> int:
