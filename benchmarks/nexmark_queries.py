@@ -67,6 +67,28 @@ class NexmarkQuery:
         return text
 
 
+_Q7 = """SELECT B.auction, B.bidder, B.price, B.dateTime, B.extra
+from bid B
+JOIN (
+  SELECT MAX(price) AS maxprice, window_end as dateTime
+  FROM TABLE(
+          TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY window_start, window_end
+) B1
+ON B.price = B1.maxprice
+WHERE B.dateTime BETWEEN B1.dateTime  - INTERVAL '10' SECOND AND B1.dateTime"""
+
+# DuckDB has no TUMBLE: its time_bucket gives the same 10 s windows (aligned to the epoch).
+_Q7_DUCKDB = """SELECT B.auction, B.bidder, B.price, B.dateTime, B.extra
+FROM bid B
+JOIN (
+  SELECT MAX(price) AS maxprice,
+         time_bucket(INTERVAL '10 seconds', dateTime) + INTERVAL '10 seconds' AS dateTime
+  FROM bid GROUP BY time_bucket(INTERVAL '10 seconds', dateTime)
+) B1
+ON B.price = B1.maxprice
+WHERE B.dateTime BETWEEN B1.dateTime - INTERVAL '10 seconds' AND B1.dateTime"""
+
 _Q3 = """SELECT
     P.name, P.city, P.state, A.id
 FROM
@@ -162,6 +184,7 @@ QUERIES: dict[str, NexmarkQuery] = {
             ),
             latest_by=("id",),
         ),
+        NexmarkQuery("q7", ("bid",), _Q7, final=True, duckdb=_Q7_DUCKDB),
         NexmarkQuery("q8", ("person", "auction"), _Q8, final=True, duckdb=_Q8_DUCKDB),
         NexmarkQuery(
             "q9",
@@ -191,7 +214,7 @@ QUERIES: dict[str, NexmarkQuery] = {
         ),
     )
 }
-"""The queries the harness runs: every join query of the issue (q3, q4, q8, q9, q20)."""
+"""The queries the harness runs: every join query of the issue (q3, q4, q7, q8, q9, q20)."""
 
 NOT_RUN: dict[str, str] = {}
 

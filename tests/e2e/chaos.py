@@ -42,6 +42,8 @@ from tests.spark.streams import make_batches, stream_ddl
 if t.TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from streamjoin.model import GroupQuery, Query
+
     Batches = Sequence[Mapping[str, Sequence[Mapping[str, object]]]]
 
 STREAMS = ("A", "B", "C")
@@ -76,6 +78,13 @@ QUERIES: dict[str, tuple[str, str]] = {
     "perrow": (
         "c.id AS i1, count(*) AS i2, max(a.x) AS i3",
         "A a JOIN C c ON a.k = c.k AND a.ts BETWEEN c.ts AND c.e GROUP BY c.id",
+    ),
+    # (B's rows joined with A's groups per window: those under their key's highest x.)
+    "withgroups": (
+        "b.id AS i1, b.k AS i2, g.hx AS i3",
+        "B b JOIN (SELECT k, max(x) AS hx, window_end AS w FROM TABLE(TUMBLE(TABLE A, "
+        "DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY k, window_start, window_end) g "
+        "ON b.k = g.k AND b.x <= g.hx WHERE b.ts BETWEEN g.w - INTERVAL '3' SECOND AND g.w",
     ),
     "threeway": (
         "a.id AS i1, b.id AS i2, c.id AS i3",
@@ -383,7 +392,8 @@ def check_exact(root: Path, job: Path, batches: Batches) -> dict[str, int]:
     dead = [p for p in (root / "ckpt" / "deadletter").rglob("part-*") if p.stat().st_size]
     assert not dead, f"rows went to the dead letters: {dead[:3]}"
     rows = {}
-    for q in parsed.queries:
+    queries: list[Query | GroupQuery] = [*parsed.queries, *parsed.group_queries]
+    for q in queries:
         got = Counter(normalize(read_json_rows(root / "out" / q.sink, COLUMNS)))
         want = Counter(normalize(expected.outputs[q.name]))
         assert want, f"{q.sink} has no result to check"

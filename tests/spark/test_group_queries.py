@@ -1,7 +1,7 @@
 """Queries over windowed groups of single streams on Spark against the reference: one stream's
-groups (Spark's window() and Flink's TUMBLE/HOP), and two streams' groups joined on their window
-(Nexmark q8's shape), each emitted in the batch the reference says, across a restart that
-replays a batch, and a final run."""
+groups (Spark's window() and Flink's TUMBLE/HOP), two streams' groups joined on their window
+(Nexmark q8's shape), and a stream's rows joined with groups (Nexmark q7's shape), each emitted
+in the batch the reference says, across a restart that replays a batch, and a final run."""
 
 from __future__ import annotations
 
@@ -73,6 +73,38 @@ def window_join(draw: st.DrawFn) -> tuple[str, list[str]]:
     return sql, ["ka", "kb", "na", "nb", "w"]
 
 
+@st.composite
+def rows_join(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A stream's rows joined with A's groups per tumbling window (q7's shape): the rows whose
+    x is their window's highest, or above its key's mean, within bounds of the window."""
+    size = draw(SIZES)
+    stream = draw(st.sampled_from(["A", "B"]))
+    bound = draw(st.sampled_from(["start", "end"]))
+    keyed = draw(st.booleans())
+    # (Bounds of r.ts around the window's column: its own window, or wider, or shifted.)
+    lo, hi = {
+        "start": draw(st.sampled_from([(0, size), (-1, size + 1), (1, size)])),
+        "end": draw(st.sampled_from([(-size, 0), (-size - 1, 1), (-size, -1)])),
+    }[bound]
+
+    def at(off: int) -> str:
+        sign = "+" if off >= 0 else "-"
+        return f"g.w {sign} INTERVAL '{abs(off)}' SECOND"
+
+    tumble = f"TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '{size}' SECOND)"
+    keys = "k, " if keyed else ""
+    groups = (
+        f"(SELECT {keys}max(x) AS hx, avg(x) AS ax, window_{bound} AS w FROM TABLE({tumble}) "
+        f"GROUP BY {keys}window_start, window_end) g"
+    )
+    on = "r.k = g.k AND r.x >= g.ax" if keyed else "r.x = g.hx"
+    sql = (
+        f"INSERT INTO g SELECT r.id AS id, r.x AS x, g.w AS w FROM {stream} r JOIN {groups} "
+        f"ON {on} WHERE r.ts BETWEEN {at(lo)} AND {at(hi)};"
+    )
+    return sql, ["id", "x", "w"]
+
+
 def _run(
     spark: SparkSession,
     tmp: t.Any,
@@ -84,6 +116,7 @@ def _run(
     sink = f"CREATE SINK g WITH (format = 'parquet', path = '{tmp / 'g'}');"
     job = parse_job("\n".join([stream_ddl("A"), stream_ddl("B"), sink, insert]))
     assert job.group_queries and not job.queries
+    Engine(spark).validate(job)  # (what a run checks first: Spark analyses the query's SQL)
     batches = make_batches(seed, n_batches=5, rows_per_batch=10, keys=3)
     replay_and_check(spark, job, batches, tmp / "ckpt", columns, final=final)
 
@@ -110,6 +143,18 @@ def test_two_streams_groups_joined_on_their_window_match_the_reference(
     final: bool,
 ) -> None:
     _run(spark, tmp_path_factory.mktemp("join"), seed, query, final)
+
+
+@settings(max_examples=1, deadline=None, phases=NO_SHRINK)
+@given(seed=st.integers(0, 10_000), query=rows_join(), final=st.booleans())
+def test_a_streams_rows_joined_with_groups_match_the_reference(
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    query: tuple[str, list[str]],
+    final: bool,
+) -> None:
+    _run(spark, tmp_path_factory.mktemp("rows"), seed, query, final)
 
 
 def test_spark_checks_a_group_query_before_the_stream_starts(spark: SparkSession) -> None:

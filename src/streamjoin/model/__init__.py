@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamjoin.model.aggregate import Aggregation, EventWindow, TopN
-from streamjoin.model.groups import GroupQuery, StreamGroup
+from streamjoin.model.groups import GroupQuery, StreamGroup, StreamRows
 from streamjoin.model.job import (
     Column,
     Job,
@@ -31,6 +31,7 @@ __all__ = [
     "SqlType",
     "StreamDef",
     "StreamGroup",
+    "StreamRows",
     "TopN",
     "Watermark",
 ]

@@ -1,12 +1,14 @@
 """Queries over windowed groups of single streams, with no join before them: one stream's rows
 grouped per event-time window (``GROUP BY window(ts, ...)``, or Flink's ``TABLE(TUMBLE(...))``
-and ``HOP``), or a join of two such groups on their common window (Flink's window join,
-Nexmark q8's shape).
+and ``HOP``), a join of two such groups on their common window (Flink's window join,
+Nexmark q8's shape), or a stream's rows joined with such groups (Nexmark q7's shape).
 
 A group of one stream closes when the watermark passes its window's end: an on-time row has
 an event time at or above the watermark, so no later row falls into it. Two groups joined on
 the same window close in the same batch, and their join needs no state beyond the open windows'
-rows: every pair it can make is of groups of one window.
+rows: every pair it can make is of groups of one window. A stream's rows joined with groups
+pair with the groups of the windows their event time is bounded by (`plan.groups.RowsPlan`),
+and a pair is written when its group closes.
 """
 
 from __future__ import annotations
@@ -39,10 +41,22 @@ class StreamGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamRows:
+    """``FROM stream [AS alias] JOIN (SELECT ... GROUP BY window ...) g ON ...``: a stream's own
+    rows, each joined with the groups its ON condition pairs it with."""
+
+    alias: str
+    stream: str
+    time: str
+    """The stream's event-time column: the condition must bound it by the groups' window."""
+
+
+@dataclass(frozen=True, slots=True)
 class GroupQuery:
-    """``INSERT INTO sink`` one stream's groups, or two streams' groups joined: then `on` is
-    the join's condition and `select` the output, both over the groups' columns
-    (``alias.name``), and `on` matches the two groups' windows."""
+    """``INSERT INTO sink`` one stream's groups, two streams' groups joined, or a stream's rows
+    (`rows`) joined with one stream's groups: then `on` is the join's condition and `select`
+    the output, both over the groups' columns (``alias.name``) and the rows' (``alias.col``).
+    Two groups' `on` matches their windows."""
 
     name: str
     sink: str
@@ -50,10 +64,15 @@ class GroupQuery:
     select: tuple[SelectItem, ...]
     on: str | None = None
     line: int = 0
+    rows: StreamRows | None = None
 
     def __post_init__(self) -> None:
-        if len(self.inputs) not in (1, 2) or (len(self.inputs) == 2) != (self.on is not None):
-            msg = f"query {self.name!r}: one group, or two joined ON a condition"
+        joined = len(self.inputs) + (self.rows is not None)
+        if len(self.inputs) not in (1, 2) or joined > 2 or (joined == 2) != (self.on is not None):
+            msg = (
+                f"query {self.name!r}: one group, or two groups or a group and a stream's rows "
+                "joined ON a condition"
+            )
             raise ValueError(msg)
 
     @property
@@ -63,12 +82,13 @@ class GroupQuery:
 
     @property
     def streams(self) -> tuple[str, ...]:
-        """The streams the query reads, in its inputs' order."""
-        return tuple(g.stream for g in self.inputs)
+        """The streams the query reads: its groups' in their order, then its rows'."""
+        rows = () if self.rows is None else (self.rows.stream,)
+        return (*(g.stream for g in self.inputs), *rows)
 
     @property
     def signature(self) -> str:
         """A digest of what the query computes (not its sink): a changed query, kept under its
         name after an edit of the job file, starts its buffers afresh."""
-        text = repr((self.inputs, self.on, self.select))
+        text = repr((self.inputs, self.on, self.select) + ((self.rows,) if self.rows else ()))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

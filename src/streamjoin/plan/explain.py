@@ -222,12 +222,24 @@ def _group_query_lines(gp: GroupQueryPlan) -> list[str]:
             f"{', '.join(agg.keys) or 'none'}{having}",
             f"    -> SELECT {', '.join(f'{s.sql} AS {s.alias}' for s in g.select)}",
         ]
-    if q.on is not None:
+    rows, select = gp.rows, f"    -> SELECT {', '.join(f'{s.sql} AS {s.alias}' for s in q.select)}"
+    if q.rows is not None and rows is not None:
+        (g,) = q.inputs
+        span = f"[{_duration(rows.lo_us)}, {_duration(rows.hi_us)}]"
+        out += [
+            f"  then: stream {q.rows.stream} AS {q.rows.alias} JOIN {g.name}'s groups ON {q.on}, "
+            "in the batch that closes their window",
+            f"    a row pairs with the windows ending at e where {q.rows.alias}.{q.rows.time} - e "
+            f"in {span}: a window is emitted {_duration(rows.lag_us)} after its end, and "
+            f"{q.rows.stream} keeps its rows for {_duration(rows.retain_us)} behind the watermark",
+            select,
+        ]
+    elif q.on is not None:
         a, b = q.inputs
         out += [
             f"  then: {a.name}'s groups JOIN {b.name}'s ON {q.on}, in the batch that closes "
             "their window (the condition matches the windows: no state beyond them)",
-            f"    -> SELECT {', '.join(f'{s.sql} AS {s.alias}' for s in q.select)}",
+            select,
         ]
     out.append(
         "  a window is emitted once, when the watermark passes its end; state: the buffered "

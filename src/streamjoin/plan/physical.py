@@ -227,9 +227,12 @@ def plan_job(
     for op in outers:
         for stream, keep in op.retention().items():
             retain[stream].append(keep)
-    for g in job.group_queries:
-        for stream in g.streams:  # (its rows wait in the query's buffer, not in the state)
-            retain[stream].append(0)
+    group_queries = tuple(plan_group_query(g) for g in job.group_queries)
+    for gp in group_queries:
+        for group in gp.query.inputs:  # (its rows wait in the query's buffer, not in the state)
+            retain[group.stream].append(0)
+        if gp.query.rows is not None and gp.rows is not None:  # (they wait in the state)
+            retain[gp.query.rows.stream].append(gp.rows.retain_us)
     streams = []
     for index, s in enumerate(active):
         streams.append(StreamPlan(s, index, loosest(retain[s.name])))
@@ -239,7 +242,6 @@ def plan_job(
     )
     two_way = {qp.query.name: qp for qp in queries}
     shared = tuple(_plan_shared(job, [two_way[n] for n in g]) for g in valid if g[0] not in by_name)
-    group_queries = tuple(plan_group_query(g) for g in job.group_queries)
     return JobPlan(
         job,
         tuple(streams),

@@ -6,7 +6,10 @@ force.
    which ``W >= e``). A query of one input outputs its groups. A query joining two inputs pairs
    every group of one with every group of the other and keeps the pairs its ON condition holds
    for; a pair arrives in its groups' batch (checked: both groups arrive in the same one, as
-   the condition matches their windows).
+   the condition matches their windows). A query joining a stream's rows with one input's
+   groups pairs every group with every on-time row of the stream and keeps the pairs its ON
+   condition holds for; a pair arrives in its group's batch (checked: the row arrived by
+   then, as the condition bounds its event time by the group's window).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ def group_query_results(
                 continue
             buffered.append((tuple(row[n] for n in names), batch))
         outputs.append(aggregate_results(buffer, buffered, watermarks, final))
+    if query.rows is not None:
+        return _rows_joined(query, outputs[0], rows, arrived)
     if len(outputs) == 1:
         return outputs[0]
     a, b = query.inputs
@@ -61,6 +66,31 @@ def group_query_results(
                 msg = f"groups of one pair emitted in batches {left_batch} and {right_batch}"
                 raise AssertionError(msg)
             joined.append((tuple(f(env) for f in items), left_batch))
+    return joined
+
+
+def _rows_joined(
+    query: GroupQuery,
+    groups: Sequence[tuple[tuple[object, ...], int]],
+    rows: Mapping[str, Rows],
+    arrived: Mapping[str, Sequence[int]],
+) -> list[tuple[tuple[object, ...], int]]:
+    """`query`'s pairs of its one input's groups (each with its batch) and its stream's rows."""
+    assert query.rows is not None and query.on is not None
+    (g,), mine = query.inputs, query.rows
+    on = compile_expression(query.on)
+    items = [compile_expression(s.sql) for s in query.select]
+    joined = []
+    for values, batch in groups:
+        named = _named(g.select, values)
+        for row, row_batch in zip(rows[mine.stream], arrived[mine.stream], strict=True):
+            env = {g.name: named, mine.alias: row}
+            if on(env) is not True:
+                continue
+            if row_batch > batch:
+                msg = f"a group emitted in batch {batch} pairs with a row of batch {row_batch}"
+                raise AssertionError(msg)
+            joined.append((tuple(f(env) for f in items), batch))
     return joined
 
 

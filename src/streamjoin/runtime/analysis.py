@@ -79,11 +79,13 @@ def _analyse(spark: SparkSession, sql: str, name: str, q: Query | GroupQuery, so
 
 def _group_query_sql(job: Job, gp: GroupQueryPlan) -> str:
     """A group query's SQL over empty inputs: each input's buffered rows, their groups, then
-    the query's rows."""
+    the query's rows (with its stream's, when it joins them)."""
     groups = []
     for i, group in enumerate(gp.query.inputs):
         rows = gp.rows_sql(i, f"({empty_relation(job.stream(group.stream))})")
         grouped = gp.inputs[i].group_sql(f"({rows})", None, None)
         items = ", ".join(f"`{i.alias}`" for i in group.select)  # (not the window's end)
         groups.append(f"(SELECT {items} FROM ({grouped}))")
-    return gp.output_sql(tuple(groups))
+    mine = gp.query.rows
+    stream = None if mine is None else f"({empty_relation(job.stream(mine.stream))})"
+    return gp.output_sql(tuple(groups), stream)

@@ -1,6 +1,7 @@
 """Queries over windowed groups of single streams (`model.groups`): ``SELECT ... FROM s [WHERE
-...] GROUP BY window(...), keys``, in Spark's form or Flink's ``TABLE(TUMBLE(...))``, and the
-join of two such subqueries on their window (Nexmark q8's shape)."""
+...] GROUP BY window(...), keys``, in Spark's form or Flink's ``TABLE(TUMBLE(...))``, the
+join of two such subqueries on their window (Nexmark q8's shape), and a stream joined with one
+(Nexmark q7's)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from sqlglot import exp
 from sqlglot.tokenizer_core import Token
 
-from streamjoin.model import GroupQuery, SelectItem, StreamDef, StreamGroup
-from streamjoin.model.aggregate import WINDOW
+from streamjoin.errors import UnsupportedError
+from streamjoin.model import GroupQuery, SelectItem, StreamDef, StreamGroup, StreamRows
 from streamjoin.plan.classify import conjuncts
+from streamjoin.plan.groups import rows_plan, window_bound
 from streamjoin.sql.aggregate import parse_aggregation
 from streamjoin.sql.dialect import SPAN_KEY, node_error, span
 from streamjoin.sql.positions import Statement
@@ -26,7 +28,8 @@ _JOIN_USAGE = (
 
 
 def is_group_query(select: exp.Select) -> bool:
-    """Whether `select` groups one stream (no join), or joins two grouped subqueries."""
+    """Whether `select` groups one stream (no join), or joins a grouped subquery with another
+    or with a stream."""
     from_ = select.args.get("from_")
     if from_ is None:
         return False
@@ -34,7 +37,10 @@ def is_group_query(select: exp.Select) -> bool:
     if not joins:
         return select.args.get("group") is not None and isinstance(from_.this, exp.Table)
     relations = [from_.this, *(j.this for j in joins)]
-    return all(_grouped(r) for r in relations)
+    grouped = [_grouped(r) for r in relations]
+    return any(grouped) and all(
+        g or isinstance(r, exp.Table) for r, g in zip(relations, grouped, strict=True)
+    )
 
 
 def parse_group_query(
@@ -67,19 +73,22 @@ def parse_group_query(
         if value and arg not in ("expressions", "from_", "joins", "where"):
             msg = f"the outer SELECT of a join of grouped streams picks and filters: {_JOIN_USAGE}"
             raise node_error(stmt, select, msg, unsupported=True)
-    subqueries = [select.args["from_"].this, join.this]
-    groups = []
-    for sub in subqueries:
+    relations = [select.args["from_"].this, join.this]
+    groups, rows = [], None
+    for sub in relations:
+        if not _grouped(sub):
+            rows = _stream_rows(stmt, sub, streams)
+            continue
         if not sub.alias:
             raise node_error(stmt, sub, "name the grouped subquery: (SELECT ...) AS a")
         groups.append(_stream_group(stmt, tokens, sub.this, streams, tvfs, sub.alias))
-    a, b = groups
-    if a.name.lower() == b.name.lower():
-        raise node_error(stmt, join.this, f"two inputs are called {a.name!r}; alias one")
+    names = [g.name for g in groups] + ([rows[0]] if rows else [])
+    if names[0].lower() == names[1].lower():
+        raise node_error(stmt, join.this, f"two inputs are called {names[0]!r}; alias one")
     conditions = [c for c in (join.args.get("on"), _where(select)) if c is not None]
     if not conditions:
         raise node_error(stmt, join, f"the join needs an ON condition: {_JOIN_USAGE}")
-    named = [(g.name, g.select) for g in groups]
+    named = [(g.name, g.select) for g in groups] + ([rows[:2]] if rows else [])
     for node in [*conditions, *select.expressions]:
         for found in node.find_all(exp.AggFunc, exp.Window):
             msg = f"a join of grouped streams joins their groups' rows as they are: {_JOIN_USAGE}"
@@ -87,11 +96,41 @@ def parse_group_query(
     for condition in conditions:
         qualify_outputs(stmt, condition, named)
     on = exp.and_(*conditions)
-    _check_windows(stmt, on, a, b)
     for item in select.expressions:
         qualify_outputs(stmt, item, named)
     items = select_items(stmt, select)
-    return GroupQuery(name, sink, (a, b), items, on.sql(dialect="spark"), stmt.line)
+    if rows is None:
+        _check_windows(stmt, on, *groups)
+        return GroupQuery(name, sink, tuple(groups), items, on.sql(dialect="spark"), stmt.line)
+    query = GroupQuery(
+        name, sink, tuple(groups), items, on.sql(dialect="spark"), stmt.line, rows[2]
+    )
+    try:
+        rows_plan(query)
+    except UnsupportedError as e:
+        raise node_error(stmt, on, e.message, unsupported=True) from None
+    return query
+
+
+def _stream_rows(
+    stmt: Statement, relation: exp.Expr, streams: Sequence[StreamDef]
+) -> tuple[str, list[SelectItem], StreamRows]:
+    """A stream joined with groups: its alias, its columns as the query's inputs list them,
+    and the `StreamRows`.
+
+    Raises:
+        JobError: an unknown stream, or one without an event time.
+    """
+    side = stream_side(stmt, relation, streams)
+    mark = side.stream.watermark
+    if mark is None:
+        msg = (
+            f"stream {side.stream.name!r} joins groups by its event time, and declares none "
+            "(WATERMARK FOR ...)"
+        )
+        raise node_error(stmt, relation, msg)
+    columns = [SelectItem(f"{side.alias}.{c.name}", c.name) for c in side.stream.columns]
+    return side.alias, columns, StreamRows(side.alias, side.stream.name, mark.column)
 
 
 def _grouped(relation: exp.Expr) -> bool:
@@ -199,9 +238,8 @@ def _check_windows(stmt: Statement, on: exp.Expr, a: StreamGroup, b: StreamGroup
 
 def _bounds(group: StreamGroup) -> dict[str, str]:
     """The group's output columns that are its window's start or end, and which."""
-    out = {}
-    for item in group.select:
-        for bound in ("start", "end"):
-            if item.sql.lower() in (f"{WINDOW}.{bound}", f"`{WINDOW}`.`{bound}`"):
-                out[item.alias.lower()] = bound
-    return out
+    return {
+        item.alias.lower(): bound
+        for item in group.select
+        if (bound := window_bound(item.sql)) is not None
+    }

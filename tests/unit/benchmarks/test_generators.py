@@ -169,6 +169,10 @@ def test_nexmark_jobs_parse_and_plan(query: str) -> None:
         (groups,) = job.group_queries
         assert [g.aggregation.window.size_us for g in groups.inputs] == [10_000_000] * 2
         return
+    if query == "q7":  # bids joined with their 10 s window's highest price
+        (gp,) = plan_job(job).group_queries
+        assert gp.rows is not None and (gp.rows.lo_us, gp.rows.hi_us) == (-10_000_000, 0)
+        return
     plan = plan_job(job).queries[0]
     assert plan.strategy == "hash"
     window = plan.parts.window
@@ -183,7 +187,7 @@ def test_nexmark_jobs_parse_and_plan(query: str) -> None:
 
 
 def test_nexmark_unknown_query_names_the_queries_run() -> None:
-    with pytest.raises(ValueError, match=r"unknown Nexmark query 'q99'.*q3, q4, q8, q9, q20"):
+    with pytest.raises(ValueError, match=r"unknown Nexmark query 'q99'.*q3, q4, q7, q8, q9, q20"):
         nexmark_query("q99")
 
 

@@ -41,3 +41,23 @@ def test_groups_per_row_closed_by_a_column_cannot_start_in_a_run_that_read_rows(
     assert _closed_by_column(job, job.queries[0]) == "A.expires"
     grouped = parse_job(STREAMS + f"INSERT INTO s SELECT count(*) AS n {JOIN}GROUP BY b.ts;")
     assert _closed_by_column(grouped, grouped.queries[0]) is None
+
+
+def test_a_streams_rows_joined_with_groups_start_once_no_row_they_pair_with_was_missed() -> None:
+    """B's rows pair with A's 10 s windows ending up to 20 s after them: rows B read before the
+    query (up to 62 s) were not kept for it, so its first whole window ends after 82 s."""
+    query = (
+        "INSERT INTO s SELECT b.id AS id FROM B b JOIN (SELECT max(x) AS hx, window_end AS w "
+        "FROM TABLE(TUMBLE(TABLE A, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+        "GROUP BY window_start, window_end) g ON b.x = g.hx "
+        "WHERE b.ts BETWEEN g.w - INTERVAL '20' SECOND AND g.w;"
+    )
+    plan = plan_job(parse_job(STREAMS + query))
+    (gp,) = plan.group_queries
+    (ap,) = gp.inputs
+    assert _first_open(plan, ap, Manifest()) is None
+    # (A alone: windows starting after its newest event time, 51 s.)
+    seen = Manifest(batch=3, stream_wm={"A": 50_000_000}, global_wm=50_000_000)
+    assert _first_open(plan, ap, seen) == 61_000_000
+    seen = Manifest(batch=3, stream_wm={"A": 50_000_000, "B": 61_000_000}, global_wm=50_000_000)
+    assert _first_open(plan, ap, seen) == 82_000_000

@@ -7,7 +7,14 @@ import dataclasses
 import typing as t
 
 from streamjoin.runtime.batch.context import Scratch
-from streamjoin.runtime.batch.groups import Closing, buffer_rows, close_windows, group_outputs
+from streamjoin.runtime.batch.groups import (
+    Closing,
+    RowsOf,
+    buffer_rows,
+    close_windows,
+    group_outputs,
+    rows_reader,
+)
 from streamjoin.runtime.batch.outer import unmatched_frames
 from streamjoin.runtime.batch.rollup import roll_up
 from streamjoin.runtime.batch.sinks import write_frames
@@ -33,15 +40,17 @@ def close_batch_windows(
     watermark: int | None,
     reading: Reading,
     held: HeldGroups,
+    rows_of: RowsOf,
     *,
     final: bool = False,
 ) -> Closing:
     """Buffer the GROUP BY queries' new rows (out of `frames`) and aggregate the windows that
-    `watermark`, the one the batch leaves, closes (every window, when `final`)."""
+    `watermark`, the one the batch leaves, closes (every window, when `final`); a stream's
+    rows that a query joins with its groups are those `rows_of` gives."""
     spark, scratch, checkpoint, batch_id = reading
     units = buffer_rows(plan, frames, (spark, checkpoint, batch_id), held)
     closing = close_windows(plan, prev, units, watermark, reading, held, final=final)
-    group_outputs(plan, closing, scratch, spark, batch_id)
+    group_outputs(plan, closing, scratch, (spark, batch_id), rows_of)
     roll_up(plan, prev, closing, reading)
     return closing
 
@@ -68,7 +77,10 @@ def finish_input(
         unmatched = unmatched_frames(*args, prev.global_wm, final=True)
         frames = {name: [frame] for name, frame in unmatched.items()}
         reading = (spark, scratch, checkpoint, batch_id)
-        closing = close_batch_windows(plan, prev, frames, prev.global_wm, reading, held, final=True)
+        rows_of = rows_reader(spark, plan, prev, stores, None, scratch.views)
+        closing = close_batch_windows(
+            plan, prev, frames, prev.global_wm, reading, held, rows_of, final=True
+        )
         frames |= {name: [frame] for name, frame in closing.frames.items()}
         out = write_frames(plan.job, batch_id, tasks, frames)
         before = prev.totals

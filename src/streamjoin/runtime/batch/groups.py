@@ -24,6 +24,7 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.batch.heldgroups import HeldGroups
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.runtime.state.stores import StoreViews
 
 
 @dataclass
@@ -32,6 +33,8 @@ class Closing:
 
     frames: dict[str, DataFrame] = field(default_factory=dict)
     """Per query, the groups of the windows the batch closed (none: no window closed)."""
+    spans: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    """Per buffer in `frames`, the window ends it closed: ``(after, upto]`` (None: unbounded)."""
     states: dict[str, GroupState] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
     """Units whose windows have all been emitted (deleted once no replay needs them)."""
@@ -99,6 +102,7 @@ def close_windows(
         chosen = _overlapping(ap, units, after, upto)
         if chosen:
             out.frames[ap.name] = held.groups(spark, ap, chosen, (after, upto), checkpoint)
+            out.spans[ap.name] = (after, upto)
         closed = after if upto is None else upto
         live = [] if final else _overlapping(ap, units, closed, None)
         out.dropped += [u.path for u in units if u not in live]
@@ -134,11 +138,40 @@ def stream_rows(
     }
 
 
+RowsOf = t.Callable[[str, "int | None"], str]
+"""A relation (SQL text) of a stream's rows the batch knows, committed and its own, from an
+event time on (None: all it keeps)."""
+
+
+def rows_reader(
+    spark: SparkSession,
+    plan: JobPlan,
+    prev: Manifest,
+    stores: StoreViews,
+    deltas: Mapping[str, str] | None,
+    views: list[str],
+) -> RowsOf:
+    """What reads a stream's rows for the groups they join: its committed state (`prev`)
+    read from the units' files, and its rows of the batch (`deltas`; none in a last batch)."""
+
+    def rows_of(stream: str, least: int | None) -> str:
+        delta = None if deltas is None else deltas[stream]
+        return stores.state(spark, plan.stream(stream), prev, least, delta, views, cached=False)
+
+    return rows_of
+
+
 def group_outputs(
-    plan: JobPlan, closing: Closing, scratch: Scratch, spark: SparkSession, batch_id: int
+    plan: JobPlan,
+    closing: Closing,
+    scratch: Scratch,
+    reading: tuple[SparkSession, int],
+    rows_of: RowsOf,
 ) -> None:
     """Replace, in `closing.frames`, each group query's inputs' groups by the query's rows:
-    its one input's groups, or the join of its two inputs' (none while one has no group)."""
+    its one input's groups, the join of its two inputs', or its stream's rows joined with its
+    groups, from those `rows_of` gives (none while an input has no group)."""
+    spark, batch_id = reading
     for gq in plan.group_queries:
         parts = [closing.frames.pop(b.name, None) for b in gq.inputs]
         if any(p is None for p in parts):
@@ -147,7 +180,11 @@ def group_outputs(
             scratch.view(t.cast("DataFrame", p), f"sj_{view_tag(b.name, batch_id)}")
             for p, b in zip(parts, gq.inputs, strict=True)
         )
-        closing.frames[gq.name] = spark.sql(gq.output_sql(views))
+        rows = None
+        if gq.query.rows is not None and gq.rows is not None:
+            after, _ = closing.spans[gq.inputs[0].name]
+            rows = rows_of(gq.query.rows.stream, gq.rows.least(after))
+        closing.frames[gq.name] = spark.sql(gq.output_sql(views, rows))
 
 
 def _first_open(plan: JobPlan, ap: GroupBuffer, prev: Manifest) -> int | None:
@@ -169,4 +206,15 @@ def _first_open(plan: JobPlan, ap: GroupBuffer, prev: Manifest) -> int | None:
             "a new checkpoint"
         )
         raise StreamJoinError(msg)
-    return seen + mark.delay_us + ap.window.size_us
+    first = seen + mark.delay_us + ap.window.size_us
+    for gq in plan.group_queries:
+        mine = gq.query.rows
+        if ap not in gq.inputs or mine is None or gq.rows is None:
+            continue
+        # (Its groups pair with rows from ``e + lo`` on: the rows its stream had read before
+        # it, up to the newest seen, were not kept for it.)
+        rows = plan.stream(mine.stream).stream
+        read = prev.stream_wm.get(rows.name)
+        if read is not None and rows.watermark is not None:
+            first = max(first, read + rows.watermark.delay_us - gq.rows.lo_us)
+    return first

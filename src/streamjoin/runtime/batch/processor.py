@@ -24,7 +24,7 @@ from streamjoin.adapt.skewcheck import checks_skew, skew_check_period
 from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import LazyDeltas, delta_relations
-from streamjoin.runtime.batch.groups import stream_rows
+from streamjoin.runtime.batch.groups import rows_reader, stream_rows
 from streamjoin.runtime.batch.heldgroups import HeldGroups
 from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.batch.intake import classify, start_deadletters
@@ -241,8 +241,10 @@ class BatchProcessor:
                 _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
                 add_unmatched(ctx, frames, self.indexed.reads, self.stores, deltas, watermark)
                 reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
+                store = (ctx.spark, self.plan, ctx.prev, self.stores)
+                rows_of = rows_reader(*store, deltas, ctx.scratch.views)
                 closing = close_batch_windows(
-                    self.plan, ctx.prev, frames, watermark, reading, self.held
+                    self.plan, ctx.prev, frames, watermark, reading, self.held, rows_of
                 )
                 frames |= {n: [frame] for n, frame in closing.frames.items()}
             letters = start_deadletters(ctx, self.plan, self.checkpoint, statistics)
