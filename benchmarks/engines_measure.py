@@ -112,13 +112,6 @@ class _Batches:
         """Take one progress event (`StreamingQueryProgress.json`, parsed)."""
         durations = progress.get("durationMs") or {}
         rows = int(progress.get("numInputRows") or 0)
-        sources = progress.get("sources") or []
-        if sources:
-            # (A query that reads one stream twice, as Nexmark q7's bids joined with their own
-            # groups, has a source of each read, and Spark counts the rows of both; its input
-            # rows are those of each stream once, as every other engine counts them.)
-            read = {s.get("description"): int(s.get("numInputRows") or 0) for s in sources}
-            rows = sum(read.values())
         if rows > 0:
             self.batch_ms.append(float(durations.get("triggerExecution", 0)))
             self.durations.append({k: int(v) for k, v in durations.items()})

@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks.engines_measure import CpuClock
 from benchmarks.harness_figures import figures
+from benchmarks.nexmark_queries import nexmark_job
 from benchmarks.report_backlog import table
 
 # A process that burns `n` seconds of CPU in a thread that then ends (a summing of live threads
@@ -50,8 +51,18 @@ def test_without_a_process_to_read_there_is_no_figure() -> None:
 
 
 def _case() -> types.SimpleNamespace:
-    backlog = types.SimpleNamespace(raw_bytes={"a": 3200}, total_rows=100)
-    return types.SimpleNamespace(backlog=backlog, warmup_batches=None)
+    backlog = types.SimpleNamespace(raw_bytes={"a": 3200}, total_rows=100, rows={"bid": 5000})
+    job = nexmark_job("q7", {"bid": "/d/bid"}, "{out}")
+    return types.SimpleNamespace(backlog=backlog, warmup_batches=None, job=job)
+
+
+def test_a_stream_read_twice_counts_its_rows_once() -> None:
+    """Spark counts the rows of a stream a query reads twice (q7) twice: a run that read the
+    whole backlog has read the backlog's rows of its streams."""
+    run = _run(6.0) | {"rows_in": 10_000}
+    assert figures(run, _case())["rows"] == 5000  # type: ignore[arg-type]
+    cut = run | {"stopped_early": True}  # (how much of the backlog it read is its count)
+    assert figures(cut, _case())["rows"] == 10_000  # type: ignore[arg-type]
 
 
 def _run(cpu: float | None) -> dict[str, object]:
