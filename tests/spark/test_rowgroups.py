@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.state.checkpoint import Checkpoint
+from streamjoin.runtime.state.fs import FileStore
 from streamjoin.sql import parse_job
 
 from .harness import replay_and_check, run_batches
@@ -111,6 +113,23 @@ def test_groups_per_keyed_row_close_when_the_watermark_passes_its_end(
         spark, job, _batches(seed, 6), tmp_path / "ckpt", columns, final=final
     )
     assert written > 0
+
+
+def test_the_stream_lets_a_unit_go_once_the_watermark_passes_its_rows_ends(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A's rows leave its state by ``e`` (`StreamPlan.expiry`): a unit goes once the watermark
+    passes every row's ``e``; the output across a replay and a restart stays the reference's."""
+    job = _job(tmp_path, QUERIES["grouped"][0])
+    batches = _batches(7, 14)
+    columns = QUERIES["grouped"][1]
+    assert replay_and_check(spark, job, batches, tmp_path / "ckpt", columns) > 0
+    manifest = Checkpoint(FileStore(spark), str(tmp_path / "ckpt")).latest()
+    live = manifest.live("A")
+    # (Ends are 0-6 s after event times that advance 2 s a batch: a few batches' units live.)
+    assert live and all(u.bound is not None for u in live)
+    assert len(live) <= 6 < len(batches), [u.batch for u in live]
+    assert manifest.expired["A"] > 0
 
 
 def test_the_index_lets_a_row_go_once_the_watermark_passes_its_end(

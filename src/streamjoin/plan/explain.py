@@ -29,7 +29,14 @@ def _stream_line(sp: StreamPlan) -> str:
         if s.watermark
         else "no watermark (never late; its partners keep full history)"
     )
-    if sp.retain_us is None:
+    e = sp.expiry
+    if sp.retain_us is None and e is not None:
+        timed = "" if e.retain_us is None else f" and ts < watermark - {_duration(e.retain_us)}"
+        keep = (
+            f"each batch's rows are one unit, dropped whole once the watermark passes every "
+            f"row's {e.column} + {_duration(e.offset_us)}{timed}"
+        )
+    elif sp.retain_us is None:
         keep = "full history (nothing expires)"
     else:
         keep = (

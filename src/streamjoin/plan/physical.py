@@ -34,11 +34,14 @@ from streamjoin.plan.outer import OuterPlan, plan_outer
 from streamjoin.plan.parts import Band, ColumnBound, PredicateParts
 from streamjoin.plan.querybits import numeric_columns
 from streamjoin.plan.retention import (
+    ColumnExpiry,
+    Use,
     column_expiry,
     column_lag,
     loosest,
     query_retention,
     side_retention,
+    stream_expiry,
 )
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
@@ -87,6 +90,9 @@ class StreamPlan:
     stream: StreamDef
     index: int
     retain_us: int | None
+    expiry: ColumnExpiry | None = None
+    """With `retain_us` None: the column by which every query that event times do not bound
+    lets a row go (`retention.stream_expiry`); None: such rows are kept for good."""
 
     @property
     def name(self) -> str:
@@ -98,6 +104,18 @@ class StreamPlan:
         if watermark is None or self.retain_us is None:
             return None
         return watermark - self.retain_us
+
+    def dead(self, max_ts: int | None, bound: int | None, watermark: int | None) -> bool:
+        """Whether a unit whose greatest event time is `max_ts` and whose greatest expiry
+        column is `bound` (`StateUnit.bound`; None: not measured) can meet no row to come."""
+        horizon = self.horizon(watermark)
+        if horizon is not None:
+            return max_ts is not None and max_ts < horizon
+        e = self.expiry
+        if e is None or watermark is None or bound is None or max_ts is None:
+            return False
+        timed = e.retain_us is None or max_ts < watermark - e.retain_us
+        return timed and bound + e.offset_us < watermark
 
 
 @dataclass(frozen=True)
@@ -218,24 +236,28 @@ def plan_job(
     used = {side.stream for q in job.queries for side in q.sides}
     used |= {s for g in job.group_queries for s in g.streams}
     active = [s for s in job.streams if every_stream or s.name in used]
-    kept: list[int | None] = [history_us] if every_stream else []
-    retain: dict[str, list[int | None]] = {s.name: list(kept) for s in active}
-    plans: list[QueryPlan | MultiwayPlan] = [*queries, *multiway]
-    for plan in plans:
-        for stream, keep in query_retention(plan).items():
-            retain[stream].append(keep)
+    kept: list[Use] = [(history_us, None)] if every_stream else []
+    uses: dict[str, list[Use]] = {s.name: list(kept) for s in active}
+    for qp in queries:  # (a side its window leaves unbounded may leave by a column)
+        for side, keep, bound in zip(qp.query.sides, side_retention(qp), qp.expiry, strict=True):
+            uses[side.stream].append((keep, bound))
+    for mp in multiway:
+        for stream, keep in query_retention(mp).items():
+            uses[stream].append((keep, None))
     for op in outers:
         for stream, keep in op.retention().items():
-            retain[stream].append(keep)
+            uses[stream].append((keep, None))
     group_queries = tuple(plan_group_query(g) for g in job.group_queries)
     for gp in group_queries:
         for group in gp.query.inputs:  # (its rows wait in the query's buffer, not in the state)
-            retain[group.stream].append(0)
+            uses[group.stream].append((0, None))
         if gp.query.rows is not None and gp.rows is not None:  # (they wait in the state)
-            retain[gp.query.rows.stream].append(gp.rows.retain_us)
+            uses[gp.query.rows.stream].append((gp.rows.retain_us, None))
     streams = []
     for index, s in enumerate(active):
-        streams.append(StreamPlan(s, index, loosest(retain[s.name])))
+        kept_for = uses[s.name]
+        retain_us = loosest([k for k, _ in kept_for])
+        streams.append(StreamPlan(s, index, retain_us, stream_expiry(s, kept_for)))
     planned = {mp.query.name: mp for mp in multiway}
     core_groups = tuple(
         SharedGroup(planned[core.name], shares, bits) for _, (core, shares, bits) in cores

@@ -4,13 +4,14 @@ longer be in its results. A stream's state keeps the loosest bound over the job'
 from __future__ import annotations
 
 import typing as t
+from dataclasses import dataclass
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.plan.classify import classify_predicate
 from streamjoin.plan.multiway import MultiwayPlan
 
 if t.TYPE_CHECKING:
-    from streamjoin.model import Query
+    from streamjoin.model import Query, StreamDef
     from streamjoin.plan.parts import ColumnBound
     from streamjoin.plan.physical import QueryPlan
 
@@ -43,6 +44,46 @@ def query_retention(plan: QueryPlan | MultiwayPlan) -> dict[str, int | None]:
 def loosest(keeps: list[int | None]) -> int | None:
     """The loosest of several retention bounds (None, never dead, is the loosest)."""
     return None if any(k is None for k in keeps) else max(t.cast("list[int]", keeps))
+
+
+Use = tuple["int | None", "ColumnBound | None"]
+"""How one query needs a stream's rows: their event-time retention (None: unbounded) and,
+where that is None, the column that lets a row go instead (`column_expiry`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnExpiry:
+    """A stream's rows, which event times keep for good, leave its state by a column: a row is
+    dead once the watermark passes its ``column + offset_us`` (every query that event times do
+    not bound says so) and, where other queries bound it by event time, its ``ts < W -
+    retain_us`` (None: no such query)."""
+
+    column: str
+    """The stream's column (unqualified)."""
+    offset_us: int
+    retain_us: int | None
+
+
+def stream_expiry(stream: StreamDef, uses: list[Use]) -> ColumnExpiry | None:
+    """The `ColumnExpiry` of `stream` from its queries' `uses`: when every use that event times
+    leave unbounded lets a row go by one TIMESTAMP column of it (the loosest offset); else None
+    (rows event times keep are kept for good)."""
+    unbounded = [bound for keep, bound in uses if keep is None]
+    if not unbounded or any(b is None for b in unbounded):
+        return None
+    columns = {t.cast("ColumnBound", b).column.split(".")[-1].strip("`").lower() for b in unbounded}
+    if len(columns) != 1:
+        return None
+    (name,) = columns
+    column = stream.column(name)
+    if column is None or column.type.name != "TIMESTAMP":
+        return None
+    timed = [keep for keep, _ in uses if keep is not None]
+    return ColumnExpiry(
+        column.name,
+        max(t.cast("ColumnBound", b).offset_us for b in unbounded),
+        max(timed) if timed else None,
+    )
 
 
 def column_expiry(

@@ -152,3 +152,48 @@ def test_a_file_is_read_by_the_name_spark_logged_decoded(tmp_path: Path) -> None
         EPOCH_2026 + 7,
         2,
     )
+
+
+def test_a_stream_leaving_by_a_column_gets_its_greatest_from_the_footers(tmp_path: Path) -> None:
+    """Rows that leave by ``e`` (`StreamPlan.expiry`): the footers give the unit's greatest
+    ``e`` (`StateUnit.bound`), the least long when every one is NULL, and None where they cannot
+    tell it (the state job then measures it)."""
+    job = parse_job(
+        f"""
+        CREATE STREAM A (k BIGINT, ts TIMESTAMP, e TIMESTAMP,
+                         WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+          WITH (format = 'parquet', path = '{tmp_path}');
+        CREATE SINK w WITH (format = 'json', path = '/w');
+        INSERT INTO w SELECT a.k AS k FROM A a JOIN A b ON a.k = b.k
+          AND b.ts BETWEEN a.ts AND a.e;
+        """,
+        "<test>",
+    )
+    sp = plan_job(job).stream("A")
+    assert sp.expiry is not None and sp.expiry.column == "e"
+
+    def write(name: str, ends: list[int | None], unit: str = "us") -> str:
+        table = pa.table(
+            {
+                "k": pa.array(range(len(ends)), pa.int64()),
+                "ts": pa.array([EPOCH_2026] * len(ends), pa.int64()).cast(
+                    pa.timestamp("us", tz="UTC")
+                ),
+                "e": pa.array(ends, pa.int64())
+                .cast(pa.timestamp("us", tz="UTC"))
+                .cast(pa.timestamp(unit, tz="UTC")),
+            }
+        )
+        pq.write_table(table, tmp_path / name, row_group_size=2)
+        return f"file:{tmp_path / name}"
+
+    ends = [EPOCH_2026 + 5, None, EPOCH_2026 + 9, EPOCH_2026 + 1]
+    footers = read_footers(sp, [write("a.parquet", ends), write("b.parquet", [None, None])])
+    assert footers is not None and footers.bound == EPOCH_2026 + 9
+    footers = read_footers(sp, [write("c.parquet", [None, None, None])])
+    assert footers is not None and footers.bound == -(2**63)
+    # (Nanoseconds: the greatest is not exact.)
+    footers = read_footers(sp, [write("d.parquet", [EPOCH_2026], "ns")])
+    assert footers is not None and footers.bound is None
+    plain = read_footers(_stream(tmp_path), [write("e.parquet", [EPOCH_2026])])
+    assert plain is not None and plain.bound is None  # (a stream without one: not read)

@@ -32,6 +32,8 @@ if t.TYPE_CHECKING:
 
     from streamjoin.plan import StreamPlan
 
+_LEAST = -(2**63)
+"""The least long: `Footers.bound` when every value is NULL."""
 _MICROS_PER = {"milliseconds": 1_000, "microseconds": 1, "nanoseconds": 0}
 """Parquet timestamp units, as microseconds each (0: nanoseconds, divided instead)."""
 
@@ -48,6 +50,10 @@ class Footers:
     """The greatest, likewise; None also when a nanosecond column cannot tell it exactly."""
     nulls: int
     """Rows whose event time is NULL."""
+    bound: int | None = None
+    """For a stream whose rows leave by a column (`StreamPlan.expiry`): its greatest value
+    (microseconds; the least long when every one is NULL, `StateUnit.bound`); None when the
+    footers do not tell it, or the stream has none."""
 
     @property
     def total(self) -> int:
@@ -84,6 +90,9 @@ def read_footers(sp: StreamPlan, files: Collection[str]) -> Footers | None:
     lows: list[int] = []
     highs: list[int | None] = []
     nulls = 0
+    expiry = sp.expiry.column if sp.expiry is not None else None
+    # (A column computed from others is not in the files: the state job measures it.)
+    ends: list[int] | None = [] if expiry and expiry not in column_exprs(s) else None
     for file in files:
         path = _local_path(file)
         if path is None:
@@ -103,12 +112,19 @@ def read_footers(sp: StreamPlan, files: Collection[str]) -> Footers | None:
             if group.least is not None:
                 lows.append(group.least)
                 highs.append(group.greatest)
+            if ends is not None:
+                end = _RowGroup.of(stored, t.cast("str", expiry))
+                if end is None or (end.least is not None and end.greatest is None):
+                    ends = None  # (not told: the state job measures it)
+                elif end.greatest is not None:
+                    ends.append(end.greatest)
     exact = [h for h in highs if h is not None]
     return Footers(
         rows=rows,
         least=min(lows) if lows else None,
         greatest=max(exact) if exact and len(exact) == len(highs) else None,
         nulls=nulls,
+        bound=None if ends is None else max(ends, default=_LEAST),
     )
 
 

@@ -52,6 +52,10 @@ class StateUnit:
     behind: bool = False
     """Copied after its batch, from the files it was first read back from
     (`runtime.state.copybehind`): its rows are under `copy_state_dir`."""
+    bound: int | None = None
+    """For a stream whose rows leave by a column (`StreamPlan.expiry`): the greatest value of
+    that column over its rows, in microseconds (the least long: every one NULL); None: not
+    measured, and the unit is not let go by it."""
 
     @staticmethod
     def of(raw: dict[str, t.Any]) -> StateUnit:

@@ -69,8 +69,7 @@ def next_manifest(
     expired = dict(prev.expired)
     new_units = [s.unit for s in stats.values() if s.unit is not None]
     for u in prev.units + new_units:
-        horizon = plan.stream(u.stream).horizon(global_wm)
-        if horizon is not None and u.max_ts is not None and u.max_ts < horizon:
+        if u.max_ts is not None and plan.stream(u.stream).dead(u.max_ts, u.bound, global_wm):
             if u.behind or not u.files:  # (a stream's own input files are not ours to delete)
                 dropped.append(u.path)
             expired[u.stream] = max(expired.get(u.stream, u.max_ts), u.max_ts)

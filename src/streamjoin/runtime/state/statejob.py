@@ -40,6 +40,10 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.state.sourcefiles import BatchFiles
 
 
+LEAST = -(2**63)
+"""The least long: a unit's `bound` when every row's expiry column is NULL."""
+
+
 class StateJob:
     """The state job of each batch of one job plan."""
 
@@ -76,6 +80,9 @@ class StateJob:
                 F.expr(f"min(CASE WHEN {ok} THEN _sj_ts END)").alias(f"lo_{i}"),
                 F.expr(f"max(CASE WHEN {ok} THEN _sj_ts END)").alias(f"hi_{i}"),
             ]
+            if sp.expiry is not None:  # (a NULL lets its row go at once: the least long)
+                c = f"coalesce(unix_micros(`{prefixed(i, sp.expiry.column)}`), {LEAST})"
+                aggs.append(F.expr(f"max(CASE WHEN {ok} THEN {c} END)").alias(f"bound_{i}"))
         units = input_units.columns()
         if units:
             classified = classified.select("*", *units)
@@ -102,7 +109,8 @@ class StateJob:
                 max_ts=got[f"hi_{i}"],
             )
             if s.ok:
-                unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
+                bound = got.get(f"bound_{i}") if sp.expiry is not None else None
+                unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts, bound=bound)
                 if sp.name in files:
                     unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
                 else:
@@ -133,12 +141,13 @@ class StateJob:
         stats = {}
         for sp in self.plan.streams:
             f = footers[sp.name]
-            if not f.all_ok(watermark):
+            if not f.all_ok(watermark) or (sp.expiry is not None and f.bound is None):
                 return None
             ok = f.total
             s = StreamStats(ok=ok, min_ts=f.least, max_ts=f.greatest)
             if ok:
-                unit = StateUnit(sp.name, batch_id, ok, f.least, f.greatest)
+                bound = f.bound if sp.expiry is not None else None
+                unit = StateUnit(sp.name, batch_id, ok, f.least, f.greatest, bound=bound)
                 s.unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
             stats[sp.name] = s
         rows = {file: n for f in footers.values() for file, n in f.rows.items()}

@@ -1,0 +1,68 @@
+"""A stream's state let go by a column (`retention.stream_expiry`, `StreamPlan.dead`): rows
+that event times keep for good (Nexmark's auctions, ``b.ts BETWEEN a.ts AND a.expires``) leave
+once the watermark passes their column, where every query that needs them says so."""
+
+from __future__ import annotations
+
+from streamjoin.plan import plan_job
+from streamjoin.plan.retention import ColumnExpiry
+from streamjoin.sql import parse_job
+
+SECOND = 1_000_000
+STREAMS = """
+CREATE STREAM A (id BIGINT, k BIGINT, ts TIMESTAMP, e TIMESTAMP, f TIMESTAMP,
+                 WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH (format = 'json', path = '/a');
+CREATE STREAM B (id BIGINT, k BIGINT, ts TIMESTAMP,
+                 WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH (format = 'json', path = '/b');
+CREATE SINK s WITH (format = 'json', path = '/s');
+CREATE SINK t WITH (format = 'json', path = '/t');
+"""
+BY_END = (
+    "INSERT INTO s SELECT a.id AS i FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.e"
+)
+
+
+def _expiry(*inserts: str) -> ColumnExpiry | None:
+    return plan_job(parse_job(STREAMS + ";\n".join(inserts) + ";")).stream("A").expiry
+
+
+def test_a_side_bounded_by_its_column_leaves_by_it() -> None:
+    assert _expiry(BY_END) == ColumnExpiry("e", 0, None)
+    # (The loosest offset over the queries; an event-time bound of another query as well.)
+    later = BY_END.replace("AND a.e", "AND a.e + INTERVAL '3' SECOND").replace(" s ", " t ")
+    assert _expiry(BY_END, later) == ColumnExpiry("e", 3 * SECOND, None)
+    timed = (
+        "INSERT INTO t SELECT a.id AS i FROM A a JOIN B b ON a.k = b.k "
+        "AND b.ts BETWEEN a.ts - INTERVAL '5' SECOND AND a.ts + INTERVAL '5' SECOND"
+    )
+    assert _expiry(BY_END, timed) == ColumnExpiry("e", 0, 5 * SECOND)
+
+
+def test_rows_a_query_keeps_for_good_are_kept() -> None:
+    history = "INSERT INTO t SELECT a.id AS i FROM A a JOIN B b ON a.k = b.k"
+    assert _expiry(BY_END, history) is None
+    other = BY_END.replace("a.e", "a.f").replace(" s ", " t ")
+    assert _expiry(BY_END, other) is None  # (two columns: no one bound)
+    outer = BY_END.replace("JOIN", "LEFT JOIN").replace(" s ", " t ") + " WITH (ttl = '1 hour')"
+    # (An outer join's rows wait for a partner by event time, its ttl.)
+    assert _expiry(BY_END, outer) == ColumnExpiry("e", 0, 3600 * SECOND)
+
+
+def test_a_unit_is_dead_once_the_watermark_passes_its_greatest_column() -> None:
+    sp = plan_job(parse_job(STREAMS + BY_END + ";")).stream("A")
+    assert sp.retain_us is None
+    assert not sp.dead(5 * SECOND, 10 * SECOND, 10 * SECOND)  # (a row still meets ts = 10 s)
+    assert sp.dead(5 * SECOND, 10 * SECOND, 10 * SECOND + 1)
+    assert sp.dead(5 * SECOND, -(2**63), 0)  # (every end NULL: no pair)
+    assert not sp.dead(5 * SECOND, None, 100 * SECOND)  # (not measured: kept)
+    assert not sp.dead(5 * SECOND, 10 * SECOND, None)
+    timed = BY_END.replace("b.ts BETWEEN a.ts AND a.e", "b.ts BETWEEN a.ts AND a.e AND a.id > 0")
+    mixed = (
+        "INSERT INTO t SELECT a.id AS i FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN "
+        "a.ts - INTERVAL '5' SECOND AND a.ts + INTERVAL '5' SECOND"
+    )
+    sp = plan_job(parse_job(STREAMS + timed + ";\n" + mixed + ";")).stream("A")
+    assert sp.dead(5 * SECOND, 8 * SECOND, 10 * SECOND + 1)
+    assert not sp.dead(6 * SECOND, 8 * SECOND, 10 * SECOND + 1)  # (the other query: ts >= W - 5 s)
