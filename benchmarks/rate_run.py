@@ -43,7 +43,7 @@ def _run_one(
     """`engine` on a live feed of `case`; its figures and the job text it ran (live paths)."""
     base = os.path.join(ROOT, "rate", case.name, engine)
     shutil.rmtree(base, ignore_errors=True)
-    dirs = {name: os.path.join(base, "feed", name) for name in case.backlog.streams}
+    dirs = {name: os.path.join(base, "feed", name) for name in source.streams}
     for folder in dirs.values():
         os.makedirs(folder)
     workdir, done = os.path.join(base, "work"), os.path.join(base, "done.json")
