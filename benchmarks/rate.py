@@ -50,7 +50,7 @@ import typing as t
 from benchmarks.engines_floor import FLOOR
 from benchmarks.harness import ROOT, _engines, _say, check_workload, machine, source_commit
 from benchmarks.harness_exact import expected_counts
-from benchmarks.rate_feed import TICK, Feed
+from benchmarks.rate_feed import TICK, Feed, closes_windows
 from benchmarks.rate_run import _run_one
 from benchmarks.workloads import WORKLOADS, Case
 
@@ -134,7 +134,7 @@ def _checked(
     agree: bool | None
     if len(drained) < len(results) or not outs:
         agree = False if any(r.get("error") for r in results.values()) else None
-    elif jobs and _windows_open_at_the_end(next(iter(jobs.values()))):
+    elif jobs and closes_windows(next(iter(jobs.values()))):
         # (A live feed has no end of input: which windows each engine has closed when it stops
         # depends on its own watermark's rule, so their counts say nothing.)
         agree = None
@@ -154,14 +154,6 @@ def _checked(
         "engines": results,
         "ratios": ratios,
     }
-
-
-def _windows_open_at_the_end(job_text: str) -> bool:
-    """Whether the job writes groups of windows (or of rows) when its watermark closes them."""
-    from streamjoin.sql import parse_job
-
-    job = parse_job(job_text.replace("{out}", "/unused"))
-    return bool(job.group_queries) or any(q.windowed is not None for q in job.queries)
 
 
 def _brief(r: dict[str, t.Any]) -> str:

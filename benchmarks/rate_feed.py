@@ -162,6 +162,18 @@ def _live_job(case: Case, dirs: Mapping[str, str]) -> str:
 
 
 WARMUP_FILES = 3
+WARMUP_WINDOWS_FILES = 30
+"""A job that writes groups as its watermark closes their windows warms up over 15 s of event
+time: Nexmark's 10 s windows then close during the warm-up, whose code a live run's first
+closes would otherwise compile (2.5 s batches for q7, against 0.25 s between closes)."""
+
+
+def closes_windows(job_text: str) -> bool:
+    """Whether the job writes groups of windows (or of rows) when its watermark closes them."""
+    from streamjoin.sql import parse_job
+
+    job = parse_job(job_text.replace("{out}", "/unused"))
+    return bool(job.group_queries) or any(q.windowed is not None for q in job.queries)
 
 
 def _warmup(case: Case, source: Feed, base: str) -> str:
@@ -170,9 +182,10 @@ def _warmup(case: Case, source: Feed, base: str) -> str:
     dirs = {name: os.path.join(base, "warmup-feed", name) for name in source.streams}
     origin = int((time.time() - 60) * US)
     step = round(TICK * US)
+    files = WARMUP_WINDOWS_FILES if closes_windows(case.job) else WARMUP_FILES
     for name, folder in dirs.items():
         os.makedirs(folder)
-        for j in range(WARMUP_FILES):
+        for j in range(files):
             table = source.rows(name, j * step, (j + 1) * step, origin)
             pq.write_table(table, os.path.join(folder, f"part-{j:05d}.parquet"))
     return _reading(case, dirs)

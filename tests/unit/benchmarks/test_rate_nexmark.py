@@ -7,8 +7,7 @@ from __future__ import annotations
 import typing as t
 
 from benchmarks.harness_exact import expected_counts
-from benchmarks.rate import _windows_open_at_the_end
-from benchmarks.rate_feed import Feed
+from benchmarks.rate_feed import Feed, closes_windows
 from benchmarks.workloads import WORKLOADS
 
 if t.TYPE_CHECKING:
@@ -21,7 +20,7 @@ def test_each_nexmark_query_is_fed_its_own_streams(tmp_path: Path) -> None:
     assert fed["nexmark-q3"] == ["auction", "person"]
     assert fed["nexmark-q7"] == ["bid"]
     assert fed["nexmark-q20"] == ["auction", "bid"]
-    assert {n for n, c in cases.items() if _windows_open_at_the_end(c.job)} == {
+    assert {n for n, c in cases.items() if closes_windows(c.job)} == {
         "nexmark-q4",
         "nexmark-q7",
         "nexmark-q8",
