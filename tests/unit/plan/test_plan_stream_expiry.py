@@ -66,3 +66,13 @@ def test_a_unit_is_dead_once_the_watermark_passes_its_greatest_column() -> None:
     sp = plan_job(parse_job(STREAMS + timed + ";\n" + mixed + ";")).stream("A")
     assert sp.dead(5 * SECOND, 8 * SECOND, 10 * SECOND + 1)
     assert not sp.dead(6 * SECOND, 8 * SECOND, 10 * SECOND + 1)  # (the other query: ts >= W - 5 s)
+
+
+def test_a_stream_that_leaves_by_a_column_is_not_copied_behind() -> None:
+    """Its units are dropped, as a stream's bounded by event time are: they stay its files."""
+    from streamjoin.runtime.state.copybehind import unbounded_streams
+
+    history = "INSERT INTO t SELECT a.id AS i FROM A a JOIN B b ON a.k = b.k"
+    assert [sp.name for sp in unbounded_streams(plan_job(parse_job(STREAMS + BY_END + ";")))] == []
+    kept = plan_job(parse_job(STREAMS + BY_END + ";\n" + history + ";"))
+    assert [sp.name for sp in unbounded_streams(kept)] == ["A", "B"]

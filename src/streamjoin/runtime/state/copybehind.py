@@ -36,8 +36,10 @@ if t.TYPE_CHECKING:
 
 def unbounded_streams(plan: JobPlan) -> list[StreamPlan]:
     """The streams of `plan` whose units may be read back from their files and are never
-    dropped."""
-    return [sp for sp in plan.streams if sp.retain_us is None]
+    dropped. (A stream whose units leave by a column, `StreamPlan.expiry`, keeps its files as
+    a stream bounded by event time does: a copy of a unit that left before the copy was named
+    would stay in the checkpoint for good.)"""
+    return [sp for sp in plan.streams if sp.retain_us is None and sp.expiry is None]
 
 
 LAG = 2
