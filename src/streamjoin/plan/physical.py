@@ -105,17 +105,22 @@ class StreamPlan:
             return None
         return watermark - self.retain_us
 
-    def dead(self, max_ts: int | None, bound: int | None, watermark: int | None) -> bool:
-        """Whether a unit whose greatest event time is `max_ts` and whose greatest expiry
-        column is `bound` (`StateUnit.bound`; None: not measured) can meet no row to come."""
+    def dead(
+        self, max_ts: int | None, bound: tuple[str | None, int | None], watermark: int | None
+    ) -> bool:
+        """Whether a unit whose greatest event time is `max_ts` and whose greatest value of a
+        column is `bound` (``(column, value)``, `StateUnit.bound`; None: not measured) can meet
+        no row to come."""
         horizon = self.horizon(watermark)
         if horizon is not None:
             return max_ts is not None and max_ts < horizon
-        e = self.expiry
-        if e is None or watermark is None or bound is None or max_ts is None:
+        e, (column, value) = self.expiry, bound
+        if e is None or watermark is None or value is None or max_ts is None:
             return False
+        if column is None or column.lower() != e.column.lower():
+            return False  # (measured for a column the job no longer lets rows go by)
         timed = e.retain_us is None or max_ts < watermark - e.retain_us
-        return timed and bound + e.offset_us < watermark
+        return timed and value + e.offset_us < watermark
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,11 @@ import warnings
 
 from streamjoin.errors import StreamJoinError, StreamJoinWarning
 from streamjoin.plan import query_retention
+from streamjoin.plan.multiway import MultiwayPlan
 from streamjoin.runtime.progress import format_watermark
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import JobPlan
+    from streamjoin.plan import JobPlan, QueryPlan
     from streamjoin.runtime.state.manifest import Manifest
 
 
@@ -121,7 +122,7 @@ def history_gaps(plan: JobPlan, last: Manifest) -> list[str]:
             needs[stream] = None if kept is None else max(kept, longer)
         for stream, keep in needs.items():
             cut = last.expired.get(stream)
-            if cut is None:
+            if cut is None or (keep is None and _left_by_its_column(qp, stream, last)):
                 continue
             if keep is not None and last.global_wm is not None:
                 start = last.global_wm - keep
@@ -138,3 +139,20 @@ def history_gaps(plan: JobPlan, last: Manifest) -> list[str]:
                 "a new checkpoint to have them."
             )
     return out
+
+
+def _left_by_its_column(qp: QueryPlan | MultiwayPlan, stream: str, last: Manifest) -> bool:
+    """Whether every row of `stream` that `last`'s state dropped left by a column that bounds
+    it in `qp` as much or more (`Manifest.column_cuts`): ``c + off < W`` when dropped, and
+    `qp` needs only rows with ``c + off_q >= W`` for a W no earlier, with ``off_q <= off``."""
+    cut = last.column_cuts.get(stream)
+    if cut is None or not cut[0] or isinstance(qp, MultiwayPlan) or qp.query.outer is not None:
+        return False
+    sides = [i for i, side in enumerate(qp.query.sides) if side.stream == stream]
+    bounds = [qp.expiry[i] for i in sides]
+    return all(
+        b is not None
+        and b.column.split(".")[-1].strip("`").lower() == str(cut[0]).lower()
+        and b.offset_us <= int(cut[1])
+        for b in bounds
+    )

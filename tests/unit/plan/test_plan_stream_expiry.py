@@ -53,19 +53,51 @@ def test_rows_a_query_keeps_for_good_are_kept() -> None:
 def test_a_unit_is_dead_once_the_watermark_passes_its_greatest_column() -> None:
     sp = plan_job(parse_job(STREAMS + BY_END + ";")).stream("A")
     assert sp.retain_us is None
-    assert not sp.dead(5 * SECOND, 10 * SECOND, 10 * SECOND)  # (a row still meets ts = 10 s)
-    assert sp.dead(5 * SECOND, 10 * SECOND, 10 * SECOND + 1)
-    assert sp.dead(5 * SECOND, -(2**63), 0)  # (every end NULL: no pair)
-    assert not sp.dead(5 * SECOND, None, 100 * SECOND)  # (not measured: kept)
-    assert not sp.dead(5 * SECOND, 10 * SECOND, None)
+    at = 10 * SECOND
+    assert not sp.dead(5 * SECOND, ("e", at), at)  # (a row still meets ts = 10 s)
+    assert sp.dead(5 * SECOND, ("e", at), at + 1)
+    assert sp.dead(5 * SECOND, ("e", -(2**63)), 0)  # (every end NULL: no pair)
+    assert not sp.dead(5 * SECOND, ("e", None), 100 * SECOND)  # (not measured: kept)
+    assert not sp.dead(5 * SECOND, (None, None), 100 * SECOND)
+    assert not sp.dead(5 * SECOND, ("e", at), None)
+    # (Measured for another column, under an earlier job: kept.)
+    assert not sp.dead(5 * SECOND, ("f", at), 100 * SECOND)
     timed = BY_END.replace("b.ts BETWEEN a.ts AND a.e", "b.ts BETWEEN a.ts AND a.e AND a.id > 0")
     mixed = (
         "INSERT INTO t SELECT a.id AS i FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN "
         "a.ts - INTERVAL '5' SECOND AND a.ts + INTERVAL '5' SECOND"
     )
     sp = plan_job(parse_job(STREAMS + timed + ";\n" + mixed + ";")).stream("A")
-    assert sp.dead(5 * SECOND, 8 * SECOND, 10 * SECOND + 1)
-    assert not sp.dead(6 * SECOND, 8 * SECOND, 10 * SECOND + 1)  # (the other query: ts >= W - 5 s)
+    assert sp.dead(5 * SECOND, ("e", 8 * SECOND), at + 1)
+    assert not sp.dead(6 * SECOND, ("e", 8 * SECOND), at + 1)  # (the other query: ts >= W - 5 s)
+
+
+def test_rows_let_go_by_the_column_a_query_is_bounded_by_are_no_gap_at_a_restart() -> None:
+    """A restart warns of rows its queries need that the state dropped (`history_gaps`); a
+    query bounded by the column the rows left by, with no larger offset, needs none of them."""
+    from streamjoin.runtime.restart import history_gaps
+    from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.runtime.state.nextmanifest import _column_cut
+
+    plan = plan_job(parse_job(STREAMS + BY_END + ";"))
+    sp = plan.stream("A")
+    cuts = _column_cut({}, sp, dropped_before=False)
+    assert cuts == {"A": ["e", 0]}
+    last = Manifest(batch=5, global_wm=100 * SECOND, expired={"A": 20 * SECOND}, column_cuts=cuts)
+    assert history_gaps(plan, last) == []
+    # (Dropped by event time before, or by another column: the gap is told.)
+    assert _column_cut({}, sp, dropped_before=True) == {}
+    for other in ({}, {"A": ["f", 0]}, {"A": ["", 0]}):
+        gaps = history_gaps(
+            plan, Manifest(batch=5, global_wm=100 * SECOND, expired={"A": 1}, column_cuts=other)
+        )
+        assert len(gaps) == 1 and "query q1 joins A's rows all of its history" in gaps[0]
+    later = plan_job(
+        parse_job(STREAMS + BY_END.replace("AND a.e", "AND a.e + INTERVAL '1' SECOND") + ";")
+    )
+    # (A larger offset needs rows dropped under the smaller.)
+    assert len(history_gaps(later, last)) == 1
+    assert _column_cut({"A": ["e", 3]}, sp, dropped_before=True) == {"A": ["e", 0]}
 
 
 def test_a_stream_that_leaves_by_a_column_is_not_copied_behind() -> None:

@@ -54,8 +54,10 @@ class StateUnit:
     (`runtime.state.copybehind`): its rows are under `copy_state_dir`."""
     bound: int | None = None
     """For a stream whose rows leave by a column (`StreamPlan.expiry`): the greatest value of
-    that column over its rows, in microseconds (the least long: every one NULL); None: not
-    measured, and the unit is not let go by it."""
+    that column (`bound_of`) over its rows, in microseconds (the least long: every one NULL);
+    None: not measured, and the unit is not let go by a column."""
+    bound_of: str | None = None
+    """The column `bound` is of: a plan that lets rows go by another column keeps the unit."""
 
     @staticmethod
     def of(raw: dict[str, t.Any]) -> StateUnit:
@@ -151,6 +153,10 @@ class Manifest:
     """The streams the job read, in the order of their index: the names of their columns in
     the state files and the order of Spark's sources (empty: written before it was kept)."""
     expired: dict[str, int] = field(default_factory=dict)
+    column_cuts: dict[str, list[t.Any]] = field(default_factory=dict)
+    """Per stream whose every dropped unit left by a column (`StreamPlan.expiry`): that
+    column and the least offset it left by, ``[column, offset_us]``; ``["", 0]`` once units
+    left by different columns. A stream with drops and no entry had some by event time."""
     """Per stream: the newest event time of any row its state has dropped (absent: none yet).
     The state holds every on-time row of the stream that is newer; see `runtime.restart`."""
     served: dict[str, t.Any] = field(default_factory=dict)
@@ -230,6 +236,7 @@ class Manifest:
             multiway=raw.get("multiway", {}),
             streams=raw.get("streams", []),
             expired=raw.get("expired", {}),
+            column_cuts=raw.get("column_cuts", {}),
             served=raw.get("served", {}),
             groups={k: GroupState.of(g) for k, g in raw.get("groups", {}).items()},
             final=raw.get("final", False),

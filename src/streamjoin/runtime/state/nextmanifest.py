@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from streamjoin.runtime.state.manifest import Manifest, StateUnit, Totals
 
 if t.TYPE_CHECKING:
-    from streamjoin.plan import JobPlan
+    from streamjoin.plan import JobPlan, StreamPlan
 
 
 @dataclass
@@ -66,12 +66,14 @@ def next_manifest(
     stream_wm, global_wm = next_watermarks(plan, prev, stats)
     live: list[StateUnit] = []
     dropped: list[str] = []
-    expired = dict(prev.expired)
+    expired, cuts = dict(prev.expired), dict(prev.column_cuts)
     new_units = [s.unit for s in stats.values() if s.unit is not None]
     for u in prev.units + new_units:
-        if u.max_ts is not None and plan.stream(u.stream).dead(u.max_ts, u.bound, global_wm):
+        sp = plan.stream(u.stream)
+        if u.max_ts is not None and sp.dead(u.max_ts, (u.bound_of, u.bound), global_wm):
             if u.behind or not u.files:  # (a stream's own input files are not ours to delete)
                 dropped.append(u.path)
+            cuts = _column_cut(cuts, sp, u.stream in expired)
             expired[u.stream] = max(expired.get(u.stream, u.max_ts), u.max_ts)
         else:
             live.append(u)
@@ -97,7 +99,24 @@ def next_manifest(
         multiway,
         streams=[sp.name for sp in plan.streams],
         expired=expired,
+        column_cuts=cuts,
     )
+
+
+def _column_cut(
+    cuts: dict[str, list[t.Any]], sp: StreamPlan, dropped_before: bool
+) -> dict[str, list[t.Any]]:
+    """`cuts` (`Manifest.column_cuts`) after a unit of `sp` left: by its column, or by event
+    time (then the stream has no entry: rows were dropped that a column does not tell)."""
+    e, name = sp.expiry, sp.name
+    old = cuts.get(name)
+    if sp.retain_us is not None or e is None or (old is None and dropped_before):
+        return {k: v for k, v in cuts.items() if k != name}
+    if old is None:
+        return cuts | {name: [e.column, e.offset_us]}
+    if old[0].lower() != e.column.lower():
+        return cuts | {name: ["", 0]}
+    return cuts | {name: [old[0], min(int(old[1]), e.offset_us)]}
 
 
 def add_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

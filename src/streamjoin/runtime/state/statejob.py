@@ -110,7 +110,8 @@ class StateJob:
             )
             if s.ok:
                 bound = got.get(f"bound_{i}") if sp.expiry is not None else None
-                unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts, bound=bound)
+                unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
+                unit = _bounded(unit, sp, bound)
                 if sp.name in files:
                     unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
                 else:
@@ -146,8 +147,7 @@ class StateJob:
             ok = f.total
             s = StreamStats(ok=ok, min_ts=f.least, max_ts=f.greatest)
             if ok:
-                bound = f.bound if sp.expiry is not None else None
-                unit = StateUnit(sp.name, batch_id, ok, f.least, f.greatest, bound=bound)
+                unit = _bounded(StateUnit(sp.name, batch_id, ok, f.least, f.greatest), sp, f.bound)
                 s.unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
             stats[sp.name] = s
         rows = {file: n for f in footers.values() for file, n in f.rows.items()}
@@ -192,3 +192,10 @@ class StateJob:
         return replace(
             unit, files=tuple(files), sizes=tuple(known), watermark=watermark, bytes=sum(known)
         )
+
+
+def _bounded(unit: StateUnit, sp: StreamPlan, bound: int | None) -> StateUnit:
+    """`unit` with the greatest value of `sp`'s expiry column over its rows (none without)."""
+    if sp.expiry is None or bound is None:
+        return unit
+    return replace(unit, bound=bound, bound_of=sp.expiry.column)
