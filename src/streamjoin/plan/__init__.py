@@ -5,9 +5,10 @@ from __future__ import annotations
 from streamjoin.plan.classify import classify_predicate
 from streamjoin.plan.multiway import MultiwayPlan, plan_multiway
 from streamjoin.plan.parts import Band, EquiKey, PredicateParts, TimeWindow
-from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan, plan_job
+from streamjoin.plan.physical import JobPlan, QueryPlan, plan_job
 from streamjoin.plan.probeorder import ProbeOrder, Step
 from streamjoin.plan.retention import query_retention
+from streamjoin.plan.streams import StreamPlan
 
 __all__ = [
     "Band",

@@ -15,7 +15,8 @@ if t.TYPE_CHECKING:
     from streamjoin.plan.aggregate import AggregatePlan
     from streamjoin.plan.groups import GroupQueryPlan
     from streamjoin.plan.outer import OuterPlan
-    from streamjoin.plan.physical import JobPlan, QueryPlan, StreamPlan
+    from streamjoin.plan.physical import JobPlan, QueryPlan
+    from streamjoin.plan.streams import StreamPlan
 
 
 def _duration(us: int) -> str:
