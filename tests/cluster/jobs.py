@@ -1,4 +1,5 @@
-"""Job files over JSON file streams with JSON sinks, checked against the reference executor."""
+"""Job files over JSON file streams with JSON (or Parquet) sinks, checked against the reference
+executor."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from pathlib import Path
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
 from tests.e2e.cli import QUICK_JIT, class_archive, streamjoin
-from tests.e2e.files import read_json_rows
+from tests.e2e.files import read_json_rows, read_parquet_rows
 from tests.spark.streams import stream_ddl
 
 if t.TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from streamjoin.cluster import LocalCluster
 
@@ -49,15 +50,19 @@ def run_on(
     )
 
 
-def write_job(root: Path, queries: Mapping[str, tuple[str, str]]) -> Path:
+def write_job(
+    root: Path, queries: Mapping[str, tuple[str, str]], parquet: Collection[str] = ()
+) -> Path:
     """``root/job.sql``: streams A and B read from ``root/in/<stream>`` one file per batch, and
-    per query (name → FROM clause, ON predicate) a JSON sink ``root/out/<name>``."""
+    per query (name → FROM clause, ON predicate) a JSON sink ``root/out/<name>`` (Parquet for
+    the names in `parquet`)."""
     parts = [
         stream_ddl(s, str(root / "in" / s)).replace("WITH (", "WITH (maxFilesPerTrigger = '1', ")
         for s in ("A", "B")
     ]
     parts += [
-        f"CREATE SINK {name} WITH (format = 'json', path = '{root / 'out' / name}');"
+        f"CREATE SINK {name} WITH (format = '{'parquet' if name in parquet else 'json'}', "
+        f"path = '{root / 'out' / name}');"
         for name in queries
     ]
     parts += [
@@ -81,7 +86,8 @@ def assert_exact(
     for q in parsed.queries:
         if q.sink in but:
             continue
-        got = read_json_rows(job.parent / "out" / q.sink, COLUMNS)
+        read = read_parquet_rows if parsed.sink(q.sink).format == "parquet" else read_json_rows
+        got = read(job.parent / "out" / q.sink, COLUMNS)
         want = expected.outputs[q.name]
         assert want, f"{q.sink}: the input gives this query no result to check"
         assert normalize(got) == normalize(want), f"{q.sink}: {len(got)} rows vs {len(want)}"

@@ -3,7 +3,8 @@ join probe partitions that the executors hold across batches (the outer join's r
 partner decided there), and so do a multi-way query's levels (`runtime.multiway.chain`); a
 worker SIGKILLed with some of them makes the batch run again on indexes built again from the
 checkpoint's state (the levels' MIRs joined again from the units), and the output stays
-exact."""
+exact. The equi join's Parquet sink is written by its probe's tasks on the executors
+(``BatchWrite.java``), each writing the pairs it found."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ executors that hold them."""
 
 def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_path: Path) -> None:
     indexed = {name: QUERIES[name] for name in ("equi_window", "band_abs")}
-    job = write_job(tmp_path, {**indexed, "chain": CHAIN, "unmatched": OUTER})
+    queries = {**indexed, "chain": CHAIN, "unmatched": OUTER}
+    job = write_job(tmp_path, queries, parquet=("equi_window", "unmatched"))
     batches = make_batches(5, n_batches=BATCHES, rows_per_batch=12)
     write_batches(tmp_path / "in", batches)
     ckpt = tmp_path / "ckpt"
@@ -62,6 +64,12 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"{BATCHES} batches in total" in run.stdout
     assert_exact(job, batches)
+    # (Spark's writer names its files part-<n>-<uuid>-c000; the probe's tasks -b<batch>.)
+    for folder in (tmp_path / "out" / "equi_window").glob("batch=*"):
+        batch = folder.name.split("=")[1]
+        names = [p.name for p in folder.glob("part-*")]
+        assert names, folder
+        assert all(re.fullmatch(rf"part-\d{{5}}-b{batch}\..*parquet", n) for n in names), names
 
     events = [e for figures in read_history(str(ckpt / "metrics")) for e in figures.events]
     built = [e for e in events if "index built" in e]

@@ -73,6 +73,17 @@ def read_json_rows(path: Path, columns: Sequence[str]) -> list[tuple[object, ...
     return rows
 
 
+def read_parquet_rows(path: Path, columns: Sequence[str]) -> list[tuple[object, ...]]:
+    """Every row of every part file under a Parquet sink, as tuples in `columns` order."""
+    import pyarrow.parquet as pq
+
+    rows: list[tuple[object, ...]] = []
+    for part in sorted(path.glob("batch=*/part-*.parquet")):
+        table = pq.read_table(part, columns=list(columns)).to_pydict()
+        rows += zip(*(table[c] for c in columns), strict=True)
+    return rows
+
+
 class Feeder(threading.Thread):
     """Writes batch i of every stream to ``root/<stream>/part-<i>.json`` once `released(i)`
     holds, after a pause drawn from `rng` (up to twice `mean_s`): input that keeps arriving

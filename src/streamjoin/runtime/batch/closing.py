@@ -14,23 +14,60 @@ from streamjoin.runtime.batch.groups import (
     close_windows,
     group_outputs,
     rows_reader,
+    stream_rows,
 )
-from streamjoin.runtime.batch.outer import unmatched_frames
+from streamjoin.runtime.batch.outer import add_unmatched, unmatched_frames
 from streamjoin.runtime.batch.rollup import roll_up
 from streamjoin.runtime.batch.sinks import write_frames
-from streamjoin.runtime.state.nextmanifest import add_counts
+from streamjoin.runtime.state.nextmanifest import add_counts, next_watermarks
 
 if t.TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan
+    from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.heldgroups import HeldGroups
+    from streamjoin.runtime.batch.indexreads import ProbeReads
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
+    from streamjoin.runtime.state.nextmanifest import StreamStats
     from streamjoin.runtime.state.stores import StoreViews
 
 Reading = tuple["SparkSession", Scratch, "Checkpoint", int]
 """What a batch reads with: its session, its scratch, the checkpoint and the batch's id."""
+
+
+Kept = tuple["ProbeReads", "StoreViews", "HeldGroups", "Checkpoint"]
+"""What the processor keeps across batches that closing reads: the probes' reads, the state's
+views, the GROUP BY buffers' rows and the checkpoint."""
+
+
+def close_batch(
+    ctx: BatchContext,
+    frames: dict[str, list[DataFrame]],
+    deltas: Mapping[str, str],
+    statistics: Callable[[], dict[str, StreamStats]],
+    kept: Kept,
+) -> Closing | None:
+    """The end of a batch's joins: add to `frames` the rows of the streams that GROUP BY
+    queries join with their groups, each outer join's rows without a partner and the windows
+    closed, decided by the watermark the batch leaves (from its `statistics`). The windows'
+    closing (None: the job keeps no window and no outer join)."""
+    plan, spark = ctx.plan, ctx.spark
+    reads, stores, held, checkpoint = kept
+    if plan.group_queries:
+        frames |= stream_rows(plan, deltas, spark)
+    if not (plan.buffers or plan.outers):
+        return None
+    _, watermark = next_watermarks(plan, ctx.prev, statistics())
+    add_unmatched(ctx, frames, reads, stores, deltas, watermark)
+    reading = (spark, ctx.scratch, checkpoint, ctx.batch_id)
+    rows_of = rows_reader(spark, plan, ctx.prev, stores, deltas, ctx.scratch.views)
+    closing = close_batch_windows(plan, ctx.prev, frames, watermark, reading, held, rows_of)
+    frames |= {n: [frame] for n, frame in closing.frames.items()}
+    return closing
 
 
 def close_batch_windows(

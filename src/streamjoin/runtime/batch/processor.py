@@ -21,14 +21,12 @@ import typing as t
 from functools import cache, partial
 
 from streamjoin.adapt.skewcheck import checks_skew, skew_check_period
-from streamjoin.runtime.batch.closing import close_batch_windows, finish_input
+from streamjoin.runtime.batch.closing import close_batch, finish_input
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import LazyDeltas, delta_relations
-from streamjoin.runtime.batch.groups import rows_reader, stream_rows
 from streamjoin.runtime.batch.heldgroups import HeldGroups
 from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.batch.intake import classify, start_deadletters
-from streamjoin.runtime.batch.outer import add_unmatched
 from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
 from streamjoin.runtime.batch.shedding import Shedding
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
@@ -232,21 +230,8 @@ class BatchProcessor:
             jointly = {m.name for w in joint for m, _ in w.members}
             alone = two.frames | two.member_frames(jointly)
             frames |= {n: [frame] for n, frame in alone.items()}
-            closing = None
-            if self.plan.group_queries:
-                frames |= stream_rows(self.plan, deltas, ctx.spark)
-            if self.plan.buffers or self.plan.outers:
-                # (Windows close, and rows without a partner are decided, by the watermark the
-                # batch leaves: its statistics first.)
-                _, watermark = next_watermarks(self.plan, ctx.prev, statistics())
-                add_unmatched(ctx, frames, self.indexed.reads, self.stores, deltas, watermark)
-                reading = (ctx.spark, ctx.scratch, self.checkpoint, ctx.batch_id)
-                store = (ctx.spark, self.plan, ctx.prev, self.stores)
-                rows_of = rows_reader(*store, deltas, ctx.scratch.views)
-                closing = close_batch_windows(
-                    self.plan, ctx.prev, frames, watermark, reading, self.held, rows_of
-                )
-                frames |= {n: [frame] for n, frame in closing.frames.items()}
+            kept = (self.indexed.reads, self.stores, self.held, self.checkpoint)
+            closing = close_batch(ctx, frames, deltas, statistics, kept)
             letters = start_deadletters(ctx, self.plan, self.checkpoint, statistics)
             out = write_outputs(ctx, frames, joint)
             if joint:

@@ -170,15 +170,14 @@ _WRITERS: weakref.WeakKeyDictionary[SparkContext, t.Any] = weakref.WeakKeyDictio
 
 def _writer(df: DataFrame) -> t.Any:
     """The JVM's `BatchWrite` class, where the driver's JVM has streamjoin's jar
-    (`runtime.jvm`) and runs the tasks (its tasks find the writer it prepared), else None;
-    looked up once, as is its method (`StaticMethods`)."""
+    (`runtime.jvm`; a cluster's executors have it too, as the index's), else None; looked up
+    once, as is its method (`StaticMethods`)."""
     from streamjoin.runtime.batch.indexed import index_class
-    from streamjoin.runtime.batch.placed import on_cluster
 
     sc = df.sparkSession.sparkContext
     if sc not in _WRITERS:
         spark, jvm, writer = df.sparkSession, sc._jvm, None
-        if jvm is not None and index_class(spark) is not None and not on_cluster(spark):
+        if jvm is not None and index_class(spark) is not None:
             writer = StaticMethods(jvm.streamjoin.operator.BatchWrite)
         _WRITERS[sc] = writer
     return _WRITERS[sc]

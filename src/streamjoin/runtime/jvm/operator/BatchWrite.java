@@ -15,10 +15,13 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.TaskType;
 import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
 import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.python.PythonUtils;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Repartition;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.LogicalRDD;
@@ -28,6 +31,7 @@ import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -35,14 +39,16 @@ import scala.jdk.javaapi.CollectionConverters;
  * writer, where the rows are an RDD's (a {@link JoinIndex} probe's): one RDD job, where a
  * DataFrame write analyses, optimises and plans a command, and runs Hadoop's commit protocol,
  * every batch. Each task writes its partition under a hidden name and renames it into place, so
- * a reader never sees part of a file; the directory is replaced first, as an overwrite is.
- * Written for janino: no lambdas, raw collections.
+ * a reader never sees part of a file; the directory is replaced first, as an overwrite is. On a
+ * cluster the tasks are the probe's, on the executors that own the index partitions: each
+ * writes the pairs it found. Written for janino: no lambdas, raw collections.
  */
 public final class BatchWrite {
   final String key;
   final OutputWriterFactory factory;
   final Configuration conf;
   final StructType schema;
+  Broadcast shipped;  // (the writer for other JVMs' tasks, made once: `ship`)
 
   BatchWrite(String key, OutputWriterFactory factory, Configuration conf, StructType schema) {
     this.key = key;
@@ -52,9 +58,43 @@ public final class BatchWrite {
   }
 
   /** Prepared writers by options and schema: the same sink's batches share one, and its tasks
-   * (in the driver's JVM, as the index's) find it here rather than in their closure, which
-   * would carry all of Hadoop's configuration to every task. */
+   * find it here rather than in their closure, which would carry all of Hadoop's configuration
+   * to every task. An executor's JVM keeps the ones its tasks took from a broadcast. */
   static final ConcurrentHashMap PREPARED = new ConcurrentHashMap();
+
+  /** What an executor's task makes this writer of: sent once per writer, as a broadcast. */
+  static final class Shipped implements java.io.Serializable {
+    final OutputWriterFactory factory;
+    final SerializableConfiguration conf;
+    final StructType schema;
+
+    Shipped(OutputWriterFactory factory, Configuration conf, StructType schema) {
+      this.factory = factory;
+      this.conf = new SerializableConfiguration(conf);
+      this.schema = schema;
+    }
+  }
+
+  /** The broadcast of this writer, made on first use (from the driver). */
+  synchronized Broadcast ship(SparkSession spark) {
+    if (shipped == null) {
+      JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      shipped = sc.broadcast(new Shipped(factory, conf, schema));
+    }
+    return shipped;
+  }
+
+  /** The writer of {@code key} in this JVM: the driver's, or one made from its broadcast. */
+  static BatchWrite of(String key, Broadcast shipped) {
+    BatchWrite w = (BatchWrite) PREPARED.get(key);
+    if (w == null) {
+      Shipped s = (Shipped) shipped.value();
+      w = new BatchWrite(key, s.factory, s.conf.value(), s.schema);
+      Object had = PREPARED.putIfAbsent(key, w);
+      w = had == null ? w : (BatchWrite) had;
+    }
+    return w;
+  }
 
   /**
    * Writes {@code rows} into directory {@code dir} as Parquet with the sink's {@code options}
@@ -62,11 +102,16 @@ public final class BatchWrite {
    * writing nothing, where Spark's writer must write them: they are not an RDD's rows (their
    * plan is not a {@code LogicalRDD}), or the session asks for what only Spark's writer does
    * (files of at most so many rows, another commit protocol or committer), or two columns share
-   * a name (Spark's writer names them in its error).
+   * a name (Spark's writer names them in its error). Rows repartitioned from an RDD's are
+   * written as that RDD's partitions: the same rows (a placed probe's pairs are shuffled only
+   * for readers that would put several of its partitions in one task).
    */
   public static long parquet(Dataset rows, String dir, long batch, Map options)
       throws IOException {
     LogicalPlan plan = rows.logicalPlan();
+    if (plan instanceof Repartition && ((Repartition) plan).shuffle()) {
+      plan = ((Repartition) plan).child();
+    }
     if (!(plan instanceof LogicalRDD) || ((LogicalRDD) plan).rdd().getNumPartitions() == 0) {
       return -1L;
     }
@@ -86,7 +131,7 @@ public final class BatchWrite {
       return -1L;
     }
     BatchWrite w = prepare(spark, set, options, schema);
-    return w.write(((LogicalRDD) plan).rdd().toJavaRDD(), dir, batch);
+    return w.write(spark, ((LogicalRDD) plan).rdd().toJavaRDD(), dir, batch);
   }
 
   /** The writer of rows of {@code schema} with {@code options} under the session's Parquet
@@ -133,8 +178,9 @@ public final class BatchWrite {
     return false;
   }
 
-  long write(org.apache.spark.api.java.JavaRDD rdd, String dir, long batch) throws IOException {
-    List counts = written(rdd, new Task(key, dir, batch), dir);
+  long write(SparkSession spark, org.apache.spark.api.java.JavaRDD rdd, String dir, long batch)
+      throws IOException {
+    List counts = written(rdd, new Task(this, spark, dir, batch), dir);
     long rows = 0;
     for (int i = 0; i < counts.size(); i++) {
       rows += ((Long) counts.get(i)).longValue();
@@ -159,11 +205,13 @@ public final class BatchWrite {
    * that an empty batch still has a file that carries the schema, as Spark's writer leaves). */
   static final class Task implements FlatMapFunction {
     final String key;
+    final Broadcast shipped;
     final String dir;
     final long batch;
 
-    Task(String key, String dir, long batch) {
-      this.key = key;
+    Task(BatchWrite w, SparkSession spark, String dir, long batch) {
+      this.key = w.key;
+      this.shipped = w.ship(spark);
       this.dir = dir;
       this.batch = batch;
     }
@@ -176,7 +224,7 @@ public final class BatchWrite {
       if (part > 0 && !it.hasNext()) {
         return Collections.singletonList(Long.valueOf(0L)).iterator();
       }
-      BatchWrite w = (BatchWrite) PREPARED.get(key);
+      BatchWrite w = of(key, shipped);
       Configuration c = w.conf;
       TaskAttemptID id = new TaskAttemptID("streamjoin", (int) batch, TaskType.MAP, part, 0);
       TaskAttemptContextImpl ctx = new TaskAttemptContextImpl(c, id);

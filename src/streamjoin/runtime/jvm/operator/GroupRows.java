@@ -84,7 +84,7 @@ public final class GroupRows {
     BatchWrite w = BatchWrite.prepare(spark, set, new HashMap(), schema);
     JavaRDD rdd = rows.queryExecution().toRdd().toJavaRDD();
     List parts =
-        w.written(rdd, new Tee(time, new BatchWrite.Task(w.key, dir, batch), null), dir);
+        w.written(rdd, new Tee(time, new BatchWrite.Task(w, spark, dir, batch), null), dir);
     return held(key, time, slide, schema).replace(batch, parts);
   }
 
