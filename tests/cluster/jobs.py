@@ -3,6 +3,7 @@ executor."""
 
 from __future__ import annotations
 
+import json
 import typing as t
 from pathlib import Path
 
@@ -32,6 +33,39 @@ def quick_jvms() -> dict[str, str]:
     }
 
 
+def event_log(folder: Path) -> dict[str, str]:
+    """The environment of `run_on` for a driver that writes Spark's event log, uncompressed,
+    into `folder` (read by `batch_call_sites`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    logging = (
+        f" --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{folder}"
+        " --conf spark.eventLog.compress=false pyspark-shell"
+    )
+    return {
+        "PYSPARK_SUBMIT_ARGS": quick_jvms()["PYSPARK_SUBMIT_ARGS"].replace(
+            " pyspark-shell", logging
+        )
+    }
+
+
+def batch_call_sites(folder: Path) -> dict[int, set[str]]:
+    """By batch, the call sites of the RDDs of the Spark jobs the engine ran for it (their
+    description names the batch), from the event logs in `folder`."""
+    sites: dict[int, set[str]] = {}
+    # (Spark 4 writes each application's log in parts, ``eventlog_v2_<app>/events_<n>_<app>``.)
+    for log in folder.rglob("events_*"):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line)
+            if event["Event"] != "SparkListenerJobStart":
+                continue
+            described = event.get("Properties", {}).get("spark.job.description", "")
+            if not described.startswith("streamjoin batch "):
+                continue
+            batch = sites.setdefault(int(described.rsplit(" ", 1)[1]), set())
+            batch |= {r["Callsite"] for s in event["Stage Infos"] for r in s["RDD Info"]}
+    return sites
+
+
 def run_on(
     cluster: LocalCluster,
     *args: str,
@@ -51,13 +85,19 @@ def run_on(
 
 
 def write_job(
-    root: Path, queries: Mapping[str, tuple[str, str]], parquet: Collection[str] = ()
+    root: Path,
+    queries: Mapping[str, tuple[str, str]],
+    parquet: Collection[str] = (),
+    parquet_input: bool = False,
 ) -> Path:
-    """``root/job.sql``: streams A and B read from ``root/in/<stream>`` one file per batch, and
-    per query (name → FROM clause, ON predicate) a JSON sink ``root/out/<name>`` (Parquet for
-    the names in `parquet`)."""
+    """``root/job.sql``: streams A and B read from ``root/in/<stream>`` one file per batch (JSON,
+    or Parquet with `parquet_input`), and per query (name → FROM clause, ON predicate) a JSON
+    sink ``root/out/<name>`` (Parquet for the names in `parquet`)."""
+    fmt = "parquet" if parquet_input else "json"
     parts = [
-        stream_ddl(s, str(root / "in" / s)).replace("WITH (", "WITH (maxFilesPerTrigger = '1', ")
+        stream_ddl(s, str(root / "in" / s)).replace(
+            "WITH (format = 'json', ", f"WITH (format = '{fmt}', maxFilesPerTrigger = '1', "
+        )
         for s in ("A", "B")
     ]
     parts += [

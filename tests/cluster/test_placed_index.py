@@ -3,8 +3,9 @@ join probe partitions that the executors hold across batches (the outer join's r
 partner decided there), and so do a multi-way query's levels (`runtime.multiway.chain`); a
 worker SIGKILLed with some of them makes the batch run again on indexes built again from the
 checkpoint's state (the levels' MIRs joined again from the units), and the output stays
-exact. The equi join's Parquet sink is written by its probe's tasks on the executors
-(``BatchWrite.java``), each writing the pairs it found."""
+exact. The inner joins' probes read each batch's rows in one task (``BatchInput.java``: no plan
+of a relation of them), and the equi join's Parquet sink is written by its probe's tasks on the
+executors (``BatchWrite.java``), each writing the pairs it found."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.e2e.files import write_batches
 from tests.spark.streams import make_batches
 from tests.spark.test_joins_vs_reference import QUERIES, W3
 
-from .jobs import assert_exact, run_on, write_job
+from .jobs import assert_exact, batch_call_sites, event_log, run_on, write_job
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -37,9 +38,10 @@ executors that hold them."""
 def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_path: Path) -> None:
     indexed = {name: QUERIES[name] for name in ("equi_window", "band_abs")}
     queries = {**indexed, "chain": CHAIN, "unmatched": OUTER}
-    job = write_job(tmp_path, queries, parquet=("equi_window", "unmatched"))
+    sinks = ("equi_window", "unmatched")
+    job = write_job(tmp_path, queries, parquet=sinks, parquet_input=True)
     batches = make_batches(5, n_batches=BATCHES, rows_per_batch=12)
-    write_batches(tmp_path / "in", batches)
+    write_batches(tmp_path / "in", batches, parquet=True)
     ckpt = tmp_path / "ckpt"
     killed: list[int] = []
 
@@ -58,7 +60,8 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
         return False
 
     args = ("run", str(job), "--once", "--checkpoint", str(ckpt))
-    run = run_on(cluster, *args, kill_when=kill_the_band_index_owner)
+    logs = tmp_path / "events"
+    run = run_on(cluster, *args, env=event_log(logs), kill_when=kill_the_band_index_owner)
     assert run.returncode == 0 or killed, run.stderr[-3000:]
     assert killed, f"the run ended before the worker could be killed: {run.stdout[-2000:]}"
     assert run.returncode == 0, run.stderr[-3000:]
@@ -70,6 +73,12 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
         names = [p.name for p in folder.glob("part-*")]
         assert names, folder
         assert all(re.fullmatch(rf"part-\d{{5}}-b{batch}\..*parquet", n) for n in names), names
+
+    # Every batch's rows were read by a task of a `BatchInput` (the probe's own input).
+    sites = batch_call_sites(logs)
+    assert sorted(sites) == list(range(BATCHES)), sites
+    read = {b: any("BatchInput.java" in c for c in s) for b, s in sites.items()}
+    assert all(read.values()), (read, sites)
 
     events = [e for figures in read_history(str(ckpt / "metrics")) for e in figures.events]
     built = [e for e in events if "index built" in e]

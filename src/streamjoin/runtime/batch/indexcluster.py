@@ -9,6 +9,8 @@ from __future__ import annotations
 import typing as t
 from functools import partial
 
+from pyspark.sql import DataFrame
+
 from streamjoin.runtime.batch.indexinput import index_input, stored_rows
 from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
 from streamjoin.runtime.batch.indexplans import query_key
@@ -16,8 +18,6 @@ from streamjoin.runtime.batch.indexsql import index_least, least_times
 from streamjoin.runtime.batch.placed import DrainsOnExecutors
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
     from streamjoin.plan import QueryPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.indexed import IndexedJoins
@@ -38,11 +38,20 @@ def placed_pairs(
 ) -> DataFrame:
     """`pairs` where a cluster's executors hold the partitions (`PlacedIndexes`): built
     there from the units where not there, then probed on each partition's owner (`placed`:
-    the partitions and the layout)."""
+    the partitions and the layout). A batch that fits one task is read by one (its
+    `BatchInput`: nothing planned for it but the shuffle to the owners), else its delta is
+    planned as a relation of each side's rows."""
     q = qp.query
     parts, layout = placed
     key = query_key(qp)
-    delta = index_input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
+    planned = None if key in joins.drains else joins.batch_input(ctx, qp)
+    output = None
+    if planned is not None:
+        late = _LEAST if ctx.watermark is None else ctx.watermark
+        delta, output = DataFrame(planned[0].delta(ctx.rows._jdf, late), ctx.spark), planned[1]
+        joins.batch_reads += 1
+    else:
+        delta = index_input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
     op = outer_plan(ctx, qp)
     marker = None if op is None else joins.plans.marker(ctx, op, delta)
     at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
@@ -73,8 +82,10 @@ def placed_pairs(
     expiry = [_LEAST if x is None else x for x in least]
     sample = partial(joins.placed.buckets, ctx.spark, key)
     units, cuts = joins.reads.expect(ctx, qp, joins.placed.name(key), shed, sample)
-    output = joins.plans.output(ctx, qp, delta)
+    if planned is None:
+        output = joins.plans.output(ctx, qp, delta)
     how = (output, cuts, units)
     pairs = joins.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
-    sides = (deltas[q.left.stream], deltas[q.right.stream])
+    # (A probe of the batch's own rows: no index drains, whose probe would read views.)
+    sides = ("", "") if planned is not None else (deltas[q.left.stream], deltas[q.right.stream])
     return joins.with_drain(ctx, qp, (key, sides, drains), pairs, output)

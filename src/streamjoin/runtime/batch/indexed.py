@@ -138,14 +138,17 @@ class IndexedJoins:
 
     def batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         """`qp`'s `BatchInput` for this batch (`ProbePlans.batch_input`), or None: the batch's
-        rows of every stream (the task reads them all) are more than one task takes, or the
-        executors hold the partitions (one task reads the whole batch: no place of its own)."""
+        rows of every stream (the task reads them all) are more than one task takes, or an
+        outer join's probe on a cluster's executors (it decides its rows over the delta's
+        relation: `indexcluster.placed_pairs`)."""
         fits = one_task(ctx, *ctx.plan.streams) and self._class(ctx.spark) is not None
         built = self.builds.get(key := query_key(qp))
         # (An index that drains, or may start to, is probed with the delta placed both ways.)
         if key in self.drains or (built is not None and built[1] != self._layout(ctx, qp)):
             return None
-        return self.plans.batch_input(ctx, qp, fits and not self.on_cluster(ctx.spark))
+        if self.on_cluster(ctx.spark) and outer_plan(ctx, qp) is not None:
+            return None
+        return self.plans.batch_input(ctx, qp, fits)
 
     def _layout(self, ctx: BatchContext, qp: QueryPlan) -> tuple[int, str]:
         """The partitions and the placement `qp`'s index is built for in this batch."""

@@ -203,6 +203,17 @@ public final class BatchInput implements Serializable {
         plan.rdd().toJavaRDD().coalesce(1), new Rows(this, lateBefore));
   }
 
+  /** {@link #rows} as rows of this input's layout: a cluster's probe shuffles them to the
+   * executors that own the index's partitions ({@link PlacedIndex#probe}), and plans nothing
+   * for them but that shuffle. */
+  public Dataset delta(Dataset batch, long lateBefore) {
+    SparkSession spark = (SparkSession) batch.sparkSession();
+    // (Nullable: the layout is one side's plan, whose other side's struct is NULL in the other
+    // side's rows, and Spark's generated code trusts a column's nullability.)
+    StructType nullable = layout.asNullable();
+    return spark.internalCreateDataFrame(rows(batch, lateBefore).rdd(), nullable, false);
+  }
+
   /** Each side's rows of a partition of the batch, lazily: a row of a self-join's stream is in
    * both. */
   static final class Rows implements FlatMapFunction {
