@@ -43,12 +43,21 @@ the query has an equality key (rows are fed in event-time order, so none is late
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import typing as t
 
 from benchmarks.engines_floor import FLOOR
-from benchmarks.harness import ROOT, _engines, _say, check_workload, machine, source_commit
+from benchmarks.harness import (
+    CLUSTER,
+    ROOT,
+    _engines,
+    _say,
+    check_workload,
+    machine,
+    source_commit,
+)
 from benchmarks.harness_exact import expected_counts
 from benchmarks.rate_feed import TICK, Feed, closes_windows
 from benchmarks.rate_run import _run_one
@@ -70,12 +79,14 @@ def run_rate(
     progress: t.TextIO | None = None,
     in_process: bool = False,
     warmup: bool = True,
+    cluster: bool = False,
 ) -> dict[str, t.Any]:
     """Every case of `workload` fed live at `rate` rows/s per stream for `duration` seconds
     (default by size: tiny 10, quick 30, full 60) to our engine and its peer; the JSON object
     the CLI prints last. `in_process` runs the engines on this process's Spark session (tests)
     instead of a process each; ``warmup=False`` skips the warm-up run (tests: quicker, but the
-    figures then include a cold start)."""
+    figures then include a cold start); `cluster`: every engine runs on a standalone cluster on
+    127.0.0.1 (`CLUSTER`), which the run starts and stops."""
     check_workload(workload, size)
     if rate <= 0:
         msg = f"--rate must be positive, not {rate}"
@@ -85,26 +96,26 @@ def run_rate(
     _say(progress, f"[{workload}] generating the {size} rows to feed …")
     cases = WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size)
     out = []
-    for case in cases:
-        source = Feed(case, rate)
-        results: dict[str, dict[str, t.Any]] = {}
-        jobs = {}
-        for engine in [e for e in _engines(case, engines) if e != FLOOR]:  # (backlogs only)
-            _say(
-                progress, f"[{case.name}] {engine} fed {rate:g} rows/s per stream, {seconds:g} s …"
+    with contextlib.ExitStack() as stack:
+        master = None
+        if cluster:
+            from streamjoin.cluster import LocalCluster
+
+            _say(progress, f"[{workload}] starting a cluster ({CLUSTER}) …")
+            nodes = LocalCluster(os.path.join(ROOT, "rate", "cluster"), workers=2, cores=1)
+            master = stack.enter_context(nodes).master_url
+        for case in cases:
+            out.append(
+                _live_case(
+                    case,
+                    rate,
+                    seconds,
+                    engines,
+                    progress,
+                    master,
+                    (tick, trigger, in_process, warmup),
+                )
             )
-            results[engine], jobs[engine] = _run_one(
-                case,
-                engine,
-                source,
-                duration=seconds,
-                tick=tick,
-                trigger=trigger,
-                in_process=in_process,
-                warmup=warmup,
-            )
-            _say(progress, f"[{case.name}] {engine}: {_brief(results[engine])}")
-        out.append(_checked(case, results, jobs))
     return {
         "workload": workload,
         "mode": "rate",
@@ -114,11 +125,44 @@ def run_rate(
         "tick_s": tick,
         "trigger_s": trigger,
         "warmup": warmup,
+        **({"cluster": CLUSTER} if cluster else {}),
         "machine": machine(),
         "commit": source_commit(),
         "cases": out,
         "wall_seconds": round(time.monotonic() - began, 1),
     }
+
+
+def _live_case(
+    case: Case,
+    rate: float,
+    seconds: float,
+    engines: t.Sequence[str] | None,
+    progress: t.TextIO | None,
+    master: str | None,
+    how: tuple[float, float, bool, bool],
+) -> dict[str, t.Any]:
+    """`case` fed live to each engine (`run_rate`; `how`: tick, trigger, in process, warm-up),
+    on the cluster of `master` (None: local mode); its checked figures."""
+    tick, trigger, in_process, warmup = how
+    source = Feed(case, rate)
+    results: dict[str, dict[str, t.Any]] = {}
+    jobs = {}
+    for engine in [e for e in _engines(case, engines) if e != FLOOR]:  # (backlogs only)
+        _say(progress, f"[{case.name}] {engine} fed {rate:g} rows/s per stream, {seconds:g} s …")
+        results[engine], jobs[engine] = _run_one(
+            case,
+            engine,
+            source,
+            duration=seconds,
+            tick=tick,
+            trigger=trigger,
+            in_process=in_process,
+            warmup=warmup,
+            master=master,
+        )
+        _say(progress, f"[{case.name}] {engine}: {_brief(results[engine])}")
+    return _checked(case, results, jobs)
 
 
 def _checked(

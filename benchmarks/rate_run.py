@@ -39,8 +39,10 @@ def _run_one(
     trigger: float,
     in_process: bool,
     warmup: bool,
+    master: str | None = None,
 ) -> tuple[dict[str, t.Any], str]:
-    """`engine` on a live feed of `case`; its figures and the job text it ran (live paths)."""
+    """`engine` on a live feed of `case`; its figures and the job text it ran (live paths);
+    `master`: a cluster's to run on (default: local mode; not `in_process`)."""
     base = os.path.join(ROOT, "rate", case.name, engine)
     shutil.rmtree(base, ignore_errors=True)
     dirs = {name: os.path.join(base, "feed", name) for name in source.streams}
@@ -72,7 +74,10 @@ def _run_one(
             # writes and its GIL do not compete with the engine's driver (streamjoin's batches
             # run Python in the driver, Spark's native join does not), and the engine's peak
             # memory is its own.
-            result.extend(run_engine_process(engine, [(job, workdir)], None, asdict(live)))
+            live_run = asdict(live)
+            result.extend(
+                run_engine_process(engine, [(job, workdir)], None, live_run, master=master)
+            )
 
     thread = threading.Thread(target=engine_run, name=f"bench-{engine}", daemon=True)
     watch = CommitWatch(workdir)

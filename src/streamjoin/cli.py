@@ -146,8 +146,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.peer_limit is not None and (args.rate is not None or args.max_rate):
         msg = "--peer-limit goes with a backlog run, not --rate (a live run ends with its feed)"
         raise StreamJoinError(msg)
-    if args.cluster and (args.rate is not None or args.max_rate):
-        msg = "--cluster goes with a backlog run, not --rate or --max-rate"
+    if args.cluster and args.max_rate:
+        msg = "--cluster goes with a backlog run or --rate, not --max-rate"
         raise StreamJoinError(msg)
     try:
         if args.max_rate:
@@ -173,6 +173,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 duration=args.duration,
                 engines=engines,
                 progress=sys.stderr,
+                cluster=args.cluster,
             )
             lines = summary_lines(report)
         else:
@@ -302,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cluster",
         action="store_true",
         help="run every engine on a standalone cluster of 2 workers of 1 core on 127.0.0.1, "
-        "started and stopped by the run (backlog workloads)",
+        "started and stopped by the run (backlog workloads, and live ones with --rate)",
     )
     bench.set_defaults(func=_cmd_bench)
     jar = sub.add_parser(

@@ -1,5 +1,6 @@
-"""``streamjoin bench --cluster``: every engine's child process gets the cluster's master, its
-session runs there, and a live run is refused with the flag named."""
+"""``streamjoin bench --cluster``: every engine's child process gets the cluster's master, a
+live one too, its session runs there, and a search of the highest rate is refused with the flag
+named."""
 
 from __future__ import annotations
 
@@ -12,10 +13,36 @@ from benchmarks.workloads import Case
 from streamjoin.cli import main
 
 
-def test_cluster_with_rate_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bench", "equi", "--tiny", "--rate", "100", "--cluster"])
+def test_cluster_with_max_rate_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "equi", "--tiny", "--max-rate", "--cluster"])
     assert code != 0
-    assert "--cluster goes with a backlog run" in capsys.readouterr().err
+    assert "--cluster goes with a backlog run or --rate, not --max-rate" in capsys.readouterr().err
+
+
+def test_a_live_engine_process_is_given_the_master(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: t.Any
+) -> None:
+    from benchmarks import rate_run
+
+    given: list[str | None] = []
+
+    def engine_process(*args: t.Any, master: str | None = None, **_: t.Any) -> list[t.Any]:
+        given.append(master)
+        return [{"engine": args[0], "error": "not run"}]
+
+    monkeypatch.setattr(rate_run, "run_engine_process", engine_process)
+    monkeypatch.setattr(rate_run, "ROOT", str(tmp_path))
+    monkeypatch.setattr(rate_run, "feed", lambda *a, **k: ([], 0.0, 0.0))
+    monkeypatch.setattr(rate_run, "_live_job", lambda case, dirs: "job {out}")
+    source = t.cast(t.Any, type("Feed", (), {"streams": ("a",)})())
+    case = Case("c", "job {out}", peer="spark-native", backlog=t.cast(t.Any, None))
+    for master in ("spark://127.0.0.1:7077", None):
+        how = {"duration": 1.0, "tick": 0.1, "trigger": 1.0, "in_process": False}
+        result, _ = rate_run._run_one(
+            case, "streamjoin", source, **how, warmup=False, master=master
+        )
+        assert result["error"] == "not run"
+    assert given == ["spark://127.0.0.1:7077", None]
 
 
 def test_each_engine_process_is_given_the_master(
