@@ -202,7 +202,6 @@ def render(
             if elastic
             else []
         ),
-        "python -m benchmarks.report",
         "```",
         "",
         "## Targets",

@@ -188,4 +188,4 @@ def more_lines(
         )
     if not entries:
         return []
-    return ["## More results", "", "Each on a page of its own:", "", *entries, ""]
+    return ["## More results, each on a page of its own", "", *entries, ""]
