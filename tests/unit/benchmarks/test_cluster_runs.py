@@ -37,9 +37,16 @@ def test_a_live_engine_process_is_given_the_master(
     source = t.cast(t.Any, type("Feed", (), {"streams": ("a",)})())
     case = Case("c", "job {out}", peer="spark-native", backlog=t.cast(t.Any, None))
     for master in ("spark://127.0.0.1:7077", None):
-        how = {"duration": 1.0, "tick": 0.1, "trigger": 1.0, "in_process": False}
         result, _ = rate_run._run_one(
-            case, "streamjoin", source, **how, warmup=False, master=master
+            case,
+            "streamjoin",
+            source,
+            duration=1.0,
+            tick=0.1,
+            trigger=1.0,
+            in_process=False,
+            warmup=False,
+            master=master,
         )
         assert result["error"] == "not run"
     assert given == ["spark://127.0.0.1:7077", None]
