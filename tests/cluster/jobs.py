@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import typing as t
+from collections import Counter
 from pathlib import Path
 
 from streamjoin.reference import normalize, run_reference
@@ -48,10 +49,11 @@ def event_log(folder: Path) -> dict[str, str]:
     }
 
 
-def batch_call_sites(folder: Path) -> dict[int, set[str]]:
+def batch_call_sites(folder: Path) -> dict[int, Counter[str]]:
     """By batch, the call sites of the RDDs of the Spark jobs the engine ran for it (their
-    description names the batch), from the event logs in `folder`."""
-    sites: dict[int, set[str]] = {}
+    description names the batch), each as often as an RDD was made there (a stage that
+    follows a shuffle repeats its parent's), from the event logs in `folder`."""
+    sites: dict[int, Counter[str]] = {}
     # (Spark 4 writes each application's log in parts, ``eventlog_v2_<app>/events_<n>_<app>``.)
     for log in folder.rglob("events_*"):
         for line in log.read_text(encoding="utf-8").splitlines():
@@ -61,8 +63,9 @@ def batch_call_sites(folder: Path) -> dict[int, set[str]]:
             described = event.get("Properties", {}).get("spark.job.description", "")
             if not described.startswith("streamjoin batch "):
                 continue
-            batch = sites.setdefault(int(described.rsplit(" ", 1)[1]), set())
-            batch |= {r["Callsite"] for s in event["Stage Infos"] for r in s["RDD Info"]}
+            batch = sites.setdefault(int(described.rsplit(" ", 1)[1]), Counter())
+            made = {r["RDD ID"]: r["Callsite"] for s in event["Stage Infos"] for r in s["RDD Info"]}
+            batch.update(made.values())
     return sites
 
 

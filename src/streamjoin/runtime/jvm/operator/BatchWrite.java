@@ -48,7 +48,8 @@ public final class BatchWrite {
   final OutputWriterFactory factory;
   final Configuration conf;
   final StructType schema;
-  Broadcast shipped;  // (the writer for other JVMs' tasks, made once: `ship`)
+  Broadcast shipped;  // (the writer for other JVMs' tasks, made once per context: `ship`)
+  org.apache.spark.SparkContext shippedBy;
 
   BatchWrite(String key, OutputWriterFactory factory, Configuration conf, StructType schema) {
     this.key = key;
@@ -75,11 +76,18 @@ public final class BatchWrite {
     }
   }
 
-  /** The broadcast of this writer, made on first use (from the driver). */
+  /** The broadcast of this writer for {@code spark}'s executors, made on first use (from the
+   * driver), again for another context; null where the tasks run in the driver's JVM (a local
+   * master: they find the writer in {@link #PREPARED}). */
   synchronized Broadcast ship(SparkSession spark) {
-    if (shipped == null) {
-      JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-      shipped = sc.broadcast(new Shipped(factory, conf, schema));
+    org.apache.spark.SparkContext context = spark.sparkContext();
+    if (context.isLocal()) {
+      return null;
+    }
+    if (shipped == null || shippedBy != context) {
+      shipped = JavaSparkContext.fromSparkContext(context).broadcast(
+          new Shipped(factory, conf, schema));
+      shippedBy = context;
     }
     return shipped;
   }
@@ -157,7 +165,8 @@ public final class BatchWrite {
       DataSourceUtils.verifySchema(format, schema, false);
       OutputWriterFactory f = format.prepareWrite(spark, job, opts, schema);
       w = new BatchWrite(key, f, job.getConfiguration(), schema);
-      PREPARED.put(key, w);
+      Object had = PREPARED.putIfAbsent(key, w);  // (sinks are written concurrently)
+      w = had == null ? w : (BatchWrite) had;
     }
     return w;
   }
@@ -232,7 +241,8 @@ public final class BatchWrite {
           + "-b" + batch + w.factory.getFileExtension(ctx);
       // (An attempt's own hidden file: a retried task never meets the one a failed attempt
       // left, which it deletes where it can.)
-      int attempt = task.attemptNumber();
+      // (Unique in the application: a stage resubmitted numbers its attempts from 0 again.)
+      long attempt = task.taskAttemptId();
       Path hidden = new Path(dir, "." + name + "." + attempt + ".writing");
       FileSystem fs = hidden.getFileSystem(c);
       OutputWriter out = null;
