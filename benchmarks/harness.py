@@ -285,13 +285,7 @@ def run_workload(
     _say(progress, f"[{workload}] generating the {size} backlog …")
     cases = WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size)
     with contextlib.ExitStack() as stack:
-        master = None
-        if cluster:
-            from streamjoin.cluster import LocalCluster
-
-            _say(progress, f"[{workload}] starting a cluster ({CLUSTER}) …")
-            nodes = LocalCluster(os.path.join(ROOT, "work", "cluster"), workers=2, cores=1)
-            master = stack.enter_context(nodes).master_url
+        master = start_cluster(stack, workload, "work", progress) if cluster else None
         ran = run_cases(
             cases, size, engines=engines, progress=progress, peer_limit=peer_limit, master=master
         )
@@ -305,6 +299,18 @@ def run_workload(
         "cases": ran,
         "wall_seconds": round(time.monotonic() - started, 1),
     }
+
+
+def start_cluster(
+    stack: contextlib.ExitStack, workload: str, folder: str, progress: t.TextIO | None
+) -> str:
+    """The master URL of a cluster (`CLUSTER`) started under ``ROOT/<folder>/cluster`` for a
+    run of `workload`, stopped when `stack` closes."""
+    from streamjoin.cluster import LocalCluster
+
+    _say(progress, f"[{workload}] starting a cluster ({CLUSTER}) …")
+    nodes = LocalCluster(os.path.join(ROOT, folder, "cluster"), workers=2, cores=1)
+    return stack.enter_context(nodes).master_url
 
 
 CLUSTER = "standalone, 2 workers of 1 core and 2 GiB on 127.0.0.1, the driver beside them"

@@ -57,6 +57,7 @@ from benchmarks.harness import (
     check_workload,
     machine,
     source_commit,
+    start_cluster,
 )
 from benchmarks.harness_exact import expected_counts
 from benchmarks.rate_feed import TICK, Feed, closes_windows
@@ -97,13 +98,7 @@ def run_rate(
     cases = WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size)
     out = []
     with contextlib.ExitStack() as stack:
-        master = None
-        if cluster:
-            from streamjoin.cluster import LocalCluster
-
-            _say(progress, f"[{workload}] starting a cluster ({CLUSTER}) …")
-            nodes = LocalCluster(os.path.join(ROOT, "rate", "cluster"), workers=2, cores=1)
-            master = stack.enter_context(nodes).master_url
+        master = start_cluster(stack, workload, "rate", progress) if cluster else None
         for case in cases:
             out.append(
                 _live_case(
