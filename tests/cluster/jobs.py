@@ -24,13 +24,14 @@ SELECT = "a.id AS aid, b.id AS bid, a.x + b.x AS xs"
 COLUMNS = ("aid", "bid", "xs")
 
 
-def quick_jvms() -> dict[str, str]:
+def quick_jvms(**settings: object) -> dict[str, str]:
     """Executors too run the quick compiler only (see `QUICK_JIT`); the driver maps the session's
-    class-data archive if there is one (`class_archive`)."""
+    class-data archive if there is one (`class_archive`); and Spark's `settings`."""
     driver = f"{QUICK_JIT}{class_archive()}"
+    confs = "".join(f" --conf {k}={v}" for k, v in settings.items())
     return {
         "PYSPARK_SUBMIT_ARGS": f'--conf "spark.driver.extraJavaOptions={driver}" '
-        f"--conf spark.executor.extraJavaOptions={QUICK_JIT} pyspark-shell"
+        f"--conf spark.executor.extraJavaOptions={QUICK_JIT}{confs} pyspark-shell"
     }
 
 
@@ -38,15 +39,8 @@ def event_log(folder: Path) -> dict[str, str]:
     """The environment of `run_on` for a driver that writes Spark's event log, uncompressed,
     into `folder` (read by `batch_call_sites`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    logging = (
-        f" --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{folder}"
-        " --conf spark.eventLog.compress=false pyspark-shell"
-    )
-    return {
-        "PYSPARK_SUBMIT_ARGS": quick_jvms()["PYSPARK_SUBMIT_ARGS"].replace(
-            " pyspark-shell", logging
-        )
-    }
+    logging = {"enabled": "true", "dir": f"file://{folder}", "compress": "false"}
+    return quick_jvms(**{f"spark.eventLog.{k}": v for k, v in logging.items()})
 
 
 def batch_call_sites(folder: Path) -> dict[int, Counter[str]]:

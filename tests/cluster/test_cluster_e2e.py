@@ -54,10 +54,7 @@ def test_every_predicate_class_on_the_cluster(cluster: LocalCluster, tmp_path: P
 
     # (A memory budget of a few bytes a partition: every index spills its rows on the executors,
     # and reads them back there.)
-    spills = " --conf spark.streamjoin.state.memory=4k pyspark-shell"
-    env = {
-        "PYSPARK_SUBMIT_ARGS": quick_jvms()["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", spills)
-    }
+    env = quick_jvms(**{"spark.streamjoin.state.memory": "4k"})
     run = run_on(
         cluster, "run", str(job), "--once", "--checkpoint", str(tmp_path / "ckpt"), env=env
     )

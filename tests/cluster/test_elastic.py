@@ -115,16 +115,11 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     def fed_rows() -> int:
         return sum(len(rows) for b in batches[: BACKLOG + len(fed)] for rows in b.values())
 
-    conf = (
-        " --conf spark.streamjoin.elastic.maxExecutors=2"
-        f" --conf spark.streamjoin.elastic.stabilizationSeconds={SETTLE} pyspark-shell"
-    )
-    submit = quick_jvms()["PYSPARK_SUBMIT_ARGS"].replace(" pyspark-shell", conf)
+    elastic = {"maxExecutors": 2, "stabilizationSeconds": SETTLE}
+    env = quick_jvms(**{f"spark.streamjoin.elastic.{k}": v for k, v in elastic.items()})
     args = ("run", str(job), "--checkpoint", str(tmp_path / "ckpt"), "--trigger", "500ms")
     try:
-        run = run_on(
-            cluster, *args, env={"PYSPARK_SUBMIT_ARGS": submit}, kill_when=watch, timeout=480
-        )
+        run = run_on(cluster, *args, env=env, kill_when=watch, timeout=480)
     except TimeoutError as e:
         state = (
             f"cores seen {seen}, batches fed {fed}, committed {last[-1][0]}, took {took[0]:.1f}s"

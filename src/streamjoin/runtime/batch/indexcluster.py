@@ -44,14 +44,14 @@ def placed_pairs(
     q = qp.query
     parts, layout = placed
     key = query_key(qp)
-    planned = None if key in joins.drains else joins.batch_input(ctx, qp)
-    output = None
+    planned = joins.batch_input(ctx, qp)  # (None for an index that drains)
     if planned is not None:
         late = _LEAST if ctx.watermark is None else ctx.watermark
         delta, output = DataFrame(planned[0].delta(ctx.rows._jdf, late), ctx.spark), planned[1]
         joins.batch_reads += 1
     else:
         delta = index_input(ctx, qp, deltas[q.left.stream], deltas[q.right.stream])
+        output = joins.plans.output(ctx, qp, delta)
     op = outer_plan(ctx, qp)
     marker = None if op is None else joins.plans.marker(ctx, op, delta)
     at = {(ctx.batch_id - 1, layout), (ctx.batch_id, layout)}
@@ -82,8 +82,6 @@ def placed_pairs(
     expiry = [_LEAST if x is None else x for x in least]
     sample = partial(joins.placed.buckets, ctx.spark, key)
     units, cuts = joins.reads.expect(ctx, qp, joins.placed.name(key), shed, sample)
-    if planned is None:
-        output = joins.plans.output(ctx, qp, delta)
     how = (output, cuts, units)
     pairs = joins.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
     # (A probe of the batch's own rows: no index drains, whose probe would read views.)

@@ -201,7 +201,7 @@ class IndexedJoins:
         if router.scheme is not None:  # (its places are its partitions: their rows, stored)
             self.reads.holding[q.name] = (name, parts)
         index = (name, parts, ctx.batch_id, units)
-        planned = None if key in self.drains else self.batch_input(ctx, qp)
+        planned = self.batch_input(ctx, qp)  # (None for an index that drains)
         output = None
         if planned is not None:
             late = _LEAST if ctx.watermark is None else ctx.watermark

@@ -209,7 +209,8 @@ class BatchProcessor:
             made = partial(delta_relations, ctx, self.stores, chained)
             deltas = {} if reads_rows else LazyDeltas(made)
             if known is not None and ctx.counted.sides:
-                units_job = self._start_unit_counts(ctx)
+                counts_itself = partial(self.indexed.counts_units, ctx)
+                units_job = count_units(ctx, self.stores.sourced, counts_itself)
             # (Known before the probes, an outer join's probe decides its rows without a
             # partner in its own task: `IndexedJoins.leaving`.)
             self.indexed.leaving = None
@@ -386,18 +387,3 @@ class BatchProcessor:
         job = Background(lambda: append(ctx.counted, ctx.routers, ctx.files))
         ctx.scratch.running.append(job)  # (a failed batch's own write ends before a rerun's)
         return None, job.result
-
-    def _start_unit_counts(self, ctx: BatchContext) -> Background | None:
-        """The skew check's rows per unit from the batch's files (`checks_skew`), for the
-        queries that no index counts (`IndexedJoins.counts_units`)."""
-        if not ctx.checks_skew:
-            return None
-        counted = ctx.counted
-        names = [
-            n for n in counted.sides if n in counted.moved or not self.indexed.counts_units(ctx, n)
-        ]
-        if not names:
-            return None
-        job = count_units(ctx, self.stores.sourced, names)
-        ctx.scratch.running.append(job)  # (it reads the batch's views)
-        return job

@@ -27,7 +27,7 @@ from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from pyspark.sql import Column, SparkSession
 
@@ -168,11 +168,20 @@ def column_of(sql: str, alias: str) -> str | None:
     return tail if dot and head == alias and tail.isidentifier() else None
 
 
-def count_units(ctx: BatchContext, sourced: SourcedUnits, names: Sequence[str]) -> Background:
-    """The rows per unit of queries `names` (counted by `ctx.counted`), over the batch's files
-    (whose footers gave its statistics, so no state job counts them): a job beside the joins
-    that reads only the keys (`InputUnitCounts.files_sql`), where the state job would read
-    every column of the batch's input."""
+def count_units(
+    ctx: BatchContext, sourced: SourcedUnits, counts_itself: Callable[[str], bool]
+) -> Background | None:
+    """The skew check's rows per unit (`ctx.checks_skew`) of the queries counted by
+    `ctx.counted` whose probe does not count them itself (`counts_itself`, an index's) or that
+    moved off hash, over the batch's files (whose footers gave its statistics, so no state job
+    counts them): a job beside the joins that reads only the keys (`InputUnitCounts.files_sql`),
+    where the state job would read every column of the batch's input; None: nothing to count."""
+    if not ctx.checks_skew:
+        return None
+    counted = ctx.counted
+    names = [n for n in counted.sides if n in counted.moved or not counts_itself(n)]
+    if not names:
+        return None
     spark, plan, files = ctx.spark, ctx.plan, ctx.files
     relations = {
         sp.index: sourced.batch_view(spark, sp, ctx.batch_id, files[sp.name], ctx.watermark)
@@ -180,5 +189,7 @@ def count_units(ctx: BatchContext, sourced: SourcedUnits, names: Sequence[str]) 
         if sp.name in files
     }
     sql = ctx.counted.files_sql(relations, names)
-    counted, routers = ctx.counted, ctx.routers
-    return Background(lambda: counted.read_rows(spark.sql(sql).collect(), routers, names))
+    routers = ctx.routers
+    job = Background(lambda: counted.read_rows(spark.sql(sql).collect(), routers, names))
+    ctx.scratch.running.append(job)  # (it reads the batch's views)
+    return job

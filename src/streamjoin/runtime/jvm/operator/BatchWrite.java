@@ -97,11 +97,15 @@ public final class BatchWrite {
     BatchWrite w = (BatchWrite) PREPARED.get(key);
     if (w == null) {
       Shipped s = (Shipped) shipped.value();
-      w = new BatchWrite(key, s.factory, s.conf.value(), s.schema);
-      Object had = PREPARED.putIfAbsent(key, w);
-      w = had == null ? w : (BatchWrite) had;
+      w = kept(new BatchWrite(key, s.factory, s.conf.value(), s.schema));
     }
     return w;
+  }
+
+  /** {@code w} in {@link #PREPARED}, or the writer of its key another thread put first. */
+  static BatchWrite kept(BatchWrite w) {
+    Object had = PREPARED.putIfAbsent(w.key, w);
+    return had == null ? w : (BatchWrite) had;
   }
 
   /**
@@ -164,9 +168,7 @@ public final class BatchWrite {
       ParquetFileFormat format = new ParquetFileFormat();
       DataSourceUtils.verifySchema(format, schema, false);
       OutputWriterFactory f = format.prepareWrite(spark, job, opts, schema);
-      w = new BatchWrite(key, f, job.getConfiguration(), schema);
-      Object had = PREPARED.putIfAbsent(key, w);  // (sinks are written concurrently)
-      w = had == null ? w : (BatchWrite) had;
+      w = kept(new BatchWrite(key, f, job.getConfiguration(), schema));  // (sinks run at once)
     }
     return w;
   }
