@@ -101,7 +101,7 @@ def run_engine(
         msg = f"{FLOOR} runs over a backlog, not on a live source (--rate)"
         raise ValueError(msg)
     if engine == FLINK:  # (no Spark session: its own JVM; its input always ends, as `final`)
-        return run_flink(job, workdir, time_limit, live)
+        return run_flink(job, workdir, time_limit, live, job_text)
     if live is not None and live.warmup is not None:
         warm = os.path.join(workdir, "warmup")
         run_engine(engine, live.warmup.replace("{out}", os.path.join(warm, "out")), warm)

@@ -86,23 +86,31 @@ def write_csv_copies(job: Job, root: str) -> tuple[dict[str, str], int]:
 
 
 def run_flink(
-    job: Job, workdir: str, time_limit: float | None = None, live: Live | None = None
+    job: Job,
+    workdir: str,
+    time_limit: float | None = None,
+    live: Live | None = None,
+    text: str | None = None,
 ) -> EngineRun:
-    """Run `job` on Flink to the end of its input (or `time_limit` seconds, then cancelled and
-    marked ``stopped_early``); results under the job's sink folders, as Parquet. A query Flink
-    refuses raises RuntimeError with Flink's own message (the harness reports its first line).
-    PyFlink's venv is made first if it is not (`flink_python`)."""
+    """Run `job` (whose job file is `text`) on Flink to the end of its input (or `time_limit`
+    seconds, then cancelled and marked ``stopped_early``); results under the job's sink folders,
+    as Parquet. A query Flink refuses raises RuntimeError with Flink's own message (the harness
+    reports its first line). PyFlink's venv is made first if it is not (`flink_python`)."""
     if live is not None:
         msg = "flink runs over a backlog, not on a live source (--rate) yet"
         raise ValueError(msg)
     python = flink_python()
     csv_dirs, rows = write_csv_copies(job, os.path.join(workdir, "flink-in"))
-    flink_job = translate(job, csv_dirs, os.path.join(workdir, "flink-out"))
-    plan = {
+    flink_job = translate(job, csv_dirs, os.path.join(workdir, "flink-out"), text)
+    plan: dict[str, t.Any] = {
         "conf": FLINK_CONF,
         "sources": flink_job.sources,
         "queries": {
-            name: {"select": select, "sink": flink_job.sinks[name]}
+            name: {
+                "select": select,
+                "sink": flink_job.sinks[name],
+                "key": flink_job.keys.get(name, []),
+            }
             for name, select in flink_job.selects.items()
         },
         "time_limit": time_limit,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from benchmarks.engines_peers import _out_path
+from streamjoin.model import GroupQuery
 
 if t.TYPE_CHECKING:
     from streamjoin.model import Job, Query, StreamDef
@@ -31,6 +32,7 @@ ROWTIME_SUFFIX = "__rt"
 """Suffix of a stream's millisecond event-time column, the one its watermark is declared on."""
 
 _WIDEN_MS = 1
+_LITERALS_EDIT = "interval literals over two digits written DAY TO SECOND"
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,23 @@ class FlinkJob:
     outputs: dict[str, str]
     """The query's own sink folder, where the harness wants Parquet (`_out_path`)."""
     edits: tuple[str, ...]
+    keys: dict[str, tuple[str, ...]]
+    """The output columns each updating query's rows are keyed by (`upsert_key`), by name."""
+
+
+def upsert_key(q: Query | GroupQuery) -> tuple[str, ...]:
+    """The output columns that name each row of `q`'s result when it updates rows it wrote: a
+    top-1's partition keys, a rollup's group keys (empty: its rows are not updated by key)."""
+    if isinstance(q, GroupQuery):
+        return ()
+    if q.topn is not None and q.topn.limit == 1:
+        keys = q.topn.keys
+    elif q.rollup is not None:
+        keys, select = q.rollup.keys, q.rollup.select
+        return tuple(item.alias for item in select if item.sql in keys)
+    else:
+        return ()
+    return tuple(item.alias for item in q.select if item.sql in keys)
 
 
 def _flink_type(name: str, precision: int | None, scale: int | None) -> str:
@@ -146,7 +165,7 @@ def query_select(q: Query, job: Job) -> tuple[str, list[str]]:
     (select, a), (on, b) = flink_expr(select), flink_expr(on)
     where, c = flink_expr(where) if where else (where, False)
     if a or b or c:
-        edits.append(f"{q.name}: interval literals over two digits written DAY TO SECOND")
+        edits.append(f"{q.name}: {_LITERALS_EDIT}")
     if window is not None:
         on = f"({on}) AND {window}"
         edits.append(
@@ -161,13 +180,80 @@ def query_select(q: Query, job: Job) -> tuple[str, list[str]]:
     return sql + (f" WHERE {where}" if where else ""), edits
 
 
-def translate(job: Job, csv_dirs: t.Mapping[str, str], sink_root: str) -> FlinkJob:
+_INSERT = re.compile(r"INSERT\s+INTO\s+\S+\s+(.*?)\s*;", re.IGNORECASE | re.DOTALL)
+_DESCRIPTOR = re.compile(r"DESCRIPTOR\(\s*`?(\w+)`?\s*\)", re.IGNORECASE)
+
+
+def written_select(text: str, line: int) -> str:
+    """The SELECT of the ``INSERT INTO`` statement at `line` (1-based) of job `text`, as the job
+    file writes it; ValueError when no INSERT starts on that line."""
+    for m in _INSERT.finditer(text):
+        if text.count("\n", 0, m.start()) + 1 == line:
+            return m.group(1)
+    msg = f"flink: no INSERT INTO statement on line {line} of the job"
+    raise ValueError(msg)
+
+
+FLINK_RESERVED = frozenset({"datetime"})
+"""Column names Flink 2.3's SQL parser takes for a keyword unless back-quoted (of Nexmark's 20
+columns, measured one by one: ``dateTime`` alone)."""
+
+_LITERAL = re.compile(r"('(?:[^']|'')*')")
+
+
+def quote_reserved(sql: str, columns: t.Iterable[str]) -> str:
+    """`sql` with each of `columns` that Flink reserves (`FLINK_RESERVED`) back-quoted where
+    it stands bare, outside string literals."""
+    words = [c for c in columns if c.lower() in FLINK_RESERVED]
+    if not words:
+        return sql
+    bare = re.compile(r"(?<![`\w])(" + "|".join(map(re.escape, words)) + r")(?![`\w])")
+    parts = _LITERAL.split(sql)  # (odd parts: the literals, kept as they are)
+    return "".join(p if i % 2 else bare.sub(r"`\1`", p) for i, p in enumerate(parts))
+
+
+def written_query(q: Query | GroupQuery, job: Job, text: str) -> tuple[str, list[str]]:
+    """The SELECT of `q` as the job writes it, in Flink's SQL: a window table function's
+    ``DESCRIPTOR`` names the millisecond copy of a stream's event time (Flink's time attribute;
+    the same windows, for a window's width is whole milliseconds), interval literals as
+    `flink_expr` writes them, a column Flink's parser reserves back-quoted. And the edits this
+    made."""
+    written = written_select(text, q.line)
+    select, literals = flink_expr(written)
+    edits = [f"{q.name}: {_LITERALS_EDIT}"] if literals else []
+    columns = {c.name for s in job.streams for c in s.columns}
+    quoted = quote_reserved(select, columns)
+    if quoted != select:
+        words = ", ".join(sorted(c for c in columns if c.lower() in FLINK_RESERVED))
+        edits.append(f"{q.name}: {words} back-quoted (reserved in Flink's SQL)")
+        select = quoted
+    times = {s.watermark.column for s in job.streams if s.watermark is not None}
+
+    def attribute(m: re.Match[str]) -> str:
+        return f"DESCRIPTOR(`{m.group(1)}{ROWTIME_SUFFIX}`)" if m.group(1) in times else m.group(0)
+
+    windowed = _DESCRIPTOR.sub(attribute, select)
+    if windowed != select:
+        edits.append(
+            f"{q.name}: window functions over the millisecond event times (DESCRIPTOR(… "
+            f"{ROWTIME_SUFFIX})), Flink's time attributes: the same windows"
+        )
+    return windowed, edits
+
+
+def _structured(q: Query) -> bool:
+    """Whether `q` is a two-way join `query_select` writes (else the job's own text is run)."""
+    return not q.multiway and q.windowed is None and q.rollup is None
+
+
+def translate(
+    job: Job, csv_dirs: t.Mapping[str, str], sink_root: str, text: str | None = None
+) -> FlinkJob:
     """`job` in Flink SQL over the CSV copies `csv_dirs` (by stream), each query's rows written
-    under `sink_root`; ValueError naming what is not translated yet."""
-    if job.group_queries:
-        names = ", ".join(g.name for g in job.group_queries)
-        msg = f"flink: queries over one stream's groups ({names}) are not translated yet"
-        raise ValueError(msg)
+    under `sink_root`. A two-way join is written from its parts (`query_select`); any other
+    query (an aggregation, a top-N, a multi-way join, one stream's groups) is run as the job's
+    `text` writes it (`written_query`), which Flink's SQL mostly shares (Nexmark's queries
+    are Flink's); without `text`, a ValueError names such a query."""
     edits = [
         f"stream {s.name}: read from CSV copies of its Parquet files (Flink 2.3 bundles no "
         "Parquet format)"
@@ -180,11 +266,20 @@ def translate(job: Job, csv_dirs: t.Mapping[str, str], sink_root: str) -> FlinkJ
         for s in job.streams
         if s.watermark is not None
     ]
-    selects, sinks, outputs = {}, {}, {}
-    for q in job.queries:
-        selects[q.name], more = query_select(q, job)
+    selects, sinks, outputs, keys = {}, {}, {}, {}
+    every: list[Query | GroupQuery] = [*job.queries, *job.group_queries]
+    for q in every:
+        if isinstance(q, GroupQuery) or not _structured(q):
+            if text is None:
+                msg = f"flink: query {q.name} is run from the job's text, which was not given"
+                raise ValueError(msg)
+            selects[q.name], more = written_query(q, job, text)
+            if key := upsert_key(q):
+                keys[q.name] = key
+        else:
+            selects[q.name], more = query_select(q, job)
         sinks[q.name] = f"{sink_root}/{q.name}"
         outputs[q.name] = _out_path(job, q)
         edits += more
     sources = tuple(source_ddl(s, csv_dirs[s.name]) for s in job.streams)
-    return FlinkJob(sources, selects, sinks, outputs, tuple(edits))
+    return FlinkJob(sources, selects, sinks, outputs, tuple(edits), keys)

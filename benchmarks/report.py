@@ -26,6 +26,7 @@ import sys
 from benchmarks.maxrate import maxrate_lines
 from benchmarks.report_adhoc import adhoc_targets
 from benchmarks.report_backlog import workload_lines
+from benchmarks.report_flink import SUFFIX, flink_targets
 from benchmarks.report_format import Report
 from benchmarks.report_history import HISTORY_PLOT
 from benchmarks.report_overload import overload_targets
@@ -54,8 +55,8 @@ ORDER = (
     "band",
     "theta",
     "outer",
-    "window-growth",
     "tpch",
+    "window-growth",
     "nexmark",
 )
 EXTRA = (
@@ -146,6 +147,7 @@ def render(
     soak: dict[str, Report] | None = None,
     elastic: Report | None = None,
     shapes: Report | None = None,
+    flink: dict[str, Report] | None = None,
 ) -> str:
     """The text of RESULTS.md; without `plot` the plots already on disk are linked as they are.
     The sections of multiquery, adhoc, overload, elastic and soak are on their own pages
@@ -155,6 +157,8 @@ def render(
     every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload, **soak}
     every |= {"elastic.json": elastic} if elastic else {}
     every |= {"shapes.json": shapes} if shapes else {}
+    flink = flink or {}
+    every |= flink
     if not every:
         return "# Benchmark results\n\nNo run recorded yet.\n"
     flags = f" {jvm_line(reports)} {settings_line(reports)}" if reports else ""
@@ -210,11 +214,19 @@ def render(
         "|---|---|---|",
     ]
     on_pages = links(
-        multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, shapes=shapes, folder=HERE
+        multiquery,
+        extra,
+        adhoc=adhoc,
+        overload=overload,
+        soak=soak,
+        shapes=shapes,
+        flink=flink,
+        folder=HERE,
     )
     for name, numbers, met in [
         *(targets(reports, rate, maxrate) if reports else []),
         *(shapes_targets(shapes) if shapes else []),
+        *flink_targets(flink),
         *other_targets(multiquery, extra),
         *adhoc_targets(adhoc),
         *(row for file, r in overload.items() for row in overload_targets(file, r)),
@@ -243,6 +255,7 @@ def render(
         soak=soak,
         elastic=elastic,
         shapes=shapes,
+        flink=flink,
         folder=HERE,
     )
     return "\n".join(lines).rstrip() + "\n"
@@ -256,6 +269,7 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
     soak = _load_prefixed(folder, "soak")
     elastic = _load_prefixed(folder, "elastic.json").get("elastic.json")
     shapes = _load_prefixed(folder, "shapes.json").get("shapes.json")
+    flink = {n: r for n, r in _load_prefixed(folder, "").items() if n.endswith(SUFFIX)}
     text = render(
         load(folder),
         load_rate(folder),
@@ -268,6 +282,7 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
         soak=soak,
         elastic=elastic,
         shapes=shapes,
+        flink=flink,
     )
     written = pages(
         multiquery,
@@ -276,6 +291,7 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
         soak=soak,
         elastic=elastic,
         shapes=shapes,
+        flink=flink,
         plot=plot,
     )
     return {"RESULTS.md": text, **{f"{FOLDER}/{name}": page for name, page in written.items()}}

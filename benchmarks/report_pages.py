@@ -11,6 +11,7 @@ import re
 import typing as t
 
 from benchmarks.report_adhoc import adhoc_lines
+from benchmarks.report_flink import flink_lines
 from benchmarks.report_format import Report
 from benchmarks.report_multiquery import multiquery_lines
 from benchmarks.report_overload import elastic_lines, overload_lines
@@ -22,8 +23,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDER = "results"
 """The pages' folder, beside RESULTS.md (the JSON reports' folder)."""
 MULTIQUERY, ADHOC, OVERLOAD, SOAK = "MULTIQUERY.md", "ADHOC.md", "OVERLOAD.md", "SOAK.md"
-SHAPES = "SHAPES.md"
-PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK, SHAPES)
+SHAPES, FLINK = "SHAPES.md", "FLINK.md"
+PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK, SHAPES, FLINK)
 """The pages written here (and removed when their reports are gone)."""
 SKEW, ILP = "SKEW.md", "ILP.md"
 """The pages written elsewhere: linked where their reports and the page are present."""
@@ -44,6 +45,7 @@ def pages(
     soak: t.Mapping[str, Report],
     elastic: Report | None,
     shapes: Report | None = None,
+    flink: t.Mapping[str, Report] | None = None,
     plot: bool = True,
     folder: str = HERE,
 ) -> dict[str, str]:
@@ -67,6 +69,8 @@ def pages(
         out[SOAK] = _page(section, soak, "report_soak")
     if shapes:
         out[SHAPES] = _page(shapes_lines(shapes), {"shapes.json": shapes}, "report_shapes")
+    if flink:
+        out[FLINK] = _page(flink_lines(flink), flink, "report_flink")
     return out
 
 
@@ -99,6 +103,7 @@ def links(
     overload: t.Mapping[str, Report],
     soak: t.Mapping[str, Report],
     shapes: Report | None = None,
+    flink: t.Mapping[str, Report] | None = None,
     folder: str = HERE,
 ) -> dict[str, str]:
     """The page of each workload (a target's first word) whose numbers are on a page, as a path
@@ -109,6 +114,7 @@ def links(
         "overload": OVERLOAD if overload else None,
         "soak": SOAK if soak else None,
         "shapes": SHAPES if shapes else None,
+        "flink": FLINK if flink else None,
         "ILP": ILP if "ilp-scaling" in extra and _present(ILP, folder) else None,
     }
     skew = any(n in extra for n in PARTITIONING) and _present(SKEW, folder)
@@ -133,11 +139,19 @@ def more_lines(
     soak: t.Mapping[str, Report],
     elastic: Report | None,
     shapes: Report | None = None,
+    flink: t.Mapping[str, Report] | None = None,
     folder: str = HERE,
 ) -> list[str]:
     """RESULTS.md's section that links each page, with what it holds."""
     href = links(
-        multiquery, extra, adhoc=adhoc, overload=overload, soak=soak, shapes=shapes, folder=folder
+        multiquery,
+        extra,
+        adhoc=adhoc,
+        overload=overload,
+        soak=soak,
+        shapes=shapes,
+        flink=flink,
+        folder=folder,
     )
 
     def files(reports: t.Iterable[str]) -> str:
@@ -149,6 +163,12 @@ def more_lines(
             f"- [Every two-way shape (shapes)]({href['shapes']}): `long`'s stream over each shape "
             "the join operator serves, against Spark's native join or the foreachBatch join "
             "(`shapes.json`)."
+        )
+    if flink:
+        entries.append(
+            f"- [Flink beside ours]({href['flink']}): Flink 2.3's SQL on the same backlogs, its "
+            "figures and ours from one run, the edits its SQL needed, the commands "
+            f"({files(flink)})."
         )
     if multiquery:
         entries.append(

@@ -44,6 +44,8 @@ class Case:
     why_no_peer: str = ""
     latest_by: tuple[str, ...] = ()
     """An updating result's key (`harness_exact.exact_differences`)."""
+    flink_exact: str | None = None
+    """DuckDB SQL of Flink's answer, where Flink's SQL means another thing than `exact`'s."""
     floor: bool = False
     """Also run ``spark-floor`` (Spark's micro-batch loop alone) over the case's streams: the
     part of each batch that no engine in Spark's loop can cut."""
@@ -395,6 +397,7 @@ def _nexmark(root: str, size: str) -> list[Case]:
             exact=q.exact,
             why_no_peer=q.spark or "",
             latest_by=q.latest_by,
+            flink_exact=q.flink_exact,
         )
         cases.append(case)
     return cases

@@ -1,0 +1,117 @@
+"""Flink beside ours: the page ``results/FLINK.md`` and its line among RESULTS.md's targets,
+from the backlog runs made with ``--engines streamjoin,flink`` (``<workload>-flink.json``).
+
+Such a run is a report of its own, not a column of the workload's main report: ours and Flink
+run one after the other in it, on the same machine in the same minutes, and every ratio on the
+page is between the two figures of one run."""
+
+from __future__ import annotations
+
+import re
+import typing as t
+
+from benchmarks.report_format import Report, _agree, _fmt, commit_of, ratio_cell
+from benchmarks.report_provenance import _SIZE_FLAG
+
+FLINK = "flink"
+SUFFIX = "-flink.json"
+"""The reports' file names end so (``shapes-flink.json``, ``nexmark-flink.json``)."""
+
+
+def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
+    """The page's section: what ran, a table per report, and the edits Flink's SQL needed."""
+    lines = [
+        "## Flink beside ours (flink)",
+        "",
+        "Flink 2.3 runs each job's own SQL (PyFlink's Table API in streaming mode, a local "
+        "mini-cluster with parallelism 2, the machine's cores; its heap state backend) over CSV "
+        "copies of the same backlog (Flink bundles no Parquet format), each stream one file in "
+        "event-time order. Ours runs as in every backlog workload, `local[2]`. *rows/s*: input "
+        "rows over the run, Flink's from its job's submission to its end (its start-up, PyFlink "
+        "and the JVM and the planning, is apart, as our session's start is); *rows/CPU s*: over "
+        "the CPU of each engine's JVM and Python process. Flink's bounded input ends with a final "
+        "watermark, so ours declares its input finished (`--final`) wherever that decides rows "
+        "(outer joins, windows). A Flink run stopped at its time limit had not read all its "
+        "input: its rows/s is an upper bound (all its rows over its limit), so our ratio is a "
+        "lower bound. Each loss (in **bold**) and its measured reason: "
+        "[`docs/benchmarks.md`](../../docs/benchmarks.md#flink).",
+        "",
+    ]
+    for name, report in reports.items():
+        limit = report.get("peer_time_limit_s")
+        command = (
+            f"streamjoin bench {report.get('workload')}{_SIZE_FLAG.get(report.get('size', ''), '')}"
+            f" --engines streamjoin,flink{f' --peer-limit {limit:g}' if limit else ''}"
+            f" --out benchmarks/results/{name}"
+        )
+        lines += [
+            f"`{name}`: {report.get('workload')}, {report.get('size', 'full')} size; "
+            f"Flink's time limit {_fmt(limit)} s; commit {commit_of(report)}: `{command}`",
+            "",
+            "| case | rows/s: ours · Flink | rows per CPU s: ours · Flink | Flink's start-up s | "
+            "results agree | ours ÷ Flink |",
+            "|---|---|---|---|---|---|",
+            *(_row(c) for c in report["cases"] if FLINK in c["engines"]),
+            "",
+        ]
+    edits = sorted(
+        {
+            re.sub(r"^q\w*: |^stream \w+: ", "", e)
+            for report in reports.values()
+            for c in report["cases"]
+            for e in c["engines"].get(FLINK, {}).get("sql_edits") or ()
+        }
+    )
+    if edits:
+        lines += ["Flink's SQL, edited as written in each run's report: " + "; ".join(edits), ""]
+    return lines
+
+
+def _row(c: t.Mapping[str, t.Any]) -> str:
+    ours, flink = c["engines"].get("streamjoin", {}), c["engines"][FLINK]
+    if flink.get("error"):
+        ours_rate = _fmt(ours.get("throughput"))
+        return f"| {c['case']} | {ours_rate} · – | | | | Flink: {flink['error']} |"
+    stopped = " (stopped at its time limit)" if flink.get("stopped_early") else ""
+    return (
+        f"| {c['case']} | {_fmt(ours.get('throughput'))} · {_fmt(flink.get('throughput'))}"
+        f"{stopped} | {_fmt(ours.get('rows_per_cpu_second'))} · "
+        f"{_fmt(flink.get('rows_per_cpu_second'))} | {_fmt(flink.get('startup_seconds'))} | "
+        f"{_agree(c.get('results_agree'))} | {ratio_cell(flink_ratios(c))} |"
+    )
+
+
+def flink_ratios(c: t.Mapping[str, t.Any]) -> dict[str, float | None]:
+    """Ours ÷ Flink's rows/s and rows per CPU second in case `c`."""
+    ours, flink = c["engines"].get("streamjoin", {}), c["engines"].get(FLINK, {})
+    out: dict[str, float | None] = {}
+    for key in ("throughput", "rows_per_cpu_second"):
+        a, b = ours.get(key), flink.get(key)
+        out[key] = round(a / b, 2) if a and b else None
+    if flink.get("stopped_early"):
+        out.pop("rows_per_cpu_second")  # (its CPU is not counted when it is stopped)
+    return out
+
+
+def flink_targets(reports: t.Mapping[str, Report]) -> list[tuple[str, str, bool | None]]:
+    """(target, the numbers, met?), one row for every report: the range of our throughput over
+    Flink's in each, its losses, and whether the results agree where both engines finished."""
+    if not reports:
+        return []
+    parts, lost, agree, cases = [], [], [], 0
+    for report in reports.values():
+        ran = [c for c in report["cases"] if FLINK in c["engines"]]
+        cases += len(ran)
+        known = {c["case"]: g for c in ran if (g := flink_ratios(c).get("throughput"))}
+        if known:
+            low, high = min(known.values()), max(known.values())
+            parts.append(f"{report.get('workload')} ×{low:g}–×{high:g}")
+        lost += [f"{k} ×{v:g}" for k, v in known.items() if v < 1]
+        agree += [c["results_agree"] for c in ran if c.get("results_agree") is not None]
+    numbers = "rows/s ours ÷ Flink's: " + ("; ".join(parts) or "–")
+    if lost:
+        numbers += f"; **losses: {', '.join(lost)}**"
+    numbers += f"; results agree in {sum(agree)} of {cases} cases ({cases - len(agree)} unchecked)"
+    files = ", ".join(f"`{name}`" for name in reports)
+    target = f"flink ({files}): beside Flink on the same backlogs, each result checked"
+    return [(target, numbers, None if not agree else all(agree))]

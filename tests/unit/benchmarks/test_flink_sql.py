@@ -1,0 +1,86 @@
+"""A job's SQL in Flink's (`benchmarks.engines_flink_sql`), without Flink: Nexmark's queries
+run as the job writes them, with the edits Flink's parser and time attributes need, and the
+key an updating query's rows are collected by."""
+
+from __future__ import annotations
+
+import typing as t
+
+import pytest
+
+from benchmarks.engines_flink_sql import (
+    quote_reserved,
+    translate,
+    upsert_key,
+    written_query,
+    written_select,
+)
+from benchmarks.nexmark_queries import QUERIES, nexmark_job
+from streamjoin.sql import parse_job
+
+if t.TYPE_CHECKING:
+    from streamjoin.model import GroupQuery, Job, Query
+
+PATHS = {"person": "/in/person", "auction": "/in/auction", "bid": "/in/bid"}
+
+
+def _job(name: str) -> tuple[str, Job]:
+    text = nexmark_job(name, PATHS, "/out")
+    return text, parse_job(text, "<test>")
+
+
+def _query(job: Job) -> Query | GroupQuery:
+    every: list[Query | GroupQuery] = [*job.queries, *job.group_queries]
+    [q] = every
+    return q
+
+
+def test_the_select_of_the_insert_on_a_line_is_taken_as_written() -> None:
+    text = "CREATE SINK a WITH (x = 1);\n\nINSERT INTO a\nSELECT 1 AS one\nFROM t;\n"
+    assert written_select(text, 3) == "SELECT 1 AS one\nFROM t"
+    with pytest.raises(ValueError, match="line 4"):
+        written_select(text, 4)
+
+
+def test_a_reserved_column_is_quoted_where_bare_and_outside_literals() -> None:
+    sql = "SELECT B.dateTime, `dateTime`, 'a dateTime' AS s, dateTimeX FROM bid B"
+    assert quote_reserved(sql, ["dateTime", "price"]) == (
+        "SELECT B.`dateTime`, `dateTime`, 'a dateTime' AS s, dateTimeX FROM bid B"
+    )
+    assert quote_reserved(sql, ["price"]) == sql
+
+
+@pytest.mark.parametrize("name", ["q4", "q7", "q8", "q9"])
+def test_nexmark_runs_as_published_with_flinks_edits_only(name: str) -> None:
+    text, job = _job(name)
+    select, edits = written_query(_query(job), job, text)
+    # Undo the edits: what is left is the job's own text, the published query with its edits.
+    undone = select.replace("`dateTime__rt`", "dateTime").replace("`dateTime`", "dateTime")
+    assert " ".join(undone.split()) == " ".join(QUERIES[name].ours.split())
+    assert "dateTime back-quoted (reserved in Flink's SQL)" in edits[0]
+    windows = "DESCRIPTOR(`dateTime__rt`)" in select
+    assert windows == (name in ("q7", "q8"))
+    assert any("window functions" in e for e in edits) == windows
+
+
+def test_updating_queries_are_keyed_by_their_output_columns() -> None:
+    keys = {}
+    for name in ("q3", "q4", "q7", "q8", "q9", "q20"):
+        _, job = _job(name)
+        keys[name] = upsert_key(_query(job))
+    # q4: the rollup's group (category, written as id); q9: the top-1's partition (A.id).
+    assert keys == {"q3": (), "q4": ("id",), "q7": (), "q8": (), "q9": ("id",), "q20": ()}
+
+
+def test_a_join_of_two_streams_is_written_from_its_parts_and_the_rest_from_the_text() -> None:
+    text, job = _job("q9")
+    dirs = {s: f"/csv/{s}" for s in PATHS}
+    flink = translate(job, dirs, "/sinks", text)
+    assert flink.keys == {"q1": ("id",)}
+    assert "ROW_NUMBER() OVER" in flink.selects["q1"]
+    with pytest.raises(ValueError, match="run from the job's text"):
+        translate(job, dirs, "/sinks")
+    text, job = _job("q3")
+    flink = translate(job, dirs, "/sinks")
+    assert flink.keys == {}
+    assert "JOIN `person` AS P" in flink.selects["q1"]
