@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import typing as t
 
+from benchmarks.nexmark_queries import QUERIES
 from benchmarks.report_format import Report, _agree, _fmt, commit_of, ratio_cell
 from benchmarks.report_provenance import _SIZE_FLAG
 
@@ -64,6 +65,13 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
     )
     if edits:
         lines += ["Flink's SQL, edited as written in each run's report: " + "; ".join(edits), ""]
+    differ = [
+        f"{q.name}: {q.flink}"
+        for q in QUERIES.values()
+        if q.flink and any(r.get("workload") == "nexmark" for r in reports.values())
+    ]
+    if differ:
+        lines += ["Where Flink's SQL means another thing: " + "; ".join(differ) + ".", ""]
     return lines
 
 
