@@ -119,6 +119,7 @@ def run_flink(
             for name, select in flink_job.selects.items()
         },
         "time_limit": time_limit,
+        "stdout": os.path.join(workdir, "flink-stdout.log"),
     }
     figures = _run_in_venv(python, plan, workdir)
     if figures.get("error"):
