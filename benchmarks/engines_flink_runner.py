@@ -19,8 +19,8 @@ process over those seconds, ``stopped_early``, each query's ``columns`` (name, F
 ``updating`` (the queries whose result updates rows it wrote), ``flink`` (its version) and
 ``jvm_flags``; or ``error``, Flink's own message, when it refuses.
 
-Flink's file sink writes rows, not changes. An updating query (a key given, or a plan whose
-root emits more than inserts: Nexmark q4's averages, q9's top bid) is timed as Flink's own
+Flink's file sink writes rows, not changes. An updating query (a key given: Nexmark q4's
+averages, q9's top bid; or a plan whose root emits more than inserts) is timed as Flink's own
 Nexmark runs time it, into a ``blackhole`` sink; once the timed job is done, the query runs again
 untimed, its changes collected here and applied, and its final rows are written to its folder
 (`collect_result`).
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import decimal
 import json
 import os
 import re
@@ -94,8 +95,10 @@ def run(plan: dict[str, t.Any]) -> dict[str, t.Any]:
     figures["updating"] = sorted(updating)
     if not figures["stopped_early"]:
         for name, table in updating.items():
-            query = plan["queries"][name]
-            collect_result(env, table, query["sink"], query.get("key") or [], plan["stdout"])
+            query, limit = plan["queries"][name], plan.get("time_limit")
+            key, stdout = query.get("key") or [], plan["stdout"]
+            if collect_result(env, table, query["sink"], key, stdout, limit) is None:
+                figures["error"] = f"{name}: its changes were not collected within {limit} s"
     return figures
 
 
@@ -104,8 +107,9 @@ def _body(columns: t.Sequence[tuple[str, str]]) -> str:
 
 
 def _updates(table: t.Any) -> bool:
-    """Whether `table`'s result updates rows it wrote (its plan's root emits more than inserts),
-    as Flink's planner tells (``EXPLAIN CHANGELOG_MODE``)."""
+    """Whether `table`'s plan says its result updates rows it wrote (its root emits more than
+    inserts: ``EXPLAIN CHANGELOG_MODE``). Not always so: for a top-1 (Nexmark q9) the plan says
+    inserts only and the job sends upserts, which the query's key catches instead."""
     from pyflink.table.explain_detail import ExplainDetail
 
     plan = table.explain(ExplainDetail.CHANGELOG_MODE)
@@ -114,17 +118,21 @@ def _updates(table: t.Any) -> bool:
     return mode is not None and mode.group(1).replace(" ", "") != "I"
 
 
-def collect_result(env: t.Any, table: t.Any, folder: str, key: t.Sequence[str], stdout: str) -> int:
-    """Run `table` again, its changes printed by Flink and applied here, and write the rows
-    left, its final result, as CSV to `folder` (``part-collected.csv``): the rows written.
+def collect_result(
+    env: t.Any,
+    table: t.Any,
+    folder: str,
+    key: t.Sequence[str],
+    stdout: str,
+    time_limit: float | None = None,
+) -> int | None:
+    """Run `table` again, its changes printed by Flink and applied here (`apply_changes`), and
+    write the rows left, its final result, as CSV to `folder` (``part-collected.csv``): the rows
+    written, or None when the run was cancelled after `time_limit` seconds.
 
-    Keyed by the output columns `key`, an insert or an update's new row replaces its key's row
-    and a delete takes it away (Flink sends a top-1's or a keyed aggregate's changes as upserts,
-    without the old row). Without a key, an insert or an update's new row adds a row, a delete
-    or an update's old row takes one away. Each change is one JSON text (``JSON_OBJECT``) that
-    Flink's ``print`` sink writes, with its kind, to the JVM's standard output, the file
-    `stdout`: PyFlink's own collect converts a row's fields one by one over its gateway, which
-    took over ten minutes for Nexmark q9's changes."""
+    Each change is one JSON text (``JSON_OBJECT``) that Flink's ``print`` sink writes, with its
+    kind, to the JVM's standard output, the file `stdout`: PyFlink's own collect converts a
+    row's fields one by one over its gateway, which took over ten minutes for Nexmark q9's."""
     names = [c.getName() for c in table._j_table.getResolvedSchema().getColumns()]
     marker = f"changes_{abs(hash(folder))}"
     env.create_temporary_view(marker, table)
@@ -134,31 +142,59 @@ def collect_result(env: t.Any, table: t.Any, folder: str, key: t.Sequence[str], 
         f"'print-identifier' = '{marker}')"
     )
     insert = f"INSERT INTO `{marker}_out` SELECT JSON_OBJECT({pairs} NULL ON NULL) FROM `{marker}`"
-    env.execute_sql(insert).wait()
-    line = re.compile(rf"^{re.escape(marker)}(?::\d+)?> ([+-][IUD])\[(.*)\]$")
-    by_key: dict[tuple[t.Any, ...], tuple[t.Any, ...]] = {}
-    rows: collections.Counter[tuple[t.Any, ...]] = collections.Counter()
+    if _wait(env.execute_sql(insert), time_limit):
+        return None
     with open(stdout, encoding="utf-8") as printed:
-        for text in printed:
-            m = line.match(text.rstrip("\n"))
-            if m is None:
-                continue
-            kind, values = m.group(1), json.loads(m.group(2))
-            row = tuple(values[n] for n in names)
-            if key:
-                if kind in ("+I", "+U"):
-                    by_key[tuple(values[k] for k in key)] = row
-                elif kind == "-D":
-                    by_key.pop(tuple(values[k] for k in key), None)
-            else:
-                rows[row] += 1 if kind in ("+I", "+U") else -1
-    final = list(by_key.values()) if key else list(rows.elements())
+        final = apply_changes(printed, marker, names, key)
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "part-collected.csv"), "w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
         for row in final:
             out.writerow(["" if v is None else _text(v) for v in row])
     return len(final)
+
+
+def apply_changes(
+    lines: t.Iterable[str], marker: str, names: t.Sequence[str], key: t.Sequence[str]
+) -> list[tuple[t.Any, ...]]:
+    """The rows left once the changes that Flink's ``print`` sink wrote as `marker`'s lines
+    (``marker[:subtask]> +U[{json}]``, other lines ignored) are applied in order: a result's
+    final rows, each a tuple of the columns `names`.
+
+    Keyed by the columns `key`, an insert or an update's new row replaces its key's row and a
+    delete takes it away (Flink sends a top-1's or a keyed aggregate's changes as upserts,
+    without the old row). Without a key, an insert or an update's new row adds a row, a delete
+    or an update's old row takes one away; a row taken away more often than it was added (an
+    upsert without its key) raises ValueError, as does a line of `marker` of another shape."""
+    line = re.compile(rf"^{re.escape(marker)}(?::\d+)?> ([+-][IUD])\[(.*)\]$")
+    by_key: dict[tuple[t.Any, ...], tuple[t.Any, ...]] = {}
+    rows: collections.Counter[tuple[t.Any, ...]] = collections.Counter()
+    olds = news = 0
+    for text in lines:
+        m = line.match(text.rstrip("\n"))
+        if m is None:
+            if text.startswith(marker):
+                raise ValueError(f"flink: a printed change of another shape: {text[:200]!r}")
+            continue
+        kind, values = m.group(1), json.loads(m.group(2), parse_float=decimal.Decimal)
+        row = tuple(values[n] for n in names)
+        olds, news = olds + (kind == "-U"), news + (kind == "+U")
+        if key:
+            if kind in ("+I", "+U"):
+                by_key[tuple(values[k] for k in key)] = row
+            elif kind == "-D":
+                by_key.pop(tuple(values[k] for k in key), None)
+        else:
+            rows[row] += 1 if kind in ("+I", "+U") else -1
+    if key:
+        return list(by_key.values())
+    if news != olds or any(n < 0 for n in rows.values()):
+        msg = (
+            f"flink: {news} updates and {olds} old rows without a key to apply them by: "
+            "the result's changes are upserts, and the query names no key"
+        )
+        raise ValueError(msg)
+    return list(rows.elements())
 
 
 def _text(value: t.Any) -> str:
@@ -224,6 +260,8 @@ def main(argv: list[str]) -> int:
         os.dup2(out.fileno(), 1)
     try:
         figures = run(plan)
+    except ValueError as err:  # (changes that cannot be applied: `apply_changes`)
+        figures = {"error": str(err)}
     except Py4JJavaError as err:  # a query Flink refuses: its own message, on one line
         cause = err.java_exception
         text = f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"

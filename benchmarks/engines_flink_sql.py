@@ -13,6 +13,12 @@ predicate as written, and adds a millisecond copy (``ts__rt``) carrying the wate
 gets the window again over the copies, widened by one millisecond each side: truncation moves
 a difference by less than that, so the widened window holds every pair the exact one does, and
 the exact one, kept in the ON condition, decides.
+
+Any other query (an aggregation, a top-N, a stream joined with its windows' groups, a multi-way
+join) runs as the job file writes it (`written_query`): Nexmark's queries are Flink's own SQL.
+Its edits: a column Flink's parser reserves back-quoted, a window function's ``DESCRIPTOR`` on
+the millisecond copy, interval literals as above; and for an updating result, the output
+columns its changes are applied by (`upsert_key`).
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from benchmarks.engines_peers import _out_path
-from streamjoin.model import GroupQuery
+from streamjoin.model import GroupQuery, Query
+from streamjoin.model.aggregate import POINT_US
 
 if t.TYPE_CHECKING:
-    from streamjoin.model import Job, Query, StreamDef
+    from streamjoin.model import Job, StreamDef
 
 ROWTIME_SUFFIX = "__rt"
 """Suffix of a stream's millisecond event-time column, the one its watermark is declared on."""
@@ -42,7 +49,7 @@ class FlinkJob:
 
     sources: tuple[str, ...]
     selects: dict[str, str]
-    """Each query's ``SELECT … FROM … JOIN … ON …``, by query name."""
+    """Each query's SELECT in Flink's SQL, by query name."""
     sinks: dict[str, str]
     """The folder Flink writes each query's rows to (CSV), by query name."""
     outputs: dict[str, str]
@@ -54,17 +61,23 @@ class FlinkJob:
 
 def upsert_key(q: Query | GroupQuery) -> tuple[str, ...]:
     """The output columns that name each row of `q`'s result when it updates rows it wrote: a
-    top-1's partition keys, a rollup's group keys (empty: its rows are not updated by key)."""
+    top-1's partition keys and the event-time column it is partitioned by (not a window: its
+    start is not written), a rollup's group keys; empty when the
+    query has none or does not write them all (its changes must then carry their old rows)."""
     if isinstance(q, GroupQuery):
         return ()
     if q.topn is not None and q.topn.limit == 1:
-        keys = q.topn.keys
+        if q.topn.window.size_us != POINT_US:
+            return ()  # (keyed by a window's start, which the query does not write)
+        keys, items = (*q.topn.keys, q.topn.window.time), q.select
     elif q.rollup is not None:
-        keys, select = q.rollup.keys, q.rollup.select
-        return tuple(item.alias for item in select if item.sql in keys)
+        keys, items = q.rollup.keys, q.rollup.select
     else:
         return ()
-    return tuple(item.alias for item in q.select if item.sql in keys)
+    written = {item.sql: item.alias for item in items}
+    if not all(k in written for k in keys):
+        return ()
+    return tuple(dict.fromkeys(written[k] for k in keys))
 
 
 def _flink_type(name: str, precision: int | None, scale: int | None) -> str:
@@ -152,12 +165,7 @@ def _rowtime_window(q: Query, job: Job) -> str | None:
 
 
 def query_select(q: Query, job: Job) -> tuple[str, list[str]]:
-    """The Flink SELECT of two-way join `q` and the edits it needed; ValueError naming what
-    is not translated yet."""
-    if q.multiway or q.windowed is not None or q.rollup is not None:
-        what = "a multi-way join" if q.multiway else "a windowed aggregation or top-N"
-        msg = f"flink: query {q.name} is {what}: not translated to Flink SQL yet"
-        raise ValueError(msg)
+    """The Flink SELECT of two-way join `q` (`_structured`) and the edits it needed."""
     edits = []
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
     window = _rowtime_window(q, job)
@@ -274,6 +282,11 @@ def translate(
                 msg = f"flink: query {q.name} is run from the job's text, which was not given"
                 raise ValueError(msg)
             selects[q.name], more = written_query(q, job, text)
+            if isinstance(q, Query) and q.multiway:
+                more.append(
+                    f"{q.name}: a multi-way join as written, which Flink runs as regular joins "
+                    "(state kept for good; its interval join takes two inputs)"
+                )
             if key := upsert_key(q):
                 keys[q.name] = key
         else:

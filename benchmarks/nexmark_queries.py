@@ -49,10 +49,11 @@ class NexmarkQuery:
     """The published query in DuckDB's SQL, where DuckDB cannot read the published text."""
     latest_by: tuple[str, ...] = ()
     """An updating result's key: each key's newest row is its answer (none: append-only)."""
-    flink: str | None = None
+    flink_differs: str | None = None
     """Where Flink's SQL means another thing than the published text in DuckDB, Spark and ours
-    (a semantic difference): why; `flink_exact` is then Flink's answer in DuckDB's SQL."""
+    (a semantic difference): how."""
     flink_exact: str | None = None
+    """Flink's answer in DuckDB's SQL where it `flink_differs`."""
 
     @property
     def exact(self) -> str:
@@ -187,7 +188,7 @@ QUERIES: dict[str, NexmarkQuery] = {
                 "AVG(Q.final)", "AVG(Q.final) AS final"
             ),
             latest_by=("id",),
-            flink="Flink's AVG of a BIGINT is a BIGINT, the quotient truncated (Spark's, "
+            flink_differs="Flink's AVG of a BIGINT is a BIGINT, the quotient truncated (Spark's, "
             "DuckDB's and ours a DOUBLE): checked against that answer",
             flink_exact=_Q4.replace("Q.category,", "Q.category AS id,").replace(
                 "AVG(Q.final)", "SUM(Q.final) // COUNT(Q.final) AS final"

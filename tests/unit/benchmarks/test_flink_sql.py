@@ -5,9 +5,11 @@ key an updating query's rows are collected by."""
 from __future__ import annotations
 
 import typing as t
+from decimal import Decimal
 
 import pytest
 
+from benchmarks.engines_flink_runner import apply_changes
 from benchmarks.engines_flink_sql import (
     quote_reserved,
     translate,
@@ -68,15 +70,23 @@ def test_updating_queries_are_keyed_by_their_output_columns() -> None:
     for name in ("q3", "q4", "q7", "q8", "q9", "q20"):
         _, job = _job(name)
         keys[name] = upsert_key(_query(job))
-    # q4: the rollup's group (category, written as id); q9: the top-1's partition (A.id).
-    assert keys == {"q3": (), "q4": ("id",), "q7": (), "q8": (), "q9": ("id",), "q20": ()}
+    # q4: the rollup's group (category, written as id); q9: the top-1's partition (A.id) and
+    # the event-time column it is partitioned by (A.expires).
+    assert keys == {
+        "q3": (),
+        "q4": ("id",),
+        "q7": (),
+        "q8": (),
+        "q9": ("id", "expires"),
+        "q20": (),
+    }
 
 
 def test_a_join_of_two_streams_is_written_from_its_parts_and_the_rest_from_the_text() -> None:
     text, job = _job("q9")
     dirs = {s: f"/csv/{s}" for s in PATHS}
     flink = translate(job, dirs, "/sinks", text)
-    assert flink.keys == {"q1": ("id",)}
+    assert flink.keys == {"q1": ("id", "expires")}
     assert "ROW_NUMBER() OVER" in flink.selects["q1"]
     with pytest.raises(ValueError, match="run from the job's text"):
         translate(job, dirs, "/sinks")
@@ -84,3 +94,26 @@ def test_a_join_of_two_streams_is_written_from_its_parts_and_the_rest_from_the_t
     flink = translate(job, dirs, "/sinks")
     assert flink.keys == {}
     assert "JOIN `person` AS P" in flink.selects["q1"]
+
+
+def test_printed_changes_are_applied_by_key_or_as_retractions() -> None:
+    m = "changes_7"
+    names = ["id", "price"]
+    keyed = [
+        "a log line",
+        f'{m}:1> +I[{{"id":1,"price":5}}]',
+        f'{m}:2> +I[{{"id":2,"price":1.5}}]',
+        f'{m}:1> +U[{{"id":1,"price":9}}]',  # (an upsert: no old row)
+        f'{m}:2> -D[{{"id":2,"price":1.5}}]',
+    ]
+    assert apply_changes(keyed, m, names, ["id"]) == [(1, 9)]
+    retracted = [
+        f'{m}> +I[{{"id":1,"price":5}}]',
+        f'{m}> -U[{{"id":1,"price":5}}]',
+        f'{m}> +U[{{"id":1,"price":2.25}}]',
+    ]
+    assert apply_changes(retracted, m, names, []) == [(1, Decimal("2.25"))]
+    with pytest.raises(ValueError, match="without a key"):
+        apply_changes(keyed, m, names, [])
+    with pytest.raises(ValueError, match="another shape"):
+        apply_changes([f"{m}:1> +I{{no brackets}}"], m, names, [])
