@@ -29,7 +29,7 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
         "each run's report) over CSV copies of the same backlog (Flink bundles no Parquet "
         "format), each stream one file in event-time order. Ours runs as in every backlog "
         "workload. *rows/s*: input rows over the run: ours from the job's analysis to its last "
-        "commit (our session's start apart), Flink's from its job's submission and optimisation "
+        "commit (Spark's start apart), Flink's from its job's submission and optimisation "
         "to its end (its start-up apart: PyFlink, the JVM, the queries' parsing and validation); "
         "an updating result is timed into Flink's `blackhole` sink, its rows checked from a "
         "second, untimed run. *rows/CPU s*: over the CPU of each engine's JVM and Python process. "
