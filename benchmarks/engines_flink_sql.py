@@ -62,8 +62,8 @@ class FlinkJob:
 def upsert_key(q: Query | GroupQuery) -> tuple[str, ...]:
     """The output columns that name each row of `q`'s result when it updates rows it wrote: a
     top-1's partition keys and the event-time column it is partitioned by (not a window: its
-    start is not written), a rollup's group keys; empty when the
-    query has none or does not write them all (its changes must then carry their old rows)."""
+    start is not written), a rollup's group keys; empty when the query has none or does not
+    write them all (its changes must then carry their old rows)."""
     if isinstance(q, GroupQuery):
         return ()
     if q.topn is not None and q.topn.limit == 1:

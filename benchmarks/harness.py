@@ -126,9 +126,8 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         outs = {e: os.path.join(ROOT, "work", case.name, e, "out") for e in done}
         # (Flink writes an updating result's final rows, not its changes batch by batch, and
         # where its SQL means another thing its answer is another: `Case.flink_exact`.)
-        own = {
-            e: outs.pop(e) for e in [FLINK] if e in outs and (case.latest_by or case.flink_exact)
-        }
+        apart = FLINK in outs and (case.latest_by or case.flink_exact)
+        own = {FLINK: outs.pop(FLINK)} if apart else {}
         size_of, diffs = exact_differences(case.exact, case.backlog.streams, outs, case.latest_by)
         if own:
             flink_exact = case.flink_exact or case.exact

@@ -248,6 +248,7 @@ def render(
     if maxrate:  # (under the live rate mode's heading: the same runs, searched)
         lines += [*maxrate_lines(*maxrate.values()), ""]
     lines += more_lines(
+        on_pages,
         multiquery,
         extra,
         adhoc=adhoc,
@@ -256,7 +257,6 @@ def render(
         elastic=elastic,
         shapes=shapes,
         flink=flink,
-        folder=HERE,
     )
     return "\n".join(lines).rstrip() + "\n"
 

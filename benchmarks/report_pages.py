@@ -131,6 +131,7 @@ def linked(name: str, pages_by_word: t.Mapping[str, str]) -> str:
 
 
 def more_lines(
+    href: t.Mapping[str, str],
     multiquery: t.Mapping[str, Report],
     extra: t.Mapping[str, Report],
     *,
@@ -140,19 +141,8 @@ def more_lines(
     elastic: Report | None,
     shapes: Report | None = None,
     flink: t.Mapping[str, Report] | None = None,
-    folder: str = HERE,
 ) -> list[str]:
-    """RESULTS.md's section that links each page, with what it holds."""
-    href = links(
-        multiquery,
-        extra,
-        adhoc=adhoc,
-        overload=overload,
-        soak=soak,
-        shapes=shapes,
-        flink=flink,
-        folder=folder,
-    )
+    """RESULTS.md's section that links each page (`href`: `links`), with what it holds."""
 
     def files(reports: t.Iterable[str]) -> str:
         return ", ".join(f"`{name}`" for name in reports)
