@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import pyarrow.compute as pc
 
 from benchmarks.data import two_streams, write_backlog
+from benchmarks.harness_exact import outer_exact
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,6 +84,10 @@ _STREAM = """CREATE STREAM {name} (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
 """
 
 
+TWO_STREAM_ITEMS = "l.id AS lid, r.id AS rid, l.k AS k, r.x - l.x AS dx"
+"""The SELECT of a two-stream job (`two_stream_job`)."""
+
+
 def two_stream_job(backlog: Backlog, on: str, join: str = "JOIN") -> str:
     """A job joining streams ``a l`` and ``b r`` of `backlog` on `on` (with `join`: ``LEFT
     JOIN``, say), into ``{out}``."""
@@ -92,8 +97,7 @@ def two_stream_job(backlog: Backlog, on: str, join: str = "JOIN") -> str:
     return (
         streams
         + "CREATE SINK out WITH (format = 'parquet', path = '{out}');\n"
-        + f"INSERT INTO out SELECT l.id AS lid, r.id AS rid, l.k AS k, r.x - l.x AS dx\n"
-        f"FROM a l {join} b r ON {on};\n"
+        + f"INSERT INTO out SELECT {TWO_STREAM_ITEMS}\nFROM a l {join} b r ON {on};\n"
     )
 
 
@@ -231,6 +235,9 @@ def _long_case(
         warmup_batches=LONG_WARMUP_BATCHES,
         join=join,
     )
+    if join != "JOIN":  # (input declared finished: each row without a partner is written)
+        exact = outer_exact(join, case.predicate, TWO_STREAM_ITEMS)
+        case = replace(case, final=True, exact=exact)
     return replace(case, floor=workload == "long")
 
 

@@ -47,7 +47,7 @@ def drive(
     finally:
         if query.isActive:  # (an unexpected error: no batch may run past this point)
             query.stop()
-        processor.close(keep_groups=True)  # (a final batch may follow: `Engine.run`)
+        processor.close(keep=True)  # (a final batch may follow: `Engine.run`)
         if line is not None:
             line.close()
     raise_failure(query, processor, stopped=stopped)
@@ -96,7 +96,7 @@ def run_loop(
         if processor.error is None:
             processor.error = err
     finally:
-        processor.close(keep_groups=True)  # (a final batch may follow: `Engine.run`)
+        processor.close(keep=True)  # (a final batch may follow: `Engine.run`)
         if line is not None:
             line.close()
     raise_batch_error(processor)

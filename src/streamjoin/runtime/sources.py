@@ -26,7 +26,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
     from streamjoin.model import StreamDef
-    from streamjoin.plan import StreamPlan
+    from streamjoin.plan import JobPlan, StreamPlan
 
     R = t.TypeVar("R", DataFrameReader, DataStreamReader)
 
@@ -221,6 +221,11 @@ def tag(df: DataFrame, sp: StreamPlan) -> DataFrame:
 def unify(frames: list[DataFrame]) -> DataFrame:
     """Union the tagged streams by name; each keeps NULL in the others' columns."""
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def no_rows(spark: SparkSession, plan: JobPlan) -> DataFrame:
+    """The unified input of a batch without rows: every stream's columns, none of its rows."""
+    return unify([tag(spark.sql(empty_relation(sp.stream)), sp) for sp in plan.streams])
 
 
 _FAILED_READ = "[FAILED_READ_FILE"

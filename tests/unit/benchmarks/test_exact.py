@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import typing as t
+from collections import Counter
+from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
 from benchmarks.harness_exact import exact_differences
-
-if t.TYPE_CHECKING:
-    from pathlib import Path
 
 pytest.importorskip("duckdb")
 
@@ -38,3 +36,39 @@ def test_rows_lacking_and_in_excess_are_counted(tmp_path: Path) -> None:
     )
     assert size == 3
     assert diffs == {"same": (0, 0), "other": (1, 1), "none": (3, 0)}
+
+
+@pytest.mark.parametrize("kind", ["left-equi", "full-equi", "left-band", "full-band"])
+def test_an_outer_shape_exact_answer_is_the_references_of_a_finished_input(
+    tmp_path: Path, kind: str
+) -> None:
+    """`outer_exact` (an outer shape's DuckDB answer, a band's pairs by buckets) equals the
+    reference executor's answer of the job over the same files, one batch each, its input
+    declared finished: every row without a partner written, none late."""
+    import duckdb
+
+    from benchmarks.workloads import WORKLOADS
+    from streamjoin.reference import run_reference
+    from streamjoin.sql import parse_job
+
+    [case] = [
+        c for c in WORKLOADS["shapes"](str(tmp_path), "tiny") if c.name.endswith(kind + "-300s")
+    ]
+    assert case.final and case.exact is not None
+    files = {n: sorted((Path(p)).glob("*.parquet")) for n, p in case.backlog.streams.items()}
+    batches = [
+        {n: pq.read_table(fs[i]).to_pylist() for n, fs in files.items()}
+        for i in range(len(files["a"]))
+    ]
+    want = run_reference(
+        parse_job(case.job.replace("{out}", "/dev/null"), kind), batches, final=True
+    )
+    assert not any(want.late.values())
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for name, path in case.backlog.streams.items():
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+    got = con.execute(case.exact).fetchall()
+    alone = sum(1 for row in want.outputs["q1"] if None in row)
+    assert alone > 0  # (some rows have no partner)
+    assert Counter(got) == Counter(want.outputs["q1"])

@@ -1,9 +1,9 @@
-"""The windows a batch closes (GROUP BY queries, their rollups), and the last batch of an input
-declared finished (``--final``), which closes every window and outer join still open."""
+"""The windows a batch closes (GROUP BY queries, their rollups) and each outer join's rows without
+a partner it decides; in the last batch of an input declared finished (``--final``), every one
+still open (`nextmanifest.leaving_watermark`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import typing as t
 
 from streamjoin.runtime.batch.context import Scratch
@@ -16,10 +16,9 @@ from streamjoin.runtime.batch.groups import (
     rows_reader,
     stream_rows,
 )
-from streamjoin.runtime.batch.outer import add_unmatched, unmatched_frames
+from streamjoin.runtime.batch.outer import add_unmatched
 from streamjoin.runtime.batch.rollup import roll_up
-from streamjoin.runtime.batch.sinks import write_frames
-from streamjoin.runtime.state.nextmanifest import add_counts, next_watermarks
+from streamjoin.runtime.state.nextmanifest import leaving_watermark
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -53,19 +52,22 @@ def close_batch(
 ) -> Closing | None:
     """The end of a batch's joins: add to `frames` the rows of the streams that GROUP BY
     queries join with their groups, each outer join's rows without a partner and the windows
-    closed, decided by the watermark the batch leaves (from its `statistics`). The windows'
-    closing (None: the job keeps no window and no outer join)."""
+    closed, decided by the watermark the batch leaves (from its `statistics`; past every row
+    in a final batch). The windows' closing (None: the job keeps no window and no outer
+    join)."""
     plan, spark = ctx.plan, ctx.spark
     reads, stores, held, checkpoint = kept
     if plan.group_queries:
         frames |= stream_rows(plan, deltas, spark)
     if not (plan.buffers or plan.outers):
         return None
-    _, watermark = next_watermarks(plan, ctx.prev, statistics())
+    watermark = leaving_watermark(plan, ctx.prev, statistics(), final=ctx.final)
     add_unmatched(ctx, frames, reads, stores, deltas, watermark)
     reading = (spark, ctx.scratch, checkpoint, ctx.batch_id)
     rows_of = rows_reader(spark, plan, ctx.prev, stores, deltas, ctx.scratch.views)
-    closing = close_batch_windows(plan, ctx.prev, frames, watermark, reading, held, rows_of)
+    closing = close_batch_windows(
+        plan, ctx.prev, frames, watermark, reading, held, rows_of, final=ctx.final
+    )
     frames |= {n: [frame] for n, frame in closing.frames.items()}
     return closing
 
@@ -90,52 +92,3 @@ def close_batch_windows(
     group_outputs(plan, closing, scratch, (spark, batch_id), rows_of)
     roll_up(plan, prev, closing, reading)
     return closing
-
-
-def finish_input(
-    spark: SparkSession,
-    plan: JobPlan,
-    checkpoint: Checkpoint,
-    stores: StoreViews,
-    tasks: int,
-    held: HeldGroups,
-) -> int | None:
-    """Run the last batch of a finished input, after the newest committed one: every window
-    still open and every outer join's row still waiting for a partner is written, and the
-    checkpoint takes no more input. Its id (None: nothing committed yet, or finished before);
-    `held`: the buffers' rows the run holds."""
-    prev = checkpoint.latest()
-    if prev.batch < 0 or prev.final:
-        return None
-    batch_id = prev.batch + 1
-    scratch = Scratch(spark)
-    try:
-        args = (spark, plan, prev, stores, None, scratch.views)
-        unmatched = unmatched_frames(*args, prev.global_wm, final=True)
-        frames = {name: [frame] for name, frame in unmatched.items()}
-        reading = (spark, scratch, checkpoint, batch_id)
-        rows_of = rows_reader(spark, plan, prev, stores, None, scratch.views)
-        closing = close_batch_windows(
-            plan, prev, frames, prev.global_wm, reading, held, rows_of, final=True
-        )
-        frames |= {name: [frame] for name, frame in closing.frames.items()}
-        out = write_frames(plan.job, batch_id, tasks, frames)
-        before = prev.totals
-        totals = dataclasses.replace(
-            before, batches=before.batches + 1, out=add_counts(before.out, out)
-        )
-        manifest = dataclasses.replace(
-            prev,
-            batch=batch_id,
-            groups=closing.states,
-            dropped=closing.dropped,
-            final=True,
-            totals=totals,
-        )
-        checkpoint.commit(manifest, prev)
-        for path in closing.dropped:  # (no batch will replay this one)
-            checkpoint.fs.delete(checkpoint.path(path))
-    finally:
-        scratch.release()
-        stores.clear()
-    return batch_id

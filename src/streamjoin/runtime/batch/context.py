@@ -140,6 +140,9 @@ class BatchContext:
     checks_skew: bool = False
     """Whether the batch is one of the skew checks (`adapt.skewcheck`): its rows per unit are
     counted where no index counts them, and a range query's bounds are due."""
+    final: bool = False
+    """Whether the batch is the last of an input declared finished (``--final``): it has no
+    rows, and its watermark passes every row (`nextmanifest.leaving_watermark`)."""
 
     @property
     def floors(self) -> dict[str, int]:

@@ -25,7 +25,7 @@ def add_unmatched(
     frames: dict[str, list[DataFrame]],
     reads: ProbeReads,
     stores: StoreViews,
-    deltas: Mapping[str, str] | None,
+    deltas: Mapping[str, str],
     watermark: int | None,
 ) -> None:
     """Add to `frames` (by query) each outer join's rows without a partner that `watermark`,
@@ -49,18 +49,16 @@ def unmatched_frames(
     plan: JobPlan,
     prev: Manifest,
     stores: StoreViews,
-    deltas: Mapping[str, str] | None,
+    deltas: Mapping[str, str],
     views: list[str],
     watermark: int | None,
     *,
-    final: bool = False,
     skip: t.Container[str] = (),
 ) -> dict[str, DataFrame]:
     """Per outer join, its rows without a partner that the batch decides: those of a preserved
-    side with event times from the previous batch's horizon to the one `watermark` sets (with
-    `final`, every one still undecided). `deltas`: the batch's rows of each stream (None: a
-    batch without input); `views`: where the batch's temp views are listed; `skip`: the
-    queries whose rows the join operator decides (`batch.indexouter`)."""
+    side with event times from the previous batch's horizon to the one `watermark` sets.
+    `deltas`: the batch's rows of each stream; `views`: where the batch's temp views are
+    listed; `skip`: the queries whose rows the join operator decides (`batch.indexouter`)."""
     out: dict[str, DataFrame] = {}
     for op in plan.outers:
         q = op.query
@@ -71,17 +69,17 @@ def unmatched_frames(
             if not op.outer.preserves(i):
                 continue
             lo = op.dead_below(i, prev.global_wm)
-            hi = None if final else op.dead_below(i, watermark)
-            if not final and (hi is None or (lo is not None and hi <= lo)):
+            hi = op.dead_below(i, watermark)
+            if hi is None or (lo is not None and hi <= lo):
                 continue
             mine, other = q.sides[i], q.sides[1 - i]
             sp, so = plan.stream(mine.stream), plan.stream(other.stream)
-            rows = stores.state(spark, sp, prev, lo, _delta(deltas, sp.name), views)
+            rows = stores.state(spark, sp, prev, lo, deltas[sp.name], views)
             reach = None if lo is None else lo - op.lag(1 - i)
-            partners = stores.state(spark, so, prev, reach, _delta(deltas, so.name), views)
+            partners = stores.state(spark, so, prev, reach, deltas[so.name], views)
             ts = f"unix_micros(`{sp.stream.event_time}`)"
             bounds = [f"{ts} >= {lo}"] if lo is not None else []
-            bounds += [f"{ts} < {hi}"] if hi is not None else []
+            bounds.append(f"{ts} < {hi}")
             decided = f"(SELECT * FROM {rows} WHERE {' AND '.join(bounds) or 'true'})"
             m, o = mine.alias, other.alias
             select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
@@ -107,10 +105,6 @@ def unmatched_frames(
                 frame = frame.unionAll(p)
             out[q.name] = frame
     return out
-
-
-def _delta(deltas: Mapping[str, str] | None, stream: str) -> str | None:
-    return None if deltas is None else deltas[stream]
 
 
 def _unmatched_by_bucket(

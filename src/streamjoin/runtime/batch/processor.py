@@ -21,7 +21,7 @@ import typing as t
 from functools import cache, partial
 
 from streamjoin.adapt.skewcheck import checks_skew, skew_check_period
-from streamjoin.runtime.batch.closing import close_batch, finish_input
+from streamjoin.runtime.batch.closing import close_batch
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import LazyDeltas, delta_relations
 from streamjoin.runtime.batch.heldgroups import HeldGroups
@@ -38,10 +38,11 @@ from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing.router import after_batch, check_scheme_change, restore_routers
 from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units
 from streamjoin.runtime.settings import Settings
+from streamjoin.runtime.sources import no_rows
 from streamjoin.runtime.state.copybehind import CopyBehind, unbounded_streams
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.inputrows import settle_reads
-from streamjoin.runtime.state.nextmanifest import next_manifest, next_watermarks
+from streamjoin.runtime.state.nextmanifest import leaving_watermark, next_manifest
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.runtime.state.stores import StoreViews
 from streamjoin.runtime.threads import Background, PhaseClock
@@ -109,6 +110,8 @@ class BatchProcessor:
         self.spark_loop = True
         """Whether Spark's micro-batch loop calls it (False: the engine's, `runtime.loop`)."""
         self._serving: tuple[t.Any, ...] | None = None
+        self._final = False
+        """Whether the batch under way is the last of a finished input (`finish`)."""
         # A restart may run an edited job: fail now if the checkpoints cannot serve it.
         check_restart(plan, checkpoint.latest(), checkpoint.root)
 
@@ -153,13 +156,13 @@ class BatchProcessor:
         if self.multiway is not None:
             self.multiway.reorder.parallelism = units
 
-    def close(self, *, keep_groups: bool = False) -> None:
-        """Release what the processor keeps cached between batches; with `keep_groups`, the
-        GROUP BY buffers' rows stay for a last batch of a finished input (`finish`)."""
+    def close(self, *, keep: bool = False) -> None:
+        """Release what the processor keeps cached between batches; with `keep`, the indexes
+        and the GROUP BY buffers' rows stay for a last batch of a finished input (`finish`)."""
         self.behind.stop()
         self.stores.clear()
-        self.indexed.clear(self.session)
-        if not keep_groups:
+        if not keep:
+            self.indexed.clear(self.session)
             self.held.clear(self.session)
 
     def set_partitioning(self, query: str, params: dict[str, t.Any]) -> None:
@@ -215,7 +218,9 @@ class BatchProcessor:
             # partner in its own task: `IndexedJoins.leaving`.)
             self.indexed.leaving = None
             if known is not None and self.plan.outers:
-                self.indexed.leaving = (next_watermarks(self.plan, ctx.prev, known)[1],)
+                self.indexed.leaving = (
+                    leaving_watermark(self.plan, ctx.prev, known, final=ctx.final),
+                )
             two = two_way_joins(ctx, deltas, self.stores, self.indexed)
             frames: dict[str, list[DataFrame]] = {}
             measures = None
@@ -267,6 +272,7 @@ class BatchProcessor:
                 routing |= notes
             carried = ({n: r.state() for n, r in ctx.routers.items()}, multiway_state)
             manifest = next_manifest(self.plan, prev, batch_id, stats, out, carried)
+            manifest.final = ctx.final
             if closing is not None:
                 manifest.groups = closing.states
                 manifest.dropped = manifest.dropped + closing.dropped
@@ -283,6 +289,8 @@ class BatchProcessor:
                 )
             self.behind.swap(manifest)
             self.checkpoint.commit(manifest, prev)
+            for path in manifest.dropped if ctx.final else ():  # (no batch replays it)
+                self.checkpoint.fs.delete(self.checkpoint.path(path))
             self.indexed.committed(self.session)
             if self.served is not None and queries is not None:
                 self.served.committed(queries)
@@ -324,12 +332,19 @@ class BatchProcessor:
         return report
 
     def finish(self) -> int | None:
-        """Declare the input finished (``--final``): a last batch, after the newest committed
-        one, emits every window still open and every outer join's row still waiting for a
-        partner; the checkpoint then takes no more input. Returns that batch's id (None:
+        """Declare the input finished (``--final``): a last batch without rows, its watermark
+        past every row, emits every window and outer join's row still open (decided where any
+        batch decides them); the checkpoint then takes no more input. Returns its id (None:
         nothing was committed yet, or the input was finished before)."""
-        args = (self.session, self.plan, self.checkpoint, self.stores, self.parallelism)
-        return finish_input(*args, self.held)
+        prev = self.checkpoint.latest()
+        if prev.batch < 0 or prev.final:
+            return None
+        self._final = True
+        try:
+            self.process(no_rows(self.session, self.plan), prev.batch + 1)
+        finally:
+            self._final = False
+        return prev.batch + 1
 
     @property
     def _skew_period(self) -> int:
@@ -369,6 +384,7 @@ class BatchProcessor:
             parallelism=parallelism,
             scratch=Scratch(spark),
             checks_skew=checks_skew(batch_id, self._skew_period),
+            final=self._final,
         )
 
     def _start_state(

@@ -24,6 +24,21 @@ class StreamStats:
     unit: StateUnit | None = None
 
 
+PAST_EVERY_ROW = 2**62
+"""The watermark a last batch of an input declared finished (``--final``) leaves for its own
+decisions: past every row's event time (microseconds), so that every window closes and every
+outer join's row still waiting for a partner is decided, by the path that decides them in any
+batch."""
+
+
+def leaving_watermark(
+    plan: JobPlan, prev: Manifest, stats: dict[str, StreamStats], *, final: bool = False
+) -> int | None:
+    """The global watermark a batch of `stats` leaves, as its windows and outer joins see it
+    (`PAST_EVERY_ROW` in the last batch of a `final` input)."""
+    return PAST_EVERY_ROW if final else next_watermarks(plan, prev, stats)[1]
+
+
 def next_watermarks(
     plan: JobPlan, prev: Manifest, stats: dict[str, StreamStats]
 ) -> tuple[dict[str, int | None], int | None]:
