@@ -179,6 +179,17 @@ BOUNDED = {
         "ON a.k = b.k AND a.w = b.w;",
         ["ka", "na", "nb", "w"],
     ),
+    "left-band-outer-join": (
+        "INSERT INTO g SELECT a.id AS i, b.id AS j, a.x - b.x AS dx FROM A a LEFT JOIN B b "
+        "ON abs(a.x - b.x) <= 0.3 AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND "
+        "a.ts + INTERVAL '2' SECOND;",
+        ["i", "j", "dx"],
+    ),
+    "full-equi-outer-join": (
+        "INSERT INTO g SELECT a.id AS i, b.id AS j FROM A a FULL OUTER JOIN B b ON a.k = b.k "
+        "AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '2' SECOND;",
+        ["i", "j"],
+    ),
     "rolled-up": (
         "INSERT INTO g SELECT q.k AS key, count(*) AS groups, sum(q.n) AS pairs FROM "
         "(SELECT a.k AS k, count(*) AS n FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN "

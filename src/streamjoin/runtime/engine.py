@@ -232,6 +232,7 @@ class Engine:
                 self.running.set()
                 stopped = drive(query, processor, line, timeout, self._stop)
             if final and not stopped:
+                line = None  # (closed with the loop: the last batch draws no live line)
                 with told(store.root):
                     processor.finish()
             summary = Summary.from_manifest(

@@ -31,6 +31,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 
 from streamjoin.errors import StreamJoinError
+from streamjoin.runtime.session import clone
 from streamjoin.runtime.sources import FILE_FORMATS, file_reader, reader_options
 from streamjoin.runtime.state.batchlog import BatchLog
 
@@ -154,11 +155,7 @@ class FileLoop:
             if not store.fs.exists(path):
                 msg = f"stream {s.name!r}: its path {path} does not exist"
                 raise StreamJoinError(msg)
-        # (A batch's settings and temp views stay off the caller's session, as in Spark's
-        # loop, whose batches run in a clone of it.)
-        session = SparkSession(
-            spark.sparkContext, jsparkSession=spark._jsparkSession.cloneSession()
-        )
+        session = clone(spark)
         empty = store.path(EMPTY_DIR)
         store.fs.mkdirs(empty)
         reader = session.read

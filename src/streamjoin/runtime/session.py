@@ -110,6 +110,14 @@ BATCH_CONF = {
 }
 
 
+def clone(spark: SparkSession) -> SparkSession:
+    """A clone of `spark` (its settings and temp views, copied): where batches put theirs, off
+    the caller's session, as Spark's loop runs each batch in a clone."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession(spark.sparkContext, jsparkSession=spark._jsparkSession.cloneSession())
+
+
 def get_session(
     master: str | None = None,
     app_name: str = "streamjoin",

@@ -224,7 +224,8 @@ def test_each_shape_is_judged_against_its_peer_and_against_the_equi_shape() -> N
         )
     )
     assert native == ("p50 / rows/s: equi-300s ×0.09 / ×5.00", True)
-    assert foreach == ("×31.00 at worst (2 shapes)", True)
+    steady = "steady batch p50, the peer's over ours: ×13.33 at worst"  # (theta's 4,000 / 300)
+    assert foreach == (f"×31.00 at worst (2 shapes); {steady}", True)
     # (theta has neither an equality nor a band: its batch is not held to equi's.)
     assert equi == ("×1.83 at worst (left-band-300s)", True)
     cases[1]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 130.0

@@ -37,6 +37,7 @@ from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
 from streamjoin.runtime.routing.router import after_batch, check_scheme_change, restore_routers
 from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units
+from streamjoin.runtime.session import clone
 from streamjoin.runtime.settings import Settings
 from streamjoin.runtime.sources import no_rows
 from streamjoin.runtime.state.copybehind import CopyBehind, unbounded_streams
@@ -56,7 +57,6 @@ if t.TYPE_CHECKING:
     from streamjoin.runtime.multiway.joins import MultiwayBatch
     from streamjoin.runtime.serve.queries import QuerySet, ServedQueries
     from streamjoin.runtime.state.checkpoint import Checkpoint
-    from streamjoin.runtime.state.nextmanifest import StreamStats
     from streamjoin.runtime.state.sourcefiles import BatchFiles
 
 __all__ = ["BatchProcessor", "BatchReport"]
@@ -112,6 +112,8 @@ class BatchProcessor:
         self._serving: tuple[t.Any, ...] | None = None
         self._final = False
         """Whether the batch under way is the last of a finished input (`finish`)."""
+        self._last_session: SparkSession | None = None
+        """The session of the last batch run (Spark's clone, or the engine's loop's)."""
         # A restart may run an edited job: fail now if the checkpoints cannot serve it.
         check_restart(plan, checkpoint.latest(), checkpoint.root)
 
@@ -201,11 +203,15 @@ class BatchProcessor:
         try:
             queries = self._follow(batch_id)
             ctx = self._context(df, batch_id)
-            self.behind.submit(ctx.prev)
+            self._last_session = ctx.spark
+            if not ctx.final:  # (no batch reads a final one's copies)
+                self.behind.submit(ctx.prev)
             # (Probes that read the rows Spark planned for the batch need no relation of them,
             # and their reads are Spark's count of the batch's input rows.)
             reads_rows = self.indexed.reads_rows(ctx)
-            known, statistics = self._start_state(ctx, reads_rows)
+            # (Outside Spark's loop no streaming query counts the batch's input rows.)
+            counted = reads_rows or not self.spark_loop
+            known, statistics = self.state_job.start(self.session, ctx, counted=counted)
             # (Where indexes serve every join, no state slice is read: none is cached.)
             self.stores.cache_deltas = not self.indexed.serve_all(ctx)
             chained = self.indexed.chained(ctx)
@@ -287,7 +293,8 @@ class BatchProcessor:
                 manifest.overload, shed = self.shedding.after_batch(
                     self.plan, batch_id, spent, sheds, arrived, prev
                 )
-            self.behind.swap(manifest)
+            if not ctx.final:
+                self.behind.swap(manifest)
             self.checkpoint.commit(manifest, prev)
             for path in manifest.dropped if ctx.final else ():  # (no batch replays it)
                 self.checkpoint.fs.delete(self.checkpoint.path(path))
@@ -307,7 +314,7 @@ class BatchProcessor:
         # chains'; and the footers' counts where Spark's loop took them as a read's.)
         added = known is not None and self.spark_loop and not reads_rows
         reads = self.indexed.take_reads() + (known is None) + added
-        if reads:
+        if reads and not ctx.final:  # (Spark's loop counts no input of a final batch)
             settle_reads(self.session, self.plan, ctx.files, stats, reads=reads)
         report = BatchReport(
             batch=batch_id,
@@ -339,9 +346,12 @@ class BatchProcessor:
         prev = self.checkpoint.latest()
         if prev.batch < 0 or prev.final:
             return None
+        # (In the session of the run's batches, or a clone of the caller's: a batch's settings
+        # stay off the caller's session.)
+        spark = self._last_session or clone(self.session)
         self._final = True
         try:
-            self.process(no_rows(self.session, self.plan), prev.batch + 1)
+            self(no_rows(spark, self.plan), prev.batch + 1)
         finally:
             self._final = False
         return prev.batch + 1
@@ -386,20 +396,3 @@ class BatchProcessor:
             checks_skew=checks_skew(batch_id, self._skew_period),
             final=self._final,
         )
-
-    def _start_state(
-        self, ctx: BatchContext, probed: bool
-    ) -> tuple[dict[str, StreamStats] | None, Callable[[], dict[str, StreamStats]]]:
-        """The batch's statistics if its footers tell them, and a call that returns them (the
-        footers', or the state job's, started here beside the joins); `probed`: a probe's job
-        reads the batch's rows, which Spark counts."""
-        args = (ctx.batch_id, ctx.watermark, ctx.files, ctx.footers)
-        # (Outside Spark's loop no streaming query counts the batch's input rows.)
-        counted = probed or not self.spark_loop
-        known = self.state_job.from_footers(self.session, *args, counted=counted)
-        if known is not None:
-            return known, lambda: known
-        append = partial(self.state_job.run, ctx.classified(), ctx.batch_id, ctx.watermark)
-        job = Background(lambda: append(ctx.counted, ctx.routers, ctx.files))
-        ctx.scratch.running.append(job)  # (a failed batch's own write ends before a rerun's)
-        return None, job.result

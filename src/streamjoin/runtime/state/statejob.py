@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import typing as t
 from dataclasses import replace
+from functools import partial
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
@@ -26,13 +27,15 @@ from streamjoin.runtime.sources import prefixed
 from streamjoin.runtime.state.inputrows import count_input_rows
 from streamjoin.runtime.state.manifest import StateUnit
 from streamjoin.runtime.state.nextmanifest import StreamStats
+from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from pyspark.sql import DataFrame, SparkSession
 
     from streamjoin.plan import JobPlan, StreamPlan
+    from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.routing.router import QueryRouter
     from streamjoin.runtime.routing.unitcounts import InputUnitCounts
     from streamjoin.runtime.state.checkpoint import Checkpoint
@@ -152,6 +155,25 @@ class StateJob:
             stats[sp.name] = s
         rows = {file: n for f in footers.values() for file, n in f.rows.items()}
         return stats if counted or count_input_rows(streaming, rows) else None
+
+    def start(
+        self, streaming: SparkSession, ctx: BatchContext, *, counted: bool
+    ) -> tuple[dict[str, StreamStats] | None, Callable[[], dict[str, StreamStats]]]:
+        """Batch `ctx`'s statistics where its footers tell them (a final batch has no rows),
+        and a call that returns them: those, or this job's, started here beside the joins
+        (`streaming` started the stream; `counted`: a job of the batch reads its rows, which
+        Spark counts)."""
+        if ctx.final:  # (no rows: no state to write)
+            none = {sp.name: StreamStats() for sp in self.plan.streams}
+            return none, lambda: none
+        args = (ctx.batch_id, ctx.watermark, ctx.files, ctx.footers)
+        known = self.from_footers(streaming, *args, counted=counted)
+        if known is not None:
+            return known, lambda: known
+        append = partial(self.run, ctx.classified(), ctx.batch_id, ctx.watermark)
+        job = Background(lambda: append(ctx.counted, ctx.routers, ctx.files))
+        ctx.scratch.running.append(job)  # (a failed batch's own write ends before a rerun's)
+        return None, job.result
 
     def batch_files(self, batch_id: int) -> dict[str, list[str]]:
         """Per stream whose state is read back from its input files, the files batch
