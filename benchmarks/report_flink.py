@@ -34,9 +34,9 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
         "an updating result is timed into Flink's `blackhole` sink, its rows checked from a "
         "second, untimed run. *rows/CPU s*: over the CPU of each engine's JVM and Python process. "
         "Flink's bounded input ends with a final "
-        "watermark, which closes every window (ours declares its input finished, `--final`, "
-        "where a case's windows need it) and decides every row without a partner (an outer "
-        "join's result, Flink's then unchecked). A Flink run stopped at its time limit had "
+        "watermark, which closes every window and decides every row without a partner; ours "
+        "declares its input finished (`--final`) where a case's windows or outer join need it, "
+        "so both answers are the whole result's. A Flink run stopped at its time limit had "
         "not read all its input: its rows/s is an upper bound (all its rows over its limit), so "
         "our ratio is a lower bound. Each loss (in **bold**) and its measured reason: "
         "[`docs/benchmarks.md`](../../docs/benchmarks.md#where-flink-is-faster-and-why).",

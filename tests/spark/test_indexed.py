@@ -20,6 +20,7 @@ from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.batch.indexplans import ProbePlans
 from streamjoin.runtime.batch.processor import BatchProcessor
 from streamjoin.runtime.engine import Engine
+from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.sql import parse_job
 
 from .harness import read_sink, run_batches
@@ -155,11 +156,11 @@ def _statistics_first(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Each batch's statistics known before its probes, as a batch's footers tell them, so
     that an outer join's probe decides its rows without a partner in its own task
     (`IndexedJoins.leaving`); the queries whose probe planned them, returned."""
-    start = BatchProcessor._start_state
+    start = StateJob.start
     planned: list[str] = []
 
-    def known_first(self: BatchProcessor, ctx: t.Any, probed: bool) -> t.Any:
-        known, statistics = start(self, ctx, probed)
+    def known_first(self: StateJob, streaming: t.Any, ctx: t.Any, *, counted: bool) -> t.Any:
+        known, statistics = start(self, streaming, ctx, counted=counted)
         stats = statistics() if known is None else known
         return stats, lambda: stats
 
@@ -171,7 +172,7 @@ def _statistics_first(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             planned.append(op.query.name)
         return made
 
-    monkeypatch.setattr(BatchProcessor, "_start_state", known_first)
+    monkeypatch.setattr(StateJob, "start", known_first)
     monkeypatch.setattr(ProbePlans, "alone", recorded)
     return planned
 
