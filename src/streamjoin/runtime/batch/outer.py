@@ -78,9 +78,8 @@ def unmatched_frames(
             reach = None if lo is None else lo - op.lag(1 - i)
             partners = stores.state(spark, so, prev, reach, deltas[so.name], views)
             ts = f"unix_micros(`{sp.stream.event_time}`)"
-            bounds = [f"{ts} >= {lo}"] if lo is not None else []
-            bounds.append(f"{ts} < {hi}")
-            decided = f"(SELECT * FROM {rows} WHERE {' AND '.join(bounds) or 'true'})"
+            bounds = [f"{ts} < {hi}"] + ([f"{ts} >= {lo}"] if lo is not None else [])
+            decided = f"(SELECT * FROM {rows} WHERE {' AND '.join(bounds)})"
             m, o = mine.alias, other.alias
             select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
             band = op.band

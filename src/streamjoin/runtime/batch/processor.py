@@ -371,7 +371,8 @@ class BatchProcessor:
         forced, self._next_schemes = self._next_schemes, {}
         routers = restore_routers(self.plan, prev, parallelism, forced)
         counted = InputUnitCounts()
-        counted.choose(spark, self.plan, routers)
+        if not self._final:  # (a batch without rows has none to count per unit)
+            counted.choose(spark, self.plan, routers)
         files = self.state_job.batch_files(batch_id)
         footers = {
             name: f
