@@ -115,6 +115,8 @@ def _pairs(
     # (Unless the state job or the files' keys count them: a query moved off hash is counted
     # there by its keys alone, and its routed views still count its scheme's places.)
     observe = observe and (q.name not in ctx.counted or q.name in ctx.counted.moved)
+    # (A final batch has no rows to count and no next batch to route.)
+    observe = observe and not ctx.final
     views = ctx.scratch.views
     r_state = stores.state(ctx.spark, right, ctx.prev, r_lo, deltas[q.right.stream], views)
     l_state = stores.state(ctx.spark, left, ctx.prev, l_lo, None, views)
