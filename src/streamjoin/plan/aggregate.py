@@ -11,17 +11,18 @@ still to come has ``time >= W - lag``, and each window ending at or before ``W -
 complete. A join whose windows do not bound the lag (a full-history join) never closes one, and
 is refused.
 
-The buffer keeps the joined rows of the open windows, as the join produced them, in units of a
-batch; a closing window reads only the units whose rows may be in it, and a unit is dropped
-once every window its rows are in has closed. Buffering the rows, not running totals, keeps
-every aggregate exact (count(DISTINCT), min, max) at the price of their bytes until the
-window closes.
+The buffer keeps the joined rows of the open windows in units of a batch, each batch's folded
+per pane and group into partial aggregates where the aggregates' parts merge
+(`plan.partials`), else as the join produced them (count(DISTINCT), a top-N); a closing window
+reads only the units whose rows may be in it, and a unit is dropped once every window its rows
+are in has closed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import typing as t
 from dataclasses import dataclass
 
 import sqlglot
@@ -30,6 +31,7 @@ from sqlglot import exp
 from streamjoin.errors import UnsupportedError
 from streamjoin.model import Aggregation, EventWindow, Query, SelectItem, TopN
 from streamjoin.model.aggregate import WINDOW
+from streamjoin.plan.partials import Partials, partials
 
 END = "_sj_window_end"
 """The column of a group's window end, beside its SELECT items, until the group is chosen."""
@@ -77,7 +79,23 @@ class GroupBuffer:
         """What the buffer's rows mean: the query's signature and the buffered columns (a
         changed query, or SELECT list, starts a buffer of its own)."""
         text = repr((self.meaning, self.columns))
+        if self.partials is not None:  # (a buffer of rows is another buffer)
+            text += " folded"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def partials(self) -> Partials | None:
+        """How a batch's rows fold into partial aggregates and a window merges them (None: the
+        buffer keeps the rows: a top-N, or an aggregate whose parts do not merge)."""
+        if isinstance(self.windowed, TopN):
+            return None
+        return partials(self.windowed, self.select, self.columns)
+
+    def buffered_sql(self, rows: str) -> str:
+        """What a batch buffers of its rows `rows` (a view or a subquery over the buffer's
+        columns): the rows folded (`partials`), or the rows."""
+        folding = self.partials
+        return rows if folding is None else f"({folding.fold_sql(rows)})"
 
     def closed_below(self, watermark: int | None) -> int | None:
         """The end at or before which every window is complete, after a batch that leaves the
@@ -89,17 +107,25 @@ class GroupBuffer:
         than it are in closed windows only."""
         return closed - self.window.size_us + 1
 
-    def group_sql(self, view: str, after: int | None, upto: int | None) -> str:
-        """Spark SQL over the buffer `view`: the query's groups of the windows ending in
-        ``(after, upto]`` (None: unbounded), its SELECT items and the window end (`END`)."""
+    def group_sql(
+        self,
+        view: str,
+        after: int | None,
+        upto: int | None,
+        types: t.Mapping[str, str] | None = None,
+    ) -> str:
+        """Spark SQL over the buffer `view` (its units' rows, `buffered_sql`): the query's
+        groups of the windows ending in ``(after, upto]`` (None: unbounded), its SELECT items
+        and the window end (`END`); `types`: the buffer's column types (by name), which keep a
+        merged sum's type."""
         first = None if after is None else self.first_needed(after)
-        return self._sql(view, _text(after), _text(upto), (first, upto))
+        return self._sql(view, _text(after), _text(upto), (first, upto), types)
 
-    def held_sql(self, view: str) -> str:
+    def held_sql(self, view: str, types: t.Mapping[str, str] | None = None) -> str:
         """`group_sql` over held rows (`view`) that lie in the windows' reach and carry the
         bounds as columns, `AFTER` and `UPTO` (micros; the least and greatest long for none):
         one text for every batch, so its plan is made once."""
-        return self._sql(view, AFTER, UPTO, None)
+        return self._sql(view, AFTER, UPTO, None, types)
 
     def _sql(
         self,
@@ -107,6 +133,7 @@ class GroupBuffer:
         after: str | None,
         upto: str | None,
         rows: tuple[int | None, int | None] | None,
+        types: t.Mapping[str, str] | None = None,
     ) -> str:
         """The groups of the windows ending in ``(after, upto]`` (SQL of micros, None:
         unbounded) from `view`, whose rows are kept to event times in `rows` (``[first, upto)``,
@@ -114,9 +141,15 @@ class GroupBuffer:
         agg, window = self.windowed, self.window
         if isinstance(agg, TopN):
             return self._top_sql(agg, view, after, upto, rows)
+        folded = self.partials
+
+        def value(sql: str) -> str:  # (over the rows, or merging their folded parts)
+            renamed = self._rename(sql)
+            return renamed if folded is None else folded.merged(renamed, types)
+
         time = self.time_column
         carried = [AFTER, UPTO] if rows is None else []
-        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
+        items = [f"{value(s.sql)} AS `{s.alias}`" for s in self.select]
         items += [f"window.end AS {END}", *carried]
         where = []
         if rows is not None and rows[0] is not None:
@@ -130,7 +163,7 @@ class GroupBuffer:
             sql += f" WHERE {' AND '.join(where)}"
         sql += f" GROUP BY {', '.join(group)}"
         if agg.having is not None:
-            sql += f" HAVING {self._rename(agg.having)}"
+            sql += f" HAVING {value(agg.having)}"
         ends = []
         if after is not None:
             ends.append(f"unix_micros({END}) > {after}")
