@@ -31,7 +31,7 @@ from sqlglot import exp
 from streamjoin.errors import UnsupportedError
 from streamjoin.model import Aggregation, EventWindow, Query, SelectItem, TopN
 from streamjoin.model.aggregate import WINDOW
-from streamjoin.plan.partials import Partials, partials
+from streamjoin.plan.partials import Partials, pane_us, partials
 
 END = "_sj_window_end"
 """The column of a group's window end, beside its SELECT items, until the group is chosen."""
@@ -79,7 +79,7 @@ class GroupBuffer:
         """What the buffer's rows mean: the query's signature and the buffered columns (a
         changed query, or SELECT list, starts a buffer of its own)."""
         text = repr((self.meaning, self.columns))
-        if self.partials is not None:  # (a buffer of rows is another buffer)
+        if self.folds:  # (a buffer of rows is another buffer)
             text += " folded"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -91,11 +91,32 @@ class GroupBuffer:
             return None
         return partials(self.windowed, self.select, self.columns)
 
+    @property
+    def folds(self) -> bool:
+        """Whether a batch's rows are folded before they are buffered (`buffered_sql`)."""
+        return isinstance(self.windowed, TopN) or self.partials is not None
+
     def buffered_sql(self, rows: str) -> str:
         """What a batch buffers of its rows `rows` (a view or a subquery over the buffer's
-        columns): the rows folded (`partials`), or the rows."""
+        columns): their partial aggregates (`partials`); a top-N's first rows of each pane and
+        key (a pane's rows are in the same windows, so a window's first rows are among its
+        panes'); else the rows."""
+        if isinstance(self.windowed, TopN):
+            return f"({self._top_fold_sql(self.windowed, rows)})"
         folding = self.partials
         return rows if folding is None else f"({folding.fold_sql(rows)})"
+
+    def _top_fold_sql(self, top: TopN, rows: str) -> str:
+        ts = f"unix_micros({self.time_column})"
+        pane = f"{ts} - pmod({ts}, {pane_us(top.window)})"
+        keys = ", ".join([pane, *(self._rename(k) for k in top.keys)])
+        order = ", ".join(self._rename_order(o) for o in top.order)
+        names = ", ".join(name for _, name in self.columns)
+        ranked = (
+            f"SELECT {names}, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {order}) AS "
+            f"_sj_rank FROM {rows} WHERE {self.time_column} IS NOT NULL"
+        )
+        return f"SELECT {names} FROM ({ranked}) WHERE _sj_rank <= {top.limit}"
 
     def closed_below(self, watermark: int | None) -> int | None:
         """The end at or before which every window is complete, after a batch that leaves the
