@@ -6,7 +6,7 @@ from __future__ import annotations
 import typing as t
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamjoin.plan.physical import plan_job
@@ -27,9 +27,12 @@ if t.TYPE_CHECKING:
 
 ITEMS = (
     "window.start AS ws, window.end AS we, count(*) AS n, sum(b.x) AS sx, min(a.x) AS lo, "
-    "max(b.x) AS hi, avg(a.x) AS ax, count(a.s) AS ns"
+    "max(b.x) AS hi, count(a.s) AS ns"
 )
-COLUMNS = ["ws", "we", "n", "sx", "lo", "hi", "ax", "ns"]
+COLUMNS = ["ws", "we", "n", "sx", "lo", "hi", "ns"]
+ROWS_ITEMS = ", avg(a.x) AS ax, count(DISTINCT b.s) AS ds"
+"""Aggregates whose parts do not merge: their buffer keeps the rows."""
+ROWS_COLUMNS = ["ax", "ds"]
 
 
 @st.composite
@@ -39,12 +42,12 @@ def grouped_query(draw: st.DrawFn) -> tuple[str, list[str]]:
     time = draw(st.sampled_from(["a.ts", "b.ts"]))
     size = draw(st.sampled_from([2, 3, 5]))
     slide = draw(st.sampled_from([size, 1, 2]))  # (5 s by 2 s: panes of 1 s)
-    key = draw(st.sampled_from([None, "a.k", "b.s"]))
+    key = draw(st.sampled_from([None, "a.k", "b.s", time]))  # (time: a key of the instant)
     having = draw(st.sampled_from([None, "count(*) > 1", "max(a.x) > 3"]))
     items, columns = ITEMS, list(COLUMNS)
-    if draw(st.booleans()):  # (its parts do not merge: the buffer keeps the rows)
-        items += ", count(DISTINCT b.s) AS ds"
-        columns.append("ds")
+    if draw(st.booleans()):  # (their parts do not merge: the buffer keeps the rows)
+        items += ROWS_ITEMS
+        columns += ROWS_COLUMNS
     group = f"window({time}, '{size} seconds', '{slide} seconds')"
     if key is not None:
         items += f", {key} AS key"
@@ -83,8 +86,17 @@ def _check(spark: SparkSession, job: Job, batches: Batches, columns: list[str], 
     return len(want)
 
 
+_BY_TIME = (
+    f"INSERT INTO g SELECT {ITEMS}, b.ts AS key FROM A a JOIN B b ON a.k = b.k AND "
+    "b.ts BETWEEN a.ts AND a.ts + INTERVAL '2' SECOND "
+    "GROUP BY window(b.ts, '5 seconds', '2 seconds'), b.ts;"
+)
+"""Folded parts keyed by the event time itself, in panes of 1 s (5 s windows every 2 s)."""
+
+
 @settings(max_examples=1)
 @given(seed=st.integers(0, 10_000), query=grouped_query(), final=st.booleans())
+@example(seed=5, query=(_BY_TIME, [*COLUMNS, "key"]), final=False)
 def test_windows_match_the_reference_and_close_in_its_batch(
     spark: SparkSession,
     tmp_path_factory: pytest.TempPathFactory,
@@ -110,9 +122,9 @@ def test_a_final_run_emits_every_open_window_and_ends_the_checkpoint(
 ) -> None:
     from streamjoin.errors import StreamJoinError
 
-    job = _job(  # (a DISTINCT: its buffer keeps the rows, not their folded parts)
+    job = _job(  # (its buffer keeps the rows, not their folded parts)
         tmp_path,
-        f"INSERT INTO g SELECT {ITEMS}, count(DISTINCT b.s) AS ds FROM A a JOIN B b "
+        f"INSERT INTO g SELECT {ITEMS}{ROWS_ITEMS} FROM A a JOIN B b "
         "ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND "
         "GROUP BY window(b.ts, '4 seconds');",
     )
@@ -124,7 +136,7 @@ def test_a_final_run_emits_every_open_window_and_ends_the_checkpoint(
     assert len(after.outputs["q1"]) > len(before.outputs["q1"]) > 0
     processor = Engine(spark).processor(job, str(ckpt))
     assert processor.finish() == 5
-    columns = [*COLUMNS, "ds"]
+    columns = [*COLUMNS, *ROWS_COLUMNS]
     assert _check(spark, job, batches, columns, final=True) == len(after.outputs["q1"])
     assert processor.finish() is None  # (finished already: nothing more)
     with pytest.raises(StreamJoinError, match=r"declared finished \(--final\) at batch 5"):

@@ -93,18 +93,23 @@ def test_outer_joins_match_the_reference_batch_by_batch(
     assert normalize(got) == normalize(_expected(job, batches, final))
 
 
-@pytest.mark.parametrize("conf", [{}, SLICES], ids=["operator", "slices"])
+@pytest.mark.parametrize(
+    ("conf", "with_"),
+    [({}, ""), (SLICES, ""), (SLICES, " WITH (partitioning = 'matrix', units = 4)")],
+    ids=["operator", "slices", "slices-matrix"],
+)
 def test_an_outer_join_counted_per_window(
-    spark: SparkSession, tmp_path: Path, conf: dict[str, str]
+    spark: SparkSession, tmp_path: Path, conf: dict[str, str], with_: str
 ) -> None:
+    # (On the slices a final batch routes and observes nothing: it has no rows.)
     job = _job(
         tmp_path,
         "INSERT INTO o SELECT window.start AS ws, count(*) AS n, count(b.id) AS matched, "
         "sum(a.x) AS sx FROM A a LEFT JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts "
-        "AND a.ts + INTERVAL '2' SECOND GROUP BY window(a.ts, '4 seconds');",
+        f"AND a.ts + INTERVAL '2' SECOND GROUP BY window(a.ts, '4 seconds'){with_};",
     )
     batches = make_batches(11, n_batches=6, rows_per_batch=8, keys=4)
-    with settings_set(spark, conf):  # (the slices: a final batch there observes no units)
+    with settings_set(spark, conf):
         run_batches(spark, job, batches, tmp_path / "ckpt")
         assert Engine(spark).processor(job, str(tmp_path / "ckpt")).finish() == len(batches)
     want = _expected(job, batches, final=True)

@@ -31,7 +31,7 @@ from sqlglot import exp
 from streamjoin.errors import UnsupportedError
 from streamjoin.model import Aggregation, EventWindow, Query, SelectItem, TopN
 from streamjoin.model.aggregate import WINDOW
-from streamjoin.plan.partials import Partials, pane_us, partials
+from streamjoin.plan.partials import Partials, buffer_tree, pane_us, partials
 
 END = "_sj_window_end"
 """The column of a group's window end, beside its SELECT items, until the group is chosen."""
@@ -79,7 +79,7 @@ class GroupBuffer:
         """What the buffer's rows mean: the query's signature and the buffered columns (a
         changed query, or SELECT list, starts a buffer of its own)."""
         text = repr((self.meaning, self.columns))
-        if self.folds:  # (a buffer of rows is another buffer)
+        if self.partials is not None:  # (units of rows are not parts)
             text += " folded"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -92,7 +92,7 @@ class GroupBuffer:
         return partials(self.windowed, self.select, self.columns)
 
     @property
-    def folds(self) -> bool:
+    def folded(self) -> bool:
         """Whether a batch's rows are folded before they are buffered (`buffered_sql`)."""
         return isinstance(self.windowed, TopN) or self.partials is not None
 
@@ -107,6 +107,7 @@ class GroupBuffer:
         return rows if folding is None else f"({folding.fold_sql(rows)})"
 
     def _top_fold_sql(self, top: TopN, rows: str) -> str:
+        """The first `top.limit` rows of each pane and key of `rows`, by `top`'s order."""
         ts = f"unix_micros({self.time_column})"
         pane = f"{ts} - pmod({ts}, {pane_us(top.window)})"
         keys = ", ".join([pane, *(self._rename(k) for k in top.keys)])
@@ -235,15 +236,7 @@ class GroupBuffer:
         return str(ordered.sql(dialect="spark"))
 
     def _rename(self, sql: str) -> str:
-        names = dict(self.columns)
-
-        def swap(node: exp.Expr) -> exp.Expr:
-            if isinstance(node, exp.Column) and node.table.lower() != WINDOW:
-                return exp.column(names[node.sql(dialect="spark")])
-            return node
-
-        tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")
-        return str(tree.transform(swap).sql(dialect="spark"))
+        return str(buffer_tree(sql, dict(self.columns)).sql(dialect="spark"))
 
 
 @dataclass(frozen=True, slots=True)

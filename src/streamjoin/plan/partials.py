@@ -5,13 +5,13 @@ A window is a union of panes (the stretches of event time as long as the gcd of 
 slide, aligned to the epoch as Spark's windows are): every row of a pane is in the same windows.
 So a batch's rows can be folded per pane and per column the keys read, and the window's groups
 merged from the folded rows of its panes, with the same values as from the rows themselves:
-count and sum add up, min and max of the parts are the min and max, avg is the parts' sum over
-their count. A buffer then holds a row per pane and group that a batch touched, not a row per
-joined row. An aggregate whose parts do not merge (count(DISTINCT), any other function) keeps
-the rows (`partials` is None).
+counts and sums add up, min and max of the parts are the min and max. A buffer then holds a row
+per pane and group that a batch touched, not a row per joined row. An aggregate whose parts do
+not merge so (avg, count(DISTINCT), any other function) keeps the rows (`partials` is None).
 
 A folded row's event time is its rows' least, which is in their pane; so the unit's time range,
-the panes it is held in and the windows it falls into are those of its rows.
+the panes it is held in and the windows it falls into are those of its rows. A key that reads
+the event time itself groups the folded rows by it.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from sqlglot import exp
 from streamjoin.model import Aggregation, EventWindow, SelectItem
 from streamjoin.model.aggregate import WINDOW
 
-_FOLDED = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
-"""The aggregates whose parts merge."""
+_FOLDED = (exp.Count, exp.Sum, exp.Min, exp.Max)
+"""The aggregates whose parts merge with the values and types of the rows' own. (Not avg: Spark
+sums an integer avg as a double and divides a decimal one at a precision a merge of parts
+would not keep.)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,21 +42,19 @@ class Partials:
     pane_us: int
     """The length of a pane: every row of one is in the same windows."""
     grouped: tuple[str, ...]
-    """The buffer columns the keys read: a folded row's group, beside its pane."""
-    folds: tuple[tuple[str, str, str], ...]
-    """Each aggregate as written over buffer columns, its function (count, sum, min, max,
-    avg) and its argument; its parts are named by its place (`part`)."""
+    """The buffer columns the keys read (the event time's too, if they read it): a folded
+    row's group, beside its pane."""
+    aggregates: tuple[tuple[str, str, str], ...]
+    """Each aggregate as written over buffer columns, its function (count, sum, min or max)
+    and its argument; its part is named by its place (`part`)."""
 
     def fold_sql(self, view: str) -> str:
         """A batch's folded rows, from its buffered rows in `view` (a row without an event time
         is in no window, as in Spark's window())."""
         ts = f"unix_micros({self.time})"
-        items = [f"min({self.time}) AS {self.time}", *self.grouped]
-        for i, (_, kind, arg) in enumerate(self.folds):
-            if kind == "avg":
-                items += [f"sum({arg}) AS {part(i)}", f"count({arg}) AS {part(i)}n"]
-            else:
-                items.append(f"{kind}({arg}) AS {part(i)}")
+        items = [] if self.time in self.grouped else [f"min({self.time}) AS {self.time}"]
+        items += [*self.grouped]
+        items += [f"{kind}({arg}) AS {part(i)}" for i, (_, kind, arg) in enumerate(self.aggregates)]
         group = ", ".join([f"{ts} - pmod({ts}, {self.pane_us})", *self.grouped])
         return (
             f"SELECT {', '.join(items)} FROM {view} WHERE {self.time} IS NOT NULL GROUP BY {group}"
@@ -63,17 +63,13 @@ class Partials:
     def merged(self, sql: str, types: t.Mapping[str, str] | None = None) -> str:
         """`sql` (an item or HAVING over buffer columns) with each aggregate merging its parts;
         with the parts' `types` (by name), a sum keeps the type of the rows' own sum (a decimal
-        sum of sums would widen) and an avg the type of the rows' own avg."""
+        sum of sums would widen)."""
         merges = {}
-        for i, (written, kind, _) in enumerate(self.folds):
+        for i, (written, kind, _) in enumerate(self.aggregates):
             p, typed = part(i), (types or {}).get(part(i))
-            merge = {
-                "count": f"sum({p})",
-                "sum": f"sum({p})",
-                "avg": f"sum({p}) / sum({p}n)",
-            }.get(kind, f"{kind}({p})")
-            if typed is not None and kind in ("sum", "avg"):
-                merge = f"CAST({merge} AS {typed if kind == 'sum' else avg_type(typed)})"
+            merge = f"sum({p})" if kind in ("count", "sum") else f"{kind}({p})"
+            if typed is not None and kind == "sum":
+                merge = f"CAST({merge} AS {typed})"
             merges[written] = merge
 
         def swap(node: exp.Expr) -> exp.Expr:
@@ -86,7 +82,7 @@ class Partials:
 
 
 def part(i: int) -> str:
-    """The name of the `i`th aggregate's part (an avg's count: the name and ``n``)."""
+    """The name of the `i`th aggregate's part."""
     return f"_sj_p{i}"
 
 
@@ -101,27 +97,21 @@ def partials(
     names = dict(columns)
 
     def renamed(sql: str) -> exp.Expr:
-        def swap(node: exp.Expr) -> exp.Expr:
-            if isinstance(node, exp.Column) and node.table.lower() != WINDOW:
-                return exp.column(names[node.sql(dialect="spark")])
-            return node
-
-        tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")
-        return tree.transform(swap)
+        return buffer_tree(sql, names)
 
     texts = [s.sql for s in select] + ([windowed.having] if windowed.having else [])
     folds: dict[str, tuple[str, str, str]] = {}
     for text in texts:
         for node in renamed(text).find_all(exp.AggFunc):
-            if not isinstance(node, _FOLDED) or node.find(exp.Distinct) is not None:
+            many = bool(node.args.get("expressions"))  # (count(x, y): rows where all are set)
+            if not isinstance(node, _FOLDED) or node.find(exp.Distinct) is not None or many:
                 return None
             written = node.sql(dialect="spark")
             arg = node.this.sql(dialect="spark")
             folds.setdefault(written, (written, type(node).__name__.lower(), arg))
     time = names[windowed.window.time]
     keys = {c.name for k in windowed.keys for c in renamed(k).find_all(exp.Column)}
-    grouped = tuple(sorted(keys - {time}))
-    return Partials(time, pane_us(windowed.window), grouped, tuple(folds.values()))
+    return Partials(time, pane_us(windowed.window), tuple(sorted(keys)), tuple(folds.values()))
 
 
 def pane_us(window: EventWindow) -> int:
@@ -129,12 +119,14 @@ def pane_us(window: EventWindow) -> int:
     return math.gcd(window.size_us, window.slide_us)
 
 
-def avg_type(sum_type: str) -> str:
-    """The type Spark gives avg over the values whose sum has `sum_type`: double, or for a
-    decimal(p + 10, s) sum, decimal(p + 4, s + 4); a sum of 38 digits (Spark's most) no longer
-    tells p, so its avg takes 38."""
-    if not sum_type.startswith("decimal("):
-        return "double"
-    precision, scale = (int(x) for x in sum_type[len("decimal(") : -1].split(","))
-    digits = precision - 10 + 4 if precision < 38 else 38
-    return f"decimal({min(38, digits)},{min(38, scale + 4)})"
+def buffer_tree(sql: str, names: t.Mapping[str, str]) -> exp.Expr:
+    """`sql` over the qualified columns, as a tree over their buffer `names` (the window's
+    columns stay)."""
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and node.table.lower() != WINDOW:
+            return exp.column(names[node.sql(dialect="spark")])
+        return node
+
+    tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")
+    return tree.transform(swap)

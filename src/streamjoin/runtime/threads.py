@@ -87,6 +87,15 @@ def metrics(obs: Observation) -> dict[str, t.Any]:
     return obs.get
 
 
+def metrics_if_run(obs: Observation) -> dict[str, t.Any] | None:
+    """`obs`'s metrics (`metrics`), or None where its plan ran only as an RDD (a GROUP BY
+    buffer's writer takes the rows so): Spark then tells no listener, and the observation would
+    never complete."""
+    if obs._jo is not None and not obs._jo.future().isCompleted():
+        return None
+    return metrics(obs)
+
+
 class PhaseClock:
     """Seconds spent in each phase of a batch: where per-batch time goes, for profiling."""
 

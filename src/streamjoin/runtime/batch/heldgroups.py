@@ -52,7 +52,7 @@ class HeldGroups:
         driver's JVM runs the tasks; the unit (None: no row, nothing kept)."""
         unit = GroupUnit(buffer.name, batch_id, 0, 0, 0)
         path = checkpoint.path(unit.path)
-        if buffer.folds:  # (folded in the job that writes them)
+        if buffer.folded:  # (folded in the job that writes them)
             rows = _over(spark, rows, buffer.buffered_sql)
         groups = self._groups(spark)
         if groups is not None and self._local:

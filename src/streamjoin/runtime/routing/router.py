@@ -37,7 +37,7 @@ from streamjoin.adapt.schemestate import (
 from streamjoin.partition import RowSql, Scheme
 from streamjoin.plan.retention import side_retention
 from streamjoin.runtime.sources import empty_relation
-from streamjoin.runtime.threads import metrics
+from streamjoin.runtime.threads import metrics_if_run
 
 if t.TYPE_CHECKING:
     from pyspark.sql import Observation, SparkSession
@@ -307,19 +307,22 @@ def after_batch(
         seen = observed.get(q.name, [])
         count = counted.get(q.name)
         splits = list((quantiles or {}).get(q.name, []))
+        got = [metrics_if_run(obs) for _, obs, _ in seen] if count is None else []
         if count is not None:
             kept = (held or {}).get(q.name)
             probe = list(count)
             store = list(kept) if kept and len(kept) == len(count) else [0] * len(count)
+        elif None in got:  # (its views ran only as an RDD: the batch tells the router nothing)
+            seen = []
         elif seen:
             probe = [0] * seen[0][2]
             store = [0] * seen[0][2]
-            for role, obs, n in seen:
-                got = metrics(obs)
+            counted_all = t.cast("list[dict[str, t.Any]]", got)
+            for (role, _, n), metrics in zip(seen, counted_all, strict=True):
                 target = probe if role == "probe" else store
                 for i in range(n):
-                    target[i] += int(got.get(f"u{i}", 0))
-                splits += [x for x in got.get("q") or [] if x is not None]
+                    target[i] += int(metrics.get(f"u{i}", 0))
+                splits += [x for x in metrics.get("q") or [] if x is not None]
         if count is not None or seen:
             live = [u for side in q.sides for u in prev.live(side.stream) if u.bytes]
             rows = sum(u.rows for u in live)
