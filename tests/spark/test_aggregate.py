@@ -9,7 +9,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from streamjoin.plan.physical import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
@@ -31,7 +30,7 @@ ITEMS = (
 )
 COLUMNS = ["ws", "we", "n", "sx", "lo", "hi", "ns"]
 ROWS_ITEMS = ", avg(a.x) AS ax, count(DISTINCT b.s) AS ds"
-"""Aggregates whose parts do not merge: their buffer keeps the rows."""
+"""Aggregates that no running count, sum, min or max gives."""
 ROWS_COLUMNS = ["ax", "ds"]
 
 
@@ -45,7 +44,7 @@ def grouped_query(draw: st.DrawFn) -> tuple[str, list[str]]:
     key = draw(st.sampled_from([None, "a.k", "b.s", time]))  # (time: a key of the instant)
     having = draw(st.sampled_from([None, "count(*) > 1", "max(a.x) > 3"]))
     items, columns = ITEMS, list(COLUMNS)
-    if draw(st.booleans()):  # (their parts do not merge: the buffer keeps the rows)
+    if draw(st.booleans()):
         items += ROWS_ITEMS
         columns += ROWS_COLUMNS
     group = f"window({time}, '{size} seconds', '{slide} seconds')"
@@ -91,7 +90,7 @@ _BY_TIME = (
     "b.ts BETWEEN a.ts AND a.ts + INTERVAL '2' SECOND "
     "GROUP BY window(b.ts, '5 seconds', '2 seconds'), b.ts;"
 )
-"""Folded parts keyed by the event time itself, in panes of 1 s (5 s windows every 2 s)."""
+"""Groups keyed by the event time itself, in 5 s windows every 2 s."""
 
 
 @settings(max_examples=1)
@@ -122,7 +121,7 @@ def test_a_final_run_emits_every_open_window_and_ends_the_checkpoint(
 ) -> None:
     from streamjoin.errors import StreamJoinError
 
-    job = _job(  # (its buffer keeps the rows, not their folded parts)
+    job = _job(
         tmp_path,
         f"INSERT INTO g SELECT {ITEMS}{ROWS_ITEMS} FROM A a JOIN B b "
         "ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND "
@@ -311,7 +310,6 @@ def test_closing_windows_read_held_rows_and_a_restart_reads_its_units_back_once(
         "GROUP BY window(a.ts, '3 seconds', '1 seconds'), a.k;"
     )
     job = _job(tmp_path, insert)
-    assert plan_job(job).buffers[0].partials is not None  # (units of folded parts)
     batches = make_batches(11, n_batches=8, rows_per_batch=12, keys=3)
     ckpt = tmp_path / "ckpt"
     first = run_batches(spark, job, batches[:5], ckpt)

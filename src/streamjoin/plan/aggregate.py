@@ -11,18 +11,17 @@ still to come has ``time >= W - lag``, and each window ending at or before ``W -
 complete. A join whose windows do not bound the lag (a full-history join) never closes one, and
 is refused.
 
-The buffer keeps the joined rows of the open windows in units of a batch, each batch's folded
-per pane and group into partial aggregates where the aggregates' parts merge
-(`plan.partials`), else as the join produced them (count(DISTINCT), a top-N); a closing window
-reads only the units whose rows may be in it, and a unit is dropped once every window its rows
-are in has closed.
+The buffer keeps the joined rows of the open windows, as the join produced them, in units of a
+batch; a closing window reads only the units whose rows may be in it, and a unit is dropped
+once every window its rows are in has closed. Buffering the rows, not running totals, keeps
+every aggregate exact (count(DISTINCT), min, max) at the price of their bytes until the
+window closes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import typing as t
 from dataclasses import dataclass
 
 import sqlglot
@@ -31,7 +30,6 @@ from sqlglot import exp
 from streamjoin.errors import UnsupportedError
 from streamjoin.model import Aggregation, EventWindow, Query, SelectItem, TopN
 from streamjoin.model.aggregate import WINDOW
-from streamjoin.plan.partials import Partials, buffer_tree, pane_us, partials
 
 END = "_sj_window_end"
 """The column of a group's window end, beside its SELECT items, until the group is chosen."""
@@ -79,45 +77,7 @@ class GroupBuffer:
         """What the buffer's rows mean: the query's signature and the buffered columns (a
         changed query, or SELECT list, starts a buffer of its own)."""
         text = repr((self.meaning, self.columns))
-        if self.partials is not None:  # (units of rows are not parts)
-            text += " folded"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    @property
-    def partials(self) -> Partials | None:
-        """How a batch's rows fold into partial aggregates and a window merges them (None: the
-        buffer keeps the rows: a top-N, or an aggregate whose parts do not merge)."""
-        if isinstance(self.windowed, TopN):
-            return None
-        return partials(self.windowed, self.select, self.columns)
-
-    @property
-    def folded(self) -> bool:
-        """Whether a batch's rows are folded before they are buffered (`buffered_sql`)."""
-        return isinstance(self.windowed, TopN) or self.partials is not None
-
-    def buffered_sql(self, rows: str) -> str:
-        """What a batch buffers of its rows `rows` (a view or a subquery over the buffer's
-        columns): their partial aggregates (`partials`); a top-N's first rows of each pane and
-        key (a pane's rows are in the same windows, so a window's first rows are among its
-        panes'); else the rows."""
-        if isinstance(self.windowed, TopN):
-            return f"({self._top_fold_sql(self.windowed, rows)})"
-        folding = self.partials
-        return rows if folding is None else f"({folding.fold_sql(rows)})"
-
-    def _top_fold_sql(self, top: TopN, rows: str) -> str:
-        """The first `top.limit` rows of each pane and key of `rows`, by `top`'s order."""
-        ts = f"unix_micros({self.time_column})"
-        pane = f"{ts} - pmod({ts}, {pane_us(top.window)})"
-        keys = ", ".join([pane, *(self._rename(k) for k in top.keys)])
-        order = ", ".join(self._rename_order(o) for o in top.order)
-        names = ", ".join(name for _, name in self.columns)
-        ranked = (
-            f"SELECT {names}, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {order}) AS "
-            f"_sj_rank FROM {rows} WHERE {self.time_column} IS NOT NULL"
-        )
-        return f"SELECT {names} FROM ({ranked}) WHERE _sj_rank <= {top.limit}"
 
     def closed_below(self, watermark: int | None) -> int | None:
         """The end at or before which every window is complete, after a batch that leaves the
@@ -129,25 +89,17 @@ class GroupBuffer:
         than it are in closed windows only."""
         return closed - self.window.size_us + 1
 
-    def group_sql(
-        self,
-        view: str,
-        after: int | None,
-        upto: int | None,
-        types: t.Mapping[str, str] | None = None,
-    ) -> str:
-        """Spark SQL over the buffer `view` (its units' rows, `buffered_sql`): the query's
-        groups of the windows ending in ``(after, upto]`` (None: unbounded), its SELECT items
-        and the window end (`END`); `types`: the buffer's column types (by name), which keep a
-        merged sum's type."""
+    def group_sql(self, view: str, after: int | None, upto: int | None) -> str:
+        """Spark SQL over the buffer `view`: the query's groups of the windows ending in
+        ``(after, upto]`` (None: unbounded), its SELECT items and the window end (`END`)."""
         first = None if after is None else self.first_needed(after)
-        return self._sql(view, _text(after), _text(upto), (first, upto), types)
+        return self._sql(view, _text(after), _text(upto), (first, upto))
 
-    def held_sql(self, view: str, types: t.Mapping[str, str] | None = None) -> str:
+    def held_sql(self, view: str) -> str:
         """`group_sql` over held rows (`view`) that lie in the windows' reach and carry the
         bounds as columns, `AFTER` and `UPTO` (micros; the least and greatest long for none):
         one text for every batch, so its plan is made once."""
-        return self._sql(view, AFTER, UPTO, None, types)
+        return self._sql(view, AFTER, UPTO, None)
 
     def _sql(
         self,
@@ -155,7 +107,6 @@ class GroupBuffer:
         after: str | None,
         upto: str | None,
         rows: tuple[int | None, int | None] | None,
-        types: t.Mapping[str, str] | None = None,
     ) -> str:
         """The groups of the windows ending in ``(after, upto]`` (SQL of micros, None:
         unbounded) from `view`, whose rows are kept to event times in `rows` (``[first, upto)``,
@@ -163,15 +114,9 @@ class GroupBuffer:
         agg, window = self.windowed, self.window
         if isinstance(agg, TopN):
             return self._top_sql(agg, view, after, upto, rows)
-        folded = self.partials
-
-        def value(sql: str) -> str:  # (over the rows, or merging their folded parts)
-            renamed = self._rename(sql)
-            return renamed if folded is None else folded.merged(renamed, types)
-
         time = self.time_column
         carried = [AFTER, UPTO] if rows is None else []
-        items = [f"{value(s.sql)} AS `{s.alias}`" for s in self.select]
+        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
         items += [f"window.end AS {END}", *carried]
         where = []
         if rows is not None and rows[0] is not None:
@@ -185,7 +130,7 @@ class GroupBuffer:
             sql += f" WHERE {' AND '.join(where)}"
         sql += f" GROUP BY {', '.join(group)}"
         if agg.having is not None:
-            sql += f" HAVING {value(agg.having)}"
+            sql += f" HAVING {self._rename(agg.having)}"
         ends = []
         if after is not None:
             ends.append(f"unix_micros({END}) > {after}")
@@ -236,7 +181,15 @@ class GroupBuffer:
         return str(ordered.sql(dialect="spark"))
 
     def _rename(self, sql: str) -> str:
-        return str(buffer_tree(sql, dict(self.columns)).sql(dialect="spark"))
+        names = dict(self.columns)
+
+        def swap(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Column) and node.table.lower() != WINDOW:
+                return exp.column(names[node.sql(dialect="spark")])
+            return node
+
+        tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")
+        return str(tree.transform(swap).sql(dialect="spark"))
 
 
 @dataclass(frozen=True, slots=True)

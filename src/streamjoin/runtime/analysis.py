@@ -52,7 +52,7 @@ def check_query(spark: SparkSession, job: Job, q: Query, source: str | None = No
     select = ", ".join(f"{i.sql} AS `{i.alias}`" for i in join.select)
     sql = f"SELECT {select} FROM {inputs} WHERE ({q.predicate})"
     if windowed is not None:
-        sql = windowed.group_sql(windowed.buffered_sql(f"({sql})"), None, None)
+        sql = windowed.group_sql(f"({sql})", None, None)
     if q.rollup is not None:  # (its partials of the groups, merged, then its values)
         rp = RollupPlan(q)
         items = ", ".join(f"`{i.alias}`" for i in q.select)  # (not the window's end)
@@ -83,8 +83,7 @@ def _group_query_sql(job: Job, gp: GroupQueryPlan) -> str:
     groups = []
     for i, group in enumerate(gp.query.inputs):
         rows = gp.rows_sql(i, f"({empty_relation(job.stream(group.stream))})")
-        buffered = gp.inputs[i].buffered_sql(f"({rows})")
-        grouped = gp.inputs[i].group_sql(buffered, None, None)
+        grouped = gp.inputs[i].group_sql(f"({rows})", None, None)
         items = ", ".join(f"`{i.alias}`" for i in group.select)  # (not the window's end)
         groups.append(f"(SELECT {items} FROM ({grouped}))")
     mine = gp.query.rows

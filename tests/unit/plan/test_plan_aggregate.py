@@ -97,34 +97,3 @@ def test_the_groups_of_the_windows_ending_in_a_range() -> None:
     assert held.endswith(
         "WHERE unix_micros(_sj_window_end) > _sj_after AND unix_micros(_sj_window_end) <= _sj_upto"
     )
-
-
-def test_a_buffer_folds_its_rows_where_the_aggregates_parts_merge() -> None:
-    join = f"FROM A a JOIN B b ON a.k = b.k AND {WINDOW}"
-    plan = _plan(
-        "a.k AS k, count(*) AS n, sum(b.x) AS sx, max(b.x) - min(a.x) AS d, count(1) AS o",
-        join,
-        "GROUP BY window(b.ts, '10 seconds', '4 seconds'), a.k HAVING count(*) > 1",
-    )
-    (agg,) = plan.aggregates
-    folding = agg.partials
-    assert folding is not None
-    # Panes of gcd(10 s, 4 s): every row of one is in the same windows.
-    assert (folding.time, folding.pane_us, folding.grouped) == ("_g0", 2_000_000, ("_g1",))
-    assert [kind for _, kind, _ in folding.aggregates] == ["count", "sum", "max", "min", "count"]
-    fold = agg.buffered_sql("v")
-    assert "SELECT min(_g0) AS _g0, _g1, count(*) AS _sj_p0" in fold
-    assert "GROUP BY unix_micros(_g0) - pmod(unix_micros(_g0), 2000000), _g1" in fold
-    merged = agg.group_sql("w", None, None, {"_sj_p1": "decimal(20,2)"})
-    assert "SUM(_sj_p0) AS `n`" in merged and "HAVING SUM(_sj_p0) > 1" in merged
-    # A sum keeps the type of the rows' own sum (a decimal's sum of sums would widen).
-    assert "CAST(SUM(_sj_p1) AS DECIMAL(20, 2)) AS `sx`" in merged
-    assert "MAX(_sj_p2) - MIN(_sj_p3) AS `d`" in merged
-    # A key that reads the event time groups the folded rows by it, not by their least.
-    by_time = _plan("count(*) AS n", join, "GROUP BY window(b.ts, '10 seconds'), b.ts")
-    assert by_time.aggregates[0].buffered_sql("v").startswith("(SELECT _g0, count(*)")
-    # Parts that do not merge as the rows' aggregate would: the buffer keeps the rows, and is
-    # another buffer (a checkpoint's units of rows are not read as parts, nor parts as rows).
-    for items in ("count(DISTINCT b.id) AS n", "avg(b.x) AS n", "count(b.x, b.id) AS n"):
-        rows = _plan(f"a.k AS k, {items}", join, "GROUP BY window(b.ts, '10 seconds'), a.k")
-        assert rows.aggregates[0].partials is None and rows.aggregates[0].buffered_sql("v") == "v"

@@ -52,8 +52,6 @@ class HeldGroups:
         driver's JVM runs the tasks; the unit (None: no row, nothing kept)."""
         unit = GroupUnit(buffer.name, batch_id, 0, 0, 0)
         path = checkpoint.path(unit.path)
-        if buffer.folded:  # (folded in the job that writes them)
-            rows = _over(spark, rows, buffer.buffered_sql)
         groups = self._groups(spark)
         if groups is not None and self._local:
             time = rows.columns.index(buffer.time_column)
@@ -121,8 +119,12 @@ class HeldGroups:
         is each close's rows, in the session of the batch that reads them: `as_rows`); None
         where that plan shuffles (a sliding window's or a DISTINCT's groups): an RDD run again
         would take its shuffle's output of the run before, so those closes plan their own."""
-        types = _types(handed)
-        grouped = _over(spark, handed.coalesce(1), lambda v: buffer.held_sql(v, types)).drop(END)
+        name = f"sj_held_{uuid.uuid4().hex[:12]}"
+        handed.coalesce(1).createOrReplaceTempView(name)
+        try:
+            grouped = spark.sql(buffer.held_sql(name)).drop(END)
+        finally:
+            spark.catalog.dropTempView(name)
         if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
             return None
         return grouped
@@ -135,8 +137,12 @@ class HeldGroups:
         ends: tuple[int | None, int | None],
     ) -> DataFrame:
         """`buffer`'s groups of `rows` (a close planned on its own)."""
-        types = _types(rows)
-        grouped = _over(spark, rows, lambda v: buffer.group_sql(v, *ends, types)).drop(END)
+        name = f"sj_held_{uuid.uuid4().hex[:12]}"
+        rows.createOrReplaceTempView(name)
+        try:
+            grouped = spark.sql(buffer.group_sql(name, *ends)).drop(END)
+        finally:
+            spark.catalog.dropTempView(name)
         return self.as_rows(spark, grouped)
 
     def _read_back(
@@ -196,18 +202,3 @@ class HeldGroups:
             self._jvm = False if found is None else StaticMethods(jvm.streamjoin.operator.GroupRows)
             self._local = not on_cluster(spark)
         return self._jvm or None
-
-
-def _over(spark: SparkSession, rows: DataFrame, sql: t.Callable[[str], str]) -> DataFrame:
-    """The DataFrame of `sql` over a view of `rows` (the view only while it is analysed)."""
-    name = f"sj_held_{uuid.uuid4().hex[:12]}"
-    rows.createOrReplaceTempView(name)
-    try:
-        return spark.sql(sql(name))
-    finally:
-        spark.catalog.dropTempView(name)
-
-
-def _types(rows: DataFrame) -> dict[str, str]:
-    """Each column's Spark type, by name."""
-    return {f.name: f.dataType.simpleString() for f in rows.schema.fields}
