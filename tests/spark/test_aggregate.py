@@ -29,9 +29,9 @@ ITEMS = (
     "max(b.x) AS hi, count(a.s) AS ns"
 )
 COLUMNS = ["ws", "we", "n", "sx", "lo", "hi", "ns"]
-ROWS_ITEMS = ", avg(a.x) AS ax, count(DISTINCT b.s) AS ds"
-"""Aggregates that no running count, sum, min or max gives."""
-ROWS_COLUMNS = ["ax", "ds"]
+MORE_ITEMS = ", avg(a.x) AS ax, count(DISTINCT b.s) AS ds"
+"""avg and count(DISTINCT), which a query draws apart from the others."""
+MORE_COLUMNS = ["ax", "ds"]
 
 
 @st.composite
@@ -40,13 +40,13 @@ def grouped_query(draw: st.DrawFn) -> tuple[str, list[str]]:
     lo, hi = draw(st.integers(-4, 2)), draw(st.integers(0, 4))
     time = draw(st.sampled_from(["a.ts", "b.ts"]))
     size = draw(st.sampled_from([2, 3, 5]))
-    slide = draw(st.sampled_from([size, 1, 2]))  # (5 s by 2 s: panes of 1 s)
-    key = draw(st.sampled_from([None, "a.k", "b.s", time]))  # (time: a key of the instant)
+    slide = draw(st.sampled_from([size, 1, 2]))  # (2 s: a slide that need not divide the size)
+    key = draw(st.sampled_from([None, "a.k", "b.s", time]))  # (time: the window's own column)
     having = draw(st.sampled_from([None, "count(*) > 1", "max(a.x) > 3"]))
     items, columns = ITEMS, list(COLUMNS)
     if draw(st.booleans()):
-        items += ROWS_ITEMS
-        columns += ROWS_COLUMNS
+        items += MORE_ITEMS
+        columns += MORE_COLUMNS
     group = f"window({time}, '{size} seconds', '{slide} seconds')"
     if key is not None:
         items += f", {key} AS key"
@@ -123,7 +123,7 @@ def test_a_final_run_emits_every_open_window_and_ends_the_checkpoint(
 
     job = _job(
         tmp_path,
-        f"INSERT INTO g SELECT {ITEMS}{ROWS_ITEMS} FROM A a JOIN B b "
+        f"INSERT INTO g SELECT {ITEMS}{MORE_ITEMS} FROM A a JOIN B b "
         "ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND "
         "GROUP BY window(b.ts, '4 seconds');",
     )
@@ -135,7 +135,7 @@ def test_a_final_run_emits_every_open_window_and_ends_the_checkpoint(
     assert len(after.outputs["q1"]) > len(before.outputs["q1"]) > 0
     processor = Engine(spark).processor(job, str(ckpt))
     assert processor.finish() == 5
-    columns = [*COLUMNS, *ROWS_COLUMNS]
+    columns = [*COLUMNS, *MORE_COLUMNS]
     assert _check(spark, job, batches, columns, final=True) == len(after.outputs["q1"])
     assert processor.finish() is None  # (finished already: nothing more)
     with pytest.raises(StreamJoinError, match=r"declared finished \(--final\) at batch 5"):

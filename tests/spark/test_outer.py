@@ -101,7 +101,8 @@ def test_outer_joins_match_the_reference_batch_by_batch(
 def test_an_outer_join_counted_per_window(
     spark: SparkSession, tmp_path: Path, conf: dict[str, str], with_: str
 ) -> None:
-    # (On the slices a final batch routes and observes nothing: it has no rows.)
+    # (On the slices, a GROUP BY buffer's writer runs the routed views as an RDD: their
+    # observations never complete, and the router must not wait on them.)
     job = _job(
         tmp_path,
         "INSERT INTO o SELECT window.start AS ws, count(*) AS n, count(b.id) AS matched, "

@@ -107,16 +107,14 @@ def _pairs(
     # left rows that can meet the right delta: l.ts >= W - hi
     l_lo = floor[right.name] - hi if wm is not None and hi is not None else None
     router = ctx.routers[q.name]
-    # (A final batch has no rows: it places none, and counts none for a next batch.)
-    placed = router.scheme is not None and not ctx.final
-    shuffle = placed or (q.option("partitioning") == "hash" and not ctx.final)
+    placed = router.scheme is not None
+    shuffle = placed or q.option("partitioning") == "hash"
     # On the automatic hash path the units are still observed (where the key's hash would
     # send each row), so that skew is seen and the scheme can move away from hashing.
     observe = shuffle or (bool(qp.parts.equi) and q.option("adapt", "true") == "true")
     # (Unless the state job or the files' keys count them: a query moved off hash is counted
     # there by its keys alone, and its routed views still count its scheme's places.)
     observe = observe and (q.name not in ctx.counted or q.name in ctx.counted.moved)
-    observe = observe and not ctx.final
     views = ctx.scratch.views
     r_state = stores.state(ctx.spark, right, ctx.prev, r_lo, deltas[q.right.stream], views)
     l_state = stores.state(ctx.spark, left, ctx.prev, l_lo, None, views)

@@ -308,17 +308,17 @@ def after_batch(
         count = counted.get(q.name)
         splits = list((quantiles or {}).get(q.name, []))
         got = [metrics_if_run(obs) for _, obs, _ in seen] if count is None else []
+        ran = [m for m in got if m is not None]
         if count is not None:
             kept = (held or {}).get(q.name)
             probe = list(count)
             store = list(kept) if kept and len(kept) == len(count) else [0] * len(count)
-        elif None in got:  # (its views ran only as an RDD: the batch tells the router nothing)
+        elif len(ran) < len(got):  # (views run only as an RDD: the batch tells the router nothing)
             seen = []
         elif seen:
             probe = [0] * seen[0][2]
             store = [0] * seen[0][2]
-            counted_all = t.cast("list[dict[str, t.Any]]", got)
-            for (role, _, n), metrics in zip(seen, counted_all, strict=True):
+            for (role, _, n), metrics in zip(seen, ran, strict=True):
                 target = probe if role == "probe" else store
                 for i in range(n):
                     target[i] += int(metrics.get(f"u{i}", 0))
