@@ -28,13 +28,16 @@ import typing as t
 
 from benchmarks.data import two_streams, write_backlog
 from benchmarks.harness import ROOT, _say, machine, source_commit
-from benchmarks.overload import KEYS, ON, stepped
+from benchmarks.overload import stepped
 from benchmarks.rate import TRIGGER
 from benchmarks.rate_feed import TICK, FedFile, Feed, _live_job, feed
 from benchmarks.rate_latency import CommitWatch, done_times, latency_figures
 from benchmarks.sparklog import drained
 from benchmarks.workloads import Case, two_stream_job
 
+KEYS = 2_000
+ON = "l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts"
+"""An ``l`` row joins the ``r`` rows of its key in the 10 s before it."""
 RATE = 2_000.0
 """Rows a second per stream in the outer thirds (3× in the middle one)."""
 DURATION = 90.0
@@ -47,8 +50,7 @@ WAYS = {
 
 def step_case(root: str, rate: float, duration: float) -> Case:
     """Streams ``a`` and ``b`` over `duration` seconds of event time: `rate` rows a second
-    each in the outer thirds, 3× in the middle one (`overload.stepped`), joined as the
-    overload case is."""
+    each in the outer thirds, 3× in the middle one (`overload.stepped`), joined on `ON`."""
     tables = two_streams(round(3 * rate * duration), span_seconds=duration, keys=KEYS, seed=13)
     keep = stepped(tables, ("a", "b"))
     backlog = write_backlog(os.path.join(root, "elastic"), keep, {"a": "ts", "b": "ts"}, 12)

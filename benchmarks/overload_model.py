@@ -1,7 +1,9 @@
 """The paper's setting for the ``overload`` benchmark, in JAQPOT's fractional model (no Spark):
 4-stream linear and bushy plans drawn from the paper's Table 3, a budget at 40 % of what exact
 processing needs, selectivities that drift twice in a run (its Fig. 6), and freshness predicates
-of 1.5× and 5× the window.
+of 1.5× and 5× the window. The ``asymmetric`` regime is where join directions differ: streams
+at rates 1:10 (A and C slow, B and D fast) over time-based windows, a two-way join where a slow
+row's probe finds about one partner, and linear and bushy plans of four streams.
 
 Each policy splits the budget over the plan's join directions in each phase:
 
@@ -69,37 +71,66 @@ class Plan:
     needed: dict[str, float]
 
 
-REGIMES = {"table3": (0.01, 0.1), "selective": (0.00002, 0.002)}
+REGIMES = {"table3": (0.01, 0.1), "selective": (0.00002, 0.002), "asymmetric": (0.1, 10.0)}
 """Selectivity ranges: the paper's Table 3, where every ρ_h = σ·|S| is 2-500 and a path's
-cost is its last hop's, and one where ρ_h spans 0.004-10, so paths differ."""
+cost is its last hop's, and one where ρ_h spans 0.004-10, so paths differ. The asymmetric
+regime's range is a factor on the selectivity at which a slow row's probe of a fast stream's
+window finds one partner."""
+SHAPES: dict[str, tuple[str, ...]] = {
+    "table3": ("linear", "bushy"),
+    "selective": ("linear", "bushy"),
+    "asymmetric": ("two-way", "linear", "bushy"),
+}
+SLOW, FAST = "AC", "BD"
+"""The asymmetric regime's streams at the slow rate, and at ten times it."""
 
 
 def draw_plan(
     rng: random.Random, shape: str, freshness: float, drift: int, regime: str = "table3"
 ) -> Plan:
-    """A 4-stream plan of `shape` (``linear``: ((A⋈B)⋈C)⋈D, ``bushy``: (A⋈B)⋈(C⋈D)) with
-    Table 3's rates (300-1200 rows/s) and windows (200-5000 rows), selectivities log-uniform
-    in the `regime`'s range, after `drift` selectivity changes; `freshness` times the window
-    for every stream."""
-    rates = {s: rng.uniform(300, 1200) for s in "ABCD"}
-    rows = {s: rng.uniform(200, 5000) for s in "ABCD"}
-    lo, hi = REGIMES[regime]
-    sel = [lo * (hi / lo) ** rng.random() for _ in range(3)]
-    for _ in range(drift):  # (each phase moves one operator's selectivity, as Fig. 6 does)
-        i = rng.randrange(3)
-        sel[i] = min(hi, sel[i] * rng.uniform(1.5, 3.0))
-    leaf = {s: Stream(s, rates[s]) for s in "ABCD"}
-    if shape == "linear":
-        j1 = _op("j1", leaf["A"], leaf["B"], sel[0], rows["B"], rows["A"])
-        j2 = _op("j2", j1, leaf["C"], sel[1], rows["C"], _out_rows(j1, rows))
-        root = _op("j3", j2, leaf["D"], sel[2], rows["D"], _out_rows(j2, rows))
+    """A plan of `shape` (``two-way``: A⋈B, ``linear``: ((A⋈B)⋈C)⋈D, ``bushy``:
+    (A⋈B)⋈(C⋈D)), selectivities log-uniform in the `regime`'s range, after `drift`
+    selectivity changes; `freshness` times the window for every stream. Table 3's rates
+    (300-1200 rows/s) and windows (200-5000 rows), or in the asymmetric regime rates 1:10 and
+    a window of 2-10 s, a state holding what arrives in it (the paper's Appendix A: |S| = λT).
+    """
+    names = "AB" if shape == "two-way" else "ABCD"
+    if regime == "asymmetric":
+        slow, span = rng.uniform(300, 1200), rng.uniform(2.0, 10.0)
+        rates = {s: slow * (10.0 if s in FAST else 1.0) for s in names}
+        rows = {s: rates[s] * span for s in names}
+        one = 1.0 / (10.0 * slow * span)  # (a slow row probing a fast window finds one row)
+        lo, hi = (one * f for f in REGIMES[regime])
+        sel = [one] if shape == "two-way" else [lo * (hi / lo) ** rng.random() for _ in range(3)]
+
+        def held(op: Operator) -> float:
+            return _rate(op) * span
+
     else:
-        j1 = _op("j1", leaf["A"], leaf["B"], sel[0], rows["B"], rows["A"])
+        rates = {s: rng.uniform(300, 1200) for s in names}
+        rows = {s: rng.uniform(200, 5000) for s in names}
+        lo, hi = REGIMES[regime]
+        sel = [lo * (hi / lo) ** rng.random() for _ in range(3)]
+
+        def held(op: Operator) -> float:
+            return min(5000.0, _rate(op) * min(rows.values()) / 1000)
+
+    for _ in range(drift):  # (each phase moves one operator's selectivity, as Fig. 6 does)
+        i = rng.randrange(len(sel))
+        sel[i] = min(hi, sel[i] * rng.uniform(1.5, 3.0))
+    leaf = {s: Stream(s, rates[s]) for s in names}
+    j1 = _op("j1", leaf["A"], leaf["B"], sel[0], rows["B"], rows["A"])
+    if shape == "two-way":
+        root = j1
+    elif shape == "linear":
+        j2 = _op("j2", j1, leaf["C"], sel[1], rows["C"], held(j1))
+        root = _op("j3", j2, leaf["D"], sel[2], rows["D"], held(j2))
+    else:
         j2 = _op("j2", leaf["C"], leaf["D"], sel[1], rows["D"], rows["C"])
-        root = _op("j3", j1, j2, sel[2], _out_rows(j2, rows), _out_rows(j1, rows))
-    paths, directions = _paths(root, rows)
-    window = {s: rows[s] / rates[s] for s in "ABCD"}  # (seconds a row stays in its window)
-    needed = refresh_rates(paths, {s: freshness * window[s] for s in "ABCD"}) or {}
+        root = _op("j3", j1, j2, sel[2], held(j2), held(j1))
+    paths, directions = _paths(root, rows, held)
+    window = {s: rows[s] / rates[s] for s in names}  # (seconds a row stays in its window)
+    needed = refresh_rates(paths, {s: freshness * window[s] for s in names}) or {}
     return Plan(root, paths, directions, needed)
 
 
@@ -110,20 +141,17 @@ def _op(
     return Operator(name, left, right, sel * rows[0], sel * rows[1])
 
 
-def _out_rows(op: Operator, rows: Mapping[str, float]) -> float:
-    """Rows an operator's output state holds: its rate over its inputs' windows, bounded."""
-    return min(5000.0, _rate(op) * min(rows.values()) / 1000)
-
-
 def _rate(node: Stream | Operator) -> float:
     if isinstance(node, Stream):
         return node.rate
     return _rate(node.left) * node.left_rho + _rate(node.right) * node.right_rho
 
 
-def _paths(root: Operator, rows: Mapping[str, float]) -> tuple[list[InputPath], list[list[str]]]:
+def _paths(
+    root: Operator, rows: Mapping[str, float], held: Callable[[Operator], float]
+) -> tuple[list[InputPath], list[list[str]]]:
     """Each leaf's input path with its hops' directions; a hop stores its probing rows in the
-    state of the operator they came from (susceptible unless a leaf's)."""
+    state of the operator they came from (susceptible unless a leaf's), of `held` rows."""
     parents = {}
     for op in _operators(root):
         for side in (op.left, op.right):
@@ -138,7 +166,7 @@ def _paths(root: Operator, rows: Mapping[str, float]) -> tuple[list[InputPath], 
             if isinstance(node, Stream):
                 hops.append(Hop(rho))
             else:
-                hops.append(Hop(rho, node.name, _out_rows(node, rows)))
+                hops.append(Hop(rho, node.name, held(node)))
             hop_names.append(f"{op.name}.{node.name}")
             node = op
         paths.append(InputPath(leaf.name, leaf.rate, tuple(hops), rows[leaf.name]))
@@ -240,56 +268,65 @@ def best_fixed(phases: list[Plan], budgets: list[float], rng: random.Random) -> 
 
 
 def run_model(seeds: int = 20, seed: int = 0) -> dict[str, t.Any]:
-    """Every policy over `seeds` drawn plans per shape and freshness; outputs relative to
-    exact processing and to JAQPOT, and freshness violations, summed over the phases."""
+    """Every policy over `seeds` drawn plans per regime, shape and freshness (a two-way join,
+    which holds no susceptible state, at one freshness only); outputs relative to exact
+    processing, to uniform shedding, to the LP optimum, and freshness violations, summed over
+    the phases."""
     rng = random.Random(seed)
     cases = []
-    for regime, shape, fresh in itertools.product(REGIMES, ("linear", "bushy"), FRESHNESS):
-        totals: dict[str, float] = {}
-        broken: dict[str, int] = {}
-        exact_total = 0.0
-        infeasible = 0
-        for _ in range(seeds):
-            state = rng.getstate()
-            phases = []
-            for drift in range(PHASES):
-                rng.setstate(state)  # (the same plan, its selectivities drifting)
-                phases.append(draw_plan(rng, shape, fresh, drift, regime))
-            budgets = [BUDGET * demand(p) for p in phases]
-            # (Where no split of the budget meets freshness, no policy is held to it.)
-            least = [min_cover(p.paths, p.needed) for p in phases]
-            feasible = [m is not None and m <= b for m, b in zip(least, budgets, strict=True)]
-            infeasible += feasible.count(False)
-            chosen = {
-                name: [policy(p, b) for p, b in zip(phases, budgets, strict=True)]
-                for name, policy in policies().items()
-            }
-            chosen["best_fixed"] = best_fixed(phases, budgets, rng)
-            for name, split in chosen.items():
-                out = sum(evaluate(p.root, a) for p, a in zip(phases, split, strict=True))
-                totals[name] = totals.get(name, 0.0) + out
-                bad = sum(
-                    violations(p, a) for p, a, ok in zip(phases, split, feasible, strict=True) if ok
-                )
-                broken[name] = broken.get(name, 0) + bad
-            exact_total += sum(_exact(p) for p in phases)
-        baselines = {n: v for n, v in totals.items() if n not in ("jaqpot", "lp")}
-        best = max(baselines, key=lambda n: baselines[n])
-        cases.append(
-            {
-                "regime": regime,
-                "shape": shape,
-                "freshness_x_window": fresh,
-                "plans": seeds,
-                "share_of_exact": {n: round(v / exact_total, 4) for n, v in totals.items()},
-                "freshness_violations": broken,
-                "phases_freshness_infeasible": infeasible,
-                "best_baseline": best,
-                "jaqpot_over_best_baseline": round(totals["jaqpot"] / totals[best], 2),
-                "jaqpot_over_lp": round(totals["jaqpot"] / totals["lp"], 4),
-            }
-        )
+    for regime in REGIMES:
+        for shape, fresh in itertools.product(SHAPES[regime], FRESHNESS):
+            if shape != "two-way" or fresh == FRESHNESS[0]:
+                cases.append(_case(rng, regime, shape, fresh, seeds))
     return {"budget_share": BUDGET, "phases": PHASES, "cases": cases}
+
+
+def _case(
+    rng: random.Random, regime: str, shape: str, fresh: float, seeds: int
+) -> dict[str, t.Any]:
+    totals: dict[str, float] = {}
+    broken: dict[str, int] = {}
+    exact_total = 0.0
+    infeasible = 0
+    for _ in range(seeds):
+        state = rng.getstate()
+        phases = []
+        for drift in range(PHASES):
+            rng.setstate(state)  # (the same plan, its selectivities drifting)
+            phases.append(draw_plan(rng, shape, fresh, drift, regime))
+        budgets = [BUDGET * demand(p) for p in phases]
+        # (Where no split of the budget meets freshness, no policy is held to it.)
+        least = [min_cover(p.paths, p.needed) for p in phases]
+        feasible = [m is not None and m <= b for m, b in zip(least, budgets, strict=True)]
+        infeasible += feasible.count(False)
+        chosen = {
+            name: [policy(p, b) for p, b in zip(phases, budgets, strict=True)]
+            for name, policy in policies().items()
+        }
+        chosen["best_fixed"] = best_fixed(phases, budgets, rng)
+        for name, split in chosen.items():
+            out = sum(evaluate(p.root, a) for p, a in zip(phases, split, strict=True))
+            totals[name] = totals.get(name, 0.0) + out
+            bad = sum(
+                violations(p, a) for p, a, ok in zip(phases, split, feasible, strict=True) if ok
+            )
+            broken[name] = broken.get(name, 0) + bad
+        exact_total += sum(_exact(p) for p in phases)
+    baselines = {n: v for n, v in totals.items() if n not in ("jaqpot", "lp")}
+    best = max(baselines, key=lambda n: baselines[n])
+    return {
+        "regime": regime,
+        "shape": shape,
+        "freshness_x_window": fresh,
+        "plans": seeds,
+        "share_of_exact": {n: round(v / exact_total, 4) for n, v in totals.items()},
+        "freshness_violations": broken,
+        "phases_freshness_infeasible": infeasible,
+        "best_baseline": best,
+        "jaqpot_over_best_baseline": round(totals["jaqpot"] / totals[best], 2),
+        "jaqpot_over_uniform": round(totals["jaqpot"] / totals["uniform"], 2),
+        "jaqpot_over_lp": round(totals["jaqpot"] / totals["lp"], 4),
+    }
 
 
 def _exact(plan: Plan) -> float:

@@ -12,27 +12,58 @@ HEURISTICS = ("equal_hj", "global_hjpr", "ebest_hjp")
 
 
 def overload_targets(file: str, report: Report) -> list[tuple[str, str, bool | None]]:
-    """(target, the numbers, met?) of one ``overload`` report."""
+    """(target, the numbers, met?) of one ``overload`` report: issue 70's, where JAQPOT's
+    directions differ (rates 1:10), in the model and live."""
     cases = report["model"]["cases"]
     lp = min(c["jaqpot_over_lp"] for c in cases)
-    best = [c["jaqpot_over_best_baseline"] for c in cases]
-    paper = [_over(c, HEURISTICS) for c in cases]
     fresh = sum(c["freshness_violations"]["jaqpot"] for c in cases)
     rows: list[tuple[str, str, bool | None]] = [
         (
-            f"overload (`{file}`): JAQPOT's split equals the LP optimum (model)",
-            f"×{lp:.4f} at worst",
-            lp >= 0.999,
-        ),
-        (
-            f"overload (`{file}`): at 40 % budget, ≥ 2.5× the best baseline, freshness met",
-            f"×{min(best)}-×{max(best)} (best of all baselines); ×{min(paper)}-×{max(paper)} "
-            f"over the paper's heuristics; {fresh} violations where a split can meet them",
-            min(best) >= 2.5 and fresh == 0,
-        ),
+            f"overload (`{file}`): JAQPOT within 2 % of the LP optimum, freshness met (model)",
+            f"×{lp:.4f} at worst; {fresh} violations where a split can meet them",
+            lp >= 0.98 and fresh == 0,
+        )
     ]
+    for shape, least in (("two-way", 1.5), ("linear", 1.3)):
+        mine = [c for c in cases if c["regime"] == "asymmetric" and c["shape"] == shape]
+        if mine:
+            worst = min(float(c["jaqpot_over_uniform"]) for c in mine)
+            rows.append(
+                (
+                    f"overload (`{file}`): rates 1:10, {shape}, at 40 % budget: JAQPOT ≥ "
+                    f"{least}× uniform shedding (model)",
+                    f"×{worst} at worst",
+                    worst >= least,
+                )
+            )
+    # (On one operator the paper's heuristics are BestHJP, JAQPOT's own split: four streams.)
+    plans = [c for c in cases if c["shape"] != "two-way"]
+    paper = {
+        c["regime"]: min(_over(p, HEURISTICS) for p in plans if p["regime"] == c["regime"])
+        for c in plans
+    }
+    if "asymmetric" in paper:
+        rows.append(
+            (
+                f"overload (`{file}`): rates 1:10, four streams: ≥ 2× the paper's best heuristic "
+                "(model)",
+                "; ".join(f"{r} ×{v} at worst" for r, v in paper.items()),
+                paper["asymmetric"] >= 2.0,
+            )
+        )
     ways = report["live"]["ways"]
-    exact, shed = ways.get("exact", {}), ways.get("jaqpot", {})
+    exact, shed, uniform = (ways.get(w, {}) for w in ("exact", "jaqpot", "uniform"))
+    if shed.get("share_of_exact") and uniform.get("share_of_exact"):
+        ratio = float(shed["share_of_exact"]) / float(uniform["share_of_exact"])
+        rows.append(
+            (
+                f"overload (`{file}`): rates 1:10, two-way, live at 40 % budget: JAQPOT ≥ 1.5× "
+                "uniform shedding",
+                f"×{ratio:.2f} ({shed['share_of_exact']} of exact's pairs against "
+                f"{uniform['share_of_exact']})",
+                ratio >= 1.5,
+            )
+        )
     if exact and shed:
         rows.append(
             (
@@ -61,8 +92,8 @@ def overload_lines(reports: t.Mapping[str, Report]) -> list[str]:
         "(`benchmarks/overload_model.py`; plans × 3 phases of drifting selectivity), then live:",
         "",
         "| regime, plan, F | JAQPOT | LP | paper's best | uniform = random | best fixed | "
-        "JAQPOT ÷ best baseline | violations JAQPOT / fixed |",
-        "|---|---|---|---|---|---|---|---|",
+        "JAQPOT ÷ uniform | JAQPOT ÷ best baseline | violations JAQPOT / fixed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for report in reports.values():
         for c in report["model"]["cases"]:
@@ -71,7 +102,8 @@ def overload_lines(reports: t.Mapping[str, Report]) -> list[str]:
             lines.append(
                 f"| {c['regime']}, {c['shape']}, {c['freshness_x_window']:g}× | {s['jaqpot']} | "
                 f"{s['lp']} | {s[paper]} ({paper}) | {s['uniform']} | {s['best_fixed']} | "
-                f"×{c['jaqpot_over_best_baseline']} | {v['jaqpot']} / {v['best_fixed']} |"
+                f"×{c.get('jaqpot_over_uniform', '–')} | ×{c['jaqpot_over_best_baseline']} | "
+                f"{v['jaqpot']} / {v['best_fixed']} |"
             )
     lines += [
         "",

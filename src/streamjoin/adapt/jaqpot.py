@@ -157,7 +157,7 @@ def cover(
     capacities and `budget` meets them."""
     residual = {s: r for s, r in needed.items() if r > _EPS}
     given: dict[str, float] = {}
-    spent = 0.0
+    order: list[str] = []
     supplies = {p.stream: p.refresh() for p in paths}
     while residual:
         best, best_cost = None, (math.inf, 0.0)
@@ -176,14 +176,39 @@ def cover(
         closes = min(r / supply[s] for s, r in residual.items() if supply.get(s, 0.0) > _EPS)
         amount = min(closes, best.capacity - given.get(best.stream, 0.0))
         given[best.stream] = given.get(best.stream, 0.0) + amount
-        spent += amount
-        if spent > budget * (1 + 1e-9) + _EPS:
-            return None
+        if best.stream not in order:
+            order.append(best.stream)
         for s in list(residual):
             residual[s] -= supply.get(s, 0.0) * amount
             if residual[s] <= 1e-9 * max(needed[s], 1.0):
                 del residual[s]
+    _prune(given, order, supplies, needed)
+    given = {p: x for p, x in given.items() if x > _EPS}
+    if sum(given.values()) > budget * (1 + 1e-9) + _EPS:
+        return None
     return given
+
+
+def _prune(
+    given: dict[str, float],
+    order: Sequence[str],
+    supplies: Mapping[str, Mapping[str, float]],
+    needed: Mapping[str, float],
+) -> None:
+    """Take back, latest choice first, what a path was given beyond what the rates need once
+    the paths chosen after it supply them too (the greedy set cover's redundancy elimination:
+    a path picked to close one state's residual may be covered over by those that close the
+    others')."""
+    covered = {s: sum(supplies[p].get(s, 0.0) * x for p, x in given.items()) for s in needed}
+    for p in reversed(order):
+        slack = [(covered[s] - needed[s]) / per for s, per in supplies[p].items() if s in needed]
+        cut = min(max(min(slack, default=0.0), 0.0), given[p])
+        if cut <= _EPS:
+            continue
+        given[p] -= cut
+        for s, per in supplies[p].items():
+            if s in covered:
+                covered[s] -= per * cut
 
 
 def jaqpot(

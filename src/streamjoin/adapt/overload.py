@@ -72,6 +72,9 @@ class Decision:
     """Probes a second exact processing would need."""
     feasible: bool = True
     """False when the freshness predicates cannot be met within the budget."""
+    productivity: dict[str, float] = field(default_factory=dict)
+    """Per direction, the pairs a probe found (ρ_h) in the figures the split was made from:
+    with `budget`, what a batch's own arrivals are split by (`OverloadController.split`)."""
 
     @property
     def exact(self) -> bool:
@@ -143,6 +146,17 @@ class OverloadController:
         self.decision = proposal
         return proposal
 
+    def split(
+        self, arrivals: Mapping[str, float], productivity: Mapping[str, float], budget: float
+    ) -> dict[str, float]:
+        """The allowances for a batch whose directions' `arrivals` are known (rows a second of
+        its interval), by the pairs a probe finds and the `budget` of a decision: the budget
+        then bounds this batch's work, not the average batch's (a rate that steps up is met in
+        the batch it arrives in). Exact when the budget covers the batch."""
+        figures = {f"rate:{d}": float(arrivals.get(d, 0.0)) for d in self.directions}
+        figures |= {f"rho:{d}": float(productivity.get(d, 0.0)) for d in self.directions}
+        return self._analyse(0, figures, budget).allowances
+
     def productivity(self, direction: str) -> float:
         """Pairs per probe of `direction` over the batches averaged (0 where none probed)."""
         figures = self._figures()
@@ -199,21 +213,28 @@ class OverloadController:
             output += spent * p.productivity
         return work, output
 
-    def _analyse(self, batch: int, figures: Mapping[str, float]) -> Decision:
+    def _analyse(
+        self, batch: int, figures: Mapping[str, float], budget: float | None = None
+    ) -> Decision:
         paths = self._paths(figures)
         demand = sum(p.capacity for p in paths)
-        budget = self.budget if self.budget is not None else figures["mu"]
+        if budget is None:
+            budget = self.budget if self.budget is not None else figures["mu"]
+        rho = {d: figures[f"rho:{d}"] for d in self.directions}
         if self.mode == "exact" or budget >= demand:
             exact = {d: 1.0 for d in self.directions}
             output = sum(p.productivity * p.capacity for p in paths)
-            return Decision(batch, exact, output, budget, demand)
+            return Decision(batch, exact, output, budget, demand, productivity=rho)
         if self.policy == "uniform":
             share = budget / demand
             output = sum(p.productivity * p.capacity * share for p in paths)
-            return Decision(batch, {d: share for d in self.directions}, output, budget, demand)
+            uniform = {d: share for d in self.directions}
+            return Decision(batch, uniform, output, budget, demand, productivity=rho)
         chosen = jaqpot(paths, budget)  # (freshness: one operator has no susceptible state)
         allowances = {}
         for p in paths:
             share = chosen.resources.get(p.stream, 0.0) / p.capacity if p.capacity else 1.0
             allowances[p.stream] = min(max(share, self.explore), 1.0)
-        return Decision(batch, allowances, chosen.output, budget, demand, chosen.feasible)
+        return Decision(
+            batch, allowances, chosen.output, budget, demand, chosen.feasible, productivity=rho
+        )

@@ -127,3 +127,17 @@ def test_cover_says_when_capacities_cannot_refresh_a_state() -> None:
     assert cover(paths, {"S": 2.0}) is None
     assert min_cover(paths, {"S": 2.0}) is None
     assert math.isclose(min_cover(paths, {"S": 0.5}) or 0.0, 1.0)
+
+
+def test_a_cover_takes_back_what_later_choices_supply_too() -> None:
+    # A stores its rows in both susceptible states, C only in S2 and more productively: the
+    # greedy step closes S2 with C first, then S1 with A, which covers S2 over again.
+    a = InputPath("A", 1.0, (Hop(4.0), Hop(1.0, "S1", 1.0), Hop(1.0, "S2", 1.0)))
+    c = InputPath("C", 1.0, (Hop(8.0), Hop(1.0, "S2", 1.0)))
+    needed = {"S1": 2.0, "S2": 2.0}
+    assert min_cover([a, c], needed) == pytest.approx(4.5)
+    assert cover([a, c], needed, budget=5.0) == pytest.approx({"A": 4.5})
+    chosen = jaqpot([a, c], 5.0, needed)
+    assert chosen.feasible
+    assert chosen.covered["S1"] >= 2.0 - 1e-9
+    assert chosen.covered["S2"] >= 2.0 - 1e-9

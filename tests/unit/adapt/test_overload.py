@@ -83,3 +83,23 @@ def test_a_split_that_overruns_the_budget_on_new_figures_is_replaced() -> None:
     again = loop.observe(_batch(1, 2.0, (1000, 500, 5000), (1000, 10, 5)))
     assert again is not None
     assert again.allowances["L"] == pytest.approx((3000 - 0.01 * 1000 * 1.5) / 11000, rel=0.02)
+
+
+def test_a_batchs_own_arrivals_are_split_within_the_budget() -> None:
+    loop = OverloadController(("L", "R"), mode="shed", budget=7000.0, window=1, pairs_cost=True)
+    # L: 6 units a row (its probe, 5 pairs), R: 1.5 units; 7500 needed, 7000 allowed.
+    decision = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
+    assert decision is not None
+    assert decision.productivity == pytest.approx({"L": 5.0, "R": 0.5})
+    assert decision.allowances == pytest.approx({"L": 1.0, "R": 2 / 3})
+    # A batch at the rates the split was made at: the same split.
+    rows = {"L": 1000.0, "R": 1000.0}
+    assert loop.split(rows, decision.productivity, decision.budget) == pytest.approx(
+        decision.allowances
+    )
+    # R's rate triples in this batch: R's probes get what L leaves, a third as many each.
+    split = loop.split({"L": 1000.0, "R": 3000.0}, decision.productivity, decision.budget)
+    assert split == pytest.approx({"L": 1.0, "R": 2 / 9})
+    # A batch the budget covers is exact.
+    calm = loop.split({"L": 500.0, "R": 500.0}, decision.productivity, decision.budget)
+    assert calm == pytest.approx({"L": 1.0, "R": 1.0})

@@ -35,9 +35,20 @@ def test_the_model_run_and_its_rows() -> None:
         assert all(shares["jaqpot"] >= shares[n] - 1e-9 for n in fresh)
         assert case["freshness_violations"]["jaqpot"] == 0
     live = {"exact": {"keeps_up": False, "latency_p99_s": 9.0, "pairs": 10, "share_of_exact": 1.0}}
-    live["jaqpot"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.8}
+    live["jaqpot"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.65}
+    live["uniform"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.45}
     report = {"model": model, "live": {"ways": live, "rate_per_stream": 1.0, "budget": 5}}
-    rows = overload_targets("overload-quick.json", report)
-    assert [met for _, _, met in rows] == [True, False, True]
+    rows = {target.split(": ", 1)[1]: met for target, _, met in overload_targets("o.json", report)}
+    # Rates 1:10: JAQPOT gives the slow stream's probes what they need (≈ 67 % of exact's pairs
+    # at 40 % of its work, uniform shedding 40 %); the paper's heuristics are not 2× behind.
+    assert rows == {
+        "JAQPOT within 2 % of the LP optimum, freshness met (model)": True,
+        "rates 1:10, two-way, at 40 % budget: JAQPOT ≥ 1.5× uniform shedding (model)": True,
+        "rates 1:10, linear, at 40 % budget: JAQPOT ≥ 1.3× uniform shedding (model)": True,
+        "rates 1:10, four streams: ≥ 2× the paper's best heuristic (model)": False,
+        "rates 1:10, two-way, live at 40 % budget: JAQPOT ≥ 1.5× uniform shedding": False,
+        "latency bounded under shedding where exact's grows": True,
+    }
     lines = overload_lines({"overload-quick.json": report})
     assert sum(line.startswith("| table3") or line.startswith("| selective") for line in lines) == 8
+    assert sum(line.startswith("| asymmetric") for line in lines) == 5

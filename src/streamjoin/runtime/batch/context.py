@@ -155,6 +155,12 @@ class BatchContext:
         return {n: f.total for n, f in self.footers.items()}
 
     @property
+    def arrivals(self) -> dict[str, int]:
+        """The batch's rows per sourced stream that its files' footers tell, none where it
+        reads no file."""
+        return {n: 0 for n, paths in self.files.items() if not paths} | self.delta_rows
+
+    @property
     def watermark(self) -> int | None:
         """The global watermark the batch started with: rows behind it are late."""
         return self.prev.global_wm

@@ -14,8 +14,12 @@ L_old ⋈ ΔR_s`` for the skipped rows ``ΔL_s``, ``ΔR_s``: per direction, the 
 the pairs a probe found (an estimate), or with ``shed_count = 'exact'`` counted by a count-only
 join of the skipped rows (which costs the probes shedding saves: for audits and tests).
 
-The allowances in force for a batch are those the manifest of the batch before holds; the
-controller's averages live in the processor and start afresh after a restart.
+The allowances in force for a batch come from the manifest of the batch before: the budget of
+work a batch may do and the pairs a probe of each direction found (the controller's windowed
+figures), split over the batch's own arrivals where its files' footers tell them, so a step
+in a rate is met in the batch it arrives in; else the split the controller made at its
+average rates. Either way a replay of the batch makes the same choices. The controller's
+averages live in the processor and start afresh after a restart.
 """
 
 from __future__ import annotations
@@ -63,13 +67,30 @@ def directions(query: Query) -> tuple[str, ...]:
     return tuple(s.alias.lower() for s in query.sides) if query.multiway else SIDES
 
 
-def allowances(prev: Manifest, query: Query) -> dict[str, float] | None:
+def allowances(
+    prev: Manifest, query: Query, arrivals: Mapping[str, int] | None = None
+) -> dict[str, float] | None:
     """The allowances in force for `query` in the batch after `prev` (None: it does not shed;
-    all 1.0 while it has not needed to)."""
+    all 1.0 while it has not needed to): split over the batch's `arrivals` (rows per stream,
+    where known) within the budget `prev` carries, else as `prev` holds them."""
     if not sheds(query):
         return None
     given = prev.overload.get(query.name, {})
-    return {d: float(given.get(d, 1.0)) for d in directions(query)}
+    names = directions(query)
+    streams = [s.stream for s in query.sides]
+    if "budget.batch" in given and arrivals is not None and all(s in arrivals for s in streams):
+        rows = {d: float(arrivals[s]) for d, s in zip(names, streams, strict=True)}
+        rho = {d: float(given.get(f"rho.{d}", 0.0)) for d in names}
+        return controller(query, names).split(rows, rho, float(given["budget.batch"]))
+    return {d: float(given.get(d, 1.0)) for d in names}
+
+
+def controller(
+    query: Query, names: tuple[str, ...], budget: float | None = None
+) -> OverloadController:
+    """The overload controller of shedding `query` with directions `names`."""
+    policy = t.cast("Policy", query.option("shed_policy", "jaqpot"))
+    return OverloadController(names, mode="shed", budget=budget, policy=policy, pairs_cost=True)
 
 
 @dataclass
@@ -128,11 +149,7 @@ class Shedding:
                 stats[side] = DirectionStats(rows, probed, shed.written(side))
             loop = self.controllers.get(q.name)
             if loop is None:
-                budget = _per_second(q.option("budget"), self)
-                policy = t.cast("Policy", q.option("shed_policy", "jaqpot"))
-                loop = OverloadController(
-                    names, mode="shed", budget=budget, policy=policy, pairs_cost=True
-                )
+                loop = controller(q, names, _per_second(q.option("budget"), self))
                 self.controllers[q.name] = loop
             loop.observe(BatchStats(batch_id, seconds, self.trigger_seconds, stats))
             mine = skipped.setdefault(q.name, {})
@@ -149,6 +166,10 @@ class Shedding:
                 side: current.allowances[side] if current else before.get(side, 1.0)
                 for side in names
             }
+            if current is not None:  # (what the next batch's arrivals are split by)
+                decided[q.name]["budget.batch"] = current.budget * self.trigger_seconds
+                for side in names:
+                    decided[q.name][f"rho.{side}"] = current.productivity[side]
             for side in names:  # (the run's totals, kept with the allowances)
                 for key, now in ((f"shed.{side}", side), (f"missed.{side}", f"{side}.pairs")):
                     decided[q.name][key] = before.get(key, 0.0) + mine[now]

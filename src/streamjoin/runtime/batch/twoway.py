@@ -64,7 +64,7 @@ def two_way_joins(
     out = TwoWay()
     for qp in ctx.plan.joins:
         observed: list[tuple[str, Observation, int]] = []
-        given = allowances(ctx.prev, qp.query)
+        given = allowances(ctx.prev, qp.query, ctx.arrivals)
         shed = None if given is None else Shed(qp.query, given)
         if indexed is not None and indexed.eligible(ctx, qp):
             out.frames[qp.query.name] = indexed.pairs(ctx, qp, deltas, stores, shed)

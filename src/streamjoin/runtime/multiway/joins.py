@@ -79,7 +79,7 @@ class MultiwayJoins:
         shed: dict[str, Shed] = {}
         starts: dict[str, dict[int, str]] = {}
         for mp in plans:
-            given = allowances(prev, mp.query)
+            given = allowances(prev, mp.query, ctx.arrivals)
             if given is not None:
                 shed[mp.query.name] = Shed(mp.query, given)
                 starts[mp.query.name] = _starts(mp, streams(mp), deltas, given, batch_id)
