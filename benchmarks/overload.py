@@ -11,20 +11,29 @@ load shedding's, in JAQPOT's model and on a live stream.
 its own:
 
 - ``exact``: the query as written;
-- ``jaqpot``: ``WITH (overload = 'shed', budget = B)``, the allowances JAQPOT's controller picks;
-- ``uniform``: the same budget with ``shed_policy = 'uniform'``: every direction the same share.
+- ``jaqpot``: ``WITH (overload = 'shed')``, the allowances JAQPOT's controller picks;
+- ``uniform``: the same with ``shed_policy = 'uniform'``: every direction the same share.
 
-The budget B is 40 % of the work exact processing did a trigger interval on the same feed (the
-probes of both streams' rows and the pairs they found; `adapt.overload`, ``pairs_cost``),
-measured by its run, which goes first. The workload makes the directions differ as JAQPOT's
-setting does (issue 70): stream ``a`` (``l``) arrives at a tenth of ``b``'s (``r``) rate, and
-the key space is such that an ``l`` row's probe of the 10 s of ``r`` before it finds about one
-partner, so an ``r`` row's probe finds about a tenth of one; ``r``'s rate steps up 3× for the
-middle third of the run and back (a fluctuating rate). At 40 % of exact's work, giving the
-``l`` rows' probes all they need and the rest to ``r``'s yields about 65 % of exact's pairs;
-uniform shedding yields 40 %. Reported per way: output pairs and pairs per second of the run,
-their share of exact's, latency p50/p99 and whether it kept up (`benchmarks.rate`), the
-skipped probes.
+The workload makes the directions differ as JAQPOT's setting does (issue 70): stream ``a``
+(``l``) arrives at a tenth of ``b``'s (``r``) rate, within 10 s of each other on a key, and
+``r``'s rate steps up 3× for the middle third of the run and back (a fluctuating rate). Two
+cases:
+
+- **one partner** (`LIVE`'s first): an ``l`` row's probe of the 10 s of ``r`` before it finds
+  about one partner, an ``r`` row's about a tenth of one. The budget is 40 % of the work exact
+  processing did a trigger interval on the same feed (both streams' probes and the pairs
+  they found; `adapt.overload`, ``pairs_cost``), measured by its run, which goes first.
+  Giving the ``l`` rows' probes all they need and the rest to ``r``'s yields about 65 % of
+  exact's pairs; uniform shedding yields 40 %.
+- **200 partners**, at a rate where writing the pairs is more than a trigger's work: no budget
+  given, so each batch's comes from what kept the batches before within the trigger. Exact
+  processing falls behind; shedding keeps up. (Where a probe finds one partner, the probes
+  and pairs are a small part of a batch's work, most of it the reading and storing of every
+  row, which shedding does not skip: skipping all but a trickle of the probes left the batch's
+  time unchanged in our runs.)
+
+Reported per case and way: output pairs and pairs per second of the run, their share of
+exact's, latency p50/p99 and whether it kept up (`benchmarks.rate`), the skipped probes.
 """
 
 from __future__ import annotations
@@ -47,13 +56,30 @@ from benchmarks.rate_feed import TICK, Feed
 from benchmarks.rate_run import _run_one
 from benchmarks.workloads import Case, two_stream_job
 
+BUDGET_SHARE = 0.4
 SIZES: dict[str, dict[str, t.Any]] = {
-    "tiny": {"rows": 600, "span": 30.0, "rate": 200.0, "duration": 10.0, "plans": 3},
-    "quick": {"rows": 24_000, "span": 120.0, "rate": 12_000.0, "duration": 30.0, "plans": 20},
-    "full": {"rows": 60_000, "span": 300.0, "rate": 4_000.0, "duration": 60.0, "plans": 50},
+    "tiny": {"rows": 600, "span": 30.0, "rates": (200.0, 200.0), "duration": 10.0, "plans": 3},
+    "quick": {
+        "rows": 24_000,
+        "span": 120.0,
+        "rates": (12_000.0, 20_000.0),
+        "duration": 30.0,
+        "plans": 20,
+    },
+    "full": {
+        "rows": 60_000,
+        "span": 300.0,
+        "rates": (12_000.0, 20_000.0),
+        "duration": 60.0,
+        "plans": 50,
+    },
 }
 """Per size: ``a``'s rows over `span` seconds of event time (``b`` has ten times as many, and
-three times that in its middle third), the feed's rate and duration, the model's plans."""
+three times that in its middle third), the feed's rate (rows/s per stream) for each of `LIVE`'s
+cases and its duration, the model's plans."""
+LIVE = ((1, BUDGET_SHARE), (200, None))
+"""The live cases: partners an ``l`` row's probe finds, and the budget as a share of exact's
+work (None: from the trigger)."""
 WINDOW = 10
 ON = (
     f"l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '{WINDOW}' SECOND "
@@ -62,27 +88,26 @@ ON = (
 """An ``l`` row joins the ``r`` rows of its key within 10 s of it."""
 FAST = 10
 """``b``'s rate over ``a``'s (outside its step)."""
-BUDGET_SHARE = 0.4
 WAYS = ("exact", "jaqpot", "uniform")
 
 
-def keys(size: str, rate: float) -> int:
-    """The key space where an ``l`` row's probe finds one partner, fed at `rate` rows/s per
+def keys(size: str, rate: float, partners: int = 1) -> int:
+    """The key space where an ``l`` row's probe finds `partners`, fed at `rate` rows/s per
     stream: the ``r`` rows (outside ``r``'s step) of the 10 s before it. The feed replays the
     backlog's event time at its own pace (`rate_feed.Feed`), so the window reaches the rows of
     10 s of feed time: ``r``'s rate there is its share of the ``2 × rate`` rows a second."""
     shape = SIZES[size]
     a_rows, b_rows = shape["rows"], FAST * shape["rows"] * (2 + 3) / 3  # (b's step: 3×)
     r_rate = 2 * rate * FAST * shape["rows"] / (a_rows + b_rows)
-    return max(1, round(float(r_rate) * WINDOW))
+    return max(1, round(float(r_rate) * WINDOW / partners))
 
 
-def overload_case(root: str, size: str, rate: float) -> Case:
+def overload_case(root: str, size: str, rate: float, partners: int = 1) -> Case:
     """The live workload at `rate` rows/s per stream: `l` steady, `r` ten times as dense and
-    3× denser in the middle third of its event time."""
+    3× denser in the middle third of its event time, an `l` row's probe finding `partners`."""
     shape = SIZES[size]
     tables: dict[str, pa.Table] = {}
-    space = keys(size, rate)
+    space = keys(size, rate, partners)
     for name, rows, seed in (("a", 3 * shape["rows"], 11), ("b", 3 * FAST * shape["rows"], 12)):
         tables |= two_streams(
             rows, span_seconds=shape["span"], keys=space, seed=seed, names=(name,)
@@ -90,7 +115,8 @@ def overload_case(root: str, size: str, rate: float) -> Case:
     backlog = write_backlog(
         os.path.join(root, "overload"), stepped(tables, ("b",)), {"a": "ts", "b": "ts"}, 12
     )
-    return Case("overload", two_stream_job(backlog, ON), None, backlog, float(WINDOW), ON)
+    name = "overload" if partners == 1 else f"overload-{partners}"
+    return Case(name, two_stream_job(backlog, ON), None, backlog, float(WINDOW), ON)
 
 
 def stepped(tables: t.Mapping[str, pa.Table], busy: t.Collection[str]) -> dict[str, pa.Table]:
@@ -105,23 +131,26 @@ def stepped(tables: t.Mapping[str, pa.Table], busy: t.Collection[str]) -> dict[s
     return keep
 
 
-def _way(case: Case, way: str, budget: int) -> Case:
+def _way(case: Case, way: str, budget: int | None) -> Case:
+    """`case`'s job run `way`: shedding within `budget` (None: what keeps a batch within its
+    trigger, measured)."""
     if way == "exact":
         job = case.job
     else:
+        given = "" if budget is None else f", budget = '{budget}'"
         policy = "" if way == "jaqpot" else ", shed_policy = 'uniform'"
-        options = f" WITH (overload = 'shed', budget = '{budget}'{policy});"
+        options = f" WITH (overload = 'shed'{given}{policy});"
         job = case.job.rstrip().removesuffix(";") + options + "\n"
     return Case(f"{case.name}-{way}", job, None, case.backlog, case.window_seconds, case.predicate)
 
 
-def exact_work(case: Case, rate: float, size: str) -> float:
+def exact_work(case: Case, rate: float, size: str, partners: int = 1) -> float:
     """Work a second exact processing needs at `rate` rows/s per stream: each row's probe and
     the pairs it finds (an ``l`` row and the ``r`` rows of its key within 10 s of feed time)."""
     rows = case.backlog.rows
     share_r = rows["b"] / (rows["a"] + rows["b"])
     rate_l, rate_r = 2 * rate * (1 - share_r), 2 * rate * share_r
-    pairs = rate_l * rate_r * 2 * WINDOW / keys(size, rate)
+    pairs = rate_l * rate_r * 2 * WINDOW / keys(size, rate, partners)
     return rate_l + rate_r + pairs
 
 
@@ -134,20 +163,30 @@ def measured_work(run: t.Mapping[str, t.Any], duration: float) -> float | None:
 
 
 def run_live(
-    size: str, rate: float, duration: float, progress: t.TextIO | None = None
+    size: str,
+    rate: float,
+    duration: float,
+    progress: t.TextIO | None = None,
+    partners: int = 1,
+    share: float | None = BUDGET_SHARE,
 ) -> dict[str, t.Any]:
-    """The three ways on the live workload at `rate` rows/s per stream for `duration` s."""
-    case = overload_case(os.path.join(ROOT, "data", "overload", size), size, rate)
+    """The three ways on the live workload whose ``l`` probes find `partners`, at `rate`
+    rows/s per stream for `duration` s, within `share` of exact's work (None: the budget each
+    batch's trigger gives)."""
+    case = overload_case(os.path.join(ROOT, "data", "overload", size), size, rate, partners)
     source = Feed(case, rate)
     runs: dict[str, dict[str, t.Any]] = {}
-    budget = 0
+    budget = None
     for way in WAYS:
-        if way != "exact":
+        if way != "exact" and share is not None:
             # The budget is a share of the work exact processing did on the same feed (its
             # probes and pairs a trigger interval), or of the rate's estimate if it failed.
-            did = measured_work(runs["exact"], duration)
-            budget = round(BUDGET_SHARE * (did or exact_work(case, rate, size)) * TRIGGER)
-        _say(progress, f"[overload] {way} fed {rate:g} rows/s per stream, {duration:g} s …")
+            did = measured_work(runs["exact"], duration) or exact_work(case, rate, size, partners)
+            budget = round(share * did * TRIGGER)
+        _say(
+            progress,
+            f"[overload] {case.name} {way} fed {rate:g} rows/s per stream, {duration:g} s …",
+        )
         runs[way], _ = _run_one(
             _way(case, way, budget),
             "streamjoin",
@@ -158,7 +197,7 @@ def run_live(
             in_process=False,
             warmup=True,
         )
-        _say(progress, f"[overload] {way}: {_brief(runs[way])}")
+        _say(progress, f"[overload] {case.name} {way}: {_brief(runs[way])}")
     exact_out = _out(runs["exact"])
     for run in runs.values():
         out = _out(run)
@@ -166,11 +205,18 @@ def run_live(
         run["pairs"] = out
         run["pairs_per_s"] = round(out / seconds, 1) if seconds else None
         run["share_of_exact"] = round(out / exact_out, 4) if exact_out else None
+    if share is None:
+        budget_from = "the trigger"
+    elif measured_work(runs["exact"], duration):
+        budget_from = "measured"
+    else:
+        budget_from = "estimated"
     return {
+        "partners": partners,
         "rate_per_stream": rate,
         "duration_s": duration,
         "budget": budget,
-        "budget_from": "measured" if measured_work(runs["exact"], duration) else "estimated",
+        "budget_from": budget_from,
         "ways": runs,
     }
 
@@ -200,7 +246,10 @@ def run_overload(
     began = time.monotonic()
     _say(progress, f"[overload] the model: {shape['plans']} plans per shape and freshness …")
     model = run_model(shape["plans"])
-    live = run_live(size, rate or shape["rate"], duration or shape["duration"], progress)
+    live = []
+    for i, ((partners, share), fed) in enumerate(zip(LIVE, shape["rates"], strict=True)):
+        fed = rate if rate and i == 0 else fed
+        live.append(run_live(size, fed, duration or shape["duration"], progress, partners, share))
     return {
         "workload": "overload",
         "size": size,
@@ -217,7 +266,7 @@ def main(argv: t.Sequence[str] | None = None) -> int:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true")
     size.add_argument("--tiny", action="store_true")
-    parser.add_argument("--rate", type=float)
+    parser.add_argument("--rate", type=float, help="the one-partner case's rate per stream")
     parser.add_argument("--duration", type=float)
     parser.add_argument("--out")
     args = parser.parse_args(argv)

@@ -189,7 +189,7 @@ def render(
         ),
         *(
             f"streamjoin bench overload{_SIZE_FLAG.get(r['size'], '')} --rate "
-            f"{r['live']['rate_per_stream']:g} --duration {r['live']['duration_s']:g} "
+            f"{r['live'][0]['rate_per_stream']:g} --duration {r['live'][0]['duration_s']:g} "
             f"--out benchmarks/results/{file}"
             for file, r in overload.items()
         ),

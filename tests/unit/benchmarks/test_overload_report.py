@@ -34,10 +34,27 @@ def test_the_model_run_and_its_rows() -> None:
         fresh = [n for n, bad in case["freshness_violations"].items() if not bad and n != "lp"]
         assert all(shares["jaqpot"] >= shares[n] - 1e-9 for n in fresh)
         assert case["freshness_violations"]["jaqpot"] == 0
-    live = {"exact": {"keeps_up": False, "latency_p99_s": 9.0, "pairs": 10, "share_of_exact": 1.0}}
-    live["jaqpot"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.65}
-    live["uniform"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.45}
-    report = {"model": model, "live": {"ways": live, "rate_per_stream": 1.0, "budget": 5}}
+    ways = {"exact": {"keeps_up": True, "latency_p99_s": 2.0, "pairs": 10, "share_of_exact": 1.0}}
+    ways["jaqpot"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.65}
+    ways["uniform"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.45}
+    heavy = {w: r | {"keeps_up": w != "exact"} for w, r in ways.items()}
+    live = [
+        {
+            "partners": 1,
+            "ways": ways,
+            "rate_per_stream": 1.0,
+            "budget": 5,
+            "budget_from": "measured",
+        },
+        {
+            "partners": 200,
+            "ways": heavy,
+            "rate_per_stream": 2.0,
+            "budget": None,
+            "budget_from": "the trigger",
+        },
+    ]
+    report = {"model": model, "live": live}
     rows = {target.split(": ", 1)[1]: met for target, _, met in overload_targets("o.json", report)}
     # Rates 1:10: JAQPOT gives the slow stream's probes what they need (≈ 67 % of exact's pairs
     # at 40 % of its work, uniform shedding 40 %); the paper's heuristics are not 2× behind.
@@ -52,3 +69,4 @@ def test_the_model_run_and_its_rows() -> None:
     lines = overload_lines({"overload-quick.json": report})
     assert sum(line.startswith("| table3") or line.startswith("| selective") for line in lines) == 8
     assert sum(line.startswith("| asymmetric") for line in lines) == 5
+    assert sum(line.startswith("| 1 partner(s)") for line in lines) == 3
