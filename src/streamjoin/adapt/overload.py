@@ -23,11 +23,12 @@ true pair, and the skipped probes are the only loss. Starved directions keep a t
 
 from __future__ import annotations
 
+import dataclasses
 import typing as t
 from collections import deque
 from dataclasses import dataclass, field
 
-from streamjoin.adapt.jaqpot import Hop, InputPath, jaqpot
+from streamjoin.adapt.jaqpot import Hop, InputPath, jaqpot, refresh_rates
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -91,7 +92,9 @@ class OverloadController:
         mode: ``exact`` (overload shows as lag and a warning, never as shed probes) or
             ``shed``.
         budget: probes a second (None: measured, as what fits the trigger).
-        freshness: per direction's stream, the oldest a row may be in an output (seconds).
+        freshness: per direction's stream, the oldest a row may be in an output (seconds):
+            JAQPOT's predicates. A chain's combinations (`routes`' hops) are the states a
+            starved direction leaves stale; their refresh rates are covered first.
         window: batches averaged.
         epsilon: relative change of a statistic that triggers a new analysis.
         gain: relative gain in predicted output a new split must bring to be applied.
@@ -113,6 +116,13 @@ class OverloadController:
     explore: float = 0.01
     policy: Policy = "jaqpot"
     pairs_cost: bool = False
+    routes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per direction, where its pairs go on to probe (a chain's upper levels, each named by
+    the combinations that probe there), its input path's later hops; none: its pairs are the
+    query's. The batches' figures carry each hop's probes and pairs as a direction's."""
+    residence: dict[str, float] = field(default_factory=dict)
+    """Seconds a row stays in each direction's and hop's state (its window; a combination's,
+    the shortest of its inputs'): with the rates, the states' rows (JAQPOT's |S| = λT)."""
     _history: deque[BatchStats] = field(default_factory=deque, init=False, repr=False)
     _analysed: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     decision: Decision | None = field(default=None, init=False)
@@ -154,8 +164,22 @@ class OverloadController:
         then bounds this batch's work, not the average batch's (a rate that steps up is met in
         the batch it arrives in). Exact when the budget covers the batch."""
         figures = {f"rate:{d}": float(arrivals.get(d, 0.0)) for d in self.directions}
-        figures |= {f"rho:{d}": float(productivity.get(d, 0.0)) for d in self.directions}
+        figures |= {f"rho:{d}": float(productivity.get(d, 0.0)) for d in self._probing}
         return self._analyse(0, figures, budget).allowances
+
+    def outputs_per_probe(self, direction: str, productivity: Mapping[str, float]) -> float:
+        """The query's rows a probe of `direction` yields along its path, by `productivity`
+        (pairs a probe per direction and hop)."""
+        out = productivity.get(direction, 0.0)
+        for hop in self.routes.get(direction, ()):
+            out *= productivity.get(hop, 0.0)
+        return out
+
+    @property
+    def _probing(self) -> tuple[str, ...]:
+        """The directions and the hops their pairs go on through."""
+        hops = [h for d in self.directions for h in self.routes.get(d, ())]
+        return (*self.directions, *dict.fromkeys(h for h in hops if h not in self.directions))
 
     def productivity(self, direction: str) -> float:
         """Pairs per probe of `direction` over the batches averaged (0 where none probed)."""
@@ -171,13 +195,16 @@ class OverloadController:
             return None
         out: dict[str, float] = {}
         work = 0
-        for d in self.directions:
+        ends = {d for d in self.directions if not self.routes.get(d)}  # (its pairs: the query's)
+        ends |= {r[-1] for r in self.routes.values() if r}
+        for d in self._probing:
             rows = [s.directions[d] for s in self._history if d in s.directions]
             arrived = sum(r.arrived for r in rows)
             probed = sum(r.probed for r in rows)
             pairs = sum(r.pairs for r in rows)
-            work += probed + (pairs if self.pairs_cost else 0)
-            out[f"rate:{d}"] = arrived / span
+            work += probed + (pairs if self.pairs_cost and d in ends else 0)
+            if d in self.directions:
+                out[f"rate:{d}"] = arrived / span
             out[f"rho:{d}"] = pairs / probed if probed else 0.0
         # μ: work served per second. A batch keeps up with its trigger when the work a second
         # of arrivals needs is at most that.
@@ -191,16 +218,36 @@ class OverloadController:
                 return True
         return False
 
-    def _hops(self, rho: float) -> tuple[Hop, ...]:
-        """A direction as a path: its probe, and with `pairs_cost` the pairs it writes (a hop
-        of productivity 1 whose every input costs a unit)."""
-        return (Hop(rho), Hop(1.0)) if self.pairs_cost else (Hop(rho),)
+    def _hops(self, direction: str, figures: Mapping[str, float]) -> tuple[Hop, ...]:
+        """A direction as a path: its probe, the hops its pairs go on through, and with
+        `pairs_cost` the query's rows it writes (a hop of productivity 1 whose every input
+        costs a unit)."""
+        rows = self._held(figures) if self.freshness else {}
+        # (A hop's probing rows, the combinations, are stored in its state: h.)
+        later = (
+            Hop(figures.get(f"rho:{h}", 0.0), h, rows.get(h, 0.0))
+            for h in self.routes.get(direction, ())
+        )
+        hops = (Hop(figures.get(f"rho:{direction}", 0.0)), *later)
+        return (*hops, Hop(1.0)) if self.pairs_cost else hops
 
     def _paths(self, figures: Mapping[str, float]) -> list[InputPath]:
-        return [
-            InputPath(d, figures[f"rate:{d}"], self._hops(figures[f"rho:{d}"]))
-            for d in self.directions
-        ]
+        out = []
+        for d in self.directions:
+            rate = figures[f"rate:{d}"]
+            out.append(InputPath(d, rate, self._hops(d, figures), rate * self.residence.get(d, 0)))
+        return out
+
+    def _held(self, figures: Mapping[str, float]) -> dict[str, float]:
+        """Rows each hop's state holds when every row probes: what reaches it a second over
+        the directions routed through it, times its residence."""
+        rates: dict[str, float] = {}
+        for d in self.directions:
+            rate = figures[f"rate:{d}"] * figures.get(f"rho:{d}", 0.0)
+            for hop in self.routes.get(d, ()):
+                rates[hop] = rates.get(hop, 0.0) + rate
+                rate *= figures.get(f"rho:{hop}", 0.0)
+        return {h: r * self.residence.get(h, 0.0) for h, r in rates.items()}
 
     def _judge(
         self, allowances: Mapping[str, float], figures: Mapping[str, float]
@@ -220,7 +267,7 @@ class OverloadController:
         demand = sum(p.capacity for p in paths)
         if budget is None:
             budget = self.budget if self.budget is not None else figures["mu"]
-        rho = {d: figures[f"rho:{d}"] for d in self.directions}
+        rho = {d: figures.get(f"rho:{d}", 0.0) for d in self._probing}
         if self.mode == "exact" or budget >= demand:
             exact = {d: 1.0 for d in self.directions}
             output = sum(p.productivity * p.capacity for p in paths)
@@ -230,7 +277,11 @@ class OverloadController:
             output = sum(p.productivity * p.capacity * share for p in paths)
             uniform = {d: share for d in self.directions}
             return Decision(batch, uniform, output, budget, demand, productivity=rho)
-        chosen = jaqpot(paths, budget)  # (freshness: one operator has no susceptible state)
+        needed = refresh_rates(paths, self.freshness) if self.freshness else {}
+        if needed is None:  # (a predicate shorter than its stream's own window: none can)
+            chosen = dataclasses.replace(jaqpot(paths, budget), feasible=False)
+        else:
+            chosen = jaqpot(paths, budget, needed)
         allowances = {}
         for p in paths:
             share = chosen.resources.get(p.stream, 0.0) / p.capacity if p.capacity else 1.0

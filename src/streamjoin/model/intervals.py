@@ -32,6 +32,21 @@ def unit_micros(name: str) -> int | None:
     return MICROS_PER_UNIT.get(name.upper().removesuffix("S"))
 
 
+def seconds_of(text: str) -> int | None:
+    """Seconds of a duration option (``'30 seconds'``, ``'1 hour'``: a query's ``ttl`` or
+    ``freshness``), or None if it is not a positive whole number of seconds.
+
+    >>> seconds_of("30 seconds"), seconds_of("2 minutes"), seconds_of("500 milliseconds")
+    (30, 120, None)
+    """
+    parts = text.split()
+    n = whole_number(parts[0]) if len(parts) == 2 else None
+    micros = unit_micros(parts[1]) if n is not None else None
+    if n is None or micros is None or n * micros % 1_000_000 or n == 0:
+        return None
+    return n * micros // 1_000_000
+
+
 def whole_number(text: str) -> int | None:
     """The number `text` spells in at most 18 ASCII digits, or None: a job's counts and
     durations (``str.isdigit`` takes ``'²'``, and ``int`` refuses more than 4,300 digits).

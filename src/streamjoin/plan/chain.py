@@ -61,6 +61,28 @@ class Chain:
     order: tuple[int, ...]
 
 
+def directions(chain: Chain, aliases: t.Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """Per level, the names of the rows that probe from its left side and from its right
+    (JAQPOT's half-way joins): the first level's both sides are inputs, by alias; a later
+    level's left rows are the combinations of the inputs before it (``a+b``), its right an
+    input's."""
+    out = []
+    for n, level in enumerate(chain.levels):
+        left = "+".join(aliases[i] for i in level.inputs) if n else aliases[level.inputs[0]]
+        out.append((left, aliases[level.new]))
+    return tuple(out)
+
+
+def routes(chain: Chain, aliases: t.Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Per input (by alias), the combinations its rows' pairs go on to probe as, level by
+    level up the chain (JAQPOT's input path after its first hop)."""
+    names = directions(chain, aliases)
+    out = {names[0][0]: tuple(left for left, _ in names[1:])}
+    for n, (_, right) in enumerate(names):
+        out[right] = tuple(left for left, _ in names[n + 1 :])
+    return out
+
+
 def chain_order(mp: MultiwayPlan) -> tuple[int, ...]:
     """The inputs in the order the chain joins them: the probe order of the first input. A
     step into an MIR joins first the input its method reaches from the rows so far, then the

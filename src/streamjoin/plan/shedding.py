@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from streamjoin.errors import UnsupportedError
 from streamjoin.model import Job, Query
+from streamjoin.model.intervals import seconds_of
 
 
 def sheds(query: Query) -> bool:
@@ -26,6 +27,13 @@ def counts_shed_pairs(query: Query) -> bool:
     return query.option("shed_count", "estimate") == "exact"
 
 
+def freshness(query: Query) -> int | None:
+    """The oldest, in seconds, an input's row may be in a row `query` writes while it sheds
+    (``freshness``: JAQPOT's predicate, the same for every input; None: none asked)."""
+    given = query.option("freshness")
+    return None if given is None else seconds_of(given)
+
+
 def check_shedding(job: Job, query: Query) -> None:
     """Refuse ``overload = 'shed'`` where a skipped probe would make a wrong row.
 
@@ -33,7 +41,7 @@ def check_shedding(job: Job, query: Query) -> None:
         UnsupportedError: naming the query and what it does over its pairs.
     """
     if not sheds(query):
-        for key in ("budget", "shed_count", "shed_policy"):
+        for key in ("budget", "shed_count", "shed_policy", "freshness"):
             if query.option(key) is not None:
                 msg = f"query {query.name}: {key} applies with overload = 'shed'"
                 raise UnsupportedError(msg, line=query.line, col=1, text=key, source=job.source)

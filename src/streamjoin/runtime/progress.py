@@ -103,6 +103,7 @@ class Summary:
                 + f"), missing {how}{missed} pairs; allowances now "
                 + ", ".join(f"{d} {o.get(d, 1.0):.2f}" for d in ways)
                 + ("; its output is a subset of the exact result" if skipped else "")
+                + ("; its freshness cannot be met within the budget" if o.get("fresh") == 0 else "")
             )
         if sum(self.late.values()) + sum(self.malformed.values()):
             lines.append(

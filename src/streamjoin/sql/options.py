@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
-from streamjoin.model.intervals import unit_micros, whole_number
+from streamjoin.model.intervals import seconds_of, whole_number
 from streamjoin.sql.cursor import Cursor, is_name
 
 STREAM_FORMATS = ("json", "csv", "parquet", "rate", "kafka", "python")
@@ -230,8 +230,15 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         if value not in ("jaqpot", "uniform"):
             msg = f"shed_policy must be 'jaqpot' or 'uniform', got {o.value!r}"
             raise cur.error_at(msg, o.value_first, o.value_last)
+    elif o.key == "freshness":
+        if seconds_of(o.value) is None:
+            msg = (
+                "freshness is a duration of whole seconds, as '30 seconds' or '2 minutes', "
+                f"not {o.value!r}"
+            )
+            raise cur.error_at(msg, o.value_first, o.value_last)
     elif o.key == "ttl":
-        if ttl_seconds(o.value) is None:
+        if seconds_of(o.value) is None:
             msg = (
                 f"ttl is a duration of whole seconds, as '30 seconds' or '1 hour', not {o.value!r}"
             )
@@ -240,17 +247,6 @@ def _check_query_option(cur: Cursor, o: Option) -> None:
         msg = (
             f"unknown query option {o.key!r}; "
             "expected partitioning, units, unit_rows, adapt, time_buckets, epoch, ttl, "
-            "overload, budget, shed_count or shed_policy"
+            "overload, budget, shed_count, shed_policy or freshness"
         )
         raise cur.error_at(msg, o.key_first, o.key_last)
-
-
-def ttl_seconds(text: str) -> int | None:
-    """Seconds of a ``ttl`` option (``'30 seconds'``, ``'1 hour'``), or None if it is not a
-    positive whole number of seconds."""
-    parts = text.split()
-    n = whole_number(parts[0]) if len(parts) == 2 else None
-    micros = unit_micros(parts[1]) if n is not None else None
-    if n is None or micros is None or n * micros % 1_000_000 or n == 0:
-        return None
-    return n * micros // 1_000_000

@@ -15,11 +15,12 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from streamjoin.model import GroupQuery, JoinSide, OuterJoin, Query, SinkDef, StreamDef
 from streamjoin.model.aggregate import WINDOW
+from streamjoin.model.intervals import seconds_of
 from streamjoin.sql.aggregate import parse_aggregation
 from streamjoin.sql.cursor import Cursor
 from streamjoin.sql.dialect import StreamJoinSpark, node_error, span
 from streamjoin.sql.groups import is_group_query, parse_group_query
-from streamjoin.sql.options import parse_query_with, ttl_seconds
+from streamjoin.sql.options import parse_query_with
 from streamjoin.sql.positions import Statement
 from streamjoin.sql.relations import check_clauses, find_relations, select_items
 from streamjoin.sql.resolve import Resolver, Side, identifier
@@ -154,7 +155,7 @@ def _ttl(stmt: Statement, ttl: str | None, sides: Sequence[Side]) -> exp.Expr | 
     that far apart (a row then lives that long after the watermark passes it)."""
     if ttl is None:
         return None
-    seconds = ttl_seconds(ttl)
+    seconds = seconds_of(ttl)
     assert seconds is not None  # (checked with the options)
     if len(sides) != 2 or any(s.stream.event_time is None for s in sides):
         msg = "ttl bounds a join of two streams with event times (WATERMARK FOR ...)"

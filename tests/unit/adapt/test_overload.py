@@ -103,3 +103,62 @@ def test_a_batchs_own_arrivals_are_split_within_the_budget() -> None:
     # A batch the budget covers is exact.
     calm = loop.split({"L": 500.0, "R": 500.0}, decision.productivity, decision.budget)
     assert calm == pytest.approx({"L": 1.0, "R": 1.0})
+
+
+def test_a_chains_directions_are_split_along_their_paths() -> None:
+    # (a ⋈ b) ⋈ c: a's and b's pairs go on to probe c as the combinations a+b.
+    routes = {"a": ("a+b",), "b": ("a+b",), "c": ()}
+    loop = OverloadController(
+        ("a", "b", "c"), mode="shed", budget=1000.0, window=1, pairs_cost=True, routes=routes
+    )
+    figures = {
+        # a: 100 rows, each finds 2 b rows; b: 1000 rows, 0.2 a rows each; 600 combinations,
+        # each finds 1 c row; c: 100 rows, 1 combination each.
+        "a": DirectionStats(100, 100, 200),
+        "b": DirectionStats(1000, 1000, 200),
+        "a+b": DirectionStats(400, 400, 400),
+        "c": DirectionStats(100, 100, 100),
+    }
+    decision = loop.observe(BatchStats(0, 2.0, 1.0, figures))
+    assert decision is not None
+    # Work a unit of each path: a: 1 + 2 + 2 = 5 for 2 rows; b: 1 + 0.2 + 0.2 = 1.4 for 0.2;
+    # c: 1 + 1 = 2 for 1. Exact needs 500 + 1400 + 200 = 2100; the 1000 go to a, then c, then
+    # b: 500, 200, and 300 of b's 1400.
+    assert decision.demand == pytest.approx(2100.0)
+    assert decision.allowances == pytest.approx({"a": 1.0, "b": 300 / 1400, "c": 1.0})
+    assert loop.outputs_per_probe("a", decision.productivity) == pytest.approx(2.0)
+    assert loop.outputs_per_probe("b", decision.productivity) == pytest.approx(0.2)
+
+
+def test_freshness_keeps_a_chains_combinations_refreshed() -> None:
+    # (a ⋈ b) ⋈ c with c's probes the most productive: on throughput alone a and b starve,
+    # and the combinations a+b, which c's rows probe, go stale.
+    routes = {"a": ("a+b",), "b": ("a+b",), "c": ()}
+    stay = dict.fromkeys(("a", "b", "c", "a+b"), 10.0)
+    figures = {
+        "a": DirectionStats(100, 100, 10),
+        "b": DirectionStats(100, 100, 10),
+        "a+b": DirectionStats(20, 20, 20),
+        "c": DirectionStats(100, 100, 1000),
+    }
+    chosen = {}
+    for fresh in (None, 40.0):
+        loop = OverloadController(
+            ("a", "b", "c"),
+            mode="shed",
+            budget=1100.0,
+            window=1,
+            pairs_cost=True,
+            routes=routes,
+            residence=stay,
+            freshness={} if fresh is None else dict.fromkeys("abc", fresh),
+        )
+        decision = loop.observe(BatchStats(0, 2.0, 1.0, figures))
+        assert decision is not None and decision.feasible
+        chosen[fresh] = decision.allowances
+    assert chosen[None] == pytest.approx({"a": 0.01, "b": 0.01, "c": 1.0})
+    # 200 combinations held 10 s, a row of a 10 s window at most 40 s old in an output: 200 /
+    # 30 = 6.7 a second into a+b, 80 of the 1100 units (a probe of a or b: 1.2 units, 0.1 in).
+    fresh = chosen[40.0]
+    assert fresh["a"] * 120 + fresh["b"] * 120 == pytest.approx(80.0, rel=0.05)
+    assert fresh["c"] == pytest.approx(1020 / 1100, rel=0.01)

@@ -37,7 +37,8 @@ def test_the_model_run_and_its_rows() -> None:
     ways = {"exact": {"keeps_up": True, "latency_p99_s": 2.0, "pairs": 10, "share_of_exact": 1.0}}
     ways["jaqpot"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.65}
     ways["uniform"] = {"keeps_up": True, "latency_p99_s": 1.5, "pairs": 8, "share_of_exact": 0.45}
-    heavy = {w: r | {"keeps_up": w != "exact"} for w, r in ways.items()}
+    heavy = {w: r | {"keeps_up": False, "drained": True} for w, r in ways.items()}
+    heavy["exact"]["latency_growth"], heavy["jaqpot"]["latency_growth"] = 4.5, 0.9
     live = [
         {
             "partners": 1,

@@ -44,6 +44,10 @@ def test_inner_joins_of_two_or_more_inputs_may_shed() -> None:
             "fixes a partitioning scheme",
         ),
         (f"SELECT a.id AS i {JOIN} WITH (budget = '10')", "budget applies with overload"),
+        (
+            f"SELECT a.id AS i {JOIN} WITH (freshness = '30 seconds')",
+            "freshness applies with overload",
+        ),
     ],
 )
 def test_shedding_is_refused_where_a_skipped_probe_makes_a_wrong_row(sql: str, why: str) -> None:
@@ -54,5 +58,8 @@ def test_shedding_is_refused_where_a_skipped_probe_makes_a_wrong_row(sql: str, w
 def test_the_options_name_their_bad_values() -> None:
     with pytest.raises(JobError, match="overload must be 'exact' or 'shed', got 'drop'"):
         _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'drop')")
+    with pytest.raises(JobError, match="freshness is a duration of whole seconds"):
+        _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'shed', freshness = '30')")
+    _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'shed', freshness = '1 minute')")
     with pytest.raises(JobError, match="budget is the probes a batch may make"):
         _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'shed', budget = '0.5')")

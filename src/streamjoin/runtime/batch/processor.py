@@ -286,7 +286,8 @@ class BatchProcessor:
                 manifest.dropped += [u.path for g in prev.groups.values() for u in g.units]
             if queries is not None:
                 manifest.served = queries.to_dict()
-            sheds = two.shed | (work.shed if work is not None else {})
+            sheds = two.shed | self.chains.take_shed(ctx)
+            sheds |= work.shed if work is not None else {}
             if sheds:  # (the allowances for the next batch, from this one's figures)
                 arrived = {k: s.ok for k, s in stats.items()}
                 spent = time.monotonic() - started

@@ -28,7 +28,7 @@ import typing as t
 from dataclasses import dataclass, field
 
 from streamjoin.adapt.overload import BatchStats, DirectionStats, OverloadController
-from streamjoin.plan.shedding import sheds
+from streamjoin.plan.shedding import freshness, sheds
 
 if t.TYPE_CHECKING:
     from collections.abc import Mapping
@@ -68,11 +68,16 @@ def directions(query: Query) -> tuple[str, ...]:
 
 
 def allowances(
-    prev: Manifest, query: Query, arrivals: Mapping[str, int] | None = None
+    prev: Manifest,
+    query: Query,
+    arrivals: Mapping[str, int] | None = None,
+    routes: Mapping[str, tuple[str, ...]] | None = None,
+    residence: Mapping[str, float] | None = None,
 ) -> dict[str, float] | None:
     """The allowances in force for `query` in the batch after `prev` (None: it does not shed;
     all 1.0 while it has not needed to): split over the batch's `arrivals` (rows per stream,
-    where known) within the budget `prev` carries, else as `prev` holds them."""
+    where known) within the budget `prev` carries, else as `prev` holds them. `routes` and
+    `residence`: a chain's (`controller`)."""
     if not sheds(query):
         return None
     given = prev.overload.get(query.name, {})
@@ -80,17 +85,34 @@ def allowances(
     streams = [s.stream for s in query.sides]
     if "budget.batch" in given and arrivals is not None and all(s in arrivals for s in streams):
         rows = {d: float(arrivals[s]) for d, s in zip(names, streams, strict=True)}
-        rho = {d: float(given.get(f"rho.{d}", 0.0)) for d in names}
-        return controller(query, names).split(rows, rho, float(given["budget.batch"]))
+        rho = {k.removeprefix("rho."): float(v) for k, v in given.items() if k.startswith("rho.")}
+        loop = controller(query, names, routes=routes, residence=residence)
+        return loop.split(rows, rho, float(given["budget.batch"]))
     return {d: float(given.get(d, 1.0)) for d in names}
 
 
 def controller(
-    query: Query, names: tuple[str, ...], budget: float | None = None
+    query: Query,
+    names: tuple[str, ...],
+    budget: float | None = None,
+    routes: Mapping[str, tuple[str, ...]] | None = None,
+    residence: Mapping[str, float] | None = None,
 ) -> OverloadController:
-    """The overload controller of shedding `query` with directions `names`."""
+    """The overload controller of shedding `query` with directions `names`; a chain's
+    `routes` (`plan.chain.routes`) and the seconds a row stays in each of its states
+    (`residence`), which its ``freshness`` is met over."""
     policy = t.cast("Policy", query.option("shed_policy", "jaqpot"))
-    return OverloadController(names, mode="shed", budget=budget, policy=policy, pairs_cost=True)
+    given = freshness(query)
+    return OverloadController(
+        names,
+        mode="shed",
+        budget=budget,
+        freshness={} if given is None else dict.fromkeys(names, float(given)),
+        policy=policy,
+        pairs_cost=True,
+        routes=dict(routes or {}),
+        residence=dict(residence or {}),
+    )
 
 
 @dataclass
@@ -102,7 +124,14 @@ class Shed:
     pairs: dict[str, Observation] = field(default_factory=dict)
     """Per direction, the pairs it wrote, observed (the slices' probe)."""
     found: dict[str, int] | None = None
-    """Per direction, the pairs it wrote, counted by the operator's probe."""
+    """Per direction, the pairs it wrote, counted by the operator's probe (and a chain's per
+    combination that probed a level above the first)."""
+    routes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """A chain's: per input, the combinations its pairs go on to probe as (`plan.chain`)."""
+    fed: dict[str, int] = field(default_factory=dict)
+    """A chain's: per combination above the first level, how many probed."""
+    residence: dict[str, float] = field(default_factory=dict)
+    """A chain's: the seconds a row stays in each input's and combination's state."""
     missed: dict[str, int] | None = None
     """Per direction, the pairs its skipped probes would have found, where counted."""
 
@@ -147,19 +176,27 @@ class Shedding:
                 rows = int(arrived.get(js.stream, 0))
                 probed = round(rows * shed.allowances[side])
                 stats[side] = DirectionStats(rows, probed, shed.written(side))
+            for hop, fed in shed.fed.items():  # (a chain's combinations: all of them probe)
+                stats[hop] = DirectionStats(fed, fed, (shed.found or {}).get(hop, 0))
             loop = self.controllers.get(q.name)
-            if loop is None:
-                loop = controller(q, names, _per_second(q.option("budget"), self))
+            if loop is None or loop.routes != shed.routes:
+                budget = _per_second(q.option("budget"), self)
+                loop = controller(q, names, budget, shed.routes, shed.residence)
                 self.controllers[q.name] = loop
             loop.observe(BatchStats(batch_id, seconds, self.trigger_seconds, stats))
+            # (This batch's pairs a probe, or the run's where none probed.)
+            rho = {
+                d: st.pairs / st.probed if st.probed else loop.productivity(d)
+                for d, st in stats.items()
+            }
             mine = skipped.setdefault(q.name, {})
-            for side, st in stats.items():
+            for side in names:
+                st = stats[side]
                 mine[side] = st.arrived - st.probed
                 if shed.missed is not None:
                     mine[f"{side}.pairs"] = shed.missed[side]
-                else:  # (this batch's pairs a probe, or the run's where none probed)
-                    rho = st.pairs / st.probed if st.probed else loop.productivity(side)
-                    mine[f"{side}.pairs"] = round(mine[side] * rho)
+                else:
+                    mine[f"{side}.pairs"] = round(mine[side] * loop.outputs_per_probe(side, rho))
             current = loop.decision
             before = prev.overload.get(q.name, {})
             decided[q.name] = {
@@ -168,12 +205,14 @@ class Shedding:
             }
             if current is not None:  # (what the next batch's arrivals are split by)
                 decided[q.name]["budget.batch"] = current.budget * self.trigger_seconds
-                for side in names:
-                    decided[q.name][f"rho.{side}"] = current.productivity[side]
+                for way, productivity in current.productivity.items():
+                    decided[q.name][f"rho.{way}"] = productivity
             for side in names:  # (the run's totals, kept with the allowances)
                 for key, now in ((f"shed.{side}", side), (f"missed.{side}", f"{side}.pairs")):
                     decided[q.name][key] = before.get(key, 0.0) + mine[now]
             decided[q.name]["counted"] = 1.0 if shed.missed is not None else 0.0
+            if current is not None and loop.freshness:  # (whether the split meets it)
+                decided[q.name]["fresh"] = 1.0 if current.feasible else 0.0
         return decided, skipped
 
 

@@ -13,17 +13,19 @@ committed rows of the inputs before it in Spark SQL for its left side (its MIR).
 
 from __future__ import annotations
 
+import math
 import typing as t
 from functools import partial
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 
-from streamjoin.plan.chain import Chain, Level, chain_order, plan_chain
+from streamjoin.plan.chain import Chain, Level, chain_order, directions, plan_chain, routes
 from streamjoin.plan.probeorder import column_name
+from streamjoin.plan.shedding import counts_shed_pairs, sheds
 from streamjoin.runtime.batch.indexfit import CHAIN_ONE_TASK_ROWS, one_task
 from streamjoin.runtime.batch.indexplans import batch_input, batch_rows
-from streamjoin.runtime.batch.shedding import allowances
+from streamjoin.runtime.batch.shedding import SCALE, Shed, allowances
 from streamjoin.runtime.multiway.terms import renamed
 from streamjoin.runtime.sources import empty_relation
 
@@ -47,6 +49,8 @@ class ChainJoins:
         """Level key → the type each of its equalities is compared in."""
         self._planned: dict[tuple[str, ...], tuple[list[t.Any], list[t.Any]] | None] = {}
         """A chain's level keys → its plans over the batch's own rows (None: none)."""
+        self._shed: dict[str, tuple[Shed, Chain]] = {}
+        """The batch's shedding queries: what they shed, and their chains."""
 
     def frames(
         self,
@@ -56,7 +60,13 @@ class ChainJoins:
         stores: StoreViews,
     ) -> dict[str, list[DataFrame]]:
         """The new rows in the batch (lazy) of each multi-way query planned by `plans`."""
-        found = {mp.query.name: [_Query(self, ctx, mp, deltas, stores).rows()] for mp in plans}
+        self._shed = {}
+        found = {}
+        for mp in plans:
+            query = _Query(self, ctx, mp, deltas, stores)
+            found[mp.query.name] = [query.rows()]
+            if query.shed is not None:
+                self._shed[mp.query.name] = (query.shed, query.chain)
         # (What a chain no query runs any more planned goes: a served job's queries come and
         # go, and an order changes at an epoch.)
         chains = {f"{mp.query!r}@{chain_order(mp)}" for mp in plans}
@@ -65,6 +75,28 @@ class ChainJoins:
         self._types = {k: v for k, v in self._types.items() if k in levels}
         self._planned = {k: v for k, v in self._planned.items() if k[0] in levels}
         return found
+
+    def take_shed(self, ctx: BatchContext) -> dict[str, Shed]:
+        """The batch's shedding queries, with the pairs each level's sides wrote (once the job
+        that ran their probes is done): each input's, and each combination's that probed a
+        level above the first, with how many of them probed."""
+        out = {}
+        for name, (shed, chain) in self._shed.items():
+            found: dict[str, int] = {}
+            fed: dict[str, int] = {}
+            names = directions(chain, _aliases(shed.query))
+            before = 0
+            for n, (level, (left, right)) in enumerate(zip(chain.levels, names, strict=True)):
+                found[left], found[right] = self.levels.shed_counts(
+                    ctx.spark, level.key, ctx.batch_id
+                )
+                if n:
+                    fed[left] = before
+                before = found[left] + found[right]
+            shed.found, shed.fed = found, fed
+            out[name] = shed
+        self._shed = {}
+        return out
 
     def chain(self, ctx: BatchContext, mp: MultiwayPlan) -> Chain:
         """`mp`'s chain, planned once per query definition and order (a served job may give a
@@ -115,9 +147,16 @@ class ChainJoins:
 
 def on_operator(ctx: BatchContext, operates: bool) -> bool:
     """Whether the batch's multi-way queries run on their levels' indexes: in a run with the
-    operator (`operates`), where none of them sheds probes (those run on the cached slices,
-    `multiway.joins`)."""
-    return operates and all(allowances(ctx.prev, mp.query) is None for mp in ctx.plan.multiway)
+    operator (`operates`), where none of them counts what its shed probes would have found
+    (``shed_count = 'exact'``, an audit: on the cached slices, `multiway.joins`, each
+    input's skipped rows' terms are counted again)."""
+    exact = any(sheds(mp.query) and counts_shed_pairs(mp.query) for mp in ctx.plan.multiway)
+    return operates and not exact
+
+
+def _aliases(query: t.Any) -> list[str]:
+    """A query's inputs' aliases, as its shedding directions name them."""
+    return [s.alias.lower() for s in query.sides]
 
 
 class _Query:
@@ -134,6 +173,23 @@ class _Query:
         self.joins, self.ctx, self.mp, self.deltas, self.stores = joins, ctx, mp, deltas, stores
         self.chain = joins.chain(ctx, mp)
         self.streams: list[StreamDef] = [ctx.plan.job.stream(s.stream) for s in mp.query.sides]
+        # (JAQPOT on a chain: only an input's rows are rationed; a level's new combinations
+        # all probe, as many as the inputs' allowances let through.)
+        aliases = _aliases(mp.query)
+        ways, stay = routes(self.chain, aliases), self._residence(aliases)
+        given = allowances(ctx.prev, mp.query, ctx.arrivals, ways, stay)
+        self.shed = None if given is None else Shed(mp.query, given, routes=ways, residence=stay)
+
+    def _residence(self, aliases: Sequence[str]) -> dict[str, float]:
+        """Seconds a row stays in each input's state and each level's combinations'
+        (`plan.chain`: the shortest of its inputs'); unbounded: infinite."""
+        keep = [math.inf if r is None else r / 1e6 for r in self.mp.retain_us]
+        stay = dict(zip(aliases, keep, strict=True))
+        for level, (left, _) in zip(
+            self.chain.levels, directions(self.chain, aliases), strict=True
+        ):
+            stay.setdefault(left, min(keep[i] for i in level.inputs))
+        return stay
 
     def rows(self) -> DataFrame:
         """The query's new rows: each level probed with the level before's new rows; where
@@ -149,7 +205,8 @@ class _Query:
                     (level.key, partial(self._stored, level), self._parts(level))
                     for level in chain.levels
                 ]
-                return self.joins.levels.probe_chain(ctx, levels, (wm, wm), planned)
+                cuts = self._cuts()
+                return self.joins.levels.probe_chain(ctx, levels, (wm, wm), planned, cuts)
         plans = [ctx.plan.stream(s.name) for s in self.streams]
         together = one_task(ctx, *plans)
         left = self._input(chain.order[0], self.deltas[self.streams[chain.order[0]].name])
@@ -167,10 +224,24 @@ class _Query:
                 (wm, wm),
                 lambda pairs, level=level, last=last: self._output(level, pairs, last),  # type: ignore[misc]
                 together,
+                self._cuts()[n],
             )
             left = ctx.scratch.view(found, f"_sj_chain_{len(ctx.scratch.views)}")
         assert found is not None
         return found
+
+    def _cuts(self) -> list[str]:
+        """Per level, a shedding query's cuts (``JoinIndex.probing``; "": it does not shed):
+        the first level's inputs' allowances, a later level's input's; its combinations all
+        probe. Its skipped rows' pairs are estimated (`Shed`)."""
+        if self.shed is None:
+            return [""] * len(self.chain.levels)
+        given = self.shed.allowances
+        out = []
+        for left, right in directions(self.chain, _aliases(self.mp.query)):
+            cuts = (int(given.get(left, 1.0) * SCALE), int(given[right] * SCALE))
+            out.append(f"{cuts[0]},{cuts[1]},estimate")
+        return out
 
     def _parts(self, level: Level) -> int:
         """`level`'s partitions: by its equality keys, or one (a nested loop)."""

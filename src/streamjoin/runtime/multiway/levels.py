@@ -58,13 +58,15 @@ class LevelIndexes:
         least: tuple[int | None, int | None],
         output: Callable[[str], str],
         together: bool,
+        shed: str = "",
     ) -> DataFrame:
         """The rows `output` (SQL over a relation of candidate pairs) makes of the pairs of
         level `key`'s `delta` (``JoinIndex``'s input layout), lazy: the job that reads them
         applies the batch to the index, which is first built from `stored` (its committed rows
         in that layout; None: none) where it is not at the batch before. Its rows below `least`
         (left, right; None: no bound) go first. `together`: the delta is few rows, probed in
-        one task."""
+        one task. `shed`: a shedding query's cuts (`indexfit.shed_cuts`; its pairs per side
+        are then counted: `shed_counts`)."""
         spark, batch = ctx.spark, ctx.batch_id
         expiry = [_LEAST if x is None else x for x in least]
         made = self._output(ctx, key, delta, output)
@@ -76,11 +78,11 @@ class LevelIndexes:
                 rows = delta.limit(0) if rows is None else rows
                 at = (parts, batch - 1, None, (_LEAST, _LEAST))
                 self.placed.build(spark, key, rows, *at, memory=ctx.settings.memory)
-            found = self.placed.probe(spark, key, delta, batch, expiry, None, (made, "", 0))
+            found = self.placed.probe(spark, key, delta, batch, expiry, None, (made, shed, 0))
         else:
             name = self._ready(ctx, key, stored, parts, least)
             one = together or parts == 1
-            jdf = self._jvm(spark).probe(delta._jdf, made, None, "", name, parts, batch, 0, one)
+            jdf = self._jvm(spark).probe(delta._jdf, made, None, shed, name, parts, batch, 0, one)
             found = DataFrame(jdf, spark)
         self._used[key] = (batch, parts)
         if made is not None:
@@ -94,11 +96,13 @@ class LevelIndexes:
         levels: Sequence[tuple[str, Callable[[], DataFrame | None], int]],
         least: tuple[int | None, int | None],
         planned: tuple[t.Any, t.Any],
+        sheds: Sequence[str] | None = None,
     ) -> DataFrame:
         """The query's rows (lazy) of a chain of `levels` (each its key, its committed rows as
         `probe`'s `stored`, its partitions) probed with the batch's own rows in one task of the
         driver's JVM (``ChainProbe``), by `planned`'s inputs and outputs (one per level: the
-        rows it takes from the batch, what it makes of its pairs)."""
+        rows it takes from the batch, what it makes of its pairs); a shedding query's `sheds`
+        (per level, as `probe`'s `shed`)."""
         spark, batch = ctx.spark, ctx.batch_id
         names = [self._ready(ctx, key, stored, parts, least) for key, stored, parts in levels]
         for key, _, parts in levels:
@@ -109,14 +113,22 @@ class LevelIndexes:
         n = len(levels)
         inputs, outputs = (gateway.new_array(operator.BatchInput, n) for _ in range(2))
         texts, counts = gateway.new_array(jvm.java.lang.String, n), gateway.new_array(jvm.int, n)
+        cuts = gateway.new_array(jvm.java.lang.String, n)
         for i, (name, (_, _, parts)) in enumerate(zip(names, levels, strict=True)):
             inputs[i], outputs[i] = planned[0][i], planned[1][i]
-            texts[i], counts[i] = name, parts
+            texts[i], counts[i], cuts[i] = name, parts, sheds[i] if sheds else ""
         late = _LEAST if ctx.watermark is None else ctx.watermark
         rows = ctx.rows._jdf
-        jdf = operator.ChainProbe.probe(rows, inputs, outputs, texts, counts, batch, late)
+        jdf = operator.ChainProbe.probe(rows, inputs, outputs, texts, counts, cuts, batch, late)
         self.batch_reads += 1
         return DataFrame(jdf, spark)
+
+    def shed_counts(self, spark: SparkSession, key: str, batch: int) -> tuple[int, int]:
+        """The pairs level `key`'s left and right rows wrote in batch `batch`, as its probe
+        counted them for a shedding query (read once, after the job that ran it)."""
+        name = self.placed.name(key) if key in self.placed else f"{self._prefix}/{key}"
+        got = [int(x) for x in str(self._jvm(spark).unitCounts(name, batch, 4)).split(",")]
+        return got[0], got[1]
 
     def on_cluster(self, spark: SparkSession) -> bool:
         """Whether the levels lie on a cluster's executors (`PlacedIndexes`)."""

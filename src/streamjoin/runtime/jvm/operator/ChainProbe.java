@@ -24,6 +24,7 @@ public final class ChainProbe implements FlatMapFunction {
   final BatchInput[] outputs;
   final String[] names;
   final int[] parts;
+  final String[] sheds;  // (per level, a shedding query's cuts: JoinIndex#probing; "": none)
   final long batch;
   final long lateBefore;
 
@@ -32,12 +33,14 @@ public final class ChainProbe implements FlatMapFunction {
       BatchInput[] outputs,
       String[] names,
       int[] parts,
+      String[] sheds,
       long batch,
       long lateBefore) {
     this.inputs = inputs;
     this.outputs = outputs;
     this.names = names;
     this.parts = parts;
+    this.sheds = sheds;
     this.batch = batch;
     this.lateBefore = lateBefore;
   }
@@ -45,13 +48,16 @@ public final class ChainProbe implements FlatMapFunction {
   /** The query's rows of batch {@code batch}'s rows {@code rows} (a foreachBatch RDD: {@link
    * BatchInput#fits}) through the levels {@code names} (each of {@code parts} partitions,
    * expired and built beforehand), lazy: the job that reads them applies the batch to every
-   * level. Rows behind {@code lateBefore} (their event time, microseconds) are left out. */
+   * level. Rows behind {@code lateBefore} (their event time, microseconds) are left out. A
+   * shedding query's rows probe each level by its {@code sheds} (per level: {@link
+   * JoinIndex#probing}), and the level counts each side's pairs as a probe does. */
   public static Dataset probe(
       Dataset rows,
       BatchInput[] inputs,
       BatchInput[] outputs,
       String[] names,
       int[] parts,
+      String[] sheds,
       long batch,
       long lateBefore) {
     SparkSession spark = (SparkSession) rows.sparkSession();
@@ -60,7 +66,7 @@ public final class ChainProbe implements FlatMapFunction {
     for (int n = 0; n < names.length; n++) {
       JoinIndex.COUNTS.remove(names[n] + "@" + batch);  // (as a probe: an earlier attempt's)
     }
-    ChainProbe f = new ChainProbe(inputs, outputs, names, parts, batch, lateBefore);
+    ChainProbe f = new ChainProbe(inputs, outputs, names, parts, sheds, batch, lateBefore);
     BatchInput last = outputs[outputs.length - 1];
     return spark.internalCreateDataFrame(
         PlainRdd.mapPartitions(one, f).rdd(), last.layout, false);
@@ -92,7 +98,8 @@ public final class ChainProbe implements FlatMapFunction {
       ArrayList delta = fresh[n];
       delta.addAll(carried);  // (the level before's new combinations: its new left rows)
       int[] fields = IndexRows.fields(inputs[n].layout);
-      IndexProbe f = new IndexProbe(names[n], parts[n], batch, fields, 0, outputs[n]);
+      IndexProbe f =
+          JoinIndex.probing(fields, outputs[n], sheds[n], names[n], parts[n], batch, 0);
       Iterator found = f.call(delta.iterator());
       if (n == levels - 1) {
         return found;
