@@ -39,6 +39,7 @@ exact's, latency p50/p99 and whether it kept up (`benchmarks.rate`), the skipped
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -54,22 +55,28 @@ from benchmarks.overload_model import run_model
 from benchmarks.rate import TRIGGER
 from benchmarks.rate_feed import TICK, Feed
 from benchmarks.rate_run import _run_one
-from benchmarks.workloads import Case, two_stream_job
+from benchmarks.workloads import _STREAM, WATERMARK_SECONDS, Case, two_stream_job
 
 BUDGET_SHARE = 0.4
 SIZES: dict[str, dict[str, t.Any]] = {
-    "tiny": {"rows": 600, "span": 30.0, "rates": (200.0, 200.0), "duration": 10.0, "plans": 3},
+    "tiny": {
+        "rows": 600,
+        "span": 30.0,
+        "rates": (200.0, 200.0, 200.0),
+        "duration": 10.0,
+        "plans": 3,
+    },
     "quick": {
         "rows": 24_000,
         "span": 120.0,
-        "rates": (12_000.0, 20_000.0),
+        "rates": (12_000.0, 20_000.0, 6_000.0),
         "duration": 30.0,
         "plans": 20,
     },
     "full": {
         "rows": 60_000,
         "span": 300.0,
-        "rates": (12_000.0, 20_000.0),
+        "rates": (12_000.0, 20_000.0, 6_000.0),
         "duration": 60.0,
         "plans": 50,
     },
@@ -77,9 +84,9 @@ SIZES: dict[str, dict[str, t.Any]] = {
 """Per size: ``a``'s rows over `span` seconds of event time (``b`` has ten times as many, and
 three times that in its middle third), the feed's rate (rows/s per stream) for each of `LIVE`'s
 cases and its duration, the model's plans."""
-LIVE = ((1, BUDGET_SHARE), (200, None))
-"""The live cases: partners an ``l`` row's probe finds, and the budget as a share of exact's
-work (None: from the trigger)."""
+LIVE = ((1, BUDGET_SHARE, 2), (200, None, 2), (1, BUDGET_SHARE, 4))
+"""The live cases: partners a slow row's probe finds, the budget as a share of exact's work
+(None: from the trigger), and the streams joined (2: ``a ⋈ b``, 4: `chain_case`)."""
 WINDOW = 10
 ON = (
     f"l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '{WINDOW}' SECOND "
@@ -117,6 +124,44 @@ def overload_case(root: str, size: str, rate: float, partners: int = 1) -> Case:
     )
     name = "overload" if partners == 1 else f"overload-{partners}"
     return Case(name, two_stream_job(backlog, ON), None, backlog, float(WINDOW), ON)
+
+
+CHAIN = "abcd"
+"""The four-way case's streams, in its plan's order: a and c slow, b and d ten times as fast."""
+NEAR = "{0}.ts BETWEEN {1}.ts - INTERVAL '{2}' SECOND AND {1}.ts + INTERVAL '{2}' SECOND"
+
+
+def chain_case(root: str, size: str, rate: float) -> Case:
+    """The four-way live workload at `rate` rows/s per stream on average: ((a ⋈ b) ⋈ c) ⋈ d
+    on a key, each input within 10 s of the one before, a and c at a tenth of b's and d's
+    rates; a slow row's probe of a fast stream finds one partner."""
+    shape = SIZES[size]
+    share = {n: FAST if n in "bd" else 1 for n in CHAIN}
+    fast = len(CHAIN) * rate * FAST / sum(share.values())  # (a fast stream's feed rate)
+    space = max(1, round(fast * WINDOW))
+    tables: dict[str, pa.Table] = {}
+    for seed, name in enumerate(CHAIN, 21):
+        rows = share[name] * shape["rows"]
+        tables |= two_streams(
+            rows, span_seconds=shape["span"], keys=space, seed=seed, names=(name,)
+        )
+    backlog = write_backlog(
+        os.path.join(root, "overload-chain"), tables, dict.fromkeys(CHAIN, "ts"), 12
+    )
+    streams = "".join(
+        _STREAM.format(name=n, wm=WATERMARK_SECONDS, path=backlog.streams[n]) for n in CHAIN
+    )
+    joins = " ".join(
+        f"JOIN {n} ON {n}.k = {m}.k AND {NEAR.format(n, m, WINDOW)}"
+        for m, n in itertools.pairwise(CHAIN)
+    )
+    job = (
+        streams
+        + "CREATE SINK out WITH (format = 'parquet', path = '{out}');\n"
+        + "INSERT INTO out SELECT a.id AS aid, b.id AS bid, c.id AS cid, d.id AS did\n"
+        + f"FROM a {joins};\n"
+    )
+    return Case("overload-chain", job, None, backlog, float(WINDOW), joins)
 
 
 def stepped(tables: t.Mapping[str, pa.Table], busy: t.Collection[str]) -> dict[str, pa.Table]:
@@ -169,11 +214,19 @@ def run_live(
     progress: t.TextIO | None = None,
     partners: int = 1,
     share: float | None = BUDGET_SHARE,
+    streams: int = 2,
 ) -> dict[str, t.Any]:
-    """The three ways on the live workload whose ``l`` probes find `partners`, at `rate`
-    rows/s per stream for `duration` s, within `share` of exact's work (None: the budget each
-    batch's trigger gives)."""
-    case = overload_case(os.path.join(ROOT, "data", "overload", size), size, rate, partners)
+    """The three ways on the live workload of `streams` whose slow rows' probes find
+    `partners`, at `rate` rows/s per stream for `duration` s, within `share` of exact's work
+    (None: the budget each batch's trigger gives). (The four-way case's work counted here is
+    its rows and its output; its combinations' probes of the levels above the first, about a
+    tenth of its rows, are left out, so its budget is a little under `share` of the work its
+    controller counts.)"""
+    folder = os.path.join(ROOT, "data", "overload", size)
+    if streams == 4:
+        case = chain_case(folder, size, rate)
+    else:
+        case = overload_case(folder, size, rate, partners)
     source = Feed(case, rate)
     runs: dict[str, dict[str, t.Any]] = {}
     budget = None
@@ -181,7 +234,9 @@ def run_live(
         if way != "exact" and share is not None:
             # The budget is a share of the work exact processing did on the same feed (its
             # probes and pairs a trigger interval), or of the rate's estimate if it failed.
-            did = measured_work(runs["exact"], duration) or exact_work(case, rate, size, partners)
+            did = measured_work(runs["exact"], duration) or (
+                exact_work(case, rate, size, partners) if streams == 2 else streams * rate
+            )
             budget = round(share * did * TRIGGER)
         _say(
             progress,
@@ -212,6 +267,7 @@ def run_live(
     else:
         budget_from = "estimated"
     return {
+        "streams": streams,
         "partners": partners,
         "rate_per_stream": rate,
         "duration_s": duration,
@@ -247,9 +303,10 @@ def run_overload(
     _say(progress, f"[overload] the model: {shape['plans']} plans per shape and freshness …")
     model = run_model(shape["plans"])
     live = []
-    for i, ((partners, share), fed) in enumerate(zip(LIVE, shape["rates"], strict=True)):
+    for i, ((partners, share, streams), fed) in enumerate(zip(LIVE, shape["rates"], strict=True)):
         fed = rate if rate and i == 0 else fed
-        live.append(run_live(size, fed, duration or shape["duration"], progress, partners, share))
+        args = (partners, share, streams)
+        live.append(run_live(size, fed, duration or shape["duration"], progress, *args))
     return {
         "workload": "overload",
         "size": size,
