@@ -175,7 +175,7 @@ def test_a_batch_read_from_files_splits_its_own_arrivals(
 
 @settings(max_examples=1)
 @given(seed=st.integers(0, 10_000), budget=st.integers(1, 40), fresh=st.booleans())
-@example(seed=7, budget=8, fresh=False)
+@example(seed=7, budget=8, fresh=True)
 def test_a_multi_way_join_on_the_operator_sheds_its_inputs_probes(
     spark: SparkSession,
     tmp_path_factory: pytest.TempPathFactory,

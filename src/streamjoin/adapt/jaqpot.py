@@ -201,7 +201,11 @@ def _prune(
     others')."""
     covered = {s: sum(supplies[p].get(s, 0.0) * x for p, x in given.items()) for s in needed}
     for p in reversed(order):
-        slack = [(covered[s] - needed[s]) / per for s, per in supplies[p].items() if s in needed]
+        slack = [
+            (covered[s] - needed[s]) / per
+            for s, per in supplies[p].items()
+            if s in needed and per > _EPS  # (a hop after one that finds nothing stores none)
+        ]
         cut = min(max(min(slack, default=0.0), 0.0), given[p])
         if cut <= _EPS:
             continue
@@ -239,7 +243,7 @@ def refresh_rates(
     """
     rates: dict[str, float] = {}
     for p in paths:
-        if p.stream not in freshness:
+        if p.stream not in freshness or p.rate <= 0:  # (no new row of it to keep fresh)
             continue
         states = [h for h in p.hops if h.own_state is not None]
         if not states:

@@ -159,10 +159,10 @@ class OverloadController:
     def split(
         self, arrivals: Mapping[str, float], productivity: Mapping[str, float], budget: float
     ) -> dict[str, float]:
-        """The allowances for a batch whose directions' `arrivals` are known (rows a second of
-        its interval), by the pairs a probe finds and the `budget` of a decision: the budget
-        then bounds this batch's work, not the average batch's (a rate that steps up is met in
-        the batch it arrives in). Exact when the budget covers the batch."""
+        """The allowances for a batch whose directions' `arrivals` are known (its rows, in the
+        unit of time `budget` is for), by the pairs a probe finds and the `budget` of a
+        decision: the budget then bounds this batch's work, not the average batch's (a rate
+        that steps up is met in the batch it arrives in). Exact when the budget covers it."""
         figures = {f"rate:{d}": float(arrivals.get(d, 0.0)) for d in self.directions}
         figures |= {f"rho:{d}": float(productivity.get(d, 0.0)) for d in self._probing}
         return self._analyse(0, figures, budget).allowances

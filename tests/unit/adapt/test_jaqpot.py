@@ -141,3 +141,20 @@ def test_a_cover_takes_back_what_later_choices_supply_too() -> None:
     assert chosen.feasible
     assert chosen.covered["S1"] >= 2.0 - 1e-9
     assert chosen.covered["S2"] >= 2.0 - 1e-9
+
+
+def test_a_cover_over_a_hop_that_finds_nothing() -> None:
+    # a's combinations a+b find no c row: a's path stores none in a+b+c, which c covers.
+    a = InputPath("a", 1.0, (Hop(1.0), Hop(0.0, "a+b", 50.0), Hop(1.0, "a+b+c", 50.0)))
+    c = InputPath("c", 1.0, (Hop(1.0), Hop(1.0, "a+b+c", 50.0)))
+    needed = {"a+b": 0.2, "a+b+c": 0.2}
+    given = cover([a, c], needed, budget=10.0)
+    assert given is not None
+    assert given["a"] * a.refresh()["a+b"] >= 0.2 - 1e-9
+    assert given["c"] * c.refresh()["a+b+c"] >= 0.2 - 1e-9
+
+
+def test_a_stream_without_arrivals_needs_no_refresh() -> None:
+    quiet = InputPath("a", 0.0, (Hop(1.0), Hop(1.0, "a+b", 10.0)), rows=0.0)
+    busy = InputPath("b", 10.0, (Hop(1.0), Hop(1.0, "a+b", 10.0)), rows=100.0)
+    assert refresh_rates([quiet, busy], {"a": 20.0, "b": 20.0}) == pytest.approx({"a+b": 1.0})

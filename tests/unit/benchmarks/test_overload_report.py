@@ -54,6 +54,14 @@ def test_the_model_run_and_its_rows() -> None:
             "budget": None,
             "budget_from": "the trigger",
         },
+        {
+            "streams": 4,
+            "partners": 1,
+            "ways": ways,
+            "rate_per_stream": 1.0,
+            "budget": 5,
+            "budget_from": "measured",
+        },
     ]
     report = {"model": model, "live": live}
     rows = {target.split(": ", 1)[1]: met for target, _, met in overload_targets("o.json", report)}
@@ -65,9 +73,11 @@ def test_the_model_run_and_its_rows() -> None:
         "rates 1:10, linear, at 40 % budget: JAQPOT ≥ 1.3× uniform shedding (model)": True,
         "rates 1:10, four streams: ≥ 2× the paper's best heuristic (model)": False,
         "rates 1:10, two-way, live at 40 % budget: JAQPOT ≥ 1.5× uniform shedding": False,
+        "rates 1:10, four-way linear, live at 40 % budget: JAQPOT ≥ 1.3× uniform shedding": True,
         "latency bounded under shedding where exact's grows": True,
     }
     lines = overload_lines({"overload-quick.json": report})
     assert sum(line.startswith("| table3") or line.startswith("| selective") for line in lines) == 8
     assert sum(line.startswith("| asymmetric") for line in lines) == 5
-    assert sum(line.startswith("| 1 partner(s)") for line in lines) == 3
+    assert sum(line.startswith("| 2 streams, 1 partner(s)") for line in lines) == 3
+    assert sum(line.startswith("| 4 streams") for line in lines) == 3
