@@ -75,8 +75,9 @@ def _run_one(
             # run Python in the driver, Spark's native join does not), and the engine's peak
             # memory is its own.
             live_run = asdict(live)
+            log = os.path.join(base, "engine.err")  # (its whole stderr: a failure's trace)
             result.extend(
-                run_engine_process(engine, [(job, workdir)], None, live_run, master=master)
+                run_engine_process(engine, [(job, workdir)], None, live_run, master=master, log=log)
             )
 
     thread = threading.Thread(target=engine_run, name=f"bench-{engine}", daemon=True)

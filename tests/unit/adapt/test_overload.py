@@ -141,7 +141,7 @@ def test_freshness_keeps_a_chains_combinations_refreshed() -> None:
         "a+b": DirectionStats(20, 20, 20),
         "c": DirectionStats(100, 100, 1000),
     }
-    chosen = {}
+    chosen: dict[float | None, dict[str, float]] = {}
     for fresh in (None, 40.0):
         loop = OverloadController(
             ("a", "b", "c"),
@@ -159,6 +159,6 @@ def test_freshness_keeps_a_chains_combinations_refreshed() -> None:
     assert chosen[None] == pytest.approx({"a": 0.01, "b": 0.01, "c": 1.0})
     # 200 combinations held 10 s, a row of a 10 s window at most 40 s old in an output: 200 /
     # 30 = 6.7 a second into a+b, 80 of the 1100 units (a probe of a or b: 1.2 units, 0.1 in).
-    fresh = chosen[40.0]
-    assert fresh["a"] * 120 + fresh["b"] * 120 == pytest.approx(80.0, rel=0.05)
-    assert fresh["c"] == pytest.approx(1020 / 1100, rel=0.01)
+    covered = chosen[40.0]
+    assert covered["a"] * 120 + covered["b"] * 120 == pytest.approx(80.0, rel=0.05)
+    assert covered["c"] == pytest.approx(1020 / 1100, rel=0.01)
