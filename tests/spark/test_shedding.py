@@ -112,6 +112,16 @@ THREE_WAY = (
 )
 
 
+def _three_way(tmp_path: Path, options: str) -> Job:
+    """`THREE_WAY`'s combinations into a parquet sink ``g``, shedding with `options`."""
+    sink = f"CREATE SINK g WITH (format = 'parquet', path = '{tmp_path / 'g'}');"
+    insert = (
+        f"INSERT INTO g SELECT a.id AS aid, b.id AS bid, c.id AS cid FROM {THREE_WAY} "
+        f"WITH (overload = 'shed', {options});"
+    )
+    return parse_job("\n".join([*(stream_ddl(s) for s in "ABC"), sink, insert]))
+
+
 @settings(max_examples=1)
 @given(seed=st.integers(0, 10_000), budget=st.integers(1, 40))
 @example(seed=7, budget=8)
@@ -119,12 +129,7 @@ def test_a_multi_way_join_sheds_per_input_and_counts_the_rest(
     spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int, budget: int
 ) -> None:
     tmp_path = tmp_path_factory.mktemp("shed3")
-    sink = f"CREATE SINK g WITH (format = 'parquet', path = '{tmp_path / 'g'}');"
-    insert = (
-        f"INSERT INTO g SELECT a.id AS aid, b.id AS bid, c.id AS cid FROM {THREE_WAY} "
-        f"WITH (overload = 'shed', budget = '{budget}', shed_count = 'exact');"
-    )
-    job = parse_job("\n".join([*(stream_ddl(s) for s in "ABC"), sink, insert]))
+    job = _three_way(tmp_path, f"budget = '{budget}', shed_count = 'exact'")
     batches = make_batches(seed, streams=("A", "B", "C"), n_batches=4, rows_per_batch=8, keys=2)
     reports = run_batches(spark, job, batches, tmp_path / "ckpt")
     exact = Counter(normalize(run_reference(job, batches).outputs["q1"]))
@@ -187,13 +192,7 @@ def test_a_multi_way_join_on_the_operator_sheds_its_inputs_probes(
     # combinations its probes do not find are in no level above (JAQPOT's stale MIR), so the
     # loss is estimated, and every row written is a true one, once, across a replay.
     tmp_path = tmp_path_factory.mktemp("shed3op")
-    sink = f"CREATE SINK g WITH (format = 'parquet', path = '{tmp_path / 'g'}');"
-    insert = (
-        f"INSERT INTO g SELECT a.id AS aid, b.id AS bid, c.id AS cid FROM {THREE_WAY} "
-        f"WITH (overload = 'shed', budget = '{budget}'"
-        + (", freshness = '20 seconds');" if fresh else ");")
-    )
-    job = parse_job("\n".join([*(stream_ddl(s) for s in "ABC"), sink, insert]))
+    job = _three_way(tmp_path, f"budget = '{budget}'" + (", freshness = '20 seconds'" * fresh))
     batches = make_batches(seed, streams=("A", "B", "C"), n_batches=5, rows_per_batch=10, keys=2)
     ckpt = tmp_path / "ckpt"
     counted = LevelIndexes.shed_counts

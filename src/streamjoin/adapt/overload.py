@@ -73,9 +73,6 @@ class Decision:
     """Probes a second exact processing would need."""
     feasible: bool = True
     """False when the freshness predicates cannot be met within the budget."""
-    productivity: dict[str, float] = field(default_factory=dict)
-    """Per direction, the pairs a probe found (ρ_h) in the figures the split was made from:
-    with `budget`, what a batch's own arrivals are split by (`OverloadController.split`)."""
 
     @property
     def exact(self) -> bool:
@@ -166,6 +163,16 @@ class OverloadController:
         figures = {f"rate:{d}": float(arrivals.get(d, 0.0)) for d in self.directions}
         figures |= {f"rho:{d}": float(productivity.get(d, 0.0)) for d in self._probing}
         return self._analyse(0, figures, budget).allowances
+
+    def latest(self) -> tuple[float, dict[str, float]] | None:
+        """The budget (work a second) and the pairs a probe found per direction and hop, as of
+        the last analysis (within ε of the figures now): what a batch's own arrivals are split
+        by (`split`); None before the first."""
+        figures = self._analysed
+        if not figures:
+            return None
+        budget = self.budget if self.budget is not None else figures["mu"]
+        return budget, {d: figures.get(f"rho:{d}", 0.0) for d in self._probing}
 
     def outputs_per_probe(self, direction: str, productivity: Mapping[str, float]) -> float:
         """The query's rows a probe of `direction` yields along its path, by `productivity`
@@ -267,16 +274,15 @@ class OverloadController:
         demand = sum(p.capacity for p in paths)
         if budget is None:
             budget = self.budget if self.budget is not None else figures["mu"]
-        rho = {d: figures.get(f"rho:{d}", 0.0) for d in self._probing}
         if self.mode == "exact" or budget >= demand:
             exact = {d: 1.0 for d in self.directions}
             output = sum(p.productivity * p.capacity for p in paths)
-            return Decision(batch, exact, output, budget, demand, productivity=rho)
+            return Decision(batch, exact, output, budget, demand)
         if self.policy == "uniform":
             share = budget / demand
             output = sum(p.productivity * p.capacity * share for p in paths)
             uniform = {d: share for d in self.directions}
-            return Decision(batch, uniform, output, budget, demand, productivity=rho)
+            return Decision(batch, uniform, output, budget, demand)
         needed = refresh_rates(paths, self.freshness) if self.freshness else {}
         if needed is None:  # (a predicate shorter than its stream's own window: none can)
             chosen = dataclasses.replace(jaqpot(paths, budget), feasible=False)
@@ -286,6 +292,4 @@ class OverloadController:
         for p in paths:
             share = chosen.resources.get(p.stream, 0.0) / p.capacity if p.capacity else 1.0
             allowances[p.stream] = min(max(share, self.explore), 1.0)
-        return Decision(
-            batch, allowances, chosen.output, budget, demand, chosen.feasible, productivity=rho
-        )
+        return Decision(batch, allowances, chosen.output, budget, demand, chosen.feasible)

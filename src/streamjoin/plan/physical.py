@@ -45,7 +45,7 @@ from streamjoin.plan.retention import (
 from streamjoin.plan.rollup import RollupPlan
 from streamjoin.plan.shared import LEFT, RIGHT, SharedGroup, candidate, shared_query
 from streamjoin.plan.shared_multiway import multiway_candidate, shared_core
-from streamjoin.plan.shedding import check_shedding
+from streamjoin.plan.shedding import check_freshness, check_shedding
 from streamjoin.plan.streams import StreamPlan
 
 if t.TYPE_CHECKING:
@@ -193,6 +193,10 @@ def plan_job(
     clash = plan_clash(job, run, {q.name: pair_parts(job, q) for q in run}) if run else None
     fixed = clash.orders if clash is not None else {}
     multiway = tuple(plan_multiway(job, q, fixed.get(q.name)) for q in run)
+    for qp in queries:
+        check_freshness(job, qp.query, qp.parts.window is not None)
+    for mp in multiway:
+        check_freshness(job, mp.query, None not in mp.retain_us)
     used = {side.stream for q in job.queries for side in q.sides}
     used |= {s for g in job.group_queries for s in g.streams}
     active = [s for s in job.streams if every_stream or s.name in used]

@@ -56,3 +56,19 @@ def check_shedding(job: Job, query: Query) -> None:
     if why is not None:
         msg = f"query {query.name}: overload = 'shed' is not supported: {why}"
         raise UnsupportedError(msg, line=query.line, col=1, text="overload", source=job.source)
+
+
+def check_freshness(job: Job, query: Query, bounded: bool) -> None:
+    """Refuse ``freshness`` where an input's rows are kept for good (`bounded` false: a
+    full-history join, or an input no window bounds): a row written may then hold one of any
+    age, so no split of the budget could meet it.
+
+    Raises:
+        UnsupportedError: naming the query.
+    """
+    if freshness(query) is not None and not bounded:
+        msg = (
+            f"query {query.name}: freshness needs every input bounded by a time window; an "
+            "input kept for its whole history can be in a row written at any age"
+        )
+        raise UnsupportedError(msg, line=query.line, col=1, text="freshness", source=job.source)

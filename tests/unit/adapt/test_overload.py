@@ -90,18 +90,19 @@ def test_a_batchs_own_arrivals_are_split_within_the_budget() -> None:
     # L: 6 units a row (its probe, 5 pairs), R: 1.5 units; 7500 needed, 7000 allowed.
     decision = loop.observe(_batch(0, 2.0, (1000, 1000, 5000), (1000, 1000, 500)))
     assert decision is not None
-    assert decision.productivity == pytest.approx({"L": 5.0, "R": 0.5})
+    latest = loop.latest()
+    assert latest is not None
+    budget, productivity = latest
+    assert (budget, productivity) == pytest.approx((7000.0, {"L": 5.0, "R": 0.5}))
     assert decision.allowances == pytest.approx({"L": 1.0, "R": 2 / 3})
     # A batch at the rates the split was made at: the same split.
     rows = {"L": 1000.0, "R": 1000.0}
-    assert loop.split(rows, decision.productivity, decision.budget) == pytest.approx(
-        decision.allowances
-    )
+    assert loop.split(rows, productivity, budget) == pytest.approx(decision.allowances)
     # R's rate triples in this batch: R's probes get what L leaves, a third as many each.
-    split = loop.split({"L": 1000.0, "R": 3000.0}, decision.productivity, decision.budget)
+    split = loop.split({"L": 1000.0, "R": 3000.0}, productivity, budget)
     assert split == pytest.approx({"L": 1.0, "R": 2 / 9})
     # A batch the budget covers is exact.
-    calm = loop.split({"L": 500.0, "R": 500.0}, decision.productivity, decision.budget)
+    calm = loop.split({"L": 500.0, "R": 500.0}, productivity, budget)
     assert calm == pytest.approx({"L": 1.0, "R": 1.0})
 
 
@@ -126,8 +127,10 @@ def test_a_chains_directions_are_split_along_their_paths() -> None:
     # b: 500, 200, and 300 of b's 1400.
     assert decision.demand == pytest.approx(2100.0)
     assert decision.allowances == pytest.approx({"a": 1.0, "b": 300 / 1400, "c": 1.0})
-    assert loop.outputs_per_probe("a", decision.productivity) == pytest.approx(2.0)
-    assert loop.outputs_per_probe("b", decision.productivity) == pytest.approx(0.2)
+    latest = loop.latest()
+    assert latest is not None
+    assert loop.outputs_per_probe("a", latest[1]) == pytest.approx(2.0)
+    assert loop.outputs_per_probe("b", latest[1]) == pytest.approx(0.2)
 
 
 def test_freshness_keeps_a_chains_combinations_refreshed() -> None:

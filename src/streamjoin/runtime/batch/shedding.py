@@ -203,10 +203,15 @@ class Shedding:
                 side: current.allowances[side] if current else before.get(side, 1.0)
                 for side in names
             }
-            if current is not None:  # (what the next batch's arrivals are split by)
-                decided[q.name]["budget.batch"] = current.budget * self.trigger_seconds
-                for way, productivity in current.productivity.items():
-                    decided[q.name][f"rho.{way}"] = productivity
+            # (What the next batch's arrivals are split by: the controller's figures, or, in
+            # a restart's first batch, before it has any, those the batch before left.)
+            latest = loop.latest()
+            if latest is not None:
+                decided[q.name]["budget.batch"] = latest[0] * self.trigger_seconds
+                decided[q.name] |= {f"rho.{way}": rho for way, rho in latest[1].items()}
+            else:
+                split = ("budget.batch", "rho.")
+                decided[q.name] |= {k: v for k, v in before.items() if k.startswith(split)}
             for side in names:  # (the run's totals, kept with the allowances)
                 for key, now in ((f"shed.{side}", side), (f"missed.{side}", f"{side}.pairs")):
                     decided[q.name][key] = before.get(key, 0.0) + mine[now]
