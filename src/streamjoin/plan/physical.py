@@ -193,8 +193,9 @@ def plan_job(
     clash = plan_clash(job, run, {q.name: pair_parts(job, q) for q in run}) if run else None
     fixed = clash.orders if clash is not None else {}
     multiway = tuple(plan_multiway(job, q, fixed.get(q.name)) for q in run)
-    for qp in queries:
-        check_freshness(job, qp.query, qp.parts.window is not None)
+    for qp in queries:  # (a side is bounded by its window, or by a column it leaves by)
+        ends = zip(side_retention(qp), qp.expiry, strict=True)
+        check_freshness(job, qp.query, all(k is not None or e is not None for k, e in ends))
     for mp in multiway:
         check_freshness(job, mp.query, None not in mp.retain_us)
     used = {side.stream for q in job.queries for side in q.sides}

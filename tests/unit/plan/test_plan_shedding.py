@@ -64,5 +64,10 @@ def test_the_options_name_their_bad_values() -> None:
     with pytest.raises(UnsupportedError, match="freshness needs every input bounded"):
         ever = "FROM A a JOIN B b ON a.k = b.k WITH (overload = 'shed', freshness = '1 minute')"
         _plan(f"INSERT INTO s SELECT a.id AS i {ever}")
+    with pytest.raises(UnsupportedError, match="freshness needs every input bounded"):
+        # (b's rows meet every later a row: kept for good.)
+        after = "FROM A a JOIN B b ON a.k = b.k AND b.ts <= a.ts"
+        fresh = "WITH (overload = 'shed', freshness = '1 minute')"
+        _plan(f"INSERT INTO s SELECT a.id AS i {after} {fresh}")
     with pytest.raises(JobError, match="budget is the probes a batch may make"):
         _plan(f"INSERT INTO s SELECT a.id AS i {JOIN} WITH (overload = 'shed', budget = '0.5')")

@@ -203,8 +203,8 @@ class Shedding:
                 side: current.allowances[side] if current else before.get(side, 1.0)
                 for side in names
             }
-            # (What the next batch's arrivals are split by: the controller's figures, or, in
-            # a restart's first batch, before it has any, those the batch before left.)
+            # (What the next batch's arrivals are split by: the controller's figures, or,
+            # while it has none, those the batch before left.)
             latest = loop.latest()
             if latest is not None:
                 decided[q.name]["budget.batch"] = latest[0] * self.trigger_seconds
