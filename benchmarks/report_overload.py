@@ -72,14 +72,19 @@ def overload_targets(file: str, report: Report) -> list[tuple[str, str, bool | N
             # of falling behind, third over first; exact's does, or it falls behind.)
             grows = [w.get("latency_growth") for w in (exact, shed)]
             bounded = shed.get("drained") and grows[1] is not None and grows[1] <= 2.0
+            if exact.get("error"):  # (its run failed: no latency to set beside shedding's)
+                seen = f"exact failed ({exact['error']})"
+            else:
+                seen = (
+                    f"exact p99 {exact.get('latency_p99_s')} s, growth ×{grows[0]} "
+                    f"({'keeps up' if exact.get('keeps_up') else 'falls behind'})"
+                )
             rows.append(
                 (
                     f"overload (`{file}`): latency bounded under shedding where exact's grows",
-                    f"exact p99 {exact.get('latency_p99_s')} s, growth ×{grows[0]} "
-                    f"({'keeps up' if exact.get('keeps_up') else 'falls behind'}); JAQPOT "
-                    f"p99 {shed.get('latency_p99_s')} s, growth ×{grows[1]} "
+                    f"{seen}; JAQPOT p99 {shed.get('latency_p99_s')} s, growth ×{grows[1]} "
                     f"({live['partners']} partners a probe)",
-                    bool(bounded) and not exact.get("keeps_up"),
+                    None if exact.get("error") else bool(bounded) and not exact.get("keeps_up"),
                 )
             )
     return rows
