@@ -32,7 +32,7 @@ from streamjoin.runtime.sources import empty_relation
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from streamjoin.model import StreamDef
+    from streamjoin.model import Query, StreamDef
     from streamjoin.plan import MultiwayPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.multiway.levels import LevelIndexes
@@ -154,7 +154,7 @@ def on_operator(ctx: BatchContext, operates: bool) -> bool:
     return operates and not exact
 
 
-def _aliases(query: t.Any) -> list[str]:
+def _aliases(query: Query) -> list[str]:
     """A query's inputs' aliases, as its shedding directions name them."""
     return [s.alias.lower() for s in query.sides]
 
