@@ -7,8 +7,8 @@ load shedding's, in JAQPOT's model and on a live stream.
 
 **Model** (`benchmarks.overload_model`): the paper's plans and policies in its fractional model.
 
-**Live**: a two-way equi join fed at a rate (`benchmarks.rate`), three ways, each in a process of
-its own:
+**Live**: equi joins fed at a rate (`benchmarks.rate`), three ways, each in a process of its
+own:
 
 - ``exact``: the query as written;
 - ``jaqpot``: ``WITH (overload = 'shed')``, the allowances JAQPOT's controller picks;
@@ -16,8 +16,8 @@ its own:
 
 The workload makes the directions differ as JAQPOT's setting does (issue 70): stream ``a``
 (``l``) arrives at a tenth of ``b``'s (``r``) rate, within 10 s of each other on a key, and
-``r``'s rate steps up 3× for the middle third of the run and back (a fluctuating rate). Two
-cases:
+``r``'s rate steps up 3× for the middle third of the run and back (a fluctuating rate). Three
+cases (`LIVE`):
 
 - **one partner** (`LIVE`'s first): an ``l`` row's probe of the 10 s of ``r`` before it finds
   about one partner, an ``r`` row's about a tenth of one. The budget is 40 % of the work exact
@@ -31,6 +31,9 @@ cases:
   and pairs are a small part of a batch's work, most of it the reading and storing of every
   row, which shedding does not skip: skipping all but a trickle of the probes left the batch's
   time unchanged in our runs.)
+- **four streams** (`chain_case`): ((a ⋈ b) ⋈ c) ⋈ d at 1:10:1:10 on the operator's chain of
+  levels, one partner a slow probe, 40 % of exact's work (its rows and output; its
+  combinations' probes, about a tenth of its rows, are not counted in it).
 
 Reported per case and way: output pairs and pairs per second of the run, their share of
 exact's, latency p50/p99 and whether it kept up (`benchmarks.rate`), the skipped probes.
