@@ -66,11 +66,9 @@ def directions(chain: Chain, aliases: t.Sequence[str]) -> tuple[tuple[str, str],
     (JAQPOT's half-way joins): the first level's both sides are inputs, by alias; a later
     level's left rows are the combinations of the inputs before it (``a+b``), its right an
     input's."""
-    out = []
-    for n, level in enumerate(chain.levels):
-        left = "+".join(aliases[i] for i in level.inputs) if n else aliases[level.inputs[0]]
-        out.append((left, aliases[level.new]))
-    return tuple(out)
+    return tuple(
+        ("+".join(aliases[i] for i in level.inputs), aliases[level.new]) for level in chain.levels
+    )
 
 
 def routes(chain: Chain, aliases: t.Sequence[str]) -> dict[str, tuple[str, ...]]:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import typing as t
 
 from streamjoin.runtime.batch.indexsql import banded, index_band, nested, runs
-from streamjoin.runtime.batch.shedding import SCALE, SIDES
+from streamjoin.runtime.batch.shedding import SCALE
 
 if t.TYPE_CHECKING:
     from streamjoin.plan import QueryPlan, StreamPlan
     from streamjoin.runtime.batch.context import BatchContext
-    from streamjoin.runtime.batch.shedding import Shed
 
 
 ONE_TASK_ROWS = 20_000
@@ -61,10 +60,11 @@ def counted_units(ctx: BatchContext, qp: QueryPlan) -> int:
     return 0
 
 
-def shed_cuts(shed: Shed, count: bool) -> str:
-    """Shedding's test for a probe (`JoinIndex.probing`): each side's cut of the hash's scale
-    below which a row probes, and whether the pairs of those that do not are counted."""
-    cuts = (str(int(shed.allowances[side] * SCALE)) for side in SIDES)
+def shed_cuts(left: float, right: float, count: bool) -> str:
+    """Shedding's test for a probe (`JoinIndex.probing`) whose sides' rows probe at allowances
+    `left` and `right`: each side's cut of the hash's scale below which a row probes, and
+    whether the pairs of those that do not are counted."""
+    cuts = (str(int(allowance * SCALE)) for allowance in (left, right))
     return ",".join((*cuts, "count" if count else "estimate"))
 
 

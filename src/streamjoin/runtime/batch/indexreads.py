@@ -79,7 +79,10 @@ class ProbeReads:
         if (sampled := range_sample(ctx, qp)) is not None:
             width, ranges, step = sampled
             self.sampling[q.name] = (lambda: str(sample(step)), width, ranges)
-        return units, "" if shed is None else shed_cuts(shed, counts_shed_pairs(q))
+        if shed is None:
+            return units, ""
+        left, right = (shed.allowances[side] for side in SIDES)
+        return units, shed_cuts(left, right, counts_shed_pairs(q))
 
     def unit_counts(self, ctx: BatchContext) -> dict[str, list[int]]:
         """The rows per unit that the batch's probes counted, by query. A row with a NULL key

@@ -23,16 +23,17 @@ from pyspark.sql import DataFrame
 from streamjoin.plan.chain import Chain, Level, chain_order, directions, plan_chain, routes
 from streamjoin.plan.probeorder import column_name
 from streamjoin.plan.shedding import counts_shed_pairs, sheds
-from streamjoin.runtime.batch.indexfit import CHAIN_ONE_TASK_ROWS, one_task
+from streamjoin.runtime.batch.indexfit import CHAIN_ONE_TASK_ROWS, one_task, shed_cuts
 from streamjoin.runtime.batch.indexplans import batch_input, batch_rows
-from streamjoin.runtime.batch.shedding import SCALE, Shed, allowances
+from streamjoin.runtime.batch.shedding import Shed, allowances
+from streamjoin.runtime.batch.shedding import directions as aliases_of
 from streamjoin.runtime.multiway.terms import renamed
 from streamjoin.runtime.sources import empty_relation
 
 if t.TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from streamjoin.model import Query, StreamDef
+    from streamjoin.model import StreamDef
     from streamjoin.plan import MultiwayPlan
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.multiway.levels import LevelIndexes
@@ -84,7 +85,7 @@ class ChainJoins:
         for name, (shed, chain) in self._shed.items():
             found: dict[str, int] = {}
             fed: dict[str, int] = {}
-            names = directions(chain, _aliases(shed.query))
+            names = directions(chain, aliases_of(shed.query))
             before = 0
             for n, (level, (left, right)) in enumerate(zip(chain.levels, names, strict=True)):
                 found[left], found[right] = self.levels.shed_counts(
@@ -154,11 +155,6 @@ def on_operator(ctx: BatchContext, operates: bool) -> bool:
     return operates and not exact
 
 
-def _aliases(query: Query) -> list[str]:
-    """A query's inputs' aliases, as its shedding directions name them."""
-    return [s.alias.lower() for s in query.sides]
-
-
 class _Query:
     """One multi-way query's work in one batch."""
 
@@ -175,10 +171,13 @@ class _Query:
         self.streams: list[StreamDef] = [ctx.plan.job.stream(s.stream) for s in mp.query.sides]
         # (JAQPOT on a chain: only an input's rows are rationed; a level's new combinations
         # all probe, as many as the inputs' allowances let through.)
-        aliases = _aliases(mp.query)
-        ways, stay = routes(self.chain, aliases), self._residence(aliases)
-        given = allowances(ctx.prev, mp.query, ctx.arrivals, ways, stay)
-        self.shed = None if given is None else Shed(mp.query, given, routes=ways, residence=stay)
+        self.shed: Shed | None = None
+        if sheds(mp.query):
+            aliases = aliases_of(mp.query)
+            ways, stay = routes(self.chain, aliases), self._residence(aliases)
+            given = allowances(ctx.prev, mp.query, ctx.arrivals, ways, stay)
+            assert given is not None  # (a query that sheds)
+            self.shed = Shed(mp.query, given, routes=ways, residence=stay)
 
     def _residence(self, aliases: Sequence[str]) -> dict[str, float]:
         """Seconds a row stays in each input's state and each level's combinations'
@@ -205,11 +204,11 @@ class _Query:
                     (level.key, partial(self._stored, level), self._parts(level))
                     for level in chain.levels
                 ]
-                cuts = self._cuts()
-                return self.joins.levels.probe_chain(ctx, levels, (wm, wm), planned, cuts)
+                return self.joins.levels.probe_chain(ctx, levels, (wm, wm), planned, self._cuts())
         plans = [ctx.plan.stream(s.name) for s in self.streams]
         together = one_task(ctx, *plans)
         left = self._input(chain.order[0], self.deltas[self.streams[chain.order[0]].name])
+        cuts = self._cuts()
         found: DataFrame | None = None
         for n, level in enumerate(chain.levels):
             last = n == len(chain.levels) - 1
@@ -224,7 +223,7 @@ class _Query:
                 (wm, wm),
                 lambda pairs, level=level, last=last: self._output(level, pairs, last),  # type: ignore[misc]
                 together,
-                self._cuts()[n],
+                cuts[n],
             )
             left = ctx.scratch.view(found, f"_sj_chain_{len(ctx.scratch.views)}")
         assert found is not None
@@ -237,11 +236,10 @@ class _Query:
         if self.shed is None:
             return [""] * len(self.chain.levels)
         given = self.shed.allowances
-        out = []
-        for left, right in directions(self.chain, _aliases(self.mp.query)):
-            cuts = (int(given.get(left, 1.0) * SCALE), int(given[right] * SCALE))
-            out.append(f"{cuts[0]},{cuts[1]},estimate")
-        return out
+        return [
+            shed_cuts(given.get(left, 1.0), given[right], count=False)
+            for left, right in directions(self.chain, aliases_of(self.mp.query))
+        ]
 
     def _parts(self, level: Level) -> int:
         """`level`'s partitions: by its equality keys, or one (a nested loop)."""
