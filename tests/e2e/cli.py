@@ -34,11 +34,13 @@ def class_archive() -> str:
     return f" -XX:SharedArchiveFile={path} -Xlog:cds*=off"
 
 
-def quick_driver(extra: str = "") -> dict[str, str]:
+def quick_driver(extra: str = "", memory: str | None = None) -> dict[str, str]:
     """The ``PYSPARK_SUBMIT_ARGS`` of a test's driver: `QUICK_JIT`, the parallel collector, the
-    class-data archive if there is one, and `extra` JVM options."""
+    class-data archive if there is one, and `extra` JVM options; a heap of `memory` (as
+    ``--driver-memory`` takes it) where given, else Spark's default."""
     options = f"{QUICK_JIT} -XX:+UseParallelGC{class_archive()}{extra}"
-    submit = f'--conf "spark.driver.extraJavaOptions={options}" pyspark-shell'
+    heap = f"--driver-memory {memory} " if memory else ""
+    submit = f'{heap}--conf "spark.driver.extraJavaOptions={options}" pyspark-shell'
     return {"PYSPARK_SUBMIT_ARGS": submit}
 
 

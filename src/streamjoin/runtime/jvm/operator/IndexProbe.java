@@ -74,7 +74,6 @@ final class IndexProbe implements FlatMapFunction {
   }
 
   public Iterator call(Object rows) {
-    ArrayList out = new ArrayList();
     int shed = cuts == null ? 0 : 4;
     counts = units + shed > 0 ? new long[units + shed] : null;
     test = output == null ? null : output.test();
@@ -96,17 +95,7 @@ final class IndexProbe implements FlatMapFunction {
       Object had = JoinIndex.COUNTS.putIfAbsent(name + "@" + batch, tasks);
       ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);
     }
-    Iterator it = found.entrySet().iterator();
-    while (it.hasNext()) {
-      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-      IndexPart part = JoinIndex.part(name, ((Integer) e.getKey()).intValue());
-      apply(part, (ArrayList[]) e.getValue(), out);
-    }
-    ArrayList made = output == null ? out : output.project(out);
-    if (alone != null) {
-      made.addAll(alone.project(unmatched()));
-    }
-    return made.iterator();
+    return new ProbePairs(this, found.entrySet().iterator());
   }
 
   /** The rows without a partner that every partition decides (the task holds them all), as
@@ -130,86 +119,131 @@ final class IndexProbe implements FlatMapFunction {
     return out;
   }
 
-  /** Probes and extends one partition with its rows of the batch (the delta rule). */
+  /** Probes and extends one partition with its rows of the batch (the delta rule), its pairs
+   * into {@code out}: what {@link ProbePairs} does a chunk at a time. */
   void apply(IndexPart part, ArrayList[] delta, ArrayList out) {
     synchronized (part) {
-      if (drains) {  // (new left rows meet its right rows, new right rows its left ones)
-        find(delta[0], part, 1, out);
-        find(delta[1], part, 0, out);
-        return;
+      int[][] older = store(part, delta);
+      for (int side = 0; side < 2; side++) {
+        for (int i = 0; i < delta[side].size(); i++) {
+          find((IndexRows.Entry) delta[side].get(i), part, 1 - side, older, out);
+        }
       }
+      settle(part, delta);
+    }
+  }
+
+  /** Stores the batch's rows {@code delta} in {@code part} before any probes (an index that
+   * drains stores none), and returns, per table and side, the slot its first new row took:
+   * a new right row probes only the left rows below it, so that a new pair of rows is found
+   * once, by the left one's probe. */
+  int[][] store(IndexPart part, ArrayList[] delta) {
+    if (!drains) {
       if (part.version == batch) {
         part.undo(batch);
       } else if (part.version > batch) {
         throw new IllegalStateException(
             "streamjoin: index " + name + " is at batch " + part.version + ", past " + batch);
       }
-      part.addStored(delta[1], 1);
-      find(delta[0], part, 1, out);
-      find(delta[1], part, 0, out);
-      if (marker != null) {  // (stored before they probed: their marks go to their slots)
-        part.syncMatched(delta[1], 1);
-      }
-      if (marker != null && marks == null && JoinIndex.sharesMarks(marker, fields)) {
-        part.probedMatched(delta[0], 0);  // (copies marked apart: `decide`'s vetoes)
-        part.probedMatched(delta[1], 1);
-      }
+      part.version = batch;  // (before its rows are added: a rerun takes them back)
       part.addStored(delta[0], 0);
-      part.version = batch;  // (before a spill that may fail: a rerun takes the rows back)
-      part.fit();
+      part.addStored(delta[1], 1);
     }
-  }
-
-  /** The pairs of each probing row of {@code delta} with the rows of side {@code other} of
-   * its table of {@code part} of its key, or, a band's, of its key in each bucket of its range
-   * (for one equality key, each bucket is a key of its own: each pair is found once). */
-  void find(ArrayList delta, IndexPart part, int other, ArrayList out) {
-    boolean left = other == 1;
-    boolean tabbed = fields[IndexRows.TAB] >= 0;
-    for (int i = 0; i < delta.size(); i++) {
-      IndexRows.Entry d = (IndexRows.Entry) delta.get(i);
-      if (!d.probe) {
-        continue;
-      }
-      d.skips = skips(d.row, 1 - other);
-      if (d.skips && !countMissed) {
-        continue;
-      }
-      IndexSide them = part.side(d.tab, other);
-      if (!d.ranged) {
-        pairs(d, them, them.first(d.key), left, tabbed, out);
-        continue;
-      }
-      if (d.hi < d.lo) {  // (an empty range: a NULL band value's, say)
-        continue;
-      }
-      long span = d.hi - d.lo;  // (negative: past a long's range)
-      if (span >= 0 && span < them.keyCount()) {
-        // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
-        for (long b = d.lo; ; b++) {
-          pairs(d, them, them.first(IndexRows.mix(d.eq, b)), left, tabbed, out);
-          if (b == d.hi) {
-            break;
+    int[][] first = new int[part.tables.length][2];
+    for (int t = 0; t < part.tables.length; t++) {
+      first[t][0] = part.tables[t][0].end;
+      first[t][1] = part.tables[t][1].end;
+    }
+    if (!drains) {
+      for (int side = 0; side < 2; side++) {
+        for (int i = 0; i < delta[side].size(); i++) {
+          IndexRows.Entry e = (IndexRows.Entry) delta[side].get(i);
+          if (e.store) {
+            first[e.tab][side]--;  // (a side's new rows are its newest slots)
           }
         }
-        continue;
       }
-      // (A range of more buckets than the other side holds keys, a tiny band's near the ends
-      // of the doubles: a pass over the other side's live rows, never a loop over the range.)
-      for (int j = them.start; j < them.end; j++) {
-        long b = them.buckets[j];
-        if (b >= d.lo && b <= d.hi && them.keys[j] == IndexRows.mix(d.eq, b)) {
-          found(d, them, j, left, tabbed, out);
+    }
+    return first;
+  }
+
+  /** After every probe of {@code part} by the batch's rows {@code delta}: an outer join's
+   * matches of the new rows marked in their slots, or, of copies that only probe here, kept as
+   * vetoes; then the oldest rows spilled where the partition is over its memory. */
+  void settle(IndexPart part, ArrayList[] delta) {
+    if (drains) {
+      return;
+    }
+    if (marker != null) {
+      part.syncMatched(delta[0], 0);
+      part.syncMatched(delta[1], 1);
+    }
+    if (marker != null && marks == null && JoinIndex.sharesMarks(marker, fields)) {
+      part.probedMatched(delta[0], 0);  // (copies marked apart: `decide`'s vetoes)
+      part.probedMatched(delta[1], 1);
+    }
+    part.fit();
+  }
+
+  /** The pairs of probing row {@code d} with the rows of side {@code other} of its table of
+   * {@code part} of its key, or, a band's, of its key in each bucket of its range (for one
+   * equality key, each bucket is a key of its own: each pair is found once); a right row's
+   * only with the left rows below slot {@code older} of its table (those of earlier batches). */
+  void find(IndexRows.Entry d, IndexPart part, int other, int[][] older, ArrayList out) {
+    if (!d.probe) {
+      return;
+    }
+    boolean left = other == 1;
+    boolean tabbed = fields[IndexRows.TAB] >= 0;
+    d.skips = skips(d.row, 1 - other);
+    if (d.skips && !countMissed) {
+      return;
+    }
+    IndexSide them = part.side(d.tab, other);
+    int below = left ? Integer.MAX_VALUE : d.tab < older.length ? older[d.tab][0] : them.end;
+    if (!d.ranged) {
+      pairs(d, them, them.first(d.key), below, left, tabbed, out);
+      return;
+    }
+    if (d.hi < d.lo) {  // (an empty range: a NULL band value's, say)
+      return;
+    }
+    long span = d.hi - d.lo;  // (negative: past a long's range)
+    if (span >= 0 && span < them.keyCount()) {
+      // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
+      for (long b = d.lo; ; b++) {
+        pairs(d, them, them.first(IndexRows.mix(d.eq, b)), below, left, tabbed, out);
+        if (b == d.hi) {
+          break;
         }
+      }
+      return;
+    }
+    // (A range of more buckets than the other side holds keys, a tiny band's near the ends
+    // of the doubles: a pass over the other side's live rows, never a loop over the range.)
+    int end = Math.min(them.end, below);
+    for (int j = them.start; j < end; j++) {
+      long b = them.buckets[j];
+      if (b >= d.lo && b <= d.hi && them.keys[j] == IndexRows.mix(d.eq, b)) {
+        found(d, them, j, left, tabbed, out);
       }
     }
   }
 
-  /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key. */
+  /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key,
+   * those below slot {@code below}. */
   void pairs(
-      IndexRows.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
+      IndexRows.Entry d,
+      IndexSide other,
+      int j,
+      int below,
+      boolean left,
+      boolean tabbed,
+      ArrayList out) {
     for (; j >= 0; j = other.next(j)) {
-      found(d, other, j, left, tabbed, out);
+      if (j < below) {
+        found(d, other, j, left, tabbed, out);
+      }
     }
   }
 

@@ -115,7 +115,7 @@ public final class PlacedIndex {
     probe.keepsCounts = false;
     probe.marksInJvm = false;  // (a row's copies on other executors: `decide`'s vetoes)
     probe.identified = identified;
-    Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
+    PlacedProbe f = new PlacedProbe(name, leftLeast, rightLeast, probe, owners);
     if (units > 0 || probe.cuts != null) {  // (read by JoinIndex.unitCounts: else none)
       f.counted = spark.sparkContext().collectionAccumulator();
       COUNTED.put(name + "@" + batch, f.counted);
@@ -126,7 +126,7 @@ public final class PlacedIndex {
   /** The pairs {@code f} finds in the partitions of {@code owners}, each probed by its rows of
    * {@code rows} ({@code in}'s, shuffled) on its owner. */
   static Dataset onOwners(
-      Dataset in, JavaRDD rows, Probe f, BatchInput output, int parts, String[] owners) {
+      Dataset in, JavaRDD rows, PlacedProbe f, BatchInput output, int parts, String[] owners) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD pairs = placement(spark, parts, owners).zipPartitions(rows, f);
     // (A shuffle after the probe: what reads the pairs, a sink's coalesce or a union of
@@ -161,7 +161,7 @@ public final class PlacedIndex {
         new IndexProbe(name, parts, batch, IndexRows.shuffledFields(in.schema()), 0, output);
     probe.drains = true;
     probe.keepsCounts = false;
-    Probe f = new Probe(name, leftLeast, rightLeast, probe, owners);
+    PlacedProbe f = new PlacedProbe(name, leftLeast, rightLeast, probe, owners);
     if (marker != null) {
       if (into == null) {
         throw new IllegalArgumentException("streamjoin: an outer join's drain of " + name
@@ -336,48 +336,6 @@ public final class PlacedIndex {
       ArrayList out = new ArrayList();
       out.add(new scala.Tuple2(Integer.valueOf(p), here()));
       return out.iterator();
-    }
-  }
-
-  static final class Probe implements FlatMapFunction2 {
-    final String name;
-    final long leftLeast;
-    final long rightLeast;
-    final IndexProbe probe;
-    final String[] owners;
-    CollectionAccumulator counted;  // (null: the probe counts nothing)
-    CollectionAccumulator met;  // (an outer join's drain: the rows that met, sent back)
-
-    Probe(String name, long leftLeast, long rightLeast, IndexProbe probe, String[] owners) {
-      this.name = name;
-      this.leftLeast = leftLeast;
-      this.rightLeast = rightLeast;
-      this.probe = probe;
-      this.owners = owners;
-    }
-
-    public Iterator call(Object placed, Object rows) {
-      int p = partOf((Iterator) placed);
-      IndexPart part = owned(name, p, owners);
-      synchronized (part) {
-        part.expire(leftLeast, rightLeast, null);
-      }
-      Iterator out = probe.call((Iterator) rows);
-      if (met != null && !probe.met.isEmpty()) {
-        long[] sent = new long[3 * probe.met.size()];
-        for (int i = 0; i < probe.met.size(); i++) {
-          System.arraycopy((long[]) probe.met.get(i), 0, sent, 3 * i, 3);
-        }
-        met.add(sent);
-      }
-      if (counted != null) {
-        long[] held;
-        synchronized (part) {
-          held = new long[] {part.size(), part.spilledRows()};
-        }
-        counted.add(new scala.Tuple3(Integer.valueOf(p), probe.counts, held));
-      }
-      return out;
     }
   }
 

@@ -1,0 +1,114 @@
+package streamjoin.operator;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+
+/**
+ * The rows one task's {@link IndexProbe} makes, found as they are read: the batch's rows are
+ * stored in their partitions first, then each partition's probing rows find their pairs a
+ * chunk at a time, then an outer join's rows without a partner follow. So a batch's pairs
+ * stream out of the task to its writer and never wait in memory together (a batch of millions
+ * of pairs would not fit), and a reader that stops early loses no stored row. A task run again
+ * takes the batch's rows back and stores them again ({@link IndexProbe#store}).
+ * Written for janino: no lambdas, raw collections.
+ */
+final class ProbePairs implements Iterator {
+  static final int CHUNK = 4096;  // (candidate pairs found per step, before the query's output)
+
+  final IndexProbe probe;
+  final ArrayList stored = new ArrayList();  // ({partition, its rows per side, older} each)
+  int taken;  // (the partitions probed or being probed)
+  IndexPart part;  // (the partition being probed; null: the next)
+  ArrayList[] delta;
+  int[][] older;  // (IndexProbe#store's: per table and side, the slot of its first new row)
+  int side;  // (the side whose rows probe: 0, left rows probe the right side; then 1)
+  int at;  // (the next of those rows)
+  boolean probed;  // (every partition probed)
+  boolean ended;  // (and an outer join's rows without a partner made)
+  ArrayList chunk = new ArrayList();
+  int next;
+
+  /** Stores the batch's rows {@code parts} (entries of a partition's number and its rows per
+   * side) in their partitions, whose pairs it then finds as they are read. */
+  ProbePairs(IndexProbe probe, Iterator parts) {
+    this.probe = probe;
+    while (parts.hasNext()) {
+      java.util.Map.Entry e = (java.util.Map.Entry) parts.next();
+      IndexPart p = JoinIndex.part(probe.name, ((Integer) e.getKey()).intValue());
+      ArrayList[] rows = (ArrayList[]) e.getValue();
+      synchronized (p) {
+        stored.add(new Object[] {p, rows, probe.store(p, rows)});
+      }
+    }
+  }
+
+  public boolean hasNext() {
+    while (next >= chunk.size()) {
+      if (ended) {
+        return false;
+      }
+      fill();
+    }
+    return true;
+  }
+
+  public Object next() {
+    if (!hasNext()) {
+      throw new NoSuchElementException();
+    }
+    Object row = chunk.get(next);
+    chunk.set(next++, null);  // (a row read is the reader's: the chunk does not keep it)
+    return row;
+  }
+
+  /** The next chunk: pairs until a chunk's worth or the last partition, as the query's rows;
+   * after the last, an outer join's rows without a partner (every pair has marked its rows). */
+  void fill() {
+    next = 0;
+    if (probed) {
+      ended = true;
+      chunk = probe.alone == null ? new ArrayList() : probe.alone.project(probe.unmatched());
+      return;
+    }
+    ArrayList found = new ArrayList();
+    while (found.size() < CHUNK) {
+      if (part == null && !nextPart()) {
+        probed = true;
+        break;
+      }
+      synchronized (part) {
+        ArrayList rows = delta[side];
+        while (at < rows.size() && found.size() < CHUNK) {
+          probe.find((IndexRows.Entry) rows.get(at++), part, 1 - side, older, found);
+        }
+        if (at < rows.size()) {
+          continue;
+        }
+        if (side == 0) {
+          side = 1;
+          at = 0;
+          continue;
+        }
+        probe.settle(part, delta);
+      }
+      part = null;
+    }
+    chunk = probe.output == null ? found : probe.output.project(found);
+  }
+
+  /** Takes the next partition; false: none is left. */
+  boolean nextPart() {
+    if (taken == stored.size()) {
+      return false;
+    }
+    Object[] p = (Object[]) stored.get(taken);
+    stored.set(taken++, null);
+    part = (IndexPart) p[0];
+    delta = (ArrayList[]) p[1];
+    older = (int[][]) p[2];
+    side = 0;
+    at = 0;
+    return true;
+  }
+}
