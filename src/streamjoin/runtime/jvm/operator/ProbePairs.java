@@ -9,8 +9,11 @@ import java.util.NoSuchElementException;
  * stored in their partitions first, then each partition's probing rows find their pairs a
  * chunk at a time, then an outer join's rows without a partner follow. So a batch's pairs
  * stream out of the task to its writer and never wait in memory together (a batch of millions
- * of pairs would not fit), and a reader that stops early loses no stored row. A task run again
- * takes the batch's rows back and stores them again ({@link IndexProbe#store}).
+ * of pairs would not fit; one probing row's pairs are found together). Every reader reads to
+ * the end: a partition's matches are marked, and its rows spilled, only once its probes are
+ * done. A task run again takes the batch's rows back and stores them again ({@link
+ * IndexProbe#store}); an attempt killed meanwhile stops at its next chunk, so that it never
+ * probes a partition its rerun is changing.
  * Written for janino: no lambdas, raw collections.
  */
 final class ProbePairs implements Iterator {
@@ -65,6 +68,10 @@ final class ProbePairs implements Iterator {
   /** The next chunk: pairs until a chunk's worth or the last partition, as the query's rows;
    * after the last, an outer join's rows without a partner (every pair has marked its rows). */
   void fill() {
+    org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
+    if (task != null && task.isInterrupted()) {
+      throw new org.apache.spark.TaskKilledException("streamjoin: the probe's task was killed");
+    }
     next = 0;
     if (probed) {
       ended = true;
