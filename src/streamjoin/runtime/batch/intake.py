@@ -123,13 +123,18 @@ def start_deadletters(
     plan: JobPlan,
     store: Checkpoint,
     statistics: Callable[[], Mapping[str, StreamStats]],
-) -> Background:
+    known: Mapping[str, StreamStats] | None = None,
+) -> Background | None:
     """Batch `ctx`'s late and malformed rows written (`write_deadletters`) beside its sinks,
     once `statistics` tells which streams have any: each write is a job whose fixed cost would
     otherwise add to the batch's, and both replace what a replay of the batch wrote before, so
     neither waits for the other. The batch waits for it before its commit. (The batch's
     classified rows only where some were rejected: footers that give the statistics prove
-    every row ok, and the state job that gives them otherwise has classified them.)"""
+    every row ok, and the state job that gives them otherwise has classified them.) None:
+    the statistics `known` already (from the footers) tell that no row was rejected, and no
+    thread is started for nothing."""
+    if known is not None and not any(st.late + st.malformed for st in known.values()):
+        return None
 
     def write() -> None:
         rejected = {name: st.late + st.malformed for name, st in statistics().items()}

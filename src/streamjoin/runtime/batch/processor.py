@@ -244,7 +244,7 @@ class BatchProcessor:
             frames |= {n: [frame] for n, frame in alone.items()}
             kept = (self.indexed.reads, self.stores, self.held, self.checkpoint)
             closing = close_batch(ctx, frames, deltas, statistics, kept)
-            letters = start_deadletters(ctx, self.plan, self.checkpoint, statistics)
+            letters = start_deadletters(ctx, self.plan, self.checkpoint, statistics, known)
             out = write_outputs(ctx, frames, joint)
             if joint:
                 self.checkpoint.fs.delete(staging)
@@ -255,7 +255,8 @@ class BatchProcessor:
             stats = statistics()
             clock.mark("state")
             maybe_crash("after-state", batch_id)
-            letters.result()
+            if letters is not None:
+                letters.result()
             clock.mark("deadletters")
             maybe_crash("after-deadletter", batch_id)
             if units_job is not None:
