@@ -8,8 +8,7 @@ Per batch, with W the global watermark committed by the previous batch:
    (probes of the batch's own rows read none);
 4. joins: two-way queries' new pairs (`twoway`, `indexed`), multi-way ones' (`multiway.chain`);
 5. sinks: each sink receives its queries' rows under ``<path>/batch=<id>/`` (`sinks`);
-6. dead letters: late and malformed rows, if any, written beside the sinks
-   (`intake.start_deadletters`);
+6. dead letters: late and malformed rows, if any, beside the sinks (`intake.start_deadletters`);
 7. adapt: the policies of `adapt/` choose each query's next scheme and probe orders;
 8. commit: the manifest for the batch is written (`state.nextmanifest`).
 """
