@@ -131,9 +131,9 @@ def start_deadletters(
     neither waits for the other. The batch waits for it before its commit. (The batch's
     classified rows only where some were rejected: footers that give the statistics prove
     every row ok, and the state job that gives them otherwise has classified them.) None:
-    the statistics `known` already (from the footers) tell that no row was rejected, and no
-    thread is started for nothing."""
-    if known is not None and not any(st.late + st.malformed for st in known.values()):
+    the statistics are `known` from the footers, which prove every row ok
+    (`StateJob.from_footers`): no thread is started for nothing."""
+    if known is not None:
         return None
 
     def write() -> None:
