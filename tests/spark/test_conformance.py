@@ -215,19 +215,20 @@ def test_every_forced_path_gives_the_reference_result(
     plans: list[str] = []
     write = sinks.write_sink
 
-    write_rdd = sinks.write_rdd
+    write_direct = sinks.write_direct
 
     def recording(sink: t.Any, df: DataFrame, batch_id: int) -> None:
         plans.append(str(df._jdf.queryExecution().executedPlan().toString()))
         write(sink, df, batch_id)
 
-    def recording_rdd(sink: t.Any, output: tuple[str, DataFrame], *args: t.Any) -> t.Any:
+    def recording_direct(job: t.Any, outputs: t.Sequence[t.Any], *args: t.Any) -> t.Any:
         # (A probe's rows its tasks write themselves: the plan they come from. Other rows go
         # on to Spark's writer, `recording`.)
-        jdf = output[1]._jdf
-        if jdf.logicalPlan().getClass().getSimpleName() == "LogicalRDD":
-            plans.append(str(jdf.queryExecution().executedPlan().toString()))
-        return write_rdd(sink, output, *args)
+        for output in outputs:
+            jdf = output.rows._jdf
+            if jdf.logicalPlan().getClass().getSimpleName() == "LogicalRDD":
+                plans.append(str(jdf.queryExecution().executedPlan().toString()))
+        return write_direct(job, outputs, *args)
 
     ran: list[int] = []
     job_run = StateJob.run
@@ -237,7 +238,7 @@ def test_every_forced_path_gives_the_reference_result(
         return job_run(self, classified, batch_id, *args)
 
     monkeypatch.setattr(sinks, "write_sink", recording)
-    monkeypatch.setattr(sinks, "write_rdd", recording_rdd)
+    monkeypatch.setattr(sinks, "write_direct", recording_direct)
     monkeypatch.setattr(StateJob, "run", counted)
     checkpoint = root / "ckpt" / name
     with settings_set(spark, case.conf):

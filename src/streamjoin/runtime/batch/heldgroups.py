@@ -159,7 +159,7 @@ class HeldGroups:
     def as_rows(self, spark: SparkSession, frame: DataFrame) -> DataFrame:
         """`frame` as the rows of an RDD (made when it is written) in `spark`'s session: a sink's
         writer then takes it as it takes a probe's rows, in one job with no plan of a write
-        (`sinks.write_rdd`)."""
+        (`sinks.write_direct`)."""
         groups = self._groups(spark)
         return (
             frame

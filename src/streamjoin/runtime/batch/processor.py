@@ -26,7 +26,7 @@ from streamjoin.runtime.batch.deltas import LazyDeltas, delta_relations
 from streamjoin.runtime.batch.heldgroups import HeldGroups
 from streamjoin.runtime.batch.indexed import IndexedJoins
 from streamjoin.runtime.batch.intake import classify, start_deadletters
-from streamjoin.runtime.batch.sharedsinks import STAGING, shared_writes
+from streamjoin.runtime.batch.sharedsinks import STAGING, MemberPlans, shared_outputs
 from streamjoin.runtime.batch.shedding import Shedding
 from streamjoin.runtime.batch.sinks import sink_batch_path, write_outputs
 from streamjoin.runtime.batch.twoway import shared_cores, two_way_joins
@@ -99,6 +99,7 @@ class BatchProcessor:
         self.multiway = self._multiway()
         self.chains = ChainJoins(self.indexed.levels)
         """The multi-way joins on the operator (`multiway.chain`)."""
+        self.members = MemberPlans()
         self._next_schemes: dict[str, dict[str, t.Any]] = {}
         self.shedding = Shedding()
         """The overload controllers of the queries that shed probes (`batch.shedding`)."""
@@ -237,14 +238,13 @@ class BatchProcessor:
                 work = self.multiway.run(ctx, deltas, self.stores)
                 frames, measures = shared_cores(ctx, work.frames, two), work.measures
             staging = self.checkpoint.path(STAGING)
-            joint = shared_writes(ctx, two.shared, staging, self.checkpoint.fs)
-            jointly = {m.name for w in joint for m, _ in w.members}
-            alone = two.frames | two.member_frames(jointly)
+            fs, members = self.checkpoint.fs, self.members
+            joint, direct, alone = shared_outputs(ctx, two, staging, fs, members)
             frames |= {n: [frame] for n, frame in alone.items()}
             kept = (self.indexed.reads, self.stores, self.held, self.checkpoint)
             closing = close_batch(ctx, frames, deltas, statistics, kept)
             letters = start_deadletters(ctx, self.plan, self.checkpoint, statistics, known)
-            out = write_outputs(ctx, frames, joint)
+            out = write_outputs(ctx, frames, joint, direct)
             if joint:
                 self.checkpoint.fs.delete(staging)
             clock.mark("join")

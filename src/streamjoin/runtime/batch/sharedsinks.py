@@ -17,21 +17,23 @@ from __future__ import annotations
 import hashlib
 import threading
 import typing as t
+from collections import Counter
 from dataclasses import dataclass
 
-from pyspark.sql import Observation
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.shared import BITS
-from streamjoin.runtime.batch.sinks import sink_batch_path
+from streamjoin.runtime.batch.sinks import Direct, direct_sink, sink_batch_path
+from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.threads import metrics
 
 if t.TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
     from streamjoin.model import SinkDef
     from streamjoin.plan.shared import SharedGroup, SharedMember
     from streamjoin.runtime.batch.context import BatchContext
+    from streamjoin.runtime.batch.twoway import TwoWay
     from streamjoin.runtime.state.fs import FileStore
 
 _TEMPLATES = threading.Lock()
@@ -101,6 +103,94 @@ class SharedWrite:
         """Rows written per member (after `run`)."""
         got = metrics(self.observation) if self.wrote else {}
         return {m.name: int(got.get(f"m{m.bit}", 0)) for m, _ in self.members}
+
+    def run_counted(self) -> dict[str, int]:
+        """`run`, then `rows`."""
+        self.run()
+        return self.rows()
+
+
+class MemberPlans:
+    """Each shared join member's condition and SELECT over its join's rows as a ``BatchInput``
+    (`sinks.Direct`), planned once per member and layout of the rows."""
+
+    def __init__(self) -> None:
+        self._plans: dict[str, t.Any] = {}
+        """Group, member, its digest and the rows' layout → its plan (None: none can be)."""
+        self._used: dict[str, t.Any] = {}
+        """Those of the batch (a served job's members come and go: the others are dropped)."""
+        self._inputs: StaticMethods | None = None
+
+    def end_batch(self) -> None:
+        """The batch's members are known: the plans of no member of it go."""
+        self._plans, self._used = self._used, {}
+
+    def direct(
+        self, ctx: BatchContext, group: SharedGroup[t.Any], rows: DataFrame
+    ) -> list[Direct] | None:
+        """The rows of `group`'s members for the tasks that make `rows` to write themselves,
+        or None where they cannot, all of them: a member whose sink is not a Parquet sink of
+        its own, or whose plan cannot be made once, or rows that are not an RDD's. (All or
+        none: a member written apart reads the rows again.)"""
+        job = ctx.plan.job
+        sinks = [job.sink(job.outputs[m.name]) for m in group.members]
+        writers = Counter(job.outputs.values())  # (a group query's rows go to its sink too)
+        if any(writers[s.name] > 1 or not direct_sink(s, rows) for s in sinks):
+            return None
+        if self._inputs is None:
+            jvm = ctx.spark.sparkContext._jvm
+            assert jvm is not None
+            self._inputs = StaticMethods(jvm.streamjoin.operator.BatchInput)
+        if not self._inputs.planned(rows._jdf):
+            return None
+        layout = rows._jdf.schema().json()
+        out = []
+        for m in group.members:
+            key = f"{group.name}/{m.name}#{hashlib.sha256(repr(m).encode()).hexdigest()[:12]}"
+            key = f"{key}@{layout}"
+            if key not in self._used:
+                made = self._plans[key] if key in self._plans else _member_plan(ctx, m, rows)
+                self._used[key] = made
+            if self._used[key] is None:
+                return None
+            out.append(Direct(m.name, rows, self._used[key], m))
+        return out
+
+
+def _member_plan(ctx: BatchContext, m: SharedMember, rows: DataFrame) -> t.Any:
+    """Member `m`'s condition and SELECT over rows of `rows`'s layout (``BatchInput.output``),
+    or None where they cannot be planned once (the current time, a Python function)."""
+    jvm = ctx.spark.sparkContext._jvm
+    assert jvm is not None
+    inputs = jvm.streamjoin.operator.BatchInput
+    none = DataFrame(inputs.placeholder(rows._jdf), ctx.spark)
+    view = ctx.scratch.view(none, f"_sj_member_{len(ctx.scratch.views)}")
+    columns = ", ".join(f"{c} AS `{a}`" for c, a in m.columns)
+    where = "" if m.predicate is None else f" WHERE {m.predicate}"
+    try:
+        return inputs.output(ctx.spark.sql(f"SELECT {columns} FROM {view}{where}")._jdf)
+    except Py4JJavaError:  # (Spark's writer writes the member)
+        return None
+
+
+def shared_outputs(
+    ctx: BatchContext, two: TwoWay, staging_root: str, fs: FileStore, plans: MemberPlans
+) -> tuple[list[SharedWrite], list[Direct], dict[str, DataFrame]]:
+    """How the shared joins' members (`two.shared`) are written: by the tasks that make their
+    join's rows (`MemberPlans.direct`), else together through Spark's writer (`shared_writes`,
+    staged under `staging_root` on `fs`), else each alone; returned with the frames of those
+    written alone and of the queries of `two` that share nothing."""
+    direct: list[Direct] = []
+    rest = []
+    for group, rows in two.shared:
+        made = plans.direct(ctx, group, rows)
+        direct += made or []
+        if made is None:
+            rest.append((group, rows))
+    plans.end_batch()
+    joint = shared_writes(ctx, rest, staging_root, fs)
+    skip = {m.name for w in joint for m, _ in w.members} | {d.name for d in direct}
+    return joint, direct, two.frames | two.member_frames(skip)
 
 
 def shared_writes(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import typing as t
 import weakref
+from dataclasses import dataclass
 from functools import partial
 
 from pyspark.sql import Observation
@@ -22,6 +23,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from streamjoin.model import Job, SinkDef
+    from streamjoin.plan.shared import SharedMember
     from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.batch.sharedsinks import SharedWrite
 
@@ -62,15 +64,38 @@ CONCURRENT_WRITES = 8
 cores that broadcasts waited past Spark's 300 s timeout and the batch failed."""
 
 
+@dataclass(frozen=True)
+class Direct:
+    """A query's rows for the tasks that make them to write into its Parquet sink themselves
+    (``JointWrite.java``): `rows`, an RDD's, as they are, or a shared join's rows through
+    `plan`, its `member`'s condition and SELECT (a ``BatchInput``)."""
+
+    name: str
+    rows: DataFrame
+    plan: t.Any = None
+    member: SharedMember | None = None
+
+    def frame(self) -> DataFrame:
+        """The same rows in Spark SQL (for Spark's writer, where the tasks cannot write them)."""
+        return self.rows if self.member is None else member_frame(self.rows, self.member)
+
+
+def member_frame(rows: DataFrame, m: SharedMember) -> DataFrame:
+    """Member `m`'s share of its shared join's `rows`, under its own column names."""
+    mine = rows if m.predicate is None else rows.where(m.predicate)
+    return mine.selectExpr(*(f"{c} AS `{a}`" for c, a in m.columns))
+
+
 def write_outputs(
     ctx: BatchContext,
     frames: Mapping[str, Sequence[DataFrame]],
     joint: Sequence[SharedWrite] = (),
+    direct: Sequence[Direct] = (),
 ) -> dict[str, int]:
-    """Write each query's new pairs (`frames`: its parts, by query name) to its sink, every sink
-    as one Spark job, and the `joint` writes of shared joins' members; returns the rows each
-    query wrote."""
-    return write_frames(ctx.plan.job, ctx.batch_id, ctx.parallelism, frames, joint)
+    """Write each query's new pairs (`frames`: its parts, by query name) to its sink, the
+    `joint` writes of shared joins' members, and the `direct` rows; returns the rows each query
+    wrote."""
+    return write_frames(ctx.plan.job, ctx.batch_id, ctx.parallelism, frames, joint, direct)
 
 
 def write_frames(
@@ -79,9 +104,12 @@ def write_frames(
     parallelism: int,
     frames: Mapping[str, Sequence[DataFrame]],
     joint: Sequence[SharedWrite] = (),
+    direct: Sequence[Direct] = (),
 ) -> dict[str, int]:
     """`write_outputs` for batch `batch_id` of `job`, its sinks written by up to `parallelism`
-    tasks each (also outside a stream's batch: ``--final``)."""
+    tasks each (also outside a stream's batch: ``--final``). Rows that the tasks making them
+    can write (an RDD's, into a Parquet sink of their own) are written in one Spark job, all
+    of them; every other sink is a Spark job of its own."""
     per_sink: dict[str, list[tuple[str, DataFrame]]] = {}
     sinks = job.outputs
     for name, parts in frames.items():
@@ -91,29 +119,38 @@ def write_frames(
         for p in parts[1:]:
             out = out.unionAll(p)
         per_sink.setdefault(sinks[name], []).append((name, out))
-    slots = threading.BoundedSemaphore(CONCURRENT_WRITES)
-    writes = [Background(write.run, slots) for write in joint]
-    rows: dict[str, int] = {}
-    counting: list[Background] = []
+    together = list(direct)
+    writes: list[t.Callable[[], dict[str, int]]] = [write.run_counted for write in joint]
     for sink_name, outputs in per_sink.items():
         sink = job.sink(sink_name)
-        if len(outputs) == 1 and _direct(sink, frames[outputs[0][0]]):
-            write = partial(write_rdd, sink, outputs[0], batch_id, parallelism)
+        name, df = outputs[0]
+        if len(outputs) == 1 and len(frames[name]) == 1 and direct_sink(sink, df):
+            together.append(Direct(name, df))
         else:
-            write = partial(_write_observed, sink, outputs, batch_id, parallelism)
-        if len(per_sink) + len(joint) == 1 or sink.format == "console":  # (console: in order)
+            writes.append(partial(_write_observed, sink, outputs, batch_id, parallelism))
+    if together:
+        writes.insert(0, partial(write_direct, job, together, batch_id, parallelism))
+    if len(writes) == 1 or any(job.sink(s).format == "console" for s in per_sink):
+        # (One write, or a console's, whose rows print in order: one after another.)
+        rows: dict[str, int] = {}
+        for write in writes:
             rows |= write()
-        else:
-            # Each sink is its own Spark job whose driver work (planning, the file commit)
-            # leaves the cores idle: run them together so one's overhead overlaps another's.
-            counting.append(Background(write, slots))
-    results = [w.wait() for w in [*writes, *counting]]  # all of them, even after a failure
+        return rows
+    return run_writes(writes)
+
+
+def run_writes(writes: Sequence[t.Callable[[], dict[str, int]]]) -> dict[str, int]:
+    """Run `writes` (each a Spark job whose driver work, planning and the file commit, leaves
+    the cores idle: together, so that one's overhead overlaps another's); the rows each query
+    wrote."""
+    slots = threading.BoundedSemaphore(CONCURRENT_WRITES)
+    running = [Background(write, slots) for write in writes]
+    results = [w.wait() for w in running]  # all of them, even after a failure
     for error in filter(None, results):
         raise error
-    for running in counting:
-        rows |= running.result()
-    for shared in joint:
-        rows |= shared.rows()
+    rows: dict[str, int] = {}
+    for write in running:
+        rows |= write.result()
     return rows
 
 
@@ -134,42 +171,49 @@ def _write_observed(
     return {name: int(metrics(obs).get("rows", 0)) for name, _, obs in observed}
 
 
-def _direct(sink: SinkDef, parts: Sequence[DataFrame]) -> bool:
-    """Whether `write_rdd` writes a query's `parts` alone in `sink`: one frame (an index's
-    probe makes its rows, `runtime.batch.indexed`), a Parquet sink with no option but the
-    Parquet writer's own (not Spark's writer's, as maxRecordsPerFile), and a driver with the
-    local jar."""
+def direct_sink(sink: SinkDef, rows: DataFrame) -> bool:
+    """Whether the tasks that make `rows` may write them into `sink` (`write_direct`): a
+    Parquet sink with no option but the Parquet writer's own (not Spark's writer's, as
+    maxRecordsPerFile), and a driver with the local jar."""
     options = [k for k, _ in sink.options if k != "path"]
     return (
-        len(parts) == 1
-        and sink.format == "parquet"
+        sink.format == "parquet"
         and all(k == "compression" or k.startswith("parquet.") for k in options)
-        and _writer(parts[0]) is not None
+        and _writer(rows) is not None
     )
 
 
-def write_rdd(
-    sink: SinkDef, output: tuple[str, DataFrame], batch_id: int, parallelism: int
+def write_direct(
+    job: Job, outputs: Sequence[Direct], batch_id: int, parallelism: int
 ) -> dict[str, int]:
-    """Write a query's pairs (`output`: its name, and its pairs, rows of an RDD) as batch
-    `batch_id`'s output of Parquet sink `sink` from the tasks that make them
-    (``BatchWrite.java``): one job and no plan of a write. Returns the rows written, by query;
-    pairs that are not an RDD's rows, or that the session's settings give to Spark's writer, go
-    through it, by up to `parallelism` tasks (`write_sink`)."""
-    name, df = output
-    options = {k: v for k, v in sink.options if k != "path"}
-    path = sink_batch_path(sink, batch_id)
-    written = int(_writer(df).parquet(df._jdf, path, batch_id, options))
-    if written >= 0:
-        return {name: written}
-    return _write_observed(sink, [output], batch_id, parallelism)
+    """Write `outputs` as batch `batch_id`'s rows of their queries' Parquet sinks from the tasks
+    that make them (``JointWrite.java``): one job, and no plan of a write. Returns the rows
+    written, by query. Rows that are not an RDD's, or that the session's settings give to
+    Spark's writer, go through it afterwards, up to `parallelism` tasks each (a shared join's
+    rows are kept for the batch: made once for all of them)."""
+    sinks = [job.sink(job.outputs[d.name]) for d in outputs]
+    got = _writer(outputs[0].rows).parquet(
+        [d.rows._jdf for d in outputs],
+        [d.plan for d in outputs],
+        [sink_batch_path(sink, batch_id) for sink in sinks],
+        [{k: v for k, v in sink.options if k != "path"} for sink in sinks],
+        batch_id,
+    )
+    rows: dict[str, int] = {}
+    left = []
+    for d, sink, n in zip(outputs, sinks, str(got).split(","), strict=True):
+        if int(n) >= 0:
+            rows[d.name] = int(n)
+            continue
+        left.append(partial(_write_observed, sink, [(d.name, d.frame())], batch_id, parallelism))
+    return rows | (run_writes(left) if len(left) > 1 else left[0]() if left else {})
 
 
 _WRITERS: weakref.WeakKeyDictionary[SparkContext, t.Any] = weakref.WeakKeyDictionary()
 
 
 def _writer(df: DataFrame) -> t.Any:
-    """The JVM's `BatchWrite` class, where the driver's JVM has streamjoin's jar
+    """The JVM's `JointWrite` class, where the driver's JVM has streamjoin's jar
     (`runtime.jvm`; a cluster's executors have it too, as the index's), else None; looked up
     once, as is its method (`StaticMethods`)."""
     from streamjoin.runtime.batch.indexed import index_class
@@ -178,6 +222,6 @@ def _writer(df: DataFrame) -> t.Any:
     if sc not in _WRITERS:
         spark, jvm, writer = df.sparkSession, sc._jvm, None
         if jvm is not None and index_class(spark) is not None:
-            writer = StaticMethods(jvm.streamjoin.operator.BatchWrite)
+            writer = StaticMethods(jvm.streamjoin.operator.JointWrite)
         _WRITERS[sc] = writer
     return _WRITERS[sc]

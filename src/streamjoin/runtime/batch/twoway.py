@@ -16,6 +16,7 @@ from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.batch.joins import delta_join_sql
 from streamjoin.runtime.batch.shedding import SIDES, Shed, allowances, count_rows, probing
+from streamjoin.runtime.batch.sinks import member_frame
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
@@ -44,13 +45,12 @@ class TwoWay:
     def member_frames(self, skip: t.Container[str]) -> dict[str, DataFrame]:
         """The new pairs of each shared join's members but those in `skip` (written with
         their group's rows at once, `sharedsinks`)."""
-        out = {}
-        for group, rows in self.shared:
-            for m in group.members:
-                if m.name not in skip:
-                    mine = rows if m.predicate is None else rows.where(m.predicate)
-                    out[m.name] = mine.selectExpr(*(f"{c} AS `{a}`" for c, a in m.columns))
-        return out
+        return {
+            m.name: member_frame(rows, m)
+            for group, rows in self.shared
+            for m in group.members
+            if m.name not in skip
+        }
 
 
 def two_way_joins(

@@ -41,6 +41,7 @@ _SOURCES = (
     "operator/BatchInput.java",
     "operator/ChainProbe.java",
     "operator/BatchWrite.java",
+    "operator/JointWrite.java",
     "operator/GroupRows.java",
     "operator/PlacedIndex.java",
     "operator/PlacedProbe.java",

@@ -19,6 +19,7 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.python.PythonUtils;
 import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Repartition;
@@ -35,13 +36,12 @@ import org.apache.spark.util.SerializableConfiguration;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * A batch's rows of a Parquet sink written by the tasks that make them, with Spark's own Parquet
- * writer, where the rows are an RDD's (a {@link JoinIndex} probe's): one RDD job, where a
- * DataFrame write analyses, optimises and plans a command, and runs Hadoop's commit protocol,
- * every batch. Each task writes its partition under a hidden name and renames it into place, so
- * a reader never sees part of a file; the directory is replaced first, as an overwrite is. On a
- * cluster the tasks are the probe's, on the executors that own the index partitions: each
- * writes the pairs it found. Written for janino: no lambdas, raw collections.
+ * A sink's Parquet writer, prepared once with Spark's own writer factory, and the files its
+ * tasks write: each task's partition to one file under a hidden name, renamed into place, so a
+ * reader never sees part of a file; the directory is replaced first, as an overwrite is. On a
+ * cluster the writer goes to the executors once, as a broadcast. Who writes with it: {@link
+ * JointWrite} (the queries' rows of a batch, in one job) and {@link GroupRows} (a buffer's
+ * units). Written for janino: no lambdas, raw collections.
  */
 public final class BatchWrite {
   final String key;
@@ -108,42 +108,29 @@ public final class BatchWrite {
     return had == null ? w : (BatchWrite) had;
   }
 
-  /**
-   * Writes {@code rows} into directory {@code dir} as Parquet with the sink's {@code options}
-   * (Spark's, as {@code DataFrameWriter} takes them) and returns how many it wrote; or -1,
-   * writing nothing, where Spark's writer must write them: they are not an RDD's rows (their
-   * plan is not a {@code LogicalRDD}), or the session asks for what only Spark's writer does
-   * (files of at most so many rows, another commit protocol or committer), or two columns share
-   * a name (Spark's writer names them in its error). Rows repartitioned from an RDD's are
-   * written as that RDD's partitions: the same rows (a placed probe's pairs are shuffled only
-   * for readers that would put several of its partitions in one task).
-   */
-  public static long parquet(Dataset rows, String dir, long batch, Map options)
-      throws IOException {
+  /** The RDD whose rows {@code rows} are, or null where they are not an RDD's (their plan is
+   * not a {@code LogicalRDD}), or it has no partitions (Spark's writer still writes a file that
+   * carries the schema). Rows repartitioned from an RDD's are that RDD's partitions: the same
+   * rows (a placed probe's pairs are shuffled only for readers that would put several of its
+   * partitions in one task). */
+  static RDD rddOf(Dataset rows) {
     LogicalPlan plan = rows.logicalPlan();
     if (plan instanceof Repartition && ((Repartition) plan).shuffle()) {
       plan = ((Repartition) plan).child();
     }
     if (!(plan instanceof LogicalRDD) || ((LogicalRDD) plan).rdd().getNumPartitions() == 0) {
-      return -1L;
+      return null;
     }
-    SparkSession spark = rows.sparkSession();
-    SQLConf sql = spark.sessionState().conf();
-    Map set = CollectionConverters.asJava(sql.getAllConfs());
+    return ((LogicalRDD) plan).rdd();
+  }
+
+  /** Whether the session ({@code set}: all of its settings) asks for what only Spark's writer
+   * does: files of at most so many rows, another commit protocol or committer. */
+  static boolean sparksOwn(SQLConf sql, Map set) {
     Object committer = set.get("spark.sql.parquet.output.committer.class");
-    if (sql.maxRecordsPerFile() > 0
+    return sql.maxRecordsPerFile() > 0
         || !PROTOCOL.equals(sql.fileCommitProtocolClass())
-        || (committer != null && !COMMITTER.equals(committer))) {
-      return -1L;
-    }
-    // (Every column nullable, as Spark writes a file source: a sink's files agree whichever
-    // way each batch was written.)
-    StructType schema = rows.schema().asNullable();
-    if (duplicated(schema, sql.caseSensitiveAnalysis())) {
-      return -1L;
-    }
-    BatchWrite w = prepare(spark, set, options, schema);
-    return w.write(spark, ((LogicalRDD) plan).rdd().toJavaRDD(), dir, batch);
+        || (committer != null && !COMMITTER.equals(committer));
   }
 
   /** The writer of rows of {@code schema} with {@code options} under the session's Parquet
@@ -189,16 +176,6 @@ public final class BatchWrite {
     return false;
   }
 
-  long write(SparkSession spark, org.apache.spark.api.java.JavaRDD rdd, String dir, long batch)
-      throws IOException {
-    List counts = written(rdd, new Task(this, spark, dir, batch), dir);
-    long rows = 0;
-    for (int i = 0; i < counts.size(); i++) {
-      rows += ((Long) counts.get(i)).longValue();
-    }
-    return rows;
-  }
-
   /** What each task {@code f} (a {@link Task}, or one that runs one) returns, having written
    * {@code rdd}'s partitions into {@code dir}, which it replaces. */
   List written(org.apache.spark.api.java.JavaRDD rdd, FlatMapFunction f, String dir)
@@ -235,53 +212,90 @@ public final class BatchWrite {
       if (part > 0 && !it.hasNext()) {
         return Collections.singletonList(Long.valueOf(0L)).iterator();
       }
-      BatchWrite w = of(key, shipped);
+      Out out = null;
+      try {
+        out = new Out(of(key, shipped), dir, part, batch, task);
+        while (it.hasNext()) {
+          out.write((InternalRow) it.next());
+        }
+        out.commit();
+      } catch (Throwable err) {
+        if (out != null) {
+          out.abort(err);
+        }
+        throw rethrown(err);
+      }
+      return Collections.singletonList(Long.valueOf(out.rows)).iterator();
+    }
+  }
+
+  /** One task's file of one output: written under a hidden name of its attempt and renamed
+   * into place once whole, so a reader never sees part of a file, and a retried task never
+   * meets the one a failed attempt left (which {@link #abort} deletes where it can). */
+  static final class Out {
+    final FileSystem fs;
+    final Path hidden;
+    final Path target;
+    OutputWriter writer;
+    long rows;
+
+    Out(BatchWrite w, String dir, int part, long batch, TaskContext task) throws IOException {
       Configuration c = w.conf;
       TaskAttemptID id = new TaskAttemptID("streamjoin", (int) batch, TaskType.MAP, part, 0);
       TaskAttemptContextImpl ctx = new TaskAttemptContextImpl(c, id);
       String name = "part-" + String.format("%05d", new Object[] {Integer.valueOf(part)})
           + "-b" + batch + w.factory.getFileExtension(ctx);
-      // (An attempt's own hidden file: a retried task never meets the one a failed attempt
-      // left, which it deletes where it can.)
       // (Unique in the application: a stage resubmitted numbers its attempts from 0 again.)
       long attempt = task.taskAttemptId();
-      Path hidden = new Path(dir, "." + name + "." + attempt + ".writing");
-      FileSystem fs = hidden.getFileSystem(c);
-      OutputWriter out = null;
-      long n = 0;
+      hidden = new Path(dir, "." + name + "." + attempt + ".writing");
+      target = new Path(dir, name);
+      fs = hidden.getFileSystem(c);
       try {
-        out = w.factory.newInstance(hidden.toString(), w.schema, ctx);
-        while (it.hasNext()) {
-          out.write((InternalRow) it.next());
-          n++;
-        }
-        OutputWriter closing = out;
-        out = null;
-        closing.close();
-        Path target = new Path(dir, name);
-        fs.delete(target, false);  // (an earlier attempt's)
-        if (!fs.rename(hidden, target)) {
-          throw new IOException("streamjoin: could not rename " + hidden + " to " + target);
-        }
+        writer = w.factory.newInstance(hidden.toString(), w.schema, ctx);
       } catch (Throwable err) {
-        if (out != null) {
-          try {
-            out.close();
-          } catch (Throwable e) {
-            err.addSuppressed(e);
-          }
-        }
+        abort(err);
+        throw rethrown(err);
+      }
+    }
+
+    void write(InternalRow row) {
+      writer.write(row);
+      rows++;
+    }
+
+    void commit() throws IOException {
+      OutputWriter closing = writer;
+      writer = null;
+      closing.close();
+      fs.delete(target, false);  // (an earlier attempt's)
+      if (!fs.rename(hidden, target)) {
+        throw new IOException("streamjoin: could not rename " + hidden + " to " + target);
+      }
+    }
+
+    /** After {@code err}: the file closed and deleted, what failed doing so added to it. */
+    void abort(Throwable err) {
+      if (writer != null) {
         try {
-          fs.delete(hidden, false);
+          writer.close();
         } catch (Throwable e) {
           err.addSuppressed(e);
         }
-        if (err instanceof Error) {
-          throw (Error) err;
-        }
-        throw err instanceof Exception ? (Exception) err : new RuntimeException(err);
+        writer = null;
       }
-      return Collections.singletonList(Long.valueOf(n)).iterator();
+      try {
+        fs.delete(hidden, false);
+      } catch (Throwable e) {
+        err.addSuppressed(e);
+      }
     }
+  }
+
+  /** {@code err} to throw on: an Error is thrown as it is (by the caller's throw). */
+  static Exception rethrown(Throwable err) {
+    if (err instanceof Error) {
+      throw (Error) err;
+    }
+    return err instanceof Exception ? (Exception) err : new RuntimeException(err);
   }
 }
