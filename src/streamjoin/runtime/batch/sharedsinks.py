@@ -1,9 +1,12 @@
 """Step 5 for a shared join: the sinks of its members written by one Spark job, not one each.
 
-A shared join's rows have a query-set bit per member (`SharedGroup.bits`). Each member's sink is
-its own Spark job otherwise: with many queries a batch's sink jobs, not its joins, take its
-time (about 0.1 s of driver and commit work each). Members whose sinks take the same format,
-options and columns, on the checkpoint's file system, are written together instead: the rows
+Each member's sink would be its own Spark job: with many queries a batch's sink jobs, not its
+joins, take its time (about 0.1 s of driver and commit work each). Where every member has a
+Parquet sink of its own and the join's rows are an RDD's, the tasks that make the rows write
+every member's, each through its condition and SELECT, in the batch's one write job
+(`MemberPlans`, ``JointWrite.java``). Otherwise the rows are kept for the batch, and members
+whose sinks take the same format, options and columns, on the checkpoint's file system, are
+written together: a shared join's rows have a query-set bit per member (`SharedGroup.bits`); they
 are exploded to one per member whose bit is set, with the member's columns under its names,
 written partitioned by member into ``<checkpoint>/staging/<group>``, and each member's part
 files are then moved into its sink's batch directory (replacing what an earlier attempt left
@@ -25,8 +28,13 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.shared import BITS
-from streamjoin.runtime.batch.sinks import Direct, direct_sink, sink_batch_path
-from streamjoin.runtime.jvm.statics import StaticMethods
+from streamjoin.runtime.batch.sinks import (
+    Direct,
+    direct_rows,
+    direct_sink,
+    member_frame,
+    sink_batch_path,
+)
 from streamjoin.runtime.threads import metrics
 
 if t.TYPE_CHECKING:
@@ -119,35 +127,30 @@ class MemberPlans:
         """Group, member, its digest and the rows' layout → its plan (None: none can be)."""
         self._used: dict[str, t.Any] = {}
         """Those of the batch (a served job's members come and go: the others are dropped)."""
-        self._inputs: StaticMethods | None = None
 
     def end_batch(self) -> None:
         """The batch's members are known: the plans of no member of it go."""
         self._plans, self._used = self._used, {}
 
     def direct(
-        self, ctx: BatchContext, group: SharedGroup[t.Any], rows: DataFrame
+        self, ctx: BatchContext, group: SharedGroup[t.Any], rows: DataFrame, writers: Counter[str]
     ) -> list[Direct] | None:
         """The rows of `group`'s members for the tasks that make `rows` to write themselves,
         or None where they cannot, all of them: a member whose sink is not a Parquet sink of
-        its own, or whose plan cannot be made once, or rows that are not an RDD's. (All or
-        none: a member written apart reads the rows again.)"""
+        its own (`writers`: the queries writing each sink), or whose plan cannot be made once,
+        or rows the tasks cannot write (`sinks.direct_rows`). (All or none: a member written
+        apart would read the rows again.)"""
         job = ctx.plan.job
         sinks = [job.sink(job.outputs[m.name]) for m in group.members]
-        writers = Counter(job.outputs.values())  # (a group query's rows go to its sink too)
         if any(writers[s.name] > 1 or not direct_sink(s, rows) for s in sinks):
             return None
-        if self._inputs is None:
-            jvm = ctx.spark.sparkContext._jvm
-            assert jvm is not None
-            self._inputs = StaticMethods(jvm.streamjoin.operator.BatchInput)
-        if not self._inputs.planned(rows._jdf):
+        if not direct_rows(rows):
             return None
         layout = rows._jdf.schema().json()
         out = []
         for m in group.members:
-            key = f"{group.name}/{m.name}#{hashlib.sha256(repr(m).encode()).hexdigest()[:12]}"
-            key = f"{key}@{layout}"
+            digest = hashlib.sha256(repr(m).encode()).hexdigest()[:12]
+            key = f"{group.name}/{m.name}#{digest}@{layout}"
             if key not in self._used:
                 made = self._plans[key] if key in self._plans else _member_plan(ctx, m, rows)
                 self._used[key] = made
@@ -177,20 +180,28 @@ def shared_outputs(
     ctx: BatchContext, two: TwoWay, staging_root: str, fs: FileStore, plans: MemberPlans
 ) -> tuple[list[SharedWrite], list[Direct], dict[str, DataFrame]]:
     """How the shared joins' members (`two.shared`) are written: by the tasks that make their
-    join's rows (`MemberPlans.direct`), else together through Spark's writer (`shared_writes`,
-    staged under `staging_root` on `fs`), else each alone; returned with the frames of those
-    written alone and of the queries of `two` that share nothing."""
+    join's rows (`MemberPlans.direct`), else, the rows kept for the batch (made once for every
+    member), together through Spark's writer (`shared_writes`, staged under `staging_root` on
+    `fs`), else each alone; returned with the frames of those written alone and of the queries
+    of `two` that share nothing."""
     direct: list[Direct] = []
     rest = []
+    writers = Counter(ctx.plan.job.outputs.values())  # (a group query's rows go to its sink too)
     for group, rows in two.shared:
-        made = plans.direct(ctx, group, rows)
+        made = plans.direct(ctx, group, rows, writers)
         direct += made or []
         if made is None:
-            rest.append((group, rows))
+            rest.append((group, ctx.scratch.persist(rows)))
     plans.end_batch()
     joint = shared_writes(ctx, rest, staging_root, fs)
-    skip = {m.name for w in joint for m, _ in w.members} | {d.name for d in direct}
-    return joint, direct, two.frames | two.member_frames(skip)
+    jointly = {m.name for w in joint for m, _ in w.members}
+    alone = {
+        m.name: member_frame(rows, m)
+        for group, rows in rest
+        for m in group.members
+        if m.name not in jointly
+    }
+    return joint, direct, two.frames | alone
 
 
 def shared_writes(

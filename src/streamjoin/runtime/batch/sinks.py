@@ -64,7 +64,7 @@ CONCURRENT_WRITES = 8
 cores that broadcasts waited past Spark's 300 s timeout and the batch failed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Direct:
     """A query's rows for the tasks that make them to write into its Parquet sink themselves
     (``JointWrite.java``): `rows`, an RDD's, as they are, or a shared join's rows through
@@ -121,22 +121,22 @@ def write_frames(
         per_sink.setdefault(sinks[name], []).append((name, out))
     together = list(direct)
     writes: list[t.Callable[[], dict[str, int]]] = [write.run_counted for write in joint]
+    printed: list[t.Callable[[], dict[str, int]]] = []  # (a console's rows print in order)
     for sink_name, outputs in per_sink.items():
         sink = job.sink(sink_name)
         name, df = outputs[0]
-        if len(outputs) == 1 and len(frames[name]) == 1 and direct_sink(sink, df):
+        alone = len(outputs) == 1 and len(frames[name]) == 1
+        if alone and direct_sink(sink, df) and direct_rows(df):
             together.append(Direct(name, df))
-        else:
-            writes.append(partial(_write_observed, sink, outputs, batch_id, parallelism))
+            continue
+        write = partial(_write_observed, sink, outputs, batch_id, parallelism)
+        (printed if sink.format == "console" else writes).append(write)
     if together:
         writes.insert(0, partial(write_direct, job, together, batch_id, parallelism))
-    if len(writes) == 1 or any(job.sink(s).format == "console" for s in per_sink):
-        # (One write, or a console's, whose rows print in order: one after another.)
-        rows: dict[str, int] = {}
-        for write in writes:
-            rows |= write()
-        return rows
-    return run_writes(writes)
+    rows: dict[str, int] = {}
+    for print_rows in printed:
+        rows |= print_rows()
+    return rows | (writes[0]() if len(writes) == 1 else run_writes(writes))
 
 
 def run_writes(writes: Sequence[t.Callable[[], dict[str, int]]]) -> dict[str, int]:
@@ -183,14 +183,19 @@ def direct_sink(sink: SinkDef, rows: DataFrame) -> bool:
     )
 
 
+def direct_rows(rows: DataFrame) -> bool:
+    """Whether the tasks that make `rows` can write them (``JointWrite.takes``): an RDD's rows,
+    and a session whose settings ask nothing of Spark's writer alone."""
+    return bool(_writer(rows).takes(rows._jdf))
+
+
 def write_direct(
     job: Job, outputs: Sequence[Direct], batch_id: int, parallelism: int
 ) -> dict[str, int]:
-    """Write `outputs` as batch `batch_id`'s rows of their queries' Parquet sinks from the tasks
-    that make them (``JointWrite.java``): one job, and no plan of a write. Returns the rows
-    written, by query. Rows that are not an RDD's, or that the session's settings give to
-    Spark's writer, go through it afterwards, up to `parallelism` tasks each (a shared join's
-    rows are kept for the batch: made once for all of them)."""
+    """Write `outputs` (`direct_rows`) as batch `batch_id`'s rows of their queries' Parquet sinks
+    from the tasks that make them (``JointWrite.java``): one job, and no plan of a write.
+    Returns the rows written, by query. An output whose columns share a name goes to Spark's
+    writer afterwards (which names them in its error)."""
     sinks = [job.sink(job.outputs[d.name]) for d in outputs]
     got = _writer(outputs[0].rows).parquet(
         [d.rows._jdf for d in outputs],
@@ -200,13 +205,12 @@ def write_direct(
         batch_id,
     )
     rows: dict[str, int] = {}
-    left = []
     for d, sink, n in zip(outputs, sinks, str(got).split(","), strict=True):
         if int(n) >= 0:
             rows[d.name] = int(n)
-            continue
-        left.append(partial(_write_observed, sink, [(d.name, d.frame())], batch_id, parallelism))
-    return rows | (run_writes(left) if len(left) > 1 else left[0]() if left else {})
+        else:
+            rows |= _write_observed(sink, [(d.name, d.frame())], batch_id, parallelism)
+    return rows
 
 
 _WRITERS: weakref.WeakKeyDictionary[SparkContext, t.Any] = weakref.WeakKeyDictionary()

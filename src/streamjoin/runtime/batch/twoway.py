@@ -16,7 +16,6 @@ from streamjoin.plan.shedding import counts_shed_pairs
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.batch.joins import delta_join_sql
 from streamjoin.runtime.batch.shedding import SIDES, Shed, allowances, count_rows, probing
-from streamjoin.runtime.batch.sinks import member_frame
 from streamjoin.runtime.routing.router import key_types
 
 if t.TYPE_CHECKING:
@@ -42,16 +41,6 @@ class TwoWay:
     shared: list[tuple[SharedGroup[t.Any], DataFrame]] = field(default_factory=list)
     """Each shared join's rows (its members' columns; `SharedGroup.bits` tells whose)."""
 
-    def member_frames(self, skip: t.Container[str]) -> dict[str, DataFrame]:
-        """The new pairs of each shared join's members but those in `skip` (written with
-        their group's rows at once, `sharedsinks`)."""
-        return {
-            m.name: member_frame(rows, m)
-            for group, rows in self.shared
-            for m in group.members
-            if m.name not in skip
-        }
-
 
 def two_way_joins(
     ctx: BatchContext,
@@ -76,9 +65,8 @@ def two_way_joins(
             out.shed[qp.query.name] = shed
         if observed:
             out.observed[qp.query.name] = observed
-    for group in ctx.plan.shared:
-        # Every member's sink reads the shared join's rows: computed once, kept for the batch.
-        out.shared.append((group, ctx.scratch.persist(out.frames.pop(group.name))))
+    for group in ctx.plan.shared:  # (its members' rows: `sharedsinks.shared_outputs`)
+        out.shared.append((group, out.frames.pop(group.name)))
     return out
 
 
@@ -221,7 +209,7 @@ def shared_cores(
     ctx: BatchContext, frames: t.Mapping[str, list[DataFrame]], out: TwoWay
 ) -> dict[str, list[DataFrame]]:
     """The multi-way joins' new rows (`frames`, by join) as each query's parts; the rows of a
-    multi-way join that queries share are kept and go with the shared joins' (`out.shared`)."""
+    multi-way join that queries share go with the shared joins' (`out.shared`)."""
     plan = ctx.plan
     for group in plan.cores:
         parts = frames.get(group.name, [])
@@ -229,6 +217,6 @@ def shared_cores(
             rows = parts[0]
             for part in parts[1:]:
                 rows = rows.unionAll(part)
-            out.shared.append((group, ctx.scratch.persist(rows)))
+            out.shared.append((group, rows))
     cores = {g.name for g in plan.cores}
     return {n: frames.get(n, []) for mp in plan.multiway if (n := mp.query.name) not in cores}

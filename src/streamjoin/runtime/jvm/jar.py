@@ -4,8 +4,8 @@ The sources beside this module, by Java package:
 
 - ``operator/``: the join operator, state kept per partition in executor memory across batches
   (``JoinIndex`` with its sides and probe, ``PlacedIndex`` on a cluster's executors), the rows of
-  a batch as its input (``BatchInput``), the writes of its pairs into sinks (``BatchWrite``)
-  and the rows GROUP BY queries hold for their open windows (``GroupRows``);
+  a batch as its input (``BatchInput``), the writes of a batch's rows into sinks (``JointWrite``,
+  ``BatchWrite``) and the rows GROUP BY queries hold for their open windows (``GroupRows``);
 - ``loop/``: the engine's own micro-batch loop's scan of new files (``BatchScan``) and the figures
   it publishes to Spark's progress (``ProgressFigures``);
 - ``localfs/``: Hadoop's local file system without a process per file (`runtime.local`).

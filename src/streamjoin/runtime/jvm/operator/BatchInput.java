@@ -177,7 +177,8 @@ public final class BatchInput implements Serializable {
           (scala.collection.immutable.Seq) inputs[i]);
       makes[i].initialize(0);
     }
-    if (MADE.size() > 1024) {  // (inputs planned again, or many threads: start afresh)
+    // (A shared join's members each have one per thread: room for many.)
+    if (MADE.size() > 16384) {  // (inputs planned again, or many threads: start afresh)
       MADE.clear();
     }
     made = new Object[] {tests, makes};

@@ -124,10 +124,10 @@ public final class BatchWrite {
     return ((LogicalRDD) plan).rdd();
   }
 
-  /** Whether the session ({@code set}: all of its settings) asks for what only Spark's writer
-   * does: files of at most so many rows, another commit protocol or committer. */
-  static boolean sparksOwn(SQLConf sql, Map set) {
-    Object committer = set.get("spark.sql.parquet.output.committer.class");
+  /** Whether the session's settings {@code sql} ask for what only Spark's writer does: files
+   * of at most so many rows, another commit protocol or committer. */
+  static boolean sparksOwn(SQLConf sql) {
+    Object committer = sql.getConfString("spark.sql.parquet.output.committer.class", null);
     return sql.maxRecordsPerFile() > 0
         || !PROTOCOL.equals(sql.fileCommitProtocolClass())
         || (committer != null && !COMMITTER.equals(committer));

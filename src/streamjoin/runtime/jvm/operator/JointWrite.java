@@ -35,6 +35,14 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class JointWrite {
   private JointWrite() {}
 
+  /** Whether the tasks that make {@code rows} can write them: an RDD's rows ({@link
+   * BatchWrite#rddOf}), in a session whose settings ask nothing of Spark's writer alone ({@link
+   * BatchWrite#sparksOwn}). */
+  public static boolean takes(Dataset rows) {
+    SQLConf sql = rows.sparkSession().sessionState().conf();
+    return BatchWrite.rddOf(rows) != null && !BatchWrite.sparksOwn(sql);
+  }
+
   /**
    * Writes output i, the rows of {@code rows[i]} through {@code plans[i]} (null: as they are),
    * into directory {@code dirs[i]}, which it replaces, as Parquet with sink options {@code
@@ -51,10 +59,10 @@ public final class JointWrite {
     java.util.Arrays.fill(written, -1L);
     SparkSession spark = ((Dataset) rows.get(0)).sparkSession();
     SQLConf sql = spark.sessionState().conf();
-    Map set = CollectionConverters.asJava(sql.getAllConfs());
-    if (BatchWrite.sparksOwn(sql, set)) {
+    if (BatchWrite.sparksOwn(sql)) {
       return joined(written);
     }
+    Map set = CollectionConverters.asJava(sql.getAllConfs());
     ArrayList rdds = new ArrayList();
     int[] source = new int[n];
     BatchWrite[] writers = new BatchWrite[n];
