@@ -39,7 +39,7 @@ import time
 import typing as t
 from dataclasses import asdict
 
-from benchmarks.harness import ROOT, machine
+from benchmarks.harness import ROOT, machine, source_commit
 from benchmarks.multiquery_figures import mode_figures, ratios, targets
 from benchmarks.multiquery_jobs import SIZES, exact_counts, make_backlog, probe_loads
 from benchmarks.multiquery_jobs import query_specs as make_specs
@@ -197,6 +197,7 @@ def run(
         "streams": dict(backlog.rows),
         "input_rows": backlog.total_rows,
         "machine": machine(),
+        "commit": source_commit(),
         "load_average": {"before": _rounded(load_before), "after": _rounded(os.getloadavg())},
         "switches_read": switches_read(),
         "runs": runs,

@@ -71,17 +71,22 @@ def ratios(modes: dict[str, dict[str, t.Any]]) -> dict[str, float | None]:
 
 
 def targets(runs: Sequence[dict[str, t.Any]]) -> dict[str, t.Any]:
-    """Issue 5's target: global ≥ 2.5× alone's throughput at 10 queries, the gap widening."""
+    """Issues 5 and 68's targets: global ≥ 2.5× alone's throughput at 10 queries and ≥ 10× at
+    100, the gap widening; global's batch p50 ≤ 1 s at 10 queries."""
     gaps = {r["queries"]: r["ratios"]["throughput_global_over_alone"] for r in runs}
-    at10 = gaps.get(10)
+    at10, at100 = gaps.get(10), gaps.get(100)
     ordered = [gaps[n] for n in sorted(gaps)]
     widening = (
         all(a is not None and b is not None and b > a for a, b in itertools.pairwise(ordered))
         if len(ordered) > 1
         else None
     )
+    p50 = {r["queries"]: r["modes"].get("global", {}).get("batch_p50_ms") for r in runs}
     return {
         "global_over_alone": gaps,
         "at_10_queries_ge_2_5": None if at10 is None else at10 >= 2.5,
+        "at_100_queries_ge_10": None if at100 is None else at100 >= 10,
         "gap_widens": widening,
+        "global_batch_p50_ms": p50,
+        "at_10_queries_p50_le_1s": None if p50.get(10) is None else p50[10] <= 1000,
     }

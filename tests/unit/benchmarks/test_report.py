@@ -81,7 +81,15 @@ def test_workloads_of_the_same_columns_share_a_table_with_every_engine() -> None
 
 
 def test_multiquery_and_skew_targets_are_listed_met_or_not() -> None:
-    mq = {"targets": {"global_over_alone": {"10": 2.1}, "at_10_queries_ge_2_5": False}}
+    mq = {
+        "targets": {
+            "global_over_alone": {"10": 2.6, "100": 4.0},
+            "at_10_queries_ge_2_5": True,
+            "at_100_queries_ge_10": False,
+            "global_batch_p50_ms": {"10": 886.8},
+            "at_10_queries_p50_le_1s": True,
+        }
+    }
     skew = {
         "size": "quick",
         "targets": {"z>=1.5: auto >= 1.0x hash": False, "speedups_at_z>=1.5": [0.9, 2.0]},
@@ -100,9 +108,14 @@ def test_multiquery_and_skew_targets_are_listed_met_or_not() -> None:
         {"multiquery-quick.json": mq}, {"skew": skew, "skew-cluster-full": cluster}
     )
     assert (
-        "multiquery (`multiquery-quick.json`): global ≥ 2.5× alone at 10 queries",
-        "×2.1",
+        "multiquery (`multiquery-quick.json`): global ≥ 2.5× alone at 10 queries, ≥ 10× at 100",
+        "×2.6 at 10, ×4.0 at 100",
         False,
+    ) in rows
+    assert (
+        "multiquery (`multiquery-quick.json`): global's batch p50 ≤ 1 s at 10 queries",
+        "886.8 ms",
+        True,
     ) in rows
     assert ("skew (quick): z ≥ 1.5: auto ≥ 1.0× hash", "×0.9 / ×2.0", False) in rows
     assert (
