@@ -9,6 +9,7 @@ some member to select it, when that is short enough to test inside the join.
 
 from __future__ import annotations
 
+import functools
 import typing as t
 from decimal import Decimal, InvalidOperation
 
@@ -39,10 +40,18 @@ _RANGES: dict[type[exp.Expr], t.Callable[[t.Iterable[Decimal]], Decimal]] = {
 
 def with_aliases(sql: str, aliases: t.Mapping[str, str]) -> str:
     """`sql` with each input's alias (the keys, lower case) replaced by the shared join's."""
+    return _with_aliases(sql, tuple(sorted(aliases.items())))
+
+
+@functools.lru_cache(maxsize=65536)
+def _with_aliases(sql: str, aliases: tuple[tuple[str, str], ...]) -> str:
+    # (Kept: a hundred queries from a few templates rename the same conjuncts again and again,
+    # each a parse and a print of SQL.)
+    renamed = dict(aliases)
     tree = sqlglot.parse_one(sql, dialect="spark")
     for col in tree.find_all(exp.Column):
-        if col.table.lower() in aliases:
-            col.set("table", exp.to_identifier(aliases[col.table.lower()]))
+        if col.table.lower() in renamed:
+            col.set("table", exp.to_identifier(renamed[col.table.lower()]))
     return tree.sql(dialect="spark")
 
 

@@ -19,6 +19,7 @@ results are exactly its own.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import typing as t
@@ -95,15 +96,16 @@ def _parts(job: Job, q: Query) -> _Parts | None:
         text = with_aliases(conjunct_sql(c), aliases)
         named = _inputs(text)
         if len(named) == 1:
-            selections[named.pop()].add(text)
+            selections[next(iter(named))].add(text)
         elif text not in written:
             rest.append(text)
     return _Parts(frozenset(keys), windows, tuple(map(frozenset, selections)), tuple(rest))
 
 
-def _inputs(text: str) -> set[int]:
+@functools.lru_cache(maxsize=65536)
+def _inputs(text: str) -> frozenset[int]:
     tree = sqlglot.parse_one(text, dialect="spark")
-    return {int(col.table[2:]) for col in tree.find_all(exp.Column) if col.table}
+    return frozenset(int(col.table[2:]) for col in tree.find_all(exp.Column) if col.table)
 
 
 def _connected(n: int, edges: t.Collection[tuple[int, ...]]) -> bool:
