@@ -27,10 +27,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * make them, where each query's rows are an RDD's (a probe's, a chain's) as they are, or a plan
  * of an RDD's rows: a shared join's member, its condition and SELECT over the join's rows
  * ({@link BatchInput#output}). The outputs of one RDD are written in one pass over its rows, so
- * a shared join's rows are made once and never kept. A write each was a Spark job each, and a
- * shared join's rows were counted, kept and written again per member: with many queries those
- * jobs, not the joins, took a batch's time. Files as {@link BatchWrite}'s. Written for janino:
- * no lambdas, raw collections.
+ * a shared join's rows are made once and never kept. A write each would be a Spark job each
+ * (a DataFrame write also analyses and plans a command), and with many queries those jobs, not
+ * the joins, would take a batch's time. Files as {@link BatchWrite}'s. Written for janino: no
+ * lambdas, raw collections.
  */
 public final class JointWrite {
   private JointWrite() {}
