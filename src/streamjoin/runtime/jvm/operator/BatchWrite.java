@@ -176,57 +176,24 @@ public final class BatchWrite {
     return false;
   }
 
-  /** What each task {@code f} (a {@link Task}, or one that runs one) returns, having written
-   * {@code rdd}'s partitions into {@code dir}, which it replaces. */
-  List written(org.apache.spark.api.java.JavaRDD rdd, FlatMapFunction f, String dir)
+  /** What each task {@code f} returns, having written {@code rdd}'s partitions into the
+   * directories {@code dirs} (on {@code conf}'s file systems), which it replaces first; each
+   * gets Spark's committer's {@code _SUCCESS} once every task is done. */
+  static List written(
+      org.apache.spark.api.java.JavaRDD rdd, FlatMapFunction f, List dirs, Configuration conf)
       throws IOException {
-    Path path = new Path(dir);
-    FileSystem fs = path.getFileSystem(conf);
-    fs.delete(path, true);
-    fs.mkdirs(path);
+    for (int i = 0; i < dirs.size(); i++) {
+      Path path = new Path((String) dirs.get(i));
+      FileSystem fs = path.getFileSystem(conf);
+      fs.delete(path, true);
+      fs.mkdirs(path);
+    }
     List results = PlainRdd.collect(PlainRdd.mapPartitions(rdd, f));
-    fs.create(new Path(path, "_SUCCESS"), true).close();  // (as Spark's committer leaves it)
+    for (int i = 0; i < dirs.size(); i++) {
+      Path path = new Path((String) dirs.get(i));
+      path.getFileSystem(conf).create(new Path(path, "_SUCCESS"), true).close();
+    }
     return results;
-  }
-
-  /** One task's partition written to one file (none for an empty partition but the first, so
-   * that an empty batch still has a file that carries the schema, as Spark's writer leaves). */
-  static final class Task implements FlatMapFunction {
-    final String key;
-    final Broadcast shipped;
-    final String dir;
-    final long batch;
-
-    Task(BatchWrite w, SparkSession spark, String dir, long batch) {
-      this.key = w.key;
-      this.shipped = w.ship(spark);
-      this.dir = dir;
-      this.batch = batch;
-    }
-
-    public Iterator call(Object rows) throws Exception {
-      // (The task's partition is the mapped RDD's: it is collected, the last of its stage.)
-      TaskContext task = TaskContext.get();
-      int part = task.partitionId();
-      Iterator it = (Iterator) rows;
-      if (part > 0 && !it.hasNext()) {
-        return Collections.singletonList(Long.valueOf(0L)).iterator();
-      }
-      Out out = null;
-      try {
-        out = new Out(of(key, shipped), dir, part, batch, task);
-        while (it.hasNext()) {
-          out.write((InternalRow) it.next());
-        }
-        out.commit();
-      } catch (Throwable err) {
-        if (out != null) {
-          out.abort(err);
-        }
-        throw rethrown(err);
-      }
-      return Collections.singletonList(Long.valueOf(out.rows)).iterator();
-    }
   }
 
   /** One task's file of one output: written under a hidden name of its attempt and renamed

@@ -83,8 +83,10 @@ public final class GroupRows {
     StructType schema = rows.schema().asNullable();
     BatchWrite w = BatchWrite.prepare(spark, set, new HashMap(), schema);
     JavaRDD rdd = rows.queryExecution().toRdd().toJavaRDD();
-    List parts =
-        w.written(rdd, new Tee(time, new BatchWrite.Task(w, spark, dir, batch), null), dir);
+    List dirs = new java.util.ArrayList();
+    dirs.add(dir);
+    Tee tee = new Tee(time, JointWrite.task(spark, w, dir, batch), null);
+    List parts = BatchWrite.written(rdd, tee, dirs, w.conf);
     return held(key, time, slide, schema).replace(batch, parts);
   }
 
@@ -312,7 +314,7 @@ public final class GroupRows {
   }
 
   /**
-   * A task's rows passed through to {@code write} (a {@link BatchWrite.Task}, or none), each with
+   * A task's rows passed through to {@code write} ({@link JointWrite#task}'s, or none), each with
    * an event time copied aside (a row without one is in no window: Spark's window() leaves it
    * out); with {@code read} (the rows' columns, else null), units read back whose last column is
    * each row's batch, copied without it. Returns one {@code {rows seen, copies, their times,

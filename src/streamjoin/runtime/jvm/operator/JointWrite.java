@@ -6,8 +6,7 @@ import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.broadcast.Broadcast;
@@ -102,28 +101,35 @@ public final class JointWrite {
           spark.sparkContext(), CollectionConverters.asScala(rdds).toSeq(), PlainRdd.ANY);
     }
     Task task = new Task(spark, writers, plans, dirs, source, first, batch);
+    ArrayList mine = new ArrayList();  // (the directories this job writes)
+    Configuration conf = null;
     for (int i = 0; i < n; i++) {
       if (source[i] >= 0) {
-        Path path = new Path((String) dirs.get(i));
-        FileSystem fs = path.getFileSystem(writers[i].conf);
-        fs.delete(path, true);
-        fs.mkdirs(path);
+        mine.add(dirs.get(i));
+        conf = writers[i].conf;
       }
     }
-    List parts = PlainRdd.collect(PlainRdd.mapPartitions(all.toJavaRDD(), task));
+    List parts = BatchWrite.written(all.toJavaRDD(), task, mine, conf);
     for (int p = 0; p < parts.size(); p++) {
       long[] got = (long[]) parts.get(p);
       for (int i = 0; i < n; i++) {
         written[i] += got[i];
       }
     }
-    for (int i = 0; i < n; i++) {
-      if (source[i] >= 0) {  // (as Spark's committer leaves it)
-        Path path = new Path((String) dirs.get(i));
-        path.getFileSystem(writers[i].conf).create(new Path(path, "_SUCCESS"), true).close();
-      }
-    }
     return joined(written);
+  }
+
+  /** The task that writes each partition's rows, as they are, into directory {@code dir} with
+   * writer {@code w} alone, as batch {@code batch}'s files (a buffer's units: {@link
+   * GroupRows}). */
+  static Task task(SparkSession spark, BatchWrite w, String dir, long batch) {
+    java.util.List none = new ArrayList();
+    none.add(null);
+    java.util.List dirs = new ArrayList();
+    dirs.add(dir);
+    return new Task(
+        spark, new BatchWrite[] {w}, none, dirs, new int[] {0}, new int[] {0, Integer.MAX_VALUE},
+        batch);
   }
 
   static String joined(long[] written) {
