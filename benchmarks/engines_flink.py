@@ -59,13 +59,30 @@ FLINK_CONF = {
 """The settings Flink runs with, reported with its figures."""
 
 
+def csv_rows(table: t.Any) -> t.Any:
+    """`table` (Arrow) as Flink's CSV format reads it: timestamps as ``yyyy-MM-dd
+    HH:mm:ss.ffffff`` (in UTC), the other columns as they are."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = [
+        pc.strftime(col, format="%Y-%m-%d %H:%M:%S") if pa.types.is_timestamp(col.type) else col
+        for col in table.columns
+    ]
+    return pa.table(cols, names=table.column_names)
+
+
+def write_csv(table: t.Any, sink: t.Any) -> None:
+    """Write `table` (Arrow) to `sink` (a path or a binary file) as `csv_rows`, no header."""
+    import pyarrow.csv as pcsv
+
+    pcsv.write_csv(csv_rows(table), sink, pcsv.WriteOptions(include_header=False))
+
+
 def write_csv_copies(job: Job, root: str) -> tuple[dict[str, str], int]:
     """One CSV file per stream of `job` under `root`, its Parquet files' rows in name order (the
     backlog's order), timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` in UTC: (folder by stream,
     rows written)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
     folders, rows = {}, 0
@@ -80,15 +97,8 @@ def write_csv_copies(job: Job, root: str) -> tuple[dict[str, str], int]:
         with open(os.path.join(folder, "rows.csv"), "wb") as sink:
             for path in files:
                 table = pq.read_table(path, columns=names)
-                cols = [
-                    pc.strftime(col, format="%Y-%m-%d %H:%M:%S")
-                    if pa.types.is_timestamp(col.type)
-                    else col
-                    for col in table.columns
-                ]
-                out = pa.table(cols, names=names)
-                pcsv.write_csv(out, sink, pcsv.WriteOptions(include_header=False))
-                rows += out.num_rows
+                write_csv(table, sink)
+                rows += table.num_rows
         folders[s.name] = folder
     return folders, rows
 
@@ -103,15 +113,33 @@ def run_flink(
     """Run `job` (whose job file is `text`) on Flink to the end of its input (or `time_limit`
     seconds, then cancelled and marked ``stopped_early``); results under the job's sink folders,
     as Parquet. A query Flink refuses raises RuntimeError with Flink's own message (the harness
-    reports its first line). PyFlink's venv is made first if it is not (`flink_python`)."""
-    if live is not None:
-        msg = "flink runs over a backlog, not on a live source (--rate) yet"
-        raise ValueError(msg)
+    reports its first line). PyFlink's venv is made first if it is not (`flink_python`).
+
+    With `live`, the job's streams are the feeder's folders of CSV files (`rate_feed.feed`),
+    listed for new files once per trigger interval, as the Spark engines' triggers list theirs;
+    its warm-up job runs first, in the same JVM; the job runs until the feed is done and read
+    (`engines_flink_runner.run_live`). Each query's results are then timed in
+    `trace_path(workdir, query)`: the files of its two rows and when Flink made it."""
     python = flink_python()
-    csv_dirs, rows = write_csv_copies(job, os.path.join(workdir, "flink-in"))
-    flink_job = translate(job, csv_dirs, os.path.join(workdir, "flink-out"), text)
-    plan: dict[str, t.Any] = {
-        "conf": FLINK_CONF,
+    sink_root = os.path.join(workdir, "flink-out")
+    plan: dict[str, t.Any] = {"conf": FLINK_CONF, "time_limit": time_limit}
+    if live is None:
+        csv_dirs, rows = write_csv_copies(job, os.path.join(workdir, "flink-in"))
+        flink_job = translate(job, csv_dirs, sink_root, text)
+    else:
+        rows = 0  # (the feeder counts what it fed)
+        feed_dirs = {s.name: s.option("path") or "" for s in job.streams}
+        flink_job = translate(job, feed_dirs, sink_root, text, monitor=live.trigger)
+        plan["live"] = {
+            "done": live.done,
+            "ready": os.path.join(workdir, "ready"),
+            "drain_limit": live.drain_limit,
+            "settle": 3 * _seconds(live.trigger),
+            "traces": {name: trace_path(workdir, name) for name in flink_job.selects},
+        }
+        if live.warmup is not None:
+            plan["warmup"] = _warmup_plan(live.warmup, os.path.join(workdir, "warmup"))
+    plan |= {
         "sources": flink_job.sources,
         "queries": {
             name: {
@@ -121,7 +149,6 @@ def run_flink(
             }
             for name, select in flink_job.selects.items()
         },
-        "time_limit": time_limit,
         "stdout": os.path.join(workdir, "flink-stdout.log"),
     }
     figures = _run_in_venv(python, plan, workdir)
@@ -150,6 +177,35 @@ def run_flink(
             for name in flink_job.selects
         },
     )
+
+
+def trace_path(workdir: str, query: str) -> str:
+    """Where a live run writes how `query`'s results were timed (`run_flink`): CSV rows of the
+    left row's file name, the right row's, and when Flink made the result (UTC, ``yyyy-MM-dd
+    HH:mm:ss.SSS``), one per result, in the order of its rows."""
+    return os.path.join(workdir, f"flink-traces-{query}.csv")
+
+
+def _warmup_plan(job_text: str, root: str) -> dict[str, t.Any]:
+    """The runner's warm-up (`engines_flink_runner.warm_up`): `job_text` over CSV copies of
+    its files."""
+    from streamjoin.sql import parse_job
+
+    job = parse_job(job_text.replace("{out}", os.path.join(root, "out")), "<warm-up>")
+    csv_dirs, _ = write_csv_copies(job, os.path.join(root, "flink-in"))
+    warm = translate(job, csv_dirs, os.path.join(root, "flink-out"), job_text)
+    return {
+        "sources": list(warm.sources),
+        "selects": list(warm.selects.values()),
+        "streams": [s.name for s in job.streams],
+    }
+
+
+def _seconds(interval: str) -> float:
+    """Seconds of a trigger's interval text (``1 seconds``, ``500 milliseconds``)."""
+    number, unit = interval.split()
+    scale = {"millisecond": 0.001, "second": 1.0, "minute": 60.0}[unit.rstrip("s")]
+    return float(number) * scale
 
 
 def _run_in_venv(python: str, plan: dict[str, t.Any], workdir: str) -> dict[str, t.Any]:

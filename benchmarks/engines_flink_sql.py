@@ -38,6 +38,13 @@ if t.TYPE_CHECKING:
 ROWTIME_SUFFIX = "__rt"
 """Suffix of a stream's millisecond event-time column, the one its watermark is declared on."""
 
+FILE_COLUMN = "__file"
+"""A live source's column of the name of the file each row came from (Flink's metadata)."""
+
+TRACE_COLUMNS = ("__lf", "__rf", "__at")
+"""What a live query's rows carry beside its own columns (`query_select` with `traced`): the
+files its left and right rows came from, and when Flink made the row (UTC, milliseconds)."""
+
 _WIDEN_MS = 1
 _LITERALS_EDIT = "interval literals over two digits written DAY TO SECOND"
 
@@ -88,12 +95,15 @@ def _flink_type(name: str, precision: int | None, scale: int | None) -> str:
     return name
 
 
-def source_ddl(s: StreamDef, csv_dir: str) -> str:
+def source_ddl(s: StreamDef, csv_dir: str, monitor: str | None = None) -> str:
     """``CREATE TABLE`` of stream `s` over its CSV copy in `csv_dir`, with its watermark on the
-    millisecond copy of its event time."""
+    millisecond copy of its event time. With `monitor` (an interval: a live feed's), the folder
+    is listed again at that interval for new files, and each row has its file's name."""
     cols = [
         f"`{c.name}` {_flink_type(c.type.name, c.type.precision, c.type.scale)}" for c in s.columns
     ]
+    if monitor is not None:
+        cols.append(f"`{FILE_COLUMN}` STRING NOT NULL METADATA FROM 'file.name' VIRTUAL")
     if s.watermark is not None:
         ts, rt = s.watermark.column, s.watermark.column + ROWTIME_SUFFIX
         cols.append(f"`{rt}` AS CAST(`{ts}` AS TIMESTAMP(3))")
@@ -101,9 +111,10 @@ def source_ddl(s: StreamDef, csv_dir: str) -> str:
         delay_ms = -(-s.watermark.delay_us // 1000)
         cols.append(f"WATERMARK FOR `{rt}` AS `{rt}` - INTERVAL '{delay_ms / 1000:g}' SECOND")
     body = ",\n  ".join(cols)
+    listed = "" if monitor is None else f", 'source.monitor-interval' = '{monitor}'"
     return (
         f"CREATE TABLE `{s.name}` (\n  {body}\n) WITH ('connector' = 'filesystem', "
-        f"'path' = '{csv_dir}', 'format' = 'csv')"
+        f"'path' = '{csv_dir}', 'format' = 'csv'{listed})"
     )
 
 
@@ -164,10 +175,17 @@ def _rowtime_window(q: Query, job: Job) -> str | None:
     return f"{rc} >= {lc} {_interval(lo_ms)} AND {rc} <= {lc} {_interval(hi_ms)}"
 
 
-def query_select(q: Query, job: Job) -> tuple[str, list[str]]:
-    """The Flink SELECT of two-way join `q` (`_structured`) and the edits it needed."""
+def query_select(q: Query, job: Job, traced: bool = False) -> tuple[str, list[str]]:
+    """The Flink SELECT of two-way join `q` (`_structured`) and the edits it needed; `traced`:
+    with `TRACE_COLUMNS` after its own (a live run's: its sources have `FILE_COLUMN`)."""
     edits = []
     select = ", ".join(f"{item.sql} AS `{item.alias}`" for item in q.select)
+    if traced:
+        lf, rf, at = TRACE_COLUMNS
+        select += (
+            f", {q.left.alias}.`{FILE_COLUMN}` AS `{lf}`, {q.right.alias}.`{FILE_COLUMN}` AS "
+            f"`{rf}`, DATE_FORMAT(CURRENT_TIMESTAMP, 'yyyy-MM-dd HH:mm:ss.SSS') AS `{at}`"
+        )
     window = _rowtime_window(q, job)
     on, where = (q.predicate, None) if q.outer is None else (q.outer.on, q.outer.where)
     (select, a), (on, b) = flink_expr(select), flink_expr(on)
@@ -255,16 +273,22 @@ def _structured(q: Query) -> bool:
 
 
 def translate(
-    job: Job, csv_dirs: t.Mapping[str, str], sink_root: str, text: str | None = None
+    job: Job,
+    csv_dirs: t.Mapping[str, str],
+    sink_root: str,
+    text: str | None = None,
+    monitor: str | None = None,
 ) -> FlinkJob:
     """`job` in Flink SQL over the CSV copies `csv_dirs` (by stream), each query's rows written
     under `sink_root`. A two-way join is written from its parts (`query_select`); any other
     query (an aggregation, a top-N, a multi-way join, one stream's groups) is run as the job's
     `text` writes it (`written_query`), which Flink's SQL mostly shares (Nexmark's queries
-    are Flink's); without `text`, a ValueError names such a query."""
+    are Flink's); without `text`, a ValueError names such a query. With `monitor` (a live
+    run's listing interval, `source_ddl`) every query is a traced two-way join, or a
+    ValueError names it."""
+    read = "CSV copies of its Parquet files" if monitor is None else "the feed's CSV files"
     edits = [
-        f"stream {s.name}: read from CSV copies of its Parquet files (Flink 2.3 bundles no "
-        "Parquet format)"
+        f"stream {s.name}: read from {read} (Flink 2.3 bundles no Parquet format)"
         for s in job.streams
     ]
     edits += [
@@ -277,6 +301,12 @@ def translate(
     selects, sinks, outputs, keys = {}, {}, {}, {}
     every: list[Query | GroupQuery] = [*job.queries, *job.group_queries]
     for q in every:
+        if monitor is not None and (isinstance(q, GroupQuery) or not _structured(q)):
+            msg = (
+                f"flink: query {q.name} is not a two-way join; a live run (--rate) times each "
+                "result by the files of its two rows"
+            )
+            raise ValueError(msg)
         if isinstance(q, GroupQuery) or not _structured(q):
             if text is None:
                 msg = f"flink: query {q.name} is run from the job's text, which was not given"
@@ -290,9 +320,19 @@ def translate(
             if key := upsert_key(q):
                 keys[q.name] = key
         else:
-            selects[q.name], more = query_select(q, job)
+            selects[q.name], more = query_select(q, job, traced=monitor is not None)
+            if monitor is not None:
+                more.append(
+                    f"{q.name}: each result with its rows' file names and the time Flink made it "
+                    "(CURRENT_TIMESTAMP, evaluated per row), which time it; not in its output"
+                )
         sinks[q.name] = f"{sink_root}/{q.name}"
         outputs[q.name] = _out_path(job, q)
         edits += more
-    sources = tuple(source_ddl(s, csv_dirs[s.name]) for s in job.streams)
+    if monitor is not None:
+        edits += [
+            f"stream {s.name}: a live feed's folder, listed for new files every {monitor}"
+            for s in job.streams
+        ]
+    sources = tuple(source_ddl(s, csv_dirs[s.name], monitor) for s in job.streams)
     return FlinkJob(sources, selects, sinks, outputs, tuple(edits), keys)

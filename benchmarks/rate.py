@@ -9,7 +9,7 @@ again, later, if the run lasts longer. So the rows of a file are between 0 and `
 old when it appears, and the watermark advances live. Every timestamp column is mapped alike
 (Nexmark's ``expires`` stays after ``date_time``); interval constants are not, so at a rate above
 the backlog's own, a window holds more rows (more matches per row) than in the backlog mode.
-Each file is written under a hidden name (``.name.tmp``, which Spark's file source skips) and
+Each file is written beside its folder (a hidden name in the folder above) and
 renamed, so no engine ever reads a partial file; the time of the rename is its write time.
 
 Each engine runs on its own copy of the feed (the same rows, the same ticks) with a

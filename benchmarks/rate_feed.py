@@ -3,6 +3,7 @@ rate, a Parquet file per stream every tick (`Feed`, `feed`), and the case's job 
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from benchmarks.engines_flink import write_csv
 
 if t.TYPE_CHECKING:
     import threading
@@ -112,15 +115,19 @@ def feed(
     duration: float,
     tick: float,
     stop: threading.Event | None = None,
+    csv_dirs: Mapping[str, str] | None = None,
 ) -> tuple[list[FedFile], float, float]:
     """Write one file per stream every `tick` seconds for `duration` seconds (rows of the last
     tick, event times just behind wall-clock time); the files written, the start and end.
+    Parquet files in `dirs`; with `csv_dirs`, the fed files are CSV ones in those, as Flink
+    reads them (`engines_flink.csv_rows`), each followed by its Parquet copy in `dirs`, which
+    the checks read.
 
     Each tick's files land at a drawn moment within the tick after it (`JITTER`'s seeded
     draws): with files at fixed moments, each waits the same part of the trigger, so latency
     percentiles would turn on where the feed's start fell against the trigger's clock, a
     different place for each engine."""
-    for folder in dirs.values():
+    for folder in [*dirs.values(), *(csv_dirs or {}).values()]:
         os.makedirs(folder, exist_ok=True)
     started = time.time()
     origin = int(started * US)
@@ -134,14 +141,30 @@ def feed(
         pause = due - time.time()
         if pause > 0:
             time.sleep(pause)
-        for name, folder in dirs.items():
-            table = source.rows(name, j * step, (j + 1) * step, origin)
-            final = os.path.join(folder, f"part-{j:05d}.parquet")
-            temp = os.path.join(folder, f".part-{j:05d}.parquet.tmp")
-            pq.write_table(table, temp)
-            os.rename(temp, final)
-            fed.append(FedFile(final, name, table.num_rows, time.time()))
+        tables = {name: source.rows(name, j * step, (j + 1) * step, origin) for name in dirs}
+        for name, table in tables.items():
+            if csv_dirs is None:
+                path = os.path.join(dirs[name], f"part-{j:05d}.parquet")
+                _visible(path, functools.partial(pq.write_table, table))
+            else:
+                path = os.path.join(csv_dirs[name], f"part-{j:05d}.csv")
+                _visible(path, functools.partial(write_csv, table))
+            fed.append(FedFile(path, name, table.num_rows, time.time()))
+        if csv_dirs is not None:  # (the copies after the tick's fed files: they wait for none)
+            for name, table in tables.items():
+                pq.write_table(table, os.path.join(dirs[name], f"part-{j:05d}.parquet"))
     return fed, started, time.time()
+
+
+def _visible(path: str, write: t.Callable[[str], None]) -> None:
+    """`write` the file beside its folder, then rename it to `path`: no engine sees it partly
+    written (Flink's file source lists hidden names too)."""
+    folder = os.path.dirname(path)
+    temp = os.path.join(
+        os.path.dirname(folder), f".{os.path.basename(folder)}-{os.path.basename(path)}.tmp"
+    )
+    write(temp)
+    os.rename(temp, path)
 
 
 def _reading(case: Case, dirs: Mapping[str, str]) -> str:

@@ -121,10 +121,12 @@ def latency_figures(
     ended: float,
     trigger: float,
     watch: CommitWatch | None = None,
+    done: Mapping[str, float] | None = None,
 ) -> dict[str, t.Any]:
     """Latency, processed rate, backlog at the end and growth, from the engine's checkpoints and
-    what `watch` saw of them during the run."""
-    done = done_times(workdir, fed, watch)
+    what `watch` saw of them during the run (or from `done`, when each fed file was done, by
+    path: `traced_done_times`)."""
+    done = done_times(workdir, fed, watch) if done is None else done
     rows_fed = sum(f.rows for f in fed)
     lat = [(done[f.path] - f.written, f.rows) for f in fed if f.path in done]
     processed_by_end = sum(f.rows for f in fed if f.path in done and done[f.path] <= ended)
@@ -161,3 +163,29 @@ def latency_figures(
         "backlog_at_end_s": round(backlog, 2),
         "drain_s": round(max(done.values()) - ended, 2) if done else None,
     }
+
+
+def traced_done_times(
+    traces: Mapping[str, tuple[str, str]], fed: list[FedFile]
+) -> dict[str, float]:
+    """When each fed file was done by an engine that has no batches (``flink``), from the
+    results' traces: `traces` maps each query's trace file (`engines_flink.trace_path`) to its
+    left and right streams. A result is made when the later written of its two rows' files is
+    read, so that file is done once every result it completes was made: the latest of their
+    times. (A file that completes no result, none of its rows meeting an earlier row, has no
+    time and counts as not processed.)"""
+    import csv
+    import datetime as dt
+
+    written = {(x.stream, os.path.basename(x.path)): x for x in fed}
+    done: dict[str, float] = {}
+    for path, streams in traces.items():
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.reader(f):
+                files = [written.get((s, n)) for s, n in zip(streams, row[:2], strict=True) if n]
+                if not files or None in files:
+                    continue  # (a warm-up's row, or a file not fed: not timed)
+                last = max(t.cast("list[FedFile]", files), key=lambda x: x.written)
+                made = dt.datetime.fromisoformat(row[2]).replace(tzinfo=dt.UTC)
+                done[last.path] = max(done.get(last.path, 0.0), made.timestamp())
+    return done

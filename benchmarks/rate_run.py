@@ -12,16 +12,26 @@ import typing as t
 from dataclasses import asdict
 
 from benchmarks.engines import run_engine
+from benchmarks.engines_flink import FLINK, trace_path
 from benchmarks.engines_live import Live
 from benchmarks.harness import ROOT
 from benchmarks.harness_figures import _percentile
 from benchmarks.harness_process import run_engine_process
 from benchmarks.rate_feed import _live_job, _warmup, feed
-from benchmarks.rate_latency import CommitWatch, latency_figures
+from benchmarks.rate_latency import CommitWatch, latency_figures, traced_done_times
 
 if t.TYPE_CHECKING:
-    from benchmarks.rate_feed import Feed
+    from benchmarks.rate_feed import FedFile, Feed
     from benchmarks.workloads import Case
+
+
+def _traced_done(job_text: str, workdir: str, fed: list[FedFile]) -> dict[str, float]:
+    """When each fed file was done by ``flink``: from its queries' traces."""
+    from streamjoin.sql import parse_job
+
+    job = parse_job(job_text.replace("{out}", os.path.join(workdir, "out")), "<live>")
+    traces = {trace_path(workdir, q.name): (q.left.stream, q.right.stream) for q in job.queries}
+    return traced_done_times(traces, fed)
 
 
 def drain_limit(duration: float) -> float:
@@ -46,10 +56,13 @@ def _run_one(
     base = os.path.join(ROOT, "rate", case.name, engine)
     shutil.rmtree(base, ignore_errors=True)
     dirs = {name: os.path.join(base, "feed", name) for name in source.streams}
-    for folder in dirs.values():
+    # (Flink reads CSV files, fed in their own folders; the Parquet copies are checked.)
+    csv_dirs = {n: os.path.join(base, "feed-csv", n) for n in dirs} if engine == FLINK else None
+    for folder in [*dirs.values(), *(csv_dirs or {}).values()]:
         os.makedirs(folder)
     workdir, done = os.path.join(base, "work"), os.path.join(base, "done.json")
     job = _live_job(case, dirs)
+    run_job = job if csv_dirs is None else _live_job(case, csv_dirs)
     live = Live(
         f"{trigger:g} seconds",
         done,
@@ -64,7 +77,7 @@ def _run_one(
             out = os.path.join(workdir, "out")
             try:
                 result.append(
-                    asdict(run_engine(engine, job.replace("{out}", out), workdir, None, live))
+                    asdict(run_engine(engine, run_job.replace("{out}", out), workdir, None, live))
                 )
             except Exception as err:  # reported like a failed engine process
                 first = (str(err).strip().splitlines() or [""])[0]
@@ -77,7 +90,9 @@ def _run_one(
             live_run = asdict(live)
             log = os.path.join(base, "engine.err")  # (its whole stderr: a failure's trace)
             result.extend(
-                run_engine_process(engine, [(job, workdir)], None, live_run, master=master, log=log)
+                run_engine_process(
+                    engine, [(run_job, workdir)], None, live_run, master=master, log=log
+                )
             )
 
     thread = threading.Thread(target=engine_run, name=f"bench-{engine}", daemon=True)
@@ -91,7 +106,8 @@ def _run_one(
     stop = threading.Event()
     if not os.path.exists(ready):
         stop.set()
-    fed, started, ended = feed(source, dirs, duration if not stop.is_set() else 0, tick, stop)
+    seconds = duration if not stop.is_set() else 0
+    fed, started, ended = feed(source, dirs, seconds, tick, stop, csv_dirs)
     with open(done + ".tmp", "w", encoding="utf-8") as f:
         json.dump({"files": [x.path for x in fed]}, f)
     os.rename(done + ".tmp", done)
@@ -100,9 +116,13 @@ def _run_one(
     run: dict[str, t.Any] = result[0] if result else {"engine": engine, "error": "no report"}
     if run.get("error"):
         return {"engine": engine, "error": run["error"]}, job
-    figures = latency_figures(workdir, fed, started, ended, trigger, watch)
+    traced = _traced_done(job, workdir, fed) if engine == FLINK else None
+    figures = latency_figures(workdir, fed, started, ended, trigger, watch, traced)
     batch = run.get("batch_ms") or []
-    drained = not run.get("stopped_early") and figures["rows_processed"] == figures["rows_fed"]
+    # (Flink's files are timed by the results they complete: one that completes none has no
+    # time, yet was read. Its run ends once its output has settled after the feed.)
+    processed = engine == FLINK or figures["rows_processed"] == figures["rows_fed"]
+    drained = not run.get("stopped_early") and processed
     growth = figures["latency_growth"]
     batch_s = (_percentile(batch, 50) or 0.0) / 1000
     keeps_up = (

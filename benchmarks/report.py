@@ -51,12 +51,12 @@ RESULTS = os.path.join(HERE, "results")
 ORDER = (
     "long",
     "long-cluster",
+    "window-growth",
     "equi",
     "band",
     "theta",
     "outer",
     "tpch",
-    "window-growth",
     "nexmark",
 )
 EXTRA = (

@@ -152,8 +152,8 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
     runs: list[list[str]] = []
     for name in reports:
         alone = (*COMPACT, "nexmark")
-        if name == "long-cluster" and runs and runs[-1] == ["long"]:
-            runs[-1].append(name)  # (its rows under long's, in long's table)
+        if name in COMPACT and runs and runs[-1][0] in COMPACT:
+            runs[-1].append(name)  # (its rows under the first's, in its table)
         elif runs and name not in alone and runs[-1][-1] not in alone:
             runs[-1].append(name)
         else:
@@ -166,7 +166,8 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
             floor = any(FLOOR in c["engines"] for c in first["cases"])
             body = long_table(first, floor=floor)
             for n in names[1:]:  # (their rows in the first's columns)
-                body += long_table(reports[n], " on a cluster", floor)[2:]
+                suffix = " on a cluster" if reports[n].get("cluster") else ""
+                body += long_table(reports[n], suffix, floor)[2:]
             if names[0] == "long":
                 note = LONG_NOTE.format(warmup=_warmup(first["cases"]))
                 context = [f"{context[0]} {note}", *context[1:]]

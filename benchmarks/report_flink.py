@@ -43,6 +43,8 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
         "",
     ]
     for name, report in reports.items():
+        if report.get("mode") == "rate":
+            continue
         limit = report.get("peer_time_limit_s")
         command = (
             f"streamjoin bench {report.get('workload')}{_SIZE_FLAG.get(report.get('size', ''), '')}"
@@ -60,6 +62,7 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
             *(_row(c) for c in report["cases"] if FLINK in c["engines"]),
             "",
         ]
+    lines += live_lines({n: r for n, r in reports.items() if r.get("mode") == "rate"})
     edits = sorted(
         {
             re.sub(r"^q\w*: |^stream \w+: ", "", e)
@@ -78,6 +81,78 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
     if differ:
         lines += ["Where Flink's SQL means another thing: " + "; ".join(differ) + ".", ""]
     return lines
+
+
+def live_lines(reports: t.Mapping[str, Report]) -> list[str]:
+    """The live runs (``--rate``): each engine's latency at one rate, fed the same files."""
+    if not reports:
+        return []
+    lines = [
+        "### Live, beside Flink",
+        "",
+        "Each engine is fed the same files at the same moments (`benchmarks/rate_feed.py`), "
+        "after a warm-up job in its own JVM; Flink reads CSV files (the same rows), listing "
+        "its folders once per trigger interval, as the Spark engines' triggers list theirs. "
+        "*Latency* of a file: from its write to when an engine was done with it, percentiles "
+        "weighted by rows. Ours and Spark's: the commit of the batch that read it. Flink, "
+        "which has no batches: the latest moment its join made a result that the file "
+        "completes (each result is stamped with `CURRENT_TIMESTAMP` and its rows' file names), "
+        "before any sink commits it (Flink's file sink commits at checkpoints), so Flink's "
+        "figure is its earliest possible; a file that completes no result is not timed.",
+        "",
+    ]
+    for name, report in reports.items():
+        command = (
+            f"streamjoin bench {report.get('workload')}{_SIZE_FLAG.get(report.get('size', ''), '')}"
+            f" --rate {report.get('rate_per_stream', 0):g} --duration {report.get('duration_s')}"
+            f" --engines streamjoin,spark-native,flink --out benchmarks/results/{name}"
+        )
+        lines += [
+            f"`{name}`: commit {commit_of(report)}: `{command}`",
+            "",
+            "| case | rows/s per stream | latency p50 / p99 s: ours · Spark · Flink | keeps up: "
+            "ours · Spark · Flink | results agree | ours ÷ Flink: p50 · p99 |",
+            "|---|---|---|---|---|---|",
+            *(_live_row(c, report) for c in report["cases"] if FLINK in c["engines"]),
+            "",
+        ]
+    return lines
+
+
+_LIVE_ENGINES = ("streamjoin", "spark-native", FLINK)
+
+
+def _live_row(c: t.Mapping[str, t.Any], report: Report) -> str:
+    runs = [c["engines"].get(e, {}) for e in _LIVE_ENGINES]
+    latency = " · ".join(
+        "–"
+        if not r or r.get("error")
+        else f"{_fmt(r.get('latency_p50_s'))} / {_fmt(r.get('latency_p99_s'))}"
+        for r in runs
+    )
+    keeps = " · ".join("–" if not r or r.get("error") else _agree(r.get("keeps_up")) for r in runs)
+    ratios = live_ratios(c)
+    shown = " · ".join(
+        "–" if (v := ratios.get(k)) is None else (f"**×{v:g}**" if v > 1 else f"×{v:g}")
+        for k in ("latency_p50_s", "latency_p99_s")
+    )
+    flink = c["engines"][FLINK]
+    if flink.get("error"):
+        shown = f"Flink: {flink['error']}"
+    return (
+        f"| {c['case']} | {_fmt(report.get('rate_per_stream'))} | {latency} | {keeps} | "
+        f"{_agree(c.get('results_agree'))} | {shown} |"
+    )
+
+
+def live_ratios(c: t.Mapping[str, t.Any]) -> dict[str, float | None]:
+    """Our latency p50 and p99 over Flink's in live case `c` (below 1: ours is lower)."""
+    ours, flink = c["engines"].get("streamjoin", {}), c["engines"].get(FLINK, {})
+    out: dict[str, float | None] = {}
+    for key in ("latency_p50_s", "latency_p99_s"):
+        a, b = ours.get(key), flink.get(key)
+        out[key] = round(a / b, 2) if a and b else None
+    return out
 
 
 def _row(c: t.Mapping[str, t.Any]) -> str:
@@ -124,19 +199,31 @@ def flink_targets(reports: t.Mapping[str, Report]) -> list[tuple[str, str, bool 
     if not reports:
         return []
     parts, lost, agree, cases = [], [], [], 0
+    live: list[str] = []
     for report in reports.values():
         ran = [c for c in report["cases"] if FLINK in c["engines"]]
         cases += len(ran)
+        agree += [c["results_agree"] for c in ran if c.get("results_agree") is not None]
+        if report.get("mode") == "rate":
+            for c in ran:
+                p50, p99 = (live_ratios(c).get(k) for k in ("latency_p50_s", "latency_p99_s"))
+                at = f"{c['case']} at {report.get('rate_per_stream', 0):g}/s"
+                live.append(f"{at} p50 ×{_fmt(p50)}, p99 ×{_fmt(p99)}")
+                lost += [f"{at} {k} ×{v:g}" for k, v in (("p50", p50), ("p99", p99)) if v and v > 1]
+            continue
         known = {c["case"]: g for c in ran if (g := flink_ratios(c).get("throughput"))}
         if known:
             low, high = min(known.values()), max(known.values())
             parts.append(f"{report.get('workload')} ×{low:g}–×{high:g}")
         lost += [f"{k} ×{v:g}" for k, v in known.items() if v < 1]
-        agree += [c["results_agree"] for c in ran if c.get("results_agree") is not None]
     numbers = "rows/s ours ÷ Flink's: " + ("; ".join(parts) or "–")
+    if live:
+        numbers += "; live latency ours ÷ Flink's: " + "; ".join(live)
     if lost:
         numbers += f"; **losses: {', '.join(lost)}**"
     numbers += f"; results agree in {sum(agree)} of {cases} cases ({cases - len(agree)} unchecked)"
     files = ", ".join(f"`{name}`" for name in reports)
-    target = f"flink ({files}): beside Flink on the same backlogs, each result checked"
+    target = (
+        f"flink ({files}): beside Flink on the same backlogs and live feeds, each result checked"
+    )
     return [(target, numbers, None if not agree else all(agree))]

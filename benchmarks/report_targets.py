@@ -83,6 +83,17 @@ def long_targets(
                 over <= 1.5,
             )
         )
+    three = _case(reports, "long", "long-3way-300s")
+    if three:  # (a report before the case: no row)
+        steady, ratio = _ratio(three, "steady_batch_p50_ms"), _ratio(three, "throughput")
+        rows.append(
+            (
+                "long, three-way equi join, 300s: steady batch p50 ≤ 0.3× and throughput ≥ 3× "
+                "Spark's chained native joins",
+                f"p50 ×{_shown(steady)}, throughput ×{_shown(ratio)}",
+                None if steady is None or ratio is None else steady <= 0.3 and ratio >= 3,
+            )
+        )
     rows += live_targets(rate or {}, maxrate or {})
     kinds = [_case(reports, "long", f"long-{kind}-300s") for kind in ("band", "theta")]
     r = [c["ratios"].get("throughput") if c else None for c in kinds]

@@ -15,6 +15,7 @@ from benchmarks.engines_flink import FLINK, RUNNER
 from benchmarks.flink_env import MAKE_COMMAND, flink_env_ready
 from benchmarks.harness_exact import exact_differences
 from benchmarks.harness_process import run_engine_process
+from benchmarks.rate import run_rate
 from benchmarks.workloads import LONG_SHAPES, WORKLOADS, two_stream_case
 
 if t.TYPE_CHECKING:
@@ -82,3 +83,23 @@ def test_nexmark_q9_as_published_equals_the_exact_answer(tmp_path: Path) -> None
     assert size > 100
     assert diffs[FLINK] == (0, 0)
     assert any("back-quoted" in edit for edit in run["sql_edits"])
+
+
+@pytest.mark.skipif(
+    not flink_env_ready(), reason=f"needs PyFlink's own venv, made by: {MAKE_COMMAND}"
+)
+def test_a_live_feed_is_read_as_it_comes_and_each_file_timed_by_its_results() -> None:
+    pytest.importorskip("duckdb")
+    # `equi`'s tiny case fed at 400 rows/s a stream for 6 s: 12 files a stream, read as they
+    # land (no Spark engine: Flink has its own JVM), after a warm-up over the first files.
+    report = run_rate("equi", 400, "tiny", duration=6, engines=[FLINK], in_process=True)
+    (case,) = report["cases"]
+    run = case["engines"][FLINK]
+    assert not run.get("error"), run.get("error")
+    assert case["results_agree"] is True, (case["expected"], run["out"])
+    assert run["drained"] and run["files_fed"] == 2 * 12
+    # Nearly every file completes a result (each row meets about one row of the other stream),
+    # and is timed by it: from its write, within the listing's interval and a little more.
+    assert run["rows_processed"] >= 0.8 * run["rows_fed"]
+    assert 0 < run["latency_p50_s"] <= run["latency_p99_s"] < 5
+    assert run["batches"] == 0

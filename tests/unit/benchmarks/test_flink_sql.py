@@ -11,6 +11,8 @@ import pytest
 
 from benchmarks.engines_flink_runner import apply_changes
 from benchmarks.engines_flink_sql import (
+    FILE_COLUMN,
+    TRACE_COLUMNS,
     quote_reserved,
     translate,
     upsert_key,
@@ -117,3 +119,23 @@ def test_printed_changes_are_applied_by_key_or_as_retractions() -> None:
         apply_changes(keyed, m, names, [])
     with pytest.raises(ValueError, match="another shape"):
         apply_changes([f"{m}:1> +I{{no brackets}}"], m, names, [])
+
+
+def test_a_live_run_lists_its_folders_and_times_each_join_result_by_its_rows_files() -> None:
+    text, job = _job("q3")
+    dirs = {s: f"/feed/{s}" for s in PATHS}
+    flink = translate(job, dirs, "/sinks", text, monitor="1 seconds")
+    for ddl in flink.sources:
+        assert "'source.monitor-interval' = '1 seconds'" in ddl
+        assert f"`{FILE_COLUMN}` STRING NOT NULL METADATA FROM 'file.name' VIRTUAL" in ddl
+    lf, rf, at = TRACE_COLUMNS
+    select = flink.selects["q1"]
+    assert f"A.`{FILE_COLUMN}` AS `{lf}`, P.`{FILE_COLUMN}` AS `{rf}`" in select
+    assert f"CURRENT_TIMESTAMP, 'yyyy-MM-dd HH:mm:ss.SSS') AS `{at}`" in select
+    assert any("listed for new files every 1 seconds" in e for e in flink.edits)
+    # (A backlog's run is as before: no listing, no trace.)
+    backlog = translate(job, dirs, "/sinks", text)
+    assert FILE_COLUMN not in " ".join(backlog.sources) + backlog.selects["q1"]
+    text, job = _job("q9")
+    with pytest.raises(ValueError, match="q1 is not a two-way join; a live run"):
+        translate(job, dirs, "/sinks", text, monitor="1 seconds")

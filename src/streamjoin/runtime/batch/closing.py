@@ -89,6 +89,6 @@ def close_batch_windows(
     spark, scratch, checkpoint, batch_id = reading
     units = buffer_rows(plan, frames, (spark, checkpoint, batch_id), held)
     closing = close_windows(plan, prev, units, watermark, reading, held, final=final)
-    group_outputs(plan, closing, scratch, (spark, batch_id), rows_of)
+    group_outputs(plan, closing, scratch, (spark, batch_id), rows_of, held)
     roll_up(plan, prev, closing, reading)
     return closing

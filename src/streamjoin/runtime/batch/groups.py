@@ -167,10 +167,12 @@ def group_outputs(
     scratch: Scratch,
     reading: tuple[SparkSession, int],
     rows_of: RowsOf,
+    held: HeldGroups,
 ) -> None:
     """Replace, in `closing.frames`, each group query's inputs' groups by the query's rows:
     its one input's groups, the join of its two inputs', or its stream's rows joined with its
-    groups, from those `rows_of` gives (none while an input has no group)."""
+    groups, from those `rows_of` gives (none while an input has no group); as an RDD's rows,
+    which the sinks' one write job takes (`HeldGroups.as_rows`)."""
     spark, batch_id = reading
     for gq in plan.group_queries:
         parts = [closing.frames.pop(b.name, None) for b in gq.inputs]
@@ -184,7 +186,7 @@ def group_outputs(
         if gq.query.rows is not None and gq.rows is not None:
             after, _ = closing.spans[gq.inputs[0].name]
             rows = rows_of(gq.query.rows.stream, gq.rows.least(after))
-        closing.frames[gq.name] = spark.sql(gq.output_sql(views, rows))
+        closing.frames[gq.name] = held.as_rows(spark, spark.sql(gq.output_sql(views, rows)))
 
 
 def _first_open(plan: JobPlan, ap: GroupBuffer, prev: Manifest) -> int | None:

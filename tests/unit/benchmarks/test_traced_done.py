@@ -1,0 +1,53 @@
+"""When an engine without batches (``flink``) was done with each fed file of a live run: from
+the files of each result's two rows and the time the result was made
+(`benchmarks.rate_latency.traced_done_times`)."""
+
+from __future__ import annotations
+
+import csv
+import typing as t
+
+from benchmarks.rate_feed import FedFile
+from benchmarks.rate_latency import latency_figures, traced_done_times
+
+if t.TYPE_CHECKING:
+    from pathlib import Path
+
+T0 = 1_800_000_000.0  # (2027-01-15 08:00:00 UTC)
+
+
+def _at(seconds: float) -> str:
+    import datetime as dt
+
+    moment = dt.datetime.fromtimestamp(T0 + seconds, dt.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def test_a_file_is_done_when_the_last_result_it_completes_is_made(tmp_path: Path) -> None:
+    fed = [
+        FedFile(f"/feed/{s}/part-{j:05d}.csv", s, 10, T0 + j + (0.1 if s == "b" else 0.0))
+        for j in range(3)
+        for s in ("a", "b")
+    ]
+    traces = tmp_path / "traces.csv"
+    with open(traces, "w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        # a's file 0 with b's file 0 (written 0.1 s after it): b's file 0 completes it.
+        out.writerow(["part-00000.csv", "part-00000.csv", _at(0.4)])
+        # a's file 1 with b's file 0: a's file 1 completes both, the later at 1.7.
+        out.writerow(["part-00001.csv", "part-00000.csv", _at(1.3)])
+        out.writerow(["part-00001.csv", "part-00000.csv", _at(1.7)])
+        # b's file 2 with a's file 2; and a row of a file never fed (a warm-up's): not timed.
+        out.writerow(["part-00002.csv", "part-00002.csv", _at(2.6)])
+        out.writerow(["part-00009.csv", "part-00002.csv", _at(2.9)])
+    done = traced_done_times({str(traces): ("a", "b")}, fed)
+    assert done == {
+        "/feed/b/part-00000.csv": T0 + 0.4,
+        "/feed/a/part-00001.csv": T0 + 1.7,
+        "/feed/b/part-00002.csv": T0 + 2.6,
+    }
+    figures = latency_figures(str(tmp_path), fed, T0, T0 + 3, 1.0, done=done)
+    # (Three files of ten rows timed: 0.3, 0.7 and 0.5 s after they were written.)
+    assert figures["rows_processed"] == 30
+    assert figures["latency_p50_s"] == 0.5
+    assert figures["latency_max_s"] == 0.7
