@@ -33,7 +33,7 @@ import os
 import subprocess
 import typing as t
 
-from benchmarks.engines_flink_sql import translate
+from benchmarks.engines_flink_sql import TRACE_COLUMNS, translate
 from benchmarks.engines_measure import EngineRun
 from benchmarks.flink_env import flink_python
 
@@ -45,6 +45,8 @@ FLINK = "flink"
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engines_flink_runner.py")
 """The Flink job's module, run as a file by PyFlink's python (not as ``benchmarks.…``)."""
+LIVE_RUNNER = os.path.join(os.path.dirname(RUNNER), "engines_flink_live.py")
+"""A live run's (``--rate``), run likewise."""
 
 FLINK_CONF = {
     "parallelism.default": str(os.cpu_count() or 1),
@@ -119,7 +121,8 @@ def run_flink(
     listed for new files once per trigger interval, as the Spark engines' triggers list theirs;
     its warm-up job runs first, in the same JVM; the job runs until the feed is done and read
     (`engines_flink_runner.run_live`). Each query's results are then timed in
-    `trace_path(workdir, query)`: the files of its two rows and when Flink made it."""
+    `trace_path(workdir, query)`, and counted: the rows themselves stay in Flink's sink files,
+    uncommitted."""
     python = flink_python()
     sink_root = os.path.join(workdir, "flink-out")
     plan: dict[str, t.Any] = {"conf": FLINK_CONF, "time_limit": time_limit}
@@ -136,6 +139,8 @@ def run_flink(
             "drain_limit": live.drain_limit,
             "settle": 3 * _seconds(live.trigger),
             "traces": {name: trace_path(workdir, name) for name in flink_job.selects},
+            "trace": list(TRACE_COLUMNS),
+            "savepoints": "file://" + os.path.join(workdir, "flink-savepoints"),
         }
         if live.warmup is not None:
             plan["warmup"] = _warmup_plan(live.warmup, os.path.join(workdir, "warmup"))
@@ -151,10 +156,19 @@ def run_flink(
         },
         "stdout": os.path.join(workdir, "flink-stdout.log"),
     }
-    figures = _run_in_venv(python, plan, workdir)
+    figures = _run_in_venv(python, plan, workdir, RUNNER if live is None else LIVE_RUNNER)
     if figures.get("error"):
         raise RuntimeError(f"flink: {figures['error']}")
-    columns = {name: [(c, kind) for c, kind in cols] for name, cols in figures["columns"].items()}
+    if live is not None:  # (counted by Flink, `engines_flink_runner.run_live`)
+        out = {name: int(n) for name, n in figures["counts"].items()}
+    else:
+        columns = {
+            name: [(c, kind) for c, kind in cols] for name, cols in figures["columns"].items()
+        }
+        out = {
+            name: csv_to_parquet(flink_job.sinks[name], flink_job.outputs[name], columns[name])
+            for name in flink_job.selects
+        }
     return EngineRun(
         FLINK,
         rows_in=rows,
@@ -172,17 +186,14 @@ def run_flink(
                 for name in figures.get("updating", ())
             ),
         ],
-        out={
-            name: csv_to_parquet(flink_job.sinks[name], flink_job.outputs[name], columns[name])
-            for name in flink_job.selects
-        },
+        out=out,
     )
 
 
 def trace_path(workdir: str, query: str) -> str:
-    """Where a live run writes how `query`'s results were timed (`run_flink`): CSV rows of the
-    left row's file name, the right row's, and when Flink made the result (UTC, ``yyyy-MM-dd
-    HH:mm:ss.SSS``), one per result, in the order of its rows."""
+    """Where a live run writes how `query`'s results were timed (`run_flink`): a CSV row per
+    pair of files its results' rows came from: the left row's file name, the right row's, the
+    latest time Flink made such a result (UTC, ``yyyy-MM-dd HH:mm:ss.SSS``), and how many."""
     return os.path.join(workdir, f"flink-traces-{query}.csv")
 
 
@@ -208,9 +219,11 @@ def _seconds(interval: str) -> float:
     return float(number) * scale
 
 
-def _run_in_venv(python: str, plan: dict[str, t.Any], workdir: str) -> dict[str, t.Any]:
-    """`plan` run by `RUNNER` in PyFlink's venv: its figures (or Flink's error); a RuntimeError
-    with the end of its log when it wrote none."""
+def _run_in_venv(
+    python: str, plan: dict[str, t.Any], workdir: str, runner: str
+) -> dict[str, t.Any]:
+    """`plan` run by `runner` (a file) in PyFlink's venv: its figures (or Flink's error); a
+    RuntimeError with the end of its log when it wrote none."""
     plan_file = os.path.join(workdir, "flink-plan.json")
     result_file = os.path.join(workdir, "flink-result.json")
     log_file = os.path.join(workdir, "flink-runner.log")
@@ -219,7 +232,7 @@ def _run_in_venv(python: str, plan: dict[str, t.Any], workdir: str) -> dict[str,
     with open(log_file, "w", encoding="utf-8") as log:
         # -I: no PYTHONPATH, no user site, and not the runner's folder on the path, so that
         # nothing of this checkout (nor its PySpark) is found there: PyFlink alone.
-        command = [python, "-I", RUNNER, plan_file, result_file]
+        command = [python, "-I", runner, plan_file, result_file]
         code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False)
     if not os.path.exists(result_file):
         with open(log_file, encoding="utf-8", errors="replace") as f:

@@ -11,11 +11,8 @@ job and copies its input to CSV; here the plan (JSON) is run as it is written:
   the ``key`` (output columns) an updating query's rows are keyed by, if any;
 - ``time_limit``: seconds after which the job is cancelled (null: none);
 - ``stdout``: the file this process's (and so the JVM's) standard output goes to;
-- ``warmup`` (optional): ``sources``, ``selects`` and ``streams`` of a job run to its end into
-  ``blackhole`` sinks first, its tables then dropped (a live run's warm-up, as each Spark
-  engine runs one in its own JVM before a live run);
-- ``live`` (optional): the sources are read as a live feed (``done``, ``ready``,
-  ``drain_limit``, ``settle``, ``traces``): see `run_live`.
+
+A live run's plan (``warmup``, ``live``) is run by `engines_flink_live`, beside this module.
 
 RESULT (JSON) holds what was measured: ``startup_seconds`` (this python's start, PyFlink's
 import, the JVM's start, the table environment, the planning), ``seconds`` from the job's
@@ -49,24 +46,14 @@ _STARTED = time.monotonic()
 def sink_ddl(name: str, columns: t.Sequence[tuple[str, str]], folder: str) -> str:
     """``CREATE TABLE`` of a CSV sink in `folder` with `columns` (name, Flink type)."""
     return (
-        f"CREATE TABLE `{name}` ({_body(columns)}) WITH ('connector' = 'filesystem', "
+        f"CREATE TABLE `{name}` ({columns_ddl(columns)}) WITH ('connector' = 'filesystem', "
         f"'path' = '{folder}', 'format' = 'csv')"
     )
 
 
 def run(plan: dict[str, t.Any]) -> dict[str, t.Any]:
     """Run `plan` (the module's docstring says its fields): the figures."""
-    from pyflink.java_gateway import get_gateway
-    from pyflink.table import EnvironmentSettings, TableEnvironment
-    from pyflink.version import __version__
-
-    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
-    for key, value in plan["conf"].items():
-        env.get_config().set(key, value)
-    if plan.get("warmup"):
-        warm_up(env, plan["warmup"])
-    if plan.get("live"):
-        return run_live(env, plan)
+    env = environment(plan)
     for ddl in plan["sources"]:
         env.execute_sql(ddl)
     statements = env.create_statement_set()
@@ -74,32 +61,21 @@ def run(plan: dict[str, t.Any]) -> dict[str, t.Any]:
     updating: dict[str, t.Any] = {}
     for name, query in plan["queries"].items():
         table = env.sql_query(query["select"])
-        columns[name] = _columns(table)
+        columns[name] = table_columns(table)
         if query.get("key") or _updates(table):
             # Flink's file sink takes inserts only: the timed job discards an updating
             # result, and a second run collects its changes (`collect_result`).
             updating[name] = table
-            body = _body(columns[name])
+            body = columns_ddl(columns[name])
             ddl = f"CREATE TABLE `{name}__sink` ({body}) WITH ('connector' = 'blackhole')"
         else:
             ddl = sink_ddl(f"{name}__sink", columns[name], query["sink"])
         env.execute_sql(ddl)
         statements.add_insert(f"{name}__sink", table)
-    jvm = get_gateway().jvm
-    jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
-    figures: dict[str, t.Any] = {
-        "flink": __version__,
-        "jvm_flags": _jvm_flags(jvm),
-        "columns": columns,
-        "startup_seconds": round(time.monotonic() - _STARTED, 2),
-    }
-    cpu_before, began = _cpu_seconds(jvm_pid), time.monotonic()
-    result = statements.execute()
-    figures["stopped_early"] = _wait(result, plan.get("time_limit"))
-    figures["seconds"] = time.monotonic() - began
-    cpu_after = _cpu_seconds(jvm_pid)
-    cpu = None if cpu_before is None or cpu_after is None else round(cpu_after - cpu_before, 2)
-    figures["cpu_seconds"] = None if figures["stopped_early"] else cpu
+    figures = timed(statements, lambda result: _wait(result, plan.get("time_limit")))
+    figures["columns"] = columns
+    if figures["stopped_early"]:
+        figures["cpu_seconds"] = None
     figures["updating"] = sorted(updating)
     if not figures["stopped_early"]:
         for name, table in updating.items():
@@ -110,54 +86,22 @@ def run(plan: dict[str, t.Any]) -> dict[str, t.Any]:
     return figures
 
 
-def warm_up(env: t.Any, warmup: dict[str, t.Any]) -> None:
-    """Run `warmup`'s selects over its sources to their end into ``blackhole`` sinks, then drop
-    its tables: the JVM has then compiled the code a live run's first rows would wait for."""
-    for ddl in warmup["sources"]:
-        env.execute_sql(ddl)
-    statements = env.create_statement_set()
-    for i, select in enumerate(warmup["selects"]):
-        table = env.sql_query(select)
-        columns = _columns(table)
-        env.execute_sql(
-            f"CREATE TABLE `warmup__{i}` ({_body(columns)}) WITH ('connector' = 'blackhole')"
-        )
-        statements.add_insert(f"warmup__{i}", table)
-    statements.execute().wait()
-    for name in [*warmup["streams"], *(f"warmup__{i}" for i in range(len(warmup["selects"])))]:
-        env.execute_sql(f"DROP TABLE IF EXISTS `{name}`")
+def environment(plan: dict[str, t.Any]) -> t.Any:
+    """A streaming table environment with `plan`'s settings."""
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    for key, value in plan["conf"].items():
+        env.get_config().set(key, value)
+    return env
 
 
-def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
-    """Run `plan`'s queries on its sources as a live feed, each result printed, as JSON, by
-    Flink's ``print`` sink as it is made: `plan["live"]`'s ``ready`` file is written once the
-    job is submitted; once its ``done`` file (the feeder's) exists, the job runs until nothing
-    more is printed for ``settle`` seconds (the feed's last files listed and read), at most
-    ``drain_limit`` seconds, and is cancelled. Each query's rows then go, as CSV, to its sink
-    folder (``part-live.csv``), and the columns that time them (its last three: the files of
-    its two rows and when Flink made it, `engines_flink_sql.TRACE_COLUMNS`) to its file in
-    ``traces``, in the same order."""
+def timed(statements: t.Any, wait: t.Callable[[t.Any], bool]) -> dict[str, t.Any]:
+    """Submit `statements` and `wait` for their job (whether it was cut short): the figures of
+    the run (the module's docstring names them)."""
     from pyflink.java_gateway import get_gateway
     from pyflink.version import __version__
 
-    live = plan["live"]
-    for ddl in plan["sources"]:
-        env.execute_sql(ddl)
-    statements = env.create_statement_set()
-    columns: dict[str, list[tuple[str, str]]] = {}
-    for name, query in plan["queries"].items():
-        table = env.sql_query(query["select"])
-        columns[name] = _columns(table)
-        pairs = ", ".join(f"KEY '{c}' VALUE `{c}`" for c, _ in columns[name])
-        env.create_temporary_view(f"{name}__live", table)
-        env.execute_sql(
-            f"CREATE TABLE `{name}__sink` (j STRING) WITH ('connector' = 'print', "
-            f"'print-identifier' = 'live_{name}')"
-        )
-        statements.add_insert_sql(
-            f"INSERT INTO `{name}__sink` SELECT JSON_OBJECT({pairs} NULL ON NULL) "
-            f"FROM `{name}__live`"
-        )
     jvm = get_gateway().jvm
     jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
     figures: dict[str, t.Any] = {
@@ -166,74 +110,24 @@ def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
         "startup_seconds": round(time.monotonic() - _STARTED, 2),
     }
     cpu_before, began = _cpu_seconds(jvm_pid), time.monotonic()
-    result = statements.execute()
-    with open(live["ready"], "w", encoding="utf-8") as f:
-        f.write(str(time.time()))
-    figures["stopped_early"] = _await_live(result, live, plan["stdout"])
+    figures["stopped_early"] = wait(statements.execute())
     figures["seconds"] = time.monotonic() - began
     cpu_after = _cpu_seconds(jvm_pid)
-    figures["cpu_seconds"] = (
-        None if cpu_before is None or cpu_after is None else round(cpu_after - cpu_before, 2)
-    )
-    figures["columns"] = {}
-    for name, query in plan["queries"].items():
-        names = [c for c, _ in columns[name]]
-        with open(plan["stdout"], encoding="utf-8") as printed:
-            rows = apply_changes(printed, f"live_{name}", names, ())
-        own = len(names) - 3
-        os.makedirs(query["sink"], exist_ok=True)
-        for path, part in (
-            (os.path.join(query["sink"], "part-live.csv"), slice(0, own)),
-            (live["traces"][name], slice(own, None)),
-        ):
-            with open(path, "w", newline="", encoding="utf-8") as f:
-                out = csv.writer(f)
-                for row in rows:
-                    out.writerow(["" if v is None else _text(v) for v in row[part]])
-        figures["columns"][name] = columns[name][:own]
-    figures["updating"] = []
+    cpu = None if cpu_before is None or cpu_after is None else round(cpu_after - cpu_before, 2)
+    figures["cpu_seconds"] = cpu
     return figures
-
-
-def _await_live(result: t.Any, live: dict[str, t.Any], stdout: str) -> bool:
-    """Wait as `run_live` says, then cancel the job: whether it was cut at the drain limit. A
-    job that fails raises its error."""
-    from py4j.protocol import Py4JJavaError
-
-    client = result.get_job_client()
-    done_at: float | None = None
-    size, changed = -1, time.monotonic()
-    while True:
-        time.sleep(0.2)
-        now = time.monotonic()
-        try:
-            status = client.get_job_status().result().name
-        except Py4JJavaError:  # (a job that ended: its mini-cluster is gone)
-            status = "ENDED"
-        if status in ("FAILED", "CANCELED", "FINISHED", "ENDED"):
-            result.wait()  # (raises a failed job's error)
-            return False
-        if (grown := os.path.getsize(stdout)) != size:
-            size, changed = grown, now
-        if done_at is None:
-            done_at = now if os.path.exists(live["done"]) else None
-            continue
-        cut = now - done_at > live["drain_limit"]
-        if cut or (now - done_at >= live["settle"] and now - changed >= live["settle"]):
-            client.cancel().result()
-            return bool(cut)
 
 
 def _schema(table: t.Any) -> t.Any:
     return table._j_table.getResolvedSchema().getColumns()
 
 
-def _columns(table: t.Any) -> list[tuple[str, str]]:
+def table_columns(table: t.Any) -> list[tuple[str, str]]:
     """`table`'s columns: (name, Flink type)."""
     return [(c.getName(), c.getDataType().toString()) for c in _schema(table)]
 
 
-def _body(columns: t.Sequence[tuple[str, str]]) -> str:
+def columns_ddl(columns: t.Sequence[tuple[str, str]]) -> str:
     return ", ".join(f"`{c}` {kind}" for c, kind in columns)
 
 
@@ -378,8 +272,8 @@ def _jvm_flags(jvm: t.Any) -> str:
     return " ".join(a for a in args if a.startswith("-XX:") and "IgnoreUnrecognized" not in a)
 
 
-def main(argv: list[str]) -> int:
-    """``PLAN RESULT``: run the plan, write its figures (or Flink's error) as JSON."""
+def main(argv: list[str], run_plan: t.Callable[[dict[str, t.Any]], dict[str, t.Any]] = run) -> int:
+    """``PLAN RESULT``: `run_plan` the plan, write its figures (or Flink's error) as JSON."""
     from py4j.protocol import Py4JJavaError
 
     plan_file, result_file = argv
@@ -390,7 +284,7 @@ def main(argv: list[str]) -> int:
     with open(plan["stdout"], "w", encoding="utf-8") as out:
         os.dup2(out.fileno(), 1)
     try:
-        figures = run(plan)
+        figures = run_plan(plan)
     except ValueError as err:  # (changes that cannot be applied: `apply_changes`)
         figures = {"error": str(err)}
     except Py4JJavaError as err:  # a query Flink refuses: its own message, on one line

@@ -169,11 +169,11 @@ def traced_done_times(
     traces: Mapping[str, tuple[str, str]], fed: list[FedFile]
 ) -> dict[str, float]:
     """When each fed file was done by an engine that has no batches (``flink``), from the
-    results' traces: `traces` maps each query's trace file (`engines_flink.trace_path`) to its
-    left and right streams. A result is made when the later written of its two rows' files is
-    read, so that file is done once every result it completes was made: the latest of their
-    times. (A file that completes no result, none of its rows meeting an earlier row, has no
-    time and counts as not processed.)"""
+    results' traces: `traces` maps each query's trace file (`engines_flink.trace_path`: a row
+    per pair of files) to its left and right streams. A result is made when the later written
+    of its two rows' files is read, so that file is done once every result it completes was
+    made: the latest of their times. (A file that completes no result, none of its rows
+    meeting an earlier row, has no time and counts as not processed.)"""
     import csv
     import datetime as dt
 

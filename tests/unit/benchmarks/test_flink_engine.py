@@ -11,7 +11,7 @@ import typing as t
 
 import pytest
 
-from benchmarks.engines_flink import FLINK, RUNNER
+from benchmarks.engines_flink import FLINK, LIVE_RUNNER, RUNNER
 from benchmarks.flink_env import MAKE_COMMAND, flink_env_ready
 from benchmarks.harness_exact import exact_differences
 from benchmarks.harness_process import run_engine_process
@@ -29,8 +29,9 @@ EXACT = (
 )
 
 
-def test_the_runner_imports_the_standard_library_and_pyflink_alone() -> None:
-    with open(RUNNER, encoding="utf-8") as f:
+@pytest.mark.parametrize("runner", [RUNNER, LIVE_RUNNER])
+def test_the_runner_imports_the_standard_library_and_pyflink_alone(runner: str) -> None:
+    with open(runner, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

@@ -32,22 +32,24 @@ def test_a_file_is_done_when_the_last_result_it_completes_is_made(tmp_path: Path
     traces = tmp_path / "traces.csv"
     with open(traces, "w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
-        # a's file 0 with b's file 0 (written 0.1 s after it): b's file 0 completes it.
-        out.writerow(["part-00000.csv", "part-00000.csv", _at(0.4)])
-        # a's file 1 with b's file 0: a's file 1 completes both, the later at 1.7.
-        out.writerow(["part-00001.csv", "part-00000.csv", _at(1.3)])
-        out.writerow(["part-00001.csv", "part-00000.csv", _at(1.7)])
-        # b's file 2 with a's file 2; and a row of a file never fed (a warm-up's): not timed.
-        out.writerow(["part-00002.csv", "part-00002.csv", _at(2.6)])
-        out.writerow(["part-00009.csv", "part-00002.csv", _at(2.9)])
+        # (Per pair of files: the latest time a result of the pair was made, how many.)
+        # a's file 0 with b's file 0 (written 0.1 s after it): b's file 0 completes them.
+        out.writerow(["part-00000.csv", "part-00000.csv", _at(0.4), 3])
+        # a's file 1 with b's files 0 and 1: a's file 1 completes the first pair's results.
+        out.writerow(["part-00001.csv", "part-00000.csv", _at(1.7), 2])
+        out.writerow(["part-00001.csv", "part-00001.csv", _at(1.2), 1])
+        # b's file 2 with a's file 2; and a file never fed (a warm-up's): not timed.
+        out.writerow(["part-00002.csv", "part-00002.csv", _at(2.6), 1])
+        out.writerow(["part-00009.csv", "part-00002.csv", _at(2.9), 1])
     done = traced_done_times({str(traces): ("a", "b")}, fed)
     assert done == {
         "/feed/b/part-00000.csv": T0 + 0.4,
         "/feed/a/part-00001.csv": T0 + 1.7,
+        "/feed/b/part-00001.csv": T0 + 1.2,
         "/feed/b/part-00002.csv": T0 + 2.6,
     }
     figures = latency_figures(str(tmp_path), fed, T0, T0 + 3, 1.0, done=done)
-    # (Three files of ten rows timed: 0.3, 0.7 and 0.5 s after they were written.)
-    assert figures["rows_processed"] == 30
-    assert figures["latency_p50_s"] == 0.5
+    # (Four files of ten rows timed: 0.3, 0.7, 0.1 and 0.5 s after they were written.)
+    assert figures["rows_processed"] == 40
+    assert figures["latency_p50_s"] == 0.3
     assert figures["latency_max_s"] == 0.7

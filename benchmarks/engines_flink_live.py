@@ -1,0 +1,149 @@
+"""The ``flink`` engine's live run (``--rate``), in PyFlink's own venv as
+``python -I engines_flink_live.py PLAN RESULT`` (`engines_flink.run_flink`): the plan of
+`engines_flink_runner` (loaded from beside this file, not from a path of modules: ``-I`` keeps
+this folder off it), with two more fields:
+
+- ``warmup``: ``sources``, ``selects`` and ``streams`` of a job run to its end into
+  ``blackhole`` sinks first, its tables then dropped, as each Spark engine runs one in its own
+  JVM before a live run;
+- ``live``: ``done`` (the feeder's file), ``ready``, ``drain_limit``, ``settle``, ``traces``
+  (a file per query), ``trace`` (the columns that time a result) and ``savepoints`` (the
+  folder of the one its end takes): see `run_live`.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import sys
+import time
+import typing as t
+
+_SPEC = importlib.util.spec_from_file_location(
+    "engines_flink_runner",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "engines_flink_runner.py"),
+)
+assert _SPEC is not None and _SPEC.loader is not None
+base = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(base)
+
+
+def run(plan: dict[str, t.Any]) -> dict[str, t.Any]:
+    """Warm up, then run the live plan: the figures."""
+    env = base.environment(plan)
+    if plan.get("warmup"):
+        warm_up(env, plan["warmup"])
+    return run_live(env, plan)
+
+
+def warm_up(env: t.Any, warmup: dict[str, t.Any]) -> None:
+    """Run `warmup`'s selects over its sources to their end into ``blackhole`` sinks, then drop
+    its tables: the JVM has then compiled the code a live run's first rows would wait for."""
+    for ddl in warmup["sources"]:
+        env.execute_sql(ddl)
+    statements = env.create_statement_set()
+    for i, select in enumerate(warmup["selects"]):
+        table = env.sql_query(select)
+        body = base.columns_ddl(base.table_columns(table))
+        env.execute_sql(f"CREATE TABLE `warmup__{i}` ({body}) WITH ('connector' = 'blackhole')")
+        statements.add_insert(f"warmup__{i}", table)
+    statements.execute().wait()
+    for name in [*warmup["streams"], *(f"warmup__{i}" for i in range(len(warmup["selects"])))]:
+        env.execute_sql(f"DROP TABLE IF EXISTS `{name}`")
+
+
+def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
+    """Run `plan`'s queries on its sources as a live feed: `plan["live"]`'s ``ready`` file is
+    written once the job is submitted; once its ``done`` file (the feeder's) exists, the job
+    runs until nothing more is printed for ``settle`` seconds (the feed's last files listed and
+    read), and is stopped with a last watermark (cancelled past ``drain_limit`` seconds).
+
+    Each query's rows go to its CSV sink, as in a backlog run (its files stay in progress: no
+    checkpoint commits them, and the counts below check the result). Beside them, the same
+    join's results are counted per pair of files of their two rows, with the latest time one
+    was made (`engines_flink_sql.TRACE_COLUMNS`), printed as changes by Flink's ``print`` sink,
+    and written to the query's file in ``traces`` once applied: left file, right file, that
+    time, the results. The query's result size is their sum (``counts``)."""
+
+    live = plan["live"]
+    for ddl in plan["sources"]:
+        env.execute_sql(ddl)
+    statements = env.create_statement_set()
+    lf, rf, at = trace = live["trace"]
+    for name, query in plan["queries"].items():
+        table = env.sql_query(query["select"])
+        own = [(c, kind) for c, kind in base.table_columns(table) if c not in trace]
+        env.create_temporary_view(f"{name}__live", table)
+        env.execute_sql(base.sink_ddl(f"{name}__sink", own, query["sink"]))
+        statements.add_insert_sql(
+            f"INSERT INTO `{name}__sink` SELECT {', '.join(f'`{c}`' for c, _ in own)} "
+            f"FROM `{name}__live`"
+        )
+        env.execute_sql(
+            f"CREATE TABLE `{name}__traces` (j STRING) WITH ('connector' = 'print', "
+            f"'print-identifier' = 'live_{name}')"
+        )
+        statements.add_insert_sql(
+            f"INSERT INTO `{name}__traces` SELECT JSON_OBJECT(KEY 'lf' VALUE `{lf}`, KEY 'rf' "
+            f"VALUE `{rf}`, KEY 'at' VALUE MAX(`{at}`), KEY 'n' VALUE COUNT(*)) "
+            f"FROM `{name}__live` GROUP BY `{lf}`, `{rf}`"
+        )
+    figures: dict[str, t.Any] = base.timed(
+        statements, lambda result: _await_live(result, live, plan["stdout"])
+    )
+    figures["counts"] = {}
+    for name in plan["queries"]:
+        with open(plan["stdout"], encoding="utf-8") as printed:
+            pairs = base.apply_changes(
+                printed, f"live_{name}", ("lf", "rf", "at", "n"), ("lf", "rf")
+            )
+        with open(live["traces"][name], "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows(pairs)
+        figures["counts"][name] = sum(int(n) for *_, n in pairs)
+    figures["updating"] = []
+    return figures
+
+
+def _await_live(result: t.Any, live: dict[str, t.Any], stdout: str) -> bool:
+    """Write the ``ready`` file, wait as `run_live` says, then cancel the job: whether it was
+    cut at the drain limit. A job that fails raises its error."""
+    from py4j.protocol import Py4JJavaError
+
+    with open(live["ready"], "w", encoding="utf-8") as f:
+        f.write(str(time.time()))
+    client = result.get_job_client()
+    done_at: float | None = None
+    size, changed = -1, time.monotonic()
+    while True:
+        time.sleep(0.2)
+        now = time.monotonic()
+        try:
+            status = client.get_job_status().result().name
+        except Py4JJavaError:  # (a job that ended: its mini-cluster is gone)
+            status = "ENDED"
+        if status in ("FAILED", "CANCELED", "FINISHED", "ENDED"):
+            result.wait()  # (raises a failed job's error)
+            return False
+        if (grown := os.path.getsize(stdout)) != size:
+            size, changed = grown, now
+        if done_at is None:
+            done_at = now if os.path.exists(live["done"]) else None
+            continue
+        if now - done_at > live["drain_limit"]:
+            client.cancel().result()
+            return True
+        if now - done_at >= live["settle"] and now - changed >= live["settle"]:
+            # (Drained as `flink stop --drain` does: a last watermark flushes what the
+            # aggregates' bundles hold, which only a watermark's advance sends on.)
+            from pyflink.java_gateway import get_gateway
+
+            canonical = get_gateway().jvm.org.apache.flink.core.execution.SavepointFormatType
+            # (PyFlink's own stop_with_savepoint calls the method Flink 2 no longer has.)
+            j_client = client._j_job_client
+            j_client.stopWithSavepoint(True, live["savepoints"], canonical.CANONICAL).get()
+            return False
+
+
+if __name__ == "__main__":
+    sys.exit(base.main(sys.argv[1:], run))
