@@ -96,8 +96,9 @@ def live_lines(reports: t.Mapping[str, Report]) -> list[str]:
         "*Latency* of a file: from its write to when an engine was done with it, percentiles "
         "weighted by rows. Ours and Spark's: the commit of the batch that read it. Flink, "
         "which has no batches: the latest moment its join made a result that the file "
-        "completes (each result is stamped with `CURRENT_TIMESTAMP` and its rows' file names), "
-        "before any sink commits it (Flink's file sink commits at checkpoints), so Flink's "
+        "completes (each result stamped with `CURRENT_TIMESTAMP` and its rows' file names, "
+        "counted per pair of files beside its CSV sink), before any sink commits it (Flink's "
+        "file sink commits at checkpoints), so Flink's "
         "figure is its earliest possible; a file that completes no result is not timed.",
         "",
     ]
