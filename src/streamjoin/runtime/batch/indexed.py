@@ -6,12 +6,12 @@ runs and a scheme (matrix, biclique, contrand, range) are the operator's placeme
 copy in each partition of the places it is stored and probes at.
 
 A batch's delta is shuffled to the partitions by its key's hash, or put in one task when its
-files' footers count at most `indexfit.ONE_TASK_ROWS` rows; when they count as few of every
-stream, the task reads the rows Spark planned for the batch itself (``BatchInput.java``). The
-rows out of reach go first, then each task probes and extends its partitions and makes the
-query's rows of the pairs it finds (its predicate and SELECT, planned once per query: a hash
-collision or the window costs a filter, never a wrong pair), counting the delta's rows per unit
-for the skew check on the way.
+files' footers count at most `indexfit.LOCAL_ONE_TASK_ROWS` rows (on a cluster
+`indexfit.ONE_TASK_ROWS`); when they count as few of every stream, the task reads the rows
+Spark planned for the batch itself (``BatchInput.java``). The rows out of reach go first, then
+each task probes and extends its partitions and makes the query's rows of the pairs it finds
+(its predicate and SELECT, planned once per query: a hash collision or the window costs a
+filter, never a wrong pair), counting the delta's rows per unit for the skew check on the way.
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, and when the placement changes where its old index cannot drain (`drains`:
@@ -35,8 +35,8 @@ from streamjoin.runtime.batch.drains import Drains
 from streamjoin.runtime.batch.indexcluster import placed_pairs
 from streamjoin.runtime.batch.indexfit import (
     counted_units,
-    one_task,
     partitions,
+    two_way_one_task,
 )
 from streamjoin.runtime.batch.indexinput import index_input, load_index
 from streamjoin.runtime.batch.indexouter import decided_below, kept, outer_plan
@@ -141,7 +141,7 @@ class IndexedJoins:
         rows of every stream (the task reads them all) are more than one task takes, or an
         outer join's probe on a cluster's executors (it decides its rows over the delta's
         relation: `indexcluster.placed_pairs`)."""
-        fits = one_task(ctx, *ctx.plan.streams) and self._class(ctx.spark) is not None
+        fits = two_way_one_task(ctx, *ctx.plan.streams) and self._class(ctx.spark) is not None
         built = self.builds.get(key := query_key(qp))
         # (An index that drains, or may start to, is probed with the delta placed both ways.)
         if key in self.drains or (built is not None and built[1] != self._layout(ctx, qp)):
@@ -234,7 +234,7 @@ class IndexedJoins:
             if op is not None:
                 self.reads.deciding_after[q.name] = (op, self._decide(ctx, name, parts, delta))
             # (A large delta is read in parallel, then shuffled to the partitions' tasks.)
-            together = one_task(ctx, left, right)
+            together = two_way_one_task(ctx, left, right)
             if together or parts == 1:
                 self.reads.one_task.add(q.name)
             jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)

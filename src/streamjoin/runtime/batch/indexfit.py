@@ -16,7 +16,15 @@ if t.TYPE_CHECKING:
 
 ONE_TASK_ROWS = 20_000
 """A batch's delta of at most this many rows (both sides, by its files' footers) is probed in one
-task without a shuffle: the shuffle's stage costs more than a second core saves on it."""
+task without a shuffle: the shuffle's stage costs more than a second core saves on it. The
+bound on a cluster, and a multi-way chain's deltas' (`multiway.chain`)."""
+
+LOCAL_ONE_TASK_ROWS = 250_000
+"""A two-way join's bound in local mode, where the driver's JVM holds every partition: one task
+reads the batch's rows as Spark planned them, with no plan of its input made each batch and no
+shuffle, and it was the faster up to the largest batches measured (200,000 rows: `equi`'s
+backlog, warm batches 307-489 ms against 460-680 with the shuffle; live at 20,000 rows a
+second a stream, batch p50 207 against 442 ms; docs/dev-log.md)."""
 
 CHAIN_ONE_TASK_ROWS = 40_000
 """The same bound for a multi-way chain (`multiway.chain`), whose levels in one task are
@@ -25,14 +33,23 @@ planned once, where over several tasks each level's input and output are planned
 ran 25-28 % faster in one task (three alternating pairs)."""
 
 
-def one_task(ctx: BatchContext, *streams: StreamPlan, most: int = ONE_TASK_ROWS) -> bool:
+def two_way_one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
+    """`one_task` for a two-way join's probe: `LOCAL_ONE_TASK_ROWS` in local mode."""
+    from streamjoin.runtime.batch.placed import on_cluster
+
+    local = not on_cluster(ctx.spark)
+    return one_task(ctx, *streams, most=LOCAL_ONE_TASK_ROWS if local else ONE_TASK_ROWS)
+
+
+def one_task(ctx: BatchContext, *streams: StreamPlan, most: int | None = None) -> bool:
     """Whether the batch's rows of `streams` (a join's two sides; or every stream, which a probe
     of the batch's own rows reads) are few enough, by their files' footers, for one task: at
-    most `most`."""
+    most `most` (None: `ONE_TASK_ROWS`)."""
     rows = ctx.delta_rows
     if any(sp.name not in rows for sp in streams):
         return False
-    return sum(rows[sp.name] for sp in streams) <= most  # (a self-join's rows: twice)
+    bound = ONE_TASK_ROWS if most is None else most
+    return sum(rows[sp.name] for sp in streams) <= bound  # (a self-join's rows: twice)
 
 
 def partitions(ctx: BatchContext, qp: QueryPlan) -> int:
