@@ -19,12 +19,13 @@ ONE_TASK_ROWS = 20_000
 task without a shuffle: the shuffle's stage costs more than a second core saves on it. The
 bound on a cluster, and a multi-way chain's deltas' (`multiway.chain`)."""
 
-LOCAL_ONE_TASK_ROWS = 250_000
+LOCAL_ONE_TASK_ROWS = 100_000
 """A two-way join's bound in local mode, where the driver's JVM holds every partition: one task
 reads the batch's rows as Spark planned them, with no plan of its input made each batch and no
-shuffle, and it was the faster up to the largest batches measured (200,000 rows: `equi`'s
-backlog, warm batches 307-489 ms against 460-680 with the shuffle; live at 20,000 rows a
-second a stream, batch p50 207 against 442 ms; docs/dev-log.md)."""
+shuffle. Measured (docs/dev-log.md): live equi at 20,000 rows a second a stream, batch p50 207
+against 442 ms; `equi`'s quick backlog (100,000 rows a batch), warm batches 186-243 against
+441-636 ms. At about 200,000 rows the gain ends: `equi`'s full backlog was still faster in one
+task, Nexmark's q20 no faster and q4 slower, so larger batches keep the shuffle."""
 
 CHAIN_ONE_TASK_ROWS = 40_000
 """The same bound for a multi-way chain (`multiway.chain`), whose levels in one task are
