@@ -105,7 +105,8 @@ def live_lines(reports: t.Mapping[str, Report]) -> list[str]:
     for name, report in reports.items():
         command = (
             f"streamjoin bench {report.get('workload')}{_SIZE_FLAG.get(report.get('size', ''), '')}"
-            f" --rate {report.get('rate_per_stream', 0):g} --duration {report.get('duration_s')}"
+            f" --rate {report.get('rate_per_stream', 0):g}"
+            f" --duration {report.get('duration_s', 0):g}"
             f" --engines streamjoin,spark-native,flink --out benchmarks/results/{name}"
         )
         lines += [

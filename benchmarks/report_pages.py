@@ -156,8 +156,8 @@ def more_lines(
         )
     if flink:
         entries.append(
-            f"- [Flink beside ours]({href['flink']}): Flink 2.3's SQL on the same backlogs, its "
-            "figures and ours from one run, the edits its SQL needed, the commands "
+            f"- [Flink beside ours]({href['flink']}): Flink 2.3's SQL on the same backlogs and "
+            "live feeds, its figures and ours from one run, the edits its SQL needed, the commands "
             f"({files(flink)})."
         )
     if multiquery:
