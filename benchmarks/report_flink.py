@@ -149,9 +149,14 @@ def _live_row(c: t.Mapping[str, t.Any], report: Report) -> str:
 
 def live_ratios(c: t.Mapping[str, t.Any]) -> dict[str, float | None]:
     """Our latency p50 and p99 over Flink's in live case `c` (below 1: ours is lower)."""
+    return _over_flink(c, ("latency_p50_s", "latency_p99_s"))
+
+
+def _over_flink(c: t.Mapping[str, t.Any], keys: t.Sequence[str]) -> dict[str, float | None]:
+    """Our figure over Flink's for each of `keys` in case `c` (None where either is missing)."""
     ours, flink = c["engines"].get("streamjoin", {}), c["engines"].get(FLINK, {})
     out: dict[str, float | None] = {}
-    for key in ("latency_p50_s", "latency_p99_s"):
+    for key in keys:
         a, b = ours.get(key), flink.get(key)
         out[key] = round(a / b, 2) if a and b else None
     return out
@@ -185,12 +190,8 @@ def our_time(run: t.Mapping[str, t.Any]) -> str:
 
 def flink_ratios(c: t.Mapping[str, t.Any]) -> dict[str, float | None]:
     """Ours ÷ Flink's rows/s and rows per CPU second in case `c`."""
-    ours, flink = c["engines"].get("streamjoin", {}), c["engines"].get(FLINK, {})
-    out: dict[str, float | None] = {}
-    for key in ("throughput", "rows_per_cpu_second"):
-        a, b = ours.get(key), flink.get(key)
-        out[key] = round(a / b, 2) if a and b else None
-    if flink.get("stopped_early"):
+    out = _over_flink(c, ("throughput", "rows_per_cpu_second"))
+    if c["engines"].get(FLINK, {}).get("stopped_early"):
         out.pop("rows_per_cpu_second")  # (its CPU is not counted when it is stopped)
     return out
 
