@@ -120,7 +120,7 @@ def run_flink(
     With `live`, the job's streams are the feeder's folders of CSV files (`rate_feed.feed`),
     listed for new files once per trigger interval, as the Spark engines' triggers list theirs;
     its warm-up job runs first, in the same JVM; the job runs until the feed is done and read
-    (`engines_flink_runner.run_live`). Each query's results are then timed in
+    (`engines_flink_live.run_live`). Each query's results are then timed in
     `trace_path(workdir, query)`, and counted: the rows themselves stay in Flink's sink files,
     uncommitted."""
     python = flink_python()
@@ -159,7 +159,7 @@ def run_flink(
     figures = _run_in_venv(python, plan, workdir, RUNNER if live is None else LIVE_RUNNER)
     if figures.get("error"):
         raise RuntimeError(f"flink: {figures['error']}")
-    if live is not None:  # (counted by Flink, `engines_flink_runner.run_live`)
+    if live is not None:  # (counted by Flink, `engines_flink_live.run_live`)
         out = {name: int(n) for name, n in figures["counts"].items()}
     else:
         columns = {
@@ -198,7 +198,7 @@ def trace_path(workdir: str, query: str) -> str:
 
 
 def _warmup_plan(job_text: str, root: str) -> dict[str, t.Any]:
-    """The runner's warm-up (`engines_flink_runner.warm_up`): `job_text` over CSV copies of
+    """The runner's warm-up (`engines_flink_live.warm_up`): `job_text` over CSV copies of
     its files."""
     from streamjoin.sql import parse_job
 

@@ -82,7 +82,7 @@ def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
         )
         env.execute_sql(
             f"CREATE TABLE `{name}__traces` (j STRING) WITH ('connector' = 'print', "
-            f"'print-identifier' = 'live_{name}')"
+            f"'print-identifier' = 'live-{name}-')"
         )
         statements.add_insert_sql(
             f"INSERT INTO `{name}__traces` SELECT JSON_OBJECT(KEY 'lf' VALUE `{lf}`, KEY 'rf' "
@@ -92,11 +92,13 @@ def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
     figures: dict[str, t.Any] = base.timed(
         statements, lambda result: _await_live(result, live, plan["stdout"])
     )
+    if figures["stopped_early"]:
+        figures["cpu_seconds"] = None  # (as `engines_flink_runner.run` reports a cut run)
     figures["counts"] = {}
     for name in plan["queries"]:
         with open(plan["stdout"], encoding="utf-8") as printed:
             pairs = base.apply_changes(
-                printed, f"live_{name}", ("lf", "rf", "at", "n"), ("lf", "rf")
+                printed, f"live-{name}-", ("lf", "rf", "at", "n"), ("lf", "rf")
             )
         with open(live["traces"][name], "w", newline="", encoding="utf-8") as f:
             csv.writer(f).writerows(pairs)

@@ -183,8 +183,10 @@ def traced_done_times(
         with open(path, newline="", encoding="utf-8") as f:
             for row in csv.reader(f):
                 files = [written.get((s, n)) for s, n in zip(streams, row[:2], strict=True) if n]
-                if not files or None in files:
-                    continue  # (a warm-up's row, or a file not fed: not timed)
+                if len(files) < 2 or None in files:
+                    # (An outer join's row without a partner is made when the watermark passes
+                    # its window, not when its file is read; a warm-up's file was not fed.)
+                    continue
                 last = max(t.cast("list[FedFile]", files), key=lambda x: x.written)
                 made = dt.datetime.fromisoformat(row[2]).replace(tzinfo=dt.UTC)
                 done[last.path] = max(done.get(last.path, 0.0), made.timestamp())

@@ -237,6 +237,7 @@ def test_a_bounded_input_run_once_and_final_from_files(
 
     monkeypatch.setattr(HotState, "delta", cache_spy)
     monkeypatch.setattr("streamjoin.runtime.batch.indexfit.LOCAL_ONE_TASK_ROWS", 0)
+    monkeypatch.setattr("streamjoin.runtime.batch.indexfit.ONE_TASK_ROWS", 0)
 
     insert, columns = BOUNDED[shape]
     batches = make_batches(5, n_batches=4, rows_per_batch=10, late_per_batch=0)

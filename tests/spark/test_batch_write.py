@@ -44,6 +44,7 @@ def _job(tmp_path: Path, sinks: t.Mapping[str, str], monkeypatch: pytest.MonkeyP
     """A query per sink (name → its options), each run with every batch's rows as foreachBatch
     hands them over, in one task: the probe makes the query's rows itself (`BatchInput`), the
     pairs the direct write takes."""
+    monkeypatch.setattr(indexed_module, "two_way_one_task", lambda *_: True)
     monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
     _as_planned(monkeypatch)
     parts = [stream_ddl("A"), stream_ddl("B")]

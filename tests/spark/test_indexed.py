@@ -126,12 +126,14 @@ def probe_tasks(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[ProbeTasks]:
     """Each batch's delta shuffled by key to the partitions' tasks, all of it in one task
-    (`indexed.one_task`: a small delta whose files' footers count it), or in one task made
-    from the rows Spark planned for the batch, as foreachBatch hands them over (`BatchInput`)."""
+    (`indexed.one_task` and `two_way_one_task`: a small delta whose files' footers count it), or
+    in one task made from the rows Spark planned for the batch, as foreachBatch hands them over
+    (`BatchInput`)."""
     mode = request.param
     one = mode != "shuffled"
     names = PROBED_IN_ONE_TASK.get(mode, tuple(QUERIES))
     queries = {name: QUERIES[name] for name in names}
+    monkeypatch.setattr(indexed_module, "two_way_one_task", lambda *_: one)
     monkeypatch.setattr(indexed_module, "one_task", lambda *_: one)
     if mode != "batch-rows":
         yield ProbeTasks(queries, None)
@@ -339,6 +341,7 @@ def test_the_current_time_is_planned_every_batch(
     text.append(f"CREATE SINK timed WITH (format = 'parquet', path = '{out}');")
     text.append(f"INSERT INTO timed SELECT {SELECT}{stamp} FROM A a JOIN B b ON {key} AND {W3};")
     job = parse_job("\n".join(text))
+    monkeypatch.setattr(indexed_module, "two_way_one_task", lambda *_: True)
     monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
     _as_planned(monkeypatch)
     batches = make_batches(5, n_batches=4, rows_per_batch=12, keys=4)
@@ -376,6 +379,7 @@ def test_a_band_join_without_a_key_spreads_its_rows_over_the_partitions(
     # Each row is stored in the partition of its run of buckets and probes in each partition
     # its band reaches: a large delta is probed in as many tasks, with no limit. An outer
     # join's row decides in its stored copy, marked by a partner its other copies found.
+    monkeypatch.setattr(indexed_module, "two_way_one_task", lambda *_: one)
     monkeypatch.setattr(indexed_module, "one_task", lambda *_: one)
     # (A band of 0.3 over values in [0, 10]: runs of 2.4, four of them.)
     job = _job(tmp_path, {"band": (f"A a {join} B b", f"abs(a.x - b.x) <= 0.3 AND {W3}")})

@@ -168,6 +168,7 @@ def test_time_buckets_match_reference_forced_and_once_auto_sees_a_hot_key(
     monkeypatch.setattr(schemes, "WARMUP", 100)
     # (Probes in several tasks, as a large batch's: one task's would keep hash, `next_scheme`.)
     monkeypatch.setattr(indexfit, "LOCAL_ONE_TASK_ROWS", 0)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
     on = f"a.k = b.k AND {W3}"
     queries = {
         "forced": "time_buckets = 'true'",
@@ -211,6 +212,7 @@ def test_a_query_moved_off_hash_by_a_hot_key_returns_once_the_keys_are_even(
     path, where the scheme's routed views count its places)."""
     monkeypatch.setattr(schemes, "WARMUP", 100)
     monkeypatch.setattr(indexfit, "LOCAL_ONE_TASK_ROWS", 0)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
     on = f"a.k = b.k AND {W3}"
     with_ = "units = 4, time_buckets = 'false'"
     job = parse_job(
@@ -258,6 +260,7 @@ def _run_with_changes(
 
     monkeypatch.setattr(indexed, "load_index", counted)
     monkeypatch.setattr(indexfit, "LOCAL_ONE_TASK_ROWS", 0)
+    monkeypatch.setattr(indexfit, "ONE_TASK_ROWS", 0)
     engine = Engine(spark)
     processor = engine.processor(job, str(ckpt))
     draining = []

@@ -6,12 +6,13 @@ runs and a scheme (matrix, biclique, contrand, range) are the operator's placeme
 copy in each partition of the places it is stored and probes at.
 
 A batch's delta is shuffled to the partitions by its key's hash, or put in one task when its
-files' footers count at most `indexfit.LOCAL_ONE_TASK_ROWS` rows (on a cluster
-`indexfit.ONE_TASK_ROWS`); when they count as few of every stream, the task reads the rows
-Spark planned for the batch itself (``BatchInput.java``). The rows out of reach go first, then
-each task probes and extends its partitions and makes the query's rows of the pairs it finds
-(its predicate and SELECT, planned once per query: a hash collision or the window costs a
-filter, never a wrong pair), counting the delta's rows per unit for the skew check on the way.
+files' footers count at most `indexfit.ONE_TASK_ROWS` rows; when they count as few of every
+stream (in local mode `indexfit.LOCAL_ONE_TASK_ROWS`), the task reads the rows Spark planned
+for the batch itself (``BatchInput.java``), with no plan of its input made in the batch. The
+rows out of reach go first, then each task probes and extends its partitions and makes the
+query's rows of the pairs it finds (its predicate and SELECT, planned once per query: a hash
+collision or the window costs a filter, never a wrong pair), counting the delta's rows per unit
+for the skew check on the way.
 
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, and when the placement changes where its old index cannot drain (`drains`:
@@ -35,6 +36,7 @@ from streamjoin.runtime.batch.drains import Drains
 from streamjoin.runtime.batch.indexcluster import placed_pairs
 from streamjoin.runtime.batch.indexfit import (
     counted_units,
+    one_task,
     partitions,
     two_way_one_task,
 )
@@ -233,8 +235,10 @@ class IndexedJoins:
             marker = None if op is None else self.plans.marker(ctx, op, delta)
             if op is not None:
                 self.reads.deciding_after[q.name] = (op, self._decide(ctx, name, parts, delta))
-            # (A large delta is read in parallel, then shuffled to the partitions' tasks.)
-            together = two_way_one_task(ctx, left, right)
+            # (A large delta is read in parallel, then shuffled to the partitions' tasks. An input
+            # planned this batch gains less from one task than the batch's own rows do: the
+            # smaller bound.)
+            together = one_task(ctx, left, right)
             if together or parts == 1:
                 self.reads.one_task.add(q.name)
             jdf = cls.probe(delta._jdf, output, marker, cuts, *index, together)

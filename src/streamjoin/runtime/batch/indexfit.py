@@ -20,9 +20,11 @@ task without a shuffle: the shuffle's stage costs more than a second core saves 
 bound on a cluster, and a multi-way chain's deltas' (`multiway.chain`)."""
 
 LOCAL_ONE_TASK_ROWS = 100_000
-"""A two-way join's bound in local mode, where the driver's JVM holds every partition: one task
-reads the batch's rows as Spark planned them, with no plan of its input made each batch and no
-shuffle. Measured (docs/dev-log.md): live equi at 20,000 rows a second a stream, batch p50 207
+"""A two-way join's bound in local mode, where the driver's JVM holds every partition, for a
+probe of the batch's own rows (`BatchInput`): one task reads them as Spark planned them, with
+no plan of its input made each batch and no shuffle. (An input planned in the batch keeps
+`ONE_TASK_ROWS`: the skew benchmark's batches of 48,000 rows, planned so, ran 25-38 % slower in
+one task.) Measured (docs/dev-log.md): live equi at 20,000 rows a second a stream, batch p50 207
 against 442 ms; `equi`'s quick backlog (100,000 rows a batch), warm batches 186-243 against
 441-636 ms. At about 200,000 rows the gain ends: `equi`'s full backlog was still faster in one
 task, Nexmark's q20 no faster and q4 slower, so larger batches keep the shuffle."""
@@ -35,7 +37,8 @@ ran 25-28 % faster in one task (three alternating pairs)."""
 
 
 def two_way_one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
-    """`one_task` for a two-way join's probe: `LOCAL_ONE_TASK_ROWS` in local mode."""
+    """`one_task` for a two-way join's probe of the batch's own rows: `LOCAL_ONE_TASK_ROWS` in
+    local mode."""
     from streamjoin.runtime.batch.placed import on_cluster
 
     local = not on_cluster(ctx.spark)
