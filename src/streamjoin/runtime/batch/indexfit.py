@@ -23,8 +23,8 @@ LOCAL_ONE_TASK_ROWS = 100_000
 """A two-way join's bound in local mode, where the driver's JVM holds every partition, for a
 probe of the batch's own rows (`BatchInput`): one task reads them as Spark planned them, with
 no plan of its input made each batch and no shuffle. (An input planned in the batch keeps
-`ONE_TASK_ROWS`: the skew benchmark's batches of 48,000 rows, planned so, ran 25-38 % slower in
-one task.) Measured (docs/dev-log.md): live equi at 20,000 rows a second a stream, batch p50 207
+`ONE_TASK_ROWS`: there one task saves no plan, only the shuffle, and loses the second core.)
+Measured (docs/dev-log.md): live equi at 20,000 rows a second a stream, batch p50 207
 against 442 ms; `equi`'s quick backlog (100,000 rows a batch), warm batches 186-243 against
 441-636 ms. At about 200,000 rows the gain ends: `equi`'s full backlog was still faster in one
 task, Nexmark's q20 no faster and q4 slower, so larger batches keep the shuffle."""
