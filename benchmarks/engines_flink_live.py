@@ -108,8 +108,9 @@ def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
 
 
 def _await_live(result: t.Any, live: dict[str, t.Any], stdout: str) -> bool:
-    """Write the ``ready`` file, wait as `run_live` says, then cancel the job: whether it was
-    cut at the drain limit. A job that fails raises its error."""
+    """Write the ``ready`` file, wait as `run_live` says, then stop the job with a last
+    watermark, or cancel it past the drain limit: whether it was cut so. A job that fails
+    raises its error."""
     from py4j.protocol import Py4JJavaError
 
     with open(live["ready"], "w", encoding="utf-8") as f:
