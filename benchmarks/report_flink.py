@@ -46,10 +46,8 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
         if report.get("mode") == "rate":
             continue
         limit = report.get("peer_time_limit_s")
-        command = (
-            f"streamjoin bench {report.get('workload')}{_SIZE_FLAG.get(report.get('size', ''), '')}"
-            f" --engines streamjoin,flink{f' --peer-limit {limit:g}' if limit else ''}"
-            f" --out benchmarks/results/{name}"
+        command = _command(
+            report, name, f"--engines streamjoin,flink{f' --peer-limit {limit:g}' if limit else ''}"
         )
         lines += [
             f"`{name}`: {report.get('workload')}, {report.get('size', 'full')} size; "
@@ -83,6 +81,14 @@ def flink_lines(reports: t.Mapping[str, Report]) -> list[str]:
     return lines
 
 
+def _command(report: Report, name: str, options: str) -> str:
+    """The command that made `report` (file `name`): its workload and size, then `options`."""
+    size = _SIZE_FLAG.get(report.get("size", ""), "")
+    return (
+        f"streamjoin bench {report.get('workload')}{size} {options} --out benchmarks/results/{name}"
+    )
+
+
 def live_lines(reports: t.Mapping[str, Report]) -> list[str]:
     """The live runs (``--rate``): each engine's latency at one rate, fed the same files."""
     if not reports:
@@ -103,11 +109,10 @@ def live_lines(reports: t.Mapping[str, Report]) -> list[str]:
         "",
     ]
     for name, report in reports.items():
-        command = (
-            f"streamjoin bench {report.get('workload')}{_SIZE_FLAG.get(report.get('size', ''), '')}"
-            f" --rate {report.get('rate_per_stream', 0):g}"
-            f" --duration {report.get('duration_s', 0):g}"
-            f" --engines streamjoin,spark-native,flink --out benchmarks/results/{name}"
+        rate, seconds = report.get("rate_per_stream", 0), report.get("duration_s", 0)
+        engines = ",".join(_LIVE_ENGINES)
+        command = _command(
+            report, name, f"--rate {rate:g} --duration {seconds:g} --engines {engines}"
         )
         lines += [
             f"`{name}`: commit {commit_of(report)}: `{command}`",
