@@ -33,7 +33,7 @@ import os
 import subprocess
 import typing as t
 
-from benchmarks.engines_flink_sql import TRACE_COLUMNS, translate
+from benchmarks.engines_flink_sql import FILE_COLUMN, TRACE_COLUMNS, translate
 from benchmarks.engines_measure import EngineRun
 from benchmarks.flink_env import flink_python
 
@@ -122,7 +122,7 @@ def run_flink(
     its warm-up job runs first, in the same JVM; the job runs until the feed is done and read
     (`engines_flink_live.run_live`). Each query's results are then timed in
     `trace_path(workdir, query)`, and counted: the rows themselves stay in Flink's sink files,
-    uncommitted."""
+    uncommitted; what it read of each stream is in `reads_path(workdir, stream)`."""
     python = flink_python()
     sink_root = os.path.join(workdir, "flink-out")
     plan: dict[str, t.Any] = {"conf": FLINK_CONF, "time_limit": time_limit}
@@ -140,6 +140,9 @@ def run_flink(
             "settle": 3 * _seconds(live.trigger),
             "traces": {name: trace_path(workdir, name) for name in flink_job.selects},
             "trace": list(TRACE_COLUMNS),
+            "reads": {s.name: reads_path(workdir, s.name) for s in job.streams},
+            "file": FILE_COLUMN,
+            "folders": feed_dirs,
             "savepoints": "file://" + os.path.join(workdir, "flink-savepoints"),
         }
         if live.warmup is not None:
@@ -195,6 +198,12 @@ def trace_path(workdir: str, query: str) -> str:
     pair of files its results' rows came from: the left row's file name, the right row's, the
     latest time Flink made such a result (UTC, ``yyyy-MM-dd HH:mm:ss.SSS``), and how many."""
     return os.path.join(workdir, f"flink-traces-{query}.csv")
+
+
+def reads_path(workdir: str, stream: str) -> str:
+    """Where a live run writes what Flink read of `stream` (`run_flink`): a CSV row per file,
+    its name, the latest time one of its rows was read (as in `trace_path`), its rows."""
+    return os.path.join(workdir, f"flink-reads-{stream}.csv")
 
 
 def _warmup_plan(job_text: str, root: str) -> dict[str, t.Any]:

@@ -7,8 +7,9 @@ this folder off it), with two more fields:
   ``blackhole`` sinks first, its tables then dropped, as each Spark engine runs one in its own
   JVM before a live run;
 - ``live``: ``done`` (the feeder's file), ``ready``, ``drain_limit``, ``settle``, ``traces``
-  (a file per query), ``trace`` (the columns that time a result) and ``savepoints`` (the
-  folder of the one its end takes): see `run_live`.
+  (a file per query), ``trace`` (the columns that time a result), ``reads`` (a file per
+  stream), ``file`` (the column of a row's file name) and ``savepoints`` (the folder of the one
+  its end takes): see `run_live`.
 """
 
 from __future__ import annotations
@@ -56,15 +57,19 @@ def warm_up(env: t.Any, warmup: dict[str, t.Any]) -> None:
 def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
     """Run `plan`'s queries on its sources as a live feed: `plan["live"]`'s ``ready`` file is
     written once the job is submitted; once its ``done`` file (the feeder's) exists, the job
-    runs until nothing more is printed for ``settle`` seconds (the feed's last files listed and
-    read), and is stopped with a last watermark (cancelled past ``drain_limit`` seconds).
+    runs until it has read every file the feeder lists there and nothing more is printed for
+    ``settle`` seconds, and is stopped with a last watermark (cancelled past ``drain_limit``
+    seconds).
 
     Each query's rows go to its CSV sink, as in a backlog run (its files stay in progress: no
     checkpoint commits them, and the counts below check the result). Beside them, the same
     join's results are counted per pair of files of their two rows, with the latest time one
     was made (`engines_flink_sql.TRACE_COLUMNS`), printed as changes by Flink's ``print`` sink,
     and written to the query's file in ``traces`` once applied: left file, right file, that
-    time, the results. The query's result size is their sum (``counts``)."""
+    time, the results. The query's result size is their sum (``counts``). Each stream's rows
+    are counted likewise per file, with the latest time one was read, into its file in
+    ``reads``: the file, that time, its rows (what was read, and when a file whose rows meet
+    no earlier row was done)."""
 
     live = plan["live"]
     for ddl in plan["sources"]:
@@ -89,6 +94,16 @@ def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
             f"VALUE `{rf}`, KEY 'at' VALUE MAX(`{at}`), KEY 'n' VALUE COUNT(*)) "
             f"FROM `{name}__live` GROUP BY `{lf}`, `{rf}`"
         )
+    for stream in live["reads"]:
+        env.execute_sql(
+            f"CREATE TABLE `{stream}__reads` (j STRING) WITH ('connector' = 'print', "
+            f"'print-identifier' = 'read-{stream}-')"
+        )
+        statements.add_insert_sql(
+            f"INSERT INTO `{stream}__reads` SELECT JSON_OBJECT(KEY 'f' VALUE `{live['file']}`, "
+            "KEY 'at' VALUE MAX(DATE_FORMAT(CURRENT_TIMESTAMP, 'yyyy-MM-dd HH:mm:ss.SSS')), "
+            f"KEY 'n' VALUE COUNT(*)) FROM `{stream}` GROUP BY `{live['file']}`"
+        )
     figures: dict[str, t.Any] = base.timed(
         statements, lambda result: _await_live(result, live, plan["stdout"])
     )
@@ -103,6 +118,11 @@ def run_live(env: t.Any, plan: dict[str, t.Any]) -> dict[str, t.Any]:
         with open(live["traces"][name], "w", newline="", encoding="utf-8") as f:
             csv.writer(f).writerows(pairs)
         figures["counts"][name] = sum(int(n) for *_, n in pairs)
+    for stream, path in live["reads"].items():
+        with open(plan["stdout"], encoding="utf-8") as printed:
+            files = base.apply_changes(printed, f"read-{stream}-", ("f", "at", "n"), ("f",))
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows(files)
     figures["updating"] = []
     return figures
 
@@ -136,7 +156,8 @@ def _await_live(result: t.Any, live: dict[str, t.Any], stdout: str) -> bool:
         if now - done_at > live["drain_limit"]:
             client.cancel().result()
             return True
-        if now - done_at >= live["settle"] and now - changed >= live["settle"]:
+        settled = now - done_at >= live["settle"] and now - changed >= live["settle"]
+        if settled and _all_read(live, stdout):
             # (Drained as `flink stop --drain` does: a last watermark flushes what the
             # aggregates' bundles hold, which only a watermark's advance sends on.)
             from pyflink.java_gateway import get_gateway
@@ -146,6 +167,22 @@ def _await_live(result: t.Any, live: dict[str, t.Any], stdout: str) -> bool:
             j_client = client._j_job_client
             j_client.stopWithSavepoint(True, live["savepoints"], canonical.CANONICAL).get()
             return False
+
+
+def _all_read(live: dict[str, t.Any], stdout: str) -> bool:
+    """Whether every file the feeder wrote (its ``done`` file's) has been read, as the job's
+    read counts printed so far say."""
+    import json
+
+    with open(live["done"], encoding="utf-8") as f:
+        fed = json.load(f)["files"]
+    with open(stdout, encoding="utf-8") as printed:
+        lines = [x for x in printed if x.endswith("\n")]  # (not a line still being written)
+    for stream, folder in live["folders"].items():
+        read = {f for f, *_ in base.apply_changes(lines, f"read-{stream}-", ("f",), ("f",))}
+        if any(os.path.basename(p) not in read for p in fed if os.path.dirname(p) == folder):
+            return False
+    return True
 
 
 if __name__ == "__main__":

@@ -166,28 +166,44 @@ def latency_figures(
 
 
 def traced_done_times(
-    traces: Mapping[str, tuple[str, str]], fed: list[FedFile]
+    traces: Mapping[str, tuple[str, str]], reads: Mapping[str, str], fed: list[FedFile]
 ) -> dict[str, float]:
     """When each fed file was done by an engine that has no batches (``flink``), from the
-    results' traces: `traces` maps each query's trace file (`engines_flink.trace_path`: a row
-    per pair of files) to its left and right streams. A result is made when the later written
-    of its two rows' files is read, so that file is done once every result it completes was
-    made: the latest of their times. (A file that completes no result, none of its rows
-    meeting an earlier row, has no time and counts as not processed.)"""
-    import csv
-    import datetime as dt
-
+    results' traces and what it read: `traces` maps each query's trace file
+    (`engines_flink.trace_path`: a row per pair of files) to its left and right streams,
+    `reads` each stream's read file (`engines_flink.reads_path`: a row per file) to its stream.
+    A result is made when the later written of its two rows' files is read, so a file is done
+    once all its rows were read and every result it completes was made: the latest of those
+    times. A file not read in full is not done (not processed)."""
     written = {(x.stream, os.path.basename(x.path)): x for x in fed}
     done: dict[str, float] = {}
+    for path, stream in reads.items():
+        for name, at, n in _rows(path):
+            x = written.get((stream, name))
+            if x is not None and int(n) == x.rows:  # (a warm-up's file was not fed)
+                done[x.path] = _stamp(at)
     for path, streams in traces.items():
-        with open(path, newline="", encoding="utf-8") as f:
-            for row in csv.reader(f):
-                files = [written.get((s, n)) for s, n in zip(streams, row[:2], strict=True) if n]
-                if len(files) < 2 or None in files:
-                    # (An outer join's row without a partner is made when the watermark passes
-                    # its window, not when its file is read; a warm-up's file was not fed.)
-                    continue
-                last = max(t.cast("list[FedFile]", files), key=lambda x: x.written)
-                made = dt.datetime.fromisoformat(row[2]).replace(tzinfo=dt.UTC)
-                done[last.path] = max(done.get(last.path, 0.0), made.timestamp())
+        for row in _rows(path):
+            files = [written.get((s, n)) for s, n in zip(streams, row[:2], strict=True) if n]
+            if len(files) < 2 or None in files:
+                # (An outer join's row without a partner is made when the watermark passes
+                # its window, not when its file is read; a warm-up's file was not fed.)
+                continue
+            last = max(t.cast("list[FedFile]", files), key=lambda x: x.written)
+            if last.path in done:
+                done[last.path] = max(done[last.path], _stamp(row[2]))
     return done
+
+
+def _rows(path: str) -> list[list[str]]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def _stamp(text: str) -> float:
+    """A Flink time stamp (``yyyy-MM-dd HH:mm:ss.SSS``, UTC) in seconds since the epoch."""
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp()

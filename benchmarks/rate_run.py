@@ -12,7 +12,7 @@ import typing as t
 from dataclasses import asdict
 
 from benchmarks.engines import run_engine
-from benchmarks.engines_flink import FLINK, trace_path
+from benchmarks.engines_flink import FLINK, reads_path, trace_path
 from benchmarks.engines_live import Live
 from benchmarks.harness import ROOT
 from benchmarks.harness_figures import _percentile
@@ -31,7 +31,8 @@ def _traced_done(job_text: str, workdir: str, fed: list[FedFile]) -> dict[str, f
 
     job = parse_job(job_text.replace("{out}", os.path.join(workdir, "out")), "<live>")
     traces = {trace_path(workdir, q.name): (q.left.stream, q.right.stream) for q in job.queries}
-    return traced_done_times(traces, fed)
+    reads = {reads_path(workdir, s.name): s.name for s in job.streams}
+    return traced_done_times(traces, reads, fed)
 
 
 def drain_limit(duration: float) -> float:
@@ -119,9 +120,7 @@ def _run_one(
     traced = _traced_done(job, workdir, fed) if engine == FLINK else None
     figures = latency_figures(workdir, fed, started, ended, trigger, watch, traced)
     batch = run.get("batch_ms") or []
-    # (Flink's files are timed by the results they complete: one that completes none has no
-    # time, yet was read. Its run ends once its output has settled after the feed.)
-    processed = engine == FLINK or figures["rows_processed"] == figures["rows_fed"]
+    processed = figures["rows_processed"] == figures["rows_fed"]
     drained = not run.get("stopped_early") and processed
     growth = figures["latency_growth"]
     batch_s = (_percentile(batch, 50) or 0.0) / 1000

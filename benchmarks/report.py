@@ -276,7 +276,7 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
         multiquery,
         extra,
         plot=plot,
-        maxrate=_load_prefixed(folder, "maxrate-"),
+        maxrate={n: r for n, r in _load_prefixed(folder, "maxrate-").items() if n not in flink},
         adhoc=adhoc,
         overload=overload,
         soak=soak,

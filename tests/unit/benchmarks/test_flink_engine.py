@@ -99,8 +99,9 @@ def test_a_live_feed_is_read_as_it_comes_and_each_file_timed_by_its_results() ->
     assert not run.get("error"), run.get("error")
     assert case["results_agree"] is True, (case["expected"], run["out"])
     assert run["drained"] and run["files_fed"] == 2 * 12
-    # Nearly every file completes a result (each row meets about one row of the other stream),
-    # and is timed by it: from its write, within the listing's interval and a little more.
-    assert run["rows_processed"] >= 0.8 * run["rows_fed"]
+    # Every file was read in full (Flink's own count of each file's rows) and is timed by the
+    # results it completes, or by its read where it completes none: from its write, within the
+    # listing's interval and a little more.
+    assert run["rows_processed"] == run["rows_fed"]
     assert 0 < run["latency_p50_s"] <= run["latency_p99_s"] < 5
     assert run["batches"] == 0
