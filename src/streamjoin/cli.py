@@ -146,6 +146,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.peer_limit is not None and (args.rate is not None or args.max_rate):
         msg = "--peer-limit goes with a backlog run, not --rate (a live run ends with its feed)"
         raise StreamJoinError(msg)
+    if args.cold and (args.rate is None or args.max_rate):
+        msg = "--cold goes with --rate, not a backlog run or --max-rate (no warm-up job first)"
+        raise StreamJoinError(msg)
     if args.cluster and args.max_rate:
         msg = "--cluster goes with a backlog run or --rate, not --max-rate"
         raise StreamJoinError(msg)
@@ -174,6 +177,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 engines=engines,
                 progress=sys.stderr,
                 cluster=args.cluster,
+                warmup=not args.cold,
             )
             lines = summary_lines(report)
         else:
@@ -291,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="with --rate: how long to feed (default: tiny 10, quick 30, full 60)",
+    )
+    bench.add_argument(
+        "--cold",
+        action="store_true",
+        help="with --rate: no warm-up job before the feed, so the figures include each "
+        "engine's cold start (its JVM compiling the first batches' code)",
     )
     bench.add_argument(
         "--peer-limit",
