@@ -125,8 +125,10 @@ HOW_TO_READ = [
     "every loss is in **bold**.",
     "- A peer *stopped at its time limit* is measured on the batches it finished, its cheapest "
     "(so our ratio is a lower bound), and its result is *unchecked*. "
-    "*results agree*: equi queries against an exact DuckDB batch join; others against the "
-    "foreachBatch peer where it finished. *State*: bytes per live tuple, and over the raw "
+    "*results agree*: inner joins against the size of an exact DuckDB batch join (a band "
+    "counted as a range join, an OR by inclusion and exclusion); outer joins and what DuckDB "
+    "could join only by a nested loop against the foreachBatch peer where it finished. "
+    "*State*: bytes per live tuple, and over the raw "
     "(Arrow) bytes of the same rows. "
     "One run each on a shared 2-core machine: differences of up to about 25% between runs are "
     "noise. Runs, repeats and analysis: [`docs/dev-log.md`](../docs/dev-log.md).",
