@@ -6,6 +6,13 @@ last rate kept up with and the first one not is halved a few times. Each probe i
 run (warm-up, feed, drain) of one engine alone on the machine, so a search costs minutes per
 engine. The figure is a lower bound within the last gap: the engine kept up at it, and did not
 at a rate at most that gap above it.
+
+A probe that falls behind is run once more, and the rate counts as not kept up only if the
+second run falls behind too: *keeps up* reads the backlog when the feed stops, and one slow
+batch near the end (a cold code path met for the first time, a collection) can put a run that
+keeps up just over its bound (measured: ours at 40,000 rows/s a stream, 2.53 s against 2.5, then
+kept up in four runs of four). A probe whose result differs from the exact answer, or that
+failed, is not run again.
 """
 
 from __future__ import annotations
@@ -90,24 +97,7 @@ def run_max_rate(
     # (Flink only when named: it needs PyFlink's own venv, `engines_flink`.)
     every = ("streamjoin", peer, FLINK)
     for engine in [e for e in every if (e != FLINK if engines is None else e in engines)]:
-        checked: list[bool | None] = []
-
-        def keeps_up(
-            rate: float, engine: str = engine, checked: list[bool | None] = checked
-        ) -> bool:
-            report = run_rate(
-                workload, rate, size, duration=duration, engines=[engine], progress=progress
-            )
-            # (A probe whose result differs from the exact answer did not keep up.)
-            agree = [c["results_agree"] for c in report["cases"]]
-            checked.append(False if False in agree else None if None in agree else True)
-            return False not in agree and all(
-                c["engines"][engine].get("keeps_up") for c in report["cases"]
-            )
-
-        best, probes = search(keeps_up, start)
-        _say(progress, f"[{workload}] {engine}: keeps up to {best} rows/s per stream")
-        found[engine] = {"max_rate": best, "probes": probes, "results_agree": checked}
+        found[engine] = _searched(workload, size, start, duration, engine, progress)
     ratio, flink_ratio = (_over(found, "streamjoin", other) for other in (peer, FLINK))
     return {
         "workload": workload,
@@ -128,6 +118,50 @@ def run_max_rate(
         ],
         "wall_seconds": round(time.monotonic() - began, 1),
     }
+
+
+def _searched(
+    workload: str,
+    size: str,
+    start: float,
+    duration: float | None,
+    engine: str,
+    progress: t.TextIO | None,
+) -> dict[str, t.Any]:
+    """`engine`'s highest rate kept up with, its probes, each probe's result check, and the
+    rates run again (a first run fell behind)."""
+    checked: list[bool | None] = []
+    again: list[float] = []
+
+    def keeps_up(rate: float) -> bool:
+        ok, agree, failed = _probe(workload, rate, size, duration, engine, progress)
+        if not ok and agree is not False and not failed:
+            again.append(rate)
+            ok, agree, _ = _probe(workload, rate, size, duration, engine, progress)
+        checked.append(agree)
+        return ok
+
+    best, probes = search(keeps_up, start)
+    _say(progress, f"[{workload}] {engine}: keeps up to {best} rows/s per stream")
+    return {"max_rate": best, "probes": probes, "results_agree": checked, "run_again": again}
+
+
+def _probe(
+    workload: str,
+    rate: float,
+    size: str,
+    duration: float | None,
+    engine: str,
+    progress: t.TextIO | None,
+) -> tuple[bool, bool | None, bool]:
+    """One live run of `engine` at `rate`: whether it kept up (and its result, where checked,
+    equals the exact answer), whether its result agrees (None: unchecked), whether it failed."""
+    report = run_rate(workload, rate, size, duration=duration, engines=[engine], progress=progress)
+    agree = [c["results_agree"] for c in report["cases"]]
+    runs = [c["engines"][engine] for c in report["cases"]]
+    ok = False not in agree and all(r.get("keeps_up") for r in runs)
+    verdict = False if False in agree else None if None in agree else True
+    return ok, verdict, any(r.get("error") for r in runs)
 
 
 def _over(found: dict[str, dict[str, t.Any]], ours: str, other: str) -> float | None:
