@@ -78,7 +78,10 @@ def write_csv(table: t.Any, sink: t.Any) -> None:
     """Write `table` (Arrow) to `sink` (a path or a binary file) as `csv_rows`, no header."""
     import pyarrow.csv as pcsv
 
-    pcsv.write_csv(csv_rows(table), sink, pcsv.WriteOptions(include_header=False))
+    # (One chunk: pyarrow 26's CSV writer writes a table whose columns begin with an empty
+    # chunk, as a live feed's tick across a replay's end has, as binary garbage.)
+    rows = csv_rows(table).combine_chunks()
+    pcsv.write_csv(rows, sink, pcsv.WriteOptions(include_header=False))
 
 
 def write_csv_copies(job: Job, root: str) -> tuple[dict[str, str], int]:
