@@ -278,7 +278,7 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
         multiquery,
         extra,
         plot=plot,
-        maxrate={n: r for n, r in _load_prefixed(folder, "maxrate-").items() if n not in flink},
+        maxrate=_load_prefixed(folder, "maxrate-"),
         adhoc=adhoc,
         overload=overload,
         soak=soak,
