@@ -148,7 +148,10 @@ def max_rate_lines(reports: t.Mapping[str, Report]) -> list[str]:
         "fed file within the drain limit, its backlog when the feed stopped was at most two "
         "batches' worth (for Flink, two trigger intervals'), its latency did not grow over the "
         "run, and its result equals DuckDB's count of the fed rows' join. A probe that falls "
-        "behind is run once more: the rate is not kept up with only if both runs fall behind.",
+        "behind is run once more: the rate is not kept up with only if both runs fall behind "
+        "(not a probe whose result differs). Flink, once behind, loses results: it reads a "
+        "backlog of listed files newest first, and its interval join drops the older files' "
+        "rows as late ([`docs/benchmarks.md`](../../docs/benchmarks.md#live-streams)).",
         "",
     ]
     for name, report in reports.items():
