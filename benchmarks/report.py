@@ -23,7 +23,6 @@ import json
 import os
 import sys
 
-from benchmarks.maxrate import maxrate_lines
 from benchmarks.report_adhoc import adhoc_targets
 from benchmarks.report_backlog import workload_lines
 from benchmarks.report_flink import SUFFIX, flink_targets
@@ -41,7 +40,6 @@ from benchmarks.report_provenance import (
     machine_line,
     settings_line,
 )
-from benchmarks.report_rate import rate_lines
 from benchmarks.report_shapes import shapes_targets
 from benchmarks.report_soak import soak_targets
 from benchmarks.report_targets import other_targets, targets
@@ -223,6 +221,7 @@ def render(
         soak=soak,
         shapes=shapes,
         flink=flink,
+        live=bool(rate or maxrate),
         folder=HERE,
     )
     for name, numbers, met in [
@@ -245,10 +244,6 @@ def render(
         ]
         pngs = plots(reports) if plot else kept
         lines += [" ".join(f"![{png}]({png})" for png in pngs), ""] if pngs else []
-    if rate:
-        lines += rate_lines(rate)
-    if maxrate:  # (under the live rate mode's heading: the same runs, searched)
-        lines += [*maxrate_lines(*maxrate.values()), ""]
     lines += more_lines(
         on_pages,
         multiquery,
@@ -259,6 +254,7 @@ def render(
         elastic=elastic,
         shapes=shapes,
         flink=flink,
+        live=[*rate, *maxrate],
     )
     return "\n".join(lines).rstrip() + "\n"
 
@@ -272,13 +268,14 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
     elastic = _load_prefixed(folder, "elastic.json").get("elastic.json")
     shapes = _load_prefixed(folder, "shapes.json").get("shapes.json")
     flink = {n: r for n, r in _load_prefixed(folder, "").items() if n.endswith(SUFFIX)}
+    rate, maxrate = load_rate(folder), _load_prefixed(folder, "maxrate-")
     text = render(
         load(folder),
-        load_rate(folder),
+        rate,
         multiquery,
         extra,
         plot=plot,
-        maxrate=_load_prefixed(folder, "maxrate-"),
+        maxrate=maxrate,
         adhoc=adhoc,
         overload=overload,
         soak=soak,
@@ -294,6 +291,8 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
         elastic=elastic,
         shapes=shapes,
         flink=flink,
+        rate=rate,
+        maxrate=maxrate,
         plot=plot,
     )
     return {"RESULTS.md": text, **{f"{FOLDER}/{name}": page for name, page in written.items()}}

@@ -10,12 +10,14 @@ import os
 import re
 import typing as t
 
+from benchmarks.maxrate import maxrate_lines
 from benchmarks.report_adhoc import adhoc_lines
 from benchmarks.report_flink import flink_lines
 from benchmarks.report_format import Report
 from benchmarks.report_multiquery import multiquery_lines
 from benchmarks.report_overload import elastic_lines, overload_lines
 from benchmarks.report_provenance import commit_line, machine_line
+from benchmarks.report_rate import rate_lines
 from benchmarks.report_shapes import shapes_lines
 from benchmarks.report_soak import soak_lines
 
@@ -23,8 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDER = "results"
 """The pages' folder, beside RESULTS.md (the JSON reports' folder)."""
 MULTIQUERY, ADHOC, OVERLOAD, SOAK = "MULTIQUERY.md", "ADHOC.md", "OVERLOAD.md", "SOAK.md"
-SHAPES, FLINK = "SHAPES.md", "FLINK.md"
-PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK, SHAPES, FLINK)
+SHAPES, FLINK, LIVE = "SHAPES.md", "FLINK.md", "LIVE.md"
+PAGES = (MULTIQUERY, ADHOC, OVERLOAD, SOAK, SHAPES, FLINK, LIVE)
 """The pages written here (and removed when their reports are gone)."""
 SKEW, ILP = "SKEW.md", "ILP.md"
 """The pages written elsewhere: linked where their reports and the page are present."""
@@ -46,12 +48,19 @@ def pages(
     elastic: Report | None,
     shapes: Report | None = None,
     flink: t.Mapping[str, Report] | None = None,
+    rate: t.Mapping[str, Report] | None = None,
+    maxrate: t.Mapping[str, Report] | None = None,
     plot: bool = True,
     folder: str = HERE,
 ) -> dict[str, str]:
     """The text of each page whose reports are present, by file name; the soak's and the
     elasticity's plots in `folder` (drawn anew with `plot`)."""
     out: dict[str, str] = {}
+    if rate or maxrate:
+        section = rate_lines(dict(rate or {}))
+        # (Under the live rate mode's heading: the same runs, searched.)
+        section += [*maxrate_lines(*(maxrate or {}).values()), ""] if maxrate else []
+        out[LIVE] = _page(section, {**(rate or {}), **(maxrate or {})}, "report_rate")
     if multiquery:
         out[MULTIQUERY] = _page(multiquery_lines(dict(multiquery)), multiquery, "report_multiquery")
     if adhoc:
@@ -104,11 +113,13 @@ def links(
     soak: t.Mapping[str, Report],
     shapes: Report | None = None,
     flink: t.Mapping[str, Report] | None = None,
+    live: bool = False,
     folder: str = HERE,
 ) -> dict[str, str]:
     """The page of each workload (a target's first word) whose numbers are on a page, as a path
-    from RESULTS.md."""
+    from RESULTS.md; `live`: the live runs' page is written."""
     found = {
+        "live": LIVE if live else None,
         "multiquery": MULTIQUERY if multiquery else None,
         "adhoc": ADHOC if adhoc else None,
         "overload": OVERLOAD if overload else None,
@@ -141,13 +152,21 @@ def more_lines(
     elastic: Report | None,
     shapes: Report | None = None,
     flink: t.Mapping[str, Report] | None = None,
+    live: t.Iterable[str] = (),
 ) -> list[str]:
-    """RESULTS.md's section that links each page (`href`: `links`), with what it holds."""
+    """RESULTS.md's section that links each page (`href`: `links`), with what it holds; `live`:
+    the live runs' report files."""
 
     def files(reports: t.Iterable[str]) -> str:
         return ", ".join(f"`{name}`" for name in reports)
 
     entries = []
+    if "live" in href:
+        entries.append(
+            f"- [Live rate mode]({href['live']}): each engine fed a live source at a fixed "
+            "rate, from a warm or a cold start: latency and whether it keeps up; the highest "
+            f"rate it keeps up with ({files(live)})."
+        )
     if shapes:
         entries.append(
             f"- [Every two-way shape (shapes)]({href['shapes']}): `long`'s stream over each shape "
