@@ -8,8 +8,8 @@ this folder off it), with two more fields:
   JVM before a live run;
 - ``live``: ``done`` (the feeder's file), ``ready``, ``drain_limit``, ``settle``, ``traces``
   (a file per query), ``trace`` (the columns that time a result), ``reads`` (a file per
-  stream), ``file`` (the column of a row's file name) and ``savepoints`` (the folder of the one
-  its end takes): see `run_live`.
+  stream), ``file`` (the column of a row's file name), ``folders`` (each stream's, which the
+  feeder writes into) and ``savepoints`` (the folder of the one its end takes): see `run_live`.
 """
 
 from __future__ import annotations
@@ -170,17 +170,27 @@ def _await_live(result: t.Any, live: dict[str, t.Any], stdout: str) -> bool:
 
 
 def _all_read(live: dict[str, t.Any], stdout: str) -> bool:
-    """Whether every file the feeder wrote (its ``done`` file's) has been read, as the job's
-    read counts printed so far say."""
+    """Whether every row of every file the feeder wrote (its ``done`` file's, with their rows)
+    has been read, as the job's read counts printed so far say. (A file of no rows has no
+    count, and nothing to read.)"""
     import json
 
     with open(live["done"], encoding="utf-8") as f:
-        fed = json.load(f)["files"]
+        done = json.load(f)
     with open(stdout, encoding="utf-8") as printed:
         lines = [x for x in printed if x.endswith("\n")]  # (not a line still being written)
-    for stream, folder in live["folders"].items():
-        read = {f for f, *_ in base.apply_changes(lines, f"read-{stream}-", ("f",), ("f",))}
-        if any(os.path.basename(p) not in read for p in fed if os.path.dirname(p) == folder):
+    folders = {os.path.normpath(folder): s for s, folder in live["folders"].items()}
+    fed: dict[str, dict[str, int]] = {s: {} for s in folders.values()}
+    for path, rows in zip(done["files"], done["rows"], strict=True):
+        stream = folders.get(os.path.normpath(os.path.dirname(path)))
+        if stream is None:
+            msg = f"flink: a fed file outside the streams' folders: {path}"
+            raise ValueError(msg)
+        fed[stream][os.path.basename(path)] = rows
+    for stream, files in fed.items():
+        marker = f"read-{stream}-"
+        read = {f: int(n) for f, n in base.apply_changes(lines, marker, ("f", "n"), ("f",))}
+        if any(rows and read.get(name) != rows for name, rows in files.items()):
             return False
     return True
 

@@ -48,21 +48,35 @@ def expected_counts(case: Case) -> dict[str, int] | None:
 
 
 _NESTED_LOOPS = ("NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "CROSS_PRODUCT")
+COUNT_SECONDS = 600.0
+"""A count given up (the query unchecked) past this long: a join DuckDB runs by ranges or by a
+hash of few keys can still meet billions of pairs."""
 
 
 def _counted_without_a_nested_loop(con: t.Any, tables: str, predicate: str) -> int | None:
     """The size of `tables` joined on `predicate` (Spark's SQL), or None where DuckDB would
-    join some part of it by a nested loop. So that it need not: a band ``abs(a - b) <= c``
-    is written as the range ``b >= a - c AND b <= a + c`` (a join by ranges), and an OR of
-    conditions is counted by inclusion and exclusion, each part a join of its own
-    (``|A ∨ B| = |A| + |B| − |A ∧ B|``)."""
+    join some part of it by a nested loop, or its count takes over `COUNT_SECONDS`. So that
+    it need not loop: a band ``abs(a - b) <= c`` is joined by the range of ``b`` around ``a``
+    (`_ranged`), and an OR of conditions is counted by inclusion and exclusion, each part a
+    join of its own (``|A ∨ B| = |A| + |B| − |A ∧ B|``)."""
+    import threading
+
+    import duckdb
+
     total = 0
     for sign, on in _signed_terms(_ranged(_parsed(predicate))):
         sql = f"SELECT count(*) FROM {tables} ON {_duckdb(on)}"
         plan = "\n".join(str(row[1]) for row in con.execute(f"EXPLAIN {sql}").fetchall())
         if any(op in plan for op in _NESTED_LOOPS):
             return None
-        row = con.execute(sql).fetchone()
+        timer = threading.Timer(COUNT_SECONDS, con.interrupt)
+        timer.start()
+        try:
+            row = con.execute(sql).fetchone()
+        except duckdb.InterruptException:
+            return None
+        finally:
+            timer.cancel()
         total += sign * (int(row[0]) if row else 0)
     return total
 
@@ -81,7 +95,10 @@ def _duckdb(on: t.Any) -> str:
 
 
 def _ranged(on: t.Any) -> t.Any:
-    """`on` with each ``abs(a - b) <= c`` (``<`` alike) a range of ``b`` around ``a``."""
+    """`on` with each ``abs(a - b) <= c`` (``<`` alike) kept, behind a range of ``b`` around
+    ``a`` that DuckDB joins by: ``a - c`` and ``a + c`` widened by a billionth of the operands'
+    size, since they round otherwise than ``a - b`` does for a pair on the band's edge (the
+    band itself still decides it)."""
     from sqlglot import exp
 
     def band(node: exp.Expression) -> exp.Expression | exp.Condition:
@@ -91,12 +108,19 @@ def _ranged(on: t.Any) -> t.Any:
                 inner = inner.this
             if isinstance(inner, exp.Sub):
                 a, b, c = inner.this, inner.expression, node.expression
-                low: type[exp.Binary] = exp.GTE if isinstance(node, exp.LTE) else exp.GT
-                return exp.and_(
-                    low(this=b.copy(), expression=exp.Sub(this=a.copy(), expression=c.copy())),
-                    type(node)(
-                        this=b.copy(), expression=exp.Add(this=a.copy(), expression=c.copy())
+                slack = exp.Mul(
+                    this=exp.paren(
+                        exp.Add(this=exp.Abs(this=a.copy()), expression=exp.Abs(this=c.copy()))
                     ),
+                    expression=exp.Literal.number("1e-9"),
+                )
+                reach = exp.paren(exp.Add(this=c.copy(), expression=slack))
+                return exp.and_(
+                    exp.GTE(this=b.copy(), expression=exp.Sub(this=a.copy(), expression=reach)),
+                    exp.LTE(
+                        this=b.copy(), expression=exp.Add(this=a.copy(), expression=reach.copy())
+                    ),
+                    node.copy(),
                 )
         return node
 

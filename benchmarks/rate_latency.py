@@ -172,9 +172,10 @@ def traced_done_times(
     results' traces and what it read: `traces` maps each query's trace file
     (`engines_flink.trace_path`: a row per pair of files) to its left and right streams,
     `reads` each stream's read file (`engines_flink.reads_path`: a row per file) to its stream.
-    A result is made when the later written of its two rows' files is read, so a file is done
-    once all its rows were read and every result it completes was made: the latest of those
-    times. A file not read in full is not done (not processed)."""
+    A result is made when the later read of its two rows' files is read (an engine behind may
+    read a newer file first), so a file is done once all its rows were read and every result
+    it completes was made: the latest of those times. A file not read in full is not done (not
+    processed)."""
     written = {(x.stream, os.path.basename(x.path)): x for x in fed}
     done: dict[str, float] = {}
     for path, stream in reads.items():
@@ -182,6 +183,7 @@ def traced_done_times(
             x = written.get((stream, name))
             if x is not None and int(n) == x.rows:  # (a warm-up's file was not fed)
                 done[x.path] = _stamp(at)
+    read = dict(done)  # (when each file's last row was read)
     for path, streams in traces.items():
         for row in _rows(path):
             files = [written.get((s, n)) for s, n in zip(streams, row[:2], strict=True) if n]
@@ -189,7 +191,9 @@ def traced_done_times(
                 # (An outer join's row without a partner is made when the watermark passes
                 # its window, not when its file is read; a warm-up's file was not fed.)
                 continue
-            last = max(t.cast("list[FedFile]", files), key=lambda x: x.written)
+            last = max(
+                t.cast("list[FedFile]", files), key=lambda x: (read.get(x.path, 0.0), x.written)
+            )
             if last.path in done:
                 done[last.path] = max(done[last.path], _stamp(row[2]))
     return done

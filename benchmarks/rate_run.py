@@ -110,7 +110,7 @@ def _run_one(
     seconds = duration if not stop.is_set() else 0
     fed, started, ended = feed(source, dirs, seconds, tick, stop, csv_dirs)
     with open(done + ".tmp", "w", encoding="utf-8") as f:
-        json.dump({"files": [x.path for x in fed]}, f)
+        json.dump({"files": [x.path for x in fed], "rows": [x.rows for x in fed]}, f)
     os.rename(done + ".tmp", done)
     thread.join()
     watch.stop()

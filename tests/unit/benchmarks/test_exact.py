@@ -109,3 +109,26 @@ def test_a_predicate_only_a_nested_loop_joins_has_no_expected_count(tmp_path: Pa
     job = case.job.replace(case.predicate, "l.x * r.x < 100.0")
     assert job != case.job
     assert expected_counts(dataclasses.replace(case, job=job)) is None
+
+
+@pytest.mark.parametrize("width", [0.333, 1.667, 0.05, 12.346])
+def test_a_band_counted_by_ranges_keeps_the_pairs_on_its_edge(width: float) -> None:
+    import random
+
+    import duckdb
+
+    from benchmarks.harness_exact import _counted_without_a_nested_loop
+
+    # Doubles to the thousandth, as the workloads' x: many pairs lie on the band's edge, where
+    # a - c and a + c round otherwise than a - b does.
+    draw = random.Random(7)
+    con = duckdb.connect()
+    for name in ("a", "b"):
+        values = ", ".join(f"({draw.randrange(0, 50_000) / 1000})" for _ in range(800))
+        con.execute(
+            f"CREATE TABLE {name} AS SELECT CAST(x AS DOUBLE) AS x FROM (VALUES {values}) AS v(x)"
+        )
+    on = f"abs(l.x - r.x) <= {width}"
+    row = con.execute(f"SELECT count(*) FROM a AS l, b AS r WHERE {on}").fetchone()
+    assert row is not None and row[0] > 0
+    assert _counted_without_a_nested_loop(con, "a AS l JOIN b AS r", on) == row[0]

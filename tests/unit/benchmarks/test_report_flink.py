@@ -136,7 +136,7 @@ def test_the_highest_rates_kept_up_with_are_a_table_and_a_ratio_in_the_target() 
     assert "### Highest rate kept up with, beside Flink" in text
     # Ours, Spark's and Flink's rates; ours lower than Flink's: a loss, in bold.
     assert "| equi | 40,000 · 20,000 · 50,000 | **×0.8** | 2 of 3 · 1 of 2 · 2 of 4 |" in text
-    assert "flink: 20000✓, 40000✓, 80000✗, 60000✗ |" in text
+    assert "flink: 20000✓, 40000✓, 80000✗, 60000✗ | streamjoin: none; spark-native: none; " in text
     assert (
         "--max-rate --rate 20000 --duration 30 --engines streamjoin,spark-native,flink "
         "--out benchmarks/results/maxrate-equi-flink.json" in text
