@@ -165,7 +165,7 @@ def max_rate_lines(reports: t.Mapping[str, Report]) -> list[str]:
             f"`{name}`: commit {commit_of(report)}: `{_command(report, name, options)}`",
             "",
             "| case | rows/s per stream kept up with: ours · Spark · Flink | ours ÷ Flink | "
-            "results checked (runs equal to DuckDB's, a probe run again two) | "
+            "results equal to DuckDB's count, of those checked | "
             "probes (✓ kept up) | run again |",
             "|---|---|---|---|---|---|",
             *(_max_rate_row(c) for c in report["cases"]),
