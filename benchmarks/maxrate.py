@@ -194,12 +194,17 @@ def maxrate_lines(*reports: dict[str, t.Any]) -> list[str]:
     for c in (c for report in reports for c in report["cases"]):
         ours = c["engines"].get("streamjoin", {})
         theirs = c["engines"].get(c["peer"], {})
-        probes = "; ".join(
-            f"{e}: " + ", ".join(f"{r:g}{'✓' if ok else '✗'}" for r, ok in v["probes"])
-            for e, v in c["engines"].items()
-        )
         lines.append(
             f"| {c['case']} | {ours.get('max_rate', '–')} | {c['peer']} | "
-            f"{theirs.get('max_rate', '–')} | {c.get('ratio') or '–'} | {probes} |"
+            f"{theirs.get('max_rate', '–')} | {c.get('ratio') or '–'} | "
+            f"{probes_cell(c['engines'])} |"
         )
     return lines
+
+
+def probes_cell(engines: t.Mapping[str, t.Mapping[str, t.Any]]) -> str:
+    """Each engine's probes in order, each rate marked ✓ (kept up) or ✗."""
+    return "; ".join(
+        f"{e}: " + ", ".join(f"{r:g}{'✓' if ok else '✗'}" for r, ok in v["probes"])
+        for e, v in engines.items()
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import typing as t
 
+from benchmarks.maxrate import probes_cell
 from benchmarks.nexmark_queries import QUERIES
 from benchmarks.report_format import Report, _agree, _fmt, commit_of, ratio_cell
 from benchmarks.report_provenance import _SIZE_FLAG
@@ -119,16 +120,27 @@ def live_lines(reports: t.Mapping[str, Report]) -> list[str]:
         command = _command(
             report, name, f"--rate {rate:g} --duration {seconds:g} --engines {engines}"
         )
-        lines += [
-            f"`{name}`: commit {commit_of(report)}: `{command}`",
-            "",
+        lines += _run_table(
+            name,
+            report,
+            command,
             "| case | rows/s per stream | latency p50 / p99 s: ours · Spark · Flink | keeps up: "
             "ours · Spark · Flink | results agree | ours ÷ Flink: p50 · p99 |",
-            "|---|---|---|---|---|---|",
-            *(_live_row(c, report) for c in report["cases"] if FLINK in c["engines"]),
-            "",
-        ]
+            [_live_row(c, report) for c in report["cases"] if FLINK in c["engines"]],
+        )
     return lines
+
+
+def _run_table(name: str, report: Report, command: str, header: str, rows: list[str]) -> list[str]:
+    """A live run's lines: its file, commit and command, then its table."""
+    return [
+        f"`{name}`: commit {commit_of(report)}: `{command}`",
+        "",
+        header,
+        "|" + "---|" * header.count(" | ") + "---|",
+        *rows,
+        "",
+    ]
 
 
 _LIVE_ENGINES = ("streamjoin", "spark-native", FLINK)
@@ -161,16 +173,14 @@ def max_rate_lines(reports: t.Mapping[str, Report]) -> list[str]:
             f"--max-rate --rate {report.get('start_rate', 0):g}"
             f"{f' --duration {seconds:g}' if seconds else ''} --engines {engines}"
         )
-        lines += [
-            f"`{name}`: commit {commit_of(report)}: `{_command(report, name, options)}`",
-            "",
+        lines += _run_table(
+            name,
+            report,
+            _command(report, name, options),
             "| case | rows/s per stream kept up with: ours · Spark · Flink | ours ÷ Flink | "
-            "results equal to DuckDB's count, of those checked | "
-            "probes (✓ kept up) | run again |",
-            "|---|---|---|---|---|---|",
-            *(_max_rate_row(c) for c in report["cases"]),
-            "",
-        ]
+            "results equal to DuckDB's count, of those checked | probes (✓ kept up) | run again |",
+            [_max_rate_row(c) for c in report["cases"]],
+        )
     return lines
 
 
@@ -184,10 +194,7 @@ def _max_rate_row(c: t.Mapping[str, t.Any]) -> str:
         for r in runs
         if r
     )
-    probes = "; ".join(
-        f"{e}: " + ", ".join(f"{rate:g}{'✓' if ok else '✗'}" for rate, ok in r["probes"])
-        for e, r in c["engines"].items()
-    )
+    probes = probes_cell(c["engines"])
     again = "; ".join(
         f"{e}: " + (", ".join(f"{rate:g}" for rate in r.get("run_again", [])) or "none")
         for e, r in c["engines"].items()
