@@ -34,6 +34,7 @@ from benchmarks.rate_feed import TICK, FedFile, Feed, _live_job, feed
 from benchmarks.rate_latency import CommitWatch, done_times, latency_figures
 from benchmarks.sparklog import drained
 from benchmarks.workloads import Case, two_stream_job
+from streamjoin.runtime.loop import EMPTY_DIR
 
 KEYS = 2_000
 ON = "l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts"
@@ -98,7 +99,9 @@ def run_way(
     reader = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
     reader.start()
     deadline = time.monotonic() + 180
-    while not os.path.exists(os.path.join(ckpt, "spark", "metadata")):
+    # (Started: Spark's loop wrote its query's metadata, or the engine's loop made its scan.)
+    marks = [os.path.join(ckpt, "spark", "metadata"), os.path.join(ckpt, EMPTY_DIR)]
+    while not any(os.path.exists(m) for m in marks):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             return {"way": way, "error": "".join(errors[-5:]) or "the run did not start"}

@@ -285,7 +285,11 @@ def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it
     """Squall's migration (`batch.drains`): after a change of placement the old index is
     probed, placed as it was, by the new rows, which go to a new, empty index; nothing is loaded
     from the stored units; the old index goes once the watermark has passed its newest row, and
-    every pair is written once. A second change while one drains builds the index again."""
+    every pair is written once. A second change while one drains builds the index again. The
+    probe tasks of both indexes write the pairs they find (``BatchWrite.rddOf`` of a union):
+    none goes through Spark's writer."""
+    from streamjoin.runtime.batch import sinks
+
     job = _one_query_job(
         tmp_path, f"a.k = b.k AND {W3} WITH (partitioning = 'matrix', units = 4, adapt = false)"
     )
@@ -294,11 +298,20 @@ def test_a_placement_change_drains_the_old_operator_state_instead_of_building_it
     changes[8] = {"name": "biclique", "left": 2, "right": 2}
     changes[9] = {"name": "matrix", "n": 2, "m": 2}  # (while the second drains)
     ckpt = tmp_path / "ckpt"
+    by_spark: list[int] = []
+    observed = sinks._write_observed
+
+    def spark_writes(sink: t.Any, outputs: t.Any, batch_id: int, parallelism: int) -> t.Any:
+        by_spark.append(batch_id)
+        return observed(sink, outputs, batch_id, parallelism)
+
+    monkeypatch.setattr(sinks, "_write_observed", spark_writes)
     loads, draining = _run_with_changes(spark, monkeypatch, job, batches, changes, ckpt)
     # Built at batch 0 (nothing stored yet) and again at the change during a drain (batch 10).
     assert loads == [0, 10], loads
     assert draining[3] == 1 and 0 in draining[4:9], draining  # (the first drain went)
     assert draining[9] == 1 and draining[10] == 0, draining
+    assert by_spark == [], by_spark
 
 
 def test_a_full_history_join_drains_beside_its_new_index_until_the_next_change(

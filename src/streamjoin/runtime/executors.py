@@ -1,28 +1,40 @@
 """Elastic executors on a cluster (`adapt.executors` decides): the run asks the cluster manager
-for executors when its batches fall behind their trigger and gives them back when they idle.
+for executors when its batches fall behind their trigger and gives them back when they idle,
+and the join operator's partitions move without a batch waiting for them, as BiStream and
+Squall migrate state.
 
 ``--conf spark.streamjoin.elastic.maxExecutors=N`` turns it on (with ``minExecutors``,
-default 1): the run starts with the fewest executors, and each change applies before the next
-batch. The load is read from Spark's own progress reports: the time from one trigger's start to
-the next's, busy for as long as the first trigger ran (its ``triggerExecution``), all of it when
-the next trigger had to start at once because input was waiting (as Spark's
-``ProcessingTimeExecutor`` runs triggers back to back when one overruns its interval). Spark's
-own work between our batches (offset and commit logs, planning) thus counts as busy, as it is.
-Batches in the ``stabilizationSeconds`` (default 30) after the start and after each
-change do not count. Executors come and go through Spark's own calls to its cluster manager
-(``requestTotalExecutors``, ``killExecutor``: standalone, YARN and Kubernetes grant them;
-Spark's dynamic allocation must then be off, as it would undo them). The processor's units
-follow the cores: the joins' shuffles (the batch session's ``spark.sql.shuffle.partitions``),
-newly cached state, the sinks' write tasks and the multi-way stores take as many partitions as
-the executors have cores, so an added executor gets tasks; slices cached before keep their
-partitions until they expire (BiStream's drained units, probed until their rows leave).
-An executor given back takes its cached blocks with it; Spark reads them again from the state's
-files, so nothing is lost.
+default 1): the run starts with the fewest executors. The load is the share of the time from
+one batch's start to the next's that the first ran: all of it when the next had to start at
+once because input was waiting (both loops run batches back to back when one overruns its
+trigger), less the pauses otherwise. The engine's own loop times a batch from the listing of
+its files to its commit; under Spark's loop a batch is its trigger, as Spark's progress
+reports give it (its ``triggerExecution``: Spark's offset and commit logs and planning count
+as busy, as they are). Batches in the ``stabilizationSeconds``
+(default 30) after the start and after each change do not count. Executors come and go through
+Spark's own calls to its cluster manager (``requestTotalExecutors``, ``killExecutor``:
+standalone, YARN and Kubernetes grant them; Spark's dynamic allocation must then be off, as it
+would undo them).
+
+A change of executors moves the processor's units (the joins' shuffles, the sinks' write
+tasks, the operator's partitions) to the cores it leaves, without a pause:
+
+- **scale-out**: once the new executors have registered, the next batch takes as many units
+  as the executors have cores. The operator starts an empty index in that many partitions
+  spread over every executor, and its old index drains where it lies until the window passes
+  its rows (`batch.drains`): new rows go to the new owners, old rows are probed in place.
+- **scale-in**: the next batch's units are the remaining executors' cores, the new index's
+  partitions placed on them only, and the old index drains on every executor. An executor
+  leaves once no partition of the operator lies on it (at the latest after a stabilization
+  period: a full-history join's drain never empties; its partitions are then built again from
+  the checkpoint's state, exact, at the cost of that batch). Cached slices and shuffle files
+  it held are read again from the state's files.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 import typing as t
 from datetime import datetime
 from typing import NamedTuple
@@ -35,6 +47,7 @@ if t.TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.runtime.batch.context import BatchReport
+    from streamjoin.runtime.batch.placed import PlacedIndexes
     from streamjoin.runtime.batch.processor import BatchProcessor
     from streamjoin.runtime.settings import Settings
 
@@ -62,6 +75,11 @@ class ExecutorScaler:
         self._query: StreamingQuery | None = None
         self._before: Trigger | None = None
         """The trigger that ran the batch before the last one."""
+        self._joining: int | None = None
+        """The executors asked for by a scale-out, until they register."""
+        self._leaving: tuple[set[str], float, int] | None = None
+        """A scale-in's executors (as the operator names its owners) until no partition lies
+        on them, since when (monotonic seconds) and the batch after which it was asked."""
         self.steps: list[tuple[int, int, int]] = []
         """Each change: the batch that decided it, executors before and after."""
         conf = spark.sparkContext.getConf()
@@ -114,9 +132,16 @@ class ExecutorScaler:
 
     def __call__(self, report: BatchReport) -> None:
         """Feed the controller the load since the trigger of the batch before `report`'s batch,
-        and apply a new count; give back executors that registered after a scale-in asked
-        for fewer (one asked for before it came up)."""
-        ran = self._trigger(report.batch - 1)
+        and start a new count; carry on a change under way (executors that joined get units,
+        those that leave go once drained); give back executors that registered after a
+        scale-in asked for fewer (one asked for before it came up)."""
+        self._carry_on(report.batch)
+        if self._query is None:  # (the engine's own loop: its report times the whole batch)
+            ran: Trigger | None = Trigger(
+                report.batch, time.time() - report.seconds, report.seconds
+            )
+        else:  # (Spark's: the batch's trigger is not reported yet, the one before is)
+            ran = self._trigger(report.batch - 1)
         before, self._before = self._before, ran
         if ran is None or before is None or before.batch != ran.batch - 1:
             return
@@ -127,14 +152,67 @@ class ExecutorScaler:
         if target is not None and target != had:
             self.steps.append((ran.batch, had, target))
             why = "behind their trigger" if target > had else "idle most of their trigger"
-            print(
-                f"executors {had} -> {target} after batch {ran.batch} (batches {why})",
-                file=sys.stderr,
-                flush=True,
-            )
-            self._apply(target)
-        elif len(self.executor_ids()) > had:
+            self._say(f"executors {had} -> {target} after batch {ran.batch} (batches {why})")
+            if target > had:
+                self._grow(target)
+            else:
+                self._shrink(target, report.batch)
+        elif self._joining is None and self._leaving is None and len(self.executor_ids()) > had:
             self._apply(had)
+
+    def _grow(self, target: int) -> None:
+        """Ask for `target` executors; they get units once registered (`_carry_on`)."""
+        self._leaving = None  # (a scale-in under way: those executors stay)
+        self._joining = target
+        self._request(target)
+
+    def _shrink(self, target: int, batch: int) -> None:
+        """Units on the `target` oldest executors from the next batch on; the others leave once
+        no partition lies on them (`_carry_on`)."""
+        self._joining = None
+        places = sorted(self._indexes()[0].executors(self.spark), key=_place_order)
+        self._leaving = (set(places[target:]), time.monotonic(), batch)
+        self._units(places[:target], target)
+
+    def _carry_on(self, batch: int) -> None:
+        """The next step of a change under way, after committed batch `batch`."""
+        if self._joining is not None:
+            places = sorted(self._indexes()[0].executors(self.spark), key=_place_order)
+            if len(places) >= self._joining:
+                joined = [_executor_id(p) for p in places]
+                self._say(f"executors {joined} registered: units on each from the next batch")
+                self._units(places, self._joining)
+                self._joining = None
+        if self._leaving is not None:
+            leaving, since, asked = self._leaving
+            indexes = self._indexes()
+            held = leaving & set().union(*(i.holders() for i in indexes))
+            waited = time.monotonic() - since
+            # (A drain that will empty is waited for; other partitions there, a full-history
+            # join's drain or a build whose task ran there, for a stabilization period.)
+            ending = leaving & indexes[0].holders(self.processor.indexed.drains.ending())
+            if held and (waited < self.scaling.stabilization or ending):
+                return
+            gone = sorted(_executor_id(p) for p in leaving)
+            why = (
+                f"their partitions drained ({batch - asked} batches)"
+                if not held
+                else f"their partitions did not drain in {waited:.0f} s: built again elsewhere"
+            )
+            self._say(f"executors {gone} given back: {why}")
+            self._leaving = None
+            self._apply(self.scaling.executors)
+
+    def _units(self, places: list[str], executors: int) -> None:
+        """The processor's units on `places`' cores from the next batch on."""
+        for indexes in self._indexes():
+            indexes.places = places
+        self.processor.resize(executors * self.cores)
+
+    def _indexes(self) -> tuple[PlacedIndexes, PlacedIndexes]:
+        """The operator's partitions on the executors: two-way joins' and multi-way levels'."""
+        joins = self.processor.indexed
+        return joins.placed, joins.levels.placed
 
     def _trigger(self, batch: int) -> Trigger | None:
         """The trigger that ran `batch`, from Spark's recent progress reports (None: not
@@ -154,19 +232,37 @@ class ExecutorScaler:
         return None
 
     def _apply(self, target: int) -> None:
-        context = self.spark.sparkContext
-        sc, jvm = context._jsc.sc(), context._jvm
-        assert jvm is not None
+        """`target` executors now: the newest beyond them killed, units on their cores."""
+        sc = self.spark.sparkContext._jsc.sc()
         # (The newest go first: the oldest hold the most cached state. A kill lowers Spark's
         # target too, so the absolute target is set after.)
         for victim in sorted(self.executor_ids(), key=_executor_order)[target:]:
             sc.killExecutor(victim)
+        self._request(target)
+        self.processor.resize(target * self.cores)
+
+    def _request(self, target: int) -> None:
+        context = self.spark.sparkContext
+        sc, jvm = context._jsc.sc(), context._jvm
+        assert jvm is not None
         no_locality = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(
             jvm.java.util.HashMap()
         )
         sc.requestTotalExecutors(target, 0, no_locality)
-        self.processor.resize(target * self.cores)
+
+    @staticmethod
+    def _say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
 
 
 def _executor_order(executor_id: str) -> tuple[int, str]:
     return (int(executor_id), "") if executor_id.isdigit() else (1 << 62, executor_id)
+
+
+def _executor_id(place: str) -> str:
+    """The executor id of a place (``executor_<host>_<id>``)."""
+    return place.rsplit("_", 1)[-1]
+
+
+def _place_order(place: str) -> tuple[int, str]:
+    return _executor_order(_executor_id(place))

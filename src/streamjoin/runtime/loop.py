@@ -16,8 +16,7 @@ logged is never taken again. Files are taken oldest first (modification time, th
 
 `loop_refusal` says when Spark's loop runs instead: a stream that is not a file stream, a
 path with wildcards, a Spark file-source option this loop does not implement, a checkpoint that
-Spark's loop started, elastic executors (which read Spark's progress), or the setting
-``streamjoin.loop = spark``.
+Spark's loop started, or the setting ``streamjoin.loop = spark``.
 """
 
 from __future__ import annotations
@@ -80,8 +79,6 @@ def loop_refusal(
     `trigger`: the run's trigger is one this loop reads (or it has none: ``once``)."""
     if settings.loop == "spark":
         return "streamjoin.loop is spark"
-    if settings.max_executors:
-        return "elastic executors read their load from Spark's progress reports"
     if given:
         return "some streams are DataFrames the caller gave"
     if not trigger:

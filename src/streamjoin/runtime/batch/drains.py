@@ -57,6 +57,8 @@ class Drains:
 
     def __init__(self) -> None:
         self._drains: dict[str, Drain] = {}
+        self._endless: set[str] = set()
+        """The query keys of the indexes that drain and never empty (`ending`)."""
         self._placed: dict[str, DataFrame] = {}
         """An outer join's batch's rows placed as its index that drains placed its rows, by
         query key (what its decisions take the layout of: `deciding`)."""
@@ -67,6 +69,12 @@ class Drains:
     def names(self) -> list[str]:
         """The names of the indexes that drain."""
         return [d.name for d in self._drains.values()]
+
+    def ending(self) -> list[str]:
+        """The names of the indexes that drain and will empty: a bound on each side's event
+        times passes their newest rows (a full-history join's, or one whose newest rows are
+        unknown, never empties)."""
+        return [d.name for k, d in self._drains.items() if k not in self._endless]
 
     def start(
         self,
@@ -121,6 +129,8 @@ class Drains:
         op = outer_plan(ctx, qp)
         if op is not None:  # (an outer join's rows stay until decided)
             least = kept(least, op, ctx.watermark)
+        if None in least or _MOST in drain.newest:
+            self._endless.add(key)
         if all(x is not None and x > n for x, n in zip(least, drain.newest, strict=True)):
             index.drop(drain.name)
             if op is not None:  # (in the driver's JVM: `start`)
@@ -159,6 +169,7 @@ class Drains:
         on a cluster's executors, which may be gone)."""
         self._drains.clear()
         self._placed.clear()
+        self._endless.clear()
 
     def clear(self, index: t.Any, keep: t.Container[str] = ()) -> None:
         """Drop every index that drains but those of the query keys in `keep` (the processor
@@ -172,6 +183,7 @@ class Drains:
     def _end(self, key: str) -> None:
         del self._drains[key]
         self._placed.pop(key, None)
+        self._endless.discard(key)
 
 
 _LEAST = -(2**63)

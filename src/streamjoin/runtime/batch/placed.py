@@ -79,6 +79,10 @@ class PlacedIndexes:
         self._stale: list[tuple[str, t.Any]] = []
         """Builds to forget on their executors (`drop_stale`): those that drained when a batch
         failed (their owners may be gone with it) wait for the next build, commit or close."""
+        self.places: list[str] | None = None
+        """The executors new builds prefer, as ``PlacedIndex.here`` names them, a partition
+        each in turn (None: wherever their tasks run): set where executors come and go
+        (`runtime.executors`)."""
         self._events: list[str] = []
         self._class: StaticMethods | None = None
         """The JVM's `PlacedIndex` class, looked up once."""
@@ -113,8 +117,11 @@ class PlacedIndexes:
             self.drop(spark, key)
         self.drop_stale(spark)
         name = f"{self._prefix}/{key}/{next(_builds)}"
-        load = self._jvm(spark).load
-        owners = list(load(rows._jdf, name, parts, at, None, marker, *decided, memory))
+        load, places = self._jvm(spark).load, self.places
+        prefer = (
+            _strings(spark, [places[p % len(places)] for p in range(parts)]) if places else None
+        )
+        owners = list(load(rows._jdf, name, parts, at, prefer, marker, *decided, memory))
         self._places[key] = (name, owners, _strings(spark, owners))
         if beside is not None and marker is not None:
             self._beside[beside] = (key, preserved)
@@ -257,6 +264,19 @@ class PlacedIndexes:
         self._drained.clear()
         self._least.clear()
         self._beside.clear()
+
+    def holders(self, drained: t.Collection[str] | None = None) -> set[str]:
+        """The executors that hold partitions of a build or of an index that drains (with
+        `drained`: of the indexes of those names that drain only)."""
+        if drained is None:
+            builds = [*self._places.values(), *self._drained.values()]
+        else:
+            builds = [b for name, b in self._drained.items() if name in drained]
+        return {owner for _, owners, _ in builds for owner in owners}
+
+    def executors(self, spark: SparkSession) -> list[str]:
+        """The executors the driver knows now, as ``PlacedIndex.here`` names them."""
+        return [str(x) for x in self._jvm(spark).executors(spark._jsparkSession)]
 
     def lost(self, err: BaseException) -> bool:
         """Whether batch error `err` is a probe that found no partition where it ran: the

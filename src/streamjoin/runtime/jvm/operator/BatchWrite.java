@@ -1,6 +1,7 @@
 package streamjoin.operator;
 
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
@@ -23,6 +24,7 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Repartition;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.LogicalRDD;
@@ -109,19 +111,42 @@ public final class BatchWrite {
   }
 
   /** The RDD whose rows {@code rows} are, or null where they are not an RDD's (their plan is
-   * not a {@code LogicalRDD}), or it has no partitions (Spark's writer still writes a file that
-   * carries the schema). Rows repartitioned from an RDD's are that RDD's partitions: the same
-   * rows (a placed probe's pairs are shuffled only for readers that would put several of its
-   * partitions in one task). */
+   * not a {@code LogicalRDD}, nor a union of such), or it has no partitions (Spark's writer
+   * still writes a file that carries the schema). Rows repartitioned from an RDD's are that
+   * RDD's partitions: the same rows (a placed probe's pairs are shuffled only for readers that
+   * would put several of its partitions in one task). A union's RDD is its parts' partitions
+   * side by side (an index's probe beside the one of the index that drains: each task writes
+   * what it finds, where it finds it). */
   static RDD rddOf(Dataset rows) {
-    LogicalPlan plan = rows.logicalPlan();
+    RDD rdd = rddOf(rows.logicalPlan());
+    return rdd == null || rdd.getNumPartitions() == 0 ? null : rdd;
+  }
+
+  static RDD rddOf(LogicalPlan plan) {
     if (plan instanceof Repartition && ((Repartition) plan).shuffle()) {
       plan = ((Repartition) plan).child();
     }
-    if (!(plan instanceof LogicalRDD) || ((LogicalRDD) plan).rdd().getNumPartitions() == 0) {
+    if (plan instanceof LogicalRDD) {
+      return ((LogicalRDD) plan).rdd();
+    }
+    if (!(plan instanceof Union) || ((Union) plan).byName()) {
       return null;
     }
-    return ((LogicalRDD) plan).rdd();
+    ArrayList parts = new ArrayList();
+    scala.collection.Iterator children = plan.children().iterator();
+    while (children.hasNext()) {
+      RDD part = rddOf((LogicalPlan) children.next());
+      if (part == null) {
+        return null;
+      }
+      parts.add(part);
+    }
+    RDD first = (RDD) parts.get(0);
+    return first
+        .context()
+        .union(
+            CollectionConverters.asScala(parts).toSeq(),
+            scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
   }
 
   /** Whether the session's settings {@code sql} ask for what only Spark's writer does: files

@@ -34,6 +34,21 @@ public final class PlacedIndex {
     return "executor_" + id.host() + "_" + id.executorId();
   }
 
+  /** The executors whose block managers the driver knows now, named as {@link #here} names
+   * them (the driver left out): the places a build can prefer. */
+  public static String[] executors(SparkSession spark) {
+    scala.collection.Iterator ids =
+        spark.sparkContext().env().blockManager().master().getMemoryStatus().keysIterator();
+    ArrayList out = new ArrayList();
+    while (ids.hasNext()) {
+      BlockManagerId id = (BlockManagerId) ids.next();
+      if (!id.isDriver()) {
+        out.add("executor_" + id.host() + "_" + id.executorId());
+      }
+    }
+    return (String[]) out.toArray(new String[0]);
+  }
+
   /** {@code parts} partitions, partition p holding p and preferring {@code owners[p]} (none
    * given, or null: anywhere). */
   static JavaRDD placement(SparkSession spark, int parts, String[] owners) {

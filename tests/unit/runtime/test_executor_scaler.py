@@ -1,0 +1,206 @@
+"""`ExecutorScaler`'s steps against a fake cluster (no JVM): a scale-out gives units only once
+the executors registered, spread over all of them; a scale-in places the units on the
+executors that stay at once and gives the others back only when no partition of the operator
+lies on them, or once a stabilization period has passed."""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+
+from streamjoin.adapt.executors import ExecutorScaling
+from streamjoin.runtime import executors as module
+from streamjoin.runtime.executors import ExecutorScaler
+
+HOST = "10.0.0.7"
+
+
+def place(executor: int) -> str:
+    return f"executor_{HOST}_{executor}"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@dataclass
+class Cluster:
+    """The driver's view: executors registered, what was asked of the cluster manager."""
+
+    registered: list[int] = field(default_factory=lambda: [0])
+    asked: list[int] = field(default_factory=list)
+    killed: list[str] = field(default_factory=list)
+
+    # (SparkContext's calls, as py4j hands them to Python.)
+    def getExecutorIds(self) -> t.Any:
+        ids = [str(e) for e in self.registered]
+        return SimpleNamespace(size=lambda: len(ids), apply=lambda i: ids[i])
+
+    def killExecutor(self, executor: str) -> None:
+        self.killed.append(executor)
+        self.registered.remove(int(executor))
+
+    def requestTotalExecutors(self, n: int, *_: t.Any) -> None:
+        self.asked.append(n)
+
+
+@dataclass
+class Indexes:
+    """`PlacedIndexes`' face to the scaler."""
+
+    cluster: Cluster
+    held: set[str] = field(default_factory=set)
+    """Executors with partitions of a build."""
+    drains: dict[str, set[str]] = field(default_factory=dict)
+    """Executors with partitions of each index that drains, by name."""
+    places: list[str] | None = None
+
+    def holders(self, drained: t.Collection[str] | None = None) -> set[str]:
+        names = self.drains.keys() if drained is None else drained
+        out = set().union(*(self.drains[n] for n in names if n in self.drains))
+        return out | (self.held if drained is None else set())
+
+    def executors(self, spark: t.Any) -> list[str]:
+        return [place(e) for e in self.cluster.registered]
+
+
+@dataclass
+class Processor:
+    joins: Indexes
+    levels: Indexes
+    units: list[int] = field(default_factory=list)
+    ending: list[str] = field(default_factory=list)
+    """The indexes that drain and will empty."""
+
+    @property
+    def indexed(self) -> t.Any:
+        levels = SimpleNamespace(placed=self.levels)
+        drains = SimpleNamespace(ending=lambda: self.ending)
+        return SimpleNamespace(placed=self.joins, levels=levels, drains=drains)
+
+    def resize(self, units: int) -> None:
+        self.units.append(units)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    monkeypatch.setattr(module, "time", c)
+    return c
+
+
+def scaler_on(cluster: Cluster, stabilization: float = 0.0) -> tuple[ExecutorScaler, Processor]:
+    conf = SimpleNamespace(get=lambda key, default=None: "1")
+    jvm = SimpleNamespace(
+        org=SimpleNamespace(
+            apache=SimpleNamespace(
+                spark=SimpleNamespace(
+                    api=SimpleNamespace(
+                        python=SimpleNamespace(PythonUtils=SimpleNamespace(toScalaMap=dict))
+                    )
+                )
+            )
+        ),
+        java=SimpleNamespace(util=SimpleNamespace(HashMap=dict)),
+    )
+    context = SimpleNamespace(
+        _jsc=SimpleNamespace(sc=lambda: cluster), _jvm=jvm, getConf=lambda: conf
+    )
+    spark = SimpleNamespace(sparkContext=context)
+    processor = Processor(Indexes(cluster), Indexes(cluster))
+    scaling = ExecutorScaling(1, 2, stabilization=stabilization)
+    return ExecutorScaler(t.cast(t.Any, spark), scaling, t.cast(t.Any, processor)), processor
+
+
+def run(scaler: ExecutorScaler, clock: Clock, batch: int, busy: float, every: float) -> None:
+    """Batch `batch` ends `every` seconds after the one before, having run `busy` of them."""
+    clock.now += every
+    scaler(t.cast(t.Any, SimpleNamespace(batch=batch, seconds=busy)))
+
+
+def test_scale_out_waits_for_registration_then_spreads_units(clock: Clock) -> None:
+    cluster = Cluster()
+    scaler, processor = scaler_on(cluster)
+    batch = 0
+    while not cluster.asked:  # (back to back: the third high batch asks)
+        run(scaler, clock, batch, 1.0, 1.0)
+        batch += 1
+        assert batch < 10
+    assert cluster.asked == [2] and processor.units == []  # (none registered yet)
+    run(scaler, clock, batch, 1.0, 1.0)
+    assert processor.units == [] and processor.joins.places is None
+    cluster.registered.append(1)
+    run(scaler, clock, batch + 1, 1.0, 1.0)
+    assert processor.units == [2]
+    assert processor.joins.places == processor.levels.places == [place(0), place(1)]
+    assert cluster.killed == []
+
+
+def grown(clock: Clock, stabilization: float) -> tuple[ExecutorScaler, Processor, Cluster]:
+    """A scaler at two executors, `stabilization` seconds after each change from now on."""
+    cluster = Cluster()
+    scaler, processor = scaler_on(cluster)
+    for batch in range(4):
+        run(scaler, clock, batch, 1.0, 1.0)
+    cluster.registered.append(1)
+    run(scaler, clock, 4, 1.0, 1.0)
+    assert processor.units == [2]
+    processor.units.clear()
+    scaler.scaling.stabilization = stabilization
+    return scaler, processor, cluster
+
+
+def idle_until_asked(scaler: ExecutorScaler, processor: Processor, clock: Clock) -> int:
+    batch = 5
+    while not processor.units:  # (idle: the third quiet batch shrinks)
+        run(scaler, clock, batch, 0.1, 1.0)
+        batch += 1
+        assert batch < 15
+    return batch
+
+
+def test_scale_in_places_units_at_once_and_gives_back_once_drained(clock: Clock) -> None:
+    scaler, processor, cluster = grown(clock, stabilization=30.0)
+    processor.joins.drains = {"old": {place(0), place(1)}}  # (it drains on both)
+    processor.ending = ["old"]
+    batch = idle_until_asked(scaler, processor, clock)
+    assert processor.units == [1] and processor.joins.places == [place(0)]
+    for b in range(batch, batch + 40):  # (past the stabilization period: it will empty)
+        run(scaler, clock, b, 0.1, 1.0)
+    assert cluster.killed == []
+    processor.joins.drains = {}
+    run(scaler, clock, batch + 40, 0.1, 1.0)
+    assert cluster.killed == ["1"] and cluster.asked[-1] == 1 and cluster.registered == [0]
+
+
+def test_scale_in_waits_for_every_operator_partition(clock: Clock) -> None:
+    scaler, processor, cluster = grown(clock, stabilization=30.0)
+    processor.levels.held = {place(1)}  # (a multi-way level's build, placed there)
+    batch = idle_until_asked(scaler, processor, clock)
+    run(scaler, clock, batch, 0.1, 1.0)
+    assert cluster.killed == []
+    processor.levels.held = set()
+    run(scaler, clock, batch + 1, 0.1, 1.0)
+    assert cluster.killed == ["1"]
+
+
+def test_scale_in_gives_back_after_the_period_what_will_not_drain(clock: Clock) -> None:
+    scaler, processor, cluster = grown(clock, stabilization=30.0)
+    processor.joins.drains = {"old": {place(0), place(1)}}  # (a full-history join's drain)
+    batch = idle_until_asked(scaler, processor, clock)
+    for b in range(batch, batch + 25):
+        run(scaler, clock, b, 0.1, 1.0)
+    assert cluster.killed == []
+    for b in range(batch + 25, batch + 32):
+        run(scaler, clock, b, 0.1, 1.0)
+    assert cluster.killed == ["1"]
