@@ -15,9 +15,12 @@ cores the master gave the run; and the run's latency p50/p99 and whether it kept
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
+import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +31,7 @@ import typing as t
 
 from benchmarks.data import two_streams, write_backlog
 from benchmarks.harness import ROOT, _say, machine, source_commit
+from benchmarks.harness_exact import expected_counts
 from benchmarks.overload import stepped
 from benchmarks.rate import TRIGGER
 from benchmarks.rate_feed import TICK, FedFile, Feed, _live_job, feed
@@ -142,14 +146,98 @@ def run_way(
     steps = [line.strip() for line in errors if line.startswith("executors ")]
     if died:  # (the run stopped by itself, before its input was done)
         figures["error"] = f"exit {died}: " + "".join(errors[-5:]).strip()
+    with open(job, encoding="utf-8") as f:
+        expected = expected_counts(Case(case.name, f.read(), None, case.backlog))
+    out = written_rows(os.path.join(workdir, "out"))
+    batches = batch_records(ckpt)
     return {
         "way": way,
         **figures,
         "keeps_up": figures["rows_processed"] == figures["rows_fed"]
         and (figures["latency_growth"] or 0) <= 2.0,
+        "out": out,
+        "expected": None if expected is None else expected["q1"],
+        "exact": expected is not None and out == expected["q1"],
         "steps": steps,
+        **change_figures(batches, steps),
+        "batches": batches,
         "series": series(fed, done_times(workdir, fed, commits), started, ended, rate, cores),
     }
+
+
+def written_rows(folder: str) -> int:
+    """The rows of a Parquet sink's files under `folder` (a directory per batch)."""
+    import pyarrow.parquet as pq
+
+    files = glob.glob(os.path.join(folder, "**", "part-*.parquet"), recursive=True)
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in files)
+
+
+def batch_records(checkpoint: str) -> list[dict[str, t.Any]]:
+    """Each batch of the run: its time, its units (shuffle partitions) and what happened to
+    its operator's indexes (the metrics history's events)."""
+    from streamjoin.runtime.metrics.history import read_history
+
+    return [
+        {"batch": f.batch, "seconds": f.seconds, "units": f.parallelism, "events": f.events}
+        for f in read_history(os.path.join(checkpoint, "metrics"))
+    ]
+
+
+def change_figures(batches: list[dict[str, t.Any]], steps: list[str]) -> dict[str, t.Any]:
+    """The batches during each change of executors against the others: a change runs from the
+    batch after its decision (``executors 1 -> 2 after batch N``) to the batch that ended it,
+    the old index's drain gone (a scale-out) or the executor given back (a scale-in).
+
+    Example:
+        >>> rows = [{"batch": b, "seconds": 1.0, "events": []} for b in range(8)]
+        >>> rows[3]["seconds"], rows[4]["events"] = 3.0, ["q1: the index that drained went"]
+        >>> f = change_figures(rows, ["executors 1 -> 2 after batch 1 (batches behind ...)"])
+        >>> f["change_batches"], f["change_batch_max_s"], f["steady_batch_p99_s"]
+        ([2, 3, 4], 3.0, 1.0)
+    """
+    during: set[int] = set()
+    spread_on = None
+    for line in steps:
+        decided = re.match(r"executors (\d+) -> (\d+) after batch (\d+)", line)
+        if decided is None:
+            continue
+        first = int(decided[3]) + 1
+        out = int(decided[2]) > int(decided[1])
+        end = next(
+            (b["batch"] for b in batches if b["batch"] >= first and _ends(b, out, steps)), None
+        )
+        during |= {b["batch"] for b in batches if first <= b["batch"] <= (end or first)}
+        if out:
+            started = [
+                e
+                for b in batches
+                if b["batch"] >= first
+                for e in b["events"]
+                if "started empty" in e
+            ]
+            if started:
+                spread_on = len(
+                    ast.literal_eval(re.findall(r"on executors (\[.*?\])", started[0])[0])
+                )
+    steady = sorted(b["seconds"] for b in batches if b["batch"] not in during)
+    changes = [b["seconds"] for b in batches if b["batch"] in during]
+    return {
+        "change_batches": sorted(during),
+        "change_batch_max_s": max(changes, default=None),
+        "steady_batch_p99_s": steady[min(len(steady) - 1, int(0.99 * len(steady)))]
+        if steady
+        else None,
+        "spread_on": spread_on,
+    }
+
+
+def _ends(batch: dict[str, t.Any], out: bool, steps: list[str]) -> bool:
+    """Whether `batch` ends a change: its old index's drain went (a scale-out), or an executor
+    was given back after it (a scale-in)."""
+    if out:
+        return any("the index that drained went" in e for e in batch["events"])
+    return any(f"given back after batch {batch['batch']}:" in line for line in steps)
 
 
 def series(

@@ -158,17 +158,30 @@ def elastic_lines(
         "with elastic executors (1 to 2) and with one. The driver and both workers share the "
         f"machine's {report['machine']['cores']} cores.",
         "",
-        "| run | latency p50 / p99 s | max backlog s | keeps up | executor changes |",
-        "|---|---|---|---|---|",
+        "A change runs from the batch after its decision to the batch that ends it: the old "
+        "index's drain gone (scale-out), the executor given back (scale-in). *Steady*: the "
+        "run's other batches. *Exact*: the rows written against DuckDB's count of the join "
+        "over every fed file.",
+        "",
+        "| run | latency p50 / p99 s | max backlog s | keeps up | exact | batch s: steady p99 / "
+        "longest in a change | new index on executors | executor changes |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for way, r in report["runs"].items():
         if r.get("error"):
-            lines.append(f"| {way} | error: {r['error']} | | | |")
+            lines.append(f"| {way} | error: {r['error']} | | | | | | |")
             continue
         backlog = max((s["backlog_s"] for s in r["series"]), default=None)
+        exact = {True: "yes", False: "no"}.get(r.get("exact"), "unchecked")
+        if r.get("expected") is not None:
+            exact += f" ({r['out']:,} rows)"
+        change = r.get("change_batch_max_s")
+        steady = r.get("steady_batch_p99_s")
+        batches = f"{steady} / {change if change is not None else '-'}" if steady else "-"
         lines.append(
             f"| {way} | {r['latency_p50_s']} / {r['latency_p99_s']} | {backlog} | "
-            f"{'yes' if r['keeps_up'] else 'no'} | {'; '.join(r['steps']) or 'none'} |"
+            f"{'yes' if r['keeps_up'] else 'no'} | {exact} | {batches} | "
+            f"{r.get('spread_on') or '-'} | {'; '.join(r['steps']) or 'none'} |"
         )
     drawn = elastic_plot(report, folder) if plot else os.path.exists(f"{folder}/{ELASTIC_PLOT}")
     shown = [f"![{ELASTIC_PLOT}]({plots_href}{ELASTIC_PLOT})", ""] if drawn else []

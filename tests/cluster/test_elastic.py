@@ -142,6 +142,8 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     started = [e for e in events if "index started empty" in e]
     owners = [ast.literal_eval(re.findall(r"on executors (\[.*?\])", e)[0]) for e in started]
     assert owners and len(owners[0]) == 2 and owners[-1] == owners[0][:1], events
-    assert "given back: their partitions drained" in run.stderr, run.stderr[-3000:]
+    assert re.search("given back after batch [0-9]+: their partitions drained", run.stderr), (
+        run.stderr[-3000:]
+    )
     assert not [e for e in events if "lost" in e], events
     assert_exact(job, batches[: BACKLOG + len(fed)])

@@ -216,8 +216,16 @@ class Engine:
                     server = serve_run(ui, plan, history, lambda: loop.running)
                 self.running.set()
                 stop = self._stop
+                starting = None if scaler is None else scaler.starting
                 stopped = run_loop(
-                    loop, processor, line, once=once, every=every, timeout=timeout, stop=stop
+                    loop,
+                    processor,
+                    line,
+                    once=once,
+                    every=every,
+                    timeout=timeout,
+                    stop=stop,
+                    starting=starting,
                 )
             else:
                 publish = history is not None

@@ -75,6 +75,9 @@ class ExecutorScaler:
         self._query: StreamingQuery | None = None
         self._before: Trigger | None = None
         """The trigger that ran the batch before the last one."""
+        self._ran: tuple[Trigger, float | None] = (Trigger(-1, 0.0, 0.0), None)
+        """Under the engine's own loop: the batch that started last, and its time once
+        committed (None before)."""
         self._joining: int | None = None
         """The executors asked for by a scale-out, until they register."""
         self._leaving: tuple[set[str], float, int] | None = None
@@ -130,33 +133,48 @@ class ExecutorScaler:
         """Read the triggers' times from `query`'s progress reports from now on."""
         self._query = query
 
+    def starting(self, batch: int) -> None:
+        """The engine's own loop starts `batch` now: feed the controller the load of the batch
+        before (its time over the interval from its start to this one's) and carry on a change
+        under way, so that a step applies to this batch already."""
+        now, (before, seconds) = time.time(), self._ran
+        self._ran = (Trigger(batch, now, 0.0), None)
+        if seconds is not None and before.batch == batch - 1:
+            interval = now - before.start
+            self._observe(before.batch, min(seconds, interval), interval, batch - 1)
+        self._carry_on(batch - 1)
+
     def __call__(self, report: BatchReport) -> None:
-        """Feed the controller the load since the trigger of the batch before `report`'s batch,
-        and start a new count; carry on a change under way (executors that joined get units,
-        those that leave go once drained); give back executors that registered after a
-        scale-in asked for fewer (one asked for before it came up)."""
-        self._carry_on(report.batch)
+        """Take committed batch `report`: under the engine's own loop, its time (`starting`
+        reads it); under Spark's, feed the controller the load since the trigger of the batch
+        before, and carry on a change under way (executors that joined get units, those that
+        leave go once drained)."""
         if self._query is None:  # (the engine's own loop: its report times the whole batch)
-            ran: Trigger | None = Trigger(
-                report.batch, time.time() - report.seconds, report.seconds
-            )
-        else:  # (Spark's: the batch's trigger is not reported yet, the one before is)
-            ran = self._trigger(report.batch - 1)
+            if self._ran[0].batch == report.batch:
+                self._ran = (self._ran[0], report.seconds)
+            return
+        self._carry_on(report.batch)
+        ran = self._trigger(report.batch - 1)  # (this batch's trigger is not reported yet)
         before, self._before = self._before, ran
         if ran is None or before is None or before.batch != ran.batch - 1:
             return
         interval = ran.start - before.start
-        busy = min(before.seconds, interval)
+        self._observe(ran.batch, min(before.seconds, interval), interval, report.batch)
+
+    def _observe(self, batch: int, busy: float, interval: float, committed: int) -> None:
+        """Feed the controller `batch`'s load and start the change it decides, if any; give
+        back executors that registered after a scale-in asked for fewer (one asked for before
+        it came up). `committed`: the last batch committed."""
         had = self.scaling.executors
-        target = self.scaling.observe(ran.batch, busy, interval)
+        target = self.scaling.observe(batch, busy, interval)
         if target is not None and target != had:
-            self.steps.append((ran.batch, had, target))
+            self.steps.append((batch, had, target))
             why = "behind their trigger" if target > had else "idle most of their trigger"
-            self._say(f"executors {had} -> {target} after batch {ran.batch} (batches {why})")
+            self._say(f"executors {had} -> {target} after batch {batch} (batches {why})")
             if target > had:
                 self._grow(target)
             else:
-                self._shrink(target, report.batch)
+                self._shrink(target, committed)
         elif self._joining is None and self._leaving is None and len(self.executor_ids()) > had:
             self._apply(had)
 
@@ -180,7 +198,7 @@ class ExecutorScaler:
             places = sorted(self._indexes()[0].executors(self.spark), key=_place_order)
             if len(places) >= self._joining:
                 joined = [_executor_id(p) for p in places]
-                self._say(f"executors {joined} registered: units on each from the next batch")
+                self._say(f"executors {joined} registered after batch {batch}: units on each next")
                 self._units(places, self._joining)
                 self._joining = None
         if self._leaving is not None:
@@ -199,7 +217,7 @@ class ExecutorScaler:
                 if not held
                 else f"their partitions did not drain in {waited:.0f} s: built again elsewhere"
             )
-            self._say(f"executors {gone} given back: {why}")
+            self._say(f"executors {gone} given back after batch {batch}: {why}")
             self._leaving = None
             self._apply(self.scaling.executors)
 

@@ -11,6 +11,8 @@ from streamjoin.runtime.sources import unreadable_file
 from streamjoin.runtime.storagefaults import storage_fault
 
 if t.TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.runtime.batch.processor import BatchProcessor
@@ -83,13 +85,16 @@ def run_loop(
     every: float | None,
     timeout: float | None,
     stop: threading.Event | None = None,
+    starting: Callable[[int], None] | None = None,
 ) -> bool:
     """Run the engine's own loop (`runtime.loop`) to its end, then raise what failed it, as
-    `drive` does for Spark's; returns whether it was stopped."""
+    `drive` does for Spark's; returns whether it was stopped. `starting`: as `FileLoop.run`."""
     stopped = False
     trigger = None if once else every
     try:
-        stopped = loop.run(processor, once=once, trigger=trigger, timeout=timeout, stop=stop)
+        stopped = loop.run(
+            processor, once=once, trigger=trigger, timeout=timeout, stop=stop, starting=starting
+        )
     except StreamJoinError:
         raise
     except Exception as err:  # (a batch's error is the processor's; reported below)

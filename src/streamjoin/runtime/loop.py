@@ -223,10 +223,12 @@ class FileLoop:
         trigger: float | None,
         timeout: float | None,
         stop: threading.Event | None = None,
+        starting: Callable[[int], None] | None = None,
     ) -> bool:
         """Run batches through `processor` until the input is done (`once`), `timeout` seconds
         pass, `stop` is set, or Ctrl-C; returns whether it was stopped before its input was
-        done."""
+        done. `starting`: called with each new batch's id once its files are logged, before it
+        runs (elastic executors: `runtime.executors`)."""
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         stop = stop or threading.Event()
@@ -260,6 +262,8 @@ class FileLoop:
                 files = self._next_files(once)
                 if files:
                     self.log.write(batch, files)
+                    if starting is not None:
+                        starting(batch)
                     self._run_batch(processor, batch, files, began)
                     batch += 1
                 elif once:

@@ -123,8 +123,11 @@ def scaler_on(cluster: Cluster, stabilization: float = 0.0) -> tuple[ExecutorSca
 
 
 def run(scaler: ExecutorScaler, clock: Clock, batch: int, busy: float, every: float) -> None:
-    """Batch `batch` ends `every` seconds after the one before, having run `busy` of them."""
-    clock.now += every
+    """Batch `batch` of the engine's own loop starts `every` seconds after the one before and
+    runs `busy` of them."""
+    clock.now += every - busy
+    scaler.starting(batch)
+    clock.now += busy
     scaler(t.cast(t.Any, SimpleNamespace(batch=batch, seconds=busy)))
 
 
@@ -132,10 +135,11 @@ def test_scale_out_waits_for_registration_then_spreads_units(clock: Clock) -> No
     cluster = Cluster()
     scaler, processor = scaler_on(cluster)
     batch = 0
-    while not cluster.asked:  # (back to back: the third high batch asks)
+    while not cluster.asked:  # (back to back: the next batch's start, after the third, asks)
         run(scaler, clock, batch, 1.0, 1.0)
         batch += 1
         assert batch < 10
+    assert batch == 4, batch
     assert cluster.asked == [2] and processor.units == []  # (none registered yet)
     run(scaler, clock, batch, 1.0, 1.0)
     assert processor.units == [] and processor.joins.places is None

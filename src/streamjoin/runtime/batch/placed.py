@@ -248,6 +248,8 @@ class PlacedIndexes:
         self._beside.pop(name, None)
         if entry is not None:
             self._stale.append((entry[0], entry[2]))
+            query = name[len(self._prefix) + 1 :].split("#")[0]
+            self._events.append(f"{query}: the index that drained went ({name.rsplit('/', 1)[-1]})")
         self.drop_stale(spark)
 
     def drop_stale(self, spark: SparkSession) -> None:
