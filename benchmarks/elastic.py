@@ -157,7 +157,7 @@ def run_way(
         and (figures["latency_growth"] or 0) <= 2.0,
         "out": out,
         "expected": None if expected is None else expected["q1"],
-        "exact": expected is not None and out == expected["q1"],
+        "exact": None if expected is None or died else out == expected["q1"],
         "steps": steps,
         **change_figures(batches, steps),
         "batches": batches,
@@ -207,7 +207,8 @@ def change_figures(batches: list[dict[str, t.Any]], steps: list[str]) -> dict[st
         end = next(
             (b["batch"] for b in batches if b["batch"] >= first and _ends(b, out, steps)), None
         )
-        during |= {b["batch"] for b in batches if first <= b["batch"] <= (end or first)}
+        last = end if end is not None else max((b["batch"] for b in batches), default=first)
+        during |= {b["batch"] for b in batches if first <= b["batch"] <= last}
         if out:
             started = [
                 e

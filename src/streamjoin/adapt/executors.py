@@ -4,8 +4,8 @@ executors, so that added units get cores of their own.
 BiStream grows a group of units when their load passes T_h for N checks in a row and shrinks it
 below T_l, to the count that brings the load to Ψ (Eq. 7). Here a check is a committed batch, the
 units are executors, and an executor's load is the share of the wall time the batches kept the
-cluster busy: all of it while Spark's triggers run back to back (input waiting for the
-executors, the backlog growing), less the pauses otherwise. Three
+cluster busy: all of it while batches run back to back (input waiting for the executors, the
+backlog growing), less the pauses otherwise. Three
 batches in a row above 0.8 ask for ⌈k·load / 0.6⌉ executors, and three below 0.3 give back
 what the load does not need. The runtime (`runtime.executors`) asks the cluster manager for them
 and sets the processor's units to their cores.

@@ -28,7 +28,7 @@ tasks, the operator's partitions) to the cores it leaves, without a pause:
   leaves once no partition of the operator lies on it (at the latest after a stabilization
   period: a full-history join's drain never empties; its partitions are then built again from
   the checkpoint's state, exact, at the cost of that batch). Cached slices and shuffle files
-  it held are read again from the state's files.
+  it held are made again from their lineage (the state's files and the batch's input).
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ class Trigger(NamedTuple):
 
 
 class ExecutorScaler:
-    """Applies `ExecutorScaling`'s counts to `spark`'s cluster after each committed batch."""
+    """Applies `ExecutorScaling`'s counts to `spark`'s cluster: at each batch's start under the
+    engine's own loop (`starting`), after each committed batch under Spark's."""
 
     def __init__(
         self,
@@ -197,8 +198,8 @@ class ExecutorScaler:
         if self._joining is not None:
             places = sorted(self._indexes()[0].executors(self.spark), key=_place_order)
             if len(places) >= self._joining:
-                joined = [_executor_id(p) for p in places]
-                self._say(f"executors {joined} registered after batch {batch}: units on each next")
+                now = [_executor_id(p) for p in places]
+                self._say(f"executors {now} registered after batch {batch}: units on each next")
                 self._units(places, self._joining)
                 self._joining = None
         if self._leaving is not None:
@@ -219,12 +220,15 @@ class ExecutorScaler:
             )
             self._say(f"executors {gone} given back after batch {batch}: {why}")
             self._leaving = None
-            self._apply(self.scaling.executors)
+            sc = self.spark.sparkContext._jsc.sc()
+            for executor in gone:  # (those checked; a kill lowers Spark's target too)
+                sc.killExecutor(executor)
+            self._request(self.scaling.executors)
 
     def _units(self, places: list[str], executors: int) -> None:
         """The processor's units on `places`' cores from the next batch on."""
         for indexes in self._indexes():
-            indexes.places = places
+            indexes.preferred = places
         self.processor.resize(executors * self.cores)
 
     def _indexes(self) -> tuple[PlacedIndexes, PlacedIndexes]:

@@ -63,7 +63,7 @@ class Indexes:
     """Executors with partitions of a build."""
     drains: dict[str, set[str]] = field(default_factory=dict)
     """Executors with partitions of each index that drains, by name."""
-    places: list[str] | None = None
+    preferred: list[str] | None = None
 
     def holders(self, drained: t.Collection[str] | None = None) -> set[str]:
         names = self.drains.keys() if drained is None else drained
@@ -142,11 +142,11 @@ def test_scale_out_waits_for_registration_then_spreads_units(clock: Clock) -> No
     assert batch == 4, batch
     assert cluster.asked == [2] and processor.units == []  # (none registered yet)
     run(scaler, clock, batch, 1.0, 1.0)
-    assert processor.units == [] and processor.joins.places is None
+    assert processor.units == [] and processor.joins.preferred is None
     cluster.registered.append(1)
     run(scaler, clock, batch + 1, 1.0, 1.0)
     assert processor.units == [2]
-    assert processor.joins.places == processor.levels.places == [place(0), place(1)]
+    assert processor.joins.preferred == processor.levels.preferred == [place(0), place(1)]
     assert cluster.killed == []
 
 
@@ -178,7 +178,7 @@ def test_scale_in_places_units_at_once_and_gives_back_once_drained(clock: Clock)
     processor.joins.drains = {"old": {place(0), place(1)}}  # (it drains on both)
     processor.ending = ["old"]
     batch = idle_until_asked(scaler, processor, clock)
-    assert processor.units == [1] and processor.joins.places == [place(0)]
+    assert processor.units == [1] and processor.joins.preferred == [place(0)]
     for b in range(batch, batch + 40):  # (past the stabilization period: it will empty)
         run(scaler, clock, b, 0.1, 1.0)
     assert cluster.killed == []

@@ -9,7 +9,8 @@ waits for the state to move.
 
 An index drains, in the driver's JVM or on a cluster's executors (`placed.DrainsOnExecutors`:
 its partitions stay on their owners, probed there), while no other drain of the query is under
-way (a second change builds the index again, from the units). A full-history join's never
+way (a second change builds the index again, from the units, unless the first drain's rows
+are all out of reach by then: it goes, and the index drains anew). A full-history join's never
 empties: it is probed beside the new one until the next change. An outer join's drains too: a
 pair of the drain's probe marks the old index's row in place, and the batch's row, whose
 identity the new index's rows carry, as matched there: in the driver's JVM in the new index's
@@ -90,15 +91,20 @@ class Drains:
         placement)) for the batch before this one, can drain for the placement the batch
         takes: its drain (the name and partitions the index is to take); else None (the index
         is built again from the units, which hold every row: a drain under way goes, as it
-        must before a build, which loads its rows too). A batch run again finds the drain its
-        first attempt started. `may_drain` false: no drain starts (a shedding query's)."""
+        must before a build, which loads its rows too, unless its rows are all out of reach:
+        then it goes and the index drains anew). A batch run again finds the drain its first
+        attempt started. `may_drain` false: no drain starts (a shedding query's)."""
         had = self._drains.get(key)
         if had is not None and had.since == ctx.batch_id:
             return had.name, had.parts
         if had is not None:
             index.drop(had.name)
             self._end(key)
-            return None
+            least, op = _reach(ctx, qp)
+            if not _emptied(least, had):  # (a second change while one drains: built again)
+                return None
+            if op is not None:  # (it would have gone at this batch's probe: as there)
+                index.unshareMarks(had.into)
         if not may_drain or built is None or built[0] != ctx.batch_id - 1:
             return None
         newest = _newest(ctx, qp) or (_MOST, _MOST)  # (unknown: it never empties)
@@ -125,13 +131,12 @@ class Drains:
         drain = self._drains.get(key)
         if drain is None:
             return None
-        least = index_least(ctx, qp)
-        op = outer_plan(ctx, qp)
-        if op is not None:  # (an outer join's rows stay until decided)
-            least = kept(least, op, ctx.watermark)
-        if None in least or _MOST in drain.newest:
+        least, op = _reach(ctx, qp)
+        if None in least or _MOST in drain.newest:  # (as of this batch: a watermark may come)
             self._endless.add(key)
-        if all(x is not None and x > n for x, n in zip(least, drain.newest, strict=True)):
+        else:
+            self._endless.discard(key)
+        if _emptied(least, drain):
             index.drop(drain.name)
             if op is not None:  # (in the driver's JVM: `start`)
                 index.unshareMarks(drain.into)
@@ -188,6 +193,21 @@ class Drains:
 
 _LEAST = -(2**63)
 _MOST = 2**63 - 1
+
+
+def _reach(ctx: BatchContext, qp: QueryPlan) -> tuple[tuple[int | None, int | None], t.Any]:
+    """The least event time per side that `qp`'s batch can still meet (None: any; an outer
+    join's rows stay until decided), and its outer plan (None: an inner join)."""
+    least = index_least(ctx, qp)
+    op = outer_plan(ctx, qp)
+    if op is not None:
+        least = kept(least, op, ctx.watermark)
+    return least, op
+
+
+def _emptied(least: tuple[int | None, int | None], drain: Drain) -> bool:
+    """Whether every row of `drain` is out of reach of `least` (`_reach`)."""
+    return all(x is not None and x > n for x, n in zip(least, drain.newest, strict=True))
 
 
 def _newest(ctx: BatchContext, qp: QueryPlan) -> tuple[int, int] | None:

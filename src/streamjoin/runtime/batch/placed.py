@@ -79,7 +79,7 @@ class PlacedIndexes:
         self._stale: list[tuple[str, t.Any]] = []
         """Builds to forget on their executors (`drop_stale`): those that drained when a batch
         failed (their owners may be gone with it) wait for the next build, commit or close."""
-        self.places: list[str] | None = None
+        self.preferred: list[str] | None = None
         """The executors new builds prefer, as ``PlacedIndex.here`` names them, a partition
         each in turn (None: wherever their tasks run): set where executors come and go
         (`runtime.executors`)."""
@@ -117,7 +117,7 @@ class PlacedIndexes:
             self.drop(spark, key)
         self.drop_stale(spark)
         name = f"{self._prefix}/{key}/{next(_builds)}"
-        load, places = self._jvm(spark).load, self.places
+        load, places = self._jvm(spark).load, self.preferred
         prefer = (
             _strings(spark, [places[p % len(places)] for p in range(parts)]) if places else None
         )

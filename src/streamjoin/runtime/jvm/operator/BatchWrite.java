@@ -21,6 +21,7 @@ import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.python.PythonUtils;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.rdd.RDD;
+import org.apache.spark.rdd.UnionRDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Repartition;
@@ -141,12 +142,31 @@ public final class BatchWrite {
       }
       parts.add(part);
     }
+    // (A plain union: each part's partitions keep their own tasks and owners.)
     RDD first = (RDD) parts.get(0);
-    return first
-        .context()
-        .union(
-            CollectionConverters.asScala(parts).toSeq(),
-            scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
+    return new UnionRDD(first.context(), CollectionConverters.asScala(parts).toSeq(), PlainRdd.ANY);
+  }
+
+  /** Whether {@code a} and {@code b} are the same rows: one RDD, or unions ({@link #rddOf}) of
+   * the same RDDs (a shared join's members each ask for the union of its rows). */
+  static boolean sameRows(RDD a, RDD b) {
+    if (a == b) {
+      return true;
+    }
+    if (!(a instanceof UnionRDD) || !(b instanceof UnionRDD)) {
+      return false;
+    }
+    scala.collection.Seq x = ((UnionRDD) a).rdds();
+    scala.collection.Seq y = ((UnionRDD) b).rdds();
+    if (x.size() != y.size()) {
+      return false;
+    }
+    for (int i = 0; i < x.size(); i++) {
+      if (x.apply(i) != y.apply(i)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Whether the session's settings {@code sql} ask for what only Spark's writer does: files

@@ -80,7 +80,10 @@ public final class JointWrite {
         continue;
       }
       writers[i] = BatchWrite.prepare(spark, set, (Map) options.get(i), schema);
-      int at = rdds.indexOf(rdd);  // (a shared join's members: one RDD, read once)
+      int at = -1;  // (a shared join's members: one RDD, read once)
+      for (int g = 0; g < rdds.size() && at < 0; g++) {
+        at = BatchWrite.sameRows((RDD) rdds.get(g), rdd) ? g : -1;
+      }
       if (at < 0) {
         at = rdds.size();
         rdds.add(rdd);
