@@ -28,7 +28,7 @@ from benchmarks.report_backlog import workload_lines
 from benchmarks.report_flink import SUFFIX, flink_targets
 from benchmarks.report_format import Report
 from benchmarks.report_history import HISTORY_PLOT
-from benchmarks.report_overload import overload_targets
+from benchmarks.report_overload import elastic_targets, overload_targets
 from benchmarks.report_pages import FOLDER, PAGES, linked, links, more_lines, pages
 from benchmarks.report_plots import LONG_PLOT, plots
 from benchmarks.report_provenance import (
@@ -231,6 +231,7 @@ def render(
         *other_targets(multiquery, extra),
         *adhoc_targets(adhoc),
         *(row for file, r in overload.items() for row in overload_targets(file, r)),
+        *(elastic_targets(elastic) if elastic else []),
         *(row for file, r in soak.items() for row in soak_targets(file, r)),
     ]:
         lines.append(f"| {linked(name, on_pages)} | {numbers} | {_verdict(met)} |")

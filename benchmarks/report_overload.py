@@ -144,6 +144,44 @@ def overload_lines(reports: t.Mapping[str, Report]) -> list[str]:
 ELASTIC_PLOT = "elastic.png"
 
 
+def elastic_targets(report: Report) -> list[tuple[str, str, bool | None]]:
+    """(target, the numbers, met?) of the elasticity run (issue 70's item 3): executors
+    1 → 2 → 1, latency p99 at most the fixed executor's, no batch of a change over 2× the
+    steady p99, the new index on both executors, exact."""
+    runs = report["runs"]
+    ours, fixed = runs.get("elastic", {}), runs.get("fixed", {})
+    if ours.get("error") or fixed.get("error") or "change_batches" not in ours:
+        return []
+    steps = ours["steps"]
+    both_ways = any("1 -> 2" in s for s in steps) and any(
+        "given back after batch" in s for s in steps
+    )
+    change, steady = ours["change_batch_max_s"], ours["steady_batch_p99_s"]
+    met = [
+        both_ways,
+        ours["latency_p99_s"] <= fixed["latency_p99_s"],
+        change is not None and change <= 2 * steady,
+        ours["spread_on"] == 2,
+        bool(ours["exact"]) and bool(fixed["exact"]),
+    ]
+    return [
+        (
+            "elastic (`elastic.json`, 2-worker cluster, 3× step): executors 1 → 2 → 1, latency "
+            "p99 ≤ one fixed executor's, no change's batch over 2× the steady p99, the new "
+            "index on both executors, exact",
+            f"{'1 → 2 → 1' if both_ways else '; '.join(steps) or 'no change'}; p99 "
+            f"{ours['latency_p99_s']} s against {fixed['latency_p99_s']} s; longest change "
+            f"batch {_s(change)} s, steady p99 {_s(steady)} s; on {ours['spread_on']} "
+            f"executors; exact {ours['exact']} / {fixed['exact']}",
+            all(met),
+        )
+    ]
+
+
+def _s(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds:.2f}"
+
+
 def elastic_lines(
     report: Report, folder: str, *, plot: bool = True, plots_href: str = ""
 ) -> list[str]:
@@ -177,7 +215,7 @@ def elastic_lines(
             exact += f" ({r['out']:,} rows)"
         change = r.get("change_batch_max_s")
         steady = r.get("steady_batch_p99_s")
-        batches = f"{steady} / {change if change is not None else '-'}" if steady else "-"
+        batches = f"{_s(steady)} / {_s(change)}" if steady else "–"
         lines.append(
             f"| {way} | {r['latency_p50_s']} / {r['latency_p99_s']} | {backlog} | "
             f"{'yes' if r['keeps_up'] else 'no'} | {exact} | {batches} | "
