@@ -32,6 +32,7 @@ import typing as t
 from benchmarks.data import two_streams, write_backlog
 from benchmarks.harness import ROOT, _say, machine, source_commit
 from benchmarks.harness_exact import expected_counts
+from benchmarks.harness_figures import _percentile
 from benchmarks.overload import stepped
 from benchmarks.rate import TRIGGER
 from benchmarks.rate_feed import TICK, FedFile, Feed, _live_job, feed
@@ -221,14 +222,12 @@ def change_figures(batches: list[dict[str, t.Any]], steps: list[str]) -> dict[st
                 spread_on = len(
                     ast.literal_eval(re.findall(r"on executors (\[.*?\])", started[0])[0])
                 )
-    steady = sorted(b["seconds"] for b in batches if b["batch"] not in during)
+    steady = [b["seconds"] for b in batches if b["batch"] not in during]
     changes = [b["seconds"] for b in batches if b["batch"] in during]
     return {
         "change_batches": sorted(during),
         "change_batch_max_s": max(changes, default=None),
-        "steady_batch_p99_s": steady[min(len(steady) - 1, int(0.99 * len(steady)))]
-        if steady
-        else None,
+        "steady_batch_p99_s": _percentile(steady, 99),
         "spread_on": spread_on,
     }
 

@@ -76,9 +76,10 @@ class ExecutorScaler:
         self._query: StreamingQuery | None = None
         self._before: Trigger | None = None
         """The trigger that ran the batch before the last one."""
-        self._ran: tuple[Trigger, float | None] = (Trigger(-1, 0.0, 0.0), None)
-        """Under the engine's own loop: the batch that started last, and its time once
-        committed (None before)."""
+        self._started: tuple[int, float] = (-1, 0.0)
+        """Under the engine's own loop: the batch that started last, and when (epoch seconds)."""
+        self._took: float | None = None
+        """Its time, once committed (None before)."""
         self._joining: int | None = None
         """The executors asked for by a scale-out, until they register."""
         self._leaving: tuple[set[str], float, int] | None = None
@@ -124,6 +125,11 @@ class ExecutorScaler:
         ids = self.spark.sparkContext._jsc.sc().getExecutorIds()
         return [str(ids.apply(i)) for i in range(ids.size())]
 
+    def places(self) -> list[str]:
+        """The executors whose block managers the driver knows now, oldest first, as the
+        operator's partitions name their owners (``PlacedIndex.executors``)."""
+        return sorted(self._indexes()[0].executors(self.spark), key=_place_order)
+
     def start(self) -> None:
         """Settle at the fewest executors before the first batch."""
         n, most = self.scaling.executors, self.scaling.most
@@ -138,11 +144,11 @@ class ExecutorScaler:
         """The engine's own loop starts `batch` now: feed the controller the load of the batch
         before (its time over the interval from its start to this one's) and carry on a change
         under way, so that a step applies to this batch already."""
-        now, (before, seconds) = time.time(), self._ran
-        self._ran = (Trigger(batch, now, 0.0), None)
-        if seconds is not None and before.batch == batch - 1:
-            interval = now - before.start
-            self._observe(before.batch, min(seconds, interval), interval, batch - 1)
+        now, (before, at), took = time.time(), self._started, self._took
+        self._started, self._took = (batch, now), None
+        if took is not None and before == batch - 1:
+            interval = now - at
+            self._observe(before, min(took, interval), interval, batch - 1)
         self._carry_on(batch - 1)
 
     def __call__(self, report: BatchReport) -> None:
@@ -151,8 +157,8 @@ class ExecutorScaler:
         before, and carry on a change under way (executors that joined get units, those that
         leave go once drained)."""
         if self._query is None:  # (the engine's own loop: its report times the whole batch)
-            if self._ran[0].batch == report.batch:
-                self._ran = (self._ran[0], report.seconds)
+            if self._started[0] == report.batch:
+                self._took = report.seconds
             return
         self._carry_on(report.batch)
         ran = self._trigger(report.batch - 1)  # (this batch's trigger is not reported yet)
@@ -189,14 +195,14 @@ class ExecutorScaler:
         """Units on the `target` oldest executors from the next batch on; the others leave once
         no partition lies on them (`_carry_on`)."""
         self._joining = None
-        places = sorted(self._indexes()[0].executors(self.spark), key=_place_order)
+        places = self.places()
         self._leaving = (set(places[target:]), time.monotonic(), batch)
         self._units(places[:target], target)
 
     def _carry_on(self, batch: int) -> None:
         """The next step of a change under way, after committed batch `batch`."""
         if self._joining is not None:
-            places = sorted(self._indexes()[0].executors(self.spark), key=_place_order)
+            places = self.places()
             if len(places) >= self._joining:
                 now = [_executor_id(p) for p in places]
                 self._say(f"executors {now} registered after batch {batch}: units on each next")
