@@ -139,11 +139,13 @@ def test_executors_follow_the_load(cluster: LocalCluster, tmp_path: Path) -> Non
     # executors beside the old one, which drained; the executor went back once its drain was
     # done, and no batch found partitions gone with it.
     events = [e for f in history for e in f.events]
+    said = "\n".join(f"{f.batch}: {e}" for f in history for e in f.events)
+    said += "\n" + "\n".join(line for line in run.stderr.splitlines() if "xecutors" in line)
     started = [e for e in events if "index started empty" in e]
     owners = [ast.literal_eval(re.findall(r"on executors (\[.*?\])", e)[0]) for e in started]
-    assert owners and len(owners[0]) == 2 and owners[-1] == owners[0][:1], events
+    assert owners and len(owners[0]) == 2 and owners[-1] == owners[0][:1], said
     assert re.search("given back after batch [0-9]+: their partitions drained", run.stderr), (
         run.stderr[-3000:]
     )
-    assert not [e for e in events if "lost" in e], events
+    assert not [e for e in events if "lost" in e], said
     assert_exact(job, batches[: BACKLOG + len(fed)])

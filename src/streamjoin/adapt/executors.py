@@ -63,10 +63,16 @@ class ExecutorScaling:
         """The executors asked for now."""
         return len(self._ctl.units)
 
-    def observe(self, batch: int, seconds: float, interval: float) -> int | None:
+    def observe(
+        self, batch: int, seconds: float, interval: float, draining: bool = False
+    ) -> int | None:
         """Take committed batch `batch`, busy `seconds` of the `interval` since the batch before
         ended; the new executor count from the next batch on, or None to keep it. A batch that
-        ends in a stabilization period, or spans its end, does not count.
+        ends in a stabilization period, or spans its end, does not count. With `draining` (the
+        join operator's partitions still drain from the last change, and will empty), a batch
+        below the low load does not count either: a scale-in waits for the drain to end, as a
+        second change while one drains builds the index again (a pause); a scale-out does not
+        wait.
 
         Example:
             >>> s = ExecutorScaling(1, 2, stabilization=4.0)
@@ -76,11 +82,18 @@ class ExecutorScaling:
             [None, None, 2]
             >>> [s.observe(b, 0.5, 4.0) for b in range(7, 11)]  # pauses: settle, then shrink
             [None, None, None, 1]
+            >>> s = ExecutorScaling(1, 2, stabilization=0.0)
+            >>> [s.observe(b, 1.0, 1.0) for b in range(3)]
+            [None, None, 2]
+            >>> [s.observe(b, 0.1, 1.0, draining=b < 8) for b in range(3, 11)]  # waits
+            [None, None, None, None, None, None, None, 1]
         """
         if self._settling > 0:
             self._settling -= interval
             return None
         busy = min(seconds / interval, 1.0) if interval > 0 else 1.0
+        if draining and busy < self.low:
+            return None
         step = self._ctl.observe(batch, {unit: busy for unit in self._ctl.units})
         if step is None:
             return None

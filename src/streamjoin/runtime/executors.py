@@ -23,7 +23,9 @@ tasks, the operator's partitions) to the cores it leaves, without a pause:
   as the executors have cores. The operator starts an empty index in that many partitions
   spread over every executor, and its old index drains where it lies until the window passes
   its rows (`batch.drains`): new rows go to the new owners, old rows are probed in place.
-- **scale-in**: the next batch's units are the remaining executors' cores, the new index's
+- **scale-in**: not while the last change's index still drains (idle batches do not count
+  until it empties: a second change during a drain builds the index again, and a scale-in can
+  wait); then the next batch's units are the remaining executors' cores, the new index's
   partitions placed on them only, and the old index drains on every executor. An executor
   leaves once no partition of the operator lies on it (at the latest after a stabilization
   period: a full-history join's drain never empties; its partitions are then built again from
@@ -173,7 +175,8 @@ class ExecutorScaler:
         back executors that registered after a scale-in asked for fewer (one asked for before
         it came up). `committed`: the last batch committed."""
         had = self.scaling.executors
-        target = self.scaling.observe(batch, busy, interval)
+        draining = bool(self.processor.indexed.drains.ending())
+        target = self.scaling.observe(batch, busy, interval, draining)
         if target is not None and target != had:
             self.steps.append((batch, had, target))
             why = "behind their trigger" if target > had else "idle most of their trigger"
@@ -260,11 +263,15 @@ class ExecutorScaler:
         return None
 
     def _apply(self, target: int) -> None:
-        """`target` executors now: the newest beyond them killed, units on their cores."""
+        """`target` executors now: those beyond them killed, units on their cores."""
         sc = self.spark.sparkContext._jsc.sc()
-        # (The newest go first: the oldest hold the most cached state. A kill lowers Spark's
-        # target too, so the absolute target is set after.)
-        for victim in sorted(self.executor_ids(), key=_executor_order)[target:]:
+        # (Those that hold no partition of the operator go first, the newest first: the oldest
+        # hold the most cached state. The master may start more executors than asked for, at
+        # the start, one of which may register late, once the first batch built its index
+        # there. A kill lowers Spark's target too, so the absolute target is set after.)
+        held = {_executor_id(p) for i in self._indexes() for p in i.holders()}
+        ids = sorted(self.executor_ids(), key=lambda e: (e not in held, _executor_order(e)))
+        for victim in ids[target:]:
             sc.killExecutor(victim)
         self._request(target)
         self.processor.resize(target * self.cores)

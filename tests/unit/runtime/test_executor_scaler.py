@@ -175,10 +175,12 @@ def idle_until_asked(scaler: ExecutorScaler, processor: Processor, clock: Clock)
 
 def test_scale_in_places_units_at_once_and_gives_back_once_drained(clock: Clock) -> None:
     scaler, processor, cluster = grown(clock, stabilization=30.0)
-    processor.joins.drains = {"old": {place(0), place(1)}}  # (it drains on both)
-    processor.ending = ["old"]
+    processor.joins.held = {place(0), place(1)}  # (the index, built on both)
     batch = idle_until_asked(scaler, processor, clock)
     assert processor.units == [1] and processor.joins.preferred == [place(0)]
+    processor.joins.held = {place(0)}  # (the next batch's, on the first only)
+    processor.joins.drains = {"old": {place(0), place(1)}}  # (the old one drains on both)
+    processor.ending = ["old"]
     for b in range(batch, batch + 40):  # (past the stabilization period: it will empty)
         run(scaler, clock, b, 0.1, 1.0)
     assert cluster.killed == []
@@ -208,3 +210,32 @@ def test_scale_in_gives_back_after_the_period_what_will_not_drain(clock: Clock) 
     for b in range(batch + 25, batch + 32):
         run(scaler, clock, b, 0.1, 1.0)
     assert cluster.killed == ["1"]
+
+
+def test_scale_in_waits_while_the_last_change_drains(clock: Clock) -> None:
+    scaler, processor, cluster = grown(clock, stabilization=0.0)
+    processor.joins.drains = {"scale-out's": {place(0)}}  # (the old index, on the first)
+    processor.ending = ["scale-out's"]
+    for b in range(5, 15):  # (idle, but a scale-in now would build the index again)
+        run(scaler, clock, b, 0.1, 1.0)
+    assert processor.units == [] and cluster.asked == [2]
+    processor.joins.drains, processor.ending = {}, []
+    for b in range(15, 17):
+        run(scaler, clock, b, 0.1, 1.0)
+    assert processor.units == []
+    run(scaler, clock, 17, 0.1, 1.0)  # (three quiet batches since it drained: 14, 15, 16)
+    assert processor.units == [1]
+
+
+def test_an_executor_the_master_started_beyond_the_fewest_goes_unless_it_holds_the_index(
+    clock: Clock,
+) -> None:
+    cluster = Cluster(registered=[1])  # (the master started two; the second registered first)
+    scaler, processor = scaler_on(cluster)
+    scaler.start()
+    assert cluster.killed == [] and processor.units == [1]
+    processor.joins.held = {place(1)}  # (the first batch built the index there)
+    cluster.registered.insert(0, 0)  # (the first registers late)
+    run(scaler, clock, 0, 0.1, 1.0)
+    run(scaler, clock, 1, 0.1, 1.0)
+    assert cluster.killed == ["0"] and cluster.registered == [1]
