@@ -85,6 +85,37 @@ def test_rows_and_batches_as_in_sparks_loop(
     assert late["auto"] == late["spark"] == {"A": 4, "B": 4}
 
 
+def test_a_batch_takes_the_rows_its_bound_allows_and_the_rest_wait(
+    spark: SparkSession,
+    tmp_path: Path,
+    loop_conf: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    batches = make_batches(4, n_batches=6, rows_per_batch=10, late_per_batch=0)
+    write_batches(tmp_path / "in", batches)
+
+    def job(out: str) -> str:  # (no maxFilesPerTrigger: every file at once, unbounded)
+        text = window_join_job(str(tmp_path / out), 3, str(tmp_path / "in"))
+        return text.replace("maxFilesPerTrigger = '1', ", "")
+
+    assert _run(spark, job("out-all"), tmp_path / "ckpt-all").batches == 1
+    text = job("out")
+    spark.conf.set("streamjoin.batch.maxRows", "25")
+    try:
+        summary = _run(spark, text, tmp_path / "ckpt")
+    finally:
+        spark.conf.unset("streamjoin.batch.maxRows")
+    # The first batch, its rows unknown, takes each stream's oldest file; then the files of
+    # 5 to 10 rows each that fit 25 rows (by each stream's bytes a row in its last batch,
+    # which its rows' digits make vary a little).
+    rows = [sum(f.rows_in.values()) for f in read_history(str(tmp_path / "ckpt" / "metrics"))]
+    assert rows[0] == len(batches[0]["A"]) + len(batches[0]["B"])
+    assert max(rows) <= 28 and sum(rows) == sum(len(r) for b in batches for r in b.values())
+    assert summary.batches == len(rows) >= 5
+    assert "a batch takes at most 25 input rows" in capsys.readouterr().err
+    _assert_reference(spark, text, batches)
+
+
 def test_a_batch_cut_short_runs_again_with_its_files(
     spark: SparkSession, tmp_path: Path, loop_conf: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

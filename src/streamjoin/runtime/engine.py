@@ -16,7 +16,7 @@ from streamjoin.runtime.analysis import check_job, check_query
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
 from streamjoin.runtime.failure import drive, interrupted, raise_failure, run_loop
-from streamjoin.runtime.loop import FileLoop, loop_refusal
+from streamjoin.runtime.loop import FileLoop, batch_rows, loop_refusal
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.metrics.sparkprogress import ProgressPublisher, with_observation
 from streamjoin.runtime.progress import FallingBehind, ProgressLine, Summary, trigger_seconds
@@ -195,6 +195,8 @@ class Engine:
             if why is None:
                 unify = functools.partial(self.unified, plan)
                 loop = FileLoop.start(self.spark, plan, store, sourced, unify)
+                if loop is not None:
+                    loop.max_rows = batch_rows(self.spark, settings.batch_rows)
             if loop is None:
                 refuse_sparks_loop(store, why or "its scan of the files cannot be made")
             log: BatchFiles | None = None

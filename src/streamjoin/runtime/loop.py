@@ -12,7 +12,12 @@ Exactly once: batch b's files are logged (``<checkpoint>/loop/<b>``) before it r
 batch is committed by its manifest, as under Spark's loop. A restart runs the logged batch
 again when its manifest is missing, with the same files, then takes new ones; a file once
 logged is never taken again. Files are taken oldest first (modification time, then path) and
-``maxFilesPerTrigger`` at a time per stream, as Spark's file source does.
+``maxFilesPerTrigger`` at a time per stream, as Spark's file source does, and a batch takes at
+most ``streamjoin.batch.maxRows`` input rows, all streams together: one file of each stream in
+turn while their rows (their bytes over the stream's bytes a row in its last batch) fit, the
+oldest of each stream at least. Spark's file source takes every file listed by default: a batch
+of a backlog, or of a rate over what the job keeps up with, would grow until the driver's heap
+ran out.
 
 `loop_refusal` says when Spark's loop runs instead: a stream that is not a file stream, a
 path with wildcards, a Spark file-source option this loop does not implement, a checkpoint that
@@ -22,6 +27,7 @@ Spark's loop started, or the setting ``streamjoin.loop = spark``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import time
 import typing as t
@@ -64,6 +70,10 @@ _SPARK_ONLY = frozenset(
     }
 )
 """Options of Spark's file source that this loop does not implement (lower case)."""
+ROW_BYTES = 8.0
+"""The bytes a row takes in a stream's files until a batch of the stream measured them: few, so
+that a first batch holds no more rows than the bound (a compressed Parquet row of a few numbers
+takes about that; a JSON or CSV row more)."""
 _WILDCARDS = frozenset("*?[{")
 
 
@@ -121,6 +131,14 @@ class FileLoop:
         self._queue: list[list[tuple[str, int]]] | None = None
         self._input = 0.0
         """Seconds the running batch took to list and set up its files."""
+        self.max_rows = 0
+        """The most input rows a batch takes (`streamjoin.batch.maxRows`; 0: no bound)."""
+        self._row_bytes: dict[str, float] = {}
+        """Per stream: the bytes a row took in its files in its last batch."""
+        self._bytes: dict[str, int] = {}
+        """Per stream: the bytes of the running batch's files."""
+        self.held_back = False
+        """Whether the bound has held files back for a later batch."""
 
     @classmethod
     def start(
@@ -187,13 +205,34 @@ class FileLoop:
             self._queue = [self._poll(i) for i in range(len(self.streams))]
         elif not once:
             self._queue = [q or self._poll(i) for i, q in enumerate(self._queue)]
+        takes = [q[: self.limits[i] or len(q)] for i, q in enumerate(self._queue)]
+        if self.max_rows:
+            takes = self._bounded(takes)
         files = {}
         for i, s in enumerate(self.streams):
-            take = self.limits[i] or len(self._queue[i])
-            if self._queue[i][:take]:
-                files[s.name] = self._queue[i][:take]
-                self._queue[i] = self._queue[i][take:]
+            if takes[i]:
+                files[s.name] = takes[i]
+                self._queue[i] = self._queue[i][len(takes[i]) :]
         return files
+
+    def _bounded(self, takes: list[list[tuple[str, int]]]) -> list[list[tuple[str, int]]]:
+        """The first of `takes`' files (per stream, oldest first) whose rows fit `max_rows`:
+        one of each stream in turn, so that the streams' times keep step; the oldest file of
+        each stream at least, so that none waits for another's backlog."""
+        out: list[list[tuple[str, int]]] = [[] for _ in takes]
+        rows = 0.0
+        for step in range(max(map(len, takes), default=0)):
+            for i, take in enumerate(takes):
+                if step >= len(take):
+                    continue
+                size = take[step][1]
+                more = size / self._row_bytes.get(self.streams[i].name, ROW_BYTES)
+                if step and rows + more > self.max_rows:
+                    self.held_back = True
+                    return out
+                out[i].append(take[step])
+                rows += more
+        return out
 
     def _run_batch(
         self,
@@ -210,6 +249,7 @@ class FileLoop:
             msg = f"batch {batch}: its input files cannot be read: {_java_message(err)}"
             raise StreamJoinError(msg) from None
         self._input = time.monotonic() - began
+        self._bytes = {name: sum(size for _, size in fs) for name, fs in files.items()}
         processor(df, batch)
         for name, fs in files.items():
             self.read.setdefault(name, {}).update((f, batch) for f, _ in fs)
@@ -237,10 +277,15 @@ class FileLoop:
         def on_batch(report: BatchReport) -> None:
             # (A batch's time counts from the listing of its files, as Spark's trigger's does.)
             seconds, phases = report.seconds + self._input, {"input": round(self._input, 3)}
+            for name, stats in report.streams.items():
+                rows = stats.ok + stats.late + stats.malformed
+                if rows and self._bytes.get(name):
+                    self._row_bytes[name] = self._bytes[name] / rows
             if told is not None:
                 told(dataclasses.replace(report, seconds=seconds, phases=phases | report.phases))
 
         processor.on_batch = on_batch
+        said = False
         # (Ctrl-C cancels the batch's jobs, which its threads start in this group too; the
         # caller's thread gets its own group back at the end.)
         context = self.session.sparkContext
@@ -260,6 +305,14 @@ class FileLoop:
                     return True
                 began = time.monotonic()
                 files = self._next_files(once)
+                if self.held_back and not said:
+                    said = True
+                    print(
+                        f"streamjoin: a batch takes at most {self.max_rows:,} input rows "
+                        "(streamjoin.batch.maxRows): the other files wait for the next batches",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 if files:
                     self.log.write(batch, files)
                     if starting is not None:
@@ -289,6 +342,24 @@ class FileLoop:
 
 _GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 """Spark's local properties that `SparkContext.setJobGroup` sets on the calling thread."""
+
+
+def batch_rows(spark: SparkSession, setting: int) -> int:
+    """The most input rows a batch takes: `setting` (`streamjoin.batch.maxRows`), or where it
+    is `auto` (0) one for each `HEAP_BYTES_A_ROW` of the driver's heap."""
+    if setting:
+        return setting
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    return max(int(jvm.java.lang.Runtime.getRuntime().maxMemory()) // HEAP_BYTES_A_ROW, 1)
+
+
+HEAP_BYTES_A_ROW = 8192
+"""The driver's heap a batch's input row may take, for `auto`: about 260,000 rows a 2 GiB heap.
+A batch's working memory grows with its rows and their pairs beside the state's share of the
+heap: a live equi join at twice what it keeps up with (a state of 5 million rows, 14 pairs a
+row) ran out of a 2 GiB heap in batches of 400,000 rows and not in batches of 160,000, and
+batches far smaller pay their fixed cost more often (docs/benchmarks.md)."""
 
 
 def _java_message(err: Py4JJavaError) -> str:

@@ -39,6 +39,8 @@ class Key:
     least: int | None = None
     size: bool = False
     """A size in bytes, with a suffix k, m, g or t (powers of 1024), or `auto`."""
+    auto: bool = False
+    """`auto` is taken beside the whole numbers from `least` on."""
 
 
 SETTINGS: dict[str, Key] = {
@@ -81,6 +83,18 @@ SETTINGS: dict[str, Key] = {
             "directory and reads them back where a probe reaches them. `auto`: three tenths of "
             "the JVM's heap",
             size=True,
+        ),
+        Key(
+            "streamjoin.batch.maxRows",
+            "auto",
+            "the most input rows a batch of the engine's own loop takes, all streams together "
+            "(from each stream's bytes a row in the batches before; a batch takes the oldest "
+            "file of each stream at least): further files wait for the next batches, so a "
+            "backlog or a rate over what "
+            "the job keeps up with runs in bounded batches and falls behind rather than running "
+            "out of memory. `auto`: one for each 8 KiB of the driver's heap",
+            least=1,
+            auto=True,
         ),
         Key(
             "streamjoin.multiway.optimizer",
@@ -183,6 +197,10 @@ def _memory(text: str) -> int:
     return -1 if got is None else got
 
 
+def _whole_or_auto(text: str) -> int:
+    return 0 if text.lower() == "auto" else int(text)
+
+
 def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) -> str:
     spec = SETTINGS[key]
     value = env.get(key) if spec.env else get(key)
@@ -195,13 +213,16 @@ def _text(key: str, get: Callable[[str], str | None], env: Mapping[str, str]) ->
     if spec.size and value.lower() != "auto" and size_bytes(value) is None:
         msg = f"{where} {key} must be a size in bytes (such as 512m or 2g) or 'auto'; got {value!r}"
         raise SettingError(msg)
-    if spec.least is not None:
+    if spec.least is not None and not (spec.auto and value.lower() == "auto"):
         try:
             number = int(value)
         except ValueError:
             number = None
         if number is None or number < spec.least:
-            msg = f"{where} {key} must be a whole number, at least {spec.least}; got {value!r}"
+            also = " or 'auto'" if spec.auto else ""
+            msg = (
+                f"{where} {key} must be a whole number, at least {spec.least}{also}; got {value!r}"
+            )
             raise SettingError(msg)
     return value.lower() if spec.choices else value
 
@@ -231,6 +252,8 @@ class Settings:
     loop: Loop = "auto"
     memory: int = -1
     """`streamjoin.state.memory` in bytes; -1: `auto`."""
+    batch_rows: int = 0
+    """`streamjoin.batch.maxRows`; 0: `auto`."""
     optimizer: Optimizer = "ilp"
     share: bool = True
     max_executors: int = 0
@@ -257,6 +280,7 @@ class Settings:
             state_from_source=text("streamjoin.state.fromSource") == "true",
             loop=t.cast("Loop", text("streamjoin.loop")),
             memory=_memory(text("streamjoin.state.memory")),
+            batch_rows=_whole_or_auto(text("streamjoin.batch.maxRows")),
             optimizer=t.cast("Optimizer", text("streamjoin.multiway.optimizer")),
             share=text("streamjoin.share") == "true" and not _unshared(get),
             max_executors=int(text("streamjoin.elastic.maxExecutors")),

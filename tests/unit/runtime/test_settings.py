@@ -35,6 +35,7 @@ def test_each_key_reaches_its_field() -> None:
             "streamjoin.multiway.optimizer": "greedy",
             "streamjoin.share": "false",
             "streamjoin.elastic.maxExecutors": "7",
+            "streamjoin.batch.maxRows": "250000",
         },
         {"STREAMJOIN_LOCAL": "off", "STREAMJOIN_DEBUG": "1"},
     )
@@ -46,9 +47,16 @@ def test_each_key_reaches_its_field() -> None:
         optimizer="greedy",
         share=False,
         max_executors=7,
+        batch_rows=250_000,
         local=False,
         debug=True,
     )
+
+
+def test_auto_is_a_count_where_a_key_takes_it() -> None:
+    assert _read({"streamjoin.batch.maxRows": "AUTO"}).batch_rows == 0 == Settings().batch_rows
+    with pytest.raises(ValueError, match=r"streamjoin\.elastic\.maxExecutors"):
+        _read({"streamjoin.elastic.maxExecutors": "auto"})
 
 
 def test_environment_keys_are_not_read_from_the_conf() -> None:
@@ -64,6 +72,8 @@ def test_environment_keys_are_not_read_from_the_conf() -> None:
         ("streamjoin.state.memory", "1.5g", "size in bytes"),
         ("streamjoin.multiway.optimizer", "genetic", "'ilp', 'greedy'"),
         ("streamjoin.state.fromSource", "no", "'true', 'false'"),
+        ("streamjoin.batch.maxRows", "0", "at least 1 or 'auto'"),
+        ("streamjoin.batch.maxRows", "lots", "at least 1 or 'auto'"),
     ],
 )
 def test_a_bad_value_names_its_key_and_value(key: str, value: str, expected: str) -> None:
