@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 from streamjoin.adapt.executors import ExecutorScaling
 from streamjoin.errors import SettingError
+from streamjoin.runtime.batch.indexed import index_class
 
 if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,6 +88,8 @@ class ExecutorScaler:
         self._leaving: tuple[set[str], float, int] | None = None
         """A scale-in's executors (as the operator names its owners) until no partition lies
         on them, since when (monotonic seconds) and the batch after which it was asked."""
+        self._operator: bool | None = None
+        """Whether the driver has the join operator's classes (None: not looked up yet)."""
         self.steps: list[tuple[int, int, int]] = []
         """Each change: the batch that decided it, executors before and after."""
         conf = spark.sparkContext.getConf()
@@ -129,7 +132,13 @@ class ExecutorScaler:
 
     def places(self) -> list[str]:
         """The executors whose block managers the driver knows now, oldest first, as the
-        operator's partitions name their owners (``PlacedIndex.executors``)."""
+        operator's partitions name their owners (``PlacedIndex.executors``); without the
+        operator's jar (``STREAMJOIN_LOCAL=off``), where no partition lies, the registered
+        executors, by their ids."""
+        if self._operator is None:
+            self._operator = index_class(self.spark) is not None
+        if not self._operator:
+            return sorted((f"executor_{e}" for e in self.executor_ids()), key=_place_order)
         return sorted(self._indexes()[0].executors(self.spark), key=_place_order)
 
     def start(self) -> None:

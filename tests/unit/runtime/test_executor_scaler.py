@@ -99,8 +99,19 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return c
 
 
-def scaler_on(cluster: Cluster, stabilization: float = 0.0) -> tuple[ExecutorScaler, Processor]:
+def _rows(name: str) -> int:
+    return 0
+
+
+def _no_class(name: str) -> int:
+    raise RuntimeError("py4j: streamjoin.operator.JoinIndex is a package: no such class")
+
+
+def scaler_on(
+    cluster: Cluster, stabilization: float = 0.0, operator: bool = True
+) -> tuple[ExecutorScaler, Processor]:
     conf = SimpleNamespace(get=lambda key, default=None: "1")
+    join_index = SimpleNamespace(rows=_rows if operator else _no_class)
     jvm = SimpleNamespace(
         org=SimpleNamespace(
             apache=SimpleNamespace(
@@ -112,6 +123,7 @@ def scaler_on(cluster: Cluster, stabilization: float = 0.0) -> tuple[ExecutorSca
             )
         ),
         java=SimpleNamespace(util=SimpleNamespace(HashMap=dict)),
+        streamjoin=SimpleNamespace(operator=SimpleNamespace(JoinIndex=join_index)),
     )
     context = SimpleNamespace(
         _jsc=SimpleNamespace(sc=lambda: cluster), _jvm=jvm, getConf=lambda: conf
@@ -239,3 +251,23 @@ def test_an_executor_the_master_started_beyond_the_fewest_goes_unless_it_holds_t
     run(scaler, clock, 0, 0.1, 1.0)
     run(scaler, clock, 1, 0.1, 1.0)
     assert cluster.killed == ["0"] and cluster.registered == [1]
+
+
+def test_without_the_operators_jar_the_executors_ids_are_the_places(clock: Clock) -> None:
+    cluster = Cluster()
+    scaler, processor = scaler_on(cluster, operator=False)
+
+    def no_jar(spark: t.Any) -> list[str]:
+        raise RuntimeError("py4j: streamjoin.operator.PlacedIndex is a package: no such class")
+
+    processor.joins.executors = processor.levels.executors = no_jar  # type: ignore[method-assign]
+    for batch in range(4):
+        run(scaler, clock, batch, 1.0, 1.0)
+    cluster.registered.append(1)
+    run(scaler, clock, 4, 1.0, 1.0)
+    assert processor.units == [2] and processor.joins.preferred == ["executor_0", "executor_1"]
+    processor.units.clear()
+    batch = idle_until_asked(scaler, processor, clock)
+    assert processor.units == [1]
+    run(scaler, clock, batch, 0.1, 1.0)
+    assert cluster.killed == ["1"] and cluster.registered == [0]
