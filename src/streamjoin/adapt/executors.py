@@ -18,6 +18,7 @@ and go; either would read as load the run does not have.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from streamjoin.adapt.elastic import ElasticController
@@ -38,6 +39,8 @@ class ExecutorScaling:
     _ctl: ElasticController = field(init=False, repr=False)
     _settling: float = field(init=False, repr=False)
     """Seconds left of the current stabilization period."""
+    _busy: float = field(init=False, repr=False, default=0.0)
+    """The load of the last batch that counted."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.least <= self.most:
@@ -94,8 +97,28 @@ class ExecutorScaling:
         busy = min(seconds / interval, 1.0) if interval > 0 else 1.0
         if draining and busy < self.low:
             return None
+        self._busy = busy
         step = self._ctl.observe(batch, {unit: busy for unit in self._ctl.units})
         if step is None:
             return None
         self._settling = self.stabilization
         return len(step.units_after)
+
+    def ahead(self) -> int | None:
+        """While batches behind their trigger count towards a scale-out not yet confirmed: the
+        executors it would ask for now (None: none under way). Asked for ahead, they register
+        while the confirmations come (a cluster manager takes seconds to start one), and go
+        back if the batches catch up first.
+
+        Example:
+            >>> s = ExecutorScaling(1, 3, stabilization=0.0)
+            >>> s.observe(0, 1.0, 1.0), s.ahead()  # (one batch behind: ⌈1 · 1.0 / 0.6⌉)
+            (None, 2)
+            >>> s.observe(1, 0.5, 1.0), s.ahead()
+            (None, None)
+        """
+        verdict, streak = self._ctl.streak
+        k = self.executors
+        if self._settling > 0 or verdict != "out" or not streak or k >= self.most:
+            return None
+        return min(max(math.ceil(k * self._busy / self.target - 1e-9), k + 1), self.most)

@@ -19,7 +19,9 @@ would undo them).
 A change of executors moves the processor's units (the joins' shuffles, the sinks' write
 tasks, the operator's partitions) to the cores it leaves, without a pause:
 
-- **scale-out**: once the new executors have registered, the next batch takes as many units
+- **scale-out**: the executors are asked for after the first batch behind its trigger, so that
+  they start while the next batches confirm the step (they go back if the batches catch up
+  first); once confirmed and registered, the next batch takes as many units
   as the executors have cores. The operator starts an empty index in that many partitions
   spread over every executor, and its old index drains where it lies until the window passes
   its rows (`batch.drains`): new rows go to the new owners, old rows are probed in place.
@@ -85,6 +87,8 @@ class ExecutorScaler:
         """Its time, once committed (None before)."""
         self._joining: int | None = None
         """The executors asked for by a scale-out, until they register."""
+        self._ahead: int | None = None
+        """The executors asked for ahead of a scale-out not yet confirmed (`scaling.ahead`)."""
         self._leaving: tuple[set[str], float, int] | None = None
         """A scale-in's executors (as the operator names its owners) until no partition lies
         on them, since when (monotonic seconds) and the batch after which it was asked."""
@@ -180,9 +184,10 @@ class ExecutorScaler:
         self._observe(ran.batch, min(before.seconds, interval), interval, report.batch)
 
     def _observe(self, batch: int, busy: float, interval: float, committed: int) -> None:
-        """Feed the controller `batch`'s load and start the change it decides, if any; give
-        back executors that registered after a scale-in asked for fewer (one asked for before
-        it came up). `committed`: the last batch committed."""
+        """Feed the controller `batch`'s load and start the change it decides, if any; else
+        ask for the executors of a scale-out under way ahead, or give them back once the
+        batches caught up, and give back executors that registered after a scale-in asked for
+        fewer (one asked for before it came up). `committed`: the last batch committed."""
         had = self.scaling.executors
         draining = bool(self.processor.indexed.drains.ending())
         target = self.scaling.observe(batch, busy, interval, draining)
@@ -194,14 +199,29 @@ class ExecutorScaler:
                 self._grow(target)
             else:
                 self._shrink(target, committed)
-        elif self._joining is None and self._leaving is None and len(self.executor_ids()) > had:
+            return
+        ahead = self.scaling.ahead()
+        if self._joining is not None or self._leaving is not None:
+            return
+        if ahead is not None and ahead != self._ahead:
+            self._ahead = ahead
+            self._say(f"executors asked for ahead: {ahead} after batch {batch} (it fell behind)")
+            self._request(ahead)
+        elif ahead is None and self._ahead is not None:
+            self._ahead = None
+            self._say(f"executors asked for ahead given back after batch {batch} (caught up)")
+            self._apply(had)
+        elif ahead is None and len(self.executor_ids()) > had:
             self._apply(had)
 
     def _grow(self, target: int) -> None:
-        """Ask for `target` executors; they get units once registered (`_carry_on`)."""
+        """Ask for `target` executors (unless asked for ahead); they get units once registered
+        (`_carry_on`)."""
         self._leaving = None  # (a scale-in under way: those executors stay)
         self._joining = target
-        self._request(target)
+        if self._ahead != target:
+            self._request(target)
+        self._ahead = None
 
     def _shrink(self, target: int, batch: int) -> None:
         """Units on the `target` oldest executors from the next batch on; the others leave once

@@ -143,23 +143,43 @@ def run(scaler: ExecutorScaler, clock: Clock, batch: int, busy: float, every: fl
     scaler(t.cast(t.Any, SimpleNamespace(batch=batch, seconds=busy)))
 
 
-def test_scale_out_waits_for_registration_then_spreads_units(clock: Clock) -> None:
+def test_scale_out_asks_ahead_and_spreads_units_once_confirmed_and_registered(
+    clock: Clock,
+) -> None:
     cluster = Cluster()
     scaler, processor = scaler_on(cluster)
-    batch = 0
-    while not cluster.asked:  # (back to back: the next batch's start, after the third, asks)
-        run(scaler, clock, batch, 1.0, 1.0)
-        batch += 1
-        assert batch < 10
-    assert batch == 4, batch
-    assert cluster.asked == [2] and processor.units == []  # (none registered yet)
-    run(scaler, clock, batch, 1.0, 1.0)
-    assert processor.units == [] and processor.joins.preferred is None
-    cluster.registered.append(1)
-    run(scaler, clock, batch + 1, 1.0, 1.0)
-    assert processor.units == [2]
+    run(scaler, clock, 0, 1.0, 1.0)
+    run(scaler, clock, 1, 1.0, 1.0)  # (its start reads batch 0 behind: the executor asked for)
+    assert cluster.asked == [2] and processor.units == []
+    cluster.registered.append(1)  # (it registers while the next batches confirm)
+    run(scaler, clock, 2, 1.0, 1.0)
+    assert processor.units == []  # (two of three batches behind)
+    run(scaler, clock, 3, 1.0, 1.0)  # (the third confirms: units at once, none asked again)
+    assert processor.units == [2] and cluster.asked == [2]
     assert processor.joins.preferred == processor.levels.preferred == [place(0), place(1)]
     assert cluster.killed == []
+
+
+def test_scale_out_confirmed_before_the_executor_registered_waits_for_it(clock: Clock) -> None:
+    cluster = Cluster()
+    scaler, processor = scaler_on(cluster)
+    for batch in range(5):
+        run(scaler, clock, batch, 1.0, 1.0)
+    assert cluster.asked == [2] and processor.units == [] and processor.joins.preferred is None
+    cluster.registered.append(1)
+    run(scaler, clock, 5, 1.0, 1.0)
+    assert processor.units == [2] and cluster.killed == []
+
+
+def test_an_executor_asked_for_ahead_goes_back_once_the_batches_catch_up(clock: Clock) -> None:
+    cluster = Cluster()
+    scaler, processor = scaler_on(cluster)
+    run(scaler, clock, 0, 1.0, 1.0)
+    run(scaler, clock, 1, 1.0, 1.0)
+    assert cluster.asked == [2]
+    cluster.registered.append(1)
+    run(scaler, clock, 2, 0.5, 1.0)  # (its start reads batch 1 ended half a second before)
+    assert cluster.killed == ["1"] and cluster.asked[-1] == 1 and processor.units == [1]
 
 
 def grown(clock: Clock, stabilization: float) -> tuple[ExecutorScaler, Processor, Cluster]:
