@@ -184,6 +184,10 @@ class ElasticController:
         """The current verdict and how many consecutive checks made it."""
         return self._streak_verdict, self._streak
 
+    def interrupt(self) -> None:
+        """A check that counts for neither direction: the next streak starts again."""
+        self._streak_verdict, self._streak = "hold", 0
+
     @property
     def last_batch(self) -> int | None:
         """The last batch observed, or None before the first."""

@@ -73,7 +73,8 @@ class ExecutorScaling:
         ended; the new executor count from the next batch on, or None to keep it. A batch that
         ends in a stabilization period, or spans its end, does not count. With `draining` (the
         join operator's partitions still drain from the last change, and will empty), a batch
-        below the low load does not count either: a scale-in waits for the drain to end, as a
+        below the low load does not count either, and breaks any streak: a scale-in waits for
+        the drain to end, as a
         second change while one drains builds the index again (a pause); a scale-out does not
         wait.
 
@@ -96,6 +97,7 @@ class ExecutorScaling:
             return None
         busy = min(seconds / interval, 1.0) if interval > 0 else 1.0
         if draining and busy < self.low:
+            self._ctl.interrupt()  # (nor does it keep a streak of batches behind going)
             return None
         self._busy = busy
         step = self._ctl.observe(batch, {unit: busy for unit in self._ctl.units})

@@ -238,7 +238,8 @@ class ExecutorScaler:
             if len(places) >= self._joining:
                 now = [_executor_id(p) for p in places]
                 self._say(f"executors {now} registered after batch {batch}: units on each next")
-                self._units(places, self._joining)
+                # (More may have registered, asked for ahead: those hold nothing and go.)
+                self._units(places[: self._joining], self._joining)
                 self._joining = None
         if self._leaving is not None:
             leaving, since, asked = self._leaving

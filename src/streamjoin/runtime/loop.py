@@ -71,9 +71,9 @@ _SPARK_ONLY = frozenset(
 )
 """Options of Spark's file source that this loop does not implement (lower case)."""
 ROW_BYTES = 8.0
-"""The bytes a row takes in a stream's files until a batch of the stream measured them: few, so
-that a first batch holds no more rows than the bound (a compressed Parquet row of a few numbers
-takes about that; a JSON or CSV row more)."""
+"""The bytes a row takes in a stream's files until a batch of the stream measured them (at the
+start and after a restart): few, so that a first batch seldom holds more rows than the bound (a
+compressed Parquet row of a few numbers takes about that; a JSON or CSV row more)."""
 _WILDCARDS = frozenset("*?[{")
 
 
@@ -217,19 +217,22 @@ class FileLoop:
 
     def _bounded(self, takes: list[list[tuple[str, int]]]) -> list[list[tuple[str, int]]]:
         """The first of `takes`' files (per stream, oldest first) whose rows fit `max_rows`:
-        one of each stream in turn, so that the streams' times keep step; the oldest file of
-        each stream at least, so that none waits for another's backlog."""
+        one of each stream in turn, so that the streams' times keep step, a stream stopping at
+        its first file that does not fit; the oldest file of each stream at least, so that none
+        waits for another's backlog."""
         out: list[list[tuple[str, int]]] = [[] for _ in takes]
+        full: set[int] = set()
         rows = 0.0
         for step in range(max(map(len, takes), default=0)):
             for i, take in enumerate(takes):
-                if step >= len(take):
+                if step >= len(take) or i in full:
                     continue
                 size = take[step][1]
                 more = size / self._row_bytes.get(self.streams[i].name, ROW_BYTES)
-                if step and rows + more > self.max_rows:
+                if step and rows + more > self.max_rows:  # (its files wait; smaller ones go on)
                     self.held_back = True
-                    return out
+                    full.add(i)
+                    continue
                 out[i].append(take[step])
                 rows += more
         return out
@@ -355,11 +358,12 @@ def batch_rows(spark: SparkSession, setting: int) -> int:
 
 
 HEAP_BYTES_A_ROW = 8192
-"""The driver's heap a batch's input row may take, for `auto`: about 260,000 rows a 2 GiB heap.
-A batch's working memory grows with its rows and their pairs beside the state's share of the
-heap: a live equi join at twice what it keeps up with (a state of 5 million rows, 14 pairs a
-row) ran out of a 2 GiB heap in batches of 400,000 rows and not in batches of 160,000, and
-batches far smaller pay their fixed cost more often (docs/benchmarks.md)."""
+"""The driver's heap a batch's input row may take, for `auto`: about 230,000 rows under a 2 GiB
+``-Xmx`` (the JVM's usable heap is somewhat less). A batch's working memory grows with its rows
+and their pairs beside the state's share of the heap: a live equi join at twice what it keeps
+up with (a state of 5 million rows, 14 pairs a row) ran out of a 2 GiB heap in batches of
+400,000 rows and not in batches of 160,000, and batches far smaller pay their fixed cost more
+often (docs/benchmarks.md)."""
 
 
 def _java_message(err: Py4JJavaError) -> str:

@@ -108,7 +108,7 @@ def _no_class(name: str) -> int:
 
 
 def scaler_on(
-    cluster: Cluster, stabilization: float = 0.0, operator: bool = True
+    cluster: Cluster, stabilization: float = 0.0, operator: bool = True, most: int = 2
 ) -> tuple[ExecutorScaler, Processor]:
     conf = SimpleNamespace(get=lambda key, default=None: "1")
     join_index = SimpleNamespace(rows=_rows if operator else _no_class)
@@ -130,7 +130,7 @@ def scaler_on(
     )
     spark = SimpleNamespace(sparkContext=context)
     processor = Processor(Indexes(cluster), Indexes(cluster))
-    scaling = ExecutorScaling(1, 2, stabilization=stabilization)
+    scaling = ExecutorScaling(1, most, stabilization=stabilization)
     return ExecutorScaler(t.cast(t.Any, spark), scaling, t.cast(t.Any, processor)), processor
 
 
@@ -291,3 +291,41 @@ def test_without_the_operators_jar_the_executors_ids_are_the_places(clock: Clock
     assert processor.units == [1]
     run(scaler, clock, batch, 0.1, 1.0)
     assert cluster.killed == ["1"] and cluster.registered == [0]
+
+
+def test_executors_asked_for_ahead_beyond_the_confirmed_step_hold_nothing_and_go(
+    clock: Clock,
+) -> None:
+    cluster = Cluster()
+    scaler, processor = scaler_on(cluster, most=3)
+    run(scaler, clock, 0, 1.0, 1.0)
+    run(scaler, clock, 1, 1.0, 1.0)  # (⌈1 · 1.0 / 0.6⌉ = 2 asked for ahead)
+    run(scaler, clock, 2, 1.0, 1.0)
+    assert cluster.asked == [2]
+    cluster.registered += [1, 2]  # (say a third registered too: the master's doing)
+    run(scaler, clock, 3, 1.0, 1.0)  # (confirmed: 2)
+    assert processor.units == [2] and processor.joins.preferred == [place(0), place(1)]
+    processor.joins.held = {place(0), place(1)}
+    run(scaler, clock, 4, 0.5, 1.0)
+    assert cluster.killed == ["2"] and cluster.registered == [0, 1]
+
+
+def test_an_idle_batch_while_the_last_change_drains_gives_back_what_was_asked_ahead(
+    clock: Clock,
+) -> None:
+    cluster = Cluster()
+    scaler, processor = scaler_on(cluster, most=3)
+    run(scaler, clock, 0, 1.0, 1.0)
+    run(scaler, clock, 1, 1.0, 1.0)
+    cluster.registered.append(1)
+    run(scaler, clock, 2, 1.0, 1.0)
+    run(scaler, clock, 3, 1.0, 1.0)  # (1 -> 2)
+    assert processor.units == [2]
+    processor.joins.held = {place(0), place(1)}
+    processor.joins.drains = {"scale-out's": {place(0)}}
+    processor.ending = ["scale-out's"]
+    run(scaler, clock, 4, 1.0, 1.0)  # (batch 3 behind: a third asked for ahead)
+    assert cluster.asked[-1] == 3
+    cluster.registered.append(2)
+    run(scaler, clock, 5, 0.1, 4.0)  # (batch 4 idle, the index still draining)
+    assert cluster.killed == ["2"] and cluster.asked[-1] == 2 and processor.units[-1] == 2
