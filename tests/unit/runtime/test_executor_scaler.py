@@ -293,17 +293,20 @@ def test_without_the_operators_jar_the_executors_ids_are_the_places(clock: Clock
     assert cluster.killed == ["1"] and cluster.registered == [0]
 
 
+def back_to_back(scaler: ExecutorScaler, clock: Clock, batches: range) -> None:
+    for batch in batches:
+        run(scaler, clock, batch, 1.0, 1.0)
+
+
 def test_executors_asked_for_ahead_beyond_the_confirmed_step_hold_nothing_and_go(
     clock: Clock,
 ) -> None:
     cluster = Cluster()
     scaler, processor = scaler_on(cluster, most=3)
-    run(scaler, clock, 0, 1.0, 1.0)
-    run(scaler, clock, 1, 1.0, 1.0)  # (⌈1 · 1.0 / 0.6⌉ = 2 asked for ahead)
-    run(scaler, clock, 2, 1.0, 1.0)
+    back_to_back(scaler, clock, range(3))  # (after batch 0: ⌈1 · 1.0 / 0.6⌉ = 2 asked ahead)
     assert cluster.asked == [2]
     cluster.registered += [1, 2]  # (say a third registered too: the master's doing)
-    run(scaler, clock, 3, 1.0, 1.0)  # (confirmed: 2)
+    back_to_back(scaler, clock, range(3, 4))  # (confirmed: 2)
     assert processor.units == [2] and processor.joins.preferred == [place(0), place(1)]
     processor.joins.held = {place(0), place(1)}
     run(scaler, clock, 4, 0.5, 1.0)
@@ -313,13 +316,9 @@ def test_executors_asked_for_ahead_beyond_the_confirmed_step_hold_nothing_and_go
 def test_an_idle_batch_while_the_last_change_drains_gives_back_what_was_asked_ahead(
     clock: Clock,
 ) -> None:
-    cluster = Cluster()
+    cluster = Cluster(registered=[0, 1])  # (the one asked for ahead registers at once)
     scaler, processor = scaler_on(cluster, most=3)
-    run(scaler, clock, 0, 1.0, 1.0)
-    run(scaler, clock, 1, 1.0, 1.0)
-    cluster.registered.append(1)
-    run(scaler, clock, 2, 1.0, 1.0)
-    run(scaler, clock, 3, 1.0, 1.0)  # (1 -> 2)
+    back_to_back(scaler, clock, range(4))  # (1 -> 2)
     assert processor.units == [2]
     processor.joins.held = {place(0), place(1)}
     processor.joins.drains = {"scale-out's": {place(0)}}
