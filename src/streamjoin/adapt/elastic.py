@@ -184,6 +184,11 @@ class ElasticController:
         """The current verdict and how many consecutive checks made it."""
         return self._streak_verdict, self._streak
 
+    def wanted(self, unit_loads: Mapping[int, float]) -> int:
+        """The units that bring `unit_loads` to the target load (Eq. 7), within the bounds."""
+        want = math.ceil(math.fsum(unit_loads.values()) / self._target - _ROUNDING_SLACK)
+        return min(max(want, self._min_units), self._max_units)
+
     def interrupt(self) -> None:
         """A check that counts for neither direction: the next streak starts again."""
         self._streak_verdict, self._streak = "hold", 0
@@ -221,8 +226,7 @@ class ElasticController:
         if verdict == "hold" or self._streak < self._confirmations:
             return None
         self._streak_verdict, self._streak = "hold", 0
-        want = math.ceil(math.fsum(unit_loads.values()) / self._target - _ROUNDING_SLACK)
-        want = min(max(want, self._min_units), self._max_units)
+        want = self.wanted(unit_loads)
         k = len(self._active)
         if (verdict == "out" and want <= k) or (verdict == "in" and want >= k):
             return None  # clamped: nothing left to add (or remove)

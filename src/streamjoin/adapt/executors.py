@@ -18,7 +18,6 @@ and go; either would read as load the run does not have.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from streamjoin.adapt.elastic import ElasticController
@@ -74,9 +73,8 @@ class ExecutorScaling:
         ends in a stabilization period, or spans its end, does not count. With `draining` (the
         join operator's partitions still drain from the last change, and will empty), a batch
         below the low load does not count either, and breaks any streak: a scale-in waits for
-        the drain to end, as a
-        second change while one drains builds the index again (a pause); a scale-out does not
-        wait.
+        the drain to end, as a second change while one drains builds the index again (a
+        pause); a scale-out does not wait.
 
         Example:
             >>> s = ExecutorScaling(1, 2, stabilization=4.0)
@@ -120,7 +118,7 @@ class ExecutorScaling:
             (None, None)
         """
         verdict, streak = self._ctl.streak
-        k = self.executors
-        if self._settling > 0 or verdict != "out" or not streak or k >= self.most:
+        if self._settling > 0 or verdict != "out" or not streak:
             return None
-        return min(max(math.ceil(k * self._busy / self.target - 1e-9), k + 1), self.most)
+        want = self._ctl.wanted(dict.fromkeys(self._ctl.units, self._busy))
+        return want if want > self.executors else None

@@ -150,23 +150,11 @@ public final class BatchWrite {
   /** Whether {@code a} and {@code b} are the same rows: one RDD, or unions ({@link #rddOf}) of
    * the same RDDs (a shared join's members each ask for the union of its rows). */
   static boolean sameRows(RDD a, RDD b) {
-    if (a == b) {
-      return true;
-    }
-    if (!(a instanceof UnionRDD) || !(b instanceof UnionRDD)) {
-      return false;
-    }
-    scala.collection.Seq x = ((UnionRDD) a).rdds();
-    scala.collection.Seq y = ((UnionRDD) b).rdds();
-    if (x.size() != y.size()) {
-      return false;
-    }
-    for (int i = 0; i < x.size(); i++) {
-      if (x.apply(i) != y.apply(i)) {
-        return false;
-      }
-    }
-    return true;
+    // (Scala's Seq equality compares the elements; an RDD's equals is its identity.)
+    return a == b
+        || (a instanceof UnionRDD
+            && b instanceof UnionRDD
+            && ((UnionRDD) a).rdds().equals(((UnionRDD) b).rdds()));
   }
 
   /** Whether the session's settings {@code sql} ask for what only Spark's writer does: files
