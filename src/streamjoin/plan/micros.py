@@ -102,3 +102,61 @@ def _micros(column: exp.Column, offsets: list[int]) -> exp.Expr:
         step = exp.Add if us >= 0 else exp.Sub
         out = step(this=out, expression=number)
     return out
+
+
+_BOUNDS = {exp.LTE: "<=", exp.LT: "<", exp.GTE: ">=", exp.GT: ">", exp.EQ: "="}
+_FLIPPED = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "=": "="}
+
+
+def implied_by_window(conjunct_sql: str, first: str, second: str, lo: int, hi: int) -> bool:
+    """Whether `conjunct_sql` holds on every pair of rows whose event times (`first` and
+    `second`, as ``alias.column``) have ``second - first`` in ``[lo, hi]`` microseconds: a
+    comparison, or a BETWEEN, of those two columns offset by intervals of less than a day
+    (exact, as in `micros_predicate`), whose every bound on that difference the window meets.
+    False when it cannot tell. (A NULL event time makes both NULL: no pair either way.)
+
+    >>> implied_by_window("r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts", "l.ts",
+    ...     "r.ts", -5_000_000, 0)
+    True
+    >>> implied_by_window("r.ts > l.ts - INTERVAL '5' SECOND", "l.ts", "r.ts", -5_000_000, 0)
+    False
+    """
+    columns = {first.lower(), second.lower()}
+    if len(columns) != 2:
+        return False
+    node = sqlglot.parse_one(conjunct_sql, dialect="spark")
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Between):
+        sides = [(node.this, ">=", node.args["low"]), (node.this, "<=", node.args["high"])]
+    elif type(node) in _BOUNDS:
+        sides = [(node.this, _BOUNDS[type(node)], node.expression)]
+    else:
+        return False
+    for a, op, b in sides:
+        ta, tb = _term(a, columns), _term(b, columns)
+        if ta is None or tb is None:
+            return False
+        ca, cb = (f"{x[0].table}.{x[0].name}".lower() for x in (ta, tb))
+        if ca == cb:
+            return False
+        # a op b  <=>  ca - cb  op  sum(b's offsets) - sum(a's offsets)
+        bound = sum(tb[1]) - sum(ta[1])
+        if ca != second.lower():  # (first - second op c  <=>  second - first op' -c)
+            op, bound = _FLIPPED[op], -bound
+        if not _meets(op, bound, lo, hi):
+            return False
+    return True
+
+
+def _meets(op: str, bound: int, lo: int, hi: int) -> bool:
+    """Whether every d in [lo, hi] has ``d op bound``."""
+    if op == "<=":
+        return hi <= bound
+    if op == "<":
+        return hi < bound
+    if op == ">=":
+        return lo >= bound
+    if op == ">":
+        return lo > bound
+    return lo == hi == bound

@@ -34,6 +34,7 @@ from streamjoin.model import JoinSide, Query, SelectItem
 from streamjoin.optimizer.sharing import Candidate
 from streamjoin.plan.classify import conjuncts
 from streamjoin.plan.grouping import conjunct_sql
+from streamjoin.plan.micros import implied_by_window
 from streamjoin.plan.querybits import Columns, query_bits, side_filter, with_aliases
 
 if t.TYPE_CHECKING:
@@ -145,10 +146,12 @@ def shared_query(
     common = set(splits[0].equi).intersection(*(s.equi for s in splits))
     conds = sorted(common)
     windows = [qp.parts.window for qp in members]
+    window: tuple[str, str, int, int] | None = None
     if all(w is not None and w.lo_us is not None and w.hi_us is not None for w in windows):
         lo = min(t.cast("int", w.lo_us) for w in windows if w is not None)
         hi = max(t.cast("int", w.hi_us) for w in windows if w is not None)
         lt, rt = f"{LEFT}.{members[0].left_time}", f"{RIGHT}.{members[0].right_time}"
+        window = (lt, rt, lo, hi)
         conds.append(
             f"{rt} BETWEEN {lt} + INTERVAL '{lo}' MICROSECOND "
             f"AND {lt} + INTERVAL '{hi}' MICROSECOND"
@@ -163,7 +166,9 @@ def shared_query(
         aliases = {q.left.alias.lower(): LEFT, q.right.alias.lower(): RIGHT}
         own = [(columns.name(with_aliases(item.sql, aliases)), item.alias) for item in q.select]
         keys = [k for k in split.equi if k not in common]
-        mine = sorted({columns.over(c) for c in (*split.left, *split.right, *split.pair, *keys)})
+        # (A member's window conjuncts that the shared window bounds already need no test.)
+        pair = [c for c in split.pair if window is None or not implied_by_window(c, *window)]
+        mine = sorted({columns.over(c) for c in (*split.left, *split.right, *pair, *keys)})
         own_conds.append(mine)
         predicate = " AND ".join(f"({c})" for c in mine) or None
         shares.append(SharedMember(q.name, i, tuple(own), predicate))

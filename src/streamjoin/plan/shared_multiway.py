@@ -12,8 +12,8 @@ stores, CLASH's ILP):
 - its output is every column a member selects or tests (`querybits.Columns`).
 
 Each member's results are the shared rows whose query-set bit it owns (`querybits.query_bits`
-over the member's own conditions: its selections, its windows, its other conditions), as for
-two-way groups. The shared join's condition holds wherever a member's does, so a member's
+over the member's own conditions: its selections, its windows but those the shared windows
+bound already (`micros.implied_by_window`), its other conditions), as for two-way groups. The shared join's condition holds wherever a member's does, so a member's
 results are exactly its own.
 """
 
@@ -32,6 +32,7 @@ from streamjoin.model import JoinSide, Query, SelectItem
 from streamjoin.optimizer.sharing import Candidate
 from streamjoin.plan.classify import conjuncts
 from streamjoin.plan.grouping import conjunct_sql
+from streamjoin.plan.micros import implied_by_window
 from streamjoin.plan.multiway import pair_parts
 from streamjoin.plan.querybits import (
     Columns,
@@ -145,10 +146,12 @@ def shared_core(
     first = members[0]
     times = [job.stream(side.stream).event_time for side in first.sides]
     conds = sorted(parts[0].keys)
+    spans = []
     for i, j in sorted(parts[0].windows):
         lo = min(p.windows[i, j][0] for p in parts)
         hi = max(p.windows[i, j][1] for p in parts)
         ti, tj = f"{alias(i)}.{times[i]}", f"{alias(j)}.{times[j]}"
+        spans.append((ti, tj, lo, hi))
         span = f"{ti} + INTERVAL '{lo}' MICROSECOND AND {ti} + INTERVAL '{hi}' MICROSECOND"
         conds.append(f"{tj} BETWEEN {span}")
     numeric = numeric_columns(job, ((side.stream, alias(i)) for i, side in enumerate(first.sides)))
@@ -160,7 +163,9 @@ def shared_core(
     for bit, (q, p) in enumerate(zip(members, parts, strict=True)):
         aliases = {side.alias.lower(): alias(i) for i, side in enumerate(q.sides)}
         own = [(columns.name(with_aliases(item.sql, aliases)), item.alias) for item in q.select]
-        mine = sorted({columns.over(c) for c in (*p.rest, *(c for s in p.selections for c in s))})
+        # (A member's window conjuncts that a shared window bounds already need no test.)
+        rest = [c for c in p.rest if not any(implied_by_window(c, *w) for w in spans)]
+        mine = sorted({columns.over(c) for c in (*rest, *(c for s in p.selections for c in s))})
         own_conds.append(mine)
         predicate = " AND ".join(f"({c})" for c in mine) or None
         shares.append(SharedMember(q.name, bit, tuple(own), predicate))

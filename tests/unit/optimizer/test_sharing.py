@@ -89,7 +89,7 @@ def test_the_shared_join_of_a_job() -> None:
     (group,) = plan.shared
     assert [(m.name, m.bit, m.columns) for m in group.members] == [
         ("q1", 0, (("_sjc0", "i"),)),
-        ("q2", 1, (("_sjc3", "i"), ("_sjc4", "t"))),
+        ("q2", 1, (("_sjc1", "i"), ("_sjc2", "t"))),
     ]
     qp = group.plan
     assert qp.strategy == "hash" and qp.parts.window is not None
@@ -99,10 +99,12 @@ def test_the_shared_join_of_a_job() -> None:
     # conditions over the join's columns, each distinct condition once.
     assert "sjl.x > 5" not in qp.query.predicate
     assert [s.alias for s in qp.query.select][-2:] == ["_sjc5", "_sjc6"]
-    assert "CASE WHEN _sjc5 > 5 THEN 0L ELSE 2L END" in group.bits
+    assert "CASE WHEN _sjc3 > 5 THEN 0L ELSE 2L END" in group.bits
+    # q1's window is the shared join's: no member tests it again; q2's, narrower, it tests.
+    assert group.members[0].predicate is None
     assert group.members[1].predicate == (
-        "(_sjc1 BETWEEN _sjc2 - INTERVAL '2' SECOND AND _sjc2 + INTERVAL '2' SECOND) "
-        "AND (_sjc5 < _sjc6) AND (_sjc5 > 5)"
+        "(_sjc3 < _sjc4) AND (_sjc3 > 5) "
+        "AND (_sjc5 BETWEEN _sjc6 - INTERVAL '2' SECOND AND _sjc6 + INTERVAL '2' SECOND)"
     )
     assert [j.query.name for j in plan.joins] == [group.name]
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from streamjoin.model import Job
 from streamjoin.plan import plan_job
-from streamjoin.plan.micros import micros_predicate
+from streamjoin.plan.micros import implied_by_window, micros_predicate
 from streamjoin.reference.evaluate import compile_expression
 from streamjoin.sql import parse_job
 
@@ -122,3 +122,61 @@ def test_the_plan_carries_the_predicate_spark_runs() -> None:
         "l.k = r.k AND UNIX_MICROS(r.at) < UNIX_MICROS(l.ts) + 1000000 AND r.n < l.n + 1"
     )
     assert "INTERVAL" in qp.query.predicate  # (the written one stays, for the reference)
+
+
+@pytest.mark.parametrize(
+    ("conjunct", "implied"),
+    [
+        ("r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts + INTERVAL '10' SECOND", True),
+        ("r.ts BETWEEN l.ts - INTERVAL '5' SECOND AND l.ts + INTERVAL '5' SECOND", True),
+        ("r.ts BETWEEN l.ts - INTERVAL '4' SECOND AND l.ts + INTERVAL '5' SECOND", False),
+        ("(l.ts <= r.ts + INTERVAL '5' SECOND)", True),
+        ("l.ts < r.ts + INTERVAL '5' SECOND", False),  # (d = -5 s is in the window)
+        ("l.ts < r.ts + INTERVAL '5.000001' SECOND", True),
+        ("r.ts - INTERVAL '1' MINUTE < l.ts", True),
+        ("r.ts >= l.ts - INTERVAL '5' SECOND", True),
+        ("r.ts > l.ts - INTERVAL '5' SECOND", False),
+        ("r.ts = l.ts", False),
+        ("r.ts < l.ts + INTERVAL '1' DAY", False),  # (days go through the session's calendar)
+        ("r.ts < r.ts + INTERVAL '1' SECOND", False),  # (one column: not a bound on the pair)
+        ("r.at < l.ts + INTERVAL '10' SECOND", False),  # (not the window's columns)
+        ("r.ts NOT BETWEEN l.ts - INTERVAL '9' SECOND AND l.ts - INTERVAL '8' SECOND", False),
+        ("r.ts < l.ts + INTERVAL '9' SECOND OR r.k = 1", False),
+        ("l.k = r.k", False),
+    ],
+)
+def test_a_conjunct_the_window_bounds_already(conjunct: str, implied: bool) -> None:
+    assert implied_by_window(conjunct, "l.ts", "r.ts", -5_000_000, 5_000_000) is implied
+
+
+_us = st.integers(-(10**8), 10**8)
+
+
+@given(
+    lo=_us,
+    width=st.integers(0, 10**8),
+    d=st.integers(0, 10**8),
+    a=_us,
+    b=_us,
+    op=st.sampled_from(["<", "<=", ">", ">=", "="]),
+    swap=st.booleans(),
+    l_ts=_times,
+)
+def test_an_implied_conjunct_holds_on_every_pair_in_the_window(
+    lo: int, width: int, d: int, a: int, b: int, op: str, swap: bool, l_ts: dt.datetime
+) -> None:
+    """Whenever a conjunct is said to be implied, the reference finds it true on pairs at
+    both ends of the window and inside it."""
+    hi = lo + width
+    x, y = ("l.ts", "r.ts") if swap else ("r.ts", "l.ts")
+    for conjunct in (
+        f"{x} + INTERVAL '{a}' MICROSECOND {op} {y} + INTERVAL '{b}' MICROSECOND",
+        f"{x} BETWEEN {y} + INTERVAL '{min(a, b)}' MICROSECOND "
+        f"AND {y} + INTERVAL '{max(a, b)}' MICROSECOND",
+    ):
+        if not implied_by_window(conjunct, "l.ts", "r.ts", lo, hi):
+            continue
+        check = compile_expression(conjunct)
+        for diff in {lo, hi, lo + min(d, width)}:
+            r_ts = l_ts + dt.timedelta(microseconds=diff)
+            assert check({"l": {"ts": l_ts}, "r": {"ts": r_ts}}), (conjunct, diff)
