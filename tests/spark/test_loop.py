@@ -146,8 +146,10 @@ def test_a_batch_cut_short_runs_again_with_its_files(
     assert not _run(spark, text, ckpt).batches_this_run  # (nothing read twice)
 
 
+# (A zero trigger, Spark's default: each batch as soon as the last ends; this loop still runs.)
+@pytest.mark.parametrize("trigger", ["0.2 seconds", "0 seconds"])
 def test_files_that_arrive_while_it_runs(
-    spark: SparkSession, tmp_path: Path, loop_conf: None
+    spark: SparkSession, tmp_path: Path, loop_conf: None, trigger: str
 ) -> None:
     # (No late row and a wide window: the rows do not depend on how files fall into batches.)
     batches = make_batches(13, n_batches=5, rows_per_batch=8, late_per_batch=0)
@@ -170,7 +172,7 @@ def test_files_that_arrive_while_it_runs(
         summary = None
         while time.monotonic() < deadline:
             summary = _run(
-                spark, text, tmp_path / "ckpt", once=False, trigger="0.2 seconds", timeout=4
+                spark, text, tmp_path / "ckpt", once=False, trigger=trigger, timeout=4
             )
             if not feeder.is_alive() and not summary.batches_this_run:
                 break  # (every file was in by the run before, which read what was left)
@@ -179,6 +181,8 @@ def test_files_that_arrive_while_it_runs(
     # (How the files fall into batches depends on when each is listed: a stream's file may
     # come a batch before the other's. The rows do not.)
     assert summary is not None and not summary.batches_this_run and summary.batches >= 1
+    assert (tmp_path / "ckpt" / "loop").exists()
+    assert not (tmp_path / "ckpt" / "spark" / "offsets").exists()
     _assert_reference(spark, text, batches)
 
 

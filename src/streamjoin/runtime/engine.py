@@ -166,7 +166,8 @@ class Engine:
             history = MetricsHistory(None if temporary else local_dir(f"{ckpt}/metrics"))
         names = [q.name for q in plan.job.queries]
         every = trigger_seconds(trigger)
-        behind = None if once or every is None else FallingBehind(every)
+        # (A zero trigger runs each batch as soon as the last ends: no batch is ever within it.)
+        behind = None if once or not every else FallingBehind(every)
 
         publisher = ProgressPublisher(self.spark) if history is not None else None
 
@@ -191,7 +192,9 @@ class Engine:
             read = [sp.name for sp in plan.streams if sp.name not in given]
             sourced = sourced_streams(plan, read, settings.state_from_source)
             loop = None
-            why = loop_refusal(plan, store, settings, given=given, trigger=once or bool(every))
+            why = loop_refusal(
+                plan, store, settings, given=given, trigger=once or every is not None
+            )
             if why is None:
                 unify = functools.partial(self.unified, plan)
                 loop = FileLoop.start(self.spark, plan, store, sourced, unify)

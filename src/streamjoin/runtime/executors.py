@@ -120,8 +120,8 @@ class ExecutorScaler:
             why = f"the master is {master}: executors come from a cluster"
         elif spark.sparkContext.getConf().get("spark.dynamicAllocation.enabled") == "true":
             why = "spark.dynamicAllocation.enabled is true: it would undo the requests"
-        elif trigger is None:
-            why = "the run has no trigger interval to measure its batches against (--once)"
+        elif not trigger:
+            why = "the run has no trigger interval to measure its batches against (--once, 0s)"
         if why is not None:
             msg = f"Spark conf streamjoin.elastic.maxExecutors={settings.max_executors}: {why}"
             raise SettingError(msg)
