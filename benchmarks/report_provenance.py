@@ -118,7 +118,8 @@ def commands(
     lines += [
         f"streamjoin bench {r['workload']} --rate {r['rate_per_stream']:g}"
         f"{_SIZE_FLAG.get(r['size'], '')} --duration {r['duration_s']:g}"
-        f"{' --cold' * (r.get('warmup') is False)} --out benchmarks/results/{file}"
+        f"{_trigger_flag(r)}{' --cold' * (r.get('warmup') is False)} "
+        f"--out benchmarks/results/{file}"
         for file, r in rate.items()
     ]
     lines += [
@@ -139,3 +140,9 @@ def _engines_flag(report: Report) -> str:
     runs only when named (else nothing)."""
     ran = [e for c in report.get("cases", [])[:1] for e in c.get("engines", {})]
     return f" --engines {','.join(ran)}" if ran and (len(ran) < 2 or "flink" in ran) else ""
+
+
+def _trigger_flag(report: t.Mapping[str, t.Any]) -> str:
+    """A live run's ``--trigger``, when it is not the default (1 s)."""
+    trigger = report.get("trigger_s", 1.0)
+    return "" if trigger == 1.0 else f" --trigger {trigger:g}"

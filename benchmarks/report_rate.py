@@ -44,29 +44,39 @@ TAIL_RATE = 8_000.0
 
 def cold_targets(rate: t.Mapping[str, Report]) -> list[tuple[str, str, bool | None]]:
     """The tail after a start: equi at `TAIL_RATE` from a cold start (``--cold``, no warm-up
-    job), our latency p99 ≤ Spark's and p50 ≤ half Spark's, in every such run."""
+    job), our latency p99 ≤ Spark's and p50 ≤ half Spark's, in every such run; a row per
+    trigger the runs had. (A row waits for the next trigger as well as for its batch: a 1 s
+    trigger adds half a second to both engines' median, and a ratio of medians cannot then
+    go below (0.5 + ours) / (0.5 + Spark's) however fast a batch; Spark's default trigger,
+    each batch as soon as the last ends, adds none.)"""
     runs = [
-        (r["duration_s"], c)
+        (r.get("trigger_s", 1.0), r["duration_s"], c)
         for r in rate.values()
         if r["workload"] == "equi" and not r.get("warmup", True)
         if r["rate_per_stream"] == TAIL_RATE
         for c in r["cases"]
     ]
-    if not runs:
-        return []
-    shown, ok = [], True
-    for seconds, c in sorted(runs, key=lambda x: x[0]):
-        p50, p99 = (c["ratios"].get(k) for k in ("latency_p50_s", "latency_p99_s"))
-        shown.append(f"{seconds:g} s: p50 ×{_fmt(p50)}, p99 ×{_fmt(p99)}")
-        ok = ok and p50 is not None and p99 is not None and p50 <= 0.5 and p99 <= 1
-    return [
-        (
-            f"live, equi at {TAIL_RATE:,.0f} rows/s from a cold start (no warm-up job): latency "
-            "p99 ≤ Spark's, p50 ≤ 0.5×",
-            "; ".join(shown),
-            ok,
+    rows: list[tuple[str, str, bool | None]] = []
+    for trigger in sorted({x[0] for x in runs}):
+        shown, ok = [], True
+        for _, seconds, c in sorted((x for x in runs if x[0] == trigger), key=lambda x: x[1]):
+            p50, p99 = (c["ratios"].get(k) for k in ("latency_p50_s", "latency_p99_s"))
+            shown.append(f"{seconds:g} s: p50 ×{_fmt(p50)}, p99 ×{_fmt(p99)}")
+            ok = ok and p50 is not None and p99 is not None and p50 <= 0.5 and p99 <= 1
+        how = (
+            "Spark's default trigger (each batch as soon as the last ends)"
+            if trigger == 0
+            else f"a {trigger:g} s trigger"
         )
-    ]
+        rows.append(
+            (
+                f"live, equi at {TAIL_RATE:,.0f} rows/s from a cold start (no warm-up job), "
+                f"{how}: latency p99 ≤ Spark's, p50 ≤ 0.5×",
+                "; ".join(shown),
+                ok,
+            )
+        )
+    return rows
 
 
 def rate_lines(reports: dict[str, Report]) -> list[str]:
@@ -74,7 +84,8 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
     lines = [
         "## Live rate mode",
         "",
-        "Each engine fed a live source at a fixed rate with a processing-time trigger; latency is "
+        "Each engine fed a live source at a fixed rate with a processing-time trigger (1 s "
+        "unless a row names another); latency is "
         "a row's batch commit time minus its file's arrival (definitions: "
         "`benchmarks/rate_latency.py`, `rate_run.py`). "
         "A file per stream lands every half second, at a drawn moment within its tick (the same "
@@ -83,7 +94,8 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
         "compiling the batches' code: runs of 30 s measure that, runs of 300 s the steady "
         "state. Batch times, and so latencies, move up to 2× between repeats of short runs.",
         "",
-        "| rows/s per stream | size, feed s (cold: no warm-up job) | engine | keeps up | "
+        "| rows/s per stream | size, feed s (cold: no warm-up job; trigger when not 1 s) | "
+        "engine | keeps up | "
         "fed / processed rows/s | "
         "latency p50 / p95 / p99 / max s | growth | backlog at end s | batch p50 / p99 ms | "
         "results agree | ours ÷ peer |",
@@ -91,7 +103,9 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
     ]
     for report in reports.values():
         cold = ", cold" if not report.get("warmup", True) else ""
-        run = f"{report['size']}, {report['duration_s']:g}{cold}"
+        trigger = report.get("trigger_s", 1.0)
+        every = "" if trigger == 1.0 else f", trigger {trigger:g} s"
+        run = f"{report['size']}, {report['duration_s']:g}{cold}{every}"
         for c in report["cases"]:
             for engine, r in c["engines"].items():
                 rate = _fmt(report["rate_per_stream"])

@@ -146,6 +146,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.peer_limit is not None and (args.rate is not None or args.max_rate):
         msg = "--peer-limit goes with a backlog run, not --rate (a live run ends with its feed)"
         raise StreamJoinError(msg)
+    if args.trigger is not None and (args.rate is None or args.max_rate or args.trigger < 0):
+        msg = f"--trigger {args.trigger:g} goes with --rate, not --max-rate, and is 0 or more"
+        raise StreamJoinError(msg)
     if args.cold and (args.rate is None or args.max_rate):
         msg = "--cold goes with --rate, not a backlog run or --max-rate (no warm-up job first)"
         raise StreamJoinError(msg)
@@ -167,13 +170,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             )
             lines = max_lines(report)
         elif args.rate is not None:
-            from benchmarks.rate import run_rate, summary_lines
+            from benchmarks.rate import TRIGGER, run_rate, summary_lines
 
             report = run_rate(
                 args.workload,
                 args.rate,
                 size,
                 duration=args.duration,
+                trigger=TRIGGER if args.trigger is None else args.trigger,
                 engines=engines,
                 progress=sys.stderr,
                 cluster=args.cluster,
@@ -295,6 +299,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="with --rate: how long to feed (default: tiny 10, quick 30, full 60)",
+    )
+    bench.add_argument(
+        "--trigger",
+        type=float,
+        metavar="SECONDS",
+        help="with --rate: every engine's processing-time trigger (default 1; 0: each batch "
+        "as soon as the one before ends, Spark's default)",
     )
     bench.add_argument(
         "--cold",

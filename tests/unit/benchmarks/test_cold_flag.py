@@ -38,13 +38,16 @@ def test_cold_runs_the_live_feed_without_its_warm_up(monkeypatch: pytest.MonkeyP
     assert seen["warmup"] is True
 
 
-def _rate_report(seconds: float, warmup: bool, p50: float, p99: float) -> dict[str, t.Any]:
+def _rate_report(
+    seconds: float, warmup: bool, p50: float, p99: float, trigger: float = 1.0
+) -> dict[str, t.Any]:
     run = {"keeps_up": True, "latency_p50_s": 1.0, "latency_p99_s": 2.0}
     return {
         "workload": "equi",
         "size": "quick",
         "rate_per_stream": 8_000.0,
         "duration_s": seconds,
+        "trigger_s": trigger,
         "warmup": warmup,
         "cases": [
             {
@@ -75,3 +78,47 @@ def test_the_cold_start_target_holds_only_if_every_cold_run_meets_it() -> None:
     table = "\n".join(rate_lines(reports))
     assert "| 8,000.0 | quick, 120, cold | streamjoin |" in table
     assert "| 8,000.0 | quick, 60 | streamjoin |" in table
+
+
+def test_a_cold_start_target_per_trigger() -> None:
+    from benchmarks.report_provenance import _trigger_flag
+    from benchmarks.report_rate import cold_targets, rate_lines
+
+    reports = {
+        "rate-equi-8000-cold-30s.json": _rate_report(30, False, 0.61, 0.76),
+        "rate-equi-8000-cold-30s-t0.json": _rate_report(30, False, 0.11, 0.88, trigger=0.0),
+    }
+    default, second = cold_targets(reports)
+    assert "Spark's default trigger" in default[0] and default[1:] == (
+        "30 s: p50 ×0.11, p99 ×0.88",
+        True,
+    )
+    assert "a 1 s trigger" in second[0] and second[2] is False
+    table = "\n".join(rate_lines(reports))
+    assert "| 8,000.0 | quick, 30, cold, trigger 0 s | streamjoin |" in table
+    assert "| 8,000.0 | quick, 30, cold | streamjoin |" in table
+    assert _trigger_flag({"trigger_s": 0.0}) == " --trigger 0" and not _trigger_flag({})
+
+
+@pytest.mark.parametrize("args", [["--trigger", "0"], ["--rate", "100", "--trigger", "-1"]])
+def test_a_trigger_without_a_live_run_or_below_zero_is_refused(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "equi", "--tiny", *args]) != 0
+    assert "--trigger" in capsys.readouterr().err
+
+
+def test_the_trigger_reaches_the_live_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchmarks.rate as rate
+
+    seen: dict[str, t.Any] = {}
+
+    def run_rate(workload: str, per_stream: float, size: str, **kw: t.Any) -> dict[str, t.Any]:
+        seen.update(kw)
+        return {"rate_per_stream": per_stream, "cases": []}
+
+    monkeypatch.setattr(rate, "run_rate", run_rate)
+    assert main(["bench", "equi", "--tiny", "--rate", "100", "--trigger", "0"]) == 0
+    assert seen["trigger"] == 0.0
+    assert main(["bench", "equi", "--tiny", "--rate", "100"]) == 0
+    assert seen["trigger"] == rate.TRIGGER
