@@ -171,9 +171,7 @@ def test_files_that_arrive_while_it_runs(
         deadline = time.monotonic() + 120
         summary = None
         while time.monotonic() < deadline:
-            summary = _run(
-                spark, text, tmp_path / "ckpt", once=False, trigger=trigger, timeout=4
-            )
+            summary = _run(spark, text, tmp_path / "ckpt", once=False, trigger=trigger, timeout=4)
             if not feeder.is_alive() and not summary.batches_this_run:
                 break  # (every file was in by the run before, which read what was left)
     finally:

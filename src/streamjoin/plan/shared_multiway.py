@@ -13,8 +13,9 @@ stores, CLASH's ILP):
 
 Each member's results are the shared rows whose query-set bit it owns (`querybits.query_bits`
 over the member's own conditions: its selections, its windows but those the shared windows
-bound already (`micros.implied_by_window`), its other conditions), as for two-way groups. The shared join's condition holds wherever a member's does, so a member's
-results are exactly its own.
+bound already (`micros.implied_by_window`), its other conditions), as for two-way groups. The
+shared join's condition holds wherever a member's does, so a member's results are exactly its
+own.
 """
 
 from __future__ import annotations
