@@ -104,7 +104,13 @@ def _micros(column: exp.Column, offsets: list[int]) -> exp.Expr:
     return out
 
 
-_BOUNDS = {exp.LTE: "<=", exp.LT: "<", exp.GTE: ">=", exp.GT: ">", exp.EQ: "="}
+_BOUNDS: dict[type[exp.Expr], str] = {
+    exp.LTE: "<=",
+    exp.LT: "<",
+    exp.GTE: ">=",
+    exp.GT: ">",
+    exp.EQ: "=",
+}
 _FLIPPED = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "=": "="}
 
 
