@@ -8,6 +8,7 @@ import os
 import threading
 import typing as t
 
+from benchmarks.rate_feed import TICK
 from benchmarks.sparklog import (
     Ends,
     commit_file,
@@ -144,9 +145,10 @@ def latency_figures(
         return _weighted(part, 50)
 
     first, last = third(0, span / 3), third(2 * span / 3, span + 1)
-    growth = (
-        round(last / max(first, trigger), 2) if first is not None and last is not None else None
-    )
+    # (The first third's median counts as at least a trigger, or with a zero trigger a feed's
+    # tick: sub-second noise is not growth.)
+    floor = trigger or TICK
+    growth = round(last / max(first, floor), 2) if first is not None and last is not None else None
     input_rate = rows_fed / seconds
     backlog = (rows_fed - processed_by_end) / input_rate if input_rate else 0.0
     return {

@@ -46,9 +46,9 @@ def cold_targets(rate: t.Mapping[str, Report]) -> list[tuple[str, str, bool | No
     """The tail after a start: equi at `TAIL_RATE` from a cold start (``--cold``, no warm-up
     job), our latency p99 ≤ Spark's and p50 ≤ half Spark's, in every such run; a row per
     trigger the runs had. (A row waits for the next trigger as well as for its batch: a 1 s
-    trigger adds half a second to both engines' median, and a ratio of medians cannot then
-    go below (0.5 + ours) / (0.5 + Spark's) however fast a batch; Spark's default trigger,
-    each batch as soon as the last ends, adds none.)"""
+    trigger adds about half a second to both engines' median, which keeps a ratio of medians
+    above about 0.5 / (0.5 + Spark's batch time) even for a batch of no time; Spark's default
+    trigger, each batch as soon as the last ends, adds no such wait.)"""
     runs = [
         (r.get("trigger_s", 1.0), r["duration_s"], c)
         for r in rate.values()

@@ -10,10 +10,15 @@ a day has no days, and the rest is added on the instant's time line, so ``ts + i
 is a TIMESTAMP column plus or minus such intervals is therefore rewritten to compare
 microseconds (``unix_micros`` is exact and order-preserving, and NULL stays NULL). Everything
 else runs as written.
+
+The same exactness tells when such a comparison is implied by a window on the two event times
+(`implied_by_window`): a shared join's members need not test again, on every pair, a window
+their shared join has tested already.
 """
 
 from __future__ import annotations
 
+import functools
 import typing as t
 
 import sqlglot
@@ -104,7 +109,7 @@ def _micros(column: exp.Column, offsets: list[int]) -> exp.Expr:
     return out
 
 
-_BOUNDS: dict[type[exp.Expr], str] = {
+_OPERATORS: dict[type[exp.Expr], str] = {
     exp.LTE: "<=",
     exp.LT: "<",
     exp.GTE: ">=",
@@ -114,12 +119,15 @@ _BOUNDS: dict[type[exp.Expr], str] = {
 _FLIPPED = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "=": "="}
 
 
+@functools.lru_cache(maxsize=4096)
 def implied_by_window(conjunct_sql: str, first: str, second: str, lo: int, hi: int) -> bool:
     """Whether `conjunct_sql` holds on every pair of rows whose event times (`first` and
     `second`, as ``alias.column``) have ``second - first`` in ``[lo, hi]`` microseconds: a
     comparison, or a BETWEEN, of those two columns offset by intervals of less than a day
     (exact, as in `micros_predicate`), whose every bound on that difference the window meets.
-    False when it cannot tell. (A NULL event time makes both NULL: no pair either way.)
+    False when it cannot tell, and for a window reaching a day or more (Spark adds such an
+    interval in the session's zone: the window is not exact either). (A NULL event time makes
+    both NULL: no pair either way.)
 
     >>> implied_by_window("r.ts BETWEEN l.ts - INTERVAL '10' SECOND AND l.ts", "l.ts",
     ...     "r.ts", -5_000_000, 0)
@@ -128,27 +136,28 @@ def implied_by_window(conjunct_sql: str, first: str, second: str, lo: int, hi: i
     False
     """
     columns = {first.lower(), second.lower()}
-    if len(columns) != 2:
+    if len(columns) != 2 or max(abs(lo), abs(hi)) >= _DAY_US:
         return False
     node = sqlglot.parse_one(conjunct_sql, dialect="spark")
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.Between):
-        sides = [(node.this, ">=", node.args["low"]), (node.this, "<=", node.args["high"])]
-    elif type(node) in _BOUNDS:
-        sides = [(node.this, _BOUNDS[type(node)], node.expression)]
+        comparisons = [(node.this, ">=", node.args["low"]), (node.this, "<=", node.args["high"])]
+    elif type(node) in _OPERATORS:
+        comparisons = [(node.this, _OPERATORS[type(node)], node.expression)]
     else:
         return False
-    for a, op, b in sides:
-        ta, tb = _term(a, columns), _term(b, columns)
-        if ta is None or tb is None:
+    for left, op, right in comparisons:
+        left_term, right_term = _term(left, columns), _term(right, columns)
+        if left_term is None or right_term is None:
             return False
-        ca, cb = (f"{x[0].table}.{x[0].name}".lower() for x in (ta, tb))
-        if ca == cb:
+        (left_column, left_offsets), (right_column, right_offsets) = left_term, right_term
+        names = [f"{c.table}.{c.name}".lower() for c in (left_column, right_column)]
+        if names[0] == names[1]:
             return False
-        # a op b  <=>  ca - cb  op  sum(b's offsets) - sum(a's offsets)
-        bound = sum(tb[1]) - sum(ta[1])
-        if ca != second.lower():  # (first - second op c  <=>  second - first op' -c)
+        # left op right  <=>  left's column - right's column  op  their offsets' difference
+        bound = sum(right_offsets) - sum(left_offsets)
+        if names[0] != second.lower():  # (first - second op c  <=>  second - first op' -c)
             op, bound = _FLIPPED[op], -bound
         if not _meets(op, bound, lo, hi):
             return False

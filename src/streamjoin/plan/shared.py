@@ -166,7 +166,8 @@ def shared_query(
         aliases = {q.left.alias.lower(): LEFT, q.right.alias.lower(): RIGHT}
         own = [(columns.name(with_aliases(item.sql, aliases)), item.alias) for item in q.select]
         keys = [k for k in split.equi if k not in common]
-        # (A member's window conjuncts that the shared window bounds already need no test.)
+        # (The shared join has tested its window on every pair: a member's window conjunct
+        # that window implies would test each pair again for nothing.)
         pair = [c for c in split.pair if window is None or not implied_by_window(c, *window)]
         mine = sorted({columns.over(c) for c in (*split.left, *split.right, *pair, *keys)})
         own_conds.append(mine)

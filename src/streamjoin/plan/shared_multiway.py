@@ -147,12 +147,12 @@ def shared_core(
     first = members[0]
     times = [job.stream(side.stream).event_time for side in first.sides]
     conds = sorted(parts[0].keys)
-    spans = []
+    shared_windows: list[tuple[str, str, int, int]] = []  # (first, second, lo, hi)
     for i, j in sorted(parts[0].windows):
         lo = min(p.windows[i, j][0] for p in parts)
         hi = max(p.windows[i, j][1] for p in parts)
         ti, tj = f"{alias(i)}.{times[i]}", f"{alias(j)}.{times[j]}"
-        spans.append((ti, tj, lo, hi))
+        shared_windows.append((ti, tj, lo, hi))
         span = f"{ti} + INTERVAL '{lo}' MICROSECOND AND {ti} + INTERVAL '{hi}' MICROSECOND"
         conds.append(f"{tj} BETWEEN {span}")
     numeric = numeric_columns(job, ((side.stream, alias(i)) for i, side in enumerate(first.sides)))
@@ -164,8 +164,9 @@ def shared_core(
     for bit, (q, p) in enumerate(zip(members, parts, strict=True)):
         aliases = {side.alias.lower(): alias(i) for i, side in enumerate(q.sides)}
         own = [(columns.name(with_aliases(item.sql, aliases)), item.alias) for item in q.select]
-        # (A member's window conjuncts that a shared window bounds already need no test.)
-        rest = [c for c in p.rest if not any(implied_by_window(c, *w) for w in spans)]
+        # (The shared join has tested its windows on every row: a member's window conjunct
+        # one of them implies would test each row again for nothing.)
+        rest = [c for c in p.rest if not any(implied_by_window(c, *w) for w in shared_windows)]
         mine = sorted({columns.over(c) for c in (*rest, *(c for s in p.selections for c in s))})
         own_conds.append(mine)
         predicate = " AND ".join(f"({c})" for c in mine) or None

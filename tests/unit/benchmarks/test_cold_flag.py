@@ -102,10 +102,19 @@ def test_a_cold_start_target_per_trigger() -> None:
 
 @pytest.mark.parametrize("args", [["--trigger", "0"], ["--rate", "100", "--trigger", "-1"]])
 def test_a_trigger_without_a_live_run_or_below_zero_is_refused(
-    args: list[str], capsys: pytest.CaptureFixture[str]
+    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import benchmarks.harness as harness
+    import benchmarks.rate as rate
+
+    def ran(*_: t.Any, **__: t.Any) -> t.NoReturn:
+        raise AssertionError("a run was started")
+
+    monkeypatch.setattr(harness, "run_workload", ran)
+    monkeypatch.setattr(rate, "run_rate", ran)
     assert main(["bench", "equi", "--tiny", *args]) != 0
-    assert "--trigger" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--trigger" in err and "goes with --rate" in err
 
 
 def test_the_trigger_reaches_the_live_run(monkeypatch: pytest.MonkeyPatch) -> None:

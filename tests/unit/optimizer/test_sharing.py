@@ -138,3 +138,34 @@ def test_the_bits_test_each_distinct_condition_once() -> None:
     # Bit 63 is BIGINT's sign bit.
     assert mask(1 << 63) == "shiftleft(1L, 63)"
     assert mask((1 << 64) - 1) == "(-1L)" and mask((1 << 63) | 1) == f"({1 - (1 << 63)}L)"
+
+
+def test_a_multiway_member_tests_only_the_windows_the_shared_ones_do_not_imply() -> None:
+    from streamjoin.plan.shared_multiway import shared_core
+
+    ddl = (
+        "CREATE STREAM {0} (k BIGINT, x DOUBLE, ts TIMESTAMP, "
+        "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'json', path = '/{0}');"
+    )
+    w = "{1}.ts BETWEEN {0}.ts - INTERVAL '{2}' SECOND AND {0}.ts + INTERVAL '{2}' SECOND"
+    insert = (
+        "INSERT INTO s{n} SELECT a.k AS k FROM A a JOIN B b ON a.k = b.k AND {ab} "
+        "JOIN C c ON c.k = b.k AND {bc} WHERE a.x > {n};"
+    )
+    job = parse_job(
+        "\n".join(
+            [
+                *(ddl.format(s) for s in "ABC"),
+                "CREATE SINK s1 WITH (format = 'json', path = '/1');",
+                "CREATE SINK s2 WITH (format = 'json', path = '/2');",
+                insert.format(n=1, ab=w.format("a", "b", 10), bc=w.format("b", "c", 10)),
+                insert.format(n=2, ab=w.format("a", "b", 10), bc=w.format("b", "c", 4)),
+            ]
+        )
+    )
+    core, members, _ = shared_core(job, job.queries)
+    assert "INTERVAL '-10000000' MICROSECOND" in core.predicate
+    wide, narrow = (m.predicate or "" for m in members)
+    # Both members' a-b windows, and q1's b-c one, are the shared join's: tested once, there.
+    assert "BETWEEN" not in wide and "> 1" in wide
+    assert narrow.count("BETWEEN") == 1 and "INTERVAL '4' SECOND" in narrow
