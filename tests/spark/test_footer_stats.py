@@ -138,3 +138,42 @@ def test_a_bad_skew_check_interval_is_named(spark: SparkSession, tmp_path: Path)
             Engine(spark).run(job, checkpoint=str(tmp_path / "ckpt"), once=True, progress=False)
     finally:
         spark.conf.unset(SKEW_EVERY_CONF)
+
+
+def test_a_batch_of_one_streams_file_runs_no_statistics_job_and_probes_in_one_task(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the engine's loop a batch that takes a file of B and none of A (A's files ran out)
+    knows A has no row: its statistics come from B's footer alone and its probe reads the
+    batch's rows in one task, as a batch of both streams' files does."""
+    from streamjoin.runtime.batch import indexed, indexinput
+
+    batches = make_batches(43, n_batches=6, rows_per_batch=12, late_per_batch=0)
+    fed = [b if i < 2 else {"B": b["B"]} for i, b in enumerate(batches)]
+    write_batches(tmp_path / "in", fed, parquet=True)
+    job = parse_job(
+        window_join_job(str(tmp_path / "out"), 1000, str(tmp_path / "in"), "parquet"), "<t>"
+    )
+    ran: list[int] = []
+    job_run = StateJob.run
+
+    def counted(self: StateJob, classified: t.Any, batch_id: int, *args: t.Any) -> t.Any:
+        ran.append(batch_id)
+        return job_run(self, classified, batch_id, *args)
+
+    planned: list[int] = []
+    index_input = indexinput.index_input
+
+    def planning(ctx: BatchContext, *args: t.Any) -> t.Any:
+        planned.append(ctx.batch_id)
+        return index_input(ctx, *args)
+
+    monkeypatch.setattr(StateJob, "run", counted)
+    monkeypatch.setattr(indexed, "index_input", planning)
+    summary = Engine(spark).run(job, checkpoint=str(tmp_path / "ckpt"), once=True, progress=False)
+    assert summary.batches == len(fed)
+    assert (tmp_path / "ckpt" / "loop").exists()
+    assert ran == [] and planned == []
+    expected = run_reference(job, fed).outputs["q1"]
+    assert expected
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)

@@ -129,6 +129,8 @@ class BatchContext:
     """The batch's unified input as foreachBatch handed it: rows Spark has planned."""
     files: Mapping[str, list[str]]
     """Per stream whose state is read back from its input files, the files the batch reads."""
+    idle: frozenset[str]
+    """Of those streams, the ones the batch is known to read no file of."""
     footers: Mapping[str, Footers]
     routers: Mapping[str, QueryRouter]
     """Each two-way query's router, as the previous batch left it."""
@@ -150,15 +152,11 @@ class BatchContext:
         return {n: f.least for n, f in self.footers.items() if f.least is not None}
 
     @property
-    def delta_rows(self) -> dict[str, int]:
-        """The batch's rows per sourced stream, by its files' footers."""
-        return {n: f.total for n, f in self.footers.items()}
-
-    @property
     def arrivals(self) -> dict[str, int]:
         """The batch's rows per sourced stream that its files' footers tell, none where it
         reads no file."""
-        return {n: 0 for n, paths in self.files.items() if not paths} | self.delta_rows
+        told = {n: f.total for n, f in self.footers.items()}
+        return dict.fromkeys(self.idle, 0) | told
 
     @property
     def watermark(self) -> int | None:

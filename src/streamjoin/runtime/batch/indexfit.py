@@ -48,8 +48,9 @@ def two_way_one_task(ctx: BatchContext, *streams: StreamPlan) -> bool:
 def one_task(ctx: BatchContext, *streams: StreamPlan, most: int | None = None) -> bool:
     """Whether the batch's rows of `streams` (a join's two sides; or every stream, which a probe
     of the batch's own rows reads) are few enough, by their files' footers, for one task: at
-    most `most` (None: `ONE_TASK_ROWS`)."""
-    rows = ctx.delta_rows
+    most `most` (None: `ONE_TASK_ROWS`). A stream that reads no file in the batch has none:
+    a batch of one stream's file is one task too."""
+    rows = ctx.arrivals
     if any(sp.name not in rows for sp in streams):
         return False
     bound = ONE_TASK_ROWS if most is None else most

@@ -390,6 +390,7 @@ class BatchProcessor:
             classified=cache(lambda: classify(df, self.plan, prev.global_wm)),
             rows=df,
             files=files,
+            idle=self.state_job.batch_idle(batch_id),
             footers=footers,
             routers=routers,
             counted=counted,

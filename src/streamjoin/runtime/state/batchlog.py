@@ -101,6 +101,12 @@ class BatchLog:
             if name in self.sourced and files
         }
 
+    def idle(self, batch: int) -> frozenset[str]:
+        """The sourced streams batch `batch` read no file of (this loop logs every file a batch
+        takes: a stream not in a logged batch took none)."""
+        logged = self.read(batch)
+        return frozenset(n for n in self.sourced if logged and not logged.get(n))
+
     def compact(self, committed: int, read: Mapping[str, Mapping[str, int]]) -> None:
         """After batch `committed` is committed: every `COMPACT_EVERY` batches, the files read
         so far (`read`) in one file, and the logs it replaces deleted."""

@@ -99,6 +99,10 @@ class BatchFiles(t.Protocol):
         """Per sourced stream, the files it read in `batch` (a stream not told: copied)."""
         ...
 
+    def idle(self, batch: int) -> frozenset[str]:
+        """The sourced streams `batch` is known to read no file of."""
+        ...
+
 
 class SourceLog:
     """The files each sourced stream's file source read in a batch, from Spark's checkpoint:
@@ -114,6 +118,10 @@ class SourceLog:
         }
         """Each sourced stream's source index and qualified path."""
         self._offsets: dict[int, list[int | None] | None] = {}
+
+    def idle(self, batch: int) -> frozenset[str]:
+        """None known: a stream left out of `files` read no file, or its logs do not tell."""
+        return frozenset()
 
     def files(self, batch: int) -> dict[str, list[str]]:
         """Per sourced stream, the files it read in `batch` (Hadoop paths, each under the

@@ -133,17 +133,22 @@ class StateJob:
         footers: Mapping[str, Footers],
         *,
         counted: bool = False,
+        idle: frozenset[str] = frozenset(),
     ) -> dict[str, StreamStats] | None:
         """The statistics of batch `batch_id` (which started at `watermark`) from its `files'`
         `footers` (`runtime.state.footers`), with Spark's count of the batch's input rows set from
         them (`streaming` started the stream) unless a job of the batch reads them (`counted`);
         or None when this job must run: some stream copies its state, the footers do not prove
         every row ok, or Spark's plan could not take the count. (A job is a fixed cost: its
-        planning, its scheduling and a scan of every column of the batch's input.)"""
-        if any(footers.get(sp.name) is None for sp in self.plan.streams):
+        planning, its scheduling and a scan of every column of the batch's input.) A stream of
+        `idle` read no file in the batch: it has no row, and needs no footer."""
+        if any(footers.get(sp.name) is None and sp.name not in idle for sp in self.plan.streams):
             return None
         stats = {}
         for sp in self.plan.streams:
+            if sp.name not in footers:  # (idle)
+                stats[sp.name] = StreamStats()
+                continue
             f = footers[sp.name]
             if not f.all_ok(watermark) or (sp.expiry is not None and f.bound is None):
                 return None
@@ -167,7 +172,7 @@ class StateJob:
             none = {sp.name: StreamStats() for sp in self.plan.streams}
             return none, lambda: none
         args = (ctx.batch_id, ctx.watermark, ctx.files, ctx.footers)
-        known = self.from_footers(streaming, *args, counted=counted)
+        known = self.from_footers(streaming, *args, counted=counted, idle=ctx.idle)
         if known is not None:
             return known, lambda: known
         append = partial(self.run, ctx.classified(), ctx.batch_id, ctx.watermark)
@@ -179,6 +184,10 @@ class StateJob:
         """Per stream whose state is read back from its input files, the files batch
         `batch_id` reads (`runtime.state.sourcefiles.SourceLog`); the others are left out."""
         return self.source_log.files(batch_id) if self.source_log is not None else {}
+
+    def batch_idle(self, batch_id: int) -> frozenset[str]:
+        """The streams of `batch_files` that batch `batch_id` is known to read no file of."""
+        return self.source_log.idle(batch_id) if self.source_log is not None else frozenset()
 
     def _write_state(self, classified: DataFrame, streams: list[StreamPlan], batch_id: int) -> None:
         """Write the ok rows of `streams` as this batch's state units, in one job."""
