@@ -106,3 +106,12 @@ def test_a_scheme_the_user_chose_is_not_counted_by_key() -> None:
     counted = InputUnitCounts()
     counted.choose(t.cast("t.Any", None), plan, routers)
     assert "q1" not in counted and not counted.moved
+
+
+def test_a_stream_that_read_no_file_has_no_row_to_count() -> None:
+    counts = InputUnitCounts()
+    counts.sides = {"q1": [(0, "u_a"), (1, "u_b")], "q2": [(1, "v_b"), (2, "v_c")]}
+    sql = counts.files_sql({1: "rel_b", 2: "rel_c"}, ["q1", "q2"])
+    assert "rel_b" in sql and "u_a" not in sql and sql.count(" FROM rel_") == 3
+    none = counts.files_sql({}, ["q1"])
+    assert none.endswith("WHERE FALSE")

@@ -135,12 +135,16 @@ class InputUnitCounts:
         `relations` (SQL text by stream index, under stored names), one row per query index
         in `names`, unit and count (`read_rows`): for a batch whose statistics its files'
         footers gave, a job that reads only the keys (and what tells an ok row) of those
-        files."""
+        files. A stream without a relation read no file in the batch (`BatchContext.idle`): it
+        has no row to count."""
         parts = [
             f"SELECT {qi} AS q, {unit} AS u FROM {relations[src]}"
             for qi, name in enumerate(names)
             for src, unit in self.sides[name]
+            if src in relations
         ]
+        if not parts:
+            return "SELECT 0 AS q, 0 AS u, 0L AS n WHERE FALSE"
         return f"SELECT q, u, count(*) AS n FROM ({' UNION ALL '.join(parts)}) GROUP BY q, u"
 
     def read_rows(
