@@ -34,6 +34,19 @@ COLUMNS = ("aid", "bid")
 SKEW_EVERY_CONF = "streamjoin.hash.skewCheckEvery"
 
 
+def _state_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The batches the statistics job runs for (`StateJob.run`), as they run."""
+    ran: list[int] = []
+    job_run = StateJob.run
+
+    def counted(self: StateJob, classified: t.Any, batch_id: int, *args: t.Any) -> t.Any:
+        ran.append(batch_id)
+        return job_run(self, classified, batch_id, *args)
+
+    monkeypatch.setattr(StateJob, "run", counted)
+    return ran
+
+
 @pytest.mark.parametrize("index", [False, True], ids=["files-keys", "index-probe"])
 def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: bool
@@ -56,14 +69,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         window_join_job(str(tmp_path / "out"), 10, str(tmp_path / "in"), "parquet"), "<test>"
     )
 
-    ran: list[int] = []
-    job_run = StateJob.run
-
-    def counted(self: StateJob, classified: t.Any, batch_id: int, *args: t.Any) -> t.Any:
-        ran.append(batch_id)
-        return job_run(self, classified, batch_id, *args)
-
-    monkeypatch.setattr(StateJob, "run", counted)
+    ran = _state_jobs(monkeypatch)
     jobs: list[int] = []
     count_units = unitcounts.count_units
 
@@ -154,13 +160,7 @@ def test_a_batch_of_one_streams_file_runs_no_statistics_job_and_probes_in_one_ta
     job = parse_job(
         window_join_job(str(tmp_path / "out"), 1000, str(tmp_path / "in"), "parquet"), "<t>"
     )
-    ran: list[int] = []
-    job_run = StateJob.run
-
-    def counted(self: StateJob, classified: t.Any, batch_id: int, *args: t.Any) -> t.Any:
-        ran.append(batch_id)
-        return job_run(self, classified, batch_id, *args)
-
+    ran = _state_jobs(monkeypatch)
     planned: list[int] = []
     index_input = indexinput.index_input
 
@@ -168,7 +168,6 @@ def test_a_batch_of_one_streams_file_runs_no_statistics_job_and_probes_in_one_ta
         planned.append(ctx.batch_id)
         return index_input(ctx, *args)
 
-    monkeypatch.setattr(StateJob, "run", counted)
     monkeypatch.setattr(indexed, "index_input", planning)
     summary = Engine(spark).run(job, checkpoint=str(tmp_path / "ckpt"), once=True, progress=False)
     assert summary.batches == len(fed)
