@@ -50,9 +50,13 @@ def _query_sql(q: Query, views: t.Mapping[str, str]) -> str:
     sides = q.sides
     if len(sides) == 2:
         left, right = sides
+        kind, on, where = "", q.predicate, ""
+        if q.outer is not None:
+            kind, on = f"{q.outer.kind.upper()} OUTER ", q.outer.on
+            where = f" WHERE {q.outer.where}" if q.outer.where else ""
         return (
             f"SELECT {select} FROM {views[left.alias]} AS {left.alias} "
-            f"JOIN {views[right.alias]} AS {right.alias} ON ({q.predicate})"
+            f"{kind}JOIN {views[right.alias]} AS {right.alias} ON ({on}){where}"
         )
     position = {s.alias.lower(): i for i, s in enumerate(sides)}
     ons: list[list[str]] = [[] for _ in sides]

@@ -14,7 +14,7 @@ import pytest
 
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
-from streamjoin.runtime.batch import processor
+from streamjoin.runtime.batch import committing, processor
 from streamjoin.runtime.batch.context import BatchContext
 from streamjoin.runtime.engine import Engine
 from streamjoin.runtime.routing import router, unitcounts
@@ -92,7 +92,7 @@ def test_batches_their_footers_prove_ok_run_no_statistics_job_and_lose_nothing(
         return after_batch(*args, **kwargs)
 
     monkeypatch.setattr(processor, "count_units", count_and_keep)
-    monkeypatch.setattr(processor, "after_batch", after_and_keep)
+    monkeypatch.setattr(committing, "after_batch", after_and_keep)
     conf = {SKEW_EVERY_CONF: "4", **({} if index else SLICES)}
     summary, listener = run_counting_input(spark, job, str(tmp_path / "ckpt"), len(batches), conf)
 

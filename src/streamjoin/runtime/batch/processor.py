@@ -9,8 +9,9 @@ Per batch, with W the global watermark committed by the previous batch:
 4. joins: two-way queries' new pairs (`twoway`, `indexed`), multi-way ones' (`multiway.chain`);
 5. sinks: each sink receives its queries' rows under ``<path>/batch=<id>/`` (`sinks`);
 6. dead letters: late and malformed rows, if any, beside the sinks (`intake.start_deadletters`);
-7. adapt: the policies of `adapt/` choose each query's next scheme and probe orders;
-8. commit: the manifest for the batch is written (`state.nextmanifest`).
+7. adapt: the policies of `adapt/` choose each query's next scheme and probe orders
+   (`committing`);
+8. commit: the manifest for the batch is written (`committing`, `state.nextmanifest`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from functools import cache, partial
 
 from streamjoin.adapt.skewcheck import checks_skew, skew_check_period
 from streamjoin.runtime.batch.closing import close_batch
+from streamjoin.runtime.batch.committing import batch_manifest
 from streamjoin.runtime.batch.context import BatchContext, BatchReport, Scratch, SessionConf
 from streamjoin.runtime.batch.deltas import LazyDeltas, delta_relations
 from streamjoin.runtime.batch.heldgroups import HeldGroups
@@ -34,7 +36,7 @@ from streamjoin.runtime.faults import maybe_crash
 from streamjoin.runtime.multiway.chain import ChainJoins
 from streamjoin.runtime.multiway.joins import MultiwayJoins
 from streamjoin.runtime.restart import check_restart
-from streamjoin.runtime.routing.router import after_batch, check_scheme_change, restore_routers
+from streamjoin.runtime.routing.router import check_scheme_change, restore_routers
 from streamjoin.runtime.routing.unitcounts import InputUnitCounts, count_units
 from streamjoin.runtime.session import clone
 from streamjoin.runtime.settings import Settings
@@ -42,7 +44,7 @@ from streamjoin.runtime.sources import no_rows
 from streamjoin.runtime.state.copybehind import CopyBehind, unbounded_streams
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.inputrows import settle_reads
-from streamjoin.runtime.state.nextmanifest import leaving_watermark, next_manifest
+from streamjoin.runtime.state.nextmanifest import leaving_watermark
 from streamjoin.runtime.state.statejob import StateJob
 from streamjoin.runtime.state.stores import StoreViews
 from streamjoin.runtime.threads import Background, PhaseClock
@@ -260,30 +262,9 @@ class BatchProcessor:
             maybe_crash("after-deadletter", batch_id)
             if units_job is not None:
                 units_job.result()
-            # (An index's counts over a state job's: the index is the join's load, and keeps
-            # no row with a NULL key. A query moved off hash keeps its keys' counts apart.)
-            keyed = ctx.counted.take_moved()
-            ctx.counted.counts |= self.indexed.reads.unit_counts(ctx)
+            probes, joins = self.indexed.reads, (self.multiway, measures)
+            manifest, units, routing = batch_manifest(ctx, probes, two, stats, out, closing, joins)
             prev = ctx.prev
-            counts, held = ctx.counted.counts, self.indexed.reads.stored_counts(ctx)
-            one = self.indexed.reads.ran_in_one_task()
-            args = (self.plan, ctx.routers, two.observed, counts, batch_id, stats, prev, held, one)
-            units, routing = after_batch(
-                *args, keyed=keyed, quantiles=self.indexed.reads.quantiles()
-            )
-            multiway_state: dict[str, t.Any] = {}
-            if self.multiway is not None:
-                rows = {k: s.ok for k, s in stats.items()}
-                notes, multiway_state = self.multiway.after_batch(measures, batch_id, rows)
-                routing |= notes
-            carried = ({n: r.state() for n, r in ctx.routers.items()}, multiway_state)
-            manifest = next_manifest(self.plan, prev, batch_id, stats, out, carried)
-            manifest.final = ctx.final
-            if closing is not None:
-                manifest.groups = closing.states
-                manifest.dropped = manifest.dropped + closing.dropped
-            elif prev.groups:  # (no GROUP BY query any more: their buffers go)
-                manifest.dropped += [u.path for g in prev.groups.values() for u in g.units]
             if queries is not None:
                 manifest.served = queries.to_dict()
             sheds = two.shed | self.chains.take_shed(ctx)
