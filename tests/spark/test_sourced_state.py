@@ -20,6 +20,7 @@ from streamjoin.runtime.state.checkpoint import Checkpoint
 from streamjoin.runtime.state.footers import read_footers
 from streamjoin.runtime.state.fs import FileStore
 from streamjoin.runtime.state.manifest import Manifest, StateUnit
+from streamjoin.runtime.state.sourcefiles import SourcedUnits
 from streamjoin.sql import parse_job
 from tests.e2e.files import write_batches
 from tests.spark.harness import read_sink
@@ -160,4 +161,49 @@ def test_state_bounded_by_the_deltas_least_event_times_keeps_every_pair(
     assert footers.least == round(ts(25).replace(tzinfo=UTC).timestamp() * 1e6)
     expected = run_reference(job, batches).outputs["q1"]
     assert (900, 901) in {(p[0], p[1]) for p in expected}
+    assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)
+
+
+def test_a_restart_reads_the_units_whose_rows_were_all_ok_in_one_scan_and_no_late_row(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart loads the join's index from the live units' files. The units whose files held
+    only ok rows (`StateUnit.whole`) are read in one scan with no watermark's test; a unit
+    whose files held a late row or a malformed line is read with its own batch's watermark, so
+    neither comes back as state (batch 5's rows would meet the late one)."""
+    batches = make_batches(29, n_batches=6, rows_per_batch=14)
+
+    def time(row: dict[str, object]) -> datetime:
+        return t.cast("datetime", row["ts"])
+
+    wm = min(max(time(r) for b in batches[:4] for r in b[s]) for s in "AB") - timedelta(seconds=2)
+    late: dict[str, object] = {"id": 10**6, "k": 1, "x": 1.0, "s": "p", "ts": wm - WINDOW / 20}
+    batches[4]["A"].append(late)
+    assert any(r["k"] == 1 and abs(time(r) - time(late)) <= WINDOW for r in batches[5]["B"])
+    write_batches(tmp_path / "in", batches[:5], extra_lines={(3, "A"): ['{"id": "x", "k": 1']})
+    job = parse_job(_job(tmp_path, "r", seconds=10), "<test>")
+    ckpt = tmp_path / "ckpt"
+    Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
+    whole = {u.batch: u.whole for u in Checkpoint(FileStore(spark), str(ckpt)).latest().live("A")}
+    assert whole[3] is False  # (a malformed line)
+    assert whole[4] is False  # (the late row)
+    assert sum(whole.values()) >= 2, whole
+
+    scans: list[tuple[str, list[int]]] = []
+    one_scan = SourcedUnits.whole_view
+
+    def spied(
+        self: SourcedUnits, spark: SparkSession, sp: t.Any, units: t.Any, views: t.Any
+    ) -> str:
+        scans.append((sp.name, sorted(u.batch for u in units)))
+        return one_scan(self, spark, sp, units, views)
+
+    monkeypatch.setattr(SourcedUnits, "whole_view", spied)
+    write_batches(tmp_path / "in", batches[5:], first=5)
+    Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
+    read = [batches for name, batches in scans if name == "A"]
+    assert read and all(3 not in b and 4 not in b for b in read), scans
+    assert max(len(b) for b in read) >= 2
+    expected = run_reference(job, batches).outputs["q1"]
+    assert not [pair for pair in expected if pair[0] == late["id"]]
     assert normalize(read_sink(spark, job, "w", COLUMNS)) == normalize(expected)

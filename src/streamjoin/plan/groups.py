@@ -120,7 +120,9 @@ class GroupQueryPlan:
         the relation of its stream's rows (`rows`, when it joins them)."""
         if self.query.rows is not None:
             assert rows is not None
-            return _joined(self.query, (*views, rows))
+            # (The groups, at most one a row of the window, are the side to broadcast: Spark,
+            # which cannot size them, would broadcast the rows' files of the whole reach.)
+            return _joined(self.query, (*views, rows), broadcast=True)
         if len(views) == 1:
             return f"SELECT * FROM {views[0]}"
         return _joined(self.query, views)
@@ -146,13 +148,14 @@ def spark_sql(query: GroupQuery, views: dict[str, str]) -> str:
     return _joined(query, tuple(f"({p})" for p in parts))
 
 
-def _joined(query: GroupQuery, relations: tuple[str, ...]) -> str:
+def _joined(query: GroupQuery, relations: tuple[str, ...], *, broadcast: bool = False) -> str:
     """The query's rows from its two inputs (`relations`: its groups in input order, then its
-    stream's rows), joined."""
+    stream's rows), joined; with `broadcast`, the first input (groups) broadcast."""
     names = [g.name for g in query.inputs] + ([query.rows.alias] if query.rows else [])
     items = ", ".join(f"{s.sql} AS `{s.alias}`" for s in query.select)
     a, b = (f"{r} AS `{n}`" for r, n in zip(relations, names, strict=True))
-    return f"SELECT {items} FROM {a} JOIN {b} ON ({query.on})"
+    hint = f"/*+ BROADCAST(`{names[0]}`) */ " if broadcast else ""
+    return f"SELECT {hint}{items} FROM {a} JOIN {b} ON ({query.on})"
 
 
 def plan_group_query(query: GroupQuery) -> GroupQueryPlan:

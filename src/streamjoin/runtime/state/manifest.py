@@ -58,6 +58,10 @@ class StateUnit:
     None: not measured, and the unit is not let go by a column."""
     bound_of: str | None = None
     """The column `bound` is of: a plan that lets rows go by another column keeps the unit."""
+    whole: bool = False
+    """For rows read back from `files`: every row of them was ok in its batch (none late or
+    malformed), so a read of several such units scans their files at once, with no test of
+    each unit's own watermark (`SourcedUnits.whole_view`)."""
 
     @staticmethod
     def of(raw: dict[str, t.Any]) -> StateUnit:

@@ -266,18 +266,41 @@ class SourcedUnits:
         one scan (per place of their files) and taken by the status test at the earliest of
         their batches' watermarks, so that rows a later batch found late are in it too. (A
         view per unit, as `view`, makes a read of a window's state a scan per batch.)"""
+        marks = [u.watermark for u in units if u.watermark is not None]
+        earliest = min(marks) if len(marks) == len(units) else None
+        return self._one_scan(spark, sp, units, views, earliest)
+
+    def whole_view(
+        self, spark: SparkSession, sp: StreamPlan, units: Collection[StateUnit], views: list[str]
+    ) -> str:
+        """A relation of the rows of `units`, each of them `StateUnit.whole` (every row of its
+        files ok in its batch), under their stored names: their files read in one scan (per
+        place of their files), with no watermark's test. A view per unit (`view`) is a scan
+        per batch, which a read of a long window's units (hundreds of batches) pays for in
+        planning and tasks."""
+        assert all(u.whole for u in units), "only whole units are read without their watermarks"
+        return self._one_scan(spark, sp, units, views, None)
+
+    def _one_scan(
+        self,
+        spark: SparkSession,
+        sp: StreamPlan,
+        units: Collection[StateUnit],
+        views: list[str],
+        watermark: int | None,
+    ) -> str:
+        """The rows of `units`' files read in one scan per place of their files, taken by the
+        status test at `watermark`."""
         by_base: dict[str | None, list[str]] = {}
         for u in units:
             check_files(self.fs, sp, u)
             by_base.setdefault(copy_base(u), []).extend(u.files)
-        marks = [u.watermark for u in units if u.watermark is not None]
-        earliest = min(marks) if len(marks) == len(units) else None
         parts = []
         for base, files in by_base.items():
             name = f"{self._prefix}_{sp.index}_all_{len(views)}"
             read_files(spark, sp, files, base).createOrReplaceTempView(name)
             views.append(name)
-            parts.append(stored_sql(sp, name, earliest))
+            parts.append(stored_sql(sp, name, watermark))
         return parts[0] if len(parts) == 1 else "(" + " UNION ALL ".join(parts) + ")"
 
     def clear(self) -> None:

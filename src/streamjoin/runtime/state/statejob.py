@@ -116,7 +116,8 @@ class StateJob:
                 unit = StateUnit(sp.name, batch_id, s.ok, s.min_ts, s.max_ts)
                 unit = _bounded(unit, sp, bound)
                 if sp.name in files:
-                    unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
+                    whole = s.late == 0 and s.malformed == 0
+                    unit = self._sourced_unit(unit, sp, files[sp.name], watermark, whole)
                 else:
                     # One metadata call per stream: the bytes per unit in the statistics.
                     unit = replace(unit, bytes=self.store.fs.size(self.store.path(unit.path)))
@@ -156,7 +157,7 @@ class StateJob:
             s = StreamStats(ok=ok, min_ts=f.least, max_ts=f.greatest)
             if ok:
                 unit = _bounded(StateUnit(sp.name, batch_id, ok, f.least, f.greatest), sp, f.bound)
-                s.unit = self._sourced_unit(unit, sp, files[sp.name], watermark)
+                s.unit = self._sourced_unit(unit, sp, files[sp.name], watermark, whole=True)
             stats[sp.name] = s
         rows = {file: n for f in footers.values() for file, n in f.rows.items()}
         return stats if counted or count_input_rows(streaming, rows) else None
@@ -208,10 +209,15 @@ class StateJob:
         ).parquet(self.store.batch_dir(batch_id))
 
     def _sourced_unit(
-        self, unit: StateUnit, sp: StreamPlan, files: list[str], watermark: int | None
+        self,
+        unit: StateUnit,
+        sp: StreamPlan,
+        files: list[str],
+        watermark: int | None,
+        whole: bool,
     ) -> StateUnit:
         """`unit` kept as the stream's input `files` it was read from
-        (`runtime.state.sourcefiles`)."""
+        (`runtime.state.sourcefiles`); `whole`: every row of them was ok."""
         sizes = [self.store.fs.file_size(f) for f in files]
         gone = [f for f, n in zip(files, sizes, strict=True) if n is None]
         if gone:
@@ -221,7 +227,12 @@ class StateJob:
             raise StreamJoinError(msg)
         known = [n or 0 for n in sizes]
         return replace(
-            unit, files=tuple(files), sizes=tuple(known), watermark=watermark, bytes=sum(known)
+            unit,
+            files=tuple(files),
+            sizes=tuple(known),
+            watermark=watermark,
+            bytes=sum(known),
+            whole=whole,
         )
 
 

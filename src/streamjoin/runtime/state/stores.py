@@ -110,7 +110,12 @@ class StoreViews:
         paths = tuple(self.store.path(u.path) for u in units)
         view = self._unit_views.get((sp.name, *paths))
         if view is None:
-            parts = [self.sourced.view(spark, sp, u) for u in units if u.files]
+            # (Units whose files' rows were all ok: one scan of their files, not one each.)
+            whole = [u for u in units if u.files and u.whole]
+            apart = [u for u in units if u.files and not (u.whole and len(whole) > 1)]
+            parts = [self.sourced.view(spark, sp, u) for u in apart]
+            if len(whole) > 1:
+                parts.append(self.sourced.whole_view(spark, sp, whole, views))
             copied = [self.store.path(u.path) for u in units if not u.files]
             if copied or not parts:
                 name = f"_sj_units_{len(views)}"
