@@ -15,6 +15,7 @@ from benchmarks.report_multiquery import multiquery_lines
 from benchmarks.report_overload import elastic_lines, overload_lines
 from benchmarks.report_pages import FOLDER, PAGES
 from benchmarks.report_provenance import commit_line
+from benchmarks.report_rate import nexmark_live_targets
 from benchmarks.report_shapes import shapes_lines, shapes_targets
 from benchmarks.report_soak import soak_lines
 from benchmarks.report_targets import long_targets, metrics_overhead_row, other_targets, targets
@@ -244,3 +245,23 @@ def test_each_shape_is_judged_against_its_peer_and_against_the_equi_shape() -> N
     cases[1]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 130.0
     cases[2]["engines"]["streamjoin"]["throughput"] = 29_000.0
     assert [met for _, _, met in shapes_targets({"cases": cases})] == [True, False, False]
+
+
+def test_nexmark_fed_live_is_judged_per_query_spark_keeps_up_with() -> None:
+    def case(name: str, p50: float, p99: float, *, spark: bool = True) -> dict[str, object]:
+        engines: dict[str, object] = {"streamjoin": {"keeps_up": True}}
+        if spark:
+            engines["spark-native"] = {"keeps_up": True}
+        ratios = {"latency_p50_s": p50, "latency_p99_s": p99}
+        return {"case": f"nexmark-{name}", "engines": engines, "ratios": ratios}
+
+    run = {"workload": "nexmark", "rate_per_stream": 5000.0, "duration_s": 120.0, "trigger_s": 0}
+    met = {"r": {**run, "cases": [case("q3", 0.3, 0.5), case("q4", 9.0, 9.0, spark=False)]}}
+    missed = {"r": {**run, "cases": [case("q3", 0.3, 0.5), case("q7", 0.2, 0.6)]}}
+    ((target, shown, ok),) = nexmark_live_targets(met)
+    assert ok is True
+    assert "q3 p50 ×0.3, p99 ×0.5" in shown
+    assert "q4" not in shown  # (Spark refuses it: no ratio)
+    assert "120 s" in target
+    assert "default trigger" in target
+    assert nexmark_live_targets(missed)[0][2] is False
