@@ -58,14 +58,11 @@ def _units(spark: SparkSession, checkpoint: Path) -> list[StateUnit]:
     return [u for i in ids for u in t.cast("Manifest", store.committed(i)).units]
 
 
-def test_state_read_back_from_the_input_files_gives_the_reference_result(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def _with_late_row() -> tuple[list[dict[str, list[dict[str, object]]]], dict[str, object]]:
+    """Six batches of A and B, and a row of A added to batch 4 just behind its watermark,
+    where batch 5's rows of B would meet it if it came back as state (the row, returned)."""
     batches = make_batches(29, n_batches=6, rows_per_batch=14)
 
-    # Late rows and a malformed line sit in the files the state is read back from: none may
-    # come back as state. One row is just behind the watermark of batch 4, where batch 5's
-    # rows would meet it if it did.
     def time(row: dict[str, object]) -> datetime:
         return t.cast("datetime", row["ts"])
 
@@ -73,6 +70,16 @@ def test_state_read_back_from_the_input_files_gives_the_reference_result(
     late: dict[str, object] = {"id": 10**6, "k": 1, "x": 1.0, "s": "p", "ts": wm - WINDOW / 20}
     batches[4]["A"].append(late)
     assert any(r["k"] == 1 and abs(time(r) - time(late)) <= WINDOW for r in batches[5]["B"])
+    return batches, late
+
+
+def test_state_read_back_from_the_input_files_gives_the_reference_result(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Late rows and a malformed line sit in the files the state is read back from: none may
+    # come back as state. One row is just behind the watermark of batch 4, where batch 5's
+    # rows would meet it if it did.
+    batches, late = _with_late_row()
     write_batches(tmp_path / "in", batches, extra_lines={(3, "A"): ['{"id": "x", "k": 1']})
     results = {}
     for name, options in (("sourced", ""), ("copied", ", state = 'copy'")):
@@ -171,15 +178,7 @@ def test_a_restart_reads_the_units_whose_rows_were_all_ok_in_one_scan_and_no_lat
     only ok rows (`StateUnit.whole`) are read in one scan with no watermark's test; a unit
     whose files held a late row or a malformed line is read with its own batch's watermark, so
     neither comes back as state (batch 5's rows would meet the late one)."""
-    batches = make_batches(29, n_batches=6, rows_per_batch=14)
-
-    def time(row: dict[str, object]) -> datetime:
-        return t.cast("datetime", row["ts"])
-
-    wm = min(max(time(r) for b in batches[:4] for r in b[s]) for s in "AB") - timedelta(seconds=2)
-    late: dict[str, object] = {"id": 10**6, "k": 1, "x": 1.0, "s": "p", "ts": wm - WINDOW / 20}
-    batches[4]["A"].append(late)
-    assert any(r["k"] == 1 and abs(time(r) - time(late)) <= WINDOW for r in batches[5]["B"])
+    batches, late = _with_late_row()
     write_batches(tmp_path / "in", batches[:5], extra_lines={(3, "A"): ['{"id": "x", "k": 1']})
     job = parse_job(_job(tmp_path, "r", seconds=10), "<test>")
     ckpt = tmp_path / "ckpt"
