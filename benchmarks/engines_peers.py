@@ -38,10 +38,11 @@ def _stream_frame(spark: SparkSession, s: StreamDef) -> DataFrame:
     return df
 
 
-def _query_sql(q: Query, views: t.Mapping[str, str]) -> str:
+def _query_sql(q: Query, views: t.Mapping[str, str], *, outer: bool = False) -> str:
     """Spark SQL of query `q` over `views` (by alias); a multi-way join as chained joins in
     written order, each conjunct in the ON of the first join that binds its inputs (Spark's
-    chained stream-stream joins)."""
+    chained stream-stream joins). With `outer`, an outer join as one (Spark's native join);
+    else its pairs only (the foreachBatch join adds the rows without a partner itself)."""
     import sqlglot
 
     from streamjoin.plan.classify import conjuncts
@@ -51,7 +52,7 @@ def _query_sql(q: Query, views: t.Mapping[str, str]) -> str:
     if len(sides) == 2:
         left, right = sides
         kind, on, where = "", q.predicate, ""
-        if q.outer is not None:
+        if outer and q.outer is not None:
             kind, on = f"{q.outer.kind.upper()} OUTER ", q.outer.on
             where = f" WHERE {q.outer.where}" if q.outer.where else ""
         return (
@@ -109,7 +110,7 @@ def _run_native(
             view = f"native_{q.name}_{side.alias}"
             _stream_frame(spark, job.stream(side.stream)).createOrReplaceTempView(view)
             views[side.alias] = view
-        out = spark.sql(_query_sql(q, views))
+        out = spark.sql(_query_sql(q, views, outer=True))
         queries.append(_start_parquet(out, _out_path(job, q), workdir, q.name, live))
     for g in job.group_queries:
         views = {}
