@@ -167,7 +167,8 @@ def two_stream_case(
     if window is not None:
         on = f"{on} AND {_window(window)}"
     job = two_stream_job(backlog, on, join)
-    # (Spark's native join runs an outer join only with an equality between the sides.)
+    # (Spark's native join runs an outer join only with an equality between the sides, and a
+    # window: every outer case has one.)
     peer = PEERS[kind] if join == "JOIN" or kind == "equi" else "spark-foreach"
     return Case(name, job, peer, backlog, window, on, warmup_batches)
 

@@ -200,7 +200,7 @@ def test_a_restart_reads_the_units_whose_rows_were_all_ok_in_one_scan_and_no_lat
     monkeypatch.setattr(SourcedUnits, "whole_view", spied)
     write_batches(tmp_path / "in", batches[5:], first=5)
     Engine(spark).run(job, checkpoint=str(ckpt), once=True, progress=False)
-    read = [batches for name, batches in scans if name == "A"]
+    read = [units for name, units in scans if name == "A"]
     assert read and all(3 not in b and 4 not in b for b in read), scans
     assert max(len(b) for b in read) >= 2
     expected = run_reference(job, batches).outputs["q1"]

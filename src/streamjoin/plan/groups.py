@@ -120,9 +120,12 @@ class GroupQueryPlan:
         the relation of its stream's rows (`rows`, when it joins them)."""
         if self.query.rows is not None:
             assert rows is not None
-            # (The groups, at most one a row of the window, are the side to broadcast: Spark,
-            # which cannot size them, would broadcast the rows' files of the whole reach.)
-            return _joined(self.query, (*views, rows), broadcast=True)
+            # (Tumbling windows of the rows' own stream have at most one group a row: the side
+            # to broadcast. Spark, which cannot size the groups (rows of an RDD), would
+            # broadcast the rows' files of the whole reach.)
+            group = self.query.inputs[0]
+            small = group.stream == self.query.rows.stream and self.inputs[0].window.tumbling
+            return _joined(self.query, (*views, rows), broadcast=small)
         if len(views) == 1:
             return f"SELECT * FROM {views[0]}"
         return _joined(self.query, views)

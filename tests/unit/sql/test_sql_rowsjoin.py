@@ -97,3 +97,28 @@ def test_a_stream_without_an_event_time_cannot_join_groups() -> None:
     assert "stream 'plain' joins groups by its event time, and declares none" in (
         info.value.message
     )
+
+
+TUMBLE = "TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)"
+HOP = "HOP(TABLE bids, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)"
+
+
+@pytest.mark.parametrize(
+    ("rows", "window", "broadcast"),
+    [
+        ("bids", TUMBLE, True),
+        ("bids", HOP, False),  # (sliding windows: up to size / slide groups a row)
+        ("asks", TUMBLE, False),  # (another stream's groups: no bound by its rows)
+    ],
+)
+def test_the_groups_are_broadcast_where_they_are_at_most_one_a_row(
+    rows: str, window: str, broadcast: bool
+) -> None:
+    groups = GROUPS.replace(TUMBLE, window).format(bound="end")
+    sql = (
+        f"INSERT INTO matches SELECT r.id, r.price, g.w FROM {rows} r JOIN\n{groups}"
+        "ON r.price = g.top WHERE r.ts BETWEEN g.w - INTERVAL '10' SECOND AND g.w"
+    )
+    (gp,) = plan_job(parse_job(PRELUDE + sql, source="job.sql")).group_queries
+    text = gp.output_sql(("groups_view",), "rows_view")
+    assert ("/*+ BROADCAST(`g`) */" in text) is broadcast

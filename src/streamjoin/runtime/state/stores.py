@@ -110,12 +110,14 @@ class StoreViews:
         paths = tuple(self.store.path(u.path) for u in units)
         view = self._unit_views.get((sp.name, *paths))
         if view is None:
-            # (Units whose files' rows were all ok: one scan of their files, not one each.)
-            whole = [u for u in units if u.files and u.whole]
-            apart = [u for u in units if u.files and not (u.whole and len(whole) > 1)]
+            # (Units whose files' rows were all ok: one scan of their files, not one each.
+            # Copies behind have a directory each, and a view each kept across batches.)
+            whole = [u for u in units if u.files and u.whole and not u.behind]
+            together = whole if len(whole) > 1 else []
+            apart = [u for u in units if u.files and not any(u is w for w in together)]
             parts = [self.sourced.view(spark, sp, u) for u in apart]
-            if len(whole) > 1:
-                parts.append(self.sourced.whole_view(spark, sp, whole, views))
+            if together:
+                parts.append(self.sourced.whole_view(spark, sp, together, views))
             copied = [self.store.path(u.path) for u in units if not u.files]
             if copied or not parts:
                 name = f"_sj_units_{len(views)}"
