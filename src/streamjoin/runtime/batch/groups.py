@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import typing as t
 from dataclasses import dataclass, field
-from functools import partial
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.batch.context import view_tag
 from streamjoin.runtime.state.manifest import GroupState, GroupUnit
-from streamjoin.runtime.threads import Background
 
 if t.TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from pyspark.sql import DataFrame, SparkSession
 
@@ -52,7 +50,7 @@ def buffer_rows(
     buffer unit of the batch, held in memory too; the units written (none for a query without
     new rows)."""
     spark, checkpoint, batch_id = reading
-    writes: list[tuple[GroupBuffer, Callable[[], GroupUnit | None]]] = []
+    units = {}
     for ap in plan.buffers:
         parts = frames.pop(ap.name, [])
         if not parts:
@@ -60,18 +58,10 @@ def buffer_rows(
         rows = parts[0]
         for p in parts[1:]:
             rows = rows.unionAll(p)
-        writes.append((ap, partial(held.write, spark, ap, rows, batch_id, checkpoint)))
-    if len(writes) > 1:
-        # (Each write is a job of its own, planned in the driver: side by side, as two
-        # streams' groups of a join are, they share the cores and the planning overlaps.)
-        jobs = [(ap, Background(write)) for ap, write in writes]
-        failed = [err for _, job in jobs if (err := job.wait()) is not None]
-        if failed:
-            raise failed[0]
-        written = [(ap, job.result()) for ap, job in jobs]
-    else:
-        written = [(ap, write()) for ap, write in writes]
-    return {ap.name: unit for ap, unit in written if unit is not None}
+        unit = held.write(spark, ap, rows, batch_id, checkpoint)
+        if unit is not None:
+            units[ap.name] = unit
+    return units
 
 
 def close_windows(

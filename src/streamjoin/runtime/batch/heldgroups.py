@@ -199,8 +199,6 @@ class HeldGroups:
             found = index_class(spark)
             jvm = spark.sparkContext._jvm
             assert jvm is not None
-            # (`_local` before `_jvm`: `buffer_rows` writes buffers from several threads, and
-            # one that finds `_jvm` set reads `_local`.)
-            self._local = not on_cluster(spark)
             self._jvm = False if found is None else StaticMethods(jvm.streamjoin.operator.GroupRows)
+            self._local = not on_cluster(spark)
         return self._jvm or None
