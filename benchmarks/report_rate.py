@@ -122,12 +122,12 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
         "compiling the batches' code: runs of 30 s measure that, runs of 300 s the steady "
         "state. Batch times, and so latencies, move up to 2× between repeats of short runs.",
         "",
-        "| rows/s per stream | size, feed s (cold: no warm-up job; trigger when not 1 s) | "
+        "| case | rows/s per stream | size, feed s (cold: no warm-up job; trigger when not 1 s) | "
         "engine | keeps up | "
         "fed / processed rows/s | "
         "latency p50 / p95 / p99 / max s | growth | backlog at end s | batch p50 / p99 ms | "
         "results agree | ours ÷ peer |",
-        "|" + "---|" * 11,
+        "|" + "---|" * 12,
     ]
     for report in reports.values():
         cold = ", cold" if not report.get("warmup", True) else ""
@@ -136,7 +136,7 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
         run = f"{report['size']}, {report['duration_s']:g}{cold}{every}"
         for c in report["cases"]:
             for engine, r in c["engines"].items():
-                rate = _fmt(report["rate_per_stream"])
+                rate = f"{c['case']} | {_fmt(report['rate_per_stream'])}"
                 if r.get("error"):
                     lines.append(f"| {rate} | {run} | {engine} | error: {r['error']} |" + " |" * 7)
                     continue
