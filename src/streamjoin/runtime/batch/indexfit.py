@@ -19,15 +19,17 @@ ONE_TASK_ROWS = 20_000
 task without a shuffle: the shuffle's stage costs more than a second core saves on it. The
 bound on a cluster, and a multi-way chain's deltas' (`multiway.chain`)."""
 
-LOCAL_ONE_TASK_ROWS = 100_000
+LOCAL_ONE_TASK_ROWS = 250_000
 """A two-way join's bound in local mode, where the driver's JVM holds every partition, for a
 probe of the batch's own rows (`BatchInput`): one task reads them as Spark planned them, with
 no plan of its input made each batch and no shuffle. (An input planned in the batch keeps
 `ONE_TASK_ROWS`: there one task saves no plan, only the shuffle, and loses the second core.)
 Measured (docs/dev-log.md): live equi at 20,000 rows a second a stream, batch p50 207
 against 442 ms; `equi`'s quick backlog (100,000 rows a batch), warm batches 186-243 against
-441-636 ms. At about 200,000 rows the gain ends: `equi`'s full backlog was still faster in one
-task, Nexmark's q20 no faster and q4 slower, so larger batches keep the shuffle."""
+441-636 ms, its full backlog (200,000) 307-489 against 460-680; Nexmark's backlogs (196,000 a
+batch) q20 12.0 against 16.8 s, q4 23.2 against 24.8, q9 26.3 against 27.9, q7 equal. The
+engine's loop takes at most about this many rows a batch at the default heap
+(`streamjoin.batch.maxRows`)."""
 
 CHAIN_ONE_TASK_ROWS = 40_000
 """The same bound for a multi-way chain (`multiway.chain`), whose levels in one task are
