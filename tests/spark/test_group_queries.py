@@ -1,23 +1,29 @@
 """Queries over windowed groups of single streams on Spark against the reference: one stream's
 groups (Spark's window() and Flink's TUMBLE/HOP), two streams' groups joined on their window
 (Nexmark q8's shape), and a stream's rows joined with groups (Nexmark q7's shape), each emitted
-in the batch the reference says, across a restart that replays a batch, and a final run."""
+in the batch the reference says, across a restart that replays a batch, and a final run; and
+each read from files in the engine's loop, where a buffer's rows of a batch are made in the
+batch's tasks by a plan made once, late and malformed rows left out."""
 
 from __future__ import annotations
 
 import typing as t
+from datetime import timedelta
 
+import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from streamjoin.reference import normalize, run_reference
+from streamjoin.runtime.batch.heldgroups import HeldGroups
 from streamjoin.runtime.engine import Engine
 from streamjoin.sql import parse_job
+from tests.e2e.files import write_batches
 
-from .harness import replay_and_check
+from .harness import read_sink, replay_and_check
 from .streams import make_batches, stream_ddl
 
 if t.TYPE_CHECKING:
-    import pytest
     from pyspark.sql import SparkSession
 
 SIZES = st.sampled_from([2, 3, 5])
@@ -157,9 +163,61 @@ def test_a_streams_rows_joined_with_groups_match_the_reference(
     _run(spark, tmp_path_factory.mktemp("rows"), seed, query, final)
 
 
-def test_spark_checks_a_group_query_before_the_stream_starts(spark: SparkSession) -> None:
-    import pytest
+@settings(max_examples=3, deadline=None, phases=NO_SHRINK)
+@given(
+    seed=st.integers(0, 10_000),
+    query=st.one_of(one_stream(), window_join(), rows_join()),
+    final=st.booleans(),
+)
+def test_group_queries_over_files_make_each_batchs_rows_by_a_plan_made_once(
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    query: tuple[str, list[str]],
+    final: bool,
+) -> None:
+    # A row of A just behind batch 4's watermark, in a window still open, and a malformed line:
+    # neither may reach a buffer. Every batch of files makes its buffers' rows in its tasks.
+    tmp = tmp_path_factory.mktemp("files")
+    batches = make_batches(seed, n_batches=6, rows_per_batch=10, keys=3)
+    seen = min(max(t.cast("t.Any", r["ts"]) for b in batches[:4] for r in b[s]) for s in "AB")
+    late = seen - timedelta(seconds=2, microseconds=1)  # (W - 1 µs: late, its window open)
+    batches[4]["A"].append({"id": 10**6, "k": 1, "x": 1e6, "s": "late", "ts": late})
+    write_batches(tmp / "in", batches, extra_lines={(2, "A"): ['{"id": "x", "k": 1']})
+    insert, columns = query
+    streams = [
+        stream_ddl(s, str(tmp / "in" / s)).replace("WITH (", "WITH (maxFilesPerTrigger = '1', ")
+        for s in "AB"
+    ]
+    sink = f"CREATE SINK g WITH (format = 'parquet', path = '{tmp / 'g'}');"
+    job = parse_job("\n".join([*streams, sink, insert]))
+    made: list[tuple[int, bool]] = []
+    plans: list[str] = []
+    batch_rows, plan_rows = HeldGroups.batch_rows, HeldGroups._plan_rows
 
+    def spy_rows(self: HeldGroups, ctx: t.Any, gq: t.Any, i: int) -> t.Any:
+        rows = batch_rows(self, ctx, gq, i)
+        made.append((ctx.batch_id, rows is not None))
+        return rows
+
+    def spy_plan(self: HeldGroups, ctx: t.Any, gq: t.Any, i: int) -> t.Any:
+        plans.append(gq.inputs[i].name)
+        return plan_rows(self, ctx, gq, i)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(HeldGroups, "batch_rows", spy_rows)
+        patch.setattr(HeldGroups, "_plan_rows", spy_plan)
+        Engine(spark).run(job, checkpoint=str(tmp / "ckpt"), once=True, progress=False, final=final)
+    expected = run_reference(job, batches, final=final)
+    rows = zip(expected.outputs["q1"], expected.arrivals["q1"], strict=True)
+    got = read_sink(spark, job, "g", [*columns, "batch"])
+    assert normalize(got) == normalize([(*r, b) for r, b in rows])
+    assert {b for b, _ in made} >= set(range(len(batches)))
+    assert all(ok for b, ok in made if b < len(batches))
+    assert sorted(plans) == sorted(set(plans))  # (once per buffer)
+
+
+def test_spark_checks_a_group_query_before_the_stream_starts(spark: SparkSession) -> None:
     from streamjoin.errors import JobError
 
     sink = "CREATE SINK g WITH (format = 'parquet', path = '/unused');"

@@ -107,12 +107,13 @@ class GroupQueryPlan:
         """The query's name."""
         return self.query.name
 
-    def rows_sql(self, i: int, view: str) -> str:
+    def rows_sql(self, i: int, view: str, last: str = "") -> str:
         """Spark SQL of input `i`'s rows to buffer, from its stream's rows of a batch in
-        `view`: the columns its groups read, under their buffer names."""
+        `view`: the columns its groups read, under their buffer names (and `last`, SQL of one
+        more column after them, where given)."""
         group, buffer = self.query.inputs[i], self.inputs[i]
-        items = ", ".join(f"{sql} AS `{name}`" for sql, name in buffer.columns)
-        sql = f"SELECT {items} FROM {view} AS `{group.alias}`"
+        items = [f"{sql} AS `{name}`" for sql, name in buffer.columns] + ([last] if last else [])
+        sql = f"SELECT {', '.join(items)} FROM {view} AS `{group.alias}`"
         return sql if group.where is None else f"{sql} WHERE {group.where}"
 
     def output_sql(self, views: tuple[str, ...], rows: str | None = None) -> str:

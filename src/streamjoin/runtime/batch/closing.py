@@ -58,7 +58,7 @@ def close_batch(
     plan, spark = ctx.plan, ctx.spark
     reads, stores, held, checkpoint = kept
     if plan.group_queries:
-        frames |= stream_rows(plan, deltas, spark)
+        frames |= stream_rows(ctx, deltas, held)
     if not (plan.buffers or plan.outers):
         return None
     watermark = leaving_watermark(plan, ctx.prev, statistics(), final=ctx.final)

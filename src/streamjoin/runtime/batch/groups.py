@@ -20,7 +20,7 @@ if t.TYPE_CHECKING:
 
     from streamjoin.plan import JobPlan
     from streamjoin.plan.aggregate import GroupBuffer
-    from streamjoin.runtime.batch.context import Scratch
+    from streamjoin.runtime.batch.context import BatchContext, Scratch
     from streamjoin.runtime.batch.heldgroups import HeldGroups
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.manifest import Manifest
@@ -128,14 +128,18 @@ def _overlapping(
 
 
 def stream_rows(
-    plan: JobPlan, deltas: Mapping[str, str], spark: SparkSession
+    ctx: BatchContext, deltas: Mapping[str, str], held: HeldGroups
 ) -> dict[str, list[DataFrame]]:
-    """The rows of the batch each group query's input buffers, from its stream's delta."""
-    return {
-        buffer.name: [spark.sql(gq.rows_sql(i, deltas[group.stream]))]
-        for gq in plan.group_queries
-        for i, (group, buffer) in enumerate(zip(gq.query.inputs, gq.inputs, strict=True))
-    }
+    """The rows of the batch each group query's input buffers: from the batch's rows by a plan
+    made once (`HeldGroups.batch_rows`), else from its stream's delta."""
+    out = {}
+    for gq in ctx.plan.group_queries:
+        for i, (group, buffer) in enumerate(zip(gq.query.inputs, gq.inputs, strict=True)):
+            rows = held.batch_rows(ctx, gq, i)
+            if rows is None:
+                rows = ctx.spark.sql(gq.rows_sql(i, deltas[group.stream]))
+            out[buffer.name] = [rows]
+    return out
 
 
 RowsOf = t.Callable[[str, "int | None"], str]

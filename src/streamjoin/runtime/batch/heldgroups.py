@@ -9,10 +9,12 @@ from __future__ import annotations
 import typing as t
 import uuid
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.aggregate import AFTER, END, UPTO
+from streamjoin.runtime.batch.indexplans import batch_input, batch_rows
 from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.state.manifest import GroupUnit
 from streamjoin.runtime.threads import metrics
@@ -23,6 +25,8 @@ if t.TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from streamjoin.plan.aggregate import GroupBuffer
+    from streamjoin.plan.groups import GroupQueryPlan
+    from streamjoin.runtime.batch.context import BatchContext
     from streamjoin.runtime.state.checkpoint import Checkpoint
 
 _LEAST, _MOST = -(2**63), 2**63 - 1
@@ -39,6 +43,47 @@ class HeldGroups:
         self._local: bool | None = None
         self._planned: dict[str, DataFrame | None] = {}
         """Each buffer's groups over the rows handed at a close, planned once (`groups`)."""
+        self._inputs: dict[str, t.Any] = {}
+        """Each buffer of a stream's rows → the ``BatchInput`` of its rows of a batch (False:
+        none can be planned once; `batch_rows`)."""
+
+    def batch_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
+        """Input `i` of group query `gq`: its stream's rows of the batch to buffer, late ones
+        left out, made from the rows Spark planned for the batch in the batch's tasks by a plan
+        made once per buffer and layout (``BatchInput.onTime``: the batch plans nothing for
+        them); None where the batch's rows are not rows Spark planned, or the rows' plan
+        cannot be made once (the current time in its WHERE, say)."""
+        if self._groups(ctx.spark) is None:
+            return None
+        key = self._key(gq.inputs[i])
+        made = self._inputs.get(key)
+        if not (made and made.fits(ctx.rows._jdf)):  # (rows Spark planned, in the layout)
+            if made is False or not self._jvm_inputs(ctx).planned(ctx.rows._jdf):
+                return None
+            made = self._plan_rows(ctx, gq, i)
+            self._inputs[key] = made or False
+            if made is None:
+                return None
+        late = _LEAST if ctx.watermark is None else ctx.watermark
+        return DataFrame(made.onTime(ctx.rows._jdf, late), ctx.spark)
+
+    def _plan_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> t.Any:
+        """The ``BatchInput`` of `gq`'s input `i` over the batch's rows, its stream's event
+        time last (for the late test), or None."""
+        group = gq.query.inputs[i]
+        event = ctx.plan.stream(group.stream).stream.event_time
+        evt = f"unix_micros(`{group.alias}`.`{event}`)" if event else "CAST(NULL AS BIGINT)"
+        sql = gq.rows_sql(i, batch_rows(ctx)(ctx.plan.stream(group.stream)), f"{evt} AS _sj_evt")
+        try:
+            return batch_input(ctx, [sql])
+        except Py4JJavaError:  # (an optimisation only: the batch plans its rows instead)
+            return None
+
+    @staticmethod
+    def _jvm_inputs(ctx: BatchContext) -> t.Any:
+        jvm = ctx.spark.sparkContext._jvm
+        assert jvm is not None
+        return jvm.streamjoin.operator.BatchInput
 
     def write(
         self,
@@ -180,6 +225,8 @@ class HeldGroups:
             groups.drop(f"{self._prefix}{name}/")
         for key in [k for k in self._planned if k.startswith(f"{self._prefix}{name}/")]:
             del self._planned[key]
+        for key in [k for k in self._inputs if k.startswith(f"{self._prefix}{name}/")]:
+            del self._inputs[key]
 
     def clear(self, spark: SparkSession) -> None:
         """Let go of every buffer held (the processor is done)."""
@@ -187,6 +234,7 @@ class HeldGroups:
         if groups is not None:
             groups.drop(self._prefix)
         self._planned = {}
+        self._inputs = {}
 
     def _key(self, buffer: GroupBuffer) -> str:
         return f"{self._prefix}{buffer.name}/{buffer.buffer_signature}"

@@ -20,6 +20,8 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.LogicalRDD;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.reflect.ClassTag$;
 
@@ -215,22 +217,62 @@ public final class BatchInput implements Serializable {
     return spark.internalCreateDataFrame(rows(batch, lateBefore).rdd(), nullable, false);
   }
 
+  /** The rows of this one-sided input of {@code batch} (see {@link #fits}) in the batch's own
+   * partitions, those behind {@code lateBefore} left out, without their event time (the last
+   * column, which only that test reads): a GROUP BY buffer's rows of a batch, planned once. */
+  public Dataset onTime(Dataset batch, long lateBefore) {
+    SparkSession spark = (SparkSession) batch.sparkSession();
+    LogicalRDD plan = (LogicalRDD) batch.queryExecution().logical();
+    StructField[] fields = new StructField[layout.fields().length - 1];
+    System.arraycopy(layout.fields(), 0, fields, 0, fields.length);
+    StructType kept = new StructType(fields);
+    JavaRDD rows = PlainRdd.mapPartitions(
+        plan.rdd().toJavaRDD(), new Rows(this, lateBefore, kept.length()));
+    return spark.internalCreateDataFrame(rows.rdd(), kept.asNullable(), false);
+  }
+
   /** Each side's rows of a partition of the batch, lazily: a row of a self-join's stream is in
    * both. */
   static final class Rows implements FlatMapFunction {
     final BatchInput in;
     final long lateBefore;
+    final int kept;  // (the columns each row keeps after the late test; -1: all)
 
     Rows(BatchInput in, long lateBefore) {
+      this(in, lateBefore, -1);
+    }
+
+    Rows(BatchInput in, long lateBefore, int kept) {
       this.in = in;
       this.lateBefore = lateBefore;
+      this.kept = kept;
     }
 
     public Iterator call(Object rows) {
       Object[] made = in.made("input", in.conditions.length);
-      return new Sides(
+      Sides sides = new Sides(
           (Iterator) rows, (BasePredicate[]) made[0], (UnsafeProjection[]) made[1], lateBefore);
+      if (kept >= 0) {
+        sides.trim = in.trim(kept);
+      }
+      return sides;
     }
+  }
+
+  /** The projection of a row of this input's layout onto its first {@code n} columns, made
+   * once per thread. */
+  UnsafeProjection trim(int n) {
+    String key = id + "/trim/" + Thread.currentThread().getId();
+    UnsafeProjection made = (UnsafeProjection) MADE.get(key);
+    if (made == null) {
+      DataType[] types = new DataType[n];
+      for (int i = 0; i < n; i++) {
+        types[i] = layout.fields()[i].dataType();
+      }
+      made = UnsafeProjection$.MODULE$.create(types);
+      MADE.put(key, made);
+    }
+    return made;
   }
 
   static final class Sides implements Iterator {
@@ -238,6 +280,7 @@ public final class BatchInput implements Serializable {
     final BasePredicate[] tests;
     final UnsafeProjection[] makes;
     final long lateBefore;
+    UnsafeProjection trim;  // (null: a row keeps every column)
     InternalRow row;
     int side;
     InternalRow next;
@@ -269,7 +312,7 @@ public final class BatchInput implements Serializable {
         if (!out.isNullAt(t) && out.getLong(t) < lateBefore) {
           continue;
         }
-        next = out;
+        next = trim == null ? out : trim.apply(out);
       }
       return true;
     }
