@@ -166,8 +166,7 @@ class Engine:
             history = MetricsHistory(None if temporary else local_dir(f"{ckpt}/metrics"))
         names = [q.name for q in plan.job.queries]
         every = trigger_seconds(trigger)
-        # (A zero trigger runs each batch as soon as the last ends: no batch is ever within it.)
-        behind = None if once or not every else FallingBehind(every)
+        behind = None if once or every is None else FallingBehind(every)
 
         publisher = ProgressPublisher(self.spark) if history is not None else None
 

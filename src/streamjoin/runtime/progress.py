@@ -157,9 +157,17 @@ class ProgressLine:
             self.stream.flush()
 
 
+GROWING_FLOOR_S = 1.0
+"""Under a zero trigger, a batch this short or shorter is caught up, never behind: back-to-back
+batches of a job that keeps up vary by more than they grow."""
+
+
 class FallingBehind:
     """One warning line when batches keep taking longer than the trigger: an exact job's
-    overload shows as lag and this line, never as work left undone (`docs/overload.md`)."""
+    overload shows as lag and this line, never as work left undone (`docs/overload.md`). Under
+    a zero trigger (Spark's default: each batch starts as the last ends and takes what arrived
+    meanwhile) no batch is within a trigger; a job that cannot keep up shows instead as each
+    batch longer than the last, with more input, and that is what counts there."""
 
     def __init__(self, trigger_seconds: float, stream: t.TextIO | None = None, streak: int = 3):
         self.trigger = trigger_seconds
@@ -167,22 +175,33 @@ class FallingBehind:
         self.streak = streak
         self.behind = 0
         self.warned = False
+        self._last: BatchReport | None = None
 
     def __call__(self, report: BatchReport) -> None:
-        """Count a batch slower than the trigger; warn on the `streak`-th in a row (again after
-        the job has caught up and fallen behind once more)."""
-        if report.seconds <= self.trigger:
+        """Count a batch slower than the trigger (under a zero trigger: over `GROWING_FLOOR_S`,
+        longer and with more input than the one before); warn on the `streak`-th in a row
+        (again after the job has caught up and fallen behind once more)."""
+        last, self._last = self._last, report
+        if report.seconds <= (self.trigger or GROWING_FLOOR_S):
             self.behind, self.warned = 0, False
             return
+        if not self.trigger:
+            grew = last is not None and last.seconds < report.seconds
+            if not (grew and last is not None and last.rows_in < report.rows_in):
+                return  # (a long batch that did not grow: the streak neither grows nor ends)
         self.behind += 1
         if self.behind >= self.streak and not self.warned:
             self.warned = True
             shedding = " (queries with overload = 'shed' skip probes to keep up)"
+            if self.trigger:
+                what = f"took longer than the {self.trigger:g}s trigger"
+            else:
+                what = "each took longer than the one before, with more input, back to back"
             self.stream.write(
-                f"\rstreamjoin: {self.behind} batches in a row took longer than the "
-                f"{self.trigger:g}s trigger (the last {report.seconds:.2f}s): input arrives "
-                "faster than the job joins it, and latency grows; a query may shed probes "
-                f"instead with WITH (overload = 'shed'){shedding if report.shed else ''}\n"
+                f"\rstreamjoin: {self.behind} batches in a row {what} (the last "
+                f"{report.seconds:.2f}s): input arrives faster than the job joins it, and latency "
+                "grows; a query may shed probes instead with WITH (overload = 'shed')"
+                f"{shedding if report.shed else ''}\n"
             )
             self.stream.flush()
 
