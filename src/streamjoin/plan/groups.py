@@ -107,7 +107,7 @@ class GroupQueryPlan:
         """The query's name."""
         return self.query.name
 
-    def rows_sql(self, i: int, view: str, last: str = "") -> str:
+    def rows_sql(self, i: int, view: str, last: str | None = None) -> str:
         """Spark SQL of input `i`'s rows to buffer, from its stream's rows of a batch in
         `view`: the columns its groups read, under their buffer names (and `last`, SQL of one
         more column after them, where given)."""

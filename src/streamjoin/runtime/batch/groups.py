@@ -131,11 +131,11 @@ def stream_rows(
     ctx: BatchContext, deltas: Mapping[str, str], held: HeldGroups
 ) -> dict[str, list[DataFrame]]:
     """The rows of the batch each group query's input buffers: from the batch's rows by a plan
-    made once (`HeldGroups.batch_rows`), else from its stream's delta."""
+    made once (`HeldGroups.planned_rows`), else from its stream's delta."""
     out = {}
     for gq in ctx.plan.group_queries:
         for i, (group, buffer) in enumerate(zip(gq.query.inputs, gq.inputs, strict=True)):
-            rows = held.batch_rows(ctx, gq, i)
+            rows = held.planned_rows(ctx, gq, i)
             if rows is None:
                 rows = ctx.spark.sql(gq.rows_sql(i, deltas[group.stream]))
             out[buffer.name] = [rows]

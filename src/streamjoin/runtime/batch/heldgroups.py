@@ -2,19 +2,24 @@
 a batch's unit is written by the tasks that make its rows, which hand them back, and a closing
 window reads its panes' rows from memory instead of every live unit from the checkpoint. The
 units stay the durable state; a unit not held (after a restart, or written by Spark's writer on
-a cluster) is read back once, by the close that first needs it."""
+a cluster) is read back once, by the close that first needs it. A GROUP BY over a stream takes
+its rows of each batch from the batch's own rows by a projection and filter planned once per
+buffer (`planned_rows`)."""
 
 from __future__ import annotations
 
 import typing as t
 import uuid
+import warnings
 
 from py4j.protocol import Py4JJavaError
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
+from streamjoin.errors import StreamJoinWarning
 from streamjoin.plan.aggregate import AFTER, END, UPTO
-from streamjoin.runtime.batch.indexplans import batch_input, batch_rows
+from streamjoin.runtime.batch import indexplans
 from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.state.manifest import GroupUnit
 from streamjoin.runtime.threads import metrics
@@ -45,9 +50,9 @@ class HeldGroups:
         """Each buffer's groups over the rows handed at a close, planned once (`groups`)."""
         self._inputs: dict[str, t.Any] = {}
         """Each buffer of a stream's rows → the ``BatchInput`` of its rows of a batch (False:
-        none can be planned once; `batch_rows`)."""
+        none can be planned once; `planned_rows`)."""
 
-    def batch_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
+    def planned_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
         """Input `i` of group query `gq`: its stream's rows of the batch to buffer, late ones
         left out, made from the rows Spark planned for the batch in the batch's tasks by a plan
         made once per buffer and layout (``BatchInput.onTime``: the batch plans nothing for
@@ -73,10 +78,15 @@ class HeldGroups:
         group = gq.query.inputs[i]
         event = ctx.plan.stream(group.stream).stream.event_time
         evt = f"unix_micros(`{group.alias}`.`{event}`)" if event else "CAST(NULL AS BIGINT)"
-        sql = gq.rows_sql(i, batch_rows(ctx)(ctx.plan.stream(group.stream)), f"{evt} AS _sj_evt")
         try:
-            return batch_input(ctx, [sql])
-        except Py4JJavaError:  # (an optimisation only: the batch plans its rows instead)
+            rows = indexplans.batch_rows(ctx)(ctx.plan.stream(group.stream))
+            return indexplans.batch_input(ctx, [gq.rows_sql(i, rows, f"{evt} AS _sj_evt")])
+        except (Py4JJavaError, CapturedException) as err:  # (the batch plans its rows instead)
+            msg = (
+                f"query {gq.name}: its rows of stream {group.stream!r} are planned each batch "
+                f"(their plan could not be made once: {str(err).splitlines()[0]})"
+            )
+            warnings.warn(msg, StreamJoinWarning, stacklevel=2)
             return None
 
     @staticmethod
