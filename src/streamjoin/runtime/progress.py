@@ -185,10 +185,9 @@ class FallingBehind:
         if report.seconds <= (self.trigger or GROWING_FLOOR_S):
             self.behind, self.warned = 0, False
             return
-        if not self.trigger:
-            grew = last is not None and last.seconds < report.seconds
-            if not (grew and last is not None and last.rows_in < report.rows_in):
-                return  # (a long batch that did not grow: the streak neither grows nor ends)
+        grew = last is not None and last.seconds < report.seconds and last.rows_in < report.rows_in
+        if not self.trigger and not grew:
+            return  # (a long batch that did not grow: the streak neither grows nor ends)
         self.behind += 1
         if self.behind >= self.streak and not self.warned:
             self.warned = True

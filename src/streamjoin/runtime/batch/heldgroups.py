@@ -61,14 +61,9 @@ class HeldGroups:
         if self._groups(ctx.spark) is None:
             return None
         key = self._key(gq.inputs[i])
-        made = self._inputs.get(key)
-        if not (made and made.fits(ctx.rows._jdf)):  # (rows Spark planned, in the layout)
-            if made is False or not self._jvm_inputs(ctx).planned(ctx.rows._jdf):
-                return None
-            made = self._plan_rows(ctx, gq, i)
-            self._inputs[key] = made or False
-            if made is None:
-                return None
+        made = indexplans.planned_once(self._inputs, key, ctx, lambda: self._plan_rows(ctx, gq, i))
+        if made is None:
+            return None
         late = _LEAST if ctx.watermark is None else ctx.watermark
         return DataFrame(made.onTime(ctx.rows._jdf, late), ctx.spark)
 
@@ -88,12 +83,6 @@ class HeldGroups:
             )
             warnings.warn(msg, StreamJoinWarning, stacklevel=2)
             return None
-
-    @staticmethod
-    def _jvm_inputs(ctx: BatchContext) -> t.Any:
-        jvm = ctx.spark.sparkContext._jvm
-        assert jvm is not None
-        return jvm.streamjoin.operator.BatchInput
 
     def write(
         self,

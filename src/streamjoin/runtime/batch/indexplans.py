@@ -36,7 +36,6 @@ class ProbePlans:
         self._outputs: dict[str, t.Any] = {}
         """Query and probe layout → the `BatchInput` of its output or of its ON condition
         (None: planned each batch)."""
-        self._class: t.Any = None
 
     def end_batch(self) -> None:
         """The batch ended: its decisions go."""
@@ -64,23 +63,15 @@ class ProbePlans:
     ) -> tuple[t.Any, t.Any] | None:
         if not fits:
             return None
-        if self._class is None:  # (each lookup is a call to the JVM)
-            jvm = ctx.spark.sparkContext._jvm
-            assert jvm is not None
-            self._class = jvm.streamjoin.operator.BatchInput
-        made: t.Any = self._inputs.get(key)
-        if made and made[0].fits(ctx.rows._jdf):  # (rows Spark planned, in the layout: one call)
-            return t.cast("tuple[t.Any, t.Any]", made)
-        if not self._class.planned(ctx.rows._jdf):
-            return None
-        if made is not False:
-            # (First use, or the batch's layout changed: planned again.)
+
+        def make() -> tuple[t.Any, t.Any] | None:
             try:
-                made = self._batch_input(ctx, qp) or False
+                return self._batch_input(ctx, qp)
             except Py4JJavaError:  # (an optimisation only: the batch plans its input instead)
-                made = False
-            self._inputs[key] = made
-        return made or None
+                return None
+
+        made = planned_once(self._inputs, key, ctx, make, lambda m: m[0])
+        return t.cast("tuple[t.Any, t.Any] | None", made)
 
     def _batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         """`qp`'s `BatchInput`s of its probe's input, planned over rows in the layout of the
@@ -145,6 +136,30 @@ class ProbePlans:
             planned = ctx.spark.sql(sql(found))._jdf
             self._outputs[key] = jvm.streamjoin.operator.BatchInput.output(planned)
         return self._outputs[key]
+
+
+def planned_once(
+    made: dict[str, t.Any],
+    key: str,
+    ctx: BatchContext,
+    make: t.Callable[[], t.Any],
+    input_of: t.Callable[[t.Any], t.Any] = lambda m: m,
+) -> t.Any:
+    """What `made` keeps for `key`, a plan over the batch's rows (its ``BatchInput``:
+    `input_of` it), where the batch's rows fit it (one call); else, where they are rows Spark
+    planned, `make`'s, kept (None: it cannot be made once, kept as False and not tried
+    again); None where there is none."""
+    kept = made.get(key)
+    if kept and input_of(kept).fits(ctx.rows._jdf):  # (rows Spark planned, in the layout)
+        return kept
+    jvm = ctx.spark.sparkContext._jvm
+    assert jvm is not None
+    if kept is False or not jvm.streamjoin.operator.BatchInput.planned(ctx.rows._jdf):
+        return None
+    # (First use, or the batch's layout changed: planned again.)
+    fresh = make()
+    made[key] = fresh or False
+    return fresh
 
 
 def batch_rows(ctx: BatchContext) -> t.Callable[[StreamPlan], str]:

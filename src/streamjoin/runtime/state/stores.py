@@ -114,7 +114,8 @@ class StoreViews:
             # Copies behind have a directory each, and a view each kept across batches.)
             whole = [u for u in units if u.files and u.whole and not u.behind]
             together = whole if len(whole) > 1 else []
-            apart = [u for u in units if u.files and not any(u is w for w in together)]
+            taken = {id(u) for u in together}
+            apart = [u for u in units if u.files and id(u) not in taken]
             parts = [self.sourced.view(spark, sp, u) for u in apart]
             if together:
                 parts.append(self.sourced.whole_view(spark, sp, together, views))
