@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 
+from streamjoin.errors import StreamJoinWarning
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch import indexed as indexed_module
+from streamjoin.runtime.batch import indexplans as indexplans_module
 from streamjoin.runtime.batch.indexed import index_class
 from streamjoin.runtime.batch.indexplans import ProbePlans
 from streamjoin.runtime.batch.processor import BatchProcessor
@@ -361,6 +363,34 @@ def test_the_current_time_is_planned_every_batch(
     want = run_reference(plain, batches).outputs["q1"]
     assert normalize(read_sink(spark, job, "timed", COLUMNS)) == normalize(want)
     assert want
+
+
+def test_a_probe_input_whose_plan_raises_warns_and_is_planned_every_batch(
+    spark: SparkSession, tmp_path: Path, indexed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plan made once that Spark refuses is a fast path not taken: the batch plans its input
+    # itself, exact, and says so with Spark's reason.
+    monkeypatch.setattr(indexed_module, "two_way_one_task", lambda *_: True)
+    monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
+    _as_planned(monkeypatch)
+
+    def refused(ctx: t.Any, sides: t.Any) -> t.Any:
+        return ctx.spark.sql("SELECT no_such_column FROM VALUES (1) AS v(c)")
+
+    monkeypatch.setattr(indexplans_module, "batch_input", refused)
+    job = _job(tmp_path, {"refused": QUERIES["equi_window"]})
+    batches = make_batches(6, n_batches=4, rows_per_batch=12, keys=4)
+    processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
+    try:
+        with pytest.warns(StreamJoinWarning, match="no_such_column") as caught:
+            _feed(spark, processor, job, batches)
+        said = [str(w.message) for w in caught if w.category is StreamJoinWarning]
+        # (Once: a plan refused is not tried again.)
+        assert len(said) == 1 and said[0].startswith("query q1: its probe's input is planned")
+        assert list(processor.indexed.plans._inputs.values()) == [False]
+    finally:
+        processor.close()
+    _check(spark, job, batches)
 
 
 @pytest.mark.parametrize(

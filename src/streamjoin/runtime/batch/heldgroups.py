@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import typing as t
 import uuid
-import warnings
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from streamjoin.errors import StreamJoinWarning
 from streamjoin.plan.aggregate import AFTER, END, UPTO
 from streamjoin.runtime.batch import indexplans
 from streamjoin.runtime.jvm.statics import StaticMethods
@@ -76,12 +72,9 @@ class HeldGroups:
         try:
             rows = indexplans.batch_rows(ctx)(ctx.plan.stream(group.stream))
             return indexplans.batch_input(ctx, [gq.rows_sql(i, rows, f"{evt} AS _sj_evt")])
-        except (Py4JJavaError, CapturedException) as err:  # (the batch plans its rows instead)
-            msg = (
-                f"query {gq.name}: its rows of stream {group.stream!r} are planned each batch "
-                f"(their plan could not be made once: {str(err).splitlines()[0]})"
-            )
-            warnings.warn(msg, StreamJoinWarning, stacklevel=2)
+        except indexplans.PLAN_ERRORS as err:  # (the batch plans its rows instead)
+            subject = f"query {gq.name}: its rows of stream {group.stream!r}"
+            indexplans.planned_each_batch(subject, err)
             return None
 
     def write(

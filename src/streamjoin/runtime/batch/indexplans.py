@@ -9,11 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import typing as t
+import warnings
 from functools import partial
 
 from py4j.protocol import Py4JJavaError
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame
 
+from streamjoin.errors import StreamJoinWarning
 from streamjoin.runtime.batch.indexouter import alone_sql, marker_sql
 from streamjoin.runtime.batch.indexsql import input_parts, output_sql
 from streamjoin.runtime.batch.intake import status_sql
@@ -67,7 +70,8 @@ class ProbePlans:
         def make() -> tuple[t.Any, t.Any] | None:
             try:
                 return self._batch_input(ctx, qp)
-            except Py4JJavaError:  # (an optimisation only: the batch plans its input instead)
+            except PLAN_ERRORS as err:  # (the batch plans its input instead)
+                planned_each_batch(f"query {qp.query.name}: its probe's input", err)
                 return None
 
         made = planned_once(self._inputs, key, ctx, make, lambda m: m[0])
@@ -100,7 +104,8 @@ class ProbePlans:
         once (the current time, a subquery, a Python function: planned each batch)."""
         try:
             return self.over_pairs(ctx, query_key(qp), delta, lambda p: output_sql(qp, p))
-        except Py4JJavaError:  # (an optimisation only: the pairs go to Spark SQL instead)
+        except PLAN_ERRORS as err:  # (the pairs go to Spark SQL instead)
+            planned_each_batch(f"query {qp.query.name}: its predicate and SELECT", err)
             self._outputs[f"{query_key(qp)}@{delta.schema.json()}"] = None
             return None
 
@@ -119,7 +124,8 @@ class ProbePlans:
         layout, planned once per query and layout; None where it cannot be planned once."""
         try:
             return self.over_pairs(ctx, f"{op.query.name}@alone", rows, partial(alone_sql, op))
-        except Py4JJavaError:  # (decided after the probe instead: `ProbeReads.unmatched`)
+        except PLAN_ERRORS as err:  # (decided after the probe instead: `ProbeReads.unmatched`)
+            planned_each_batch(f"query {op.query.name}: its rows without a partner", err)
             return None
 
     def over_pairs(
@@ -136,6 +142,18 @@ class ProbePlans:
             planned = ctx.spark.sql(sql(found))._jdf
             self._outputs[key] = jvm.streamjoin.operator.BatchInput.output(planned)
         return self._outputs[key]
+
+
+PLAN_ERRORS = (Py4JJavaError, CapturedException)
+"""What Spark raises where a plan cannot be made once over a placeholder."""
+
+
+def planned_each_batch(subject: str, err: Exception) -> None:
+    """Warn that `subject` is planned each batch, slower, because its plan could not be made
+    once (`err`, Spark's reason): a fast path not taken is never silent."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    msg = f"{subject} is planned each batch (its plan could not be made once: {reason})"
+    warnings.warn(msg, StreamJoinWarning, stacklevel=3)
 
 
 def planned_once(
