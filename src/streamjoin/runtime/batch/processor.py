@@ -123,6 +123,8 @@ class BatchProcessor:
         """Take the run's trigger interval (None: none, as with ``--once``): a measured
         shedding budget fits it, and the skew checks are spaced by it (`skew_check_period`)."""
         self.trigger_seconds = seconds
+        # (Back-to-back batches get a second of work each: a budget of the time the batch
+        # before took would keep any length batches grew to. docs/overload.md.)
         self.shedding.trigger_seconds = seconds or 1.0
 
     def _follow(self, batch_id: int) -> QuerySet | None:
