@@ -23,11 +23,11 @@ import typing as t
 from collections import Counter
 from dataclasses import dataclass
 
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.shared import BITS
+from streamjoin.runtime.batch.indexplans import PLAN_ERRORS, planned_each_batch
 from streamjoin.runtime.batch.sinks import (
     Direct,
     direct_rows,
@@ -148,31 +148,43 @@ class MemberPlans:
             return None
         layout = rows._jdf.schema().json()
         out = []
+        view = None  # (one relation of the rows' layout for every member planned this batch)
         for m in group.members:
             digest = hashlib.sha256(repr(m).encode()).hexdigest()[:12]
             key = f"{group.name}/{m.name}#{digest}@{layout}"
-            if key not in self._used:
-                made = self._plans[key] if key in self._plans else _member_plan(ctx, m, rows)
-                self._used[key] = made
+            if key not in self._used and key in self._plans:
+                self._used[key] = self._plans[key]
+            elif key not in self._used:
+                view = view or _placeholder(ctx, rows)
+                self._used[key] = _member_plan(ctx, m, view)
             if self._used[key] is None:
                 return None
             out.append(Direct(m.name, rows, self._used[key], m))
         return out
 
 
-def _member_plan(ctx: BatchContext, m: SharedMember, rows: DataFrame) -> t.Any:
-    """Member `m`'s condition and SELECT over rows of `rows`'s layout (``BatchInput.output``),
-    or None where they cannot be planned once (the current time, a Python function)."""
+def _placeholder(ctx: BatchContext, rows: DataFrame) -> str:
+    """A view of no rows in `rows`'s layout (``BatchInput.placeholder``): what the members'
+    plans are made over."""
     jvm = ctx.spark.sparkContext._jvm
     assert jvm is not None
-    inputs = jvm.streamjoin.operator.BatchInput
-    none = DataFrame(inputs.placeholder(rows._jdf), ctx.spark)
-    view = ctx.scratch.view(none, f"_sj_member_{len(ctx.scratch.views)}")
+    none = DataFrame(jvm.streamjoin.operator.BatchInput.placeholder(rows._jdf), ctx.spark)
+    return ctx.scratch.view(none, f"_sj_member_{len(ctx.scratch.views)}")
+
+
+def _member_plan(ctx: BatchContext, m: SharedMember, view: str) -> t.Any:
+    """Member `m`'s condition and SELECT over the rows of placeholder `view`
+    (``BatchInput.output``), or None where they cannot be planned once (the current time, a
+    Python function)."""
+    jvm = ctx.spark.sparkContext._jvm
+    assert jvm is not None
     columns = ", ".join(f"{c} AS `{a}`" for c, a in m.columns)
     where = "" if m.predicate is None else f" WHERE {m.predicate}"
     try:
-        return inputs.output(ctx.spark.sql(f"SELECT {columns} FROM {view}{where}")._jdf)
-    except Py4JJavaError:  # (Spark's writer writes the member)
+        planned = ctx.spark.sql(f"SELECT {columns} FROM {view}{where}")._jdf
+        return jvm.streamjoin.operator.BatchInput.output(planned)
+    except PLAN_ERRORS as err:  # (Spark's writer writes the member)
+        planned_each_batch(f"query {m.name}: its rows of the shared join", err)
         return None
 
 

@@ -202,16 +202,39 @@ public final class JointWrite {
       int m = mine.size();
       int[] of = new int[m];
       BatchWrite[] ws = new BatchWrite[m];
-      BasePredicate[] tests = new BasePredicate[m];
-      UnsafeProjection[] makes = new UnsafeProjection[m];
       for (int k = 0; k < m; k++) {
         of[k] = ((Integer) mine.get(k)).intValue();
         ws[k] = BatchWrite.of(keys[of[k]], shipped[of[k]]);
+      }
+      // (The conditions of the members planned over one placeholder, the first member's:
+      // one projection of a boolean each; any other member's its own predicate.)
+      int[] slot = new int[m];
+      ArrayList together = new ArrayList();
+      for (int k = 0; k < m; k++) {
+        BatchInput plan = plans[of[k]];
+        boolean joins = plan != null && !together.isEmpty()
+            && plan.sameRows((BatchInput) together.get(0));
+        slot[k] = -1;
+        if (joins || (plan != null && together.isEmpty() && plan.conditions[0] != null)) {
+          slot[k] = together.size();
+          together.add(plan);
+        }
+      }
+      BasePredicate[] tests = new BasePredicate[m];
+      UnsafeProjection[] makes = new UnsafeProjection[m];
+      for (int k = 0; k < m; k++) {
         if (plans[of[k]] != null) {
-          Object[] made = plans[of[k]].made("write", 1);
+          Object[] made = plans[of[k]].made("write", 1, slot[k] < 0 || together.size() < 2);
           tests[k] = ((BasePredicate[]) made[0])[0];
           makes[k] = ((UnsafeProjection[]) made[1])[0];
         }
+      }
+      UnsafeProjection tested = null;
+      if (together.size() > 1) {
+        tested = BatchInput.tests(
+            (BatchInput[]) together.toArray(new BatchInput[together.size()]));
+      } else {
+        java.util.Arrays.fill(slot, -1);  // (one condition: its predicate, made above)
       }
       long[] written = new long[n];
       BatchWrite.Out[] outs = new BatchWrite.Out[m];
@@ -222,7 +245,11 @@ public final class JointWrite {
         }
         while (it.hasNext()) {
           InternalRow row = (InternalRow) it.next();
+          InternalRow held = tested == null ? null : tested.apply(row);
           for (int k = 0; k < m; k++) {
+            if (slot[k] >= 0 && (held.isNullAt(slot[k]) || !held.getBoolean(slot[k]))) {
+              continue;
+            }
             if (tests[k] != null && !tests[k].eval(row)) {
               continue;
             }
