@@ -42,16 +42,32 @@ def read_rows(run: dict[str, t.Any], case: Case) -> int:
     backlog counts more than the backlog holds of the job's streams. Spark counts a source's
     rows once per scan of it, so a query that reads a stream twice (Nexmark q7: bids joined
     with their own windows' highest price) reports each row twice."""
-    from streamjoin.sql import parse_job
-
     counted = int(run["rows_in"])
     if run.get("stopped_early"):
         return counted
+    held = sum(case.backlog.rows.get(s, 0) for s in streams_read(case))
+    return held if 0 < held < counted else counted
+
+
+def streams_read(case: Case) -> set[str]:
+    """The streams the case's job reads (its joins' sides and its groups' streams)."""
+    from streamjoin.sql import parse_job
+
     job = parse_job(case.job)
     read = {side.stream for q in job.queries for side in q.sides}
-    read |= {s for g in job.group_queries for s in g.streams}
-    held = sum(case.backlog.rows.get(s, 0) for s in read)
-    return held if 0 < held < counted else counted
+    return read | {s for g in job.group_queries for s in g.streams}
+
+
+def raw_bytes_a_row(case: Case) -> float:
+    """The raw (Arrow) bytes of a row of the streams the job reads, on average: what a live
+    tuple of its state is measured against. (Over every stream of the backlog, a Nexmark
+    query that holds persons and auctions would be measured against bids, a fifth of their
+    size.)"""
+    read = streams_read(case) & set(case.backlog.raw_bytes)
+    if not read:
+        return sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
+    rows = sum(case.backlog.rows.get(s, 0) for s in read)
+    return sum(case.backlog.raw_bytes[s] for s in read) / max(rows, 1)
 
 
 def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
@@ -62,7 +78,7 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
     run = {**run, "rows_in": read_rows(run, case)}
     batch = run.get("batch_ms") or []
     steady = {} if case.warmup_batches is None else steady_figures(batch, case.warmup_batches)
-    raw_per_row = sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
+    raw_per_row = raw_bytes_a_row(case)
     live = run.get("state_rows") or 0
     state_bytes = run.get("state_bytes") or 0
     cpu = run.get("cpu_seconds")
