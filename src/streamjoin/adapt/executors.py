@@ -35,15 +35,24 @@ class ExecutorScaling:
     target: float = 0.6
     stabilization: float = 30.0
     """Seconds after the start and after each change whose batches do not count."""
+    drain_wait: float = 120.0
+    """Seconds of idle batches a scale-in waits for a drain at most: then it goes ahead, and
+    the index is built again (one batch's pause) rather than an idle run holding executors
+    for as long as a window of an hour takes to pass its rows."""
     _ctl: ElasticController = field(init=False, repr=False)
     _settling: float = field(init=False, repr=False)
     """Seconds left of the current stabilization period."""
     _busy: float = field(init=False, repr=False, default=0.0)
     """The load of the last batch that counted."""
+    _waited: float = field(init=False, repr=False, default=0.0)
+    """Seconds of idle batches that waited for the drain under way (`drain_wait`)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.least <= self.most:
             msg = f"executors: need 1 <= least <= most, got {self.least} and {self.most}"
+            raise ValueError(msg)
+        if self.drain_wait < 0:
+            msg = f"executors: the wait for a drain must be >= 0 s, got {self.drain_wait}"
             raise ValueError(msg)
         if self.stabilization < 0:
             msg = f"executors: the stabilization period must be >= 0 s, got {self.stabilization}"
@@ -74,7 +83,7 @@ class ExecutorScaling:
         join operator's partitions still drain from the last change, and will empty), a batch
         below the low load does not count either, and breaks any streak: a scale-in waits for
         the drain to end, as a second change while one drains builds the index again (a
-        pause); a scale-out does not wait.
+        pause), for `drain_wait` seconds of such batches at most; a scale-out does not wait.
 
         Example:
             >>> s = ExecutorScaling(1, 2, stabilization=4.0)
@@ -89,19 +98,28 @@ class ExecutorScaling:
             [None, None, 2]
             >>> [s.observe(b, 0.1, 1.0, draining=b < 8) for b in range(3, 11)]  # waits
             [None, None, None, None, None, None, None, 1]
+            >>> s = ExecutorScaling(1, 2, stabilization=0.0, drain_wait=2.0)
+            >>> [s.observe(b, 1.0, 1.0) for b in range(3)]
+            [None, None, 2]
+            >>> [s.observe(b, 0.1, 1.0, draining=True) for b in range(3, 8)]  # not for ever
+            [None, None, None, None, 1]
         """
         if self._settling > 0:
             self._settling -= interval
             return None
         busy = min(seconds / interval, 1.0) if interval > 0 else 1.0
-        if draining and busy < self.low:
+        idle = busy < self.low
+        if draining and idle and self._waited < self.drain_wait:
+            self._waited += interval
             self._ctl.interrupt()  # (nor does it keep a streak of batches behind going)
             return None
+        if not draining:
+            self._waited = 0.0
         self._busy = busy
         step = self._ctl.observe(batch, {unit: busy for unit in self._ctl.units})
         if step is None:
             return None
-        self._settling = self.stabilization
+        self._settling, self._waited = self.stabilization, 0.0
         return len(step.units_after)
 
     def ahead(self) -> int | None:

@@ -26,8 +26,8 @@ tasks, the operator's partitions) to the cores it leaves, without a pause:
   spread over every executor, and its old index drains where it lies until the window passes
   its rows (`batch.drains`): new rows go to the new owners, old rows are probed in place.
 - **scale-in**: not while the last change's index still drains (idle batches do not count
-  until it empties: a second change during a drain builds the index again, and a scale-in can
-  wait); then the next batch's units are the remaining executors' cores, the new index's
+  until it empties, for at most `ExecutorScaling.drain_wait`: a second change during a drain
+  builds the index again, and a scale-in can wait that long); then the next batch's units are the remaining executors' cores, the new index's
   partitions placed on them only, and the old index drains on every executor. An executor
   leaves once no partition of the operator lies on it (at the latest after a stabilization
   period: a full-history join's drain never empties; its partitions are then built again from

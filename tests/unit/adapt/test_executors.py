@@ -53,3 +53,31 @@ def test_a_slow_start_scales_nothing_and_load_after_it_does() -> None:
 def test_a_negative_period_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="stabilization period must be >= 0 s, got -1"):
         ExecutorScaling(1, 2, stabilization=-1.0)
+
+
+@given(st.floats(0.5, 4.0), st.floats(0.0, 30.0), st.integers(0, 40))
+def test_a_scale_in_waits_for_a_drain_no_longer_than_its_bound(
+    interval: float, wait: float, draining_batches: int
+) -> None:
+    # Two executors, idle batches; the last change's index drains for `draining_batches`.
+    scaling = ExecutorScaling(1, 2, stabilization=0.0, drain_wait=wait)
+    for batch in range(3):
+        scaling.observe(batch, interval, interval)
+    assert scaling.executors == 2
+    when = None
+    for batch in range(3, 3 + draining_batches + 10):
+        draining = batch < 3 + draining_batches
+        if scaling.observe(batch, 0.0, interval, draining=draining) is not None:
+            when = batch
+            break
+    # The idle batches that wait: those of the drain, until their seconds reach the bound.
+    waits, waited = 0, 0.0
+    while waits < draining_batches and waited < wait:
+        waits, waited = waits + 1, waited + interval
+    # Then three idle batches that count, the third scaling in.
+    assert when == 3 + waits + scaling.confirmations - 1
+
+
+def test_a_negative_drain_wait_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="wait for a drain must be >= 0 s, got -1"):
+        ExecutorScaling(1, 2, drain_wait=-1.0)
