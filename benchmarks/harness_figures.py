@@ -58,16 +58,20 @@ def streams_read(case: Case) -> set[str]:
     return read | {s for g in job.group_queries for s in g.streams}
 
 
-def raw_bytes_a_row(case: Case) -> float:
-    """The raw (Arrow) bytes of a row of the streams the job reads, on average: what a live
-    tuple of its state is measured against. (Over every stream of the backlog, a Nexmark
-    query that holds persons and auctions would be measured against bids, a fifth of their
-    size.)"""
-    read = streams_read(case) & set(case.backlog.raw_bytes)
+def raw_bytes_a_row(case: Case, live: t.Mapping[str, int] | None = None) -> float:
+    """The raw (Arrow) bytes of a live tuple of the state, on average: each stream's raw bytes
+    a row weighted by its `live` rows (the last batch's, by stream), else by the rows of the
+    streams the job reads. (An average over every stream of the backlog would measure a
+    Nexmark query that holds persons and auctions against bids, a fifth of their size.)"""
+    raw, rows = case.backlog.raw_bytes, case.backlog.rows
+    a_row = {s: raw[s] / rows[s] for s in raw if rows.get(s)}
+    held = {s: n for s, n in (live or {}).items() if n and s in a_row}
+    if held:
+        return sum(n * a_row[s] for s, n in held.items()) / sum(held.values())
+    read = streams_read(case) & set(a_row)
     if not read:
-        return sum(case.backlog.raw_bytes.values()) / max(case.backlog.total_rows, 1)
-    rows = sum(case.backlog.rows.get(s, 0) for s in read)
-    return sum(case.backlog.raw_bytes[s] for s in read) / max(rows, 1)
+        return sum(raw.values()) / max(case.backlog.total_rows, 1)
+    return sum(raw[s] for s in read) / sum(rows[s] for s in read)
 
 
 def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
@@ -78,7 +82,9 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
     run = {**run, "rows_in": read_rows(run, case)}
     batch = run.get("batch_ms") or []
     steady = {} if case.warmup_batches is None else steady_figures(batch, case.warmup_batches)
-    raw_per_row = raw_bytes_a_row(case)
+    history = run.get("history") or []
+    live = history[-1].get("state_rows") if history else None
+    raw_per_row = raw_bytes_a_row(case, live if isinstance(live, dict) else None)
     live = run.get("state_rows") or 0
     state_bytes = run.get("state_bytes") or 0
     cpu = run.get("cpu_seconds")

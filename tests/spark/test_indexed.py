@@ -6,6 +6,7 @@ batch's delta shuffled to the partitions' tasks or probed in one task."""
 
 from __future__ import annotations
 
+import re
 import typing as t
 from pathlib import Path
 
@@ -365,24 +366,33 @@ def test_the_current_time_is_planned_every_batch(
     assert want
 
 
+@pytest.mark.parametrize("refusal", ["analysis", "java"])
 def test_a_probe_input_whose_plan_raises_warns_and_is_planned_every_batch(
-    spark: SparkSession, tmp_path: Path, indexed: None, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    tmp_path: Path,
+    indexed: None,
+    monkeypatch: pytest.MonkeyPatch,
+    refusal: str,
 ) -> None:
     # A plan made once that Spark refuses is a fast path not taken: the batch plans its input
-    # itself, exact, and says so with Spark's reason.
+    # itself, exact, and says so with Spark's reason (an analysis error's, or a Java error's
+    # own message, not py4j's line naming the call).
     monkeypatch.setattr(indexed_module, "two_way_one_task", lambda *_: True)
     monkeypatch.setattr(indexed_module, "one_task", lambda *_: True)
     _as_planned(monkeypatch)
+    reason = "no_such_column" if refusal == "analysis" else 'For input string: "no_such_number"'
 
     def refused(ctx: t.Any, sides: t.Any) -> t.Any:
-        return ctx.spark.sql("SELECT no_such_column FROM VALUES (1) AS v(c)")
+        if refusal == "analysis":
+            return ctx.spark.sql("SELECT no_such_column FROM VALUES (1) AS v(c)")
+        return ctx.spark.sparkContext._jvm.java.lang.Integer.parseInt("no_such_number")
 
     monkeypatch.setattr(indexplans_module, "batch_input", refused)
     job = _job(tmp_path, {"refused": QUERIES["equi_window"]})
     batches = make_batches(6, n_batches=4, rows_per_batch=12, keys=4)
     processor = Engine(spark).processor(job, str(tmp_path / "ckpt"))
     try:
-        with pytest.warns(StreamJoinWarning, match="no_such_column") as caught:
+        with pytest.warns(StreamJoinWarning, match=re.escape(reason)) as caught:
             _feed(spark, processor, job, batches)
         said = [str(w.message) for w in caught if w.category is StreamJoinWarning]
         # (Once: a plan refused is not tried again.)

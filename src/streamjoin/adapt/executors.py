@@ -36,7 +36,8 @@ class ExecutorScaling:
     stabilization: float = 30.0
     """Seconds after the start and after each change whose batches do not count."""
     drain_wait: float = 120.0
-    """Seconds of idle batches a scale-in waits for a drain at most: then it goes ahead, and
+    """Seconds of idle batches a scale-in waits for a drain at most (a batch that would take
+    the wait past it counts): then it goes ahead, and
     the index is built again (one batch's pause) rather than an idle run holding executors
     for as long as a window of an hour takes to pass its rows."""
     _ctl: ElasticController = field(init=False, repr=False)
@@ -109,7 +110,7 @@ class ExecutorScaling:
             return None
         busy = min(seconds / interval, 1.0) if interval > 0 else 1.0
         idle = busy < self.low
-        if draining and idle and self._waited < self.drain_wait:
+        if draining and idle and self._waited + interval <= self.drain_wait:
             self._waited += interval
             self._ctl.interrupt()  # (nor does it keep a streak of batches behind going)
             return None

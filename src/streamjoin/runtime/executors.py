@@ -25,14 +25,15 @@ tasks, the operator's partitions) to the cores it leaves, without a pause:
   as the executors have cores. The operator starts an empty index in that many partitions
   spread over every executor, and its old index drains where it lies until the window passes
   its rows (`batch.drains`): new rows go to the new owners, old rows are probed in place.
-- **scale-in**: not while the last change's index still drains (idle batches do not count
-  until it empties, for at most `ExecutorScaling.drain_wait`: a second change during a drain
-  builds the index again, and a scale-in can wait that long); then the next batch's units are the remaining executors' cores, the new index's
-  partitions placed on them only, and the old index drains on every executor. An executor
-  leaves once no partition of the operator lies on it (at the latest after a stabilization
-  period: a full-history join's drain never empties; its partitions are then built again from
-  the checkpoint's state, exact, at the cost of that batch). Cached slices and shuffle files
-  it held are made again from their lineage (the state's files and the batch's input).
+- **scale-in**: not while the last change's index still drains (idle batches do not count until
+  it empties, for at most `ExecutorScaling.drain_wait`: a second change during a drain builds
+  the index again, and a scale-in can wait that long); then the next batch's units are the
+  remaining executors' cores, the new index's partitions placed on them only, and the old index
+  drains on every executor. An executor leaves once no partition of the operator lies on it (at
+  the latest after a stabilization period: a full-history join's drain never empties; its
+  partitions are then built again from the checkpoint's state, exact, at the cost of that
+  batch). Cached slices and shuffle files it held are made again from their lineage (the state's
+  files and the batch's input).
 """
 
 from __future__ import annotations

@@ -55,27 +55,34 @@ def test_a_negative_period_is_refused_naming_it() -> None:
         ExecutorScaling(1, 2, stabilization=-1.0)
 
 
-@given(st.floats(0.5, 4.0), st.floats(0.0, 30.0), st.integers(0, 40))
+@given(
+    st.floats(0.5, 4.0), st.floats(0.0, 30.0), st.lists(st.integers(0, 40), min_size=1, max_size=3)
+)
 def test_a_scale_in_waits_for_a_drain_no_longer_than_its_bound(
-    interval: float, wait: float, draining_batches: int
+    interval: float, wait: float, drains: list[int]
 ) -> None:
-    # Two executors, idle batches; the last change's index drains for `draining_batches`.
+    # Each round: scale out to two executors, then idle batches while the change's index
+    # drains for so many batches; the bound starts again with each round.
     scaling = ExecutorScaling(1, 2, stabilization=0.0, drain_wait=wait)
-    for batch in range(3):
-        scaling.observe(batch, interval, interval)
-    assert scaling.executors == 2
-    when = None
-    for batch in range(3, 3 + draining_batches + 10):
-        draining = batch < 3 + draining_batches
-        if scaling.observe(batch, 0.0, interval, draining=draining) is not None:
-            when = batch
-            break
-    # The idle batches that wait: those of the drain, until their seconds reach the bound.
-    waits, waited = 0, 0.0
-    while waits < draining_batches and waited < wait:
-        waits, waited = waits + 1, waited + interval
-    # Then three idle batches that count, the third scaling in.
-    assert when == 3 + waits + scaling.confirmations - 1
+    batch = 0
+    for draining_batches in drains:
+        while scaling.executors < 2:
+            scaling.observe(batch, interval, interval)
+            batch += 1
+        first, when = batch, None
+        for batch in range(first, first + draining_batches + 10):
+            draining = batch < first + draining_batches
+            if scaling.observe(batch, 0.0, interval, draining=draining) is not None:
+                when = batch
+                break
+        batch += 1
+        # The idle batches that wait: those of the drain whose seconds stay within the bound.
+        waits, waited = 0, 0.0
+        while waits < draining_batches and waited + interval <= wait:
+            waits, waited = waits + 1, waited + interval
+        # Then three idle batches that count, the third scaling in.
+        assert when == first + waits + scaling.confirmations - 1
+        assert scaling.executors == 1
 
 
 def test_a_negative_drain_wait_is_refused_naming_it() -> None:

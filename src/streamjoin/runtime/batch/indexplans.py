@@ -126,6 +126,7 @@ class ProbePlans:
             return self.over_pairs(ctx, f"{op.query.name}@alone", rows, partial(alone_sql, op))
         except PLAN_ERRORS as err:  # (decided after the probe instead: `ProbeReads.unmatched`)
             planned_each_batch(f"query {op.query.name}: its rows without a partner", err)
+            self._outputs[f"{op.query.name}@alone@{rows.schema.json()}"] = None
             return None
 
     def over_pairs(
@@ -151,9 +152,18 @@ PLAN_ERRORS = (Py4JJavaError, CapturedException)
 def planned_each_batch(subject: str, err: Exception) -> None:
     """Warn that `subject` is planned each batch, slower, because its plan could not be made
     once (`err`, Spark's reason): a fast path not taken is never silent."""
-    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    reason = _reason(err)
     msg = f"{subject} is planned each batch (its plan could not be made once: {reason})"
     warnings.warn(msg, StreamJoinWarning, stacklevel=3)
+
+
+def _reason(err: Exception) -> str:
+    """The first line of Spark's reason for `err`: a Java error's own message (py4j's first
+    line only names the call), else the error's."""
+    text = str(err).strip()
+    if isinstance(err, Py4JJavaError):
+        text = str(err.java_exception.toString()).strip() or text
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def planned_once(

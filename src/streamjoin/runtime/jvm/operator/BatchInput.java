@@ -216,6 +216,9 @@ public final class BatchInput implements Serializable {
         scala.jdk.javaapi.CollectionConverters.asScala(conditions).toList(),
         (scala.collection.immutable.Seq) plans[0].inputs[0]);
     made.initialize(0);
+    if (MADE.size() > 16384) {  // (as in made: start afresh)
+      MADE.clear();
+    }
     MADE.put(key.toString(), made);
     return made;
   }
@@ -223,7 +226,8 @@ public final class BatchInput implements Serializable {
   /** Whether this one-sided plan's condition reads the same rows as {@code other}'s (the same
    * attributes of one placeholder), so that both can be made together ({@link #tests}). */
   boolean sameRows(BatchInput other) {
-    return conditions[0] != null && other.conditions[0] != null && inputs[0].equals(other.inputs[0]);
+    return conditions[0] != null && other.conditions[0] != null
+        && inputs[0].equals(other.inputs[0]);
   }
 
   /** Whether {@code batch} is rows Spark planned (a foreachBatch DataFrame), an RDD. */

@@ -206,36 +206,54 @@ public final class JointWrite {
         of[k] = ((Integer) mine.get(k)).intValue();
         ws[k] = BatchWrite.of(keys[of[k]], shipped[of[k]]);
       }
-      // (The conditions of the members planned over one placeholder, the first member's:
-      // one projection of a boolean each; any other member's its own predicate.)
+      // (The conditions of the members planned over one placeholder: one projection of a
+      // boolean each, a class compiled per placeholder, not a predicate per member.)
+      int[] group = new int[m];
       int[] slot = new int[m];
-      ArrayList together = new ArrayList();
+      ArrayList groups = new ArrayList();
       for (int k = 0; k < m; k++) {
         BatchInput plan = plans[of[k]];
-        boolean joins = plan != null && !together.isEmpty()
-            && plan.sameRows((BatchInput) together.get(0));
-        slot[k] = -1;
-        if (joins || (plan != null && together.isEmpty() && plan.conditions[0] != null)) {
-          slot[k] = together.size();
-          together.add(plan);
+        group[k] = -1;
+        if (plan == null || plan.conditions[0] == null) {
+          continue;
+        }
+        for (int c = 0; c < groups.size() && group[k] < 0; g++) {
+          ArrayList members = (ArrayList) groups.get(c);
+          if (plan.sameRows((BatchInput) members.get(0))) {
+            group[k] = c;
+          }
+        }
+        if (group[k] < 0) {
+          group[k] = groups.size();
+          groups.add(new ArrayList());
+        }
+        ArrayList members = (ArrayList) groups.get(group[k]);
+        slot[k] = members.size();
+        members.add(plan);
+      }
+      UnsafeProjection[] tested = new UnsafeProjection[groups.size()];
+      for (int c = 0; c < tested.length; c++) {
+        ArrayList members = (ArrayList) groups.get(c);
+        if (members.size() > 1) {
+          tested[c] = BatchInput.tests(
+              (BatchInput[]) members.toArray(new BatchInput[members.size()]));
         }
       }
       BasePredicate[] tests = new BasePredicate[m];
       UnsafeProjection[] makes = new UnsafeProjection[m];
       for (int k = 0; k < m; k++) {
         if (plans[of[k]] != null) {
-          Object[] made = plans[of[k]].made("write", 1, slot[k] < 0 || together.size() < 2);
+          // (A member alone over its placeholder: its own predicate.)
+          boolean alone = group[k] < 0 || tested[group[k]] == null;
+          Object[] made = plans[of[k]].made("write", 1, alone);
           tests[k] = ((BasePredicate[]) made[0])[0];
           makes[k] = ((UnsafeProjection[]) made[1])[0];
+          if (alone) {
+            group[k] = -1;
+          }
         }
       }
-      UnsafeProjection tested = null;
-      if (together.size() > 1) {
-        tested = BatchInput.tests(
-            (BatchInput[]) together.toArray(new BatchInput[together.size()]));
-      } else {
-        java.util.Arrays.fill(slot, -1);  // (one condition: its predicate, made above)
-      }
+      InternalRow[] held = new InternalRow[tested.length];
       long[] written = new long[n];
       BatchWrite.Out[] outs = new BatchWrite.Out[m];
       Iterator it = (Iterator) rows;
@@ -245,9 +263,12 @@ public final class JointWrite {
         }
         while (it.hasNext()) {
           InternalRow row = (InternalRow) it.next();
-          InternalRow held = tested == null ? null : tested.apply(row);
+          for (int c = 0; c < tested.length; c++) {
+            held[c] = tested[c] == null ? null : tested[c].apply(row);
+          }
           for (int k = 0; k < m; k++) {
-            if (slot[k] >= 0 && (held.isNullAt(slot[k]) || !held.getBoolean(slot[k]))) {
+            InternalRow h = group[k] < 0 ? null : held[group[k]];
+            if (h != null && (h.isNullAt(slot[k]) || !h.getBoolean(slot[k]))) {
               continue;
             }
             if (tests[k] != null && !tests[k].eval(row)) {
