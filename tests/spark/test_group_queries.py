@@ -14,6 +14,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.runtime.batch.heldgroups import HeldGroups
 from streamjoin.runtime.engine import Engine
@@ -213,10 +214,16 @@ def _run_files(
         plans.append(gq.inputs[i].name)
         return plan_rows(self, ctx, gq, i)
 
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    pruned = jvm.streamjoin.operator.BatchStreams.pruned
+    before = pruned()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(HeldGroups, "planned_rows", spy_rows)
         patch.setattr(HeldGroups, "_plan_rows", spy_plan)
         Engine(spark).run(job, checkpoint=str(tmp / "ckpt"), once=True, progress=False, final=final)
+    if len(plan_job(job).streams) > 1:  # (a buffer of one stream's rows reads only its files)
+        assert pruned() > before
     expected = run_reference(job, batches, final=final)
     assert [r["id"] for r in expected.late["A"] if r["id"] in (10**6, 10**6 + 1)] == [10**6]
     assert expected.outputs["q1"]

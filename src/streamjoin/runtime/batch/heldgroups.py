@@ -70,8 +70,10 @@ class HeldGroups:
         event = ctx.plan.stream(group.stream).stream.event_time
         evt = f"unix_micros(`{group.alias}`.`{event}`)" if event else "CAST(NULL AS BIGINT)"
         try:
-            rows = indexplans.batch_rows(ctx)(ctx.plan.stream(group.stream))
-            return indexplans.batch_input(ctx, [gq.rows_sql(i, rows, f"{evt} AS _sj_evt")])
+            sp = ctx.plan.stream(group.stream)
+            rows = indexplans.batch_rows(ctx)(sp)
+            sides = [gq.rows_sql(i, rows, f"{evt} AS _sj_evt")]
+            return indexplans.batch_input(ctx, sides, [sp.index])
         except indexplans.PLAN_ERRORS as err:  # (the batch plans its rows instead)
             subject = f"query {gq.name}: its rows of stream {group.stream!r}"
             indexplans.planned_each_batch(subject, err)

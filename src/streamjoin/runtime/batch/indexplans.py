@@ -90,7 +90,8 @@ class ProbePlans:
         rows = batch_rows(ctx)
         rels = [rows(ctx.plan.stream(q.left.stream)), rows(ctx.plan.stream(q.right.stream))]
         # (Each side's rows, or an OR's copy of them for each table: one plan each.)
-        made = batch_input(ctx, input_parts(ctx, qp, *rels, late=True))
+        read = (ctx.plan.stream(q.left.stream).index, ctx.plan.stream(q.right.stream).index)
+        made = batch_input(ctx, input_parts(ctx, qp, *rels, late=True), read)
         if made is None:
             return None
         pairs = DataFrame(made.pairs(ctx.rows._jdf), ctx.spark)
@@ -209,9 +210,13 @@ def batch_rows(ctx: BatchContext) -> t.Callable[[StreamPlan], str]:
     return rows
 
 
-def batch_input(ctx: BatchContext, sides: t.Sequence[str]) -> t.Any:
+def batch_input(
+    ctx: BatchContext, sides: t.Sequence[str], streams: t.Iterable[int] | None = None
+) -> t.Any:
     """The ``BatchInput`` of `sides` (SQL of each side's rows, over `batch_rows`'s relations),
-    or None where a side's plan has not its shape (`BatchInput.of`)."""
+    or None where a side's plan has not its shape (`BatchInput.of`). With `streams` (the
+    indexes of the streams the sides read), it reads only those streams' partitions of a
+    batch whose partitions are known by stream (``BatchStreams``: the engine's own loop)."""
     spark = ctx.spark
     jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
     assert jvm is not None and gateway is not None
@@ -219,7 +224,14 @@ def batch_input(ctx: BatchContext, sides: t.Sequence[str]) -> t.Any:
     parts = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, len(planned))
     for i, part in enumerate(planned):
         parts[i] = part
-    return jvm.streamjoin.operator.BatchInput.of(parts)
+    made = jvm.streamjoin.operator.BatchInput.of(parts)
+    if made is not None and streams is not None:
+        read = sorted(set(streams))
+        indexes = gateway.new_array(jvm.int, len(read))
+        for i, index in enumerate(read):
+            indexes[i] = index
+        made.reading(indexes)
+    return made
 
 
 def query_key(qp: QueryPlan) -> str:

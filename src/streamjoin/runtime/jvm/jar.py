@@ -39,6 +39,7 @@ _SOURCES = (
     "operator/IndexProbe.java",
     "operator/ProbePairs.java",
     "operator/BatchInput.java",
+    "operator/BatchStreams.java",
     "operator/ChainProbe.java",
     "operator/BatchWrite.java",
     "operator/JointWrite.java",

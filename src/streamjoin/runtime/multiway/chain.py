@@ -259,10 +259,14 @@ class _Query:
         def new(i: int) -> str:
             return self._input(i, rows(ctx.plan.stream(self.streams[i].name)))
 
+        def index(i: int) -> int:
+            return ctx.plan.stream(self.streams[i].name).index
+
         inputs, outputs = [], []
         for n, level in enumerate(chain.levels):
             left = new(chain.order[0]) if n == 0 else None
-            made = batch_input(ctx, self._level_parts(level, left, new(level.new), late=True))
+            read = [index(level.new), *([index(chain.order[0])] if n == 0 else [])]
+            made = batch_input(ctx, self._level_parts(level, left, new(level.new), late=True), read)
             if made is None:
                 return None
             none = DataFrame(operator.JoinIndex.nopairs(made.nothing(ctx.rows._jdf)), spark)

@@ -224,16 +224,27 @@ public final class BatchScan {
       }
     }
     List rdds = new ArrayList();
+    List streams = new ArrayList();
     long[] bytes = new long[1];
     for (int i = 0; i < sources.length; i++) {
       if (!files[i].isEmpty()) {
         rdds.add(read(sources[i], files[i], bytes));
+        streams.add(Integer.valueOf(i));
       }
     }
     RDD rows = rdds.size() == 1
         ? (RDD) rdds.get(0)
         : new UnionRDD(spark.sparkContext(), CollectionConverters.asScala(rdds).toList(),
             ClassTag$.MODULE$.apply(InternalRow.class));
+    // (Which stream each partition holds: a plan of some streams reads only theirs.)
+    int[] streamOf = new int[rows.getNumPartitions()];
+    int at = 0;
+    for (int k = 0; k < rdds.size(); k++) {
+      int n = ((RDD) rdds.get(k)).getNumPartitions();
+      java.util.Arrays.fill(streamOf, at, at + n, ((Integer) streams.get(k)).intValue());
+      at += n;
+    }
+    streamjoin.operator.BatchStreams.note(rows, streamOf);
     return rowsOf(rows, bytes[0]);
   }
 

@@ -42,6 +42,7 @@ public final class BatchInput implements Serializable {
   final StructType schema;
   final StructType layout;
   final String id = java.util.UUID.randomUUID().toString();  // (a task's copy keeps it)
+  int[] streams;  // (the streams whose rows it reads, by index; null: every one)
 
   /** Each task thread's predicates and projections of a BatchInput ({@link #made}), by its id,
    * its use and the thread: generating them took a fifth of a small batch's probe task. */
@@ -122,6 +123,13 @@ public final class BatchInput implements Serializable {
       schema = below.schema();
     }
     return new BatchInput(conditions, projections, inputs, schema, sides[0].schema());
+  }
+
+  /** This input reads only the rows of {@code streams} (their indexes): where the batch's
+   * partitions are known by stream, the others' are not read ({@link BatchStreams}). */
+  public BatchInput reading(int[] streams) {
+    this.streams = streams;
+    return this;
   }
 
   /** Rows of this input's layout, none of them: what an outer join's ON condition and the
@@ -245,7 +253,7 @@ public final class BatchInput implements Serializable {
   public JavaRDD rows(Dataset batch, long lateBefore) {
     LogicalRDD plan = (LogicalRDD) batch.queryExecution().logical();
     return PlainRdd.mapPartitions(
-        plan.rdd().toJavaRDD().coalesce(1), new Rows(this, lateBefore));
+        BatchStreams.of(plan.rdd(), streams).toJavaRDD().coalesce(1), new Rows(this, lateBefore));
   }
 
   /** {@link #rows} as rows of this input's layout: a cluster's probe shuffles them to the
@@ -268,8 +276,8 @@ public final class BatchInput implements Serializable {
     StructField[] fields = new StructField[layout.fields().length - 1];
     System.arraycopy(layout.fields(), 0, fields, 0, fields.length);
     StructType kept = new StructType(fields);
-    JavaRDD rows = PlainRdd.mapPartitions(
-        plan.rdd().toJavaRDD(), new Rows(this, lateBefore, kept.length()));
+    JavaRDD batchRows = BatchStreams.of(plan.rdd(), streams).toJavaRDD();
+    JavaRDD rows = PlainRdd.mapPartitions(batchRows, new Rows(this, lateBefore, kept.length()));
     return spark.internalCreateDataFrame(rows.rdd(), kept.asNullable(), false);
   }
 

@@ -62,7 +62,7 @@ public final class ChainProbe implements FlatMapFunction {
       long lateBefore) {
     SparkSession spark = (SparkSession) rows.sparkSession();
     LogicalRDD plan = (LogicalRDD) rows.queryExecution().logical();
-    JavaRDD one = plan.rdd().toJavaRDD().coalesce(1);
+    JavaRDD one = BatchStreams.of(plan.rdd(), BatchStreams.union(inputs)).toJavaRDD().coalesce(1);
     for (int n = 0; n < names.length; n++) {
       JoinIndex.COUNTS.remove(names[n] + "@" + batch);  // (as a probe: an earlier attempt's)
     }
