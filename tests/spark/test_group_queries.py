@@ -182,10 +182,12 @@ def _run_files(
     spark: SparkSession, tmp: t.Any, seed: int, query: tuple[str, list[str]], final: bool
 ) -> None:
     """`query` over files in the engine's loop: rows of A 1 µs behind batch 4's watermark (late,
-    its window still open) and at it (on time), and a malformed line of A in batch 2 that has
-    a time and a value: neither the late row nor the malformed one may reach a buffer. Every
-    batch of files makes its buffers' rows in its tasks, by one plan per buffer."""
+    its window still open) and at it (on time), a malformed line of A in batch 2 that has a
+    time and a value, and no file of B in the last batch: neither the late row nor the
+    malformed one may reach a buffer. Every batch of files makes its buffers' rows in its
+    tasks, by one plan per buffer, reading only its stream's files."""
     batches = make_batches(seed, n_batches=6, rows_per_batch=10, keys=3)
+    batches[5]["B"] = []  # (B has no file in the last batch: a plan of B's rows reads none)
     insert, columns = query
     streams = [
         stream_ddl(s, str(tmp / "in" / s)).replace("WITH (", "WITH (maxFilesPerTrigger = '1', ")
@@ -201,6 +203,7 @@ def _run_files(
     when = t.cast("t.Any", batches[2]["A"][0]["ts"]).isoformat()
     bad = f'{{"id": "x", "k": 1, "x": 1e6, "s": "bad", "ts": "{when}"}}'  # (an id not a number)
     write_batches(tmp / "in", batches, extra_lines={(2, "A"): [bad]})
+    (tmp / "in" / "B" / "part-00005.json").unlink()
     made: list[tuple[int, bool]] = []
     plans: list[str] = []
     planned_rows, plan_rows = HeldGroups.planned_rows, HeldGroups._plan_rows

@@ -382,7 +382,7 @@ def test_a_probe_input_whose_plan_raises_warns_and_is_planned_every_batch(
     _as_planned(monkeypatch)
     reason = "no_such_column" if refusal == "analysis" else 'For input string: "no_such_number"'
 
-    def refused(ctx: t.Any, sides: t.Any) -> t.Any:
+    def refused(ctx: t.Any, sides: t.Any, streams: t.Any = None) -> t.Any:
         if refusal == "analysis":
             return ctx.spark.sql("SELECT no_such_column FROM VALUES (1) AS v(c)")
         return ctx.spark.sparkContext._jvm.java.lang.Integer.parseInt("no_such_number")

@@ -42,7 +42,7 @@ public final class BatchInput implements Serializable {
   final StructType schema;
   final StructType layout;
   final String id = java.util.UUID.randomUUID().toString();  // (a task's copy keeps it)
-  int[] streams;  // (the streams whose rows it reads, by index; null: every one)
+  volatile int[] streams;  // (the streams whose rows it reads, by index; null: every one)
 
   /** Each task thread's predicates and projections of a BatchInput ({@link #made}), by its id,
    * its use and the thread: generating them took a fifth of a small batch's probe task. */

@@ -51,11 +51,11 @@ public final class BatchStreams {
     if (kept == of.length) {
       return rows;
     }
-    if (kept == 0) {
-      keep[0] = true;  // (no rows of these streams: one partition, filtered out by the plan)
-      kept = 1;
-    }
     PRUNED.addAndGet(of.length - kept);
+    if (kept == 0) {  // (no rows of these streams: one empty partition, so a task still runs)
+      return org.apache.spark.api.java.JavaSparkContext.fromSparkContext(rows.sparkContext())
+          .parallelize(new java.util.ArrayList(), 1).rdd();
+    }
     return PartitionPruningRDD$.MODULE$.create(rows, new Kept(keep));
   }
 
