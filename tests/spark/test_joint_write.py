@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import typing as t
 
+import pytest
+
 from streamjoin.plan import plan_job
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
@@ -97,3 +99,27 @@ def test_sparks_own_settings_leave_every_sink_to_its_writer(
     assert [name for name in ran if name.startswith("save at")], ran
     files = list((tmp_path / "s1").glob("batch=*/*.parquet"))
     assert files and all(len(spark.read.parquet(str(f)).collect()) <= 2 for f in files)
+
+
+def test_members_planned_over_different_placeholders_are_each_written_exactly(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Members planned in different batches (a served job's query added later) read rows
+    # through placeholders of their own: their conditions cannot be made together, each
+    # keeps its predicate. Here every member gets a placeholder of its own.
+    from pyspark.sql import DataFrame
+
+    from streamjoin.runtime.batch import sharedsinks
+
+    plan_member = sharedsinks._member_plan
+
+    def apart(ctx: t.Any, m: t.Any, view: str) -> t.Any:
+        jvm = ctx.spark.sparkContext._jvm
+        none = jvm.streamjoin.operator.BatchInput.placeholder(ctx.spark.table(view)._jdf)
+        own = ctx.scratch.view(DataFrame(none, ctx.spark), f"_sj_own_{len(ctx.scratch.views)}")
+        return plan_member(ctx, m, own)
+
+    monkeypatch.setattr(sharedsinks, "_member_plan", apart)
+    job = _job(tmp_path, ["parquet"] * 4)
+    ran = _run_and_check(spark, job, tmp_path, 7)
+    assert not [name for name in ran if name.startswith(("save at", "count at"))], ran

@@ -217,7 +217,7 @@ public final class JointWrite {
         if (plan == null || plan.conditions[0] == null) {
           continue;
         }
-        for (int c = 0; c < groups.size() && group[k] < 0; g++) {
+        for (int c = 0; c < groups.size() && group[k] < 0; c++) {
           ArrayList members = (ArrayList) groups.get(c);
           if (plan.sameRows((BatchInput) members.get(0))) {
             group[k] = c;
