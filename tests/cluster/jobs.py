@@ -43,11 +43,13 @@ def event_log(folder: Path) -> dict[str, str]:
     return quick_jvms(**{f"spark.eventLog.{k}": v for k, v in logging.items()})
 
 
-def batch_call_sites(folder: Path) -> dict[int, Counter[str]]:
+def batch_call_sites(folder: Path, *, distinct: bool = False) -> dict[int, Counter[str]]:
     """By batch, the call sites of the RDDs of the Spark jobs the engine ran for it (their
     description names the batch), each as often as an RDD was made there (a stage that
-    follows a shuffle repeats its parent's), from the event logs in `folder`."""
+    follows a shuffle repeats its parent's), or with `distinct`, once per RDD however many
+    of the batch's jobs read it, from the event logs in `folder`."""
     sites: dict[int, Counter[str]] = {}
+    seen: set[tuple[int, int]] = set()
     # (Spark 4 writes each application's log in parts, ``eventlog_v2_<app>/events_<n>_<app>``.)
     for log in folder.rglob("events_*"):
         for line in log.read_text(encoding="utf-8").splitlines():
@@ -57,8 +59,12 @@ def batch_call_sites(folder: Path) -> dict[int, Counter[str]]:
             described = event.get("Properties", {}).get("spark.job.description", "")
             if not described.startswith("streamjoin batch "):
                 continue
-            batch = sites.setdefault(int(described.rsplit(" ", 1)[1]), Counter())
+            number = int(described.rsplit(" ", 1)[1])
+            batch = sites.setdefault(number, Counter())
             made = {r["RDD ID"]: r["Callsite"] for s in event["Stage Infos"] for r in s["RDD Info"]}
+            if distinct:
+                made = {i: c for i, c in made.items() if (number, i) not in seen}
+                seen.update((number, i) for i in made)
             batch.update(made.values())
     return sites
 

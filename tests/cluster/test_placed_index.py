@@ -1,11 +1,12 @@
-"""Indexes on a cluster's executors (`runtime.batch.placed`): an equi, a band and a FULL outer
-join probe partitions that the executors hold across batches (the outer join's rows without a
-partner decided there), and so do a multi-way query's levels (`runtime.multiway.chain`); a
-worker SIGKILLed with some of them makes the batch run again on indexes built again from the
-checkpoint's state (the levels' MIRs joined again from the units), and the output stays
-exact. The inner joins' probes read each batch's rows in one task (``BatchInput.java``: no plan
-of a relation of them), and the equi join's Parquet sink is written by its probe's tasks on the
-executors (``BatchWrite.java``), each writing the pairs it found."""
+"""Indexes on a cluster's executors (`runtime.batch.placed`): an equi, a band, a FULL outer
+and a LEFT outer join probe partitions that the executors hold across batches (the outer joins'
+rows without a partner decided there), and so do a multi-way query's levels
+(`runtime.multiway.chain`); a worker SIGKILLed with some of them makes the batch run again on
+indexes built again from the checkpoint's state (the levels' MIRs joined again from the units),
+and the output stays exact. The two-way joins' probes read each batch's rows in one task
+(``BatchInput.java``: no plan of a relation of them), and the equi join's Parquet sink is
+written by its probe's tasks on the executors (``BatchWrite.java``), each writing the pairs it
+found."""
 
 from __future__ import annotations
 
@@ -32,12 +33,19 @@ CHAIN = (
 """A multi-way query beside the two-way ones: its two levels are indexes on the executors too."""
 OUTER = ("A a FULL JOIN B b", f"a.k = b.k AND abs(a.x - b.x) <= 1.5 AND {W3}")
 """An outer join with a band in its key's rows: its rows without a partner decided on the
-executors that hold them."""
+executors that hold them (by the probe's tasks where the batch's watermark is known before
+it, else after the probe)."""
+LEFT = ("A a LEFT JOIN B b", f"a.k = b.k AND {W3}")
+"""An outer equi join: each row in one partition, so the probe's task on its owner decides the
+partition's rows without a partner once it has marked their pairs (no job after the probe),
+where the batch's watermark is known before its probe (its files' footers)."""
+MATRIX = ("A a LEFT JOIN B b", f"a.k = b.k AND {W3} WITH (partitioning = 'matrix')")
+"""An outer join under join-matrix: a row lies in two partitions, each copy marked apart."""
 
 
 def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_path: Path) -> None:
     indexed = {name: QUERIES[name] for name in ("equi_window", "band_abs")}
-    queries = {**indexed, "chain": CHAIN, "unmatched": OUTER}
+    queries = {**indexed, "chain": CHAIN, "unmatched": OUTER, "left_equi": LEFT}
     sinks = ("equi_window", "unmatched")
     job = write_job(tmp_path, queries, parquet=sinks, parquet_input=True)
     batches = make_batches(5, n_batches=BATCHES, rows_per_batch=12)
@@ -75,18 +83,18 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
         assert all(re.fullmatch(rf"part-\d{{5}}-b{batch}\..*parquet", n) for n in names), names
 
     # Every batch's rows were read by a task of a `BatchInput` (the probe's own input), for
-    # each inner two-way join (the equi and the band join; the outer one reads a relation).
+    # each two-way join (the equi, the band, the FULL and the LEFT join).
     sites = batch_call_sites(logs)
     assert sorted(sites) == list(range(BATCHES)), sites
     read = {b: sum(n for c, n in s.items() if "BatchInput.java" in c) for b, s in sites.items()}
-    assert all(n >= len(indexed) for n in read.values()), (read, sites)
+    assert all(n >= len(indexed) + 2 for n in read.values()), (read, sites)
 
     events = [e for figures in read_history(str(ckpt / "metrics")) for e in figures.events]
     built = [e for e in events if "index built" in e]
-    # (The job's queries are q1, equi_window's, q2, band_abs's, q3, the multi-way one, and q4,
-    # the outer join.)
+    # (The job's queries are q1, equi_window's, q2, band_abs's, q3, the multi-way one, q4,
+    # the FULL join, and q5, the LEFT one.)
     assert sum(e.startswith("q3: index built in 4 partitions") for e in built) >= 2, events
-    for query in ("q1", "q2", "q4"):
+    for query in ("q1", "q2", "q4", "q5"):
         assert any(e.startswith(f"{query}: index built in 4 partitions") for e in built), events
     # The batch after the kill missed the band index's partitions, ran again, and every index
     # was built again on the executor left. (A killed worker's executor may live on for a moment
@@ -94,7 +102,7 @@ def test_indexes_on_executors_survive_a_lost_worker(cluster: LocalCluster, tmp_p
     lost = [i for i, e in enumerate(events) if "lost with an executor" in e]
     assert lost, events
     rebuilt = [e for e in events[lost[-1] :] if "index built" in e]
-    assert [e.split(":")[0] for e in rebuilt] == ["q1", "q2", "q4", "q3", "q3"], events
+    assert [e.split(":")[0] for e in rebuilt] == ["q1", "q2", "q4", "q5", "q3", "q3"], events
     left = _executors(cluster, 1 - killed[0])
     assert all(set(_ids(e)) <= left for e in rebuilt), (events, left)
 
@@ -108,3 +116,29 @@ def _executors(cluster: LocalCluster, worker: int) -> set[str]:
     """The ids of the executors worker `worker` started for the newest application."""
     apps = sorted((cluster.dir / "work" / f"worker-{worker}").glob("app-*"))
     return {d.name for d in apps[-1].iterdir() if d.is_dir()} if apps else set()
+
+
+def test_outer_joins_probe_tasks_decide_their_rows_without_a_partner(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Where the batch's watermark is known before its probe (Parquet footers, no late row), an
+    outer join whose rows each lie in one partition (the FULL join with a band in its key's
+    rows, the LEFT equi join) has its rows without a partner decided by its probe's tasks on
+    their owners, in the probe's job; join-matrix's LEFT join, whose rows lie in two places,
+    decides them after the probe (a task per partition). Exact against the reference."""
+    queries = {"unmatched": OUTER, "left_equi": LEFT, "left_matrix": MATRIX}
+    job = write_job(tmp_path, queries, parquet_input=True)
+    batches = make_batches(9, n_batches=BATCHES, rows_per_batch=12, late_per_batch=0)
+    write_batches(tmp_path / "in", batches, parquet=True)
+    logs = tmp_path / "events"
+    args = ("run", str(job), "--once", "--checkpoint", str(tmp_path / "ckpt"))
+    run = run_on(cluster, *args, env=event_log(logs))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert_exact(job, batches)
+    # (Each decision after a probe is an RDD of `PlacedIndex.decide`'s: the matrix join's one
+    # preserved side in each batch whose watermark decides rows, none for the other two.)
+    decides = {
+        b: sum(n for c, n in s.items() if c.startswith("mapPartitions at PlacedIndex.java"))
+        for b, s in batch_call_sites(logs, distinct=True).items()
+    }
+    assert set(decides.values()) <= {0, 1} and 1 in decides.values(), decides

@@ -72,18 +72,42 @@ def placed_pairs(
         joins.placed.build(ctx.spark, key, *build, memory=ctx.settings.memory, preserved=keeps)
     joins.uses[key] = (ctx.batch_id, layout)
     least = index_least(ctx, qp)
+    alone = None
     if op is not None:
         least = kept(least, op, ctx.watermark)
+        alone = _alone(joins, ctx, qp, delta, output) if planned is not None else None
         batch = ctx.batch_id
-        joins.reads.deciding_after[q.name] = (
-            op,
-            lambda side, below: joins.placed.decide(ctx, key, delta, side, below, batch),
-        )
+        if alone is None:
+            joins.reads.deciding_after[q.name] = (
+                op,
+                lambda side, below: joins.placed.decide(ctx, key, delta, side, below, batch),
+            )
+        else:
+            joins.reads.probed.add(q.name)
     expiry = [_LEAST if x is None else x for x in least]
     sample = partial(joins.placed.buckets, ctx.spark, key)
     units, cuts = joins.reads.expect(ctx, qp, joins.placed.name(key), shed, sample)
     how = (output, cuts, units)
-    pairs = joins.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how)
+    pairs = joins.placed.probe(ctx.spark, key, delta, ctx.batch_id, expiry, marker, how, alone)
     # (A probe of the batch's own rows: no index drains, whose probe would read views.)
     sides = ("", "") if planned is not None else (deltas[q.left.stream], deltas[q.right.stream])
     return joins.with_drain(ctx, qp, (key, sides, drains), pairs, output)
+
+
+def _alone(
+    joins: IndexedJoins, ctx: BatchContext, qp: QueryPlan, delta: DataFrame, output: t.Any
+) -> tuple[t.Any, int, int] | None:
+    """An outer join's rows without a partner as each partition's probe task decides them
+    (their plan and the bounds per side of the watermark the batch leaves), or None: decided
+    after the probe. In the task only where the watermark is known before the probe, the
+    output is planned, and each row lies in one partition: a row with copies elsewhere (a
+    band's buckets, a matrix, an OR's tables) is alone only where none of them matched."""
+    op = outer_plan(ctx, qp)
+    copies = {"_sj_ss", "_sj_tab"} & set(delta.columns)
+    if op is None or joins.leaving is None or output is None or copies:
+        return None
+    plan = joins.plans.alone(ctx, op, delta)
+    if plan is None:
+        return None
+    below = [_LEAST if x is None else x for x in decided_below(op, joins.leaving[0])]
+    return plan, below[0], below[1]

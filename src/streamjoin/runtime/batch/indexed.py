@@ -140,15 +140,12 @@ class IndexedJoins:
 
     def batch_input(self, ctx: BatchContext, qp: QueryPlan) -> tuple[t.Any, t.Any] | None:
         """`qp`'s `BatchInput` for this batch (`ProbePlans.batch_input`), or None: the batch's
-        rows of every stream (the task reads them all) are more than one task takes, or an
-        outer join's probe on a cluster's executors (it decides its rows over the delta's
-        relation: `indexcluster.placed_pairs`)."""
+        rows of every stream (the task reads them all) are more than one task takes, or its
+        index drains (or may start to)."""
         fits = two_way_one_task(ctx, *ctx.plan.streams) and self._class(ctx.spark) is not None
         built = self.builds.get(key := query_key(qp))
         # (An index that drains, or may start to, is probed with the delta placed both ways.)
         if key in self.drains or (built is not None and built[1] != self._layout(ctx, qp)):
-            return None
-        if self.on_cluster(ctx.spark) and outer_plan(ctx, qp) is not None:
             return None
         return self.plans.batch_input(ctx, qp, fits)
 

@@ -144,18 +144,24 @@ class PlacedIndexes:
         least: t.Sequence[int],
         marker: t.Any = None,
         how: tuple[t.Any, str, int] = (None, "", 0),
+        alone: tuple[t.Any, int, int] | None = None,
     ) -> DataFrame:
         """The candidate pairs of batch `batch`'s `delta` from `key`'s index (lazy), each
         partition probed on its owner after its rows below `least` (left, right) go; an outer
         join's `marker` marks the rows of the pairs that meet it. `how`: as the driver's probe
         takes them, the query's output made in the probe's tasks (None: the pairs), a shedding
         query's cuts (`indexfit.shed_cuts`) and the units to count the delta's rows in (the
-        tasks send their counts back: `name`, ``JoinIndex.unitCounts``)."""
+        tasks send their counts back: `name`, ``JoinIndex.unitCounts``). `alone`: an outer
+        join's rows without a partner decided by each partition's task after its probe (their
+        plan, and the event time below which each side's are decided), where no row has a
+        copy in another partition (`indexcluster`); None: `decide` after the probe."""
         name, owners, where = self._places[key]  # (the array made once: a JVM call per item)
         output, cuts, units = how
         parts, probe = len(owners), self._jvm(spark).probe
         identified = any(k == key for k, _ in self._beside.values())
-        args = (output, marker, cuts, name, parts, batch, units, *least, where, identified)
+        decided = (None, _LEAST, _LEAST) if alone is None else alone
+        args = (output, marker, *decided, cuts, name, parts, batch, units, *least, where)
+        args = (*args, identified)
         return DataFrame(probe(delta._jdf, *args), spark)
 
     def buckets(self, spark: SparkSession, key: str, step: int) -> str:

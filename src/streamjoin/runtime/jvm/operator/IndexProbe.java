@@ -27,6 +27,9 @@ final class IndexProbe implements FlatMapFunction {
   BatchInput marker;  // (an outer join's ON condition over a pair: a true one marks both rows)
   BatchInput alone;  // (an outer join's rows without a partner, decided after the probe)
   long[] below;  // (per side, the event time its rows are decided below, if `alone`)
+  // (A placed task's partition, the only one whose rows it decides; -1: every partition, all
+  // in the task's JVM. Set in the task's own copy: PlacedProbe.)
+  int only = -1;
   // Shedding (`overload = 'shed'`): per side, a row probes where its hash with the batch's id,
   // modulo SHED_SCALE, is below the side's cut (null: every row probes). A row that skips its
   // probe is still stored. With countMissed, a skipped row's pairs are counted, not written.
@@ -98,8 +101,9 @@ final class IndexProbe implements FlatMapFunction {
     return new ProbePairs(this, found.entrySet().iterator());
   }
 
-  /** The rows without a partner that every partition decides (the task holds them all), as
-   * pairs whose other side is NULL, where the outer join's WHERE holds ({@code alone}). */
+  /** The rows without a partner that every partition decides (the task holds them all, or
+   * its one partition {@code only}), as pairs whose other side is NULL, where the outer join's
+   * WHERE holds ({@code alone}). */
   ArrayList unmatched() {
     ArrayList out = new ArrayList();
     BasePredicate where = alone.test();
@@ -108,7 +112,16 @@ final class IndexProbe implements FlatMapFunction {
         continue;
       }
       boolean tabbed = fields[IndexRows.TAB] >= 0;
-      ArrayList pairs = JoinIndex.alone(name, parts, side, below[side], batch, tabbed);
+      ArrayList pairs;
+      if (only < 0) {
+        pairs = JoinIndex.alone(name, parts, side, below[side], batch, tabbed);
+      } else {  // (a row has no copy in another partition: PlacedIndex#probe)
+        pairs = new ArrayList();
+        IndexPart part = JoinIndex.part(name, only);
+        synchronized (part) {
+          JoinIndex.aloneIn(part, side, below[side], batch, null, tabbed, pairs, false);
+        }
+      }
       for (int i = 0; i < pairs.size(); i++) {
         InternalRow pair = (InternalRow) pairs.get(i);
         if (where == null || where.eval(pair)) {

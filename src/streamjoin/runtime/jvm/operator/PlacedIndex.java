@@ -108,11 +108,19 @@ public final class PlacedIndex {
    * counts, and the rows each partition holds after the probe, come back to the driver with
    * the tasks (an accumulator, {@link #gather}), for {@link JoinIndex#unitCounts} and {@link
    * JoinIndex#sizes}. {@code identified}: the rows stored carry their identities (an outer
-   * join's index beside one that drains: {@link #drain}'s matches veto their decisions). */
+   * join's index beside one that drains: {@link #drain}'s matches veto their decisions). With
+   * {@code alone} (else null; then {@code output} is not), an outer join's rows without a
+   * partner below {@code leftBelow} and {@code rightBelow} (the least long: none), decided by
+   * each partition's task once its probe has marked them, as {@link JoinIndex#probeBatch}'s
+   * task decides them: only where each row lies in one partition (no copies, no drain beside,
+   * so no veto can come from elsewhere; else {@link #decide} after the probe). */
   public static Dataset probe(
       Dataset in,
       BatchInput output,
       BatchInput marker,
+      BatchInput alone,
+      long leftBelow,
+      long rightBelow,
       String shed,
       String name,
       int parts,
@@ -130,6 +138,14 @@ public final class PlacedIndex {
     probe.keepsCounts = false;
     probe.marksInJvm = false;  // (a row's copies on other executors: `decide`'s vetoes)
     probe.identified = identified;
+    if (alone != null) {
+      if (JoinIndex.sharesMarks(marker, fields) || identified || output == null) {
+        throw new IllegalArgumentException("streamjoin: " + name + "'s rows without a partner"
+            + " have copies, or no output, and cannot be decided in its probe's tasks");
+      }
+      probe.alone = alone;
+      probe.below = new long[] {leftBelow, rightBelow};
+    }
     PlacedProbe f = new PlacedProbe(name, leftLeast, rightLeast, probe, owners);
     if (units > 0 || probe.cuts != null) {  // (read by JoinIndex.unitCounts: else none)
       f.counted = spark.sparkContext().collectionAccumulator();

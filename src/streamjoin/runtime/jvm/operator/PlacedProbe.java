@@ -33,6 +33,7 @@ final class PlacedProbe implements FlatMapFunction2 {
     synchronized (part) {
       part.expire(leftLeast, rightLeast, null);
     }
+    probe.only = p;  // (this task's copy: it decides its own partition's rows, if asked)
     return new Sent(probe.call((Iterator) rows), this, part, p);
   }
 
