@@ -319,3 +319,53 @@ def test_closing_windows_read_held_rows_and_a_restart_reads_its_units_back_once(
     run_batches(spark, job, batches[4:], ckpt, first_batch=4)
     assert len(read_back) == 1 and read_back[0] > 1
     _check(spark, job, batches, [*COLUMNS, "key"], final=False)
+
+
+def test_a_buffer_folds_a_batchs_rows_per_pane_and_key_and_folds_unfolded_units_read_back(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where every aggregate merges from partials (`plan.partials`), a batch's buffer unit holds
+    one row per pane and key, not its joined rows; units written unfolded (a version before
+    folding: here the first run, with folding off) are folded as a restart reads them back,
+    beside the folded ones; a decimal sum keeps its type; the groups match the reference."""
+    from pyspark.sql.types import DecimalType
+
+    from streamjoin.runtime.batch import heldgroups
+    from streamjoin.runtime.state.checkpoint import Checkpoint
+    from streamjoin.runtime.state.fs import FileStore
+
+    insert = (
+        "INSERT INTO g SELECT window.start AS ws, a.k AS key, count(*) AS n, "
+        "sum(CAST(b.x AS DECIMAL(10, 2))) AS sd, min(a.x) AS lo, max(b.x) AS hi, "
+        "avg(b.x) AS ax FROM A a JOIN B b ON a.k = b.k AND "
+        "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '1' SECOND "
+        "GROUP BY window(a.ts, '4 seconds', '2 seconds'), a.k;"
+    )
+    job = _job(tmp_path, insert)
+    batches = make_batches(17, n_batches=9, rows_per_batch=14, keys=2)
+    ckpt = tmp_path / "ckpt"
+    with monkeypatch.context() as unfolded:
+        unfolded.setattr(heldgroups, "partial_buffer", lambda buffer: None)
+        run_batches(spark, job, batches[:5], ckpt)
+    raw = Checkpoint(FileStore(spark), str(ckpt)).latest().groups["q1"].units
+    assert raw, "no unit left open across the restart"
+    run_batches(spark, job, batches[4:], ckpt, first_batch=4)
+    _check(spark, job, batches, ["ws", "key", "n", "sd", "lo", "hi", "ax"], final=False)
+    assert spark.read.parquet(str(tmp_path / "g")).schema["sd"].dataType == DecimalType(20, 2)
+
+    units = Checkpoint(FileStore(spark), str(ckpt)).latest().groups["q1"].units
+    folded = [u for u in units if u.batch >= 5]
+    assert folded, units
+    for unit in folded:
+        rows = spark.read.parquet(str(ckpt / unit.path))
+        assert "_sj_p0" in rows.columns
+        # (One row per pane of a.ts and key: their joined rows are more.)
+        panes = rows.selectExpr("unix_micros(_g0) DIV 2000000 AS pane", "_g1").distinct()
+        assert rows.count() == panes.count() == unit.rows
+    assert sum(int(r["_sj_p0"]) for u in folded for r in _unit(spark, ckpt, u)) > sum(
+        u.rows for u in folded
+    )
+
+
+def _unit(spark: SparkSession, ckpt: Path, unit: t.Any) -> list[t.Any]:
+    return spark.read.parquet(str(ckpt / unit.path)).collect()

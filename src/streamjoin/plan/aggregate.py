@@ -12,10 +12,10 @@ complete. A join whose windows do not bound the lag (a full-history join) never 
 is refused.
 
 The buffer keeps the joined rows of the open windows, as the join produced them, in units of a
-batch; a closing window reads only the units whose rows may be in it, and a unit is dropped
-once every window its rows are in has closed. Buffering the rows, not running totals, keeps
-every aggregate exact (count(DISTINCT), min, max) at the price of their bytes until the
-window closes.
+batch (or, where its aggregates merge from partial ones, a row per pane and key: `partials`);
+a closing window reads only the units whose rows may be in it, and a unit is dropped once
+every window its rows are in has closed. Buffering the rows, not running totals, keeps every
+aggregate exact (count(DISTINCT)) at the price of their bytes until the window closes.
 """
 
 from __future__ import annotations
@@ -111,13 +111,30 @@ class GroupBuffer:
         """The groups of the windows ending in ``(after, upto]`` (SQL of micros, None:
         unbounded) from `view`, whose rows are kept to event times in `rows` (``[first, upto)``,
         None: the rows carry the bounds, `held_sql`)."""
-        agg, window = self.windowed, self.window
+        agg = self.windowed
         if isinstance(agg, TopN):
             return self._top_sql(agg, view, after, upto, rows)
+        items = tuple(self._rename(s.sql) for s in self.select)
+        having = None if agg.having is None else self._rename(agg.having)
+        return self.grouped_sql(view, after, upto, rows, items, having)
+
+    def grouped_sql(
+        self,
+        view: str,
+        after: str | None,
+        upto: str | None,
+        rows: tuple[int | None, int | None] | None,
+        items: tuple[str, ...],
+        having: str | None,
+    ) -> str:
+        """`_sql` of a GROUP BY whose SELECT items (in order) and HAVING over `view`'s
+        columns are `items` and `having` (`plan.partials` merges them from pane rows)."""
+        agg, window = self.windowed, self.window
+        assert isinstance(agg, Aggregation)
         time = self.time_column
         carried = [AFTER, UPTO] if rows is None else []
-        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
-        items += [f"window.end AS {END}", *carried]
+        selected = [f"{sql} AS `{s.alias}`" for sql, s in zip(items, self.select, strict=True)]
+        selected += [f"window.end AS {END}", *carried]
         where = []
         if rows is not None and rows[0] is not None:
             where.append(f"{time} >= timestamp_micros({rows[0]})")
@@ -125,12 +142,12 @@ class GroupBuffer:
             where.append(f"{time} < timestamp_micros({rows[1]})")
         sizes = f"'{window.size_us} microseconds', '{window.slide_us} microseconds'"
         group = [f"window({time}, {sizes})", *(self._rename(k) for k in agg.keys), *carried]
-        sql = f"SELECT {', '.join(items)} FROM {view}"
+        sql = f"SELECT {', '.join(selected)} FROM {view}"
         if where:
             sql += f" WHERE {' AND '.join(where)}"
         sql += f" GROUP BY {', '.join(group)}"
-        if agg.having is not None:
-            sql += f" HAVING {self._rename(agg.having)}"
+        if having is not None:
+            sql += f" HAVING {having}"
         ends = []
         if after is not None:
             ends.append(f"unix_micros({END}) > {after}")

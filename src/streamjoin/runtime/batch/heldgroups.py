@@ -4,7 +4,8 @@ window reads its panes' rows from memory instead of every live unit from the che
 units stay the durable state; a unit not held (after a restart, or written by Spark's writer on
 a cluster) is read back once, by the close that first needs it. A GROUP BY over a stream takes
 its rows of each batch from the batch's own rows by a projection and filter planned once per
-buffer (`planned_rows`)."""
+buffer (`planned_rows`). Where a buffer's aggregates merge from partial ones (`plan.partials`),
+a batch's rows are folded per pane and key before they are written and held (`folded`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from streamjoin.plan.aggregate import AFTER, END, UPTO
+from streamjoin.plan.partials import FOLDED, PartialBuffer, partial_buffer
 from streamjoin.runtime.batch import indexplans
 from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.state.manifest import GroupUnit
@@ -47,6 +49,8 @@ class HeldGroups:
         self._inputs: dict[str, t.Any] = {}
         """Each buffer of a stream's rows → the ``BatchInput`` of its rows of a batch (False:
         none can be planned once; `planned_rows`)."""
+        self._folds: dict[str, PartialBuffer | None] = {}
+        """Each buffer → its partial aggregates, where a batch's rows are folded (`folded`)."""
 
     def planned_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
         """Input `i` of group query `gq`: its stream's rows of the batch to buffer, late ones
@@ -87,8 +91,10 @@ class HeldGroups:
         batch_id: int,
         checkpoint: Checkpoint,
     ) -> GroupUnit | None:
-        """Write batch `batch_id`'s `rows` of `buffer` as its unit, and hold them where the
+        """Write batch `batch_id`'s `rows` of `buffer` as its unit, folded per pane and key
+        where its groups merge from partial aggregates (`folded`), and hold them where the
         driver's JVM runs the tasks; the unit (None: no row, nothing kept)."""
+        rows = self.folded(spark, buffer, rows)
         unit = GroupUnit(buffer.name, batch_id, 0, 0, 0)
         path = checkpoint.path(unit.path)
         groups = self._groups(spark)
@@ -130,7 +136,7 @@ class HeldGroups:
         paths = [checkpoint.path(u.path) for u in units]
         groups = self._groups(spark)
         if groups is None:
-            return self._grouped(spark, buffer, checkpoint.schemas.read(spark, paths), ends)
+            return self._grouped(spark, buffer, self._read(spark, buffer, paths, checkpoint), ends)
         key = self._key(buffer)
         missing = [p for u, p in zip(units, paths, strict=True) if not groups.holds(key, u.batch)]
         if missing:
@@ -160,8 +166,10 @@ class HeldGroups:
         would take its shuffle's output of the run before, so those closes plan their own."""
         name = f"sj_held_{uuid.uuid4().hex[:12]}"
         handed.coalesce(1).createOrReplaceTempView(name)
+        partial, types = self._merging(buffer, handed)
         try:
-            grouped = spark.sql(buffer.held_sql(name)).drop(END)
+            sql = buffer.held_sql(name) if partial is None else partial.held_sql(name, types)
+            grouped = spark.sql(sql).drop(END)
         finally:
             spark.catalog.dropTempView(name)
         if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
@@ -178,8 +186,11 @@ class HeldGroups:
         """`buffer`'s groups of `rows` (a close planned on its own)."""
         name = f"sj_held_{uuid.uuid4().hex[:12]}"
         rows.createOrReplaceTempView(name)
+        partial, types = self._merging(buffer, rows)
         try:
-            grouped = spark.sql(buffer.group_sql(name, *ends)).drop(END)
+            sql = buffer.group_sql(name, *ends)
+            sql = sql if partial is None else partial.group_sql(name, *ends, types)
+            grouped = spark.sql(sql).drop(END)
         finally:
             spark.catalog.dropTempView(name)
         return self.as_rows(spark, grouped)
@@ -189,11 +200,80 @@ class HeldGroups:
     ) -> None:
         """Hold the rows of `buffer`'s units at `paths`, read back in one job, each row with its
         unit's batch (the ``b=<id>`` of its path)."""
-        read = checkpoint.schemas.read(spark, paths)
-        batch = F.regexp_extract(F.input_file_name(), r"/b=(-?[0-9]+)/", 1).cast("long")
-        read = read.withColumn(_BATCH, batch)
+        read = self._read(spark, buffer, paths, checkpoint, _BATCH)
         ordinal = read.columns.index(buffer.time_column)
         self._groups(spark).hold(read._jdf, self._key(buffer), ordinal, buffer.window.slide_us)
+
+    def folded(
+        self, spark: SparkSession, buffer: GroupBuffer, rows: DataFrame, *batch: str
+    ) -> DataFrame:
+        """`rows` (of `buffer`'s columns, and `batch`'s, the column of each row's unit's
+        batch, if given: kept last) folded per pane and key where `buffer`'s groups merge from
+        partial aggregates (`plan.partials`), decided once per buffer by the rows' types; else
+        as they are. In one task where they are (no shuffle: the fold is the task's)."""
+        key = self._key(buffer)
+        if key not in self._folds:
+            self._folds[key] = self._fold_of(spark, buffer, rows)
+        partial = self._folds[key]
+        if partial is None or FOLDED in rows.columns:
+            return rows
+        one = rows._jdf.queryExecution().toRdd().getNumPartitions() <= 1
+        name = f"sj_fold_{uuid.uuid4().hex[:12]}"
+        (rows.coalesce(1) if one else rows).createOrReplaceTempView(name)
+        try:
+            return spark.sql(partial.fold_sql(name, *batch))
+        finally:
+            spark.catalog.dropTempView(name)
+
+    def _fold_of(
+        self, spark: SparkSession, buffer: GroupBuffer, rows: DataFrame
+    ) -> PartialBuffer | None:
+        """`buffer`'s partial aggregates, where their merges type its groups as its rows
+        (`rows`, of its columns; an avg of decimals does not), else None."""
+        partial = partial_buffer(buffer)
+        if partial is None or FOLDED in rows.columns:
+            return partial
+        name = f"sj_fold_{uuid.uuid4().hex[:12]}"
+        rows.limit(0).createOrReplaceTempView(name)
+        try:
+            folded = spark.sql(partial.fold_sql(name))
+        finally:
+            spark.catalog.dropTempView(name)
+        return partial if partial.merges(_types(folded)) else None
+
+    def _merging(
+        self, buffer: GroupBuffer, rows: DataFrame
+    ) -> tuple[PartialBuffer | None, dict[str, str]]:
+        """How `buffer`'s groups of `rows` are made: merged from partial aggregates (with the
+        rows' column types) where the rows are folded, else as a GROUP BY of the rows."""
+        if FOLDED not in rows.columns:
+            return None, {}
+        partial = partial_buffer(buffer)
+        assert partial is not None  # (folded rows of a buffer that folds)
+        return partial, _types(rows)
+
+    def _read(
+        self,
+        spark: SparkSession,
+        buffer: GroupBuffer,
+        paths: Sequence[str],
+        checkpoint: Checkpoint,
+        batch: str | None = None,
+    ) -> DataFrame:
+        """The rows of `buffer`'s units at `paths` (with `batch`, each row's unit's batch, the
+        ``b=<id>`` of its path, in that column), folded where the buffer folds (`folded`). A
+        unit written unfolded (by a version that did not fold) is read apart and folded."""
+        frames = []
+        for group in _alike(spark, paths, checkpoint):
+            read = checkpoint.schemas.read(spark, group)
+            if batch is not None:
+                unit = F.regexp_extract(F.input_file_name(), r"/b=(-?[0-9]+)/", 1).cast("long")
+                read = read.withColumn(batch, unit)
+            frames.append(self.folded(spark, buffer, read, *([batch] if batch else [])))
+        rows = frames[0]
+        for frame in frames[1:]:
+            rows = rows.unionByName(frame)
+        return rows
 
     def as_rows(self, spark: SparkSession, frame: DataFrame) -> DataFrame:
         """`frame` as the rows of an RDD (made when it is written) in `spark`'s session: a sink's
@@ -221,6 +301,8 @@ class HeldGroups:
             del self._planned[key]
         for key in [k for k in self._inputs if k.startswith(f"{self._prefix}{name}/")]:
             del self._inputs[key]
+        for key in [k for k in self._folds if k.startswith(f"{self._prefix}{name}/")]:
+            del self._folds[key]
 
     def clear(self, spark: SparkSession) -> None:
         """Let go of every buffer held (the processor is done)."""
@@ -229,6 +311,7 @@ class HeldGroups:
             groups.drop(self._prefix)
         self._planned = {}
         self._inputs = {}
+        self._folds = {}
 
     def _key(self, buffer: GroupBuffer) -> str:
         return f"{self._prefix}{buffer.name}/{buffer.buffer_signature}"
@@ -244,3 +327,29 @@ class HeldGroups:
             self._jvm = False if found is None else StaticMethods(jvm.streamjoin.operator.GroupRows)
             self._local = not on_cluster(spark)
         return self._jvm or None
+
+
+def _types(frame: DataFrame) -> dict[str, str]:
+    """`frame`'s column types as Spark SQL writes them, by column."""
+    return {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+
+
+def _alike(spark: SparkSession, paths: Sequence[str], checkpoint: Checkpoint) -> list[list[str]]:
+    """`paths` (Parquet directories of one buffer's units) in groups of one schema, known
+    where this run wrote them, else read from each (once: then known)."""
+    known = checkpoint.schemas.known
+    written: dict[str, list[str]] = {}
+    others = [p for p in paths if known(p) is None]
+    for p in paths:
+        if (schema := known(p)) is not None:
+            written.setdefault(schema.json(), []).append(p)
+    if not others:
+        return list(written.values())
+    # (Units of an earlier run: a version that did not fold wrote rows, one that did wrote
+    # panes; Spark would read them all with the schema of one of them.)
+    kinds: dict[str, list[str]] = {}
+    for p in others:
+        read = spark.read.parquet(p)
+        checkpoint.schemas.wrote(p, read)  # (as written: inferred once)
+        kinds.setdefault(read.schema.json(), []).append(p)
+    return [*written.values(), *kinds.values()]

@@ -97,7 +97,8 @@ class StateUnit:
 @dataclass(frozen=True, slots=True)
 class GroupUnit:
     """The joined rows one batch buffered for a ``GROUP BY window`` query (`plan.aggregate`),
-    with the event-time range of the window's time column."""
+    or their partial aggregates per pane and key (`plan.partials`), with the event-time range
+    of the window's time column."""
 
     query: str
     batch: int

@@ -37,6 +37,10 @@ class WrittenSchemas:
         fields = [StructField(f.name, f.dataType, nullable=True) for f in df.schema.fields]
         self._known[path] = StructType(fields)
 
+    def known(self, path: str) -> StructType | None:
+        """The schema this run wrote `path` with (None: it did not write it)."""
+        return self._known.get(path)
+
     def read(self, spark: SparkSession, paths: Sequence[str]) -> DataFrame:
         """The rows of the Parquet directories `paths`: with their schema where this run wrote
         them all with one, else with the one Spark infers."""
