@@ -100,8 +100,8 @@ class PartialBuffer:
 def partial_buffer(buffer: GroupBuffer) -> PartialBuffer | None:
     """`buffer` folded per pane and key, or None where its groups cannot be merged from
     partial aggregates: a top-N, a window whose size is not a multiple of its slide, a key that
-    is not a column, or an aggregate other than count, sum, min, max and avg (a DISTINCT or a
-    FILTER in one)."""
+    is not a column, an aggregate other than count, sum, min, max and avg (a DISTINCT or a
+    FILTER in one), or none at all (folding would only drop repeated rows)."""
     agg, window = buffer.windowed, buffer.window
     if not isinstance(agg, Aggregation) or window.size_us % window.slide_us != 0:
         return None
@@ -121,6 +121,8 @@ def partial_buffer(buffer: GroupBuffer) -> PartialBuffer | None:
         return None
     done = tuple(t.cast("str", m) for m in merged)
     select, having = done[: len(buffer.select)], (done[-1] if agg.having is not None else None)
+    if not parts:  # (no aggregate: a row per pane and key is a row per distinct row)
+        return None
     summed = tuple(i for i, k in sorted(kinds.items()) if "sum" in k)
     averaged = tuple(i for i, k in sorted(kinds.items()) if "avg" in k)
     keyed = tuple(dict.fromkeys(keys))

@@ -77,6 +77,7 @@ def test_counts_sums_mins_maxes_and_avgs_fold_and_merge() -> None:
         ("count(DISTINCT b.x) AS n", "window(b.ts, '10 seconds')"),
         ("count(*) AS n", "window(b.ts, '10 seconds', '3 seconds')"),  # (3 does not divide 10)
         ("count(*) AS n", "window(b.ts, '10 seconds'), a.k % 2"),  # (a key that is no column)
+        ("a.k AS k, window.end AS e", "window(b.ts, '10 seconds'), a.k"),  # (no aggregate)
     ],
 )
 def test_what_does_not_merge_from_partials_is_buffered_as_rows(select: str, group: str) -> None:

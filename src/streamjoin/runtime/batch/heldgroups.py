@@ -15,6 +15,7 @@ import uuid
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
+from streamjoin.errors import StreamJoinError
 from streamjoin.plan.aggregate import AFTER, END, UPTO
 from streamjoin.plan.partials import FOLDED, PartialBuffer, partial_buffer
 from streamjoin.runtime.batch import indexplans
@@ -51,6 +52,8 @@ class HeldGroups:
         none can be planned once; `planned_rows`)."""
         self._folds: dict[str, PartialBuffer | None] = {}
         """Each buffer → its partial aggregates, where a batch's rows are folded (`folded`)."""
+        self._made: dict[tuple[str, tuple[str, ...]], t.Any] = {}
+        """Each buffer (and the columns a fold keeps last) → its ``PaneFold``, made once."""
 
     def planned_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
         """Input `i` of group query `gq`: its stream's rows of the batch to buffer, late ones
@@ -210,16 +213,35 @@ class HeldGroups:
         """`rows` (of `buffer`'s columns, and `batch`'s, the column of each row's unit's
         batch, if given: kept last) folded per pane and key where `buffer`'s groups merge from
         partial aggregates (`plan.partials`), decided once per buffer by the rows' types; else
-        as they are. In one task where they are (no shuffle: the fold is the task's)."""
+        as they are. The fold is planned once per buffer (``PaneFold.java``) and runs in the
+        tasks that make the rows; a run without the jar has Spark plan it each batch."""
         key = self._key(buffer)
         if key not in self._folds:
             self._folds[key] = self._fold_of(spark, buffer, rows)
         partial = self._folds[key]
         if partial is None or FOLDED in rows.columns:
             return rows
-        one = rows._jdf.queryExecution().toRdd().getNumPartitions() <= 1
+        if self._groups(spark) is None:
+            return self._fold_sql(spark, partial, rows, batch)
+        made = self._made.get((key, batch))
+        if made is None:
+            jvm = spark.sparkContext._jvm
+            assert jvm is not None
+            none = DataFrame(jvm.streamjoin.operator.PaneFold.placeholder(rows._jdf), spark)
+            planned = self._fold_sql(spark, partial, none, batch)
+            made = self._made[(key, batch)] = jvm.streamjoin.operator.PaneFold.of(planned._jdf)
+            if made is None:
+                plan = planned._jdf.queryExecution().optimizedPlan().toString()
+                msg = f"{buffer.name}: a batch's fold was planned as no GROUP BY of its own: {plan}"
+                raise StreamJoinError(msg)
+        return DataFrame(made.apply(rows._jdf), spark)
+
+    def _fold_sql(
+        self, spark: SparkSession, partial: PartialBuffer, rows: DataFrame, batch: tuple[str, ...]
+    ) -> DataFrame:
+        """`partial`'s fold of `rows` as Spark plans it."""
         name = f"sj_fold_{uuid.uuid4().hex[:12]}"
-        (rows.coalesce(1) if one else rows).createOrReplaceTempView(name)
+        rows.createOrReplaceTempView(name)
         try:
             return spark.sql(partial.fold_sql(name, *batch))
         finally:
@@ -233,12 +255,7 @@ class HeldGroups:
         partial = partial_buffer(buffer)
         if partial is None or FOLDED in rows.columns:
             return partial
-        name = f"sj_fold_{uuid.uuid4().hex[:12]}"
-        rows.limit(0).createOrReplaceTempView(name)
-        try:
-            folded = spark.sql(partial.fold_sql(name))
-        finally:
-            spark.catalog.dropTempView(name)
+        folded = self._fold_sql(spark, partial, rows.limit(0), ())
         return partial if partial.merges(_types(folded)) else None
 
     def _merging(
@@ -303,6 +320,8 @@ class HeldGroups:
             del self._inputs[key]
         for key in [k for k in self._folds if k.startswith(f"{self._prefix}{name}/")]:
             del self._folds[key]
+        for made in [m for m in self._made if m[0].startswith(f"{self._prefix}{name}/")]:
+            del self._made[made]
 
     def clear(self, spark: SparkSession) -> None:
         """Let go of every buffer held (the processor is done)."""
@@ -311,7 +330,7 @@ class HeldGroups:
             groups.drop(self._prefix)
         self._planned = {}
         self._inputs = {}
-        self._folds = {}
+        self._folds, self._made = {}, {}
 
     def _key(self, buffer: GroupBuffer) -> str:
         return f"{self._prefix}{buffer.name}/{buffer.buffer_signature}"
