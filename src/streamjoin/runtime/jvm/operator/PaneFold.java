@@ -131,7 +131,12 @@ public final class PaneFold implements Serializable {
    * the job that reads them folds them, in the tasks that make the rows). */
   public Dataset apply(Dataset rows) {
     SparkSession spark = (SparkSession) rows.sparkSession();
-    JavaRDD in = rows.queryExecution().toRdd().toJavaRDD();
+    LogicalPlan plan = rows.queryExecution().logical();
+    // (The rows of an RDD, a probe's or a batch input's, as they are: planning them again
+    // would cost a batch as much as the fold saves.)
+    JavaRDD in = plan instanceof LogicalRDD
+        ? ((LogicalRDD) plan).rdd().toJavaRDD()
+        : rows.queryExecution().toRdd().toJavaRDD();
     JavaRDD out = PlainRdd.mapPartitions(in, new Fold(this));
     return spark.internalCreateDataFrame(out.rdd(), schema, false);
   }
