@@ -321,18 +321,24 @@ def test_closing_windows_read_held_rows_and_a_restart_reads_its_units_back_once(
     _check(spark, job, batches, [*COLUMNS, "key"], final=False)
 
 
+@pytest.mark.parametrize("held", [True, False], ids=["jar", "no-jar"])
 def test_a_buffer_folds_a_batchs_rows_per_pane_and_key_and_folds_unfolded_units_read_back(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: bool
 ) -> None:
     """Where every aggregate merges from partials (`plan.partials`), a batch's buffer unit holds
     one row per pane and key, not its joined rows; units written unfolded (a version before
     folding: here the first run, with folding off) are folded as a restart reads them back,
-    beside the folded ones; a decimal sum keeps its type; the groups match the reference."""
+    beside the folded ones; a decimal sum keeps its type; the groups match the reference. With
+    the jar, the fold is ``PaneFold``'s, in the rows' tasks; without it (no rows held: every
+    close reads the units), Spark plans it each batch."""
     from pyspark.sql.types import DecimalType
 
     from streamjoin.runtime.batch import heldgroups
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.fs import FileStore
+
+    if not held:
+        monkeypatch.setattr(heldgroups.HeldGroups, "_groups", lambda self, spark: None)
 
     insert = (
         "INSERT INTO g SELECT window.start AS ws, a.k AS key, count(*) AS n, "
