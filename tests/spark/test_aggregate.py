@@ -328,7 +328,8 @@ def test_a_buffer_folds_a_batchs_rows_per_pane_and_key_and_folds_unfolded_units_
     """Where every aggregate merges from partials (`plan.partials`), a batch's buffer unit holds
     one row per pane and key, not its joined rows; units written unfolded (a version before
     folding: here the first run, with folding off) are folded as a restart reads them back,
-    beside the folded ones; a decimal sum keeps its type; the groups match the reference. With
+    beside the folded ones; a decimal sum keeps its type, an avg of large longs sums them as
+    doubles (as Spark's avg does); the groups match the reference. With
     the jar, the fold is ``PaneFold``'s, in the rows' tasks; without it (no rows held: every
     close reads the units), Spark plans it each batch."""
     from pyspark.sql.types import DecimalType
@@ -342,8 +343,9 @@ def test_a_buffer_folds_a_batchs_rows_per_pane_and_key_and_folds_unfolded_units_
 
     insert = (
         "INSERT INTO g SELECT window.start AS ws, a.k AS key, count(*) AS n, "
-        "sum(CAST(b.x AS DECIMAL(10, 2))) AS sd, min(a.x) AS lo, max(b.x) AS hi, "
-        "avg(b.x) AS ax FROM A a JOIN B b ON a.k = b.k AND "
+        "sum(CAST(b.x AS DECIMAL(10, 2))) AS sd, sum(CAST(a.x AS DECIMAL(6, 1))) AS sd6, "
+        "min(a.x) AS lo, max(b.x) AS hi, avg(b.x) AS ax, avg(a.id * 1000000000000) AS ai "
+        "FROM A a JOIN B b ON a.k = b.k AND "
         "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '1' SECOND "
         "GROUP BY window(a.ts, '4 seconds', '2 seconds'), a.k;"
     )
@@ -356,8 +358,13 @@ def test_a_buffer_folds_a_batchs_rows_per_pane_and_key_and_folds_unfolded_units_
     raw = Checkpoint(FileStore(spark), str(ckpt)).latest().groups["q1"].units
     assert raw, "no unit left open across the restart"
     run_batches(spark, job, batches[4:], ckpt, first_batch=4)
-    _check(spark, job, batches, ["ws", "key", "n", "sd", "lo", "hi", "ax"], final=False)
-    assert spark.read.parquet(str(tmp_path / "g")).schema["sd"].dataType == DecimalType(20, 2)
+    columns = ["ws", "key", "n", "sd", "sd6", "lo", "hi", "ax", "ai"]
+    _check(spark, job, batches, columns, final=False)
+    # (Spark's types of the groups of the rows: a sum of small decimals, which Spark's
+    # optimiser sums as unscaled longs, too.)
+    written = spark.read.parquet(str(tmp_path / "g")).schema
+    assert written["sd"].dataType == DecimalType(20, 2)
+    assert written["sd6"].dataType == DecimalType(16, 1)
 
     units = Checkpoint(FileStore(spark), str(ckpt)).latest().groups["q1"].units
     folded = [u for u in units if u.batch >= 5]

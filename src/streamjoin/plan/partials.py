@@ -11,8 +11,8 @@ the time selects the same windows, and every bound the buffer keeps by event tim
 close reads, a unit's range, a pane let go) holds for the row as for the rows it folds. Folding
 is exact for counts, mins and maxes; a floating sum or avg adds in another order. Where a merge
 types a result differently (a decimal sum widens), the runtime casts it to the type of the
-result over the rows (`PartialBuffer._merged`); an avg of decimals is not folded
-(`PartialBuffer.merges`)."""
+result over the rows (`PartialBuffer._merged`); it folds a buffer only where the merged groups
+have the types the groups of its rows have (an avg of decimals, summed as a double, does not)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,6 @@ class PartialBuffer:
     having: str | None
     summed: tuple[int, ...]
     """The partials that are sums: a merge of decimal sums types wider (`_merged`)."""
-    averaged: tuple[int, ...]
-    """The partials that are an avg's sums: over decimals, a merge types otherwise than avg."""
 
     def fold_sql(self, view: str, *batch: str) -> str:
         """Spark SQL of the rows of `view` (a batch's buffer rows) folded into one row per
@@ -61,12 +59,6 @@ class PartialBuffer:
         items += [f"{sql} AS {_PARTIALS}{i}" for i, sql in enumerate(self.parts)]
         group = ", ".join([pane, *self.keys, *batch])
         return f"SELECT {', '.join([*items, *batch])} FROM {view} GROUP BY {group}"
-
-    def merges(self, types: dict[str, str]) -> bool:
-        """Whether the merges give the types the groups of the rows have, given the types of
-        a batch's folded rows (`types`, Spark SQL by column): not where an avg is of decimals
-        (its merge, a quotient of sums, is typed otherwise)."""
-        return not any(types[f"{_PARTIALS}{i}"].startswith("decimal") for i in self.averaged)
 
     def group_sql(
         self, view: str, after: int | None, upto: int | None, types: dict[str, str]
@@ -124,9 +116,8 @@ def partial_buffer(buffer: GroupBuffer) -> PartialBuffer | None:
     if not parts:  # (no aggregate: a row per pane and key is a row per distinct row)
         return None
     summed = tuple(i for i, k in sorted(kinds.items()) if "sum" in k)
-    averaged = tuple(i for i, k in sorted(kinds.items()) if "avg" in k)
     keyed = tuple(dict.fromkeys(keys))
-    return PartialBuffer(buffer, keyed, tuple(parts), select, having, summed, averaged)
+    return PartialBuffer(buffer, keyed, tuple(parts), select, having, summed)
 
 
 _FOLDS: dict[type[exp.Expr], str] = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max"}
@@ -144,8 +135,10 @@ def _merged(
     what each is (``sum``, ``avg``: added to)."""
     parts, kinds = made
     tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")
-    if any(True for _ in tree.find_all(exp.Filter, exp.Window)):
-        return None  # (an aggregate's FILTER or OVER: over the rows, not their partials)
+    if any(True for _ in tree.find_all(exp.Filter, exp.Window, exp.Anonymous)):
+        # (An aggregate's FILTER or OVER, over the rows, not their partials; a function
+        # sqlglot does not know, which may be an aggregate.)
+        return None
     for node in tree.find_all(exp.AggFunc):
         if not _foldable(node):
             return None
@@ -163,8 +156,8 @@ def _merged(
             if isinstance(node, exp.Count):
                 folded = "count(1)" if isinstance(node.this, exp.Star) else f"count({arg})"
                 return exp.maybe_parse(f"sum({part(folded)})", dialect="spark")
-            if isinstance(node, exp.Avg):
-                total, n = part(f"sum({arg})", "avg"), part(f"count({arg})")
+            if isinstance(node, exp.Avg):  # (summed as a double, as Spark's avg sums)
+                total, n = part(f"sum(CAST({arg} AS DOUBLE))", "avg"), part(f"count({arg})")
                 return exp.maybe_parse(f"(sum({total}) / nullif(sum({n}), 0))", dialect="spark")
             fold = _FOLDS[type(node)]
             return exp.maybe_parse(f"{fold}({part(f'{fold}({arg})', fold)})", dialect="spark")
@@ -190,6 +183,8 @@ def _foldable(node: exp.AggFunc) -> bool:
         return False
     if isinstance(arg, exp.Star):
         return isinstance(node, exp.Count)
+    if any(c.table.lower() == WINDOW for c in arg.find_all(exp.Column)):
+        return False  # (the window's bounds, which a batch's rows do not carry)
     return not any(True for _ in arg.find_all(exp.AggFunc))
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import typing as t
 import uuid
+import warnings
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from streamjoin.errors import StreamJoinError
+from streamjoin.errors import StreamJoinError, StreamJoinWarning
 from streamjoin.plan.aggregate import AFTER, END, UPTO
 from streamjoin.plan.partials import FOLDED, PartialBuffer, partial_buffer
 from streamjoin.runtime.batch import indexplans
@@ -53,7 +54,8 @@ class HeldGroups:
         self._folds: dict[str, PartialBuffer | None] = {}
         """Each buffer → its partial aggregates, where a batch's rows are folded (`folded`)."""
         self._made: dict[tuple[str, tuple[str, ...]], t.Any] = {}
-        """Each buffer (and the columns a fold keeps last) → its ``PaneFold``, made once."""
+        """Each buffer (and the columns a fold keeps last: a read back's unit batch) → the
+        ``PaneFold`` that folds its rows in their tasks, planned once."""
 
     def planned_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
         """Input `i` of group query `gq`: its stream's rows of the batch to buffer, late ones
@@ -250,13 +252,30 @@ class HeldGroups:
     def _fold_of(
         self, spark: SparkSession, buffer: GroupBuffer, rows: DataFrame
     ) -> PartialBuffer | None:
-        """`buffer`'s partial aggregates, where their merges type its groups as its rows
-        (`rows`, of its columns; an avg of decimals does not), else None."""
+        """`buffer`'s partial aggregates, where the groups merged from them have the columns
+        and types of its groups of its rows (`rows`, of its columns: an avg of decimals, say,
+        merges as a double), planned over no rows; else None."""
         partial = partial_buffer(buffer)
         if partial is None or FOLDED in rows.columns:
             return partial
-        folded = self._fold_sql(spark, partial, rows.limit(0), ())
-        return partial if partial.merges(_types(folded)) else None
+        none = rows.limit(0)
+        names = [f"sj_fold_{uuid.uuid4().hex[:12]}" for _ in range(2)]
+        try:
+            folded = self._fold_sql(spark, partial, none, ())
+            none.createOrReplaceTempView(names[0])
+            folded.createOrReplaceTempView(names[1])
+            raw = spark.sql(buffer.group_sql(names[0], None, None))
+            merged = spark.sql(partial.group_sql(names[1], None, None, _types(folded)))
+        except indexplans.PLAN_ERRORS as err:  # (a type the fold's SQL cannot take)
+            reason = indexplans.spark_reason(err)
+            msg = f"{buffer.name}: its rows are buffered as they are, not folded ({reason})"
+            warnings.warn(msg, StreamJoinWarning, stacklevel=2)
+            return None
+        finally:
+            for name in names:
+                spark.catalog.dropTempView(name)
+        same = [f.dataType for f in raw.schema.fields] == [f.dataType for f in merged.schema.fields]
+        return partial if same else None
 
     def _merging(
         self, buffer: GroupBuffer, rows: DataFrame
@@ -265,7 +284,7 @@ class HeldGroups:
         rows' column types) where the rows are folded, else as a GROUP BY of the rows."""
         if FOLDED not in rows.columns:
             return None, {}
-        partial = partial_buffer(buffer)
+        partial = self._folds.get(self._key(buffer)) or partial_buffer(buffer)
         assert partial is not None  # (folded rows of a buffer that folds)
         return partial, _types(rows)
 

@@ -75,6 +75,7 @@ def placed_pairs(
     alone = None
     if op is not None:
         least = kept(least, op, ctx.watermark)
+        # (A delta planned as a relation: its index drains, or may start to, beside it.)
         alone = _alone(joins, ctx, qp, delta, output) if planned is not None else None
         batch = ctx.batch_id
         if alone is None:
@@ -100,12 +101,15 @@ def _alone(
     """An outer join's rows without a partner as each partition's probe task decides them
     (their plan and the bounds per side of the watermark the batch leaves), or None: decided
     after the probe. In the task only where the watermark is known before the probe, the
-    output is planned, and each row lies in one partition: a row with copies elsewhere (a
-    band's buckets, a matrix, an OR's tables) is alone only where none of them matched."""
+    output is planned, each row lies in one partition (a row with copies elsewhere, a
+    keyless band's runs, a matrix, an OR's tables, is alone only where none of them matched),
+    and no drain's matches of its rows wait for their decisions (`decide` applies them)."""
     op = outer_plan(ctx, qp)
     copies = {"_sj_ss", "_sj_tab"} & set(delta.columns)
     if op is None or joins.leaving is None or output is None or copies:
         return None
+    if joins.placed.vetoes_pending(ctx.spark, query_key(qp)):
+        return None  # (a drain that ended left matches of rows still undecided)
     plan = joins.plans.alone(ctx, op, delta)
     if plan is None:
         return None

@@ -153,12 +153,12 @@ PLAN_ERRORS = (Py4JJavaError, CapturedException)
 def planned_each_batch(subject: str, err: Exception) -> None:
     """Warn that `subject` is planned each batch, slower, because its plan could not be made
     once (`err`, Spark's reason): a fast path not taken is never silent."""
-    reason = _reason(err)
+    reason = spark_reason(err)
     msg = f"{subject} is planned each batch (its plan could not be made once: {reason})"
     warnings.warn(msg, StreamJoinWarning, stacklevel=3)
 
 
-def _reason(err: Exception) -> str:
+def spark_reason(err: Exception) -> str:
     """The first line of Spark's reason for `err`: a Java error's own message (py4j's first
     line only names the call), else the error's."""
     text = str(err).strip()

@@ -294,6 +294,13 @@ class PlacedIndexes:
         self._events.append("index partitions lost with an executor: built again")
         return True
 
+    def vetoes_pending(self, spark: SparkSession, key: str) -> bool:
+        """Whether a drain's matches of `key`'s rows wait for their decisions (``DrainVetoes``):
+        only `decide` applies them."""
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        return bool(jvm.streamjoin.operator.DrainVetoes.pending(self.name(key)))
+
     def take_events(self) -> list[str]:
         """What happened to the indexes since the last call, in words."""
         events, self._events = self._events, []

@@ -5,7 +5,8 @@ Spark's Parquet source infers a schema with a Spark job of its own on every read
 none (it reads a footer in a task). A batch of a job with windowed groups and a rollup read
 such files three to five times: as many jobs, each with its scheduling. The schema of what a
 batch writes is known without a job (the written DataFrame's), so it is kept by path; files
-this run did not write (a restart's older units) are read as before.
+this run did not write (a restart's older units) are read as before, and a reader that infers
+one's schema may record it (`wrote`).
 """
 
 from __future__ import annotations

@@ -82,6 +82,16 @@ public final class DrainVetoes {
     return ids;
   }
 
+  /** Whether a drain sent matches of index {@code name}'s rows that no decision has taken yet
+   * (a drain that ended may leave some, for rows still undecided): its rows are then decided
+   * by {@link PlacedIndex#decide}, which applies them, not in its probe's tasks. */
+  public static synchronized boolean pending(String name) {
+    Queue sent = (Queue) SENT.get(name);
+    HashMap[] sides = (HashMap[]) HELD.get(name);
+    return (sent != null && !sent.isEmpty())
+        || (sides != null && (!sides[0].isEmpty() || !sides[1].isEmpty()));
+  }
+
   /** Index {@code name} is dropped: what was sent for it goes. */
   static void forget(String name) {
     SENT.remove(name);

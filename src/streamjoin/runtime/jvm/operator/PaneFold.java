@@ -25,6 +25,8 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.DeclarativeAggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
+import org.apache.spark.sql.catalyst.plans.logical.View;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.LogicalRDD;
@@ -73,17 +75,19 @@ public final class PaneFold implements Serializable {
    * column or an aggregate of Spark's own, no DISTINCT, no FILTER), or null where its plan is
    * not of that shape. */
   public static PaneFold of(Dataset planned) {
-    LogicalPlan plan = planned.queryExecution().optimizedPlan();
+    // (As analysed, not optimised: the optimiser rewrites a sum of small decimals into a
+    // sum of their unscaled longs inside another expression, no aggregate of Spark's own.)
+    LogicalPlan plan = planned.queryExecution().analyzed();
     if (!(plan instanceof Aggregate)) {
       return null;
     }
     Aggregate a = (Aggregate) plan;
-    LogicalPlan c = a.child();
+    LogicalPlan c = viewed(a.child());
     Object below = null;
     LogicalPlan scan = c;
-    if (c instanceof Project) {  // (the columns the aggregate reads, pruned)
+    if (c instanceof Project) {
       below = ((Project) c).projectList();
-      scan = ((Project) c).child();
+      scan = viewed(((Project) c).child());
     }
     if (!(scan instanceof LogicalRDD)) {
       return null;
@@ -120,6 +124,14 @@ public final class PaneFold implements Serializable {
         (DeclarativeAggregate[]) functions.toArray(new DeclarativeAggregate[0]);
     return new PaneFold(below, scan.output(), c.output(), a.groupingExpressions(), fs, from,
         planned.schema());
+  }
+
+  /** {@code plan} under the temp views' names it is read by. */
+  static LogicalPlan viewed(LogicalPlan plan) {
+    while (plan instanceof SubqueryAlias || plan instanceof View) {
+      plan = plan instanceof View ? ((View) plan).child() : ((SubqueryAlias) plan).child();
+    }
+    return plan;
   }
 
   /** The columns of the folded rows. */
