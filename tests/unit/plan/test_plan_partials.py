@@ -12,14 +12,8 @@ from streamjoin.plan import plan_job
 from streamjoin.plan.aggregate import GroupBuffer
 from streamjoin.plan.partials import FOLDED, PartialBuffer, partial_buffer
 from streamjoin.sql import parse_job
+from tests.unit.plan.test_plan_aggregate import STREAMS
 
-STREAMS = """\
-CREATE STREAM A (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'json', path = '/a');
-CREATE STREAM B (id BIGINT, k BIGINT, x DOUBLE, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'json', path = '/b');
-CREATE SINK s WITH (format = 'json', path = '/s');
-"""
 JOIN = "FROM A a JOIN B b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '2' SECOND"
 
 
