@@ -47,6 +47,7 @@ _SOURCES = (
     "operator/PaneFold.java",
     "operator/PlacedIndex.java",
     "operator/PlacedProbe.java",
+    "operator/PlacedLoad.java",
     "operator/DrainVetoes.java",
     "operator/PlainRdd.java",
     "operator/SpillFile.java",

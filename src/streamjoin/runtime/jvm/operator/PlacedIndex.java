@@ -6,7 +6,6 @@ import java.util.List;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
-import org.apache.spark.api.java.function.FlatMapFunction2;
 import org.apache.spark.api.java.function.VoidFunction;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
@@ -87,7 +86,7 @@ public final class PlacedIndex {
       long memory) {
     SparkSession spark = (SparkSession) in.sparkSession();
     JavaRDD rows = IndexRows.shuffled(in, parts);
-    Load f = new Load(name, parts, version, IndexRows.shuffledFields(in.schema()));
+    PlacedLoad f = new PlacedLoad(name, parts, version, IndexRows.shuffledFields(in.schema()));
     f.memory = memory;
     f.marker = marker;
     f.decided = new long[] {leftDecided, rightDecided};
@@ -321,53 +320,6 @@ public final class PlacedIndex {
   /** The partition a task of a placement RDD was given. */
   static int partOf(Iterator placed) {
     return ((Integer) placed.next()).intValue();
-  }
-
-  static final class Load implements FlatMapFunction2 {
-    final String name;
-    final int parts;
-    final long version;
-    final int[] fields;
-    BatchInput marker;
-    long[] decided;
-    long memory;  // (the index's, as JoinIndex.reset takes it)
-
-    Load(String name, int parts, long version, int[] fields) {
-      this.name = name;
-      this.parts = parts;
-      this.version = version;
-      this.fields = fields;
-    }
-
-    public Iterator call(Object placed, Object rows) {
-      int p = partOf((Iterator) placed);
-      IndexPart part = new IndexPart(version, memory);
-      // (In PARTS before it loads, so that the JVM's partitions share the memory with it
-      // counted; gone again, its spill files deleted, if the load fails.)
-      String at = name + "/" + p;
-      JoinIndex.closed(JoinIndex.PARTS.put(at, part));
-      boolean copies = JoinIndex.sharesMarks(marker, fields);  // (each copy marked apart)
-      try {
-        ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
-                (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
-            .get(Integer.valueOf(p));
-        synchronized (part) {
-          if (sides != null) {
-            JoinIndex.loadInto(part, sides, name, parts, fields, marker, false);
-          }
-          if (marker != null) {
-            part.decidedBefore(decided[0], decided[1]);
-          }
-        }
-      } catch (RuntimeException e) {
-        JoinIndex.PARTS.remove(at, part);
-        JoinIndex.closed(part);
-        throw e;
-      }
-      ArrayList out = new ArrayList();
-      out.add(new scala.Tuple2(Integer.valueOf(p), here()));
-      return out.iterator();
-    }
   }
 
   /** Partition {@code p} of {@code name}, where this task runs on its owner; else the error
