@@ -114,8 +114,8 @@ class GroupBuffer:
         agg = self.windowed
         if isinstance(agg, TopN):
             return self._top_sql(agg, view, after, upto, rows)
-        items = tuple(self._rename(s.sql) for s in self.select)
-        having = None if agg.having is None else self._rename(agg.having)
+        items = tuple(self.rename(s.sql) for s in self.select)
+        having = None if agg.having is None else self.rename(agg.having)
         return self.grouped_sql(view, after, upto, rows, items, having)
 
     def grouped_sql(
@@ -141,7 +141,7 @@ class GroupBuffer:
         if rows is not None and rows[1] is not None:
             where.append(f"{time} < timestamp_micros({rows[1]})")
         sizes = f"'{window.size_us} microseconds', '{window.slide_us} microseconds'"
-        group = [f"window({time}, {sizes})", *(self._rename(k) for k in agg.keys), *carried]
+        group = [f"window({time}, {sizes})", *(self.rename(k) for k in agg.keys), *carried]
         sql = f"SELECT {', '.join(selected)} FROM {view}"
         if where:
             sql += f" WHERE {' AND '.join(where)}"
@@ -180,13 +180,13 @@ class GroupBuffer:
         ends = [f"_sj_start + {size} > {ts}"]
         ends += [f"_sj_start + {size} > {after}"] if after is not None else []
         ends += [f"_sj_start + {size} <= {upto}"] if upto is not None else []
-        keys = ", ".join(["_sj_start", *(self._rename(k) for k in top.keys)])
+        keys = ", ".join(["_sj_start", *(self.rename(k) for k in top.keys)])
         order = ", ".join(self._rename_order(o) for o in top.order)
         ranked = (
             f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {order}) AS _sj_rank "
             f"FROM ({sql}) WHERE {' AND '.join(ends)}"
         )
-        items = [f"{self._rename(s.sql)} AS `{s.alias}`" for s in self.select]
+        items = [f"{self.rename(s.sql)} AS `{s.alias}`" for s in self.select]
         items.append(f"timestamp_micros(_sj_start + {size}) AS {END}")
         return f"SELECT {', '.join(items)} FROM ({ranked}) WHERE _sj_rank <= {top.limit}"
 
@@ -194,10 +194,11 @@ class GroupBuffer:
         """An ordering term (``b.x DESC NULLS LAST``) over the buffer's columns."""
         tree: exp.Expr = sqlglot.parse_one(f"SELECT 1 ORDER BY {term}", dialect="spark")
         ordered = tree.args["order"].expressions[0]
-        ordered.set("this", exp.maybe_parse(self._rename(ordered.this.sql(dialect="spark"))))
+        ordered.set("this", exp.maybe_parse(self.rename(ordered.this.sql(dialect="spark"))))
         return str(ordered.sql(dialect="spark"))
 
-    def _rename(self, sql: str) -> str:
+    def rename(self, sql: str) -> str:
+        """`sql` (over the query's qualified columns) over the buffer's column names."""
         names = dict(self.columns)
 
         def swap(node: exp.Expr) -> exp.Expr:

@@ -11,7 +11,7 @@ the time selects the same windows, and every bound the buffer keeps by event tim
 close reads, a unit's range, a pane let go) holds for the row as for the rows it folds. Folding
 is exact for counts, mins and maxes; a floating sum or avg adds in another order. Where a merge
 types a result differently (a decimal sum widens), the runtime casts it to the type of the
-result over the rows (`PartialBuffer._merged`); it folds a buffer only where the merged groups
+result over the rows (`PartialBuffer._typed`); it folds a buffer only where the merged groups
 have the types the groups of its rows have (an avg of decimals, summed as a double, does not)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class PartialBuffer:
     """Each SELECT item (in order) merged from the partial columns (SQL)."""
     having: str | None
     summed: tuple[int, ...]
-    """The partials that are sums: a merge of decimal sums types wider (`_merged`)."""
+    """The partials that are sums: a merge of decimal sums types wider (`_typed`)."""
 
     def fold_sql(self, view: str, *batch: str) -> str:
         """Spark SQL of the rows of `view` (a batch's buffer rows) folded into one row per
@@ -66,13 +66,13 @@ class PartialBuffer:
         """`GroupBuffer.group_sql` of the pane rows in `view`, of column `types`."""
         first = None if after is None else self.buffer.first_needed(after)
         ends = (None if after is None else str(after), None if upto is None else str(upto))
-        return self.buffer.grouped_sql(view, *ends, (first, upto), *self._merged(types))
+        return self.buffer.grouped_sql(view, *ends, (first, upto), *self._typed(types))
 
     def held_sql(self, view: str, types: dict[str, str]) -> str:
         """`GroupBuffer.held_sql` of the pane rows held in `view`, of column `types`."""
-        return self.buffer.grouped_sql(view, AFTER, UPTO, None, *self._merged(types))
+        return self.buffer.grouped_sql(view, AFTER, UPTO, None, *self._typed(types))
 
-    def _merged(self, types: dict[str, str]) -> tuple[tuple[str, ...], str | None]:
+    def _typed(self, types: dict[str, str]) -> tuple[tuple[str, ...], str | None]:
         """The SELECT items and HAVING, each merged sum of decimals cast to its partial's
         type (a sum's type over the rows: its merge would widen it again)."""
 
@@ -105,35 +105,29 @@ def partial_buffer(buffer: GroupBuffer) -> PartialBuffer | None:
             return None
         keys.append(names[tree.sql(dialect="spark")])
     parts: list[str] = []
-    kinds: dict[int, set[str]] = {}
+    summed: set[int] = set()
     texts = [item.sql for item in buffer.select]
     texts += [] if agg.having is None else [agg.having]
-    merged = [_merged(text, names, set(keys), (parts, kinds)) for text in texts]
+    merged = [_merged(buffer.rename(text), set(keys), (parts, summed)) for text in texts]
     if any(m is None for m in merged):
         return None
     done = tuple(t.cast("str", m) for m in merged)
     select, having = done[: len(buffer.select)], (done[-1] if agg.having is not None else None)
     if not parts:  # (no aggregate: a row per pane and key is a row per distinct row)
         return None
-    summed = tuple(i for i, k in sorted(kinds.items()) if "sum" in k)
     keyed = tuple(dict.fromkeys(keys))
-    return PartialBuffer(buffer, keyed, tuple(parts), select, having, summed)
+    return PartialBuffer(buffer, keyed, tuple(parts), select, having, tuple(sorted(summed)))
 
 
 _FOLDS: dict[type[exp.Expr], str] = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max"}
 
 
-def _merged(
-    sql: str,
-    names: dict[str, str],
-    keys: set[str],
-    made: tuple[list[str], dict[int, set[str]]],
-) -> str | None:
-    """`sql` (a SELECT item or HAVING over a group) with each aggregate replaced by its merge
-    over partial columns and each key column by its buffer name; None where it reads anything
-    else. `made`: the partials so far (SQL, appended to; one column for the same text) and
-    what each is (``sum``, ``avg``: added to)."""
-    parts, kinds = made
+def _merged(sql: str, keys: set[str], made: tuple[list[str], set[int]]) -> str | None:
+    """`sql` (a SELECT item or HAVING over a group, over the buffer's columns) with each
+    aggregate replaced by its merge over partial columns; None where it reads a column outside
+    an aggregate that is not a key. `made`: the partials so far (SQL, appended to; one column
+    for the same text) and those that are sums (added to)."""
+    parts, summed = made
     tree: exp.Expr = exp.maybe_parse(sql, dialect="spark")
     if any(True for _ in tree.find_all(exp.Filter, exp.Window, exp.Anonymous)):
         # (An aggregate's FILTER or OVER, over the rows, not their partials; a function
@@ -143,27 +137,27 @@ def _merged(
         if not _foldable(node):
             return None
 
-    def part(text: str, kind: str = "") -> str:
+    def part(text: str, sum_: bool = False) -> str:
         if text not in parts:
             parts.append(text)
         i = parts.index(text)
-        kinds.setdefault(i, set()).add(kind)
+        if sum_:
+            summed.add(i)
         return f"{_PARTIALS}{i}"
 
     def swap(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.AggFunc):
-            arg = _renamed(node.this, names)
-            if isinstance(node, exp.Count):
-                folded = "count(1)" if isinstance(node.this, exp.Star) else f"count({arg})"
-                return exp.maybe_parse(f"sum({part(folded)})", dialect="spark")
-            if isinstance(node, exp.Avg):  # (summed as a double, as Spark's avg sums)
-                total, n = part(f"sum(CAST({arg} AS DOUBLE))", "avg"), part(f"count({arg})")
-                return exp.maybe_parse(f"(sum({total}) / nullif(sum({n}), 0))", dialect="spark")
-            fold = _FOLDS[type(node)]
-            return exp.maybe_parse(f"{fold}({part(f'{fold}({arg})', fold)})", dialect="spark")
-        if isinstance(node, exp.Column) and node.table.lower() != WINDOW:
-            return exp.column(names[node.sql(dialect="spark")])
-        return node
+        if not isinstance(node, exp.AggFunc):
+            return node
+        arg = node.this.sql(dialect="spark")
+        if isinstance(node, exp.Count):
+            folded = "count(1)" if isinstance(node.this, exp.Star) else f"count({arg})"
+            return exp.maybe_parse(f"sum({part(folded)})", dialect="spark")
+        if isinstance(node, exp.Avg):  # (summed as a double, as Spark's avg sums)
+            total, n = part(f"sum(CAST({arg} AS DOUBLE))"), part(f"count({arg})")
+            return exp.maybe_parse(f"(sum({total}) / nullif(sum({n}), 0))", dialect="spark")
+        fold = _FOLDS[type(node)]
+        merged = part(f"{fold}({arg})", sum_=fold == "sum")
+        return exp.maybe_parse(f"{fold}({merged})", dialect="spark")
 
     out = tree.transform(swap)
     for col in out.find_all(exp.Column):
@@ -186,14 +180,3 @@ def _foldable(node: exp.AggFunc) -> bool:
     if any(c.table.lower() == WINDOW for c in arg.find_all(exp.Column)):
         return False  # (the window's bounds, which a batch's rows do not carry)
     return not any(True for _ in arg.find_all(exp.AggFunc))
-
-
-def _renamed(node: exp.Expr, names: dict[str, str]) -> str:
-    """`node` (an aggregate's argument) over the buffer's column names."""
-
-    def swap(n: exp.Expr) -> exp.Expr:
-        if isinstance(n, exp.Column) and n.table.lower() != WINDOW:
-            return exp.column(names[n.sql(dialect="spark")])
-        return n
-
-    return str(node.copy().transform(swap).sql(dialect="spark"))

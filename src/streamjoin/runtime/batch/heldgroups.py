@@ -169,14 +169,12 @@ class HeldGroups:
         is each close's rows, in the session of the batch that reads them: `as_rows`); None
         where that plan shuffles (a sliding window's or a DISTINCT's groups): an RDD run again
         would take its shuffle's output of the run before, so those closes plan their own."""
-        name = f"sj_held_{uuid.uuid4().hex[:12]}"
-        handed.coalesce(1).createOrReplaceTempView(name)
         partial, types = self._merging(buffer, handed)
-        try:
-            sql = buffer.held_sql(name) if partial is None else partial.held_sql(name, types)
-            grouped = spark.sql(sql).drop(END)
-        finally:
-            spark.catalog.dropTempView(name)
+
+        def held(view: str) -> str:
+            return buffer.held_sql(view) if partial is None else partial.held_sql(view, types)
+
+        grouped = _over(spark, [handed.coalesce(1)], held).drop(END)
         if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
             return None
         return grouped
@@ -189,16 +187,14 @@ class HeldGroups:
         ends: tuple[int | None, int | None],
     ) -> DataFrame:
         """`buffer`'s groups of `rows` (a close planned on its own)."""
-        name = f"sj_held_{uuid.uuid4().hex[:12]}"
-        rows.createOrReplaceTempView(name)
         partial, types = self._merging(buffer, rows)
-        try:
-            sql = buffer.group_sql(name, *ends)
-            sql = sql if partial is None else partial.group_sql(name, *ends, types)
-            grouped = spark.sql(sql).drop(END)
-        finally:
-            spark.catalog.dropTempView(name)
-        return self.as_rows(spark, grouped)
+
+        def grouped(view: str) -> str:
+            if partial is None:
+                return buffer.group_sql(view, *ends)
+            return partial.group_sql(view, *ends, types)
+
+        return self.as_rows(spark, _over(spark, [rows], grouped).drop(END))
 
     def _read_back(
         self, spark: SparkSession, buffer: GroupBuffer, paths: Sequence[str], checkpoint: Checkpoint
@@ -242,12 +238,7 @@ class HeldGroups:
         self, spark: SparkSession, partial: PartialBuffer, rows: DataFrame, batch: tuple[str, ...]
     ) -> DataFrame:
         """`partial`'s fold of `rows` as Spark plans it."""
-        name = f"sj_fold_{uuid.uuid4().hex[:12]}"
-        rows.createOrReplaceTempView(name)
-        try:
-            return spark.sql(partial.fold_sql(name, *batch))
-        finally:
-            spark.catalog.dropTempView(name)
+        return _over(spark, [rows], lambda view: partial.fold_sql(view, *batch))
 
     def _fold_of(
         self, spark: SparkSession, buffer: GroupBuffer, rows: DataFrame
@@ -259,21 +250,16 @@ class HeldGroups:
         if partial is None or FOLDED in rows.columns:
             return partial
         none = rows.limit(0)
-        names = [f"sj_fold_{uuid.uuid4().hex[:12]}" for _ in range(2)]
         try:
             folded = self._fold_sql(spark, partial, none, ())
-            none.createOrReplaceTempView(names[0])
-            folded.createOrReplaceTempView(names[1])
-            raw = spark.sql(buffer.group_sql(names[0], None, None))
-            merged = spark.sql(partial.group_sql(names[1], None, None, _types(folded)))
+            types = _types(folded)
+            raw = _over(spark, [none], lambda view: buffer.group_sql(view, None, None))
+            merged = _over(spark, [folded], lambda view: partial.group_sql(view, None, None, types))
         except indexplans.PLAN_ERRORS as err:  # (a type the fold's SQL cannot take)
             reason = indexplans.spark_reason(err)
             msg = f"{buffer.name}: its rows are buffered as they are, not folded ({reason})"
             warnings.warn(msg, StreamJoinWarning, stacklevel=2)
             return None
-        finally:
-            for name in names:
-                spark.catalog.dropTempView(name)
         same = [f.dataType for f in raw.schema.fields] == [f.dataType for f in merged.schema.fields]
         return partial if same else None
 
@@ -391,3 +377,16 @@ def _alike(spark: SparkSession, paths: Sequence[str], checkpoint: Checkpoint) ->
         checkpoint.schemas.wrote(p, read)  # (as written: inferred once)
         kinds.setdefault(read.schema.json(), []).append(p)
     return [*written.values(), *kinds.values()]
+
+
+def _over(spark: SparkSession, frames: Sequence[DataFrame], sql: t.Callable[..., str]) -> DataFrame:
+    """Spark's plan of the SQL `sql` makes of the names of temp views of `frames` (in order),
+    which go once it is analysed."""
+    names = [f"sj_held_{uuid.uuid4().hex[:12]}" for _ in frames]
+    for frame, name in zip(frames, names, strict=True):
+        frame.createOrReplaceTempView(name)
+    try:
+        return spark.sql(sql(*names))
+    finally:
+        for name in names:
+            spark.catalog.dropTempView(name)

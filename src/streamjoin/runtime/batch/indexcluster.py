@@ -12,7 +12,7 @@ from functools import partial
 from pyspark.sql import DataFrame
 
 from streamjoin.runtime.batch.indexinput import index_input, stored_rows
-from streamjoin.runtime.batch.indexouter import decided_below, kept, loaded, outer_plan
+from streamjoin.runtime.batch.indexouter import decided_least, kept, loaded, outer_plan
 from streamjoin.runtime.batch.indexplans import query_key
 from streamjoin.runtime.batch.indexsql import index_least, least_times
 from streamjoin.runtime.batch.placed import DrainsOnExecutors
@@ -61,7 +61,7 @@ def placed_pairs(
         decided = [_LEAST, _LEAST]
         if op is not None:
             bounds = loaded(bounds, op, ctx.watermark)
-            decided = [_LEAST if x is None else x for x in decided_below(op, ctx.watermark)]
+            decided = decided_least(op, ctx.watermark)
         built, name = joins.builds.get(key), joins.placed.name(key) if key in joins.placed else ""
         moved = joins.drains.start(ctx, qp, key, name, built, drains, not shed and bool(name))
         stored = None if moved else stored_rows(ctx, qp, stores, bounds)
@@ -113,5 +113,5 @@ def _alone(
     plan = joins.plans.alone(ctx, op, delta)
     if plan is None:
         return None
-    below = [_LEAST if x is None else x for x in decided_below(op, joins.leaving[0])]
+    below = decided_least(op, joins.leaving[0])
     return plan, below[0], below[1]

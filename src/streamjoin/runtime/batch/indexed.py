@@ -41,7 +41,7 @@ from streamjoin.runtime.batch.indexfit import (
     two_way_one_task,
 )
 from streamjoin.runtime.batch.indexinput import index_input, load_index
-from streamjoin.runtime.batch.indexouter import decided_below, kept, outer_plan
+from streamjoin.runtime.batch.indexouter import decided_least, kept, outer_plan
 from streamjoin.runtime.batch.indexplans import ProbePlans, query_key
 from streamjoin.runtime.batch.indexreads import Decide, ProbeReads
 from streamjoin.runtime.batch.indexsql import index_least, output_sql, serves_every_join
@@ -213,9 +213,7 @@ class IndexedJoins:
                 if leaving is not None and output is not None:
                     # (The probe's task decides them once it has marked its pairs' rows.)
                     alone = self.plans.alone(ctx, op, none)
-                    alone_below = [
-                        _LEAST if x is None else x for x in decided_below(op, leaving[0])
-                    ]
+                    alone_below = decided_least(op, leaving[0])
                 if alone is None:
                     self.reads.deciding_after[q.name] = (op, self._decide(ctx, name, parts, none))
                 else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typing as t
 
-from streamjoin.runtime.batch.indexouter import decided_below, loaded, outer_plan
+from streamjoin.runtime.batch.indexouter import decided_least, loaded, outer_plan
 from streamjoin.runtime.batch.indexsql import input_parts, least_times
 
 if t.TYPE_CHECKING:
@@ -69,6 +69,5 @@ def load_index(
     marker, decided = None, [_LEAST, _LEAST]
     if op is not None:
         marker = plans.marker(ctx, op, stored)
-        below = decided_below(op, ctx.watermark)
-        decided = [_LEAST if x is None else x for x in below]
+        decided = decided_least(op, ctx.watermark)
     cls.load(stored._jdf, name, parts, marker, *decided)

@@ -36,6 +36,11 @@ def decided_below(op: OuterPlan, watermark: int | None) -> Bounds:
     )
 
 
+def decided_least(op: OuterPlan, watermark: int | None) -> list[int]:
+    """`decided_below` as the operator takes it: the least long for none."""
+    return [-(2**63) if x is None else x for x in decided_below(op, watermark)]
+
+
 def kept(least: Bounds, op: OuterPlan, watermark: int | None) -> Bounds:
     """The expiry bounds `least` of an inner join, lowered so that no preserved row goes before
     it is decided."""
