@@ -334,7 +334,7 @@ def test_a_buffer_folds_a_batchs_rows_per_pane_and_key_and_folds_unfolded_units_
     close reads the units), Spark plans it each batch."""
     from pyspark.sql.types import DecimalType
 
-    from streamjoin.runtime.batch import heldgroups
+    from streamjoin.runtime.batch import heldgroups, panefolds
     from streamjoin.runtime.state.checkpoint import Checkpoint
     from streamjoin.runtime.state.fs import FileStore
 
@@ -353,7 +353,7 @@ def test_a_buffer_folds_a_batchs_rows_per_pane_and_key_and_folds_unfolded_units_
     batches = make_batches(17, n_batches=9, rows_per_batch=14, keys=2)
     ckpt = tmp_path / "ckpt"
     with monkeypatch.context() as unfolded:
-        unfolded.setattr(heldgroups, "partial_buffer", lambda buffer: None)
+        unfolded.setattr(panefolds, "partial_buffer", lambda buffer: None)
         run_batches(spark, job, batches[:5], ckpt)
     raw = Checkpoint(FileStore(spark), str(ckpt)).latest().groups["q1"].units
     assert raw, "no unit left open across the restart"

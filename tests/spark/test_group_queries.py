@@ -185,7 +185,8 @@ def _run_files(
     its window still open) and at it (on time), a malformed line of A in batch 2 that has a
     time and a value, and no file of B in the last batch: neither the late row nor the
     malformed one may reach a buffer. Every batch of files makes its buffers' rows in its
-    tasks, by one plan per buffer, reading only its stream's files."""
+    tasks, by one plan per buffer, reading only its stream's files; two streams' groups are
+    joined at each close by a plan made at the first."""
     batches = make_batches(seed, n_batches=6, rows_per_batch=10, keys=3)
     batches[5]["B"] = []  # (B has no file in the last batch: a plan of B's rows reads none)
     insert, columns = query
@@ -206,7 +207,12 @@ def _run_files(
     (tmp / "in" / "B" / "part-00005.json").unlink()
     made: list[tuple[int, bool]] = []
     plans: list[str] = []
-    planned_rows, plan_rows = HeldGroups.planned_rows, HeldGroups._plan_rows
+    outputs: list[bool] = []
+    planned_rows, plan_rows, output = (
+        HeldGroups.planned_rows,
+        HeldGroups._plan_rows,
+        HeldGroups.output,
+    )
 
     def spy_rows(self: HeldGroups, ctx: t.Any, gq: t.Any, i: int) -> t.Any:
         rows = planned_rows(self, ctx, gq, i)
@@ -217,6 +223,11 @@ def _run_files(
         plans.append(gq.inputs[i].name)
         return plan_rows(self, ctx, gq, i)
 
+    def spy_output(self: HeldGroups, spark: SparkSession, gq: t.Any) -> t.Any:
+        rows = output(self, spark, gq)
+        outputs.append(rows is not None)
+        return rows
+
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     pruned = jvm.streamjoin.operator.BatchStreams.pruned
@@ -224,6 +235,7 @@ def _run_files(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(HeldGroups, "planned_rows", spy_rows)
         patch.setattr(HeldGroups, "_plan_rows", spy_plan)
+        patch.setattr(HeldGroups, "output", spy_output)
         Engine(spark).run(job, checkpoint=str(tmp / "ckpt"), once=True, progress=False, final=final)
     if len(plan_job(job).streams) > 1:  # (a buffer of one stream's rows reads only its files)
         assert pruned() > before
@@ -236,6 +248,9 @@ def _run_files(
     assert {b for b, _ in made} >= set(range(len(batches)))
     assert all(ok for b, ok in made if b < len(batches))
     assert plans and sorted(plans) == sorted(set(plans))  # (once per buffer)
+    (gq,) = plan_job(job).group_queries
+    if len(gq.inputs) == 2 and gq.query.rows is None:  # (two streams' tumbling groups joined)
+        assert outputs and all(outputs)  # (each close runs the join planned at the first)
 
 
 def test_spark_checks_a_group_query_before_the_stream_starts(spark: SparkSession) -> None:

@@ -47,10 +47,10 @@ def buffer_rows(
     held: HeldGroups,
 ) -> dict[str, GroupUnit]:
     """Take each GROUP BY query's new joined rows out of `frames` and write them to the query's
-    buffer unit of the batch, held in memory too; the units written (none for a query without
-    new rows)."""
+    buffer unit of the batch (every buffer's in one job), held in memory too; the units written
+    (none for a query without new rows)."""
     spark, checkpoint, batch_id = reading
-    units = {}
+    buffered = []
     for ap in plan.buffers:
         parts = frames.pop(ap.name, [])
         if not parts:
@@ -58,10 +58,8 @@ def buffer_rows(
         rows = parts[0]
         for p in parts[1:]:
             rows = rows.unionAll(p)
-        unit = held.write(spark, ap, rows, batch_id, checkpoint)
-        if unit is not None:
-            units[ap.name] = unit
-    return units
+        buffered.append((ap, rows))
+    return held.write_all(spark, buffered, batch_id, checkpoint) if buffered else {}
 
 
 def close_windows(
@@ -181,6 +179,10 @@ def group_outputs(
     for gq in plan.group_queries:
         parts = [closing.frames.pop(b.name, None) for b in gq.inputs]
         if any(p is None for p in parts):
+            continue
+        planned = held.output(spark, gq)
+        if planned is not None:
+            closing.frames[gq.name] = planned
             continue
         views = tuple(
             scratch.view(t.cast("DataFrame", p), f"sj_{view_tag(b.name, batch_id)}")

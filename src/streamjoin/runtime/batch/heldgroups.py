@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import typing as t
 import uuid
-import warnings
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from streamjoin.errors import StreamJoinError, StreamJoinWarning
 from streamjoin.plan.aggregate import AFTER, END, UPTO
-from streamjoin.plan.partials import FOLDED, PartialBuffer, partial_buffer
 from streamjoin.runtime.batch import indexplans
+from streamjoin.runtime.batch.panefolds import PaneFolds, over
 from streamjoin.runtime.jvm.statics import StaticMethods
 from streamjoin.runtime.state.manifest import GroupUnit
 from streamjoin.runtime.threads import metrics
@@ -36,6 +34,7 @@ if t.TYPE_CHECKING:
 
 _LEAST, _MOST = -(2**63), 2**63 - 1
 _BATCH = "_sj_unit_batch"
+_ONE_PARTITION_BYTES = "spark.sql.maxSinglePartitionBytes"
 
 
 class HeldGroups:
@@ -51,11 +50,10 @@ class HeldGroups:
         self._inputs: dict[str, t.Any] = {}
         """Each buffer of a stream's rows → the ``BatchInput`` of its rows of a batch (False:
         none can be planned once; `planned_rows`)."""
-        self._folds: dict[str, PartialBuffer | None] = {}
-        """Each buffer → its partial aggregates, where a batch's rows are folded (`folded`)."""
-        self._made: dict[tuple[str, tuple[str, ...]], t.Any] = {}
-        """Each buffer (and the columns a fold keeps last: a read back's unit batch) → the
-        ``PaneFold`` that folds its rows in their tasks, planned once."""
+        self._folds = PaneFolds()
+        self._outputs: dict[str, DataFrame | None] = {}
+        """Each group query of groups alone, by its inputs' keys → its rows from their closes
+        planned once (`output`; None: planned at each close)."""
 
     def planned_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
         """Input `i` of group query `gq`: its stream's rows of the batch to buffer, late ones
@@ -88,41 +86,74 @@ class HeldGroups:
             indexplans.planned_each_batch(subject, err)
             return None
 
-    def write(
+    def write_all(
         self,
         spark: SparkSession,
-        buffer: GroupBuffer,
-        rows: DataFrame,
+        buffered: Sequence[tuple[GroupBuffer, DataFrame]],
         batch_id: int,
         checkpoint: Checkpoint,
-    ) -> GroupUnit | None:
-        """Write batch `batch_id`'s `rows` of `buffer` as its unit, folded per pane and key
-        where its groups merge from partial aggregates (`folded`), and hold them where the
-        driver's JVM runs the tasks; the unit (None: no row, nothing kept)."""
-        rows = self.folded(spark, buffer, rows)
-        unit = GroupUnit(buffer.name, batch_id, 0, 0, 0)
-        path = checkpoint.path(unit.path)
+    ) -> dict[str, GroupUnit]:
+        """Write batch `batch_id`'s rows of each buffer (`buffered`) as its unit, folded per
+        pane and key where its groups merge from partial aggregates (`folded`); where the
+        driver's JVM runs the tasks, in one job that holds them too. The units written, by
+        buffer (none for a buffer without a row: nothing kept)."""
+        folded = [(b, self.folded(spark, b, rows)) for b, rows in buffered]
         groups = self._groups(spark)
+        paths = [checkpoint.path(GroupUnit(b.name, batch_id, 0, 0, 0).path) for b, _ in folded]
         if groups is not None and self._local:
-            time = rows.columns.index(buffer.time_column)
-            args = (path, batch_id, self._key(buffer), time, buffer.window.slide_us)
-            n, lo, hi = groups.write(rows._jdf, *args)
+            figures = groups.writeAll(*self._arrays(spark, folded, paths), batch_id)
+            counts = [(int(f[0]), int(f[1]), int(f[2])) for f in figures]
         else:
-            micros = F.expr(f"unix_micros({buffer.time_column})")
-            obs = Observation(f"sj_groups_{buffer.name}_{batch_id}")
-            counts = (F.count(F.lit(1)).alias("rows"), F.min(micros).alias("lo"))
-            observed = rows.observe(obs, *counts, F.max(micros).alias("hi"))
-            observed.write.mode("overwrite").parquet(path)
-            seen = metrics(obs)
-            n, lo, hi = int(seen.get("rows") or 0), seen.get("lo"), seen.get("hi")
-        checkpoint.schemas.wrote(path, rows)
-        if n == 0:
-            checkpoint.fs.delete(path)
-            checkpoint.schemas.forget([path])
-            return None
-        # (Rows without an event time are in no window: a unit of only those has no range.)
-        lo, hi = (0, -1) if lo is None or lo == _MOST else (lo, hi)
-        return GroupUnit(buffer.name, batch_id, n, lo, hi)
+            counts = [
+                self._written(b, rows, path, batch_id)
+                for (b, rows), path in zip(folded, paths, strict=True)
+            ]
+        units = {}
+        for (buffer, rows), path, (n, lo, hi) in zip(folded, paths, counts, strict=True):
+            checkpoint.schemas.wrote(path, rows)
+            if n == 0:
+                checkpoint.fs.delete(path)
+                checkpoint.schemas.forget([path])
+                continue
+            # (Rows without an event time are in no window: a unit of only those has no range.)
+            lo, hi = (0, -1) if lo == _MOST else (lo, hi)
+            units[buffer.name] = GroupUnit(buffer.name, batch_id, n, lo, hi)
+        return units
+
+    def _arrays(
+        self,
+        spark: SparkSession,
+        folded: Sequence[tuple[GroupBuffer, DataFrame]],
+        paths: Sequence[str],
+    ) -> tuple[t.Any, ...]:
+        """``GroupRows.writeAll``'s arrays of `folded` buffers' rows, their `paths`, keys,
+        time columns and slides (its batch last)."""
+        jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
+        assert jvm is not None and gateway is not None
+        n = len(folded)
+        frames = gateway.new_array(jvm.org.apache.spark.sql.classic.Dataset, n)
+        dirs, keys = (gateway.new_array(jvm.java.lang.String, n) for _ in range(2))
+        times, slides = gateway.new_array(jvm.int, n), gateway.new_array(jvm.long, n)
+        for i, ((buffer, rows), path) in enumerate(zip(folded, paths, strict=True)):
+            frames[i], dirs[i], keys[i] = rows._jdf, path, self._key(buffer)
+            times[i] = rows.columns.index(buffer.time_column)
+            slides[i] = buffer.window.slide_us
+        return frames, dirs, keys, times, slides
+
+    @staticmethod
+    def _written(
+        buffer: GroupBuffer, rows: DataFrame, path: str, batch_id: int
+    ) -> tuple[int, int, int]:
+        """Write `rows` at `path` by Spark's writer (no rows held): their count, and their
+        least and greatest event time (`_MOST` for none)."""
+        micros = F.expr(f"unix_micros({buffer.time_column})")
+        obs = Observation(f"sj_groups_{buffer.name}_{batch_id}")
+        counts = (F.count(F.lit(1)).alias("rows"), F.min(micros).alias("lo"))
+        observed = rows.observe(obs, *counts, F.max(micros).alias("hi"))
+        observed.write.mode("overwrite").parquet(path)
+        seen = metrics(obs)
+        lo = seen.get("lo")
+        return int(seen.get("rows") or 0), _MOST if lo is None else lo, seen.get("hi") or 0
 
     def groups(
         self,
@@ -162,6 +193,35 @@ class HeldGroups:
         groups.hand(key, batches, first, below, _LEAST if after is None else after, below)
         return self.as_rows(spark, planned)
 
+    def output(self, spark: SparkSession, gq: GroupQueryPlan) -> DataFrame | None:
+        """`gq`'s rows of this batch's closes from its inputs' groups (`output_sql`), planned
+        once over the plans each input's close runs again (`_plan_once`): where every input's
+        groups are planned once and the query joins no stream's rows. None elsewhere, or where
+        the plan shuffles: the batch plans its own."""
+        keys = [self._key(b) for b in gq.inputs]
+        if gq.query.rows is not None or not all(self._planned.get(k) is not None for k in keys):
+            return None
+        name = " ".join(keys)  # (each buffer's key names its query and signature)
+        if name not in self._outputs:
+            frames = [t.cast("DataFrame", self._planned[k]) for k in keys]
+            joined = over(spark, frames, lambda *views: gq.output_sql(views))
+            # (Spark shuffles even inputs of one partition each where it cannot size them, as
+            # an RDD's rows: its plan is made here, once, with no such bound.)
+            bound = spark.conf.get(_ONE_PARTITION_BYTES, None)
+            spark.conf.set(_ONE_PARTITION_BYTES, str(_MOST))
+            try:
+                plan = joined._jdf.queryExecution().executedPlan().toString()
+            finally:
+                if bound is None:
+                    spark.conf.unset(_ONE_PARTITION_BYTES)
+                else:
+                    spark.conf.set(_ONE_PARTITION_BYTES, bound)
+            # (An RDD run again would take its shuffle's output, or its broadcast, of the run
+            # before: `_plan_once`.)
+            self._outputs[name] = None if "Exchange" in plan else joined
+        planned = self._outputs[name]
+        return None if planned is None else self.as_rows(spark, planned)
+
     def _plan_once(
         self, spark: SparkSession, buffer: GroupBuffer, handed: DataFrame
     ) -> DataFrame | None:
@@ -169,12 +229,12 @@ class HeldGroups:
         is each close's rows, in the session of the batch that reads them: `as_rows`); None
         where that plan shuffles (a sliding window's or a DISTINCT's groups): an RDD run again
         would take its shuffle's output of the run before, so those closes plan their own."""
-        partial, types = self._merging(buffer, handed)
+        partial, types = self._folds.merging(buffer, self._key(buffer), handed)
 
         def held(view: str) -> str:
             return buffer.held_sql(view) if partial is None else partial.held_sql(view, types)
 
-        grouped = _over(spark, [handed.coalesce(1)], held).drop(END)
+        grouped = over(spark, [handed.coalesce(1)], held).drop(END)
         if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
             return None
         return grouped
@@ -187,14 +247,14 @@ class HeldGroups:
         ends: tuple[int | None, int | None],
     ) -> DataFrame:
         """`buffer`'s groups of `rows` (a close planned on its own)."""
-        partial, types = self._merging(buffer, rows)
+        partial, types = self._folds.merging(buffer, self._key(buffer), rows)
 
         def grouped(view: str) -> str:
             if partial is None:
                 return buffer.group_sql(view, *ends)
             return partial.group_sql(view, *ends, types)
 
-        return self.as_rows(spark, _over(spark, [rows], grouped).drop(END))
+        return self.as_rows(spark, over(spark, [rows], grouped).drop(END))
 
     def _read_back(
         self, spark: SparkSession, buffer: GroupBuffer, paths: Sequence[str], checkpoint: Checkpoint
@@ -208,71 +268,9 @@ class HeldGroups:
     def folded(
         self, spark: SparkSession, buffer: GroupBuffer, rows: DataFrame, *batch: str
     ) -> DataFrame:
-        """`rows` (of `buffer`'s columns, and `batch`'s, the column of each row's unit's
-        batch, if given: kept last) folded per pane and key where `buffer`'s groups merge from
-        partial aggregates (`plan.partials`), decided once per buffer by the rows' types; else
-        as they are. The fold is planned once per buffer (``PaneFold.java``) and runs in the
-        tasks that make the rows; a run without the jar has Spark plan it each batch."""
-        key = self._key(buffer)
-        if key not in self._folds:
-            self._folds[key] = self._fold_of(spark, buffer, rows)
-        partial = self._folds[key]
-        if partial is None or FOLDED in rows.columns:
-            return rows
-        if self._groups(spark) is None:
-            return self._fold_sql(spark, partial, rows, batch)
-        made = self._made.get((key, batch))
-        if made is None:
-            jvm = spark.sparkContext._jvm
-            assert jvm is not None
-            none = DataFrame(jvm.streamjoin.operator.PaneFold.placeholder(rows._jdf), spark)
-            planned = self._fold_sql(spark, partial, none, batch)
-            made = self._made[(key, batch)] = jvm.streamjoin.operator.PaneFold.of(planned._jdf)
-            if made is None:
-                plan = planned._jdf.queryExecution().optimizedPlan().toString()
-                msg = f"{buffer.name}: a batch's fold was planned as no GROUP BY of its own: {plan}"
-                raise StreamJoinError(msg)
-        return DataFrame(made.apply(rows._jdf), spark)
-
-    def _fold_sql(
-        self, spark: SparkSession, partial: PartialBuffer, rows: DataFrame, batch: tuple[str, ...]
-    ) -> DataFrame:
-        """`partial`'s fold of `rows` as Spark plans it."""
-        return _over(spark, [rows], lambda view: partial.fold_sql(view, *batch))
-
-    def _fold_of(
-        self, spark: SparkSession, buffer: GroupBuffer, rows: DataFrame
-    ) -> PartialBuffer | None:
-        """`buffer`'s partial aggregates, where the groups merged from them have the columns
-        and types of its groups of its rows (`rows`, of its columns: an avg of decimals, say,
-        merges as a double), planned over no rows; else None."""
-        partial = partial_buffer(buffer)
-        if partial is None or FOLDED in rows.columns:
-            return partial
-        none = rows.limit(0)
-        try:
-            folded = self._fold_sql(spark, partial, none, ())
-            types = _types(folded)
-            raw = _over(spark, [none], lambda view: buffer.group_sql(view, None, None))
-            merged = _over(spark, [folded], lambda view: partial.group_sql(view, None, None, types))
-        except indexplans.PLAN_ERRORS as err:  # (a type the fold's SQL cannot take)
-            reason = indexplans.spark_reason(err)
-            msg = f"{buffer.name}: its rows are buffered as they are, not folded ({reason})"
-            warnings.warn(msg, StreamJoinWarning, stacklevel=2)
-            return None
-        same = [f.dataType for f in raw.schema.fields] == [f.dataType for f in merged.schema.fields]
-        return partial if same else None
-
-    def _merging(
-        self, buffer: GroupBuffer, rows: DataFrame
-    ) -> tuple[PartialBuffer | None, dict[str, str]]:
-        """How `buffer`'s groups of `rows` are made: merged from partial aggregates (with the
-        rows' column types) where the rows are folded, else as a GROUP BY of the rows."""
-        if FOLDED not in rows.columns:
-            return None, {}
-        partial = self._folds.get(self._key(buffer)) or partial_buffer(buffer)
-        assert partial is not None  # (folded rows of a buffer that folds)
-        return partial, _types(rows)
+        """`rows` folded per pane and key where `buffer` folds (`PaneFolds.folded`)."""
+        jar = self._groups(spark) is not None
+        return self._folds.folded(spark, buffer, self._key(buffer), rows, jar, *batch)
 
     def _read(
         self,
@@ -323,10 +321,9 @@ class HeldGroups:
             del self._planned[key]
         for key in [k for k in self._inputs if k.startswith(f"{self._prefix}{name}/")]:
             del self._inputs[key]
-        for key in [k for k in self._folds if k.startswith(f"{self._prefix}{name}/")]:
-            del self._folds[key]
-        for made in [m for m in self._made if m[0].startswith(f"{self._prefix}{name}/")]:
-            del self._made[made]
+        self._folds.drop(f"{self._prefix}{name}/")
+        for key in [k for k in self._outputs if f"{self._prefix}{name}/" in k]:
+            del self._outputs[key]
 
     def clear(self, spark: SparkSession) -> None:
         """Let go of every buffer held (the processor is done)."""
@@ -335,7 +332,7 @@ class HeldGroups:
             groups.drop(self._prefix)
         self._planned = {}
         self._inputs = {}
-        self._folds, self._made = {}, {}
+        self._folds, self._outputs = PaneFolds(), {}
 
     def _key(self, buffer: GroupBuffer) -> str:
         return f"{self._prefix}{buffer.name}/{buffer.buffer_signature}"
@@ -351,11 +348,6 @@ class HeldGroups:
             self._jvm = False if found is None else StaticMethods(jvm.streamjoin.operator.GroupRows)
             self._local = not on_cluster(spark)
         return self._jvm or None
-
-
-def _types(frame: DataFrame) -> dict[str, str]:
-    """`frame`'s column types as Spark SQL writes them, by column."""
-    return {f.name: f.dataType.simpleString() for f in frame.schema.fields}
 
 
 def _alike(spark: SparkSession, paths: Sequence[str], checkpoint: Checkpoint) -> list[list[str]]:
@@ -377,16 +369,3 @@ def _alike(spark: SparkSession, paths: Sequence[str], checkpoint: Checkpoint) ->
         checkpoint.schemas.wrote(p, read)  # (as written: inferred once)
         kinds.setdefault(read.schema.json(), []).append(p)
     return [*written.values(), *kinds.values()]
-
-
-def _over(spark: SparkSession, frames: Sequence[DataFrame], sql: t.Callable[..., str]) -> DataFrame:
-    """Spark's plan of the SQL `sql` makes of the names of temp views of `frames` (in order),
-    which go once it is analysed."""
-    names = [f"sj_held_{uuid.uuid4().hex[:12]}" for _ in frames]
-    for frame, name in zip(frames, names, strict=True):
-        frame.createOrReplaceTempView(name)
-    try:
-        return spark.sql(sql(*names))
-    finally:
-        for name in names:
-            spark.catalog.dropTempView(name)

@@ -44,6 +44,7 @@ _SOURCES = (
     "operator/BatchWrite.java",
     "operator/JointWrite.java",
     "operator/GroupRows.java",
+    "operator/HeldCopies.java",
     "operator/PaneFold.java",
     "operator/PlacedIndex.java",
     "operator/PlacedProbe.java",

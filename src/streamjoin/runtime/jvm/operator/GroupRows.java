@@ -1,9 +1,7 @@
 package streamjoin.operator;
 
 import java.io.IOException;
-import java.io.Serializable;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -27,7 +25,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * by pane (the slide-long stretch of event time a row's time falls in), so that a closing window
  * reads the rows of its own panes from memory instead of every live unit of the buffer from the
  * checkpoint. The units stay the durable state: the tasks that write a batch's unit hand their
- * rows back with the counts ({@link #write}); a unit not held (after a restart, on a cluster) is
+ * rows back with the counts ({@link #writeAll}); a unit not held (after a restart, on a cluster) is
  * read back once ({@link #hold}). Rows are held per batch, so a batch run again replaces its own.
  * Written for janino: no lambdas, raw collections.
  */
@@ -70,28 +68,50 @@ public final class GroupRows {
   }
 
   /**
-   * Writes {@code rows} (any plan) into {@code dir} as batch {@code batch}'s unit of buffer
-   * {@code key}, as Parquet by the tasks that make them (one job), and holds them, by their event
-   * time (column {@code time}, micros) in panes of {@code slide}. Returns the rows, and the least
-   * and greatest event time (Long.MAX_VALUE and Long.MIN_VALUE for none).
+   * Writes batch {@code batch}'s units of several buffers in one job, as Parquet by the tasks
+   * that make their rows (any plan), and holds them: buffer {@code i}'s rows {@code rows[i]} into
+   * {@code dirs[i]}, held under {@code keys[i]} by their event time (column {@code times[i]},
+   * micros) in panes of {@code slides[i]}. The tasks of every buffer run side by side (two
+   * streams' GROUP BYs of one batch each read their own stream's partitions). Returns, per
+   * buffer, its rows and their least and greatest event time (Long.MAX_VALUE and Long.MIN_VALUE
+   * for none).
    */
-  public static long[] write(
-      Dataset rows, String dir, long batch, String key, int time, long slide)
+  public static long[][] writeAll(
+      Dataset[] rows, String[] dirs, String[] keys, int[] times, long[] slides, long batch)
       throws IOException {
-    SparkSession spark = rows.sparkSession();
+    SparkSession spark = rows[0].sparkSession();
     Map set = CollectionConverters.asJava(spark.sessionState().conf().getAllConfs());
-    StructType schema = rows.schema().asNullable();
-    BatchWrite w = BatchWrite.prepare(spark, set, new HashMap(), schema);
-    JavaRDD rdd = rows.queryExecution().toRdd().toJavaRDD();
-    List dirs = new java.util.ArrayList();
-    dirs.add(dir);
-    Tee tee = new Tee(time, JointWrite.task(spark, w, dir, batch), null);
-    List parts = BatchWrite.written(rdd, tee, dirs, w.conf);
-    return held(key, time, slide, schema).replace(batch, parts);
+    StructType[] schemas = new StructType[rows.length];
+    List paths = new ArrayList();
+    JavaRDD all = null;
+    org.apache.hadoop.conf.Configuration conf = null;
+    for (int i = 0; i < rows.length; i++) {
+      schemas[i] = rows[i].schema().asNullable();
+      BatchWrite w = BatchWrite.prepare(spark, set, new HashMap(), schemas[i]);
+      conf = w.conf;
+      HeldCopies.Tee tee = new HeldCopies.Tee(times[i], JointWrite.task(spark, w, dirs[i], batch), null);
+      JavaRDD made = rows[i].queryExecution().toRdd().toJavaRDD();
+      JavaRDD tagged = PlainRdd.mapPartitions(made, new HeldCopies.Tagged(i, tee));
+      all = all == null ? tagged : all.union(tagged);
+      paths.add(dirs[i]);
+    }
+    List parts = BatchWrite.written(all, new HeldCopies.Tagged(-1, null), paths, conf);
+    long[][] out = new long[rows.length][];
+    for (int i = 0; i < rows.length; i++) {
+      List mine = new ArrayList();
+      for (int p = 0; p < parts.size(); p++) {
+        Object[] part = (Object[]) parts.get(p);
+        if (((Integer) part[0]).intValue() == i) {
+          mine.add(part[1]);
+        }
+      }
+      out[i] = held(keys[i], times[i], slides[i], schemas[i]).replace(batch, mine);
+    }
+    return out;
   }
 
   /** Holds {@code rows}, units of buffer {@code key} read back, each row's batch in its last
-   * column {@code time}'s index as in {@link #write}); returns the rows held. */
+   * column {@code time}'s index as in {@link #writeAll}); returns the rows held. */
   public static long hold(Dataset rows, String key, int time, long slide) {
     JavaRDD rdd = rows.queryExecution().toRdd().toJavaRDD();
     StructType read = rows.schema().asNullable();
@@ -100,7 +120,8 @@ public final class GroupRows {
         new org.apache.spark.sql.types.StructField[last];
     System.arraycopy(read.fields(), 0, fields, 0, last);
     StructType schema = new StructType(fields);
-    List parts = PlainRdd.collect(PlainRdd.mapPartitions(rdd, new Tee(time, null, read)));
+    HeldCopies.Tee tee = new HeldCopies.Tee(time, null, read);
+    List parts = PlainRdd.collect(PlainRdd.mapPartitions(rdd, tee));
     return held(key, time, slide, schema).replace(-1L, parts)[0];
   }
 
@@ -258,9 +279,9 @@ public final class GroupRows {
     return ts - Math.floorMod(ts, slide);
   }
 
-  /** Holds the rows the tasks returned ({@link Tee}'s) as batch {@code batch}'s (-1: each
+  /** Holds the rows the tasks returned ({@link HeldCopies.Tee}'s) as batch {@code batch}'s (-1: each
    * row's own, as the tasks read it), in place of any held before for those batches; the
-   * figures of {@link #write}. */
+   * figures of {@link #writeAll}. */
   synchronized long[] replace(long batch, List parts) {
     HashSet ids = new HashSet();
     for (int p = 0; p < parts.size(); p++) {
@@ -311,90 +332,5 @@ public final class GroupRows {
       batches.add(Long.valueOf(batch));
     }
     return new long[] {n, lo, hi};
-  }
-
-  /**
-   * A task's rows passed through to {@code write} ({@link JointWrite#task}'s, or none), each with
-   * an event time copied aside (a row without one is in no window: Spark's window() leaves it
-   * out); with {@code read} (the rows' columns, else null), units read back whose last column is
-   * each row's batch, copied without it. Returns one {@code {rows seen, copies, their times,
-   * their batches}}.
-   */
-  static final class Tee implements FlatMapFunction, Serializable {
-    final int time;
-    final FlatMapFunction write;
-    final StructType read;
-
-    Tee(int time, FlatMapFunction write, StructType read) {
-      this.time = time;
-      this.write = write;
-      this.read = read;
-    }
-
-    public Iterator call(Object rows) throws Exception {
-      Copies copies = new Copies((Iterator) rows, time, read);
-      if (write != null) {
-        write.call(copies);
-      }
-      while (copies.hasNext()) {  // (a write leaves none; the rows of a unit read back)
-        copies.next();
-      }
-      long[] times = new long[copies.times.size()];
-      for (int i = 0; i < times.length; i++) {
-        times[i] = ((Long) copies.times.get(i)).longValue();
-      }
-      long[] of = new long[copies.of.size()];
-      for (int i = 0; i < of.length; i++) {
-        of[i] = ((Long) copies.of.get(i)).longValue();
-      }
-      Object[] part = new Object[] {Long.valueOf(copies.seen), copies.kept, times, of};
-      return Collections.singletonList(part).iterator();
-    }
-  }
-
-  /** An iterator of rows that keeps a copy of each with an event time (and, with {@code read},
-   * the batch of its last column). */
-  static final class Copies implements Iterator {
-    final Iterator in;
-    final int time;
-    final StructType read;
-    final ArrayList kept = new ArrayList();
-    final ArrayList times = new ArrayList();
-    final ArrayList of = new ArrayList();
-    long seen;
-
-    Copies(Iterator in, int time, StructType read) {
-      this.in = in;
-      this.time = time;
-      this.read = read;
-    }
-
-    public boolean hasNext() {
-      return in.hasNext();
-    }
-
-    public Object next() {
-      InternalRow row = (InternalRow) in.next();
-      seen++;
-      if (row.isNullAt(time)) {
-        return row;
-      }
-      times.add(Long.valueOf(row.getLong(time)));
-      if (read == null) {
-        kept.add(row.copy());
-        of.add(Long.valueOf(-1L));
-        return row;
-      }
-      // (A copy of the whole row first: its values then point into a buffer of its own.)
-      InternalRow copy = row.copy();
-      int last = read.fields().length - 1;
-      Object[] values = new Object[last];
-      for (int i = 0; i < last; i++) {
-        values[i] = copy.get(i, read.fields()[i].dataType());
-      }
-      kept.add(new GenericInternalRow(values));
-      of.add(Long.valueOf(copy.getLong(last)));
-      return row;
-    }
   }
 }
