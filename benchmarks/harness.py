@@ -69,10 +69,13 @@ def run_cases(
     progress: t.TextIO | None = None,
     peer_limit: float | None = None,
     master: str | None = None,
+    warm: bool = False,
 ) -> list[dict[str, t.Any]]:
     """Every case by our engine and its peer; each checked and with its ratios. `peer_limit`:
     seconds after which a peer's run is stopped (default `PEER_TIME_LIMIT` by size; 0: none);
-    `master`: a cluster's to run every engine on (default: local mode).
+    `master`: a cluster's to run every engine on (default: local mode); `warm`: each engine
+    runs each case's backlog once, untimed, in the process of the run measured just after it
+    (its JVM warm, as it is on a stream that has run for minutes).
 
     At full size each engine run has a process of its own (a cold JVM for everyone, and its own
     peak memory), and each case's engines run one after the other, so that a machine whose
@@ -96,7 +99,11 @@ def run_cases(
             limit = max(20.0, limit / len(group))
         jobs = [(c.job, os.path.join(ROOT, "work", c.name, engine)) for c in group]
         final = [c.final for c in group]
+        if warm:  # (each case run first in a directory of its own, its figures dropped)
+            jobs = [j for job, work in jobs for j in ((job, f"{work}-warmup"), (job, work))]
+            final = [f for f in final for _ in range(2)]
         runs = run_engine_process(engine, jobs, limit, final=final, master=master)
+        runs = runs[1::2] if warm else runs
         for case, run in zip(group, runs, strict=True):
             results[case.name][engine] = figures(run, case)
             _say(progress, f"[{case.name}] {engine}: {_brief(results[case.name][engine])}")
@@ -276,13 +283,15 @@ def run_workload(
     progress: t.TextIO | None = None,
     peer_limit: float | None = None,
     cluster: bool = False,
+    warm: bool = False,
 ) -> dict[str, t.Any]:
     """Every case of `workload` at `size`; the JSON object the CLI prints last.
 
     `engines` limits the run to some of ``streamjoin``, the peers and ``spark-floor``;
     `progress` receives a line per engine run; `peer_limit` (seconds, 0 for none) overrides the
     size's `PEER_TIME_LIMIT`; `cluster`: every engine runs on a standalone cluster on 127.0.0.1
-    (`CLUSTER`), which the run starts and stops.
+    (`CLUSTER`), which the run starts and stops; `warm`: each engine's run measured comes after
+    an untimed run of the same backlog in its process (`run_cases`).
     """
     if peer_limit is not None and peer_limit < 0:
         msg = f"--peer-limit must be 0 (no limit) or a number of seconds, not {peer_limit:g}"
@@ -294,7 +303,13 @@ def run_workload(
     with contextlib.ExitStack() as stack:
         master = start_cluster(stack, workload, "work", progress) if cluster else None
         ran = run_cases(
-            cases, size, engines=engines, progress=progress, peer_limit=peer_limit, master=master
+            cases,
+            size,
+            engines=engines,
+            progress=progress,
+            peer_limit=peer_limit,
+            master=master,
+            warm=warm,
         )
     return {
         "workload": workload,
@@ -303,6 +318,7 @@ def run_workload(
         "commit": source_commit(),
         "peer_time_limit_s": peer_time_limit(size, peer_limit),
         **({"cluster": CLUSTER} if cluster else {}),
+        **({"warm": True} if warm else {}),
         "cases": ran,
         "wall_seconds": round(time.monotonic() - started, 1),
     }

@@ -56,6 +56,7 @@ ORDER = (
     "outer",
     "tpch",
     "nexmark",
+    "nexmark-warm",
 )
 EXTRA = (
     "skew-full",

@@ -151,7 +151,7 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
     lines: list[str] = []
     runs: list[list[str]] = []
     for name in reports:
-        alone = (*COMPACT, "nexmark")
+        alone = (*COMPACT, "nexmark", "nexmark-warm")
         if name in COMPACT and runs and runs[-1][0] in COMPACT:
             runs[-1].append(name)  # (its rows under the first's, in its table)
         elif runs and name not in alone and runs[-1][-1] not in alone:
@@ -171,7 +171,7 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
             if names[0] == "long":
                 note = LONG_NOTE.format(warmup=_warmup(first["cases"]))
                 context = [f"{context[0]} {note}", *context[1:]]
-        elif names[0] == "nexmark":
+        elif names[0].startswith("nexmark"):
             note, _, *body = nexmark_table(first, _fmt)
             context = [f"{context[0]} {note}"]
         else:
@@ -185,7 +185,13 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
 def _context(name: str, report: Report) -> str:
     limit = report.get("peer_time_limit_s", OLD_PEER_LIMIT)
     cluster = f" Every engine on a cluster: {report['cluster']}." if report.get("cluster") else ""
+    warm = (
+        " Warm: each engine's run measured follows an untimed run of the same backlog in its "
+        "process (`--warm`)."
+        if report.get("warm")
+        else ""
+    )
     return (
         f"{name}: {report.get('size', 'full')} size; peer time limit "
-        f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.{cluster}"
+        f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.{cluster}{warm}"
     )

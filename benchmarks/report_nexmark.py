@@ -103,3 +103,26 @@ def _ratio(c: Mapping[str, t.Any]) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+FASTER = ("q3", "q7", "q8", "q20")
+"""The queries whose backlog the issue asks ≥ 2× Spark native's events/s on."""
+
+
+def nexmark_speed_target(report: Mapping[str, t.Any]) -> tuple[str, str, bool | None]:
+    """The acceptance line of events/s against Spark native (`FASTER`), cold JVMs or, for a
+    ``--warm`` report, warm ones."""
+    ratios = {
+        c["case"].removeprefix("nexmark-"): c.get("ratios", {}).get("throughput")
+        for c in report["cases"]
+    }
+    got = [ratios.get(q) for q in FASTER]
+    numbers = ", ".join(f"{q} ×{r}" for q, r in zip(FASTER, got, strict=True))
+    how = "warm JVMs (`--warm`)" if report.get("warm") else "each engine's JVM cold"
+    known = [r for r in got if r is not None]
+    met = all(r >= 2 for r in known) if len(known) == len(got) else None
+    return (
+        f"nexmark backlog, {how}: events/s ≥ 2× Spark native's for q3, q7, q8, q20",
+        numbers,
+        met,
+    )

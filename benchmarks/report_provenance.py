@@ -112,7 +112,8 @@ def commands(
     """The commands that write every report present, then RESULTS.md."""
     lines = [
         f"streamjoin bench {r.get('workload', name)}{_size_flag(r)}{_peer_flag(r)}"
-        f"{' --cluster' * bool(r.get('cluster'))} --out benchmarks/results/{name}.json"
+        f"{' --cluster' * bool(r.get('cluster'))}{' --warm' * bool(r.get('warm'))} "
+        f"--out benchmarks/results/{name}.json"
         for name, r in reports.items()
     ]
     lines += [

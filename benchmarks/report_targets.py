@@ -7,7 +7,7 @@ import typing as t
 
 from benchmarks.engines_floor import FLOOR
 from benchmarks.report_format import Report, _case, _fmt
-from benchmarks.report_nexmark import nexmark_target
+from benchmarks.report_nexmark import nexmark_speed_target, nexmark_target
 from benchmarks.report_rate import live_targets
 
 
@@ -164,6 +164,7 @@ def targets(
         )
     if "nexmark" in reports:
         rows.append(nexmark_target(reports["nexmark"]))
+    rows += [nexmark_speed_target(reports[n]) for n in ("nexmark", "nexmark-warm") if n in reports]
     outer = _case(reports, "outer", "outer-band")
     if outer is not None:
         r, agree = outer["ratios"].get("throughput"), outer.get("results_agree")

@@ -152,6 +152,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.cold and (args.rate is None or args.max_rate):
         msg = "--cold goes with --rate, not a backlog run or --max-rate (no warm-up job first)"
         raise StreamJoinError(msg)
+    if args.warm and (args.rate is not None or args.max_rate):
+        msg = "--warm goes with a backlog run (a live run has its warm-up job unless --cold)"
+        raise StreamJoinError(msg)
     if args.cluster and args.max_rate:
         msg = "--cluster goes with a backlog run or --rate, not --max-rate"
         raise StreamJoinError(msg)
@@ -192,6 +195,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 progress=sys.stderr,
                 peer_limit=args.peer_limit,
                 cluster=args.cluster,
+                warm=args.warm,
             )
             lines = summary_line(report)
     except ValueError as err:
@@ -312,6 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --rate: no warm-up job before the feed, so the figures include each "
         "engine's cold start (its JVM compiling the first batches' code)",
+    )
+    bench.add_argument(
+        "--warm",
+        action="store_true",
+        help="backlog runs: each engine runs the backlog once, untimed, in the process of the "
+        "run measured (its JVM warm, as on a stream that has run for minutes)",
     )
     bench.add_argument(
         "--peer-limit",
