@@ -78,6 +78,15 @@ def session(engine: str = "streamjoin") -> SparkSession:
     return spark
 
 
+def _unload_state_stores(spark: SparkSession) -> None:
+    """Let go of the state stores of the queries that ran in `spark` (all stopped): Spark keeps
+    them loaded until its maintenance task finds them inactive, up to a minute later, so a run
+    after them in this process (`--warm`'s) would start with their state in its heap."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
+
+
 def run_engine(
     engine: str,
     job_text: str,
@@ -137,6 +146,8 @@ def run_engine(
             run.cpu_seconds = None  # (it counts the batch that was cut short too)
     finally:
         batches.detach(spark)
+        if engine == "spark-native":
+            _unload_state_stores(spark)
     run.batch_ms = batches.batch_ms or run.batch_ms  # (the engine's own loop: its own)
     run.durations = batches.durations
     run.rows_in = run.rows_in or batches.rows
