@@ -150,8 +150,8 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
     workloads with the same table share one (a line of context each)."""
     lines: list[str] = []
     runs: list[list[str]] = []
-    for name in reports:
-        alone = (*COMPACT, "nexmark", "nexmark-warm")
+    for name in [n for n in reports if n != "nexmark-warm"]:  # (in nexmark's table)
+        alone = (*COMPACT, "nexmark")
         if name in COMPACT and runs and runs[-1][0] in COMPACT:
             runs[-1].append(name)  # (its rows under the first's, in its table)
         elif runs and name not in alone and runs[-1][-1] not in alone:
@@ -171,8 +171,11 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
             if names[0] == "long":
                 note = LONG_NOTE.format(warmup=_warmup(first["cases"]))
                 context = [f"{context[0]} {note}", *context[1:]]
-        elif names[0].startswith("nexmark"):
-            note, _, *body = nexmark_table(first, _fmt)
+        elif names[0] == "nexmark":
+            warm = reports.get("nexmark-warm")
+            note, _, *body = nexmark_table(first, _fmt, warm)
+            if warm is not None:
+                note += f" *Warm*: `--warm`'s runs, commit {commit_of(warm)}."
             context = [f"{context[0]} {note}"]
         else:
             body = table(first)
@@ -185,13 +188,7 @@ def workload_lines(reports: dict[str, Report]) -> list[str]:
 def _context(name: str, report: Report) -> str:
     limit = report.get("peer_time_limit_s", OLD_PEER_LIMIT)
     cluster = f" Every engine on a cluster: {report['cluster']}." if report.get("cluster") else ""
-    warm = (
-        " Warm: each engine's run measured follows an untimed run of the same backlog in its "
-        "process (`--warm`)."
-        if report.get("warm")
-        else ""
-    )
     return (
         f"{name}: {report.get('size', 'full')} size; peer time limit "
-        f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.{cluster}{warm}"
+        f"{f'{limit:g} s' if limit else 'none'}; commit {commit_of(report)}.{cluster}"
     )

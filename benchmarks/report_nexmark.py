@@ -22,32 +22,42 @@ NOTE = (
 )
 
 
-def nexmark_table(report: Mapping[str, t.Any], fmt: t.Callable[[t.Any], str]) -> list[str]:
-    """The table of a ``nexmark`` report, then the edits and the queries not run."""
+def nexmark_table(
+    report: Mapping[str, t.Any],
+    fmt: t.Callable[[t.Any], str],
+    warm: Mapping[str, t.Any] | None = None,
+) -> list[str]:
+    """The table of a ``nexmark`` report (with the events/s of a ``--warm`` one, `warm`, in a
+    column of their own), then the edits and the queries not run."""
     lines = [
         NOTE,
         "",
-        "| query | engine | events/s | events per CPU s | Flink per core | batch p50 / p99 ms | "
-        "exact | ours ÷ Spark |",
-        "|" + "---|" * 8,
+        "| query | engine | events/s | warm events/s | events per CPU s | Flink per core | "
+        "batch p50 / p99 ms | exact | ours ÷ Spark (warm) |",
+        "|" + "---|" * 9,
     ]
+    warm_cases = {c["case"]: c for c in (warm or {}).get("cases", [])}
     for c in report["cases"]:
         q = c["case"].removeprefix("nexmark-")
         events = c["input_rows"]
+        hot = warm_cases.get(c["case"], {})
         for engine, r in c["engines"].items():
             if r.get("error"):
-                lines.append(f"| {q} | {engine} | error: {r['error']} |" + " |" * 5)
+                lines.append(f"| {q} | {engine} | error: {r['error']} |" + " |" * 6)
                 continue
             rate = events / r["seconds"] if r.get("seconds") else None
             per_cpu = events / r["cpu_seconds"] if r.get("cpu_seconds") else None
             exact = _exact(r)
             ratio = ""
             if engine == "streamjoin":
-                ratio = _ratio(c)
+                ratio = _ratio(c) + (
+                    f" ({_ratio(hot)})" if hot and not c.get("why_no_peer") else ""
+                )
             lines.append(
-                f"| {q} | {engine} | {fmt(rate)} | {fmt(per_cpu)} | "
-                f"{fmt(FLINK_PER_CORE.get(q))} | {fmt(r.get('batch_p50_ms'))} / "
-                f"{fmt(r.get('batch_p99_ms'))} | {exact} | {ratio} |"
+                f"| {q} | {engine} | {fmt(rate)} | {_warm_rate(hot, engine, fmt)} | "
+                f"{fmt(per_cpu)} | {fmt(FLINK_PER_CORE.get(q))} | "
+                f"{fmt(r.get('batch_p50_ms'))} / {fmt(r.get('batch_p99_ms'))} | {exact} | "
+                f"{ratio} |"
             )
     edits = [
         f"{q.name}: "
@@ -60,6 +70,14 @@ def nexmark_table(report: Mapping[str, t.Any], fmt: t.Callable[[t.Any], str]) ->
         edits.append(f"{', '.join(untouched)}: as published")
     edits += [f"{name}: not run: {why}" for name, why in NOT_RUN.items()]
     return [*lines, "", "Edits (`benchmarks/nexmark_queries.py`): " + ". ".join(edits) + "."]
+
+
+def _warm_rate(case: Mapping[str, t.Any], engine: str, fmt: t.Callable[[t.Any], str]) -> str:
+    """`engine`'s events/s in a ``--warm`` report's `case` (– where it has none)."""
+    r = case.get("engines", {}).get(engine, {})
+    if r.get("error"):
+        return "error"
+    return fmt(case["input_rows"] / r["seconds"]) if r.get("seconds") else "–"
 
 
 def nexmark_target(report: Mapping[str, t.Any]) -> tuple[str, str, bool]:
