@@ -26,6 +26,7 @@ drain limit has passed, marked ``stopped_early``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -79,12 +80,19 @@ def session(engine: str = "streamjoin") -> SparkSession:
 
 
 def _unload_state_stores(spark: SparkSession) -> None:
-    """Let go of the state stores of the queries that ran in `spark` (all stopped): Spark keeps
-    them loaded until its maintenance task finds them inactive, up to a minute later, so a run
-    after them in this process (`--warm`'s) would start with their state in its heap."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
+    """Stop the queries still running in `spark` (a run that failed leaves some) and let go of
+    the state stores of the driver's JVM: Spark keeps them loaded until its maintenance task
+    finds them inactive, up to a minute later, so a run after them in this process (`--warm`'s)
+    would start with their state in its heap (local mode: a cluster's executors keep theirs).
+    Nothing is raised here: a run's own error is the one to report."""
+    from py4j.protocol import Py4JError
+
+    with contextlib.suppress(Py4JError, ConnectionError):
+        for query in spark.streams.active:
+            query.stop()
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
 
 
 def run_engine(

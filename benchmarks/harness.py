@@ -99,13 +99,21 @@ def run_cases(
             limit = max(20.0, limit / len(group))
         jobs = [(c.job, os.path.join(ROOT, "work", c.name, engine)) for c in group]
         final = [c.final for c in group]
-        if warm:  # (each case run first in a directory of its own, its figures dropped)
+        # (Flink starts a JVM of its own for each run: nothing to warm in this process.)
+        twice = warm and engine != FLINK
+        if twice:  # (each case run first in a directory of its own, its figures dropped)
             jobs = [j for job, work in jobs for j in ((job, f"{work}-warmup"), (job, work))]
             final = [f for f in final for _ in range(2)]
         runs = run_engine_process(engine, jobs, limit, final=final, master=master)
-        runs = runs[1::2] if warm else runs
+        if twice:
+            for first, run in zip(runs[0::2], runs[1::2], strict=True):
+                if first.get("error") or first.get("stopped_early"):  # (then not warm)
+                    run["warmup_error"] = first.get("error") or "stopped at its time limit"
+            runs = runs[1::2]
         for case, run in zip(group, runs, strict=True):
             results[case.name][engine] = figures(run, case)
+            if "warmup_error" in run:
+                results[case.name][engine]["warmup_error"] = run["warmup_error"]
             _say(progress, f"[{case.name}] {engine}: {_brief(results[case.name][engine])}")
     return [_checked(c, size, results[c.name]) for c in cases]
 

@@ -321,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--warm",
         action="store_true",
         help="backlog runs: each engine runs the backlog once, untimed, in the process of the "
-        "run measured (its JVM warm, as on a stream that has run for minutes)",
+        "run measured (its JVM warm, as on a stream that has run for minutes; not Flink, "
+        "which starts a JVM per run)",
     )
     bench.add_argument(
         "--peer-limit",

@@ -266,3 +266,24 @@ def test_spark_checks_a_group_query_before_the_stream_starts(spark: SparkSession
     with pytest.raises(JobError, match="Spark rejects query q1") as info:
         Engine(spark).validate(job)
     assert info.value.text == "INSERT INTO g"
+
+
+def test_a_plan_run_at_every_close_is_one_that_gives_the_same_rows_each_run(
+    spark: SparkSession,
+) -> None:
+    """A close's groups, or two closes' join, are planned once and run again only where the
+    plan gives the same rows of the same input at every run (``GroupRows.runsAlike``): no
+    current time (a constant once optimised), no random value, no subquery (run once a plan)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    alike = jvm.streamjoin.operator.GroupRows.runsAlike
+    rows = spark.range(4).selectExpr("id", "id * 2 AS x")
+    rows.createOrReplaceTempView("sj_alike")
+    assert alike(spark.sql("SELECT id, max(x) AS m FROM sj_alike GROUP BY id")._jdf)
+    for select in (
+        "SELECT id, current_timestamp() AS t FROM sj_alike",
+        "SELECT id, rand() AS r FROM sj_alike",
+        "SELECT id FROM sj_alike WHERE x > (SELECT avg(x) FROM sj_alike)",
+    ):
+        assert not alike(spark.sql(select)._jdf), select
+    spark.catalog.dropTempView("sj_alike")

@@ -48,6 +48,9 @@ def test_each_case_runs_twice_in_one_process_and_the_second_is_measured(
         assert final == [True, True]
     assert {e: r["work"] for e, r in cold.items()} == work
     assert {e: r["work"] for e, r in warm.items()} == work
+    # (A warm-up that failed leaves the run measured after it cold: the report says so.)
+    assert all(r["warmup_error"] == "not run" for r in warm.values())
+    assert not any("warmup_error" in r for r in cold.values())
 
 
 def test_the_report_names_its_warm_figures_and_the_command() -> None:

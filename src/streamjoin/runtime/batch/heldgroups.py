@@ -52,8 +52,8 @@ class HeldGroups:
         none can be planned once; `planned_rows`)."""
         self._folds = PaneFolds()
         self._outputs: dict[str, DataFrame | None] = {}
-        """Each group query of groups alone, by its inputs' keys → its rows from their closes
-        planned once (`output`; None: planned at each close)."""
+        """Each group query of groups alone (one stream's, or two joined), by its inputs' keys →
+        its rows from their closes planned once (`output`; None: planned at each close)."""
 
     def planned_rows(self, ctx: BatchContext, gq: GroupQueryPlan, i: int) -> DataFrame | None:
         """Input `i` of group query `gq`: its stream's rows of the batch to buffer, late ones
@@ -197,7 +197,8 @@ class HeldGroups:
         """`gq`'s rows of this batch's closes from its inputs' groups (`output_sql`), planned
         once over the plans each input's close runs again (`_plan_once`): where every input's
         groups are planned once and the query joins no stream's rows. None elsewhere, or where
-        the plan shuffles: the batch plans its own."""
+        the plan shuffles or would not give the same rows at every run (the current time in
+        its SELECT, say): the batch plans its own."""
         keys = [self._key(b) for b in gq.inputs]
         if gq.query.rows is not None or not all(self._planned.get(k) is not None for k in keys):
             return None
@@ -217,8 +218,9 @@ class HeldGroups:
                 else:
                     spark.conf.set(_ONE_PARTITION_BYTES, bound)
             # (An RDD run again would take its shuffle's output, or its broadcast, of the run
-            # before: `_plan_once`.)
-            self._outputs[name] = None if "Exchange" in plan else joined
+            # before, and the current time of its first: `_plan_once`.)
+            again = "Exchange" not in plan and self._groups(spark).runsAlike(joined._jdf)
+            self._outputs[name] = joined if again else None
         planned = self._outputs[name]
         return None if planned is None else self.as_rows(spark, planned)
 
@@ -227,8 +229,9 @@ class HeldGroups:
     ) -> DataFrame | None:
         """The groups of the rows `handed` at each close, in one partition (its RDD, made once,
         is each close's rows, in the session of the batch that reads them: `as_rows`); None
-        where that plan shuffles (a sliding window's or a DISTINCT's groups): an RDD run again
-        would take its shuffle's output of the run before, so those closes plan their own."""
+        where that plan shuffles (a sliding window's or a DISTINCT's groups: an RDD run again
+        would take its shuffle's output of the run before) or would not give the same rows at
+        every run (`GroupRows.runsAlike`): those closes plan their own."""
         partial, types = self._folds.merging(buffer, self._key(buffer), handed)
 
         def held(view: str) -> str:
@@ -237,7 +240,9 @@ class HeldGroups:
         grouped = over(spark, [handed.coalesce(1)], held).drop(END)
         if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
             return None
-        return grouped
+        # (Nor one whose HAVING or SELECT reads the current time, a random value or a
+        # subquery: its first run's would stand for every close.)
+        return grouped if self._groups(spark).runsAlike(grouped._jdf) else None
 
     def _grouped(
         self,

@@ -85,16 +85,20 @@ public final class GroupRows {
     List paths = new ArrayList();
     JavaRDD all = null;
     org.apache.hadoop.conf.Configuration conf = null;
+    int first = 0;  // (buffer i's first partition in the union of every buffer's)
     for (int i = 0; i < rows.length; i++) {
       schemas[i] = rows[i].schema().asNullable();
       BatchWrite w = BatchWrite.prepare(spark, set, new HashMap(), schemas[i]);
       conf = w.conf;
-      HeldCopies.Tee tee = new HeldCopies.Tee(times[i], JointWrite.task(spark, w, dirs[i], batch), null);
       JavaRDD made = rows[i].queryExecution().toRdd().toJavaRDD();
+      FlatMapFunction write = JointWrite.task(spark, w, dirs[i], batch, first);
+      HeldCopies.Tee tee = new HeldCopies.Tee(times[i], write, null);
       JavaRDD tagged = PlainRdd.mapPartitions(made, new HeldCopies.Tagged(i, tee));
       all = all == null ? tagged : all.union(tagged);
+      first += made.getNumPartitions();
       paths.add(dirs[i]);
     }
+    // (Each partition's part is made by its buffer's tee above: passed on as it is.)
     List parts = BatchWrite.written(all, new HeldCopies.Tagged(-1, null), paths, conf);
     long[][] out = new long[rows.length][];
     for (int i = 0; i < rows.length; i++) {
@@ -108,6 +112,19 @@ public final class GroupRows {
       out[i] = held(keys[i], times[i], slides[i], schemas[i]).replace(batch, mine);
     }
     return out;
+  }
+
+  /** Whether {@code frame}'s plan gives the same rows of the same input at every run: no
+   * expression that is not deterministic, no current time (optimisation makes it a constant)
+   * and no subquery (run once per plan). A plan made once and run at every close must be. */
+  public static boolean runsAlike(Dataset frame) {
+    org.apache.spark.sql.catalyst.plans.logical.LogicalPlan analysed =
+        frame.queryExecution().analyzed();
+    org.apache.spark.sql.catalyst.trees.TreePattern$ is =
+        org.apache.spark.sql.catalyst.trees.TreePattern$.MODULE$;
+    return analysed.deterministic()
+        && !analysed.containsPattern(is.CURRENT_LIKE())
+        && !analysed.containsPattern(is.PLAN_EXPRESSION());
   }
 
   /** Holds {@code rows}, units of buffer {@code key} read back, each row's batch in its last
@@ -279,9 +296,9 @@ public final class GroupRows {
     return ts - Math.floorMod(ts, slide);
   }
 
-  /** Holds the rows the tasks returned ({@link HeldCopies.Tee}'s) as batch {@code batch}'s (-1: each
-   * row's own, as the tasks read it), in place of any held before for those batches; the
-   * figures of {@link #writeAll}. */
+  /** Holds the rows the tasks returned ({@link HeldCopies.Tee}'s) as batch {@code batch}'s
+   * (-1: each row's own, as the tasks read it), in place of any held before for those batches;
+   * the figures of {@link #writeAll}. */
   synchronized long[] replace(long batch, List parts) {
     HashSet ids = new HashSet();
     for (int p = 0; p < parts.size(); p++) {

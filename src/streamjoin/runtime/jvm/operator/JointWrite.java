@@ -124,15 +124,15 @@ public final class JointWrite {
 
   /** The task that writes each partition's rows, as they are, into directory {@code dir} with
    * writer {@code w} alone, as batch {@code batch}'s files (a buffer's units: {@link
-   * GroupRows}). */
-  static Task task(SparkSession spark, BatchWrite w, String dir, long batch) {
+   * GroupRows}), its RDD's partitions numbered from {@code first} in the job's union. */
+  static Task task(SparkSession spark, BatchWrite w, String dir, long batch, int first) {
     java.util.List none = new ArrayList();
     none.add(null);
     java.util.List dirs = new ArrayList();
     dirs.add(dir);
     return new Task(
-        spark, new BatchWrite[] {w}, none, dirs, new int[] {0}, new int[] {0, Integer.MAX_VALUE},
-        batch);
+        spark, new BatchWrite[] {w}, none, dirs, new int[] {0},
+        new int[] {first, Integer.MAX_VALUE}, batch);
   }
 
   static String joined(long[] written) {
