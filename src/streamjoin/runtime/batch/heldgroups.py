@@ -206,21 +206,7 @@ class HeldGroups:
         if name not in self._outputs:
             frames = [t.cast("DataFrame", self._planned[k]) for k in keys]
             joined = over(spark, frames, lambda *views: gq.output_sql(views))
-            # (Spark shuffles even inputs of one partition each where it cannot size them, as
-            # an RDD's rows: its plan is made here, once, with no such bound.)
-            bound = spark.conf.get(_ONE_PARTITION_BYTES, None)
-            spark.conf.set(_ONE_PARTITION_BYTES, str(_MOST))
-            try:
-                plan = joined._jdf.queryExecution().executedPlan().toString()
-            finally:
-                if bound is None:
-                    spark.conf.unset(_ONE_PARTITION_BYTES)
-                else:
-                    spark.conf.set(_ONE_PARTITION_BYTES, bound)
-            # (An RDD run again would take its shuffle's output, or its broadcast, of the run
-            # before, and the current time of its first: `_plan_once`.)
-            again = "Exchange" not in plan and self._groups(spark).runsAlike(joined._jdf)
-            self._outputs[name] = joined if again else None
+            self._outputs[name] = joined if self._runs_again(spark, joined) else None
         planned = self._outputs[name]
         return None if planned is None else self.as_rows(spark, planned)
 
@@ -238,11 +224,24 @@ class HeldGroups:
             return buffer.held_sql(view) if partial is None else partial.held_sql(view, types)
 
         grouped = over(spark, [handed.coalesce(1)], held).drop(END)
-        if "Exchange" in grouped._jdf.queryExecution().executedPlan().toString():
-            return None
-        # (Nor one whose HAVING or SELECT reads the current time, a random value or a
-        # subquery: its first run's would stand for every close.)
-        return grouped if self._groups(spark).runsAlike(grouped._jdf) else None
+        return grouped if self._runs_again(spark, grouped) else None
+
+    def _runs_again(self, spark: SparkSession, frame: DataFrame) -> bool:
+        """Whether `frame`'s plan, made now, may be run again at every close: no shuffle or
+        broadcast (a run again would take the first run's output of it) and the same rows of
+        the same input at every run (``GroupRows.runsAlike``: no current time, random value or
+        subquery). Spark shuffles even inputs of one partition each where it cannot size them
+        (an RDD's rows, as the closes' are): the plan is made with no such bound."""
+        bound = spark.conf.get(_ONE_PARTITION_BYTES, None)
+        spark.conf.set(_ONE_PARTITION_BYTES, str(_MOST))
+        try:
+            plan = frame._jdf.queryExecution().executedPlan().toString()
+        finally:
+            if bound is None:
+                spark.conf.unset(_ONE_PARTITION_BYTES)
+            else:
+                spark.conf.set(_ONE_PARTITION_BYTES, bound)
+        return "Exchange" not in plan and bool(self._groups(spark).runsAlike(frame._jdf))
 
     def _grouped(
         self,

@@ -94,13 +94,8 @@ public final class BatchInput implements Serializable {
       // turns into a constant, would hold for one batch only; a subquery or a Python function
       // cannot be evaluated row by row in a task.)
       LogicalPlan analysed = sides[i].queryExecution().analyzed();
-      TreePattern$ is = TreePattern$.MODULE$;
-      boolean now = analysed.containsPattern(is.CURRENT_LIKE());
-      boolean planned = analysed.containsPattern(is.PLAN_EXPRESSION());
-      if (now || planned || analysed.containsPattern(is.PYTHON_UDF())) {
-        return null;
-      }
-      if (!analysed.deterministic()) {
+      if (!GroupRows.runsAlike(sides[i])
+          || analysed.containsPattern(TreePattern$.MODULE$.PYTHON_UDF())) {
         return null;
       }
       LogicalPlan plan = sides[i].queryExecution().optimizedPlan();

@@ -211,7 +211,8 @@ public final class BatchWrite {
 
   /** What each task {@code f} returns, having written {@code rdd}'s partitions into the
    * directories {@code dirs} (on {@code conf}'s file systems), which it replaces first; each
-   * gets Spark's committer's {@code _SUCCESS} once every task is done. */
+   * gets Spark's committer's {@code _SUCCESS} once every task is done. A null {@code f}: the
+   * partitions of {@code rdd} write themselves and return what each task returns. */
   static List written(
       org.apache.spark.api.java.JavaRDD rdd, FlatMapFunction f, List dirs, Configuration conf)
       throws IOException {
@@ -221,7 +222,7 @@ public final class BatchWrite {
       fs.delete(path, true);
       fs.mkdirs(path);
     }
-    List results = PlainRdd.collect(PlainRdd.mapPartitions(rdd, f));
+    List results = PlainRdd.collect(f == null ? rdd : PlainRdd.mapPartitions(rdd, f));
     for (int i = 0; i < dirs.size(); i++) {
       Path path = new Path((String) dirs.get(i));
       path.getFileSystem(conf).create(new Path(path, "_SUCCESS"), true).close();

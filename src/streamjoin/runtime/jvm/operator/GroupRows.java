@@ -98,8 +98,7 @@ public final class GroupRows {
       first += made.getNumPartitions();
       paths.add(dirs[i]);
     }
-    // (Each partition's part is made by its buffer's tee above: passed on as it is.)
-    List parts = BatchWrite.written(all, new HeldCopies.Tagged(-1, null), paths, conf);
+    List parts = BatchWrite.written(all, null, paths, conf);  // (each buffer's tee above)
     long[][] out = new long[rows.length][];
     for (int i = 0; i < rows.length; i++) {
       List mine = new ArrayList();

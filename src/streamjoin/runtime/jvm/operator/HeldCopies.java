@@ -102,8 +102,7 @@ final class HeldCopies {
     }
   }
 
-  /** A {@link Tee}'s part of a task, with the index of the buffer whose rows it read (index -1,
-   * no tee: the parts as they come). */
+  /** A {@link Tee}'s part of a task, with the index of the buffer whose rows it read. */
   static final class Tagged implements FlatMapFunction, Serializable {
     final int index;
     final Tee tee;
@@ -114,9 +113,6 @@ final class HeldCopies {
     }
 
     public Iterator call(Object rows) throws Exception {
-      if (tee == null) {
-        return (Iterator) rows;
-      }
       Object part = ((Iterator) tee.call(rows)).next();
       Object[] tagged = new Object[] {Integer.valueOf(index), part};
       return Collections.singletonList(tagged).iterator();
