@@ -24,7 +24,7 @@ import typing as t
 from benchmarks.engines_flink import FLINK
 from benchmarks.engines_floor import FLOOR
 from benchmarks.flink_env import flink_python
-from benchmarks.harness_exact import exact_differences, expected_counts
+from benchmarks.harness_exact import counted, exact_differences, expected_counts
 from benchmarks.harness_figures import figures
 from benchmarks.harness_process import run_engine_process
 from benchmarks.workloads import SIZES, WORKLOADS
@@ -57,7 +57,7 @@ def _engines(case: Case, engines: t.Sequence[str] | None) -> list[str]:
     peers = () if case.peer is None else (case.peer,)
     floor = (FLOOR,) if case.floor else ()
     # (Flink, a peer of every case, runs only when named: it needs a venv of its own.)
-    flink = (FLINK,) if engines is not None and FLINK in engines else ()
+    flink = (FLINK,) if engines is not None and FLINK in engines and not case.alone else ()
     return [e for e in ("streamjoin", *peers, *floor, *flink) if engines is None or e in engines]
 
 
@@ -196,6 +196,7 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         **({"failed": failed} if failed else {}),
         "final": case.final,
         "why_no_peer": case.why_no_peer,
+        **({"reached_pairs": counted(case.reached, case.backlog.streams)} if case.reached else {}),
         "engines": results,
         "ratios": ratios,
     }
@@ -292,8 +293,10 @@ def run_workload(
     peer_limit: float | None = None,
     cluster: bool = False,
     warm: bool = False,
+    only: t.Sequence[str] = (),
 ) -> dict[str, t.Any]:
-    """Every case of `workload` at `size`; the JSON object the CLI prints last.
+    """Every case of `workload` at `size` (with `only`, those whose names contain one of its
+    strings); the JSON object the CLI prints last.
 
     `engines` limits the run to some of ``streamjoin``, the peers and ``spark-floor``;
     `progress` receives a line per engine run; `peer_limit` (seconds, 0 for none) overrides the
@@ -307,7 +310,7 @@ def run_workload(
     check_workload(workload, size)
     started = time.monotonic()
     _say(progress, f"[{workload}] generating the {size} backlog …")
-    cases = WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size)
+    cases = chosen(WORKLOADS[workload](os.path.join(ROOT, "data", workload, size), size), only)
     with contextlib.ExitStack() as stack:
         master = start_cluster(stack, workload, "work", progress) if cluster else None
         ran = run_cases(
@@ -327,9 +330,20 @@ def run_workload(
         "peer_time_limit_s": peer_time_limit(size, peer_limit),
         **({"cluster": CLUSTER} if cluster else {}),
         **({"warm": True} if warm else {}),
+        **({"only": list(only)} if only else {}),
         "cases": ran,
         "wall_seconds": round(time.monotonic() - started, 1),
     }
+
+
+def chosen(cases: t.Sequence[Case], only: t.Sequence[str]) -> list[Case]:
+    """The `cases` whose names contain one of the strings of `only` (all of them without)."""
+    kept = [c for c in cases if not only or any(part in c.name for part in only)]
+    if not kept:
+        names = ", ".join(c.name for c in cases)
+        msg = f"no case's name contains any of --cases {','.join(only)}; the cases: {names}"
+        raise ValueError(msg)
+    return kept
 
 
 def start_cluster(

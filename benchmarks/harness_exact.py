@@ -20,7 +20,6 @@ def expected_counts(case: Case) -> dict[str, int] | None:
     queries are checked by their peer, the foreachBatch join, which is itself a nested loop
     evaluating the predicate as written and decides outer rows as the stream does, and by the
     reference at tiny size."""
-    import duckdb
 
     from streamjoin.plan import plan_job
     from streamjoin.sql import parse_job
@@ -30,13 +29,7 @@ def expected_counts(case: Case) -> dict[str, int] | None:
         return None
     if job.group_queries or any(q.windowed is not None for q in job.queries):
         return None  # (groups: their rows are not the join's pairs)
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    for s in job.streams:
-        con.execute(
-            f"CREATE VIEW {s.name} AS SELECT * FROM read_parquet('{s.option('path')}/*.parquet')"
-        )
+    con = _over({s.name: str(s.option("path")) for s in job.streams})
     counts = {}
     for q in job.queries:
         tables = f"{q.left.stream} AS {q.left.alias} JOIN {q.right.stream} AS {q.right.alias}"
@@ -195,13 +188,7 @@ def exact_differences(
     engine of `outs` (its output directory) the rows it lacks and the rows it has in excess,
     compared as multisets (``EXCEPT ALL`` both ways). With `latest_by`, the output is an
     updating result: only each key's row of the newest batch counts."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    for name, path in streams.items():
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+    con = _over(streams)
     con.execute(f"CREATE TABLE exact AS {exact}")
     row = con.execute("SELECT count(*) FROM exact").fetchone()
     size = int(row[0]) if row else 0
@@ -235,6 +222,26 @@ def exact_differences(
         diffs[engine] = (counts[0], counts[1])
     con.close()
     return size, diffs
+
+
+def counted(sql: str, streams: t.Mapping[str, str]) -> int:
+    """DuckDB's one number `sql` over the Parquet directories of `streams`."""
+    con = _over(streams)
+    row = con.execute(sql).fetchone()
+    con.close()
+    return int(row[0]) if row else 0
+
+
+def _over(streams: t.Mapping[str, str]) -> t.Any:
+    """A DuckDB connection with each stream of `streams` a view of its Parquet directory."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    for name, path in streams.items():
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+    return con
 
 
 def _types(con: t.Any, table: str) -> list[tuple[str, str]]:

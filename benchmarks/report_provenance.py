@@ -112,15 +112,16 @@ def commands(
     """The commands that write every report present, then RESULTS.md."""
     lines = [
         f"streamjoin bench {r.get('workload', name)}{_size_flag(r)}{_peer_flag(r)}"
-        f"{' --cluster' * bool(r.get('cluster'))}{' --warm' * bool(r.get('warm'))} "
+        f"{' --cluster' * bool(r.get('cluster'))}{' --warm' * bool(r.get('warm'))}"
+        f"{_cases_flag(r)} "
         f"--out benchmarks/results/{name}.json"
         for name, r in reports.items()
     ]
     lines += [
         f"streamjoin bench {r['workload']} --rate {r['rate_per_stream']:g}"
         f"{_SIZE_FLAG.get(r['size'], '')} --duration {r['duration_s']:g}"
-        f"{_trigger_flag(r)}{' --cold' * (r.get('warmup') is False)} "
-        f"--out benchmarks/results/{file}"
+        f"{_trigger_flag(r)}{' --cold' * (r.get('warmup') is False)}"
+        f"{' --cluster' * bool(r.get('cluster'))} --out benchmarks/results/{file}"
         for file, r in rate.items()
     ]
     lines += [
@@ -134,6 +135,12 @@ def commands(
             "python -m benchmarks.ilp_scaling | tail -1 > benchmarks/results/ilp-scaling.json"
         )
     return [*lines, "python -m benchmarks.report"]
+
+
+def _cases_flag(report: Report) -> str:
+    """``--cases …`` where a report ran some of its workload's cases (else nothing)."""
+    only = report.get("only")
+    return f" --cases {','.join(only)}" if only else ""
 
 
 def _engines_flag(report: Report) -> str:

@@ -183,8 +183,8 @@ def run_skew(
         "predicate": on,
         "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
         "cases": cases,
-        "targets": _skew_targets(
-            cases, cluster=str(spark.sparkContext.master).startswith("spark:")
+        "targets": skew_targets(
+            cases, cluster=str(spark.sparkContext.master).startswith("spark:"), size=size
         ),
     }
 
@@ -204,17 +204,27 @@ FASTER = {False: 1.0, True: 1.5}
 """How much faster than forced hash auto must be at z ≥ 1.5 (issue 67): locally at least as
 fast (both run on the operator, and 2 cores bound what spreading a hot key gains), on the
 2-worker cluster 1.5× (forced hash leaves one executor with the hot key's work)."""
+SPEED_JUDGED = ("full",)
+"""Sizes whose speed against forced hash is judged (see `SPEED_UNJUDGED_WHY`)."""
+SPEED_UNJUDGED_WHY = (
+    "a hot key's work is below what its runs can tell apart: z = 1.5 gives it about 5 M "
+    "candidate pairs a batch (some 0.1 s of one task at the 23 ns a pair full size measures), "
+    "while the same batches of even keys took 0.6 s in one run and 1.3 s in another"
+)
 
 
-def _skew_targets(cases: Sequence[dict[str, t.Any]], *, cluster: bool) -> dict[str, t.Any]:
+def skew_targets(
+    cases: Sequence[dict[str, t.Any]], *, cluster: bool, size: str = "full"
+) -> dict[str, t.Any]:
     high = [c for c in cases if c["z"] >= 1.5]
     flat = [c for c in cases if c["z"] == 0]
     speed = [c["ratios"]["throughput_auto_over_hash"] for c in high]
     balance = [c["auto"]["skew_after_switch"] for c in high]
     zero = [c["ratios"]["throughput_auto_over_hash"] for c in flat]
     faster = FASTER[cluster]
+    judged = {f"z>=1.5: auto >= {faster}x hash": all(s is not None and s >= faster for s in speed)}
     return {
-        f"z>=1.5: auto >= {faster}x hash": all(s is not None and s >= faster for s in speed),
+        **(judged if size in SPEED_JUDGED else {}),
         "z>=1.5: auto max/mean < 1.5": all(b is not None and b < 1.5 for b in balance),
         "z=0: auto within 20% of hash": all(s is not None and s >= 0.8 for s in zero),
         "speedups_at_z>=1.5": speed,

@@ -7,6 +7,8 @@ import json
 import os
 import typing as t
 
+from benchmarks.skew_keys import SPEED_UNJUDGED_WHY
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -104,6 +106,11 @@ def _skew_md(r: dict[str, t.Any]) -> list[str]:
             f"- z ≥ 1.5, auto ≥ {x}× hash: {_yes(tg[key])} (measured {tg['speedups_at_z>=1.5']})."
             for x in ("4", "1.0", "1.5")
             if (key := f"z>=1.5: auto >= {x}x hash") in tg
+        ),
+        *(
+            [f"- Speed against hash not judged at {r['size']} size: {SPEED_UNJUDGED_WHY}."]
+            if not any(k.startswith("z>=1.5: auto >=") for k in tg)
+            else []
         ),
         f"- z ≥ 1.5, auto max/mean < 1.5: {_yes(tg['z>=1.5: auto max/mean < 1.5'])} "
         f"(measured {tg['auto_skew_at_z>=1.5']}).",

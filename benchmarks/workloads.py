@@ -7,6 +7,7 @@ case is one job run by our engine and by its peer on the same backlog.
 
 from __future__ import annotations
 
+import math
 import typing as t
 from dataclasses import dataclass, replace
 
@@ -50,6 +51,12 @@ class Case:
     floor: bool = False
     """Also run ``spark-floor`` (Spark's micro-batch loop alone) over the case's streams: the
     part of each batch that no engine in Spark's loop can cut."""
+    alone: bool = False
+    """Ours alone, Flink too left out (peer None says only that Spark runs no such query)."""
+    reached: str | None = None
+    """DuckDB SQL counting the pairs the window reaches (its streams as views): what our
+    operator evaluates, at least, for a predicate it runs as the window's buckets with the rest
+    tested on each pair (`harness._checked`: ``reached_pairs``)."""
 
 
 @dataclass(frozen=True)
@@ -129,8 +136,23 @@ def _predicates(kind: str, keys: int) -> str:
         return f"abs(l.x - r.x) <= {X_RANGE / keys / 2:.3f}"
     if kind == "theta":
         return f"l.x < r.x AND r.x < l.x + {X_RANGE / keys:.3f}"
+    if kind == "product":  # (no band, no key: P(u·v > t) = 1 − t + t·ln t for uniform u, v)
+        return f"l.x * r.x > {X_RANGE * X_RANGE * _product_bound(1 / keys):.1f}"
     msg = f"unknown predicate kind {kind!r}"
     raise ValueError(msg)
+
+
+def _product_bound(share: float) -> float:
+    """The t in [0, 1] above which a product of two uniform values in [0, 1) falls with
+    probability `share` (bisection: 1 − t + t·ln t falls from 1 at 0 to 0 at 1)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if 1 - mid + mid * math.log(mid) > share:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 PEERS = {
@@ -139,6 +161,7 @@ PEERS = {
     "band": "spark-foreach",
     "theta": "spark-foreach",
     "or": "spark-foreach",
+    "product": "spark-foreach",
 }
 
 
@@ -340,11 +363,32 @@ SHAPE_KINDS = (
     "full-band",
 )
 SHAPE_HISTORY_KINDS = ("equi", "bandkey", "band", "or")
+# Each shape with an equality or a band also within 10 s and, where it has no full-history
+# case (an outer join needs a window), 1 h: how its batch grows with the window, ours alone
+# (the stream spans 10 minutes of event time, so its full history is a 1 h window's state).
+SHAPE_GROWTH_KINDS = tuple(k for k in SHAPE_KINDS if k != "theta")
+SHAPE_SHORT_WINDOW, SHAPE_LONG_WINDOW = 10.0, 3600.0
+# `product`: a predicate with neither a band nor a key, `l.x * r.x > c`, within 10 s (within 5
+# minutes a row would meet about 3/4 of the other stream: some 67 billion pairs a run); its peer
+# is the foreachBatch join, and its figure the pairs its window reaches per CPU second.
+PRODUCT_WINDOW = 10.0
 
 
 def _shapes(root: str, size: str) -> list[Case]:
-    return [_long_case(root, size, k, LONG_NON_EQUI_WINDOW, "shapes") for k in SHAPE_KINDS] + [
-        _long_case(root, size, k, None, "shapes") for k in SHAPE_HISTORY_KINDS
+    why = "ours alone: how our batch grows with the window (peers: the 5-minute cases)"
+    growth = [
+        replace(_long_case(root, size, k, w, "shapes"), peer=None, why_no_peer=why, alone=True)
+        for w in (SHAPE_SHORT_WINDOW, SHAPE_LONG_WINDOW)
+        for k in SHAPE_GROWTH_KINDS
+        if w == SHAPE_SHORT_WINDOW or k not in SHAPE_HISTORY_KINDS
+    ]
+    product = _long_case(root, size, "product", PRODUCT_WINDOW, "shapes")
+    reached = f"SELECT count(*) FROM a l JOIN b r ON {_window(PRODUCT_WINDOW)}"
+    return [
+        *(_long_case(root, size, k, LONG_NON_EQUI_WINDOW, "shapes") for k in SHAPE_KINDS),
+        *(_long_case(root, size, k, None, "shapes") for k in SHAPE_HISTORY_KINDS),
+        replace(product, reached=reached),
+        *growth,
     ]
 
 

@@ -155,6 +155,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.warm and (args.rate is not None or args.max_rate):
         msg = "--warm goes with a backlog run (a live run has its warm-up job unless --cold)"
         raise StreamJoinError(msg)
+    if args.cases and (args.rate is not None or args.max_rate):
+        msg = "--cases goes with a backlog run, not --rate or --max-rate"
+        raise StreamJoinError(msg)
     if args.cluster and args.max_rate:
         msg = "--cluster goes with a backlog run or --rate, not --max-rate"
         raise StreamJoinError(msg)
@@ -196,6 +199,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 peer_limit=args.peer_limit,
                 cluster=args.cluster,
                 warm=args.warm,
+                only=args.cases.split(",") if args.cases else (),
             )
             lines = summary_line(report)
     except ValueError as err:
@@ -336,6 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run every engine on a standalone cluster of 2 workers of 1 core on 127.0.0.1, "
         "started and stopped by the run (backlog workloads, and live ones with --rate)",
+    )
+    bench.add_argument(
+        "--cases",
+        metavar="NAMES",
+        help="backlog runs: only the cases whose names contain one of these comma-separated "
+        "strings (say shapes' -10s,-3600s)",
     )
     bench.set_defaults(func=_cmd_bench)
     jar = sub.add_parser(

@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.data import Backlog
 from benchmarks.harness import _engines
+from benchmarks.harness_exact import counted
 from benchmarks.harness_figures import figures, steady_figures
 from benchmarks.report_backlog import long_table, workload_lines
 from benchmarks.report_plots import long_plot
@@ -20,6 +21,8 @@ from benchmarks.workloads import (
     BAND_KEYS,
     LONG_SHAPES,
     LONG_WARMUP_BATCHES,
+    PRODUCT_WINDOW,
+    SHAPE_GROWTH_KINDS,
     SHAPE_HISTORY_KINDS,
     SHAPE_KINDS,
     WORKLOADS,
@@ -268,9 +271,25 @@ def test_shapes_runs_each_two_way_shape_over_the_long_stream(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     cases = WORKLOADS["shapes"](str(tmp_path_factory.mktemp("shapes")), "tiny")
-    assert [c.name for c in cases] == [f"shapes-{k}-300s" for k in SHAPE_KINDS] + [
-        f"shapes-{k}-full" for k in SHAPE_HISTORY_KINDS
+    assert [c.name for c in cases] == [
+        *(f"shapes-{k}-300s" for k in SHAPE_KINDS),
+        *(f"shapes-{k}-full" for k in SHAPE_HISTORY_KINDS),
+        "shapes-product-10s",
+        *(f"shapes-{k}-10s" for k in SHAPE_GROWTH_KINDS),
+        *(f"shapes-{k}-3600s" for k in ("left-equi", "full-equi", "left-band", "full-band")),
     ]
+    growth = [c for c in cases if c.name.endswith(("-10s", "-3600s")) and "product" not in c.name]
+    assert all(c.peer is None for c in growth)
+    assert all(_engines(c, ["streamjoin", "flink"]) == ["streamjoin"] for c in growth)
+    assert _engines(cases[0], ["streamjoin", "flink"]) == ["streamjoin", "flink"]
+    pytest.importorskip("duckdb")
+    product = next(c for c in cases if "product" in c.name)
+    assert product.peer == "spark-foreach" and product.reached is not None
+    assert "l.x * r.x >" in product.predicate and "l.k" not in product.predicate
+    # (the pairs its window reaches: DuckDB's count against numpy's over the same files)
+    a, b = (pq.read_table(product.backlog.streams[n])["ts"].to_numpy() for n in "ab")
+    near = np.abs(a[:, None] - b[None, :]) <= np.timedelta64(int(PRODUCT_WINDOW * 1e6), "us")
+    assert counted(product.reached, product.backlog.streams) == int(near.sum())
     bandkey = next(c for c in cases if "bandkey" in c.name)
     assert "LEFT JOIN" in next(c for c in cases if "left-equi" in c.name).job
     assert "FULL JOIN" in next(c for c in cases if "full-band" in c.name).job

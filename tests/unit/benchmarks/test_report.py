@@ -15,10 +15,11 @@ from benchmarks.report_multiquery import multiquery_lines
 from benchmarks.report_overload import elastic_lines, overload_lines
 from benchmarks.report_pages import FOLDER, PAGES
 from benchmarks.report_provenance import commit_line
-from benchmarks.report_rate import nexmark_live_targets
+from benchmarks.report_rate import live_targets, nexmark_live_targets
 from benchmarks.report_shapes import shapes_lines, shapes_targets
 from benchmarks.report_soak import soak_lines
 from benchmarks.report_targets import long_targets, metrics_overhead_row, other_targets, targets
+from benchmarks.skew_keys import skew_targets
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -241,10 +242,61 @@ def test_each_shape_is_judged_against_its_peer_and_against_the_equi_shape() -> N
     steady = "steady batch p50, the peer's over ours: ×13.33 at worst"  # (theta's 4,000 / 300)
     assert foreach == (f"×31.00 at worst (2 shapes); {steady}", True)
     # (theta has neither an equality nor a band: its batch is not held to equi's.)
-    assert equi == ("×1.83 at worst (left-band-300s)", True)
+    assert equi == ("×1.83 at worst (left-band-300s; 2 cases)", True)
     cases[1]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 130.0
     cases[2]["engines"]["streamjoin"]["throughput"] = 29_000.0
     assert [met for _, _, met in shapes_targets({"cases": cases})] == [True, False, False]
+
+
+def test_each_shape_grows_from_10s_to_1h_and_the_product_by_its_reached_pairs() -> None:
+    def ours(name: str, p50: float, **more: t.Any) -> dict[str, t.Any]:
+        engine = {"steady_batch_p50_ms": p50, "cpu_seconds": 20.0}
+        return {"case": f"shapes-{name}", "engines": {"streamjoin": engine}, **more}
+
+    cases = [
+        ours("equi-10s", 40.0),
+        ours("equi-full", 50.0),
+        ours("left-band-10s", 50.0),
+        ours("left-band-3600s", 74.0),  # (an outer join has no full-history case)
+        ours("product-10s", 300.0, reached_pairs=3_000_000_000),
+    ]
+
+    def row(part: str) -> tuple[str, bool | None]:
+        (found,) = [(n, met) for name, n, met in shapes_targets({"cases": cases}) if part in name]
+        return found
+
+    assert row("grows < 1.5×") == ("×1.48 at worst (left-band; 2 shapes)", True)
+    product = row("neither a band nor a key")
+    assert product == ("150.0 M (3,000,000,000 pairs, 20.0 CPU s)", True)
+    # (10 s against equi's 10 s, 1 h against equi's whole history)
+    assert row("≤ 2× the equi") == ("×1.48 at worst (left-band-3600s; 4 cases)", True)
+    cases[3]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 76.0
+    cases[4]["reached_pairs"] = 1_000_000_000
+    assert row("grows < 1.5×")[1] is False
+    assert row("neither a band nor a key")[1] is False
+    cases[4]["engines"]["streamjoin"]["cpu_seconds"] = None  # (a cluster's run, say)
+    assert row("neither a band nor a key")[1] is None
+    del cases[0]["engines"]["streamjoin"]["steady_batch_p50_ms"]
+    assert row("grows < 1.5×") == ("no figure for equi", None)
+
+
+def test_live_on_the_cluster_is_judged_apart_from_local_runs() -> None:
+    def run(rate: float, p50: float, p99: float, *, cluster: bool) -> dict[str, t.Any]:
+        engines = {"streamjoin": {"keeps_up": True}, "spark-native": {"keeps_up": True}}
+        ratios = {"latency_p50_s": p50, "latency_p99_s": p99}
+        case = {"case": "equi", "engines": engines, "ratios": ratios}
+        where = {"cluster": "standalone"} if cluster else {}
+        return {"workload": "equi", "rate_per_stream": rate, "cases": [case], **where}
+
+    local = {"rate-equi-5000.json": run(5000.0, 0.5, 0.6, cluster=False)}
+    on_cluster = {"rate-equi-2000-cluster.json": run(2000.0, 0.8, 1.2, cluster=True)}
+    rows = live_targets({**local, **on_cluster}, {})
+    (cluster_row,) = [r for r in rows if "cluster" in r[0]]
+    assert cluster_row[1:] == ("2,000/s p50 ×0.8, p99 ×1.2", False)
+    (local_row,) = [r for r in rows if r[0].startswith("live, equi: latency")]
+    assert local_row[1].startswith("p50 ×0.5, p99 ×0.6")  # (the cluster's run not among them)
+    on_cluster["rate-equi-2000-cluster.json"]["cases"][0]["ratios"]["latency_p99_s"] = 0.9
+    assert next(r for r in live_targets(on_cluster, {}) if "cluster" in r[0])[2] is True
 
 
 def test_nexmark_fed_live_is_judged_per_query_spark_keeps_up_with() -> None:
@@ -265,3 +317,20 @@ def test_nexmark_fed_live_is_judged_per_query_spark_keeps_up_with() -> None:
     assert "120 s" in target
     assert "default trigger" in target
     assert nexmark_live_targets(missed)[0][2] is False
+
+
+def test_skew_speed_is_judged_at_full_size_only() -> None:
+    def case(z: float, speedup: float) -> dict[str, t.Any]:
+        return {
+            "z": z,
+            "ratios": {"throughput_auto_over_hash": speedup},
+            "auto": {"skew_after_switch": 1.1},
+        }
+
+    cases = [case(0.0, 1.0), case(1.5, 0.9), case(2.0, 1.2)]
+    full = skew_targets(cases, cluster=False, size="full")
+    quick = skew_targets(cases, cluster=False, size="quick")
+    assert full["z>=1.5: auto >= 1.0x hash"] is False
+    assert not any(k.startswith("z>=1.5: auto >=") for k in quick)
+    assert quick["speedups_at_z>=1.5"] == [0.9, 1.2]
+    assert quick["z>=1.5: auto max/mean < 1.5"] is True
