@@ -40,7 +40,13 @@ from benchmarks.report_provenance import (
     machine_line,
     settings_line,
 )
-from benchmarks.report_shapes import shapes_targets
+from benchmarks.report_shapes import (
+    PARTS,
+    shapes_commands,
+    shapes_sources,
+    shapes_targets,
+    with_parts,
+)
 from benchmarks.report_soak import soak_targets
 from benchmarks.report_targets import other_targets, targets
 
@@ -157,7 +163,7 @@ def render(
     adhoc, overload, soak = adhoc or {}, overload or {}, soak or {}
     every = {**reports, **rate, **multiquery, **extra, **maxrate, **adhoc, **overload, **soak}
     every |= {"elastic.json": elastic} if elastic else {}
-    every |= {"shapes.json": shapes} if shapes else {}
+    every |= shapes_sources(shapes) if shapes else {}
     flink = flink or {}
     every |= flink
     if not every:
@@ -176,7 +182,7 @@ def render(
     lines += [
         "```",
         *commands(reports, rate, multiquery, extra)[:-1],
-        *(commands({"shapes": shapes}, {}, {}, {})[:-1] if shapes else []),
+        *(shapes_commands(shapes) if shapes else []),
         *(
             f"streamjoin bench {r['workload']} --max-rate --rate {r.get('start_rate', 5000):g}"
             f"{_SIZE_FLAG.get(r['size'], '')} --duration {r.get('duration_s', 30):g}"
@@ -268,7 +274,9 @@ def texts(folder: str = RESULTS, *, plot: bool = True) -> dict[str, str]:
     adhoc, overload = _load_prefixed(folder, "adhoc-"), _load_prefixed(folder, "overload-")
     soak = _load_prefixed(folder, "soak")
     elastic = _load_prefixed(folder, "elastic.json").get("elastic.json")
-    shapes = _load_prefixed(folder, "shapes.json").get("shapes.json")
+    shapes = with_parts(
+        _load_prefixed(folder, "shapes.json").get("shapes.json"), _load_prefixed(folder, PARTS)
+    )
     flink = {n: r for n, r in _load_prefixed(folder, "").items() if n.endswith(SUFFIX)}
     rate, maxrate = load_rate(folder), _load_prefixed(folder, "maxrate-")
     text = render(

@@ -18,7 +18,7 @@ from benchmarks.report_multiquery import multiquery_lines
 from benchmarks.report_overload import elastic_lines, overload_lines
 from benchmarks.report_provenance import commit_line, machine_line
 from benchmarks.report_rate import rate_lines
-from benchmarks.report_shapes import shapes_lines
+from benchmarks.report_shapes import shapes_lines, shapes_sources
 from benchmarks.report_soak import soak_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,7 +77,7 @@ def pages(
         section = soak_lines(soak, folder, plot=plot, plots_href=PLOTS_HREF)
         out[SOAK] = _page(section, soak, "report_soak")
     if shapes:
-        out[SHAPES] = _page(shapes_lines(shapes), {"shapes.json": shapes}, "report_shapes")
+        out[SHAPES] = _page(shapes_lines(shapes), shapes_sources(shapes), "report_shapes")
     if flink:
         out[FLINK] = _page(flink_lines(flink), flink, "report_flink")
     return out

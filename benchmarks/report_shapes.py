@@ -8,15 +8,55 @@ import typing as t
 
 from benchmarks.report_backlog import long_table
 from benchmarks.report_format import Report, _fmt, commit_of
+from benchmarks.report_provenance import commands
 
 NATIVE, FOREACH = "spark-native", "spark-foreach"
 SAME_COST = ("equi", "bandkey", "band", "or", "left-equi", "full-equi", "left-band", "full-band")
 """The shapes with an equality or a band, whose steady batch is held to the equi shape's."""
 
 
+PARTS = "shapes-cases-"
+"""The prefix of the reports of runs of some of the cases (``bench shapes --cases …``)."""
+
+
+def with_parts(shapes: Report | None, parts: t.Mapping[str, Report]) -> Report | None:
+    """`shapes` with the cases of the runs of some cases (`parts`, by file name: a later part's
+    case takes the place of an earlier's, and of the whole run's, of the same name), and those
+    runs' provenance (all but their cases) under ``parts``: a workload of hours can be recorded
+    a part at a time."""
+    if not parts:
+        return shapes
+    merged = dict(shapes or next(iter(parts.values())))
+    cases = {c["case"]: c for c in (shapes or {}).get("cases", [])}
+    for part in parts.values():
+        cases |= {c["case"]: c for c in part["cases"]}
+    merged["cases"] = list(cases.values())
+    merged["parts"] = {f: {k: v for k, v in r.items() if k != "cases"} for f, r in parts.items()}
+    return merged
+
+
+def shapes_sources(shapes: Report) -> dict[str, Report]:
+    """The files the (merged) shapes report came from, each with its own provenance (a
+    report of parts only is its first part's, which names its cases: no ``shapes.json``)."""
+    base = {} if shapes.get("only") else {"shapes.json": shapes}
+    return base | dict(shapes.get("parts", {}))
+
+
+def shapes_commands(shapes: Report) -> list[str]:
+    """The commands that wrote the (merged) shapes report's files."""
+    runs = {f.removesuffix(".json"): r for f, r in shapes_sources(shapes).items()}
+    return commands(runs, {}, {}, {})[:-1]
+
+
 def shapes_lines(report: Report) -> list[str]:
     """The page's section: what ran, and the table (`long`'s columns)."""
     limit = report.get("peer_time_limit_s")
+    parts = [
+        f"`{f}` (commit {commit_of(r)}, peer time limit {_fmt(r.get('peer_time_limit_s'))} s: "
+        f"the cases whose names contain {' or '.join(f'`{x}`' for x in r.get('only', []))})"
+        for f, r in report.get("parts", {}).items()
+    ]
+    cases_of = f" Cases run apart (`--cases`), in place of the whole run's: {'; '.join(parts)}."
     return [
         "## Every two-way shape (shapes)",
         "",
@@ -28,7 +68,8 @@ def shapes_lines(report: Report) -> list[str]:
         "nor a key (`l.x * r.x > c`, within 10 s). The peer is Spark's native join where it "
         "runs the shape, else the foreachBatch join; the 10 s and 1 h cases are ours alone "
         "(how a batch grows with the window; the stream spans 10 minutes of event time, so the "
-        "full history is a 1 h window's). *Steady*: the batches after the warm-up.",
+        "full history is a 1 h window's). *Steady*: the batches after the warm-up."
+        + (cases_of if parts else ""),
         "",
         *long_table(report, floor=False),
         "",
@@ -95,22 +136,18 @@ def shapes_targets(report: Report) -> list[tuple[str, str, bool | None]]:
         kind, window = _kind(c)
         if kind == "equi" and (steady := _steady(c, "streamjoin")):
             equi[window] = steady
-    # (1 h against equi's full history: the stream spans 10 minutes of event time.)
-    same = {"3600s": "full"}
     over = {
-        (k, w): ours / equi[same.get(w, w)]
+        (k, w): ours / equi[w]
         for c in cases
         for k, w in [_kind(c)]
-        if k in SAME_COST
-        and same.get(w, w) in equi
-        and (ours := _steady(c, "streamjoin")) is not None
+        if k in SAME_COST and w in equi and (ours := _steady(c, "streamjoin")) is not None
     }
     if over:
         worst_kind = max(over, key=lambda kw: over[kw])
         rows.append(
             (
                 "shapes: every shape with an equality or a band, steady batch p50 ≤ 2× the equi "
-                "shape's (same window: 10 s, 5 minutes, 1 h or the whole history)",
+                "shape's (same window: 10 s, 5 minutes, 1 h, the whole history)",
                 f"×{_r(over[worst_kind])} at worst ({'-'.join(worst_kind)}; {len(over)} cases)",
                 over[worst_kind] <= 2,
             )
@@ -121,8 +158,8 @@ def shapes_targets(report: Report) -> list[tuple[str, str, bool | None]]:
 
 
 def _growth_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, str, bool | None]]:
-    """Each shape's steady batch within 1 h (its full history where it has one) over its
-    batch within 10 s; not judged (–) where a shape's 10 s case ran without a figure."""
+    """Each shape's steady batch within 1 h over its batch within 10 s (cases of one run,
+    ours alone); not judged (–) where one of them has no figure."""
     ours = {_kind(c): _steady(c, "streamjoin") for c in cases}
     kinds = [k for k in SAME_COST if (k, "10s") in ours]
     if not kinds:
@@ -130,7 +167,7 @@ def _growth_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, str
     growth = {}
     for kind in kinds:
         short = ours[kind, "10s"]
-        long = ours.get((kind, "full")) or ours.get((kind, "3600s"))
+        long = ours.get((kind, "3600s"))
         growth[kind] = long / short if short and long else None
     name = (
         "shapes: every shape with an equality or a band, steady batch p50 grows < 1.5× from a "

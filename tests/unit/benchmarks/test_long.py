@@ -276,7 +276,7 @@ def test_shapes_runs_each_two_way_shape_over_the_long_stream(
         *(f"shapes-{k}-full" for k in SHAPE_HISTORY_KINDS),
         "shapes-product-10s",
         *(f"shapes-{k}-10s" for k in SHAPE_GROWTH_KINDS),
-        *(f"shapes-{k}-3600s" for k in ("left-equi", "full-equi", "left-band", "full-band")),
+        *(f"shapes-{k}-3600s" for k in SHAPE_GROWTH_KINDS),
     ]
     growth = [c for c in cases if c.name.endswith(("-10s", "-3600s")) and "product" not in c.name]
     assert all(c.peer is None for c in growth)
