@@ -338,6 +338,9 @@ def run_workload(
 
 def chosen(cases: t.Sequence[Case], only: t.Sequence[str]) -> list[Case]:
     """The `cases` whose names contain one of the strings of `only` (all of them without)."""
+    if any(not part for part in only):
+        msg = f"--cases {','.join(only)} has an empty name (it would take every case)"
+        raise ValueError(msg)
     kept = [c for c in cases if not only or any(part in c.name for part in only)]
     if not kept:
         names = ", ".join(c.name for c in cases)

@@ -20,7 +20,6 @@ def expected_counts(case: Case) -> dict[str, int] | None:
     queries are checked by their peer, the foreachBatch join, which is itself a nested loop
     evaluating the predicate as written and decides outer rows as the stream does, and by the
     reference at tiny size."""
-
     from streamjoin.plan import plan_job
     from streamjoin.sql import parse_job
 

@@ -171,7 +171,7 @@ def more_lines(
         entries.append(
             f"- [Every two-way shape (shapes)]({href['shapes']}): `long`'s stream over each shape "
             "the join operator serves, against Spark's native join or the foreachBatch join "
-            "(`shapes.json`)."
+            f"({files(shapes_sources(shapes))})."
         )
     if flink:
         entries.append(

@@ -140,7 +140,7 @@ def commands(
 def _cases_flag(report: Report) -> str:
     """``--cases …`` where a report ran some of its workload's cases (else nothing)."""
     only = report.get("only")
-    return f" --cases {','.join(only)}" if only else ""
+    return f" --cases={','.join(only)}" if only else ""  # (= : a first name may start with -)
 
 
 def _engines_flag(report: Report) -> str:

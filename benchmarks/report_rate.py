@@ -42,7 +42,11 @@ def live_targets(
 def cluster_live_targets(rate: t.Mapping[str, Report]) -> list[tuple[str, str, bool | None]]:
     """Live on the 2-worker cluster (issue: where users outgrow one machine), a row for the
     equi runs there: our latency p50 and p99 ≤ Spark's at each rate Spark keeps up with."""
-    runs = [r for r in rate.values() if "cluster" in r and r["workload"] == "equi"]
+    runs = [
+        r
+        for r in rate.values()
+        if "cluster" in r and r["workload"] == "equi" and r.get("warmup", True)
+    ]
     shown, ok = [], True
     for r in sorted(runs, key=lambda r: float(r["rate_per_stream"])):
         for c in r["cases"]:
@@ -50,7 +54,8 @@ def cluster_live_targets(rate: t.Mapping[str, Report]) -> list[tuple[str, str, b
                 shown.append(f"{r['rate_per_stream']:,.0f}/s: Spark falls behind")
                 continue
             p50, p99 = (c["ratios"].get(k) for k in ("latency_p50_s", "latency_p99_s"))
-            shown.append(f"{r['rate_per_stream']:,.0f}/s p50 ×{_fmt(p50)}, p99 ×{_fmt(p99)}")
+            run = f"{r['rate_per_stream']:,.0f}/s ({r['size']}, {r['duration_s']:g} s)"
+            shown.append(f"{run} p50 ×{_fmt(p50)}, p99 ×{_fmt(p99)}")
             ok = ok and p50 is not None and p99 is not None and p50 <= 1 and p99 <= 1
     if not runs:
         return []

@@ -240,7 +240,9 @@ def _skew_row(report: dict[str, t.Any]) -> tuple[str, str, bool | None]:
     judged = [bool(tg[key]) for key in _SKEW_TARGETS if key in tg]
     met = all(judged) if judged else None
     if not any(key.startswith("z>=1.5: auto >=") for key in tg):
-        labels.append(f"speed against hash not judged at {size} size (see its page)")
+        labels.append(f"z ≥ 1.5: auto against hash, not judged at {size} size (see its page)")
+        speed = tg.get("speedups_at_z>=1.5")
+        numbers.append(" / ".join(f"×{v}" for v in speed) if speed else "–")
     return f"skew ({size}{where}): {'; '.join(labels)}", "; ".join(numbers), met
 
 

@@ -209,7 +209,7 @@ SPEED_JUDGED = ("full",)
 SPEED_UNJUDGED_WHY = (
     "a hot key's work is below what its runs can tell apart: z = 1.5 gives it about 5 M "
     "candidate pairs a batch (some 0.1 s of one task at the 23 ns a pair full size measures), "
-    "while the same batches of even keys took 0.6 s in one run and 1.3 s in another"
+    "while hash's batch of even keys took 0.6 s in one recorded run and 1.0 s in another"
 )
 
 

@@ -368,7 +368,7 @@ SHAPE_HISTORY_KINDS = ("equi", "bandkey", "band", "or")
 # keeps the whole history, as the full-history cases do beside their peers).
 SHAPE_GROWTH_KINDS = tuple(k for k in SHAPE_KINDS if k != "theta")
 SHAPE_SHORT_WINDOW, SHAPE_LONG_WINDOW = 10.0, 3600.0
-# `product`: a predicate with neither a band nor a key, `l.x * r.x > c`, within 10 s (within 5
+# `product`: a predicate with no band of values and no key, `l.x * r.x > c`, within 10 s (within 5
 # minutes a row would meet about 3/4 of the other stream: some 67 billion pairs a run); its peer
 # is the foreachBatch join, and its figure the pairs its window reaches per CPU second.
 PRODUCT_WINDOW = 10.0

@@ -345,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cases",
         metavar="NAMES",
         help="backlog runs: only the cases whose names contain one of these comma-separated "
-        "strings (say shapes' -10s,-3600s)",
+        "strings (say --cases=-10s,-3600s: with =, as a first string may start with -)",
     )
     bench.set_defaults(func=_cmd_bench)
     jar = sub.add_parser(

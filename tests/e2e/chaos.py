@@ -69,7 +69,7 @@ QUERIES: dict[str, tuple[str, str]] = {
     # matrix's copies of each row.)
     "bandkey": (PAIR, f"A a LEFT JOIN B b ON a.k = b.k AND abs(a.x - b.x) <= 1.0 AND {W3}"),
     "either": (PAIR, f"A a JOIN B b ON (a.k = b.k OR a.x = b.x) AND {W3}"),
-    # (Neither a band nor a key: each row meets every row its window reaches.)
+    # (No band of values, no key: each row meets every row its window reaches.)
     "product": (PAIR, f"A a JOIN B b ON a.x * b.x > 80 AND {W3}"),
     "matrix": (
         PAIR,

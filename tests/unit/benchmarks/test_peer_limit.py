@@ -46,6 +46,21 @@ def test_cases_keeps_those_named_and_names_them_all_when_none_is(tmp_path: Path)
         chosen(cases, ["nope"])
 
 
+def test_cases_refuses_an_empty_name_which_would_take_every_case(tmp_path: Path) -> None:
+    cases = WORKLOADS["window-growth"](str(tmp_path), "tiny")
+    with pytest.raises(ValueError, match=r"--cases equi-1s, has an empty name"):
+        chosen(cases, ["equi-1s", ""])
+
+
+def test_cases_starting_with_a_dash_parse_after_an_equals_sign(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # (--tiny and --rate refuse --cases before any run: the parse is what is checked)
+    code = main(["bench", "equi", "--tiny", "--rate", "100", "--cases=-10s,-1s"])
+    assert code != 0
+    assert "--cases goes with a backlog run" in capsys.readouterr().err
+
+
 def test_cases_with_rate_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["bench", "equi", "--tiny", "--rate", "100", "--cases", "equi"])
     assert code != 0

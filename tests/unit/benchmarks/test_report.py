@@ -246,9 +246,9 @@ def test_each_shape_is_judged_against_its_peer_and_against_the_equi_shape() -> N
     )
     assert native == ("p50 / rows/s: equi-300s ×0.09 / ×5.00", True)
     steady = "steady batch p50, the peer's over ours: ×13.33 at worst"  # (theta's 4,000 / 300)
-    assert foreach == (f"×31.00 at worst (2 shapes); {steady}", True)
+    assert foreach == (f"×31.00 at worst (theta-300s; 2 shapes); {steady}", True)
     # (theta has neither an equality nor a band: its batch is not held to equi's.)
-    assert equi == ("×1.83 at worst (left-band-300s; 2 cases)", True)
+    assert equi == ("×1.83 at worst (left-band-300s; 1 cases)", True)
     cases[1]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 130.0
     cases[2]["engines"]["streamjoin"]["throughput"] = 29_000.0
     assert [met for _, _, met in shapes_targets({"cases": cases})] == [True, False, False]
@@ -272,18 +272,21 @@ def test_each_shape_grows_from_10s_to_1h_and_the_product_by_its_reached_pairs() 
         return found
 
     assert row("grows < 1.5×") == ("×1.48 at worst (left-band; 2 shapes)", True)
-    product = row("neither a band nor a key")
+    product = row("no band of values and no key")
     assert product == ("150.0 M (3,000,000,000 pairs, 20.0 CPU s)", True)
     # (each window against equi's of the same window)
-    assert row("≤ 2× the equi") == ("×1.48 at worst (left-band-3600s; 4 cases)", True)
+    assert row("≤ 2× the equi") == ("×1.48 at worst (left-band-3600s; 2 cases)", True)
     cases[3]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 76.0
     cases[4]["reached_pairs"] = 1_000_000_000
     assert row("grows < 1.5×")[1] is False
-    assert row("neither a band nor a key")[1] is False
+    assert row("no band of values and no key")[1] is False
     cases[4]["engines"]["streamjoin"]["cpu_seconds"] = None  # (a cluster's run, say)
-    assert row("neither a band nor a key")[1] is None
+    assert row("no band of values and no key")[1] is None
     del cases[0]["engines"]["streamjoin"]["steady_batch_p50_ms"]
-    assert row("grows < 1.5×") == ("no figure for equi", None)
+    assert row("grows < 1.5×") == ("no figure of one run for equi", None)
+    cases[0]["engines"]["streamjoin"]["steady_batch_p50_ms"] = 40.0
+    cases[0]["source"] = "shapes-cases-1.json"  # (the 10 s case from another run than the 1 h)
+    assert row("grows < 1.5×") == ("no figure of one run for equi", None)
 
 
 def test_live_on_the_cluster_is_judged_apart_from_local_runs() -> None:
@@ -292,13 +295,14 @@ def test_live_on_the_cluster_is_judged_apart_from_local_runs() -> None:
         ratios = {"latency_p50_s": p50, "latency_p99_s": p99}
         case = {"case": "equi", "engines": engines, "ratios": ratios}
         where = {"cluster": "standalone"} if cluster else {}
-        return {"workload": "equi", "rate_per_stream": rate, "cases": [case], **where}
+        run = {"workload": "equi", "rate_per_stream": rate, "size": "quick", "duration_s": 120.0}
+        return {**run, "cases": [case], **where}
 
     local = {"rate-equi-5000.json": run(5000.0, 0.5, 0.6, cluster=False)}
     on_cluster = {"rate-equi-2000-cluster.json": run(2000.0, 0.8, 1.2, cluster=True)}
     rows = live_targets({**local, **on_cluster}, {})
     (cluster_row,) = [r for r in rows if "cluster" in r[0]]
-    assert cluster_row[1:] == ("2,000/s p50 ×0.8, p99 ×1.2", False)
+    assert cluster_row[1:] == ("2,000/s (quick, 120 s) p50 ×0.8, p99 ×1.2", False)
     (local_row,) = [r for r in rows if r[0].startswith("live, equi: latency")]
     assert local_row[1].startswith("p50 ×0.5, p99 ×0.6")  # (the cluster's run not among them)
     on_cluster["rate-equi-2000-cluster.json"]["cases"][0]["ratios"]["latency_p99_s"] = 0.9
@@ -357,22 +361,32 @@ def test_a_run_of_some_shapes_takes_the_place_of_the_same_cases() -> None:
 
     whole = run("aaa", ["equi-300s", "band-300s"])
     part = run("bbb", ["band-300s", "equi-10s"], ["band-300s", "-10s"])
+    later = run("ccc", ["equi-10s"], ["equi-10s"])
+    merged = with_parts(whole, {"shapes-cases-10.json": later, "shapes-cases-x.json": part})
+    assert merged is not None
+    assert [(c["case"], c["source"]) for c in merged["cases"]] == [
+        ("shapes-equi-300s", "shapes.json"),
+        ("shapes-band-300s", "shapes-cases-x.json"),  # (the part's run of it, not the whole's)
+        ("shapes-equi-10s", "shapes-cases-x.json"),  # (x after 10: letters after numbers)
+    ]
+    numbered = with_parts(whole, {"shapes-cases-10.json": later, "shapes-cases-2.json": part})
+    assert numbered is not None  # (10 after 2: as numbers, not as text)
+    assert [c["source"] for c in numbered["cases"]][1:] == [
+        "shapes-cases-2.json",
+        "shapes-cases-10.json",
+    ]
     merged = with_parts(whole, {"shapes-cases-x.json": part})
     assert merged is not None
-    assert [c["case"] for c in merged["cases"]] == [
-        "shapes-equi-300s",
-        "shapes-band-300s",
-        "shapes-equi-10s",
-    ]
-    assert merged["cases"][1] is part["cases"][0]  # (the part's run of it, not the whole's)
     assert list(shapes_sources(merged)) == ["shapes.json", "shapes-cases-x.json"]
     assert shapes_commands(merged) == [
         "streamjoin bench shapes --peer-limit 600 --out benchmarks/results/shapes.json",
-        "streamjoin bench shapes --peer-limit 600 --cases band-300s,-10s "
+        "streamjoin bench shapes --peer-limit 600 --cases=band-300s,-10s "
         "--out benchmarks/results/shapes-cases-x.json",
     ]
     text = " ".join(shapes_lines(merged))
-    assert "`shapes-cases-x.json` (commit bbb, peer time limit 600.0 s: the cases whose" in text
+    assert (
+        "`shapes-cases-x.json` (commit bbb, peer time limit 600.0 s): band-300s, equi-10s" in text
+    )
     assert with_parts(whole, {}) is whole
     alone = with_parts(None, {"shapes-cases-x.json": part})
     assert alone is not None and list(shapes_sources(alone)) == ["shapes-cases-x.json"]
