@@ -60,7 +60,7 @@ def shapes_lines(report: Report) -> list[str]:
     limit = report.get("peer_time_limit_s")
     supplied: dict[str, list[str]] = {}
     for c in report["cases"]:
-        supplied.setdefault(c.get("source", "shapes.json"), []).append(str(c["case"]))
+        supplied.setdefault(_source(c), []).append(str(c["case"]))
     parts = [
         f"`{f}` (commit {commit_of(r)}, peer time limit {_fmt(r.get('peer_time_limit_s'))} s): "
         + ", ".join(n.removeprefix("shapes-") for n in supplied[f])
