@@ -30,12 +30,14 @@ class Band:
     lo: float
     hi: float
     temporal: bool = False
+    split: int = 1
+    """Buckets a band's span is cut into: its range reaches at most ``split + 1`` buckets."""
 
     @property
     def width(self) -> float:
-        """Bucket width: a band of width w spans at most two buckets of width w."""
+        """Bucket width: a band of width w spans at most ``split + 1`` buckets of w / split."""
         span = self.hi - self.lo
-        return span if span > 0 else 1.0
+        return span / self.split if span > 0 else 1.0
 
     def describe(self) -> str:
         """Human form, e.g. ``b.y - (a.x - a.z) in [-1, 1]``."""
@@ -58,9 +60,9 @@ class TimeWindow:
 
         return f"[{fmt(self.lo_us, '-inf')}, {fmt(self.hi_us, '+inf')}]"
 
-    def band(self, left_time: str, right_time: str) -> Band:
+    def band(self, left_time: str, right_time: str, split: int = 1) -> Band:
         """The window as a band in microseconds between the qualified event-time columns
-        `left_time` and `right_time` (both bounds set)."""
+        `left_time` and `right_time` (both bounds set), its span cut into `split` buckets."""
         assert self.lo_us is not None and self.hi_us is not None
         return Band(
             f"unix_micros({left_time})",
@@ -68,6 +70,7 @@ class TimeWindow:
             float(self.lo_us),
             float(self.hi_us),
             temporal=True,
+            split=split,
         )
 
 

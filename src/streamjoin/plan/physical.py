@@ -320,6 +320,14 @@ def window_lag(job: Job, query: Query) -> int | None:
     return column_lag(query, side, times, lags, job.source)
 
 
+TIME_BAND_SPLIT = 4
+"""Buckets a keyless join's event-time window is cut into. Its rows arrive in time order, so a
+batch's probes reach the few buckets just behind it; each bucket is a run of its own on the
+partitions in turn (`indexsql.run_places`), and at a quarter of the window each of two
+partitions holds half of the rows any probe reaches (at the window's width, one partition held
+three quarters of them, and a batch's probes often all of them)."""
+
+
 def _plan_query(job: Job, q: Query) -> QueryPlan:
     left, right = job.stream(q.left.stream), job.stream(q.right.stream)
     # (An outer join's candidate pairs are its ON condition's: a pair that meets the ON and not
@@ -345,7 +353,7 @@ def _plan_query(job: Job, q: Query) -> QueryPlan:
     elif parts.bands:
         strategy, band = "band", min(parts.bands, key=lambda b: b.width)
     elif window is not None:
-        strategy, band = "band", window.band(*times)
+        strategy, band = "band", window.band(*times, split=TIME_BAND_SPLIT)
     else:
         strategy = "nested-loop"
     check_two_way_options(job, q, parts, band, time_band)

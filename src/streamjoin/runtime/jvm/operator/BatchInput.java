@@ -160,6 +160,20 @@ public final class BatchInput implements Serializable {
     return ((BasePredicate[]) made("output", 1)[0])[0];
   }
 
+  /** This one-sided plan's condition as a {@link PairTest} of candidate pairs, made for the
+   * calling thread (its values are the thread's); null where there is none or PairTest does
+   * not take it: then {@link #test} tests each pair. */
+  PairTest pairTest() {
+    String key = id + "/pairs/" + Thread.currentThread().getId();
+    Object made = MADE.get(key);
+    if (made == null) {
+      PairTest test = PairTest.make(conditions[0], (scala.collection.immutable.Seq) inputs[0]);
+      made = test == null ? (Object) Boolean.FALSE : (Object) test;
+      MADE.put(key, made);
+    }
+    return made instanceof PairTest ? (PairTest) made : null;
+  }
+
   /** The predicates (null: none) and projections of the first {@code sides} sides, made once
    * per thread that runs this input's tasks for {@code use}: a task consumes the rows it
    * makes before it ends (the index copies them), and a thread runs one task at a time. */

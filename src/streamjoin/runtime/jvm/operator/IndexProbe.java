@@ -17,7 +17,7 @@ import org.apache.spark.sql.catalyst.expressions.XXH64;
  * rule), returning the candidate pairs, or the rows a {@link BatchInput#output} makes of those
  * it keeps. Written for janino: no lambdas, raw collections.
  */
-final class IndexProbe implements FlatMapFunction {
+final class IndexProbe implements FlatMapFunction, Cloneable {
   final String name;
   final int parts;
   final long batch;
@@ -61,11 +61,19 @@ final class IndexProbe implements FlatMapFunction {
   // pair is found, and the counts: rows per unit, then with shedding each side's pairs written
   // and each side's pairs its skipped rows would have found.)
   BasePredicate test;
+  PairTest columnTest;  // (the predicate over the stored side's columns; then `test` is null)
   long[] counts;
   BasePredicate[] on;  // (the marker's predicate, made once; {null}: every pair)
   java.util.Set marks;  // (the marks a row's copies share: JoinIndex.MARKS; else null)
   Object[] scratch;
   GenericInternalRow scratchRow;
+  // (One probing row's candidates, tested together: their slots, those kept, how many; the
+  // stored side's columns, for columnTest.)
+  static final int CANDIDATES = 1024;
+  int[] slots;
+  int[] kept;
+  int candidates;
+  Object[] cols;
 
   IndexProbe(String name, int parts, long batch, int[] fields, int units, BatchInput output) {
     this.name = name;
@@ -79,7 +87,7 @@ final class IndexProbe implements FlatMapFunction {
   public Iterator call(Object rows) {
     int shed = cuts == null ? 0 : 4;
     counts = units + shed > 0 ? new long[units + shed] : null;
-    test = output == null ? null : output.test();
+    begin();
     boolean shared = JoinIndex.sharesMarks(marker, fields, name);
     marks = shared && marksInJvm ? JoinIndex.marks(name, true) : null;
     met = sendsMet != 0 ? new ArrayList() : null;
@@ -98,43 +106,46 @@ final class IndexProbe implements FlatMapFunction {
       Object had = JoinIndex.COUNTS.putIfAbsent(name + "@" + batch, tasks);
       ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);
     }
-    return new ProbePairs(this, found.entrySet().iterator());
+    ArrayList stored = ProbePairs.store(this, found.entrySet().iterator());
+    int ways = splits() ? ParallelPairs.ways(stored.size()) : 1;
+    return ways > 1 ? new ParallelPairs(this, stored, ways) : new ProbePairs(this, stored);
   }
 
-  /** The rows without a partner that every partition decides (the task holds them all, or
-   * its one partition {@code only}), as pairs whose other side is NULL, where the outer join's
-   * WHERE holds ({@code alone}). */
-  ArrayList unmatched() {
-    ArrayList out = new ArrayList();
-    BasePredicate where = alone.test();
-    for (int side = 0; side < 2; side++) {
-      if (below[side] == Long.MIN_VALUE) {
-        continue;
-      }
-      boolean tabbed = fields[IndexRows.TAB] >= 0;
-      ArrayList pairs;
-      if (only < 0) {
-        pairs = JoinIndex.alone(name, parts, side, below[side], batch, tabbed);
-      } else {  // (a row has no copy in another partition: PlacedIndex#probe)
-        pairs = new ArrayList();
-        IndexPart part = JoinIndex.part(name, only);
-        synchronized (part) {
-          JoinIndex.aloneIn(part, side, below[side], batch, null, tabbed, pairs, false);
-        }
-      }
-      for (int i = 0; i < pairs.size(); i++) {
-        InternalRow pair = (InternalRow) pairs.get(i);
-        if (where == null || where.eval(pair)) {
-          out.add(pair);
-        }
-      }
+  /** The probe's own state for the calling thread: its tests and its candidates' buffers. */
+  void begin() {
+    columnTest = output == null ? null : output.pairTest();
+    test = output == null || columnTest != null ? null : output.test();
+    slots = new int[CANDIDATES];
+    kept = new int[CANDIDATES];
+  }
+
+  /** Whether the probe's partitions may be probed on several threads ({@link ParallelPairs}):
+   * all in this JVM, and nothing the probe's threads would share (an outer join's marks, a
+   * shed probe's counts). */
+  boolean splits() {
+    return only < 0 && marker == null && alone == null && cuts == null && sendsMet == 0
+        && marksInto == null;
+  }
+
+  /** A copy of this probe for a worker of {@link ParallelPairs}, which makes its own state
+   * ({@link #begin}) on its thread. */
+  IndexProbe worker() {
+    try {
+      IndexProbe copy = (IndexProbe) clone();
+      copy.scratch = null;
+      copy.scratchRow = null;
+      return copy;
+    } catch (CloneNotSupportedException e) {
+      throw new IllegalStateException(e);
     }
-    return out;
   }
 
   /** Probes and extends one partition with its rows of the batch (the delta rule), its pairs
    * into {@code out}: what {@link ProbePairs} does a chunk at a time. */
   void apply(IndexPart part, ArrayList[] delta, ArrayList out) {
+    if (slots == null) {  // (a probe not called: a rebuild's, JoinIndex#loadInto)
+      begin();
+    }
     synchronized (part) {
       int[][] older = store(part, delta);
       for (int side = 0; side < 2; side++) {
@@ -213,34 +224,44 @@ final class IndexProbe implements FlatMapFunction {
       return;
     }
     IndexSide them = part.side(d.tab, other);
+    if (columnTest != null) {
+      if (left) {
+        columnTest.probeLeft(d.row);
+      } else {
+        columnTest.probeRight(d.row);
+      }
+      cols = SideColumns.of(them, columnTest.reads[other], columnTest.types[other]).arrays;
+    }
     int below = left ? Integer.MAX_VALUE : d.tab < older.length ? older[d.tab][0] : them.end;
+    candidates = 0;
     if (!d.ranged) {
       pairs(d, them, them.first(d.key), below, left, tabbed, out);
-      return;
-    }
-    if (d.hi < d.lo) {  // (an empty range: a NULL band value's, say)
-      return;
-    }
-    long span = d.hi - d.lo;  // (negative: past a long's range)
-    if (span >= 0 && span < them.keyCount()) {
-      // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
-      for (long b = d.lo; ; b++) {
-        pairs(d, them, them.first(IndexRows.mix(d.eq, b)), below, left, tabbed, out);
-        if (b == d.hi) {
-          break;
+    } else if (d.hi >= d.lo) {  // (else an empty range: a NULL band value's, say)
+      long span = d.hi - d.lo;  // (negative: past a long's range)
+      // (A lookup a bucket, or a pass over the side's rows, whichever reads fewer: a band of
+      // fine buckets, in a partition of a few keys, looks each up.)
+      if (span >= 0 && span < Math.max(them.keyCount(), them.size())) {
+        // (Stops at hi itself: a range that ends at the largest long would wrap past it.)
+        for (long b = d.lo; ; b++) {
+          pairs(d, them, them.first(IndexRows.mix(d.eq, b)), below, left, tabbed, out);
+          if (b == d.hi) {
+            break;
+          }
+        }
+      } else {
+        // (A range of more buckets than the other side holds keys and rows, a tiny band's
+        // near the ends of the doubles: a pass over the side's live rows, never a loop over
+        // the range.)
+        int end = Math.min(them.end, below);
+        for (int j = them.start; j < end; j++) {
+          long b = them.buckets[j];
+          if (b >= d.lo && b <= d.hi && them.keys[j] == IndexRows.mix(d.eq, b)) {
+            candidate(d, them, j, left, tabbed, out);
+          }
         }
       }
-      return;
     }
-    // (A range of more buckets than the other side holds keys, a tiny band's near the ends
-    // of the doubles: a pass over the other side's live rows, never a loop over the range.)
-    int end = Math.min(them.end, below);
-    for (int j = them.start; j < end; j++) {
-      long b = them.buckets[j];
-      if (b >= d.lo && b <= d.hi && them.keys[j] == IndexRows.mix(d.eq, b)) {
-        found(d, them, j, left, tabbed, out);
-      }
-    }
+    tested(d, them, left, tabbed, out);
   }
 
   /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key,
@@ -255,44 +276,50 @@ final class IndexProbe implements FlatMapFunction {
       ArrayList out) {
     for (; j >= 0; j = other.next(j)) {
       if (j < below) {
-        found(d, other, j, left, tabbed, out);
+        candidate(d, other, j, left, tabbed, out);
       }
     }
   }
 
-  /** The pair of {@code d} with row {@code j} of {@code other}, into {@code out} where the
-   * query's predicate holds on it; both rows marked matched where an outer join's ON condition
-   * holds on it. A pair of a row that skipped its probe is only counted. */
-  void found(
+  /** Row {@code j} of {@code other} is a candidate partner of {@code d}: tested with the
+   * others found before it, a run of them at a time ({@link #tested}). */
+  void candidate(
       IndexRows.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
-    InternalRow o = other.row(j);
+    slots[candidates++] = j;
+    if (candidates == slots.length) {
+      tested(d, other, left, tabbed, out);
+    }
+  }
+
+  /** The pairs of {@code d} with the candidates found since the last call, into {@code out}
+   * where the query's predicate holds on them; both rows of each marked matched where an outer
+   * join's ON condition holds on it. A pair of a row that skipped its probe is only counted. */
+  void tested(IndexRows.Entry d, IndexSide other, boolean left, boolean tabbed, ArrayList out) {
+    int n = candidates;
+    candidates = 0;
     if (marker != null) {
-      if (on == null) {
-        on = new BasePredicate[] {marker.test()};
-      }
-      if (on[0] == null || on[0].eval(candidate(d, o, left, tabbed))) {
-        java.util.Set mine = deltaMarks != null ? deltaMarks : marks;
-        if (mine != null && !d.matched) {
-          mine.add(Long.valueOf(d.id));
-          if (met != null && (sendsMet & (left ? 1 : 2)) != 0) {
-            met.add(new long[] {left ? 0 : 1, d.id, d.ts});
-          }
-        }
-        if (marks != null && !other.matched[j]) {
-          marks.add(Long.valueOf(other.ids[j]));
-        }
-        d.matched = true;
-        other.matched[j] = true;
+      for (int i = 0; i < n; i++) {
+        OuterMarks.mark(this, d, other, slots[i], left, tabbed);
       }
     }
-    if (test != null && !test.eval(candidate(d, o, left, tabbed))) {
-      return;
+    int[] keep = slots;
+    if (columnTest != null) {
+      n = left
+          ? columnTest.keepRight(cols, slots, n, kept)
+          : columnTest.keepLeft(cols, slots, n, kept);
+      keep = kept;
     }
-    if (cuts != null) {
-      counts[units + (d.skips ? 2 : 0) + (left ? 0 : 1)]++;
-    }
-    if (!d.skips) {
-      out.add(pair(d, o, left, tabbed));
+    for (int i = 0; i < n; i++) {
+      InternalRow o = other.row(keep[i]);
+      if (test != null && !test.eval(candidate(d, o, left, tabbed))) {
+        continue;
+      }
+      if (cuts != null) {
+        counts[units + (d.skips ? 2 : 0) + (left ? 0 : 1)]++;
+      }
+      if (!d.skips) {
+        out.add(pair(d, o, left, tabbed));
+      }
     }
   }
 

@@ -37,6 +37,7 @@ public final class IndexSide {
   long[] ids = new long[16];  // (a row with several copies: its identity in the shared marks)
   InternalRow[] rows = new InternalRow[16];
   int[] older = new int[16];  // (the same key's next older row; -1: none)
+  SideColumns columns;  // (the columns a probe's PairTest reads; null: none asked)
   int start;
   int end;
   // Spill: bytes of the rows held in memory (as `bytesOf` counts them); the files of the
@@ -96,6 +97,9 @@ public final class IndexSide {
     times[i] = ts;
     batches[i] = batch;
     rows[i] = row;
+    if (columns != null) {
+      columns.set(i, row);
+    }
     held += bytesOf(row);
     matched[i] = false;
     decided[i] = NOT_DECIDED;
@@ -325,30 +329,21 @@ public final class IndexSide {
       f.end -= start;
     }
     spilled = Math.max(spilled - start, 0);
-    long[] k = new long[cap];
-    long[] t = new long[cap];
-    long[] b = new long[cap];
-    long[] u = new long[cap];
+    keys = moved(keys, live, cap);
+    times = moved(times, live, cap);
+    batches = moved(batches, live, cap);
+    buckets = moved(buckets, live, cap);
     boolean[] m = new boolean[cap];
-    long[] d = new long[cap];
-    long[] n = new long[cap];
-    InternalRow[] r = new InternalRow[cap];
-    System.arraycopy(keys, start, k, 0, live);
-    System.arraycopy(times, start, t, 0, live);
-    System.arraycopy(batches, start, b, 0, live);
-    System.arraycopy(buckets, start, u, 0, live);
     System.arraycopy(matched, start, m, 0, live);
-    System.arraycopy(decided, start, d, 0, live);
-    System.arraycopy(ids, start, n, 0, live);
-    System.arraycopy(rows, start, r, 0, live);
-    keys = k;
-    times = t;
-    batches = b;
-    buckets = u;
     matched = m;
-    decided = d;
-    ids = n;
+    decided = moved(decided, live, cap);
+    ids = moved(ids, live, cap);
+    InternalRow[] r = new InternalRow[cap];
+    System.arraycopy(rows, start, r, 0, live);
     rows = r;
+    if (columns != null) {
+      columns.resize(cap, start, live);
+    }
     older = new int[cap];
     start = 0;
     end = live;
@@ -358,6 +353,14 @@ public final class IndexSide {
     for (int i = 0; i < end; i++) {
       link(i);
     }
+  }
+
+  /** The {@code live} values of {@code a} from slot {@code start} on, at 0 of an array of
+   * {@code cap}. */
+  long[] moved(long[] a, int live, int cap) {
+    long[] to = new long[cap];
+    System.arraycopy(a, start, to, 0, live);
+    return to;
   }
 
   /** The table made again for the keys with live rows only ({@link #tableSize}). */

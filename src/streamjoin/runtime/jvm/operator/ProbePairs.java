@@ -35,7 +35,19 @@ final class ProbePairs implements Iterator {
   /** Stores the batch's rows {@code parts} (entries of a partition's number and its rows per
    * side) in their partitions, whose pairs it then finds as they are read. */
   ProbePairs(IndexProbe probe, Iterator parts) {
+    this(probe, store(probe, parts));
+  }
+
+  /** Finds the pairs of the partitions {@code stored} ({@link #store}'s) as they are read. */
+  ProbePairs(IndexProbe probe, ArrayList stored) {
     this.probe = probe;
+    this.stored.addAll(stored);
+  }
+
+  /** Stores the batch's rows {@code parts} in their partitions, before any probe: {partition,
+   * its rows per side, older} each. */
+  static ArrayList store(IndexProbe probe, Iterator parts) {
+    ArrayList stored = new ArrayList();
     while (parts.hasNext()) {
       java.util.Map.Entry e = (java.util.Map.Entry) parts.next();
       IndexPart p = JoinIndex.part(probe.name, ((Integer) e.getKey()).intValue());
@@ -44,6 +56,22 @@ final class ProbePairs implements Iterator {
         stored.add(new Object[] {p, rows, probe.store(p, rows)});
       }
     }
+    return stored;
+  }
+
+  /** The next chunk of rows, taken whole (null: none is left): a reader on another thread's
+   * ({@link ParallelPairs}). */
+  ArrayList take() {
+    while (next >= chunk.size()) {
+      if (ended) {
+        return null;
+      }
+      fill();
+    }
+    ArrayList taken = chunk;
+    chunk = new ArrayList();
+    next = 0;
+    return taken;
   }
 
   public boolean hasNext() {
@@ -75,7 +103,7 @@ final class ProbePairs implements Iterator {
     next = 0;
     if (probed) {
       ended = true;
-      chunk = probe.alone == null ? new ArrayList() : probe.alone.project(probe.unmatched());
+      chunk = probe.alone == null ? new ArrayList() : probe.alone.project(OuterMarks.unmatched(probe));
       return;
     }
     ArrayList found = new ArrayList();

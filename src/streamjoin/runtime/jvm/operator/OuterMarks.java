@@ -1,0 +1,70 @@
+package streamjoin.operator;
+
+import java.util.ArrayList;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+
+/**
+ * An outer join's part of an {@link IndexProbe}: the matched marks its ON condition sets on
+ * the pairs the probe finds, and the rows its partitions decide without a partner. Written
+ * for janino: no lambdas, raw collections.
+ */
+final class OuterMarks {
+  private OuterMarks() {}
+
+  /** Marks {@code d} and row {@code j} of {@code other} matched where probe {@code p}'s outer
+   * join's ON condition holds on their pair. */
+  static void mark(
+      IndexProbe p, IndexRows.Entry d, IndexSide other, int j, boolean left, boolean tabbed) {
+    if (p.on == null) {
+      p.on = new BasePredicate[] {p.marker.test()};
+    }
+    if (p.on[0] != null && !p.on[0].eval(p.candidate(d, other.row(j), left, tabbed))) {
+      return;
+    }
+    java.util.Set mine = p.deltaMarks != null ? p.deltaMarks : p.marks;
+    if (mine != null && !d.matched) {
+      mine.add(Long.valueOf(d.id));
+      if (p.met != null && (p.sendsMet & (left ? 1 : 2)) != 0) {
+        p.met.add(new long[] {left ? 0 : 1, d.id, d.ts});
+      }
+    }
+    if (p.marks != null && !other.matched[j]) {
+      p.marks.add(Long.valueOf(other.ids[j]));
+    }
+    d.matched = true;
+    other.matched[j] = true;
+  }
+
+  /** The rows without a partner that every partition of probe {@code p} decides (the task
+   * holds them all, or its one partition {@code only}), as pairs whose other side is NULL,
+   * where the outer join's WHERE holds ({@code alone}). */
+  static ArrayList unmatched(IndexProbe p) {
+    ArrayList out = new ArrayList();
+    BasePredicate where = p.alone.test();
+    boolean tabbed = p.fields[IndexRows.TAB] >= 0;
+    for (int side = 0; side < 2; side++) {
+      long below = p.below[side];
+      if (below == Long.MIN_VALUE) {
+        continue;
+      }
+      ArrayList pairs;
+      if (p.only < 0) {
+        pairs = JoinIndex.alone(p.name, p.parts, side, below, p.batch, tabbed);
+      } else {  // (a row has no copy in another partition: PlacedIndex#probe)
+        pairs = new ArrayList();
+        IndexPart part = JoinIndex.part(p.name, p.only);
+        synchronized (part) {
+          JoinIndex.aloneIn(part, side, below, p.batch, null, tabbed, pairs, false);
+        }
+      }
+      for (int i = 0; i < pairs.size(); i++) {
+        InternalRow pair = (InternalRow) pairs.get(i);
+        if (where == null || where.eval(pair)) {
+          out.add(pair);
+        }
+      }
+    }
+    return out;
+  }
+}
