@@ -110,3 +110,23 @@ def test_window_loop_matches_reference(
         assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"]), predicate
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_condition_that_reads_one_side_only_matches_reference(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The stored side whose columns the condition never reads keeps none (a nested loop over
+    the full history, its condition on the left rows only)."""
+    text = "\n".join(
+        [
+            DDL.format(name="A"),
+            DDL.format(name="B"),
+            f"CREATE SINK o WITH (format = 'parquet', path = '{tmp_path / 'o'}');",
+            "INSERT INTO o SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b ON a.x * a.i > 1;",
+        ]
+    )
+    job = parse_job(text)
+    batches = _batches(11, 3)
+    run_batches(spark, job, batches, tmp_path / "ckpt")
+    got = read_sink(spark, job, "o", ("aid", "bid"))
+    assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"])

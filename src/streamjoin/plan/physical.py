@@ -7,9 +7,10 @@ Strategies (chosen per query, in this order of preference):
   band's bucket joins the keys; so may the event-time window's (``time_band``) when a few hot keys
   would leave long candidate lists (the query option ``time_buckets``).
 - ``band``: no equality, but a band ``right - left ∈ [lo, hi]`` (a value band, or else the
-  event-time window). Both sides get a bucket id ``floor(v / w)`` with ``w = hi - lo``; the delta
-  side is exploded to the (at most three) buckets its band overlaps, the state side is hashed on its
-  own bucket, and the whole predicate is rechecked on the candidates.
+  event-time window). Both sides get a bucket id ``floor(v / w)`` with ``w = hi - lo`` (a quarter
+  of it for the window, ``TIME_BAND_SPLIT``); the delta side is exploded to the buckets its band
+  overlaps, the state side is hashed on its own bucket, and the whole predicate is rechecked on
+  the candidates.
 - ``nested-loop``: nothing to hash on; the (small) delta is broadcast against the state.
 
 State retention follows from the windows: a left row can only meet right rows that are not yet
@@ -324,8 +325,8 @@ TIME_BAND_SPLIT = 4
 """Buckets a keyless join's event-time window is cut into. Its rows arrive in time order, so a
 batch's probes reach the few buckets just behind it; each bucket is a run of its own on the
 partitions in turn (`indexsql.run_places`), and at a quarter of the window each of two
-partitions holds half of the rows any probe reaches (at the window's width, one partition held
-three quarters of them, and a batch's probes often all of them)."""
+partitions holds half of the rows any probe reaches (in buckets of the window's width, one
+partition holds most of them)."""
 
 
 def _plan_query(job: Job, q: Query) -> QueryPlan:

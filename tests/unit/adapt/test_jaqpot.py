@@ -111,7 +111,7 @@ def test_jaqpot_meets_freshness_within_the_papers_approximation(
     # The greedy cover within ln(m)+1 of the least (GH-WMSCP's bound), m susceptible states.
     assert least is not None
     harmonic = sum(1 / k for k in range(1, len(needed) + 1)) if needed else 1.0
-    # (HiGHS: 1e-7 feasibility, on rates summed over the states: 1e-6 was once just short.)
+    # (HiGHS: 1e-7 feasibility, on rates summed over the states.)
     assert chosen.reserved <= least * harmonic * (1 + 1e-7) + 1e-5
     # Never above the exact optimum; and, given its cover, the best output the rest can buy
     # (GrePP's optimality in the continuous model). Freshness first is the paper's choice:

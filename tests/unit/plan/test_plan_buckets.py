@@ -46,10 +46,18 @@ def test_numeric_band_buckets_cover_the_band(x: float, lo: float, span: float, t
     lo=st.integers(-(10**8), 10**8),
     span=st.integers(0, 10**8),
     t=st.floats(0, 1),
+    split=st.sampled_from([1, 4]),
 )
-def test_temporal_band_buckets_cover_the_window(base: int, lo: int, span: int, t: float) -> None:
+def test_temporal_band_buckets_cover_the_window(
+    base: int, lo: int, span: int, t: float, split: int
+) -> None:
     band = Band(
-        "unix_micros(a.ts)", "unix_micros(b.ts)", float(lo), float(lo + span), temporal=True
+        "unix_micros(a.ts)",
+        "unix_micros(b.ts)",
+        float(lo),
+        float(lo + span),
+        temporal=True,
+        split=split,
     )
     a_ts = datetime(2020, 1, 1) + timedelta(microseconds=base)
     b_ts = a_ts + timedelta(microseconds=lo + math.floor(t * span))
@@ -57,3 +65,5 @@ def test_temporal_band_buckets_cover_the_window(base: int, lo: int, span: int, t
     for side in SIDES:
         low, high, key = bucket_range(band, side)
         assert _ev(low, env) <= _ev(key, env) <= _ev(high, env)
+        if span > 0:  # (a window cut in `split` buckets reaches at most `split` + 1 of them)
+            assert _ev(high, env) - _ev(low, env) <= split

@@ -183,9 +183,9 @@ def lookup_sql(
 BAND_RUN = 4
 """Buckets a partition of a band join without a key holds in a row (`run_places`): a row's
 range of two buckets crosses into a second partition once in `BAND_RUN` rows, and a live state
-of a few runs still spreads over every partition. An event-time band's runs are one bucket
-each: its rows arrive in time order, and a run of several would put a batch's probes in one
-partition (`physical.TIME_BAND_SPLIT`)."""
+of a few runs still spreads over every partition. A band cut finer than its span (an event-time
+window's, `physical.TIME_BAND_SPLIT`) runs a bucket at a time: its rows arrive in time order,
+and a run of several would put a batch's probes in one partition."""
 
 
 def run_places(
@@ -193,14 +193,14 @@ def run_places(
 ) -> tuple[str, str] | None:
     """The places (`lookup_sql`) of a row of a band join without a key, spread over the
     batch's partitions (`runs`): its place is its bucket `own`'s run of `BAND_RUN` buckets (of
-    one, an event-time band's; runs go round the partitions); it probes at each run its range
-    `lo` to `hi` reaches (each partition at most once): one copy a partition, which probes its
-    whole range there and finds each row stored there once (an outer join's copies share the
-    row's matched mark: ``JoinIndex.MARKS``). None: one partition holds every row."""
+    one, a band cut finer than its span; runs go round the partitions); it probes at each run
+    its range `lo` to `hi` reaches (each partition at most once): one copy a partition, which
+    probes its whole range there and finds each row stored there once (an outer join's copies
+    share the row's matched mark: ``JoinIndex.MARKS``). None: one partition holds every row."""
     parts = runs(ctx, qp)
     if parts is None:
         return None
-    run = 1 if qp.band is not None and qp.band.temporal else BAND_RUN
+    run = 1 if qp.band is not None and qp.band.split > 1 else BAND_RUN
     first, last, at = (f"CAST(floor(CAST({b} AS DOUBLE) / {run}) AS BIGINT)" for b in (lo, hi, own))
     # (A place's partition is the place modulo the partitions: past as many runs as there are
     # partitions, as many runs from its own reach each of them once.)

@@ -169,6 +169,9 @@ public final class BatchInput implements Serializable {
     if (made == null) {
       PairTest test = PairTest.make(conditions[0], (scala.collection.immutable.Seq) inputs[0]);
       made = test == null ? (Object) Boolean.FALSE : (Object) test;
+      if (MADE.size() > 16384) {  // (as in made: start afresh)
+        MADE.clear();
+      }
       MADE.put(key, made);
     }
     return made instanceof PairTest ? (PairTest) made : null;

@@ -119,9 +119,9 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
     kept = new int[CANDIDATES];
   }
 
-  /** Whether the probe's partitions may be probed on several threads ({@link ParallelPairs}):
-   * all in this JVM, and nothing the probe's threads would share (an outer join's marks, a
-   * shed probe's counts). */
+  /** Whether the task's partitions may be probed on several threads ({@link ParallelPairs}):
+   * all in this JVM (a local master's), and nothing the threads would share (an outer join's
+   * marks, a shed probe's counts). */
   boolean splits() {
     return only < 0 && marker == null && alone == null && cuts == null && sendsMet == 0
         && marksInto == null;
@@ -256,7 +256,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
         for (int j = them.start; j < end; j++) {
           long b = them.buckets[j];
           if (b >= d.lo && b <= d.hi && them.keys[j] == IndexRows.mix(d.eq, b)) {
-            candidate(d, them, j, left, tabbed, out);
+            collect(d, them, j, left, tabbed, out);
           }
         }
       }
@@ -276,14 +276,14 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       ArrayList out) {
     for (; j >= 0; j = other.next(j)) {
       if (j < below) {
-        candidate(d, other, j, left, tabbed, out);
+        collect(d, other, j, left, tabbed, out);
       }
     }
   }
 
   /** Row {@code j} of {@code other} is a candidate partner of {@code d}: tested with the
    * others found before it, a run of them at a time ({@link #tested}). */
-  void candidate(
+  void collect(
       IndexRows.Entry d, IndexSide other, int j, boolean left, boolean tabbed, ArrayList out) {
     slots[candidates++] = j;
     if (candidates == slots.length) {

@@ -15,7 +15,6 @@ import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode$;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprValue;
-import org.apache.spark.sql.catalyst.expressions.codegen.FalseLiteral$;
 import org.apache.spark.sql.catalyst.expressions.codegen.GeneratedClass;
 import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode$;
 import org.apache.spark.sql.types.DataType;
@@ -25,16 +24,17 @@ import scala.jdk.javaapi.CollectionConverters;
  * A query's condition over its candidate pairs, evaluated a run of candidates at a time over
  * the stored side's columns ({@link SideColumns}): one probing row's values against the
  * stored rows' slots. A nested loop evaluates its condition on every pair its window reaches;
- * as one call of Spark's predicate on a row of two structs a pair, each pair cost about 50 ns
- * (reading each value through its struct), and the loop reached 20 M pairs a CPU second. Here
- * the condition is Spark's own code for it (so its semantics are Spark's: NULLs, NaN, casts,
- * overflow), generated as whole-stage code generation does, over local variables instead of a
- * row, inside one generated loop over the candidates' slots: a stored value is an array read.
+ * one call of Spark's predicate a pair, on a row of two structs, reads each value through its
+ * struct. Here the condition is Spark's own code for it (so its semantics are Spark's: NULLs,
+ * NaN, casts, overflow), generated as whole-stage code generation does, over local variables
+ * instead of a row, inside one generated loop over the candidates' slots: a stored value is an
+ * array read.
  *
  * <p>{@link #make} generates one for a condition that reads only columns of the two rows
  * whose values are Java primitives, by deterministic expressions that Spark generates code
- * for; for any other, the pairs are tested by Spark's predicate ({@link BatchInput#test}). The
- * subclass is generated: written for janino, no lambdas, no generics.
+ * for, in a loop small enough for the JIT (Spark's huge method limit, as whole-stage code
+ * generation has); for any other, the pairs are tested by Spark's predicate ({@link
+ * BatchInput#test}). Written for janino: no lambdas, no generics.
  */
 public abstract class PairTest {
   /** Per side (0 left, 1 right), the ordinals of the side's columns the condition reads. */
@@ -93,6 +93,9 @@ public abstract class PairTest {
       types[side][at[k]] = (DataType) c[2];
     }
     PairTest made = compile(bound, flat, at, reads, types);
+    if (made == null) {
+      return null;
+    }
     made.reads = reads;
     made.types = types;
     return made;
@@ -158,7 +161,8 @@ public abstract class PairTest {
 
   /** The generated subclass for {@code bound} (over the flat columns {@code flat}, each at
    * {@code at} in its side's {@code reads}): per direction, the probing side's values in
-   * fields, the stored side's read from its arrays in the loop. */
+   * fields, the stored side's read from its arrays in the loop; null where a loop is over
+   * Spark's huge method limit. */
   static PairTest compile(
       Expression bound, ArrayList flat, int[] at, int[][] reads, DataType[][] types) {
     CodegenContext ctx = new CodegenContext();
@@ -226,7 +230,13 @@ public abstract class PairTest {
         + "}\n" + ctx.declareAddedFunctions() + "\n}\n";
     CodeAndComment code = CodeFormatter$.MODULE$.stripOverlappingComments(
         new CodeAndComment(body, ctx.getPlaceHolderToComments()));
-    GeneratedClass clazz = (GeneratedClass) CodeGenerator$.MODULE$.compile(code)._1();
+    scala.Tuple2 compiled = CodeGenerator$.MODULE$.compile(code);
+    int limit = org.apache.spark.sql.internal.SQLConf.get().hugeMethodLimit();
+    if (((org.apache.spark.sql.catalyst.expressions.codegen.ByteCodeStats) compiled._2())
+        .maxMethodCodeSize() > limit) {
+      return null;  // (a method the JIT would never compile: Spark's predicate is faster)
+    }
+    GeneratedClass clazz = (GeneratedClass) compiled._1();
     Object[] references =
         (Object[]) ctx.references().toArray(scala.reflect.ClassTag$.MODULE$.Object());
     PairTest made = (PairTest) clazz.generate(references);

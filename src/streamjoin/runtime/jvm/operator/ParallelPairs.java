@@ -17,19 +17,19 @@ import org.apache.spark.util.TaskCompletionListener;
  * Spark planned, with no shuffle and no plan of its own) is still probed on every core. Each
  * worker probes its share of the partitions ({@link ProbePairs}, with its own {@link
  * IndexProbe#worker}), and hands its chunks of rows to the task's thread, which writes them.
- * A keyless join on its window alone ran on 1.1 of 2 cores in one task.
  *
  * <p>Only an inner join's probe without shedding is split: an outer join's marks and a
  * shed probe's counts are the one probe's. The rows are stored in their partitions first, in
- * the task's thread. Workers stop at their next chunk once the task ends (killed, or its
- * writer failed), so that a rerun never meets them; a worker's failure fails the task.
- * Written for janino: no lambdas, no generics.
+ * the task's thread. Once the task ends (killed, or its writer failed) a worker stops at its
+ * next probing row ({@link ProbePairs#fill}), under its partition's lock, so that a rerun
+ * storing there waits for it; a worker's failure fails the task. The JVM's workers share one
+ * pool, of a thread a core at least: a task's workers wait there behind other tasks'. Written
+ * for janino: no lambdas, no generics.
  */
 final class ParallelPairs implements Iterator {
   static final Object END = new Object();
   static final int QUEUED = 8;  // (chunks a worker may find ahead of the task's writer)
   static ExecutorService pool;
-  static int threads;
 
   final LinkedBlockingQueue queue = new LinkedBlockingQueue(QUEUED);
   volatile boolean stopped;
@@ -78,15 +78,12 @@ final class ParallelPairs implements Iterator {
     return Math.max(1, Math.min(cores, parts));
   }
 
-  /** The JVM's workers' threads: as many as the most ways asked (daemons, so that they never
-   * keep the JVM up). */
+  /** The JVM's workers' threads, made once: a core's at least, or the first probe's ways
+   * (daemons, so that they never keep the JVM up). */
   static synchronized ExecutorService pool(int ways) {
-    if (pool == null || threads < ways) {
-      if (pool != null) {
-        pool.shutdown();  // (its threads end once their work is done)
-      }
-      threads = ways;
-      pool = Executors.newFixedThreadPool(ways, new Daemons());
+    if (pool == null) {
+      pool = Executors.newFixedThreadPool(
+          Math.max(ways, Runtime.getRuntime().availableProcessors()), new Daemons());
     }
     return pool;
   }
@@ -160,6 +157,7 @@ final class ParallelPairs implements Iterator {
       try {
         probe.begin();
         ProbePairs pairs = new ProbePairs(probe, stored);
+        pairs.owner = to;
         while (!to.stopped) {
           ArrayList chunk = pairs.take();
           if (chunk == null || !to.hand(chunk)) {

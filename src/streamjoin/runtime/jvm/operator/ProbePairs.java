@@ -31,12 +31,7 @@ final class ProbePairs implements Iterator {
   boolean ended;  // (and an outer join's rows without a partner made)
   ArrayList chunk = new ArrayList();
   int next;
-
-  /** Stores the batch's rows {@code parts} (entries of a partition's number and its rows per
-   * side) in their partitions, whose pairs it then finds as they are read. */
-  ProbePairs(IndexProbe probe, Iterator parts) {
-    this(probe, store(probe, parts));
-  }
+  ParallelPairs owner;  // (a worker's: its task's rows; they stop once the task has ended)
 
   /** Finds the pairs of the partitions {@code stored} ({@link #store}'s) as they are read. */
   ProbePairs(IndexProbe probe, ArrayList stored) {
@@ -115,6 +110,9 @@ final class ProbePairs implements Iterator {
       synchronized (part) {
         ArrayList rows = delta[side];
         while (at < rows.size() && found.size() < CHUNK) {
+          if (owner != null && owner.stopped) {
+            throw new org.apache.spark.TaskKilledException("streamjoin: the probe's task ended");
+          }
           probe.find((IndexRows.Entry) rows.get(at++), part, 1 - side, older, found);
         }
         if (at < rows.size()) {

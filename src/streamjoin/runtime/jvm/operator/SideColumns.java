@@ -13,7 +13,8 @@ import org.apache.spark.sql.types.ShortType$;
  * beside the side's own (a value and whether it is NULL each): a nested loop reads a stored
  * value from an array instead of through its row's struct. Made from the live rows when a
  * probe first asks for them ({@link #of}), then kept as rows are added and moved
- * as the side's slots are. A spilled row's values stay here (a few bytes a column). Written
+ * as the side's slots are. A spilled row's values stay here, outside the partition's memory
+ * budget (`IndexPart#fit`): a few bytes a column a row, against the row's own bytes. Written
  * for janino: no lambdas, no generics.
  */
 final class SideColumns {
@@ -99,6 +100,9 @@ final class SideColumns {
 
   /** Slot {@code i} holds {@code row}'s values. */
   void set(int i, InternalRow row) {
+    if (ordinals.length == 0) {  // (a condition that reads nothing of this side)
+      return;
+    }
     if (i >= ((boolean[]) arrays[1]).length) {
       resize(Math.max(2 * i, 16), 0, i);
     }
