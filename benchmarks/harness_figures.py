@@ -74,6 +74,18 @@ def raw_bytes_a_row(case: Case, live: t.Mapping[str, int] | None = None) -> floa
     return sum(raw[s] for s in read) / sum(rows[s] for s in read)
 
 
+def shed_totals(history: t.Sequence[t.Mapping[str, t.Any]]) -> dict[str, dict[str, int]]:
+    """Per shedding query, over a run's batches: per direction the new rows that skipped their
+    probe (``left``, ``right``) and the pairs they would have found (``left.pairs``, …)."""
+    totals: dict[str, dict[str, int]] = {}
+    for batch in history:
+        for query, directions in (batch.get("shed") or {}).items():
+            mine = totals.setdefault(query, {})
+            for key, n in directions.items():
+                mine[key] = mine.get(key, 0) + int(n)
+    return {q: d for q, d in totals.items() if any(d.values())}
+
+
 def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
     """Throughput, batch-time percentiles and state cost per live tuple of one engine run, and
     the steady-state figures where the case asks for them."""
@@ -113,6 +125,7 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
         "state_bytes_per_tuple": round(state_bytes / live, 1) if live else None,
         "state_to_raw": round(state_bytes / live / raw_per_row, 2) if live else None,
         **steady,
+        **({"shed": shed} if (shed := shed_totals(run.get("history") or [])) else {}),
         **({"history": run["history"]} if run.get("history") else {}),
         **({"startup_seconds": run["startup_seconds"]} if run.get("startup_seconds") else {}),
         **({"sql_edits": run["sql_edits"]} if run.get("sql_edits") else {}),

@@ -53,6 +53,9 @@ class Case:
     part of each batch that no engine in Spark's loop can cut."""
     alone: bool = False
     """Ours alone, Flink too left out (peer None says only that Spark runs no such query)."""
+    shed: bool = False
+    """Ours sheds probes under a budget (``shed_count = 'exact'``): its rows plus the pairs its
+    skipped probes counted must make the exact result (`harness._checked`)."""
     reached: str | None = None
     """DuckDB SQL counting the pairs the window reaches (its streams as views): what our
     operator evaluates, at least, for a predicate it runs as the window's buckets with the rest
@@ -372,6 +375,23 @@ SHAPE_SHORT_WINDOW, SHAPE_LONG_WINDOW = 10.0, 3600.0
 # minutes a row would meet about 3/4 of the other stream: some 67 billion pairs a run); its peer
 # is the foreachBatch join, and its figure the pairs its window reaches per CPU second.
 PRODUCT_WINDOW = 10.0
+# `shed`: the equi shape within 5 minutes under `overload = 'shed'`, with a budget of 40 % of a
+# batch's work at the stream's mean rate (a probe and a pair found cost one each). Its skipped
+# probes are counted exactly (`shed_count = 'exact'`: they probe and count their pairs, which
+# costs what shedding saves, so its batch is an upper bound on a shedding batch's), so that its
+# rows and those pairs make the exact result.
+SHED_SHARE = 0.4
+
+
+def _shed_case(root: str, size: str) -> Case:
+    equi = _long_case(root, size, "equi", LONG_NON_EQUI_WINDOW, "shapes")
+    shape = LONG_SHAPES[size]
+    per_batch = shape.rows / shape.files  # (rows a stream brings a batch)
+    budget = max(1, round(SHED_SHARE * per_batch * (2 + MATCHES_PER_ROW)))
+    options = f"overload = 'shed', budget = '{budget}', shed_count = 'exact'"
+    job = equi.job.removesuffix(";\n") + f"\nWITH ({options});\n"
+    name = equi.name.replace("-equi-", "-shed-")
+    return replace(equi, name=name, job=job, shed=True)
 
 
 def _shapes(root: str, size: str) -> list[Case]:
@@ -387,6 +407,7 @@ def _shapes(root: str, size: str) -> list[Case]:
         *(_long_case(root, size, k, LONG_NON_EQUI_WINDOW, "shapes") for k in SHAPE_KINDS),
         *(_long_case(root, size, k, None, "shapes") for k in SHAPE_HISTORY_KINDS),
         replace(product, reached=reached),
+        _shed_case(root, size),
         *growth,
     ]
 

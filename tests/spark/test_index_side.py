@@ -1,8 +1,8 @@
 """One side of an executor-memory index (``IndexSide.java``) against a model of it: rows added
 in arrival order, dropped from the oldest end by event time and from the newest by batch, and
-each key's live rows found newest first, through the array growth, the reclaiming of dead rows,
-the table's rebuilds that many operations set off, and the spills of the oldest rows' bytes to
-files, read back."""
+each key's live rows found newest first, one at a time and a run of consecutive slots at a
+time, through the array growth, the reclaiming of dead rows, the table's rebuilds that many
+operations set off, and the spills of the oldest rows' bytes to files, read back."""
 
 from __future__ import annotations
 
@@ -90,6 +90,13 @@ def test_an_index_side_finds_what_the_model_keeps(spark: SparkSession, ops: list
             found.append(side.row(i).getInt(0))
             i = side.next(i)
         assert found == model.find(key), key
+        # (A run at a time, as a probe takes them: every slot of a run is the key's row.)
+        in_runs, i = [], side.first(key)
+        while i >= 0:
+            first = side.runFrom(i)
+            in_runs += [side.row(k).getInt(0) for k in range(i, first - 1, -1)]
+            i = side.next(first)
+        assert in_runs == found, key
 
     for op in ops:
         if op[0] == "add":

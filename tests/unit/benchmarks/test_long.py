@@ -10,9 +10,9 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
 from benchmarks.data import Backlog
-from benchmarks.harness import _engines
+from benchmarks.harness import _checked, _engines
 from benchmarks.harness_exact import counted
-from benchmarks.harness_figures import figures, steady_figures
+from benchmarks.harness_figures import figures, shed_totals, steady_figures
 from benchmarks.report_backlog import long_table, workload_lines
 from benchmarks.report_plots import long_plot
 from benchmarks.report_provenance import commands
@@ -28,6 +28,7 @@ from benchmarks.workloads import (
     WORKLOADS,
     Case,
 )
+from streamjoin.sql import parse_job
 
 if t.TYPE_CHECKING:
     from pathlib import Path
@@ -82,6 +83,32 @@ def test_each_two_way_case_also_runs_sparks_floor(tiny: dict[str, Case]) -> None
         assert _engines(c, None) == ["streamjoin", c.peer, "spark-floor"]
         assert _engines(c, ["streamjoin", "spark-floor"]) == ["streamjoin", "spark-floor"]
     assert not _case(None).floor  # (only where a workload asks)
+
+
+def test_a_shedding_run_is_whole_with_the_pairs_its_skipped_probes_counted(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    pytest.importorskip("duckdb")
+    cases = WORKLOADS["shapes"](str(tmp_path_factory.mktemp("shed")), "tiny")
+    shed = next(c for c in cases if c.name == "shapes-shed-300s")
+    history = [
+        {"shed": {"q1": {"left": 3, "left.pairs": 5, "right": 0, "right.pairs": 0}}},
+        {"shed": {}},
+        {"shed": {"q1": {"left": 0, "left.pairs": 0, "right": 1, "right.pairs": 2}}},
+    ]
+    totals = shed_totals(history)
+    assert totals == {"q1": {"left": 3, "left.pairs": 5, "right": 1, "right.pairs": 2}}
+    exact = _checked(shed, "tiny", {"spark-native": {"out": {"q1": 0}}})["expected"]["q1"]
+    assert exact > 7
+
+    def agree(written: int) -> bool | None:
+        ours = {"out": {"q1": written}, "shed": totals}
+        runs = {"streamjoin": ours, "spark-native": {"out": {"q1": exact}}}
+        return t.cast("bool | None", _checked(shed, "tiny", runs)["results_agree"])
+
+    assert agree(exact - 7) is True
+    assert agree(exact) is False  # (its counted pairs on top of a whole result: too many)
+    assert agree(exact - 8) is False
 
 
 def test_the_full_history_join_has_no_time_range(tiny: dict[str, Case]) -> None:
@@ -275,9 +302,16 @@ def test_shapes_runs_each_two_way_shape_over_the_long_stream(
         *(f"shapes-{k}-300s" for k in SHAPE_KINDS),
         *(f"shapes-{k}-full" for k in SHAPE_HISTORY_KINDS),
         "shapes-product-10s",
+        "shapes-shed-300s",
         *(f"shapes-{k}-10s" for k in SHAPE_GROWTH_KINDS),
         *(f"shapes-{k}-3600s" for k in SHAPE_GROWTH_KINDS),
     ]
+    shed = next(c for c in cases if c.name == "shapes-shed-300s")
+    equi = next(c for c in cases if c.name == "shapes-equi-300s")
+    assert shed.shed and shed.peer == equi.peer == "spark-native"
+    [query] = parse_job(shed.job.replace("{out}", "/o")).queries
+    assert (query.option("overload"), query.option("shed_count")) == ("shed", "exact")
+    assert shed.predicate == equi.predicate and shed.backlog == equi.backlog
     growth = [c for c in cases if c.name.endswith(("-10s", "-3600s")) and "product" not in c.name]
     assert all(c.peer is None for c in growth)
     assert all(_engines(c, ["streamjoin", "flink"]) == ["streamjoin"] for c in growth)

@@ -104,8 +104,8 @@ final class IndexPart {
    * the committed watermark decided them). */
   void decidedBefore(long left, long right) {
     for (int t = 0; t < tables.length; t++) {
-      tables[t][0].decidedBefore(left);
-      tables[t][1].decidedBefore(right);
+      OuterMarks.decidedBefore(tables[t][0], left);
+      OuterMarks.decidedBefore(tables[t][1], right);
     }
   }
 

@@ -265,7 +265,8 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   }
 
   /** The pairs of {@code d} with row {@code j} of {@code other} and the older rows of its key,
-   * those below slot {@code below}. */
+   * those below slot {@code below}: a run of consecutive slots at a time ({@link
+   * IndexSide#runFrom}), the newest run first. */
   void pairs(
       IndexRows.Entry d,
       IndexSide other,
@@ -274,10 +275,31 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       boolean left,
       boolean tabbed,
       ArrayList out) {
-    for (; j >= 0; j = other.next(j)) {
-      if (j < below) {
-        collect(d, other, j, left, tabbed, out);
+    // (Without outer marks, a run is tested over its slots as they lie, a chunk at a time.)
+    boolean inRuns = columnTest != null && marker == null;
+    while (j >= 0) {
+      int from = other.runFrom(j);
+      int last = Math.min(j, below - 1);
+      if (inRuns) {
+        for (int a = from; a <= last; a += CANDIDATES) {
+          int to = Math.min(last + 1, a + CANDIDATES);
+          int n = left
+              ? columnTest.keepRightRun(cols, a, to, kept)
+              : columnTest.keepLeftRun(cols, a, to, kept);
+          emit(d, other, kept, n, left, tabbed, out);
+        }
+      } else {
+        for (int k = last; k >= from; ) {
+          int stop = Math.max(from, k - (slots.length - candidates) + 1);
+          for (; k >= stop; k--) {
+            slots[candidates++] = k;
+          }
+          if (candidates == slots.length) {
+            tested(d, other, left, tabbed, out);
+          }
+        }
       }
+      j = other.next(from);
     }
   }
 
@@ -309,6 +331,20 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
           : columnTest.keepLeft(cols, slots, n, kept);
       keep = kept;
     }
+    emit(d, other, keep, n, left, tabbed, out);
+  }
+
+  /** The pairs of {@code d} with the stored rows at slots {@code keep[0..n)} that the
+   * condition's generated test kept (or, without one, every candidate that Spark's predicate
+   * keeps), into {@code out}; a shed probe's counted. */
+  void emit(
+      IndexRows.Entry d,
+      IndexSide other,
+      int[] keep,
+      int n,
+      boolean left,
+      boolean tabbed,
+      ArrayList out) {
     for (int i = 0; i < n; i++) {
       InternalRow o = other.row(keep[i]);
       if (test != null && !test.eval(candidate(d, o, left, tabbed))) {

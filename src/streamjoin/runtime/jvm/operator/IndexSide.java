@@ -37,6 +37,9 @@ public final class IndexSide {
   long[] ids = new long[16];  // (a row with several copies: its identity in the shared marks)
   InternalRow[] rows = new InternalRow[16];
   int[] older = new int[16];  // (the same key's next older row; -1: none)
+  // (The first slot of the run of consecutive slots of row i's key that ends at i: a band's
+  // time bucket arrives in runs, so a probe takes a run of its rows without walking them.)
+  int[] runs = new int[16];
   SideColumns columns;  // (the columns a probe's PairTest reads; null: none asked)
   int start;
   int end;
@@ -107,43 +110,6 @@ public final class IndexSide {
     return i;
   }
 
-  /** The live rows below event time {@code below} that no partner matched (nor one of another
-   * copy's, by the index's shared {@code marks}, if any) and no batch but {@code batch}
-   * decided, now decided by it (an outer join's rows without a partner). Where {@code vetoes}
-   * is not null, each such row's identity goes into it, then, for each live copy below {@code
-   * below} that a partner matched, a NULL into the rows and its identity into {@code vetoes}:
-   * on a cluster, where a row's copies keep their marks apart, a copy's match vetoes the row
-   * its deciding copy found alone (again in each batch while it lives: a batch run again
-   * decides the same). */
-  java.util.ArrayList decide(
-      long below, long batch, java.util.Set marks, java.util.ArrayList vetoes) {
-    java.util.ArrayList out = new java.util.ArrayList();
-    for (int i = start; i < end; i++) {
-      if (times[i] < below && (decided[i] == NOT_DECIDED || decided[i] == batch)) {
-        decided[i] = batch;
-        if (!matched[i] && (marks == null || !marks.contains(Long.valueOf(ids[i])))) {
-          out.add(row(i));
-          if (vetoes != null) {
-            vetoes.add(Long.valueOf(ids[i]));
-          }
-        }
-      } else if (vetoes != null && times[i] < below && decided[i] == COPY && matched[i]) {
-        out.add(null);
-        vetoes.add(Long.valueOf(ids[i]));
-      }
-    }
-    return out;
-  }
-
-  /** Marks the live rows below {@code below} decided by a batch before (a rebuild's). */
-  void decidedBefore(long below) {
-    for (int i = start; i < end; i++) {
-      if (times[i] < below && decided[i] != COPY) {
-        decided[i] = DECIDED_BEFORE;
-      }
-    }
-  }
-
   /** Chains row {@code i} as its key's newest. */
   void link(int i) {
     if (2 * (used + 1) > heads.length) {
@@ -157,6 +123,7 @@ public final class IndexSide {
     } else {
       older[i] = heads[s] >= start ? heads[s] : -1;
     }
+    runs[i] = older[i] >= 0 && older[i] == i - 1 ? runs[i - 1] : i;
     heads[s] = i;
   }
 
@@ -285,6 +252,13 @@ public final class IndexSide {
     return h >= start ? h : -1;  // (FREE and -1 are below any start)
   }
 
+  /** The oldest live row of the run of consecutive slots of row {@code i}'s key that ends at
+   * {@code i}: that key's rows from it to {@code i} are every slot between. */
+  public int runFrom(int i) {
+    int r = runs[i];
+    return r >= start ? r : start;
+  }
+
   /** The live row of the same key before row {@code i}; -1: none. */
   public int next(int i) {
     int o = older[i];
@@ -317,6 +291,7 @@ public final class IndexSide {
       ids = java.util.Arrays.copyOf(ids, cap);
       rows = (InternalRow[]) java.util.Arrays.copyOf(rows, cap);
       older = java.util.Arrays.copyOf(older, cap);
+      runs = java.util.Arrays.copyOf(runs, cap);
       spillAt = java.util.Arrays.copyOf(spillAt, cap);
       return;
     }
@@ -345,6 +320,7 @@ public final class IndexSide {
       columns.resize(cap, start, live);
     }
     older = new int[cap];
+    runs = new int[cap];
     start = 0;
     end = live;
     slotKeys = new long[tableSize(live)];

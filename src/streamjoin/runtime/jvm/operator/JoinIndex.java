@@ -288,7 +288,7 @@ public final class JoinIndex {
       ArrayList rows, boolean vetoes) {
     for (int t = 0; t < part.tables.length; t++) {
       ArrayList ids = vetoes ? new ArrayList() : null;
-      ArrayList alone = part.tables[t][side].decide(below, batch, marks, ids);
+      ArrayList alone = OuterMarks.decide(part.tables[t][side], below, batch, marks, ids);
       for (int i = 0; i < alone.size(); i++) {
         int width = (tabbed ? 3 : 2) + (vetoes ? 1 : 0);
         Object[] pair = new Object[width];  // (the other side NULL)

@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 
 /**
  * An outer join's part of an {@link IndexProbe}: the matched marks its ON condition sets on
- * the pairs the probe finds, and the rows its partitions decide without a partner. Written
+ * the pairs the probe finds, and the rows its partitions' sides decide without a partner. Written
  * for janino: no lambdas, raw collections.
  */
 final class OuterMarks {
@@ -66,5 +66,45 @@ final class OuterMarks {
       }
     }
     return out;
+  }
+
+  /** The live rows of side {@code s} below event time {@code below} that no partner matched
+   * (nor one of another copy's, by the index's shared {@code marks}, if any) and no batch but
+   * {@code batch} decided, now decided by it (an outer join's rows without a partner). Where
+   * {@code vetoes} is not null, each such row's identity goes into it, then, for each live
+   * copy below {@code below} that a partner matched, a NULL into the rows and its identity
+   * into {@code vetoes}: on a cluster, where a row's copies keep their marks apart, a copy's
+   * match vetoes the row its deciding copy found alone (again in each batch while it lives: a
+   * batch run again decides the same). */
+  static java.util.ArrayList decide(
+      IndexSide s, long below, long batch, java.util.Set marks, java.util.ArrayList vetoes) {
+    java.util.ArrayList out = new java.util.ArrayList();
+    for (int i = s.start; i < s.end; i++) {
+      boolean open = s.decided[i] == IndexSide.NOT_DECIDED || s.decided[i] == batch;
+      if (s.times[i] < below && open) {
+        s.decided[i] = batch;
+        if (!s.matched[i] && (marks == null || !marks.contains(Long.valueOf(s.ids[i])))) {
+          out.add(s.row(i));
+          if (vetoes != null) {
+            vetoes.add(Long.valueOf(s.ids[i]));
+          }
+        }
+      } else if (vetoes != null && s.times[i] < below && s.decided[i] == IndexSide.COPY
+          && s.matched[i]) {
+        out.add(null);
+        vetoes.add(Long.valueOf(s.ids[i]));
+      }
+    }
+    return out;
+  }
+
+  /** Marks the live rows of side {@code s} below {@code below} decided by a batch before (a
+   * rebuild's). */
+  static void decidedBefore(IndexSide s, long below) {
+    for (int i = s.start; i < s.end; i++) {
+      if (s.times[i] < below && s.decided[i] != IndexSide.COPY) {
+        s.decided[i] = IndexSide.DECIDED_BEFORE;
+      }
+    }
   }
 }

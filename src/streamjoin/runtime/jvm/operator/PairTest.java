@@ -56,6 +56,13 @@ public abstract class PairTest {
   /** {@link #keepRight} of stored left rows with a probing right row. */
   public abstract int keepLeft(Object[] cols, int[] slots, int n, int[] out);
 
+  /** {@link #keepRight} of the stored right rows at slots {@code from} to {@code to - 1}: a
+   * run of consecutive slots, read in order without a list of them. */
+  public abstract int keepRightRun(Object[] cols, int from, int to, int[] out);
+
+  /** {@link #keepRightRun} of stored left rows with a probing right row. */
+  public abstract int keepLeftRun(Object[] cols, int from, int to, int[] out);
+
   public abstract void initialize(int partition);
 
   /** The test of {@code condition}, over the pairs' attributes {@code inputs} ({@code _sj_l},
@@ -182,6 +189,7 @@ public abstract class PairTest {
           .append(";\n");
     }
     String[] loops = new String[2];
+    String[] runs = new String[2];
     for (int stored = 0; stored < 2; stored++) {
       StringBuilder arrays = new StringBuilder();
       StringBuilder reads1 = new StringBuilder();
@@ -211,9 +219,11 @@ public abstract class PairTest {
       ctx.currentVars_$eq(CollectionConverters.asScala(vars).toList());
       ctx.INPUT_ROW_$eq(null);
       ExprCode ev = bound.genCode(ctx);
-      loops[stored] = arrays + "int m = 0;\nfor (int i = 0; i < n; i++) {\nint j = slots[i];\n"
-          + reads1 + ev.code() + "\nif (!" + ev.isNull() + " && " + ev.value()
+      String test = reads1.toString() + ev.code() + "\nif (!" + ev.isNull() + " && " + ev.value()
           + ") {\nout[m++] = j;\n}\n}\nreturn m;\n";
+      loops[stored] =
+          arrays + "int m = 0;\nfor (int i = 0; i < n; i++) {\nint j = slots[i];\n" + test;
+      runs[stored] = arrays + "int m = 0;\nfor (int j = from; j < to; j++) {\n" + test;
     }
     String body = "public Object generate(Object[] references) {\n"
         + "return new SpecificPairTest(references);\n}\n"
@@ -227,6 +237,10 @@ public abstract class PairTest {
         + "public int keepLeft(Object[] cols, int[] slots, int n, int[] out) {\n" + loops[0]
         + "}\n"
         + "public int keepRight(Object[] cols, int[] slots, int n, int[] out) {\n" + loops[1]
+        + "}\n"
+        + "public int keepLeftRun(Object[] cols, int from, int to, int[] out) {\n" + runs[0]
+        + "}\n"
+        + "public int keepRightRun(Object[] cols, int from, int to, int[] out) {\n" + runs[1]
         + "}\n" + ctx.declareAddedFunctions() + "\n}\n";
     CodeAndComment code = CodeFormatter$.MODULE$.stripOverlappingComments(
         new CodeAndComment(body, ctx.getPlaceHolderToComments()));
