@@ -91,7 +91,7 @@ def test_a_shedding_run_is_whole_with_the_pairs_its_skipped_probes_counted(
     pytest.importorskip("duckdb")
     cases = WORKLOADS["shapes"](str(tmp_path_factory.mktemp("shed")), "tiny")
     shed = next(c for c in cases if c.name == "shapes-shed-300s")
-    history = [
+    history: list[dict[str, t.Any]] = [
         {"shed": {"q1": {"left": 3, "left.pairs": 5, "right": 0, "right.pairs": 0}}},
         {"shed": {}},
         {"shed": {"q1": {"left": 0, "left.pairs": 0, "right": 1, "right.pairs": 2}}},
@@ -103,7 +103,10 @@ def test_a_shedding_run_is_whole_with_the_pairs_its_skipped_probes_counted(
 
     def agree(written: int) -> bool | None:
         ours = {"out": {"q1": written}, "shed": totals}
-        runs = {"streamjoin": ours, "spark-native": {"out": {"q1": exact}}}
+        runs: dict[str, dict[str, t.Any]] = {
+            "streamjoin": ours,
+            "spark-native": {"out": {"q1": exact}},
+        }
         return t.cast("bool | None", _checked(shed, "tiny", runs)["results_agree"])
 
     assert agree(exact - 7) is True
