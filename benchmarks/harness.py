@@ -150,13 +150,13 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         expected: dict[str, int] | None = {"exact": size_of}
         for engine, (missing, extra) in diffs.items():
             done[engine]["missing_rows"], done[engine]["extra_rows"] = missing, extra
-        agree = all(d == (0, 0) for d in diffs.values()) if done else None
+        # (A shedding run lacks the pairs its skipped probes counted, and has no row extra.)
+        want = {e: (_missed(done[e]) if case.shed else 0, 0) for e in diffs}
+        agree = all(d == want[e] for e, d in diffs.items()) if done else None
     else:
         expected = expected_counts(case)
         finished = [r.get("out") for r in done.values()]
         if expected is not None:
-            # (A shedding run's rows and the pairs its skipped probes counted: the whole.)
-            finished = [_accounted(r) for r in done.values()] if case.shed else finished
             agree = all(out == expected for out in finished) if finished else None
         else:
             agree = all(out == finished[0] for out in finished) if len(finished) > 1 else None
@@ -204,13 +204,10 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
     }
 
 
-def _accounted(run: t.Mapping[str, t.Any]) -> dict[str, int]:
-    """A run's result size per query, with the pairs its skipped probes counted, if it shed."""
-    out = dict(run.get("out") or {})
-    for query, directions in (run.get("shed") or {}).items():
-        missed = sum(n for k, n in directions.items() if k.endswith(".pairs"))
-        out[query] = out.get(query, 0) + missed
-    return out
+def _missed(run: t.Mapping[str, t.Any]) -> int:
+    """The pairs a shedding run's skipped probes counted (none for a run that did not shed)."""
+    directions = (run.get("shed") or {}).values()
+    return sum(n for d in directions for k, n in d.items() if k.endswith(".pairs"))
 
 
 def _has_outer(case: Case) -> bool:

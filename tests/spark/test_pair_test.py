@@ -130,3 +130,38 @@ def test_a_condition_that_reads_one_side_only_matches_reference(
     run_batches(spark, job, batches, tmp_path / "ckpt")
     got = read_sink(spark, job, "o", ("aid", "bid"))
     assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"])
+
+
+def test_long_runs_of_a_time_bucket_match_reference(spark: SparkSession, tmp_path: Path) -> None:
+    """Rows in time order, many a batch: each time bucket's rows lie in runs of consecutive
+    slots longer than `IndexProbe.LONG_RUN`, tested a run at a time (a new right row only
+    against the left rows of earlier batches, a run cut at the batch's first new slot)."""
+    rng = random.Random(5)
+    batches, uid = [], 0
+    for b in range(4):
+        batch: dict[str, list[dict[str, object]]] = {}
+        for name in ("A", "B"):
+            rows: list[dict[str, object]] = []
+            for i in range(60):
+                uid += 1
+                x = rng.choice(DOUBLES)
+                at = ts(b * 2.0 + i * 2.0 / 60)
+                rows.append({"id": uid, "i": 1, "n": 2, "x": x, "s": "p", "ts": at})
+            batch[name] = rows
+        batches.append(batch)
+    window = "b.ts BETWEEN a.ts - INTERVAL '3' SECOND AND a.ts + INTERVAL '3' SECOND"
+    text = "\n".join(
+        [
+            DDL.format(name="A"),
+            DDL.format(name="B"),
+            f"CREATE SINK o WITH (format = 'parquet', path = '{tmp_path / 'o'}');",
+            "INSERT INTO o SELECT a.id AS aid, b.id AS bid FROM A a JOIN B b "
+            f"ON a.x * b.x > 1 AND {window};",
+        ]
+    )
+    job = parse_job(text)
+    run_batches(spark, job, batches, tmp_path / "ckpt")
+    got = read_sink(spark, job, "o", ("aid", "bid"))
+    want = run_reference(job, batches).outputs["q1"]
+    assert len(want) > 1000
+    assert normalize(got) == normalize(want)

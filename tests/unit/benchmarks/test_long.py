@@ -6,6 +6,8 @@ from __future__ import annotations
 import typing as t
 
 import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped, unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
@@ -85,12 +87,19 @@ def test_each_two_way_case_also_runs_sparks_floor(tiny: dict[str, Case]) -> None
     assert not _case(None).floor  # (only where a workload asks)
 
 
-def test_a_shedding_run_is_whole_with_the_pairs_its_skipped_probes_counted(
-    tmp_path_factory: pytest.TempPathFactory,
+def test_a_shedding_run_lacks_only_the_pairs_its_skipped_probes_counted(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("duckdb")
-    cases = WORKLOADS["shapes"](str(tmp_path_factory.mktemp("shed")), "tiny")
+    """Its rows against DuckDB's exact answer: none extra, and as many missing as it counted
+    (a wrong row in place of a right one fails, though the sizes add up)."""
+    duckdb = pytest.importorskip("duckdb")
+    import benchmarks.harness as harness
+
+    root = tmp_path_factory.mktemp("shed")
+    monkeypatch.setattr(harness, "ROOT", str(root))
+    cases = WORKLOADS["shapes"](str(root / "data"), "tiny")
     shed = next(c for c in cases if c.name == "shapes-shed-300s")
+    assert shed.exact is not None
     history: list[dict[str, t.Any]] = [
         {"shed": {"q1": {"left": 3, "left.pairs": 5, "right": 0, "right.pairs": 0}}},
         {"shed": {}},
@@ -98,20 +107,31 @@ def test_a_shedding_run_is_whole_with_the_pairs_its_skipped_probes_counted(
     ]
     totals = shed_totals(history)
     assert totals == {"q1": {"left": 3, "left.pairs": 5, "right": 1, "right.pairs": 2}}
-    exact = _checked(shed, "tiny", {"spark-native": {"out": {"q1": 0}}})["expected"]["q1"]
-    assert exact > 7
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for name, path in shed.backlog.streams.items():
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}/*.parquet')")
+    exact = con.execute(f"{shed.exact} ORDER BY lid, rid").to_arrow_table()
+    assert exact.num_rows > 8
 
-    def agree(written: int) -> bool | None:
-        ours = {"out": {"q1": written}, "shed": totals}
-        runs: dict[str, dict[str, t.Any]] = {
-            "streamjoin": ours,
-            "spark-native": {"out": {"q1": exact}},
-        }
+    def agree(rows: t.Any, ours: dict[str, t.Any]) -> bool | None:
+        for engine, table in (("streamjoin", rows), ("spark-native", exact)):
+            out = root / "work" / shed.name / engine / "out"
+            out.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, out / "part-0.parquet")
+        runs = {"streamjoin": ours, "spark-native": {"out": {"q1": exact.num_rows}}}
         return t.cast("bool | None", _checked(shed, "tiny", runs)["results_agree"])
 
-    assert agree(exact - 7) is True
-    assert agree(exact) is False  # (its counted pairs on top of a whole result: too many)
-    assert agree(exact - 8) is False
+    short = exact.slice(7)
+    assert agree(short, {"out": {"q1": short.num_rows}, "shed": totals}) is True
+    assert agree(exact, {"out": {"q1": exact.num_rows}, "shed": totals}) is False
+    assert agree(exact.slice(8), {"out": {"q1": short.num_rows - 1}, "shed": totals}) is False
+    # (a wrong row in place of a lost one: the sizes add up, the rows do not)
+    first = exact.slice(0, 1)
+    moved = pc.add(first["dx"], 1.0)
+    altered = first.set_column(first.schema.get_field_index("dx"), "dx", moved)
+    wrong = pa.concat_tables([exact.slice(8), altered])
+    assert agree(wrong, {"out": {"q1": wrong.num_rows}, "shed": totals}) is False
 
 
 def test_the_full_history_join_has_no_time_range(tiny: dict[str, Case]) -> None:

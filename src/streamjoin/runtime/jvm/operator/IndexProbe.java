@@ -70,6 +70,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   // (One probing row's candidates, tested together: their slots, those kept, how many; the
   // stored side's columns, for columnTest.)
   static final int CANDIDATES = 1024;
+  static final int LONG_RUN = 16;  // (a run of more slots is tested on its own: a call's worth)
   int[] slots;
   int[] kept;
   int candidates;
@@ -275,12 +276,13 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       boolean left,
       boolean tabbed,
       ArrayList out) {
-    // (Without outer marks, a run is tested over its slots as they lie, a chunk at a time.)
+    // (Without outer marks, a long run is tested over its slots as they lie, a chunk at a time;
+    // a short one, a scattered key's row, joins the list of candidates tested together.)
     boolean inRuns = columnTest != null && marker == null;
     while (j >= 0) {
       int from = other.runFrom(j);
       int last = Math.min(j, below - 1);
-      if (inRuns) {
+      if (inRuns && last - from >= LONG_RUN) {
         for (int a = from; a <= last; a += CANDIDATES) {
           int to = Math.min(last + 1, a + CANDIDATES);
           int n = left
@@ -334,9 +336,8 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
     emit(d, other, keep, n, left, tabbed, out);
   }
 
-  /** The pairs of {@code d} with the stored rows at slots {@code keep[0..n)} that the
-   * condition's generated test kept (or, without one, every candidate that Spark's predicate
-   * keeps), into {@code out}; a shed probe's counted. */
+  /** The pairs of {@code d} with the stored rows at slots {@code keep[0..n)} that the generated
+   * test kept (without one, those Spark's predicate keeps), into {@code out}; a shed's counted. */
   void emit(
       IndexRows.Entry d,
       IndexSide other,
@@ -359,9 +360,8 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
     }
   }
 
-  /** The pair of {@code d} with stored row {@code o} in one row this probe reuses: what its
-   * predicates test (a nested loop tests every row its window reaches; only a pair kept is
-   * made, by {@link #pair}). */
+  /** The pair of {@code d} with stored row {@code o} in one row this probe reuses, for Spark's
+   * predicates to test (only a pair kept is made, by {@link #pair}). */
   InternalRow candidate(IndexRows.Entry d, InternalRow o, boolean left, boolean tabbed) {
     if (scratch == null) {
       scratch = new Object[3];

@@ -282,7 +282,7 @@ public final class JoinIndex {
   }
 
   /** {@link #alone} of one partition {@code part}, added to {@code rows}; {@code vetoes}: with
-   * each row's identity last, and the copies' vetoes ({@link IndexSide#decide}). */
+   * each row's identity last, and the copies' vetoes ({@link OuterMarks#decide}). */
   static void aloneIn(
       IndexPart part, int side, long below, long batch, java.util.Set marks, boolean tabbed,
       ArrayList rows, boolean vetoes) {
