@@ -25,7 +25,7 @@ from benchmarks.engines_flink import FLINK
 from benchmarks.engines_floor import FLOOR
 from benchmarks.flink_env import flink_python
 from benchmarks.harness_exact import counted, exact_differences, expected_counts
-from benchmarks.harness_figures import figures
+from benchmarks.harness_figures import figures, shed_pairs
 from benchmarks.harness_process import run_engine_process
 from benchmarks.workloads import SIZES, WORKLOADS
 
@@ -151,7 +151,7 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         for engine, (missing, extra) in diffs.items():
             done[engine]["missing_rows"], done[engine]["extra_rows"] = missing, extra
         # (A shedding run lacks the pairs its skipped probes counted, and has no row extra.)
-        want = {e: (_missed(done[e]) if case.shed else 0, 0) for e in diffs}
+        want = {e: (shed_pairs(done[e].get("shed") or {}) if case.shed else 0, 0) for e in diffs}
         agree = all(d == want[e] for e, d in diffs.items()) if done else None
     else:
         expected = expected_counts(case)
@@ -202,12 +202,6 @@ def _checked(case: Case, size: str, results: dict[str, dict[str, t.Any]]) -> dic
         "engines": results,
         "ratios": ratios,
     }
-
-
-def _missed(run: t.Mapping[str, t.Any]) -> int:
-    """The pairs a shedding run's skipped probes counted (none for a run that did not shed)."""
-    directions = (run.get("shed") or {}).values()
-    return sum(n for d in directions for k, n in d.items() if k.endswith(".pairs"))
 
 
 def _has_outer(case: Case) -> bool:

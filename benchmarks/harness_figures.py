@@ -86,6 +86,11 @@ def shed_totals(history: t.Sequence[t.Mapping[str, t.Any]]) -> dict[str, dict[st
     return {q: d for q, d in totals.items() if any(d.values())}
 
 
+def shed_pairs(shed: t.Mapping[str, t.Mapping[str, int]]) -> int:
+    """The pairs the skipped probes of a run's `shed_totals` counted, over its queries."""
+    return sum(n for d in shed.values() for k, n in d.items() if k.endswith(".pairs"))
+
+
 def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
     """Throughput, batch-time percentiles and state cost per live tuple of one engine run, and
     the steady-state figures where the case asks for them."""

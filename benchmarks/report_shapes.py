@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import typing as t
 
+from benchmarks.harness_figures import shed_pairs
 from benchmarks.report_backlog import long_table
 from benchmarks.report_format import Report, _fmt, commit_of
 from benchmarks.report_provenance import commands
@@ -200,9 +201,9 @@ def _shed_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, str, 
         ours = c["engines"].get("streamjoin", {})
         exact = sum((c.get("expected") or {}).values())
         written = sum((ours.get("out") or {}).values())
-        shed = list((ours.get("shed") or {}).values())
-        counted = sum(n for d in shed for k, n in d.items() if k.endswith(".pairs"))
-        skipped = sum(n for d in shed for k, n in d.items() if "." not in k)
+        shed = ours.get("shed") or {}
+        counted = shed_pairs(shed)
+        skipped = sum(n for d in shed.values() for k, n in d.items() if "." not in k)
         agree = c.get("results_agree")
         shown = (
             f"wrote {written:,} of {exact:,} pairs ({written / exact:.0%}; about {skipped:,} "
