@@ -37,7 +37,7 @@ from dataclasses import asdict
 from benchmarks.engines_flink import FLINK, run_flink
 from benchmarks.engines_floor import FLOOR, _run_floor
 from benchmarks.engines_live import Live
-from benchmarks.engines_measure import CpuClock, EngineRun, _Batches
+from benchmarks.engines_measure import CpuClock, EngineRun, ProbeWork, _Batches
 from benchmarks.engines_peers import _out_path, _run_foreach, _run_native
 from benchmarks.engines_streamjoin import _run_streamjoin, _run_streamjoin_live
 from streamjoin.runtime.session import DRIVER_JAVA_OPTIONS
@@ -128,6 +128,8 @@ def run_engine(
     settings = {k: v for k, v in PEER_CONF.get(engine, {}).items() if k != _JAVA_OPTIONS}
     run = EngineRun(engine, jvm_flags=_jvm_flags(spark), settings=settings)
     cpu = CpuClock.of(spark)
+    local = not os.environ.get(MASTER_ENV)
+    work = ProbeWork(spark) if engine == "streamjoin" and local else None
     started = time.monotonic()
     try:
         if engine == "streamjoin":
@@ -146,7 +148,9 @@ def run_engine(
             raise ValueError(msg)
         run.seconds = time.monotonic() - started
         # (On a cluster the executors' CPU is in other processes: not counted, not shown.)
-        run.cpu_seconds = None if os.environ.get(MASTER_ENV) else cpu.seconds()
+        run.cpu_seconds = cpu.seconds() if local else None
+        if work is not None:
+            run.probe_pairs, run.probe_cpu_seconds = work.since()
         time.sleep(1.0)  # the listener's last events arrive asynchronously
         if run.stopped_early and batches.last is not None:
             # Count time up to the end of the last finished batch, with the rows it finished.

@@ -34,6 +34,11 @@ class EngineRun:
     """The Spark settings the engine ran with over streamjoin's local defaults (`PEER_CONF`)."""
     cpu_seconds: float | None = None
     """CPU the driver used over the run (`CpuClock`), None where it cannot be read."""
+    probe_pairs: int | None = None
+    """Pairs of rows our join operator's probes tested over the run (`ProbeWork`): None for the
+    peers, and on a cluster (the probes run in the executors' JVMs)."""
+    probe_cpu_seconds: float | None = None
+    """CPU the operator's probes used finding and making those pairs (`ProbeWork`)."""
     history: list[dict[str, t.Any]] = field(default_factory=list)
     """streamjoin's own figures of each batch, as its checkpoint keeps them (`runtime.metrics`;
     the same records as ``/history`` and `Serving.history`); empty for the peers."""
@@ -84,6 +89,27 @@ class CpuClock:
         """CPU seconds since the clock was made."""
         now = self._read()
         return None if now is None or self._start is None else round(now - self._start, 2)
+
+
+class ProbeWork:
+    """What our join operator's probes did in the driver's JVM since it was made: the pairs of
+    rows they tested and their threads' CPU (``ProbeWork.java``'s totals, read before and after
+    a run), the operator apart from the reads, writes and planning around it."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        self._class = jvm.streamjoin.operator.ProbeWork
+        self._start = self._read()
+
+    def _read(self) -> tuple[int, int]:
+        pairs, nanos = str(self._class.totals()).split(",")
+        return int(pairs), int(nanos)
+
+    def since(self) -> tuple[int, float]:
+        """Pairs tested and CPU seconds since the clock was made."""
+        pairs, nanos = self._read()
+        return pairs - self._start[0], round((nanos - self._start[1]) / 1e9, 2)
 
 
 class _Batches:

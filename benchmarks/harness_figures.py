@@ -132,6 +132,8 @@ def figures(run: dict[str, t.Any], case: Case) -> dict[str, t.Any]:
         **steady,
         **({"shed": shed} if (shed := shed_totals(run.get("history") or [])) else {}),
         **({"history": run["history"]} if run.get("history") else {}),
+        # (Our operator's probes alone, `engines_measure.ProbeWork`: pairs tested, their CPU.)
+        **{k: run[k] for k in ("probe_pairs", "probe_cpu_seconds") if run.get(k) is not None},
         **({"startup_seconds": run["startup_seconds"]} if run.get("startup_seconds") else {}),
         **({"sql_edits": run["sql_edits"]} if run.get("sql_edits") else {}),
     }

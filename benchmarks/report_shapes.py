@@ -255,29 +255,44 @@ def _source(case: t.Mapping[str, t.Any]) -> str:
 
 
 PAIRS_PER_CPU_SECOND = 100e6
-"""A predicate with no band of values and no key: pairs its window reaches, per CPU second."""
+"""A predicate with no band of values and no key: pairs tested per CPU second of the probes."""
+
+TESTED_PER_REACHED = 1.5
+"""... and of the pairs tested, at most this many per pair its window reaches (a time bucket at
+the window's edge holds rows just outside it)."""
 
 
 def _product_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, str, bool | None]]:
-    """Pairs the window reaches (DuckDB's count) over our whole run's CPU seconds: a floor on
-    the rate the operator evaluates them at (the run's CPU also reads, writes and plans). Not
-    judged (–) where the run has no CPU figure (a cluster's, a failed one) or a wrong result."""
+    """The pairs our operator's probes tested per CPU second of theirs (`ProbeWork`), beside the
+    pairs the window reaches (DuckDB's count) over the whole run's CPU (a floor: the run's CPU
+    also reads, writes and plans); and the pairs tested per pair reached. Not judged (–) where
+    the run has no figure (a cluster's, a failed one) or a wrong result."""
     rows: list[tuple[str, str, bool | None]] = []
     name = (
         "shapes: a predicate with no band of values and no key (only the time window), ≥ 100 M "
-        "pairs its window reaches a CPU second"
+        "pairs tested a CPU second of the probes"
+    )
+    reach = (
+        "shapes: the same, pairs tested ≤ "
+        f"{TESTED_PER_REACHED}× those the window reaches (only the rows it reaches are tested)"
     )
     for c in cases:
         if _kind(c)[0] != "product":
             continue
-        cpu = c["engines"].get("streamjoin", {}).get("cpu_seconds")
-        pairs = c.get("reached_pairs")
-        if not cpu or not pairs or c.get("results_agree") is False:
-            rows.append((name, f"no figure (CPU s {cpu}, pairs {pairs})", None))
+        ours = c["engines"].get("streamjoin", {})
+        cpu, pairs = ours.get("cpu_seconds"), c.get("reached_pairs")
+        tested, probe_cpu = ours.get("probe_pairs"), ours.get("probe_cpu_seconds")
+        if not probe_cpu or not tested or not pairs or c.get("results_agree") is False:
+            shown = f"no figure (probes' CPU s {probe_cpu}, tested {tested}, reached {pairs})"
+            rows.extend([(name, shown, None), (reach, shown, None)])
             continue
-        rate = pairs / cpu
-        shown = f"{rate / 1e6:.1f} M ({pairs:,} pairs, {cpu} CPU s)"
+        rate = tested / probe_cpu
+        floor = f"; reached a CPU s of the whole run {pairs / cpu / 1e6:.1f} M" if cpu else ""
+        shown = f"{rate / 1e6:.1f} M ({tested:,} pairs, {probe_cpu} CPU s{floor})"
         rows.append((name, shown, rate >= PAIRS_PER_CPU_SECOND))
+        share = tested / pairs
+        shown = f"×{share:.2f} ({tested:,} tested, {pairs:,} reached)"
+        rows.append((reach, shown, share <= TESTED_PER_REACHED))
     return rows
 
 

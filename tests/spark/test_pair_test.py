@@ -16,6 +16,7 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.engines_measure import ProbeWork
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
 
@@ -160,8 +161,16 @@ def test_long_runs_of_a_time_bucket_match_reference(spark: SparkSession, tmp_pat
         ]
     )
     job = parse_job(text)
+    work = ProbeWork(spark)
     run_batches(spark, job, batches, tmp_path / "ckpt")
+    tested, cpu = work.since()
     got = read_sink(spark, job, "o", ("aid", "bid"))
     want = run_reference(job, batches).outputs["q1"]
     assert len(want) > 1000
     assert normalize(got) == normalize(want)
+    # Each pair the window reaches is tested once, and a few more of the time buckets at its
+    # edges (a quarter of the window's 6 s each: `physical.TIME_BAND_SPLIT`), no other.
+    times = [[r["ts"] for batch in batches for r in batch[name]] for name in ("A", "B")]
+    seconds = [(a - b).total_seconds() for a in times[0] for b in times[1]]
+    assert sum(abs(d) <= 3 for d in seconds) <= tested <= sum(abs(d) <= 4.5 for d in seconds)
+    assert cpu > 0

@@ -56,6 +56,7 @@ _SOURCES = (
     "operator/SideColumns.java",
     "operator/ParallelPairs.java",
     "operator/OuterMarks.java",
+    "operator/ProbeWork.java",
     "loop/ProgressFigures.java",
     "loop/FiguresSource.java",
     "loop/BatchScan.java",

@@ -75,6 +75,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   int[] kept;
   int candidates;
   Object[] cols;
+  long tested;  // (pairs tested since ProbePairs last added them to ProbeWork's)
 
   IndexProbe(String name, int parts, long batch, int[] fields, int units, BatchInput output) {
     this.name = name;
@@ -107,7 +108,9 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       Object had = JoinIndex.COUNTS.putIfAbsent(name + "@" + batch, tasks);
       ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);
     }
+    long since = ProbeWork.cpu();
     ArrayList stored = ProbePairs.store(this, found.entrySet().iterator());
+    ProbeWork.add(0, since);  // (storing the batch's rows is the operator's work too)
     int ways = splits() ? ParallelPairs.ways(stored.size()) : 1;
     return ways > 1 ? new ParallelPairs(this, stored, ways) : new ProbePairs(this, stored);
   }
@@ -285,6 +288,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       if (inRuns && last - from >= LONG_RUN) {
         for (int a = from; a <= last; a += CANDIDATES) {
           int to = Math.min(last + 1, a + CANDIDATES);
+          tested += to - a;
           int n = left
               ? columnTest.keepRightRun(cols, a, to, kept)
               : columnTest.keepLeftRun(cols, a, to, kept);
@@ -321,6 +325,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   void tested(IndexRows.Entry d, IndexSide other, boolean left, boolean tabbed, ArrayList out) {
     int n = candidates;
     candidates = 0;
+    tested += n;
     if (marker != null) {
       for (int i = 0; i < n; i++) {
         OuterMarks.mark(this, d, other, slots[i], left, tabbed);

@@ -88,9 +88,21 @@ final class ProbePairs implements Iterator {
     return row;
   }
 
+  /** The next chunk ({@link #fillChunk}), its pairs tested and its CPU time added to {@link
+   * ProbeWork}'s. */
+  void fill() {
+    long since = ProbeWork.cpu();
+    try {
+      fillChunk();
+    } finally {
+      ProbeWork.add(probe.tested, since);
+      probe.tested = 0;
+    }
+  }
+
   /** The next chunk: pairs until a chunk's worth or the last partition, as the query's rows;
    * after the last, an outer join's rows without a partner (every pair has marked its rows). */
-  void fill() {
+  void fillChunk() {
     org.apache.spark.TaskContext task = org.apache.spark.TaskContext.get();
     if (task != null && task.isInterrupted()) {
       throw new org.apache.spark.TaskKilledException("streamjoin: the probe's task was killed");
