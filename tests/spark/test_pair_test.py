@@ -24,6 +24,8 @@ from .harness import read_sink, run_batches
 from .streams import ts
 
 if t.TYPE_CHECKING:
+    from datetime import datetime
+
     from pyspark.sql import SparkSession
 
 DDL = """
@@ -170,7 +172,7 @@ def test_long_runs_of_a_time_bucket_match_reference(spark: SparkSession, tmp_pat
     assert normalize(got) == normalize(want)
     # Each pair the window reaches is tested once, and a few more of the time buckets at its
     # edges (a quarter of the window's 6 s each: `physical.TIME_BAND_SPLIT`), no other.
-    times = [[r["ts"] for batch in batches for r in batch[name]] for name in ("A", "B")]
+    times = [[t.cast("datetime", r["ts"]) for b in batches for r in b[name]] for name in "AB"]
     seconds = [(a - b).total_seconds() for a in times[0] for b in times[1]]
     assert sum(abs(d) <= 3 for d in seconds) <= tested <= sum(abs(d) <= 4.5 for d in seconds)
     assert cpu > 0
