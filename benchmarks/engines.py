@@ -129,7 +129,7 @@ def run_engine(
     run = EngineRun(engine, jvm_flags=_jvm_flags(spark), settings=settings)
     cpu = CpuClock.of(spark)
     local = not os.environ.get(MASTER_ENV)
-    work = ProbeWork(spark) if engine == "streamjoin" and local else None
+    work = ProbeWork.of(spark) if engine == "streamjoin" and local else None
     started = time.monotonic()
     try:
         if engine == "streamjoin":
@@ -150,12 +150,14 @@ def run_engine(
         # (On a cluster the executors' CPU is in other processes: not counted, not shown.)
         run.cpu_seconds = cpu.seconds() if local else None
         if work is not None:
-            run.probe_pairs, run.probe_cpu_seconds = work.since()
+            run.probe_pairs, probe_cpu = work.since()
+            run.probe_cpu_seconds = round(probe_cpu, 2)
         time.sleep(1.0)  # the listener's last events arrive asynchronously
         if run.stopped_early and batches.last is not None:
             # Count time up to the end of the last finished batch, with the rows it finished.
             run.seconds = batches.last - started
             run.cpu_seconds = None  # (it counts the batch that was cut short too)
+            run.probe_pairs = run.probe_cpu_seconds = None
     finally:
         batches.detach(spark)
         if engine == "spark-native":

@@ -38,7 +38,8 @@ class EngineRun:
     """Pairs of rows our join operator's probes tested over the run (`ProbeWork`): None for the
     peers, and on a cluster (the probes run in the executors' JVMs)."""
     probe_cpu_seconds: float | None = None
-    """CPU the operator's probes used finding and making those pairs (`ProbeWork`)."""
+    """CPU the operator's probes used storing the batches' rows and finding and making those
+    pairs (`ProbeWork`)."""
     history: list[dict[str, t.Any]] = field(default_factory=list)
     """streamjoin's own figures of each batch, as its checkpoint keeps them (`runtime.metrics`;
     the same records as ``/history`` and `Serving.history`); empty for the peers."""
@@ -102,14 +103,26 @@ class ProbeWork:
         self._class = jvm.streamjoin.operator.ProbeWork
         self._start = self._read()
 
+    @classmethod
+    def of(cls, spark: SparkSession) -> ProbeWork | None:
+        """The clock of `spark`'s driver, None where it has no streamjoin jar (the join
+        operator off: ``STREAMJOIN_LOCAL=off``)."""
+        from py4j.protocol import Py4JError
+
+        try:
+            return cls(spark)
+        except Py4JError:
+            return None
+
     def _read(self) -> tuple[int, int]:
         pairs, nanos = str(self._class.totals()).split(",")
         return int(pairs), int(nanos)
 
     def since(self) -> tuple[int, float]:
-        """Pairs tested and CPU seconds since the clock was made."""
+        """Pairs tested and CPU seconds since the clock was made (unrounded: a small job's
+        are milliseconds)."""
         pairs, nanos = self._read()
-        return pairs - self._start[0], round((nanos - self._start[1]) / 1e9, 2)
+        return pairs - self._start[0], (nanos - self._start[1]) / 1e9
 
 
 class _Batches:

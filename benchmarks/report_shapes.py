@@ -258,8 +258,8 @@ PAIRS_PER_CPU_SECOND = 100e6
 """A predicate with no band of values and no key: pairs tested per CPU second of the probes."""
 
 TESTED_PER_REACHED = 1.5
-"""... and of the pairs tested, at most this many a pair its window reaches (a time bucket at
-the window's edge holds rows just outside it)."""
+"""The same case: pairs tested per pair its window reaches, at most (a time bucket at the
+window's edge holds rows just outside it); at least 1, as each pair reached is tested."""
 
 
 def _product_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, str, bool | None]]:
@@ -270,8 +270,8 @@ def _product_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, st
     rows: list[tuple[str, str, bool | None]] = []
     name = (
         "shapes: a predicate with no band of values and no key (only the time window), ≥ 100 M "
-        f"pairs tested a CPU second of the probes, and ≤ {TESTED_PER_REACHED}× the pairs its "
-        "window reaches tested"
+        f"pairs tested a CPU second of the probes, testing 1× to {TESTED_PER_REACHED}× the "
+        "pairs its window reaches"
     )
     for c in cases:
         if _kind(c)[0] != "product":
@@ -289,7 +289,8 @@ def _product_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, st
             f"{rate / 1e6:.1f} M ({tested:,} pairs, {probe_cpu} CPU s); tested ×{share:.2f} the "
             f"{pairs:,} reached{floor}"
         )
-        rows.append((name, shown, rate >= PAIRS_PER_CPU_SECOND and share <= TESTED_PER_REACHED))
+        met = rate >= PAIRS_PER_CPU_SECOND and 1 <= share <= TESTED_PER_REACHED
+        rows.append((name, shown, met))
     return rows
 
 

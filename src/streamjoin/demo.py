@@ -80,14 +80,15 @@ def generate(data_dir: str, rows: int, seed: int = 7) -> None:
 
 def sample(folder: str, limit: int = 5) -> tuple[int, list[dict[str, object]]]:
     """The rows a JSON sink wrote under `folder` (one directory per batch): how many, and the
-    first `limit` in the order of their values (read here, with no Spark job)."""
+    first `limit` ordered by their columns in name order, nulls first (read here, with no Spark
+    job; the demo's sinks are on the driver's disk)."""
     rows: list[dict[str, object]] = []
     for path in glob.glob(os.path.join(folder, "batch=*", "part-*.json")):
         with open(path, encoding="utf-8") as lines:
             rows.extend(json.loads(line) for line in lines if line.strip())
     # (Spark's JSON writer leaves a null field out of its line.)
     names = sorted({name for row in rows for name in row})
-    first = sorted(rows, key=lambda row: [(row.get(k) is None, row.get(k)) for k in names])
+    first = sorted(rows, key=lambda row: [(row.get(k) is not None, row.get(k)) for k in names])
     return len(rows), [{k: row.get(k) for k in names} for row in first[:limit]]
 
 

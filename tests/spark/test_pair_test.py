@@ -11,12 +11,15 @@ import random
 import shutil
 import tempfile
 import typing as t
+from datetime import datetime, timedelta
+from math import floor
 from pathlib import Path
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.engines_measure import ProbeWork
+from streamjoin.plan.physical import TIME_BAND_SPLIT
 from streamjoin.reference import normalize, run_reference
 from streamjoin.sql import parse_job
 
@@ -24,8 +27,6 @@ from .harness import read_sink, run_batches
 from .streams import ts
 
 if t.TYPE_CHECKING:
-    from datetime import datetime
-
     from pyspark.sql import SparkSession
 
 DDL = """
@@ -135,6 +136,11 @@ def test_a_condition_that_reads_one_side_only_matches_reference(
     assert normalize(got) == normalize(run_reference(job, batches).outputs["q1"])
 
 
+def _micros(at: object) -> int:
+    """Microseconds since the epoch of a naive UTC event time."""
+    return (t.cast("datetime", at) - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+
+
 def test_long_runs_of_a_time_bucket_match_reference(spark: SparkSession, tmp_path: Path) -> None:
     """Rows in time order, many a batch: each time bucket's rows lie in runs of consecutive
     slots longer than `IndexProbe.LONG_RUN`, tested a run at a time (a new right row only
@@ -170,9 +176,14 @@ def test_long_runs_of_a_time_bucket_match_reference(spark: SparkSession, tmp_pat
     want = run_reference(job, batches).outputs["q1"]
     assert len(want) > 1000
     assert normalize(got) == normalize(want)
-    # Each pair the window reaches is tested once, and a few more of the time buckets at its
-    # edges (a quarter of the window's 6 s each: `physical.TIME_BAND_SPLIT`), no other.
-    times = [[t.cast("datetime", r["ts"]) for b in batches for r in b[name]] for name in "AB"]
-    seconds = [(a - b).total_seconds() for a in times[0] for b in times[1]]
-    assert sum(abs(d) <= 3 for d in seconds) <= tested <= sum(abs(d) <= 4.5 for d in seconds)
+    # Each pair is tested once, by its newer row's probe (the left row's in a batch of both),
+    # over the time buckets its window reaches (`joins.bucket_range`): no other pair.
+    width = 6e6 / TIME_BAND_SPLIT
+
+    def reaches(x: int, y: int) -> bool:
+        return floor((x - 3e6) / width) <= floor(y / width) <= floor((x + 3e6) / width)
+
+    sides = [[(i, _micros(r["ts"])) for i, b in enumerate(batches) for r in b[n]] for n in "AB"]
+    pairs = [reaches(a, b) if i >= j else reaches(b, a) for i, a in sides[0] for j, b in sides[1]]
+    assert tested == sum(pairs)
     assert cpu > 0

@@ -259,7 +259,7 @@ def test_each_shape_is_judged_against_its_peer_and_against_the_equi_shape() -> N
     assert [met for _, _, met in shapes_targets({"cases": cases})] == [True, False, False]
 
 
-def test_each_shape_grows_from_10s_to_1h_and_the_product_by_its_reached_pairs() -> None:
+def test_each_shape_grows_from_10s_to_1h_and_the_product_by_its_pairs_tested() -> None:
     def ours(name: str, p50: float, **more: t.Any) -> dict[str, t.Any]:
         engine = {"steady_batch_p50_ms": p50, "cpu_seconds": 20.0}
         return {"case": f"shapes-{name}", "engines": {"streamjoin": engine}, **more}
@@ -290,6 +290,8 @@ def test_each_shape_grows_from_10s_to_1h_and_the_product_by_its_reached_pairs() 
     assert row("no band of values and no key")[1] is False  # (90 M a CPU s)
     cases[4]["engines"]["streamjoin"]["probe_cpu_seconds"] = 12.0
     cases[4]["reached_pairs"] = 2_000_000_000  # (×1.8 tested: more than the window reaches)
+    assert row("no band of values and no key")[1] is False
+    cases[4]["reached_pairs"] = 4_000_000_000  # (×0.9: some pair reached went untested)
     assert row("no band of values and no key")[1] is False
     del cases[4]["engines"]["streamjoin"]["probe_pairs"]  # (a cluster's run, say)
     assert row("no band of values and no key")[1] is None

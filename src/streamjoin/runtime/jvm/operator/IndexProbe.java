@@ -136,6 +136,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   IndexProbe worker() {
     try {
       IndexProbe copy = (IndexProbe) clone();
+      copy.tested = 0;
       copy.scratch = null;
       copy.scratchRow = null;
       return copy;
@@ -360,7 +361,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
         counts[units + (d.skips ? 2 : 0) + (left ? 0 : 1)]++;
       }
       if (!d.skips) {
-        out.add(pair(d, o, left, tabbed));
+        out.add(ProbePairs.pair(d, o, left, tabbed));
       }
     }
   }
@@ -392,14 +393,5 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       h = XXH64.hashLong(row.hashCode(), batch);
     }
     return Math.floorMod(h, SHED_SCALE) >= cuts[side];
-  }
-
-  /** The pair of {@code d} with stored row {@code o} (and the table it was found in). */
-  static InternalRow pair(IndexRows.Entry d, InternalRow o, boolean left, boolean tabbed) {
-    InternalRow l = left ? d.row : o;
-    InternalRow r = left ? o : d.row;
-    Object[] values =
-        tabbed ? new Object[] {l, r, Integer.valueOf(d.tab)} : new Object[] {l, r};
-    return new GenericInternalRow(values);
   }
 }

@@ -3,6 +3,8 @@ package streamjoin.operator;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 
 /**
  * The rows one task's {@link IndexProbe} makes, found as they are read: the batch's rows are
@@ -155,5 +157,14 @@ final class ProbePairs implements Iterator {
     side = 0;
     at = 0;
     return true;
+  }
+
+  /** The pair of {@code d} with stored row {@code o} (and the table it was found in). */
+  static InternalRow pair(IndexRows.Entry d, InternalRow o, boolean left, boolean tabbed) {
+    InternalRow l = left ? d.row : o;
+    InternalRow r = left ? o : d.row;
+    Object[] values =
+        tabbed ? new Object[] {l, r, Integer.valueOf(d.tab)} : new Object[] {l, r};
+    return new GenericInternalRow(values);
   }
 }

@@ -7,10 +7,11 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * What the join operator's probes did in this JVM since it started: the pairs of rows they
  * tested (each a candidate's evaluation of the join's predicate, or a pair kept without one),
- * and the CPU time of the threads while they found and made a probe's pairs ({@link
- * ProbePairs#fill}). A benchmark reads the totals before and after a run to rate the operator
- * itself, apart from the reads, writes and planning around it. Two reads of the thread's CPU
- * clock per chunk of pairs, none per pair.
+ * and the CPU time of their threads while they stored a batch's rows ({@link IndexProbe#call})
+ * and found and made its pairs, spills included ({@link ProbePairs#fill}). A rebuild's probes
+ * ({@link JoinIndex#loadInto}) are not counted. A benchmark reads the totals before and after
+ * a run to rate the operator itself, apart from the reads, writes and planning around it. The
+ * thread's CPU clock is read twice a task for storing and twice a chunk of pairs, never a pair.
  * Written for janino: no lambdas, no generics.
  */
 public final class ProbeWork {
