@@ -207,8 +207,8 @@ def _shed_row(cases: t.Sequence[t.Mapping[str, t.Any]]) -> list[tuple[str, str, 
         agree = c.get("results_agree")
         shown = (
             f"wrote {written:,} of {exact:,} pairs ({written / exact:.0%}; about {skipped:,} "
-            f"rows did not probe): {_n(ours.get('extra_rows'))} rows extra, "
-            f"{_n(ours.get('missing_rows'))} missing against {counted:,} counted"
+            f"rows did not probe): {_fmt(ours.get('extra_rows'))} rows extra, "
+            f"{_fmt(ours.get('missing_rows'))} missing against {counted:,} counted"
             if exact
             else "no exact result"
         )
@@ -301,10 +301,6 @@ def _ratio(
 ) -> float | None:
     ours, theirs = figure(case, "streamjoin"), figure(case, peer)
     return ours / theirs if ours and theirs else None
-
-
-def _n(value: int | None) -> str:
-    return "–" if value is None else f"{value:,}"
 
 
 def _r(value: float | None) -> str:

@@ -367,7 +367,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   }
 
   /** The pair of {@code d} with stored row {@code o} in one row this probe reuses, for Spark's
-   * predicates to test (only a pair kept is made, by {@link #pair}). */
+   * predicates to test (only a pair kept is made, by {@link ProbePairs#pair}). */
   InternalRow candidate(IndexRows.Entry d, InternalRow o, boolean left, boolean tabbed) {
     if (scratch == null) {
       scratch = new Object[3];
