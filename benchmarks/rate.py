@@ -176,8 +176,10 @@ def _checked(
         expected = expected_counts(live)
     outs = [r.get("out") for r in drained]
     agree: bool | None
-    if len(drained) < len(results) or not outs:
-        agree = False if any(r.get("error") for r in results.values()) else None
+    if any(r.get("error") for r in results.values()):
+        agree = False
+    elif not outs:
+        agree = None
     elif jobs and closes_windows(next(iter(jobs.values()))):
         # (A live feed has no end of input: which windows each engine has closed when it stops
         # depends on its own watermark's rule, so their counts say nothing.)
@@ -208,7 +210,8 @@ def _brief(r: dict[str, t.Any]) -> str:
         f"{verdict}: fed {r['input_rate']} rows/s, processed {r['processed_rate']} rows/s, "
         f"latency p50/p99/max {r['latency_p50_s']}/{r['latency_p99_s']}/{r['latency_max_s']} s "
         f"(growth ×{r['latency_growth']}), backlog at end {r['backlog_at_end_s']} s, "
-        f"drained in {r['drain_s']} s, batches p50/p99 {r['batch_p50_ms']}/{r['batch_p99_ms']} "
+        + (f"drained in {r['drain_s']} s" if r["drain_s"] is not None else "not drained")
+        + f", batches p50/p99 {r['batch_p50_ms']}/{r['batch_p99_ms']} "
         f"ms, out {r['out']}"
         + (f", {r['dropped_late']} rows dropped as late" if r.get("dropped_late") else "")
     )

@@ -165,7 +165,8 @@ def latency_figures(
         "latency_last_third_p50_s": last,
         "latency_growth": growth,
         "backlog_at_end_s": round(backlog, 2),
-        "drain_s": round(max(done.values()) - ended, 2) if done else None,
+        # (None where some fed file was never done: it did not drain.)
+        "drain_s": round(max(done.values()) - ended, 2) if done and len(done) == len(fed) else None,
     }
 
 

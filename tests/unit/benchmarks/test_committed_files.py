@@ -117,6 +117,13 @@ def test_latency_takes_commit_times_seen_during_the_run(tmp_path: Path) -> None:
     assert figures["rows_processed"] == figures["rows_fed"] == 50
     assert figures["latency_max_s"] == 113.0 - 102.0
     assert figures["latency_p50_s"] == 10.0  # (1, 1, 11, 10, 10 s)
+    assert figures["drain_s"] == 114.0 - 105.0
+    # A file fed after the last commit was never done: the engine did not drain (no negative
+    # drain time from the files it did).
+    late = latency_figures(
+        str(work), [*fed, FedFile(_file(feed, 5), "a", 10, 105.0)], 100.0, 105.0, 1.0, watch
+    )
+    assert late["rows_processed"] == 50 and late["drain_s"] is None
 
 
 def test_the_watch_keeps_the_times_of_deleted_commit_files(tmp_path: Path) -> None:
