@@ -196,7 +196,7 @@ def run_places(
     one, a band cut finer than its span; runs go round the partitions); it probes at each run
     its range `lo` to `hi` reaches (each partition at most once): one copy a partition, which
     probes its whole range there and finds each row stored there once (an outer join's copies
-    share the row's matched mark: ``JoinIndex.MARKS``). None: one partition holds every row."""
+    share the row's matched mark: ``SharedMarks``). None: one partition holds every row."""
     parts = runs(ctx, qp)
     if parts is None:
         return None

@@ -64,7 +64,7 @@ public final class ChainProbe implements FlatMapFunction {
     LogicalRDD plan = (LogicalRDD) rows.queryExecution().logical();
     JavaRDD one = BatchStreams.of(plan.rdd(), BatchStreams.union(inputs)).toJavaRDD().coalesce(1);
     for (int n = 0; n < names.length; n++) {
-      JoinIndex.COUNTS.remove(names[n] + "@" + batch);  // (as a probe: an earlier attempt's)
+      ProbeCounts.COUNTS.remove(names[n] + "@" + batch);  // (as a probe: an earlier attempt's)
     }
     ChainProbe f = new ChainProbe(inputs, outputs, names, parts, sheds, batch, lateBefore);
     BatchInput last = outputs[outputs.length - 1];

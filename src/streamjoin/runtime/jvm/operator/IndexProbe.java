@@ -36,7 +36,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   long[] cuts;
   boolean countMissed;
   // (false: the counts stay in the probe's `counts`, for a cluster's task to send back; else
-  // they go to JoinIndex.COUNTS, where the driver's JVM, which ran the task, reads them.)
+  // they go to ProbeCounts.COUNTS, where the driver's JVM, which ran the task, reads them.)
   boolean keepsCounts = true;
   // (false: a row's copies keep their own marks, where they lie in several JVMs: a cluster's.)
   boolean marksInJvm = true;
@@ -64,7 +64,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   PairTest columnTest;  // (the predicate over the stored side's columns; then `test` is null)
   long[] counts;
   BasePredicate[] on;  // (the marker's predicate, made once; {null}: every pair)
-  java.util.Set marks;  // (the marks a row's copies share: JoinIndex.MARKS; else null)
+  java.util.Set marks;  // (the marks a row's copies share: SharedMarks.MARKS; else null)
   Object[] scratch;
   GenericInternalRow scratchRow;
   // (One probing row's candidates, tested together: their slots, those kept, how many; the
@@ -90,13 +90,13 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
     int shed = cuts == null ? 0 : 4;
     counts = units + shed > 0 ? new long[units + shed] : null;
     begin();
-    boolean shared = JoinIndex.sharesMarks(marker, fields, name);
-    marks = shared && marksInJvm ? JoinIndex.marks(name, true) : null;
+    boolean shared = SharedMarks.used(marker, fields, name);
+    marks = shared && marksInJvm ? SharedMarks.of(name, true) : null;
     met = sendsMet != 0 ? new ArrayList() : null;
     deltaMarks =
         sendsMet != 0
             ? new java.util.HashSet()
-            : marksInto == null ? null : JoinIndex.marks(marksInto, true);
+            : marksInto == null ? null : SharedMarks.of(marksInto, true);
     shared = shared || deltaMarks != null || identified;  // (rows with their identities)
     HashMap found =
         IndexRows.byPart((Iterator) rows, parts, batch, fields, counts, units, shared);
@@ -105,7 +105,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       // several in one task; a task run again, or a stage computed again, replaces them.)
       String at = String.valueOf(found.keySet().iterator().next());
       ConcurrentHashMap tasks = new ConcurrentHashMap();
-      Object had = JoinIndex.COUNTS.putIfAbsent(name + "@" + batch, tasks);
+      Object had = ProbeCounts.COUNTS.putIfAbsent(name + "@" + batch, tasks);
       ((ConcurrentHashMap) (had == null ? tasks : had)).put(at, counts);
     }
     long since = ProbeWork.cpu();
@@ -148,7 +148,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
   /** Probes and extends one partition with its rows of the batch (the delta rule), its pairs
    * into {@code out}: what {@link ProbePairs} does a chunk at a time. */
   void apply(IndexPart part, ArrayList[] delta, ArrayList out) {
-    if (slots == null) {  // (a probe not called: a rebuild's, JoinIndex#loadInto)
+    if (slots == null) {  // (a probe not called: a rebuild's, IndexLoad#into)
       begin();
     }
     synchronized (part) {
@@ -207,7 +207,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
       part.syncMatched(delta[0], 0);
       part.syncMatched(delta[1], 1);
     }
-    if (marker != null && marks == null && JoinIndex.sharesMarks(marker, fields)) {
+    if (marker != null && marks == null && SharedMarks.used(marker, fields)) {
       part.probedMatched(delta[0], 0);  // (copies marked apart: `decide`'s vetoes)
       part.probedMatched(delta[1], 1);
     }

@@ -124,7 +124,7 @@ final class IndexRows {
   /** Each partition's rows of {@code rows}, as an entry list per side, by partition; with
    * {@code counts}, the rows of each of its units (a unit of the skew check: the row's place,
    * or its equality key's hash as a non-negative long, modulo the units) counted in it. With
-   * {@code shared} (an outer join's marks shared by a row's copies: {@link #sharesMarks}),
+   * {@code shared} (an outer join's marks shared by a row's copies: {@link SharedMarks#used}),
    * each copy carries the row's identity, and all but its first stored one are {@code copy}:
    * a placed row's in the partition of its first store place, told by {@code _sj_hm} where a
    * shuffle sent each partition its copy ({@link #shuffled}), and in an OR's first table. */

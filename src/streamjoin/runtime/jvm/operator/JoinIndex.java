@@ -1,11 +1,9 @@
 package streamjoin.operator;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.api.java.function.VoidFunction;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
@@ -39,55 +37,22 @@ import org.apache.spark.sql.types.StructType;
 public final class JoinIndex {
   private JoinIndex() {}
 
-  /** Per index name, the identities ({@link IndexRows#rowId}) of the rows with several copies
-   * that a partner matched (an outer join's under a scheme, time buckets, a band's runs or an
-   * OR's tables): a copy's match marks them all, and the row's first stored copy decides it (the
-   * others are {@code copy}). One JVM holds every partition (the driver's, in local mode), so
-   * each copy's probe reads them, in one task or several; on a cluster each copy keeps its own
-   * mark, and the decision joins them ({@link PlacedIndex#decide}). Equal rows of a side share
-   * an identity, and their matches: they meet the same partners. */
-  static final ConcurrentHashMap MARKS = new ConcurrentHashMap();
-
-  /** Whether an outer join's rows ({@code marker} not null) of an input whose {@code fields}
-   * are given have several copies, whose marks are joined: placed rows, or an OR's tables. */
-  static boolean sharesMarks(BatchInput marker, int[] fields) {
-    return marker != null && (fields[IndexRows.STORES] >= 0 || fields[IndexRows.TAB] >= 0);
-  }
-
-  /** {@link #sharesMarks} of index {@code name}, or one whose rows' matches are also found
-   * by the probe of an index that drains beside it ({@link #shareMarks}). */
-  static boolean sharesMarks(BatchInput marker, int[] fields, String name) {
-    return sharesMarks(marker, fields) || (marker != null && SHARING.contains(name));
-  }
-
-  /** The indexes whose rows' marks are shared, as an index that drains beside them marks
-   * their rows too (an outer join's, after its placement changed): until dropped. */
-  static final java.util.Set SHARING = ConcurrentHashMap.newKeySet();
-
-  /** Index {@code name}'s rows keep their marks in the shared marks (see {@link #SHARING}). */
+  /** Index {@code name}'s rows keep their marks in the shared marks ({@link SharedMarks}), as
+   * an index that drains beside it marks its rows too. */
   public static void shareMarks(String name) {
-    SHARING.add(name);
+    SharedMarks.share(name);
   }
 
-  /** Index {@code name}'s new rows no longer need shared marks (the index that drained beside
-   * it is gone): their matches mark them in place, and the shared marks it has stay, read by
-   * its decisions, until their rows expire. */
+  /** Index {@code name}'s new rows no longer need shared marks ({@link SharedMarks#unshare}). */
   public static void unshareMarks(String name) {
-    SHARING.remove(name);
+    SharedMarks.unshare(name);
   }
 
-  /** The shared marks of index {@code name}, made where {@code make} and there are none. */
-  static java.util.Set marks(String name, boolean make) {
-    java.util.Set had = (java.util.Set) MARKS.get(name);
-    if (had != null || !make) {
-      return had;
-    }
-    java.util.Set made = ConcurrentHashMap.newKeySet();
-    had = (java.util.Set) MARKS.putIfAbsent(name, made);
-    return had == null ? made : had;
+  /** The delta's rows per unit that the probe of batch {@code batch} of {@code name} counted,
+   * and a shedding probe's pairs after them ({@link ProbeCounts#read}). */
+  public static String unitCounts(String name, long batch, int units) {
+    return ProbeCounts.read(name, batch, units);
   }
-
-
 
   static final ConcurrentHashMap PARTS = new ConcurrentHashMap();
 
@@ -103,7 +68,7 @@ public final class JoinIndex {
   /** Drops, in every partition of {@code name}, the rows below {@code leftLeast} (left) and
    * {@code rightLeast} (right): no row of the batch about to run can meet them. */
   public static void expire(String name, int parts, long leftLeast, long rightLeast) {
-    java.util.Set marks = marks(name, false);
+    java.util.Set marks = SharedMarks.of(name, false);
     for (int p = 0; p < parts; p++) {
       IndexPart part = part(name, p);
       synchronized (part) {
@@ -125,8 +90,7 @@ public final class JoinIndex {
   /** Forgets every partition of {@code name} (their spill files deleted), and its counts not
    * read. */
   public static void drop(String name) {
-    MARKS.remove(name);
-    SHARING.remove(name);
+    SharedMarks.drop(name);
     Iterator it = PARTS.entrySet().iterator();
     while (it.hasNext()) {
       java.util.Map.Entry e = (java.util.Map.Entry) it.next();
@@ -135,7 +99,7 @@ public final class JoinIndex {
         closed(e.getValue());
       }
     }
-    forget(COUNTS, name);
+    ProbeCounts.forget(ProbeCounts.COUNTS, name);
   }
 
   /** Deletes the spill files of partition {@code part} (may be null), which has left PARTS. */
@@ -233,9 +197,7 @@ public final class JoinIndex {
    * leftDecided} and {@code rightDecided} are decided already. */
   public static void load(
       Dataset in, String name, int parts, BatchInput marker, long leftDecided, long rightDecided) {
-    Load f = new Load(name, parts, IndexRows.shuffledFields(in.schema()));
-    f.marker = marker;
-    f.decided = new long[] {leftDecided, rightDecided};
+    IndexLoad f = new IndexLoad(name, parts, IndexRows.shuffledFields(in.schema()), marker);
     IndexRows.shuffled(in, parts).foreachPartition(f);
     if (marker != null) {
       for (int p = 0; p < parts; p++) {
@@ -254,7 +216,7 @@ public final class JoinIndex {
   public static Dataset decide(
       Dataset in, String name, int parts, int side, long below, long batch) {
     boolean tabbed = java.util.Arrays.asList(in.schema().fieldNames()).contains("_sj_tab");
-    ArrayList rows = alone(name, parts, side, below, batch, tabbed);
+    ArrayList rows = OuterMarks.alone(name, parts, side, below, batch, tabbed);
     SparkSession spark = (SparkSession) in.sparkSession();
     org.apache.spark.rdd.RDD rdd =
         spark
@@ -264,59 +226,6 @@ public final class JoinIndex {
                 1,
                 scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
     return spark.internalCreateDataFrame(rdd, pairsSchema(in.schema()), false);
-  }
-
-  /** What {@link #decide} decides, as a list of pairs (in the JVM that holds the partitions);
-   * {@code tabbed}: with the table each was decided in, as an OR's pairs have it. */
-  static ArrayList alone(
-      String name, int parts, int side, long below, long batch, boolean tabbed) {
-    ArrayList rows = new ArrayList();
-    java.util.Set marks = marks(name, false);
-    for (int p = 0; p < parts; p++) {
-      IndexPart part = part(name, p);
-      synchronized (part) {
-        aloneIn(part, side, below, batch, marks, tabbed, rows, false);
-      }
-    }
-    return rows;
-  }
-
-  /** {@link #alone} of one partition {@code part}, added to {@code rows}; {@code vetoes}: with
-   * each row's identity last, and the copies' vetoes ({@link OuterMarks#decide}). */
-  static void aloneIn(
-      IndexPart part, int side, long below, long batch, java.util.Set marks, boolean tabbed,
-      ArrayList rows, boolean vetoes) {
-    for (int t = 0; t < part.tables.length; t++) {
-      ArrayList ids = vetoes ? new ArrayList() : null;
-      ArrayList alone = OuterMarks.decide(part.tables[t][side], below, batch, marks, ids);
-      for (int i = 0; i < alone.size(); i++) {
-        int width = (tabbed ? 3 : 2) + (vetoes ? 1 : 0);
-        Object[] pair = new Object[width];  // (the other side NULL)
-        pair[side] = alone.get(i);
-        if (tabbed) {
-          pair[2] = Integer.valueOf(t);
-        }
-        if (vetoes) {
-          pair[width - 1] = ids.get(i);
-        }
-        rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
-      }
-    }
-    if (!vetoes) {
-      return;
-    }
-    Iterator it = part.probedMatches[side].entrySet().iterator();
-    while (it.hasNext()) {
-      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-      if (((Long) e.getValue()).longValue() < below) {
-        Object[] pair = new Object[(tabbed ? 3 : 2) + 1];
-        if (tabbed) {
-          pair[2] = Integer.valueOf(0);
-        }
-        pair[pair.length - 1] = e.getKey();
-        rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
-      }
-    }
   }
 
   /** The candidate pairs of batch {@code batch}'s delta {@code in} (lazy: the job that reads
@@ -376,14 +285,8 @@ public final class JoinIndex {
         PARTS.put(to + "/" + p, part);
       }
     }
-    Object marks = MARKS.remove(from);  // (an outer join's: its rows' marks go with them)
-    if (marks != null) {
-      MARKS.put(to, marks);
-    }
-    if (SHARING.remove(from)) {
-      SHARING.add(to);
-    }
-    forget(COUNTS, from);
+    SharedMarks.rename(from, to);  // (an outer join's: its rows' marks go with them)
+    ProbeCounts.forget(ProbeCounts.COUNTS, from);
   }
 
   /** The candidate pairs of a probe whose input is {@code in}'s layout, none of them: what a
@@ -432,7 +335,7 @@ public final class JoinIndex {
    * IndexProbe#cuts}), whose counts follow the units' in {@link #unitCounts}. */
   static IndexProbe probing(
       int[] fields, BatchInput output, String shed, String name, int parts, long batch, int units) {
-    COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
+    ProbeCounts.COUNTS.remove(name + "@" + batch);  // (an earlier attempt's, if the batch runs again)
     IndexProbe f = new IndexProbe(name, parts, batch, fields, units, output);
     if (shed != null && !shed.isEmpty()) {
       String[] given = shed.split(",");
@@ -464,97 +367,5 @@ public final class JoinIndex {
     return new StructField(name, f.dataType(), true, f.metadata());
   }
 
-  /** Drops the entries of {@code name}'s probes from {@code counts} (a failed batch's counts,
-   * never read). */
-  static void forget(ConcurrentHashMap counts, String name) {
-    Iterator keys = counts.keySet().iterator();
-    while (keys.hasNext()) {
-      if (((String) keys.next()).startsWith(name + "@")) {
-        keys.remove();
-      }
-    }
-  }
 
-  /** Per probe {@code name + "@" + batch}: each task's rows per unit, by a partition it read
-   * (a task or stage run again replaces its counts). */
-  static final ConcurrentHashMap COUNTS = new ConcurrentHashMap();
-
-  /** The delta's rows per unit that the probe of batch {@code batch} of {@code name} counted
-   * (both sides; zeros where it counted none), forgotten once read; comma-separated, one string
-   * for one call from Python (an array's values are a call each). */
-  public static String unitCounts(String name, long batch, int units) {
-    long[] total = new long[units];
-    java.util.Map tasks = PlacedIndex.gather(name, batch);
-    if (tasks == null) {
-      tasks = (ConcurrentHashMap) COUNTS.remove(name + "@" + batch);
-    }
-    if (tasks != null) {
-      Iterator it = tasks.values().iterator();
-      while (it.hasNext()) {
-        long[] c = (long[]) it.next();
-        for (int u = 0; u < units && u < c.length; u++) {
-          total[u] += c[u];
-        }
-      }
-    }
-    forget(COUNTS, name);
-    forget(PlacedIndex.COUNTED, name);
-    StringBuilder text = new StringBuilder();
-    for (int u = 0; u < units; u++) {
-      text.append(u == 0 ? "" : ",").append(total[u]);
-    }
-    return text.toString();
-  }
-
-  static final class Load implements VoidFunction {
-    final String name;
-    final int parts;
-    final int[] fields;
-    BatchInput marker;
-    long[] decided;
-
-    Load(String name, int parts, int[] fields) {
-      this.name = name;
-      this.parts = parts;
-      this.fields = fields;
-    }
-
-    public void call(Object rows) {
-      boolean shared = sharesMarks(marker, fields, name);
-      HashMap found =
-          IndexRows.byPart((Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, shared);
-      Iterator it = found.entrySet().iterator();
-      while (it.hasNext()) {
-        java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-        IndexPart part = part(name, ((Integer) e.getKey()).intValue());
-        ArrayList[] sides = (ArrayList[]) e.getValue();
-        synchronized (part) {
-          loadInto(part, sides, name, parts, fields, marker, shared);
-        }
-      }
-    }
-  }
-
-  /** Adds a partition's committed rows {@code sides} (per side) to {@code part}; with an outer
-   * join's {@code marker} (else null), applied as one batch before any, so that the pairs among
-   * them mark their rows matched ({@code shared}: in the index's shared marks). */
-  static void loadInto(
-      IndexPart part, ArrayList[] sides, String name, int parts, int[] fields, BatchInput marker,
-      boolean shared) {
-    if (marker == null) {
-      for (int side = 0; side < 2; side++) {
-        part.addStored(sides[side], side);
-        part.fit();
-      }
-      return;
-    }
-    // (As one batch before any: the pairs among the rows mark them; none is kept.)
-    IndexProbe probe = new IndexProbe(name, parts, Long.MIN_VALUE + 1, fields, 0, null);
-    probe.marker = marker;
-    probe.marks = shared ? marks(name, true) : null;
-    long version = part.version;
-    part.version = Long.MIN_VALUE;  // (before the probe's batch: nothing taken back)
-    probe.apply(part, sides, new ArrayList());
-    part.version = version;
-  }
 }

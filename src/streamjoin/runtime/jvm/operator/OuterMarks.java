@@ -50,12 +50,12 @@ final class OuterMarks {
       }
       ArrayList pairs;
       if (p.only < 0) {
-        pairs = JoinIndex.alone(p.name, p.parts, side, below, p.batch, tabbed);
+        pairs = alone(p.name, p.parts, side, below, p.batch, tabbed);
       } else {  // (a row has no copy in another partition: PlacedIndex#probe)
         pairs = new ArrayList();
         IndexPart part = JoinIndex.part(p.name, p.only);
         synchronized (part) {
-          JoinIndex.aloneIn(part, side, below, p.batch, null, tabbed, pairs, false);
+          aloneIn(part, side, below, p.batch, null, tabbed, pairs, false);
         }
       }
       for (int i = 0; i < pairs.size(); i++) {
@@ -66,6 +66,59 @@ final class OuterMarks {
       }
     }
     return out;
+  }
+
+  /** What {@link JoinIndex#decide} decides, as a list of pairs (in the JVM that holds the partitions);
+   * {@code tabbed}: with the table each was decided in, as an OR's pairs have it. */
+  static ArrayList alone(
+      String name, int parts, int side, long below, long batch, boolean tabbed) {
+    ArrayList rows = new ArrayList();
+    java.util.Set marks = SharedMarks.of(name, false);
+    for (int p = 0; p < parts; p++) {
+      IndexPart part = JoinIndex.part(name, p);
+      synchronized (part) {
+        aloneIn(part, side, below, batch, marks, tabbed, rows, false);
+      }
+    }
+    return rows;
+  }
+
+  /** {@link #alone} of one partition {@code part}, added to {@code rows}; {@code vetoes}: with
+   * each row's identity last, and the copies' vetoes ({@link #decide}). */
+  static void aloneIn(
+      IndexPart part, int side, long below, long batch, java.util.Set marks, boolean tabbed,
+      ArrayList rows, boolean vetoes) {
+    for (int t = 0; t < part.tables.length; t++) {
+      ArrayList ids = vetoes ? new ArrayList() : null;
+      ArrayList alone = OuterMarks.decide(part.tables[t][side], below, batch, marks, ids);
+      for (int i = 0; i < alone.size(); i++) {
+        int width = (tabbed ? 3 : 2) + (vetoes ? 1 : 0);
+        Object[] pair = new Object[width];  // (the other side NULL)
+        pair[side] = alone.get(i);
+        if (tabbed) {
+          pair[2] = Integer.valueOf(t);
+        }
+        if (vetoes) {
+          pair[width - 1] = ids.get(i);
+        }
+        rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
+      }
+    }
+    if (!vetoes) {
+      return;
+    }
+    java.util.Iterator it = part.probedMatches[side].entrySet().iterator();
+    while (it.hasNext()) {
+      java.util.Map.Entry e = (java.util.Map.Entry) it.next();
+      if (((Long) e.getValue()).longValue() < below) {
+        Object[] pair = new Object[(tabbed ? 3 : 2) + 1];
+        if (tabbed) {
+          pair[2] = Integer.valueOf(0);
+        }
+        pair[pair.length - 1] = e.getKey();
+        rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(pair));
+      }
+    }
   }
 
   /** The live rows of side {@code s} below event time {@code below} that no partner matched

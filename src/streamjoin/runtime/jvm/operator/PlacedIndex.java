@@ -138,7 +138,7 @@ public final class PlacedIndex {
     probe.marksInJvm = false;  // (a row's copies on other executors: `decide`'s vetoes)
     probe.identified = identified;
     if (alone != null) {
-      if (JoinIndex.sharesMarks(marker, fields) || identified || output == null) {
+      if (SharedMarks.used(marker, fields) || identified || output == null) {
         throw new IllegalArgumentException("streamjoin: " + name + "'s rows without a partner"
             + " have copies, or no output, and cannot be decided in its probe's tasks");
       }
@@ -146,7 +146,7 @@ public final class PlacedIndex {
       probe.below = new long[] {leftBelow, rightBelow};
     }
     PlacedProbe f = new PlacedProbe(name, leftLeast, rightLeast, probe, owners);
-    if (units > 0 || probe.cuts != null) {  // (read by JoinIndex.unitCounts: else none)
+    if (units > 0 || probe.cuts != null) {  // (read by ProbeCounts.read: else none)
       f.counted = spark.sparkContext().collectionAccumulator();
       COUNTED.put(name + "@" + batch, f.counted);
     }
@@ -310,7 +310,7 @@ public final class PlacedIndex {
   /** Forgets the partitions of {@code name} on their owners (one job; a partition whose task
    * runs elsewhere stays until its executor ends). */
   public static void drop(SparkSession spark, String name, String[] owners) {
-    JoinIndex.forget(COUNTED, name);  // (a failed batch's, never read)
+    ProbeCounts.forget(COUNTED, name);  // (a failed batch's, never read)
     DrainVetoes.forget(name);
     HELD.remove(name);
     SPILLED.remove(name);
@@ -364,7 +364,7 @@ public final class PlacedIndex {
         }
       }
       synchronized (part) {
-        JoinIndex.aloneIn(part, side, below, batch, marks, tabbed, rows, vetoes);
+        OuterMarks.aloneIn(part, side, below, batch, marks, tabbed, rows, vetoes);
       }
       return rows.iterator();
     }

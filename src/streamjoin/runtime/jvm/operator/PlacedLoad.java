@@ -33,14 +33,14 @@ final class PlacedLoad implements FlatMapFunction2 {
     // counted; gone again, its spill files deleted, if the load fails.)
     String at = name + "/" + p;
     JoinIndex.closed(JoinIndex.PARTS.put(at, part));
-    boolean copies = JoinIndex.sharesMarks(marker, fields);  // (each copy marked apart)
+    boolean copies = SharedMarks.used(marker, fields);  // (each copy marked apart)
     try {
       ArrayList[] sides = (ArrayList[]) IndexRows.byPart(
               (Iterator) rows, parts, Long.MIN_VALUE, fields, null, 0, copies)
           .get(Integer.valueOf(p));
       synchronized (part) {
         if (sides != null) {
-          JoinIndex.loadInto(part, sides, name, parts, fields, marker, false);
+          IndexLoad.into(part, sides, name, parts, fields, marker, false);
         }
         if (marker != null) {
           part.decidedBefore(decided[0], decided[1]);

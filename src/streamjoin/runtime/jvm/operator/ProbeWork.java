@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * tested (each a candidate's evaluation of the join's predicate, or a pair kept without one),
  * and the CPU time of their threads while they stored a batch's rows ({@link IndexProbe#call})
  * and found and made its pairs, spills included ({@link ProbePairs#fill}). A rebuild's probes
- * ({@link JoinIndex#loadInto}) are not counted. A benchmark reads the totals before and after
+ * ({@link IndexLoad#into}) are not counted. A benchmark reads the totals before and after
  * a run to rate the operator itself, apart from the reads, writes and planning around it. The
  * thread's CPU clock is read twice a task for storing and twice a chunk of pairs, never a pair.
  * Written for janino: no lambdas, no generics.
