@@ -22,6 +22,7 @@ bound (no path of windows, or no watermark) keeps its full history.
 
 from __future__ import annotations
 
+import functools
 import math
 import typing as t
 from dataclasses import dataclass
@@ -189,14 +190,22 @@ def pair_parts(job: Job, q: Query) -> dict[tuple[int, int], PredicateParts]:
     return _pair_parts(_conjuncts(q.predicate, position), aliases, times)
 
 
-def _conjuncts(predicate: str, position: dict[str, int]) -> list[Conjunct]:
+def _conjuncts(predicate: str, position: dict[str, int]) -> tuple[Conjunct, ...]:
+    return _conjuncts_at(predicate, tuple(sorted(position.items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _conjuncts_at(predicate: str, position: tuple[tuple[str, int], ...]) -> tuple[Conjunct, ...]:
+    # (Kept: a job's plan reads each multi-way query's conjuncts several times, and a hundred
+    # queries from a few templates have the same ones, each a parse and a print of SQL.)
     if not predicate.strip():
-        return []
+        return ()
+    at = dict(position)
     out = []
     for node in conjuncts(sqlglot.parse_one(predicate, dialect="spark")):
-        named = frozenset(position[c.table.lower()] for c in node.find_all(exp.Column))
+        named = frozenset(at[c.table.lower()] for c in node.find_all(exp.Column))
         out.append(Conjunct(node.sql(dialect="spark"), named))
-    return out
+    return tuple(out)
 
 
 def _pair_parts(
