@@ -133,10 +133,13 @@ def place(
 ) -> list[list[str]]:
     """`groups` with the new query `new` placed: into the group it saves most in, else paired
     with the query running alone it saves most with, else alone. `candidates` are the running
-    queries that may share (`new` among them)."""
+    queries that may share (`new` among them). A query in a group already stays there: placed
+    before it, another query added in the same change may have taken it as its partner."""
     rates = rates or {}
     by_name = {c.name: c for c in candidates}
     out = [list(g) for g in groups]
+    if any(new.name in g for g in out):
+        return out
     best: tuple[float, list[str] | None, Candidate | None] = (0.0, None, None)
     for g in out:
         members = [by_name[n] for n in g]

@@ -61,6 +61,19 @@ def test_placing_one_by_one_keeps_every_query_once(spans: list[float | None]) ->
     assert groups == []
 
 
+@given(st.lists(st.sampled_from([1.0, 2.0, 5.0, 600.0, None]), min_size=2, max_size=12))
+def test_queries_added_together_are_each_placed_once(spans: list[float | None]) -> None:
+    # (A served job's change of several queries: each is placed among all that will run, the
+    # others added with it among them, so one may take another as its partner before its turn.)
+    pool = [_c(f"q{i}", s, "sjl.x > 5" if i % 3 else "") for i, s in enumerate(spans)]
+    groups: list[list[str]] = []
+    for c in pool:
+        groups = place(groups, c, pool)
+    names = [n for g in groups for n in g]
+    assert len(names) == len(set(names)) and all(2 <= len(g) <= MAX_BITS for g in groups)
+    assert place([["q0", "q1"]], pool[1], pool) == [["q0", "q1"]]
+
+
 def test_the_shared_join_of_a_job() -> None:
     w = "{1}.ts BETWEEN {0}.ts - INTERVAL '{2}' SECOND AND {0}.ts + INTERVAL '{2}' SECOND"
     ddl = (
