@@ -94,14 +94,20 @@ def _parts(job: Job, q: Query) -> _Parts | None:
         return None
     selections: list[set[str]] = [set() for _ in q.sides]
     rest = []
-    for c in conjuncts(sqlglot.parse_one(q.predicate, dialect="spark")):
-        text = with_aliases(conjunct_sql(c), aliases)
+    for conjunct in _conjunct_texts(q.predicate):
+        text = with_aliases(conjunct, aliases)
         named = _inputs(text)
         if len(named) == 1:
             selections[next(iter(named))].add(text)
         elif text not in written:
             rest.append(text)
     return _Parts(frozenset(keys), windows, tuple(map(frozenset, selections)), tuple(rest))
+
+
+@functools.lru_cache(maxsize=4096)
+def _conjunct_texts(predicate: str) -> tuple[str, ...]:
+    # (Kept, as `_inputs`: each query's predicate is read for its candidate and its shared join.)
+    return tuple(conjunct_sql(c) for c in conjuncts(sqlglot.parse_one(predicate, dialect="spark")))
 
 
 @functools.lru_cache(maxsize=65536)
