@@ -261,7 +261,8 @@ def run_live(
         out = _out(run)
         seconds = duration + float(run.get("drain_s") or 0.0)
         run["pairs"] = out
-        run["pairs_per_s"] = round(out / seconds, 1) if seconds else None
+        # (A run that did not drain has no end to divide by: its pairs are a share, not a rate.)
+        run["pairs_per_s"] = round(out / seconds, 1) if seconds and run.get("drained") else None
         run["share_of_exact"] = round(out / exact_out, 4) if exact_out else None
     if share is None:
         budget_from = "the trigger"

@@ -178,11 +178,15 @@ def rate_lines(reports: dict[str, Report]) -> list[str]:
                 )
                 batches = " / ".join(_fmt(r.get(k)) for k in ("batch_p50_ms", "batch_p99_ms"))
                 ratios = ratio_cell(c.get("ratios", {})) if engine == "streamjoin" else ""
+                # (An engine that did not drain is left out of its case's check.)
+                agree = (
+                    _agree(c.get("results_agree")) if r.get("drained", True) else "– (not drained)"
+                )
                 lines.append(
                     f"| {rate} | {run} | {engine} | {'yes' if r['keeps_up'] else '**no**'} | "
                     f"{_fmt(r.get('input_rate'))} / {_fmt(r.get('processed_rate'))} | "
                     f"{latency} | ×{_fmt(r.get('latency_growth'))} | "
                     f"{_fmt(r.get('backlog_at_end_s'))} | {batches} | "
-                    f"{_agree(c.get('results_agree'))} | {ratios} |"
+                    f"{agree} | {ratios} |"
                 )
     return [*lines, ""]

@@ -43,7 +43,8 @@ final class IndexRows {
     final int tab;  // (the table: which of an OR's keys; 0 for one key)
     boolean matched;  // (an outer join's: a partner matched it in this batch's probe)
     // (An outer join's row with several copies: its identity in the index's shared marks
-    // (MARKS), and whether this copy is one that never decides: all but the first stored.)
+    // (SharedMarks.MARKS), and whether this copy is one that never decides: all but the first
+    // stored.)
     long id;
     boolean copy;
     boolean skips;  // (shedding: it skipped its probe in this batch)

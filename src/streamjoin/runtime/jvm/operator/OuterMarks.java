@@ -68,8 +68,8 @@ final class OuterMarks {
     return out;
   }
 
-  /** What {@link JoinIndex#decide} decides, as a list of pairs (in the JVM that holds the partitions);
-   * {@code tabbed}: with the table each was decided in, as an OR's pairs have it. */
+  /** What {@link JoinIndex#decide} decides, as a list of pairs (in the JVM that holds the
+   * partitions); {@code tabbed}: with the table each was decided in, as an OR's pairs have it. */
   static ArrayList alone(
       String name, int parts, int side, long below, long batch, boolean tabbed) {
     ArrayList rows = new ArrayList();
