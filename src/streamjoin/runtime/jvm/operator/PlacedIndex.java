@@ -3,6 +3,7 @@ package streamjoin.operator;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import org.apache.spark.ExecutorAllocationClient;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
@@ -33,15 +34,21 @@ public final class PlacedIndex {
     return "executor_" + id.host() + "_" + id.executorId();
   }
 
-  /** The executors whose block managers the driver knows now, named as {@link #here} names
-   * them (the driver left out): the places a build can prefer. */
+  /** The executors whose block managers the driver knows now and that its scheduler holds
+   * active, named as {@link #here} names them (the driver left out): the places a build can
+   * prefer. (An executor killed as it starts can register its block manager after the
+   * scheduler let it go: the block managers alone would then name a place no task runs on.) */
   public static String[] executors(SparkSession spark) {
     scala.collection.Iterator ids =
         spark.sparkContext().env().blockManager().master().getMemoryStatus().keysIterator();
+    Object backend = spark.sparkContext().schedulerBackend();
+    ExecutorAllocationClient scheduler =
+        backend instanceof ExecutorAllocationClient ? (ExecutorAllocationClient) backend : null;
     ArrayList out = new ArrayList();
     while (ids.hasNext()) {
       BlockManagerId id = (BlockManagerId) ids.next();
-      if (!id.isDriver()) {
+      boolean active = scheduler == null || scheduler.isExecutorActive(id.executorId());
+      if (!id.isDriver() && active) {
         out.add("executor_" + id.host() + "_" + id.executorId());
       }
     }
