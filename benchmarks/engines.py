@@ -95,6 +95,13 @@ def _unload_state_stores(spark: SparkSession) -> None:
         jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
 
 
+def _detach(spark: SparkSession, engine: str, batches: _Batches) -> None:
+    """What a run left on the session goes: its listener, a native run's state stores."""
+    batches.detach(spark)
+    if engine == "spark-native":
+        _unload_state_stores(spark)
+
+
 def run_engine(
     engine: str,
     job_text: str,
@@ -158,10 +165,12 @@ def run_engine(
             run.seconds = batches.last - started
             run.cpu_seconds = None  # (it counts the batch that was cut short too)
             run.probe_pairs = run.probe_cpu_seconds = None
-    finally:
-        batches.detach(spark)
-        if engine == "spark-native":
-            _unload_state_stores(spark)
+    except BaseException:
+        # (The engine's error stands: a clean-up on a JVM that died with the run would hide it.)
+        with contextlib.suppress(Exception):
+            _detach(spark, engine, batches)
+        raise
+    _detach(spark, engine, batches)
     run.batch_ms = batches.batch_ms or run.batch_ms  # (the engine's own loop: its own)
     run.durations = batches.durations
     run.rows_in = run.rows_in or batches.rows

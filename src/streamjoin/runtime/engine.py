@@ -15,7 +15,7 @@ from streamjoin.plan import JobPlan, plan_job
 from streamjoin.runtime.analysis import check_job, check_query
 from streamjoin.runtime.batch.processor import BatchProcessor, BatchReport
 from streamjoin.runtime.executors import ExecutorScaler
-from streamjoin.runtime.failure import drive, interrupted, raise_failure, run_loop
+from streamjoin.runtime.failure import close, drive, interrupted, raise_failure, run_loop
 from streamjoin.runtime.loop import FileLoop, batch_rows, loop_refusal
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.metrics.sparkprogress import ProgressPublisher, with_observation
@@ -255,10 +255,12 @@ class Engine:
             self._stop.clear()
             if server is not None:
                 server.stop()
-            if processor is not None:
-                # (What it holds in executor memory goes: cached slices, the joins' indexes.)
-                processor.close()
-            lock.release()
+            try:
+                if processor is not None:
+                    # (What it holds in executor memory goes: cached slices, the joins' indexes.)
+                    close(processor)
+            finally:
+                lock.release()
         if temporary:
             shutil.rmtree(ckpt, ignore_errors=True)
         return summary

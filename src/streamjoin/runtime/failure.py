@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import threading
 import time
 import typing as t
+
+from py4j.protocol import Py4JError
 
 from streamjoin.errors import StreamJoinError
 from streamjoin.runtime.sources import unreadable_file
@@ -13,6 +17,7 @@ from streamjoin.runtime.storagefaults import storage_fault
 if t.TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
     from streamjoin.runtime.batch.processor import BatchProcessor
@@ -127,9 +132,56 @@ def raise_batch_error(processor: BatchProcessor, *, stopped: bool = False) -> No
         if unreadable is not None:
             msg = f"an input file cannot be read: {unreadable}"
             raise StreamJoinError(msg) from err
+        lost = jvm_lost(processor.session, processor.driver_heap)
+        if lost is not None:
+            raise lost from err
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         msg = f"a batch failed ({type(err).__name__}): {first}"
         raise StreamJoinError(msg) from err
+
+
+def close(processor: BatchProcessor) -> None:
+    """`processor.close()`; if the JVM is gone, the error that says so (not py4j's)."""
+    try:
+        processor.close()
+    except (Py4JError, OSError) as err:
+        lost = jvm_lost(processor.session, processor.driver_heap)
+        if lost is None:
+            raise
+        raise lost from err
+
+
+_OOM_EXIT = 52
+"""The exit code of a Spark JVM that ran out of memory (Spark's ``SparkExitCode.OOM``)."""
+
+
+def jvm_lost(spark: SparkSession, heap: str) -> StreamJoinError | None:
+    """The error to tell if the driver's JVM is gone (None while it answers): its exit code
+    when this process started it, and, if it ran out of memory, the heap it had and how to
+    give it more. (After the JVM dies, py4j's errors say only that a call got no answer.)"""
+    context = spark.sparkContext
+    proc = getattr(context._gateway, "proc", None)
+    code = proc.poll() if proc is not None else None
+    if code is None:
+        try:
+            context._jvm.java.lang.System.nanoTime()  # type: ignore[union-attr]
+        except (Py4JError, OSError):
+            pass
+        else:
+            return None
+        if proc is not None:
+            # (A JVM that runs out of memory exits once its shutdown hooks ran.)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = proc.wait(timeout=30)
+    if code == _OOM_EXIT:
+        return StreamJoinError(
+            f"the driver's JVM ran out of memory and exited (code {code}) with a heap of "
+            f"{heap} (spark.driver.memory); give it more, from the command line with "
+            'PYSPARK_SUBMIT_ARGS="--driver-memory 8g pyspark-shell" (under spark-submit, '
+            "its --driver-memory), or make a batch smaller (streamjoin.batch.maxRows)"
+        )
+    how = "is gone" if code is None else f"exited (code {code})"
+    return StreamJoinError(f"the driver's JVM {how}: Spark's log on stderr says why")
 
 
 _CANCELLED = "[SPARK_JOB_CANCELLED]"

@@ -84,6 +84,9 @@ class BatchProcessor:
         self.on_batch = on_batch
         self.settings = settings or Settings.of(spark)
         self.error: BaseException | None = None
+        heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()  # type: ignore[union-attr]
+        self.driver_heap = f"{heap / 2**30:.1f} GiB"
+        """The driver JVM's heap: named if the JVM dies of it."""
         self.parallelism = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
         self._shuffles: int | None = None
         """Shuffle partitions for the next batch's session to take (`resize`)."""
