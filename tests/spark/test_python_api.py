@@ -115,7 +115,8 @@ def test_a_batch_cancelled_by_a_timeout_is_no_failure(spark: SparkSession) -> No
     query = SimpleNamespace(exception=lambda: None, _jsq=None)
 
     def failed(error: t.Any) -> t.Any:
-        return SimpleNamespace(error=Py4JJavaError("An error occurred while calling save.", error))
+        err = Py4JJavaError("An error occurred while calling save.", error)
+        return SimpleNamespace(error=err, session=spark, driver_heap="1.8 GiB")
 
     raise_failure(query, failed(cancelled), stopped=True)  # type: ignore[arg-type]
     with pytest.raises(StreamJoinError, match="a batch failed"):

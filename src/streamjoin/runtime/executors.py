@@ -136,7 +136,7 @@ class ExecutorScaler:
         return [str(ids.apply(i)) for i in range(ids.size())]
 
     def places(self) -> list[str]:
-        """The executors whose block managers the driver knows now, oldest first, as the
+        """The active executors whose block managers the driver knows now, oldest first, as the
         operator's partitions name their owners (``PlacedIndex.executors``); without the
         operator's jar (``STREAMJOIN_LOCAL=off``), where no partition lies, the registered
         executors, by their ids."""

@@ -125,6 +125,9 @@ def raise_batch_error(processor: BatchProcessor, *, stopped: bool = False) -> No
             return
     if processor.error is not None:
         err = processor.error
+        lost = jvm_lost(processor.session, processor.driver_heap)
+        if lost is not None:
+            raise lost from err
         fault = storage_fault(err)  # (a batch's writes name their paths)
         if fault is not None:
             raise fault from err
@@ -132,9 +135,6 @@ def raise_batch_error(processor: BatchProcessor, *, stopped: bool = False) -> No
         if unreadable is not None:
             msg = f"an input file cannot be read: {unreadable}"
             raise StreamJoinError(msg) from err
-        lost = jvm_lost(processor.session, processor.driver_heap)
-        if lost is not None:
-            raise lost from err
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         msg = f"a batch failed ({type(err).__name__}): {first}"
         raise StreamJoinError(msg) from err
@@ -175,12 +175,15 @@ def jvm_lost(spark: SparkSession, heap: str) -> StreamJoinError | None:
                 code = proc.wait(timeout=30)
     if code == _OOM_EXIT:
         return StreamJoinError(
-            f"the driver's JVM ran out of memory and exited (code {code}) with a heap of "
-            f"{heap} (spark.driver.memory); give it more, from the command line with "
+            f"the driver's JVM ran out of memory and exited (code {code}) with {heap} of heap "
+            "(set by spark.driver.memory); give it more, from the command line with "
             'PYSPARK_SUBMIT_ARGS="--driver-memory 8g pyspark-shell" (under spark-submit, '
             "its --driver-memory), or make a batch smaller (streamjoin.batch.maxRows)"
         )
-    how = "is gone" if code is None else f"exited (code {code})"
+    if code is not None:
+        how = f"exited (code {code})"
+    else:
+        how = "is gone" if proc is None else "does not answer"
     return StreamJoinError(f"the driver's JVM {how}: Spark's log on stderr says why")
 
 

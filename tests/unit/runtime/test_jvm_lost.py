@@ -46,7 +46,15 @@ def test_a_jvm_that_ran_out_of_memory_names_its_heap_and_the_way_to_raise_it() -
     assert lost is not None
     text = str(lost)
     assert "ran out of memory" in text and "code 52" in text
-    assert "a heap of 1.8 GiB (spark.driver.memory)" in text and "--driver-memory" in text
+    assert "with 1.8 GiB of heap (set by spark.driver.memory)" in text and "--driver-memory" in text
+
+
+def test_a_jvm_that_stops_answering_is_waited_for_until_it_exits() -> None:
+    # (What a JVM out of memory does: py4j's calls fail while its shutdown hooks run.)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); exit(52)"])
+    spark = _spark(None, started_here=False)
+    spark.sparkContext._gateway.proc = proc
+    assert "ran out of memory and exited (code 52)" in str(jvm_lost(spark, "1.8 GiB"))
 
 
 def test_another_exit_names_its_code_and_an_answering_jvm_is_not_lost() -> None:

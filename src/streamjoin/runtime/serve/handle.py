@@ -6,6 +6,7 @@ import threading
 import time
 import typing as t
 
+from streamjoin.runtime.failure import close
 from streamjoin.runtime.metrics.history import MetricsHistory, local_dir
 from streamjoin.runtime.progress import Summary, format_watermark
 from streamjoin.runtime.restart import history_gaps
@@ -212,13 +213,15 @@ class Serving:
         return the run's summary."""
         if self._query is not None and self._query.isActive:
             self._query.stop()
-        if self._processor is not None:
-            self._processor.close()
-        with self._applied:
-            self._applied.notify_all()
         store = self.served.checkpoint
-        if store.lock is not None:
-            store.lock.release()
+        try:
+            if self._processor is not None:
+                close(self._processor)
+        finally:
+            with self._applied:
+                self._applied.notify_all()
+            if store.lock is not None:
+                store.lock.release()
         seconds = time.monotonic() - self._started
         return Summary.from_manifest(store.latest(), store.root, seconds, self._batches)
 
