@@ -1,8 +1,9 @@
 """One side of an executor-memory index (``IndexSide.java``) against a model of it: rows added
 in arrival order, dropped from the oldest end by event time and from the newest by batch, and
 each key's live rows found newest first, one at a time and a run of consecutive slots at a
-time, through the array growth, the reclaiming of dead rows, the table's rebuilds that many
-operations set off, and the spills of the oldest rows' bytes to files, read back."""
+time, with each row's bucket and outer mark, through the array growth and shrinking, the
+reclaiming of dead rows, the table's rebuilds that many operations set off, the columns made
+at their first value, and the spills of the oldest rows' bytes to files, read back."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ if t.TYPE_CHECKING:
 
 @dataclass
 class Model:
-    """The side as a list in arrival order: (key, time, batch, row id)."""
+    """The side as a list in arrival order: (key, time, batch, row id), with each row's bucket
+    and the rows marked matched, by id."""
 
     rows: list[tuple[int, int, int, int]] = field(default_factory=list)
+    buckets: dict[int, int] = field(default_factory=dict)
+    matched: set[int] = field(default_factory=set)
 
-    def add(self, key: int, ts: int, batch: int, rid: int) -> None:
+    def add(self, key: int, ts: int, batch: int, rid: int, bucket: int) -> None:
         self.rows.append((key, ts, batch, rid))
+        self.buckets[rid] = bucket
 
     def expire(self, least: int) -> None:
         while self.rows and self.rows[0][1] < least:
@@ -49,6 +54,10 @@ OPS = st.lists(
         st.tuples(st.just("undo"), st.integers(1, 9)),
         # (Spills the oldest rows in memory until those left hold at most so many bytes.)
         st.tuples(st.just("spill"), st.sampled_from([0, 64, 200, 10**6])),
+        # (A band's rows, each with its bucket: the side makes its bucket column.)
+        st.tuples(st.just("band"), st.integers(1, 30), KEYS, st.integers(0, 40)),
+        # (An outer join's mark on a key's newest row: the side makes its marks.)
+        st.tuples(st.just("match"), KEYS),
     ),
     max_size=40,
 )
@@ -74,20 +83,26 @@ def test_an_index_side_finds_what_the_model_keeps(spark: SparkSession, ops: list
     assert gateway is not None and jvm is not None
     side, model, rid = _index_side(spark), Model(), 0
 
-    def add(key: int, ts: int, batch: int) -> None:
+    def add(key: int, ts: int, batch: int, bucket: int = 0) -> None:
         nonlocal rid
         rid += 1
         # (An UnsafeRow of one int, as the operator stores rows: its bytes can spill.)
         row = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow(1)
         row.pointTo(bytearray(16), 16)
         row.setInt(0, rid)
-        side.add(key, ts, batch, row)
-        model.add(key, ts, batch, rid)
+        if bucket:
+            side.add(key, bucket, ts, batch, row)
+        else:
+            side.add(key, ts, batch, row)
+        model.add(key, ts, batch, rid, bucket)
 
     def check(key: int) -> None:
         found, i = [], side.first(key)
         while i >= 0:
-            found.append(side.row(i).getInt(0))
+            got = side.row(i).getInt(0)
+            found.append(got)
+            assert side.bucket(i) == model.buckets[got], (key, got)
+            assert side.matched(i) == (got in model.matched), (key, got)
             i = side.next(i)
         assert found == model.find(key), key
         # (A run at a time, as a probe takes them: every slot of a run is the key's row.)
@@ -107,6 +122,14 @@ def test_an_index_side_finds_what_the_model_keeps(spark: SparkSession, ops: list
         elif op[0] == "spread":  # (many keys: the table is made again, dead keys left out)
             for i in range(op[1]):
                 add(op[2] + i, op[3] + i % 3, 8)
+        elif op[0] == "band":  # (consecutive buckets, some rows of one key in a row)
+            for i in range(op[1]):
+                add(op[2] if i % 3 else i, op[3] + i % 5, 7, bucket=1 + i // 2)
+        elif op[0] == "match":
+            i = side.first(op[1])
+            if i >= 0:
+                side.match(i)
+                model.matched.add(side.row(i).getInt(0))
         elif op[0] == "expire":
             side.expire(op[1], None)  # (no shared marks)
             model.expire(op[1])
@@ -147,4 +170,33 @@ def test_spilled_rows_are_read_back_taken_back_and_expired(spark: SparkSession) 
     assert side.spilledRows() == 6 and rows(0) == [4, 2, 0]
     side.expire(3, None)
     assert side.spilledRows() == 3 and rows(1) == [5, 3]
+    side.close()
+
+
+def test_a_bursts_arrays_shrink_once_its_rows_expire(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    side, model = _index_side(spark), Model()
+
+    def add(rid: int, ts: int) -> None:
+        row = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeRow(1)
+        row.pointTo(bytearray(16), 16)
+        row.setInt(0, rid)
+        side.add(rid % 50, ts, 1, row)
+        model.add(rid % 50, ts, 1, rid, 0)
+
+    for rid in range(4000):  # (a burst: the arrays grow to its size)
+        add(rid, rid)
+    burst = side.slotBytes()
+    side.expire(3990, None)
+    model.expire(3990)
+    for rid in range(4000, 4200):  # (the arrays fill up: the reclaim moves the 10 left)
+        add(rid, rid)
+    assert side.slotBytes() * 8 < burst, (side.slotBytes(), burst)
+    for key in range(50):
+        found, i = [], side.first(key)
+        while i >= 0:
+            found.append(side.row(i).getInt(0))
+            i = side.next(i)
+        assert found == model.find(key), key
     side.close()

@@ -52,6 +52,8 @@ _SOURCES = (
     "operator/DrainVetoes.java",
     "operator/PlainRdd.java",
     "operator/SpillFile.java",
+    "operator/SpilledRows.java",
+    "operator/OuterSlots.java",
     "operator/PairTest.java",
     "operator/SideColumns.java",
     "operator/ParallelPairs.java",

@@ -28,9 +28,9 @@ final class IndexPart {
     }
   }
 
-  // (The bytes of rows every partition in this JVM may hold in memory together, shared
-  // evenly: over its share, a partition's oldest rows spill (`fit`). Below 0: three tenths of
-  // the heap.)
+  // (The bytes of state every partition in this JVM may hold in memory together, its rows and
+  // their slots, shared evenly: over its share, a partition's oldest rows spill (`fit`). Below
+  // 0: three tenths of the heap.)
   long memory = -1L;
 
   IndexPart(long version) {
@@ -49,19 +49,25 @@ final class IndexPart {
     return Math.max(all / Math.max(JoinIndex.PARTS.size(), 1), 1L);
   }
 
-  /** Spills the oldest rows of each side while the rows in memory hold more than the
-   * partition's budget: each side keeps its share of three quarters of it (so that the next
-   * spill waits for a quarter of the budget's new rows, and writes them in one file). */
+  /** Spills the oldest rows of each side while the partition holds more than its budget: its
+   * rows in memory and its slots' arrays, which a spill does not free (a row's slot stays until
+   * it expires). The rows keep three quarters of the budget less the slots' bytes, each side its
+   * share (so that the next spill waits for a quarter of the budget's new rows, and writes them
+   * in one file). */
   void fit() {
     long held = 0;
+    long slots = 0;
     for (int t = 0; t < tables.length; t++) {
-      held += tables[t][0].held + tables[t][1].held;
+      for (int side = 0; side < 2; side++) {
+        held += tables[t][side].held;
+        slots += tables[t][side].slotBytes();
+      }
     }
     long budget = budget();
-    if (held <= budget) {
+    if (held + slots <= budget || held == 0) {
       return;
     }
-    long keep = budget / 4 * 3;
+    long keep = Math.max(budget / 4 * 3 - slots, 0L);
     for (int t = 0; t < tables.length; t++) {
       for (int side = 0; side < 2; side++) {
         IndexSide s = tables[t][side];
@@ -137,7 +143,7 @@ final class IndexPart {
       if (e.store) {
         int slot = next[e.tab]++;
         if (e.matched) {
-          tables[e.tab][side].matched[slot] = true;
+          tables[e.tab][side].match(slot);
         }
       }
     }
@@ -165,7 +171,7 @@ final class IndexPart {
       for (int side = 0; side < 2; side++) {
         IndexSide s = tables[t][side];
         for (int i = s.start; i < s.end; i += step) {
-          text.append(text.length() == 0 ? "" : ",").append(s.buckets[i]);
+          text.append(text.length() == 0 ? "" : ",").append(s.bucket(i));
         }
       }
     }

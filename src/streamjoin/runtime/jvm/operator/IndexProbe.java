@@ -259,7 +259,7 @@ final class IndexProbe implements FlatMapFunction, Cloneable {
         // the range.)
         int end = Math.min(them.end, below);
         for (int j = them.start; j < end; j++) {
-          long b = them.buckets[j];
+          long b = them.bucket(j);
           if (b >= d.lo && b <= d.hi && them.keys[j] == IndexRows.mix(d.eq, b)) {
             collect(d, them, j, left, tabbed, out);
           }

@@ -17,7 +17,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
  * the table again.
  *
  * <p>Over its partition's memory budget ({@link IndexPart#fit}), the oldest rows' bytes spill
- * to files ({@link #spillTo}, {@link SpillFile}): their slots stay, {@code rows[i]} is null,
+ * to files ({@link #spillTo}, {@link SpilledRows}): their slots stay, {@code rows[i]} is null,
  * and {@link #row} reads them back. Written for janino: no lambdas, no generics.
  */
 public final class IndexSide {
@@ -29,28 +29,21 @@ public final class IndexSide {
   long[] keys = new long[16];
   long[] times = new long[16];
   long[] batches = new long[16];
-  long[] buckets = new long[16];  // (a band row's own bucket, for a probe of a wide range)
-  // An outer join's preserved rows: whether a partner matched, and the batch that decided
-  // one without (NOT_DECIDED: none yet; a rerun of that batch decides it again).
-  boolean[] matched = new boolean[16];
-  long[] decided = new long[16];
-  long[] ids = new long[16];  // (a row with several copies: its identity in the shared marks)
   InternalRow[] rows = new InternalRow[16];
   int[] older = new int[16];  // (the same key's next older row; -1: none)
-  // (The first slot of the run of consecutive slots of row i's key that ends at i: a band's
-  // time bucket arrives in runs, so a probe takes a run of its rows without walking them.)
-  int[] runs = new int[16];
+  // Columns only some shapes read, made at their first value that is not the default (null:
+  // every slot holds it): an inner equi join's slot keeps the five arrays above. A band row's
+  // own bucket, for a probe of a wide range (default 0). The first slot of the run of
+  // consecutive slots of row i's key that ends at i (default i): a band's time bucket arrives in
+  // runs, so a probe takes a run of its rows without walking them. An outer join's marks.
+  long[] buckets;
+  int[] runs;
+  OuterSlots outer;
   SideColumns columns;  // (the columns a probe's PairTest reads; null: none asked)
   int start;
   int end;
-  // Spill: bytes of the rows held in memory (as `bytesOf` counts them); the files of the
-  // rows spilled, in slot order (SpillFile); where each spilled row lies in its file; the slot
-  // below which rows were spilled or left in memory; the live rows spilled.
-  long held;
-  java.util.ArrayList spills = new java.util.ArrayList();
-  long[] spillAt = new long[16];
-  int spilled;
-  int spilledLive;
+  long held;  // (bytes of the rows held in memory, as `bytesOf` counts them)
+  final SpilledRows spilled = new SpilledRows();
 
   long[] slotKeys = new long[32];
   int[] heads = free(32);  // (each slot's newest row; -1: the key has no live row)
@@ -76,11 +69,52 @@ public final class IndexSide {
 
   void add(IndexRows.Entry e) {
     e.at = add(e.key, e.bucket, e.ts, e.batch, e.row);
-    matched[e.at] = e.matched;
-    ids[e.at] = e.id;
-    if (e.copy) {
-      decided[e.at] = COPY;
+    if (e.matched || e.id != 0L || e.copy) {
+      OuterSlots o = outer();
+      o.matched[e.at] = e.matched;
+      o.ids[e.at] = e.id;
+      if (e.copy) {
+        o.decided[e.at] = COPY;
+      }
     }
+  }
+
+  /** The outer join's marks, made where none was set yet. */
+  OuterSlots outer() {
+    if (outer == null) {
+      outer = new OuterSlots(keys.length);
+    }
+    return outer;
+  }
+
+  /** Whether a partner matched row {@code i} (an outer join's). */
+  public boolean matched(int i) {
+    return outer != null && outer.matched[i];
+  }
+
+  /** Marks row {@code i} matched. */
+  public void match(int i) {
+    outer().matched[i] = true;
+  }
+
+  /** The batch that decided row {@code i} without a partner, or {@link #NOT_DECIDED}, {@link
+   * #DECIDED_BEFORE}, {@link #COPY}. */
+  long decided(int i) {
+    return outer == null ? NOT_DECIDED : outer.decided[i];
+  }
+
+  void decide(int i, long batch) {
+    outer().decided[i] = batch;
+  }
+
+  /** Row {@code i}'s identity in the index's shared marks (0: it has none). */
+  long id(int i) {
+    return outer == null ? 0L : outer.ids[i];
+  }
+
+  /** Row {@code i}'s own bucket (a band's; 0 for another row). */
+  public long bucket(int i) {
+    return buckets == null ? 0L : buckets[i];
   }
 
   /** Adds a row of key {@code key}, event time {@code ts} (the expiry's), from batch
@@ -96,7 +130,12 @@ public final class IndexSide {
     }
     int i = end++;
     keys[i] = key;
-    buckets[i] = bucket;
+    if (buckets != null || bucket != 0L) {
+      if (buckets == null) {
+        buckets = new long[keys.length];
+      }
+      buckets[i] = bucket;
+    }
     times[i] = ts;
     batches[i] = batch;
     rows[i] = row;
@@ -104,8 +143,9 @@ public final class IndexSide {
       columns.set(i, row);
     }
     held += bytesOf(row);
-    matched[i] = false;
-    decided[i] = NOT_DECIDED;
+    if (outer != null) {
+      outer.reset(i);
+    }
     link(i);
     return i;
   }
@@ -123,7 +163,16 @@ public final class IndexSide {
     } else {
       older[i] = heads[s] >= start ? heads[s] : -1;
     }
-    runs[i] = older[i] >= 0 && older[i] == i - 1 ? runs[i - 1] : i;
+    int run = older[i] >= 0 && older[i] == i - 1 ? (runs == null ? i - 1 : runs[i - 1]) : i;
+    if (run != i && runs == null) {  // (the first run: every slot before was its own)
+      runs = new int[keys.length];
+      for (int k = 0; k < runs.length; k++) {
+        runs[k] = k;
+      }
+    }
+    if (runs != null) {
+      runs[i] = run;
+    }
     heads[s] = i;
   }
 
@@ -132,24 +181,21 @@ public final class IndexSide {
    * a deciding copy's mark leaves the index's shared {@code marks} (if any) with it. */
   public void expire(long least, java.util.Set marks) {
     while (start < end && times[start] < least) {
-      if (marks != null && decided[start] != COPY) {
-        marks.remove(Long.valueOf(ids[start]));
+      if (marks != null && decided(start) != COPY) {
+        marks.remove(Long.valueOf(id(start)));
       }
       forget(start);
       rows[start++] = null;
     }
-    while (!spills.isEmpty() && ((SpillFile) spills.get(0)).end <= start) {
-      ((SpillFile) spills.remove(0)).close();
-    }
-    spilled = Math.max(spilled, start);
+    spilled.expired(start);
   }
 
   /** Row {@code i}'s bytes leave the count, in memory or spilled. */
   void forget(int i) {
     if (rows[i] != null) {
       held -= bytesOf(rows[i]);
-    } else if (i < spilled) {
-      spilledLive--;
+    } else {
+      spilled.forget(i);
     }
   }
 
@@ -160,47 +206,18 @@ public final class IndexSide {
 
   /** Live rows spilled to files. */
   public int spilledRows() {
-    return spilledLive;
+    return spilled.live;
   }
 
   /** Spills the oldest rows still in memory, until those left hold at most {@code keep} bytes
    * (or none is left to spill), in new files of at most {@link SpillFile#MOST_BYTES} each. */
   public void spillTo(long keep) {
-    while (held > keep) {
-      int from = Math.max(spilled, start);
-      int to = from;
-      long left = held;
-      long bytes = 0;
-      while (to < end && left > keep && bytes < SpillFile.MOST_BYTES) {
-        if (rows[to] instanceof UnsafeRow) {
-          left -= bytesOf(rows[to]);
-          bytes += bytesOf(rows[to]);
-        }
-        to++;
-      }
-      if (to == from) {
-        return;
-      }
-      SpillFile file = SpillFile.write(rows, from, to, spillAt);
-      for (int i = from; i < to; i++) {
-        if (rows[i] instanceof UnsafeRow) {
-          held -= bytesOf(rows[i]);
-          rows[i] = null;
-          spilledLive++;
-        }
-      }
-      spills.add(file);
-      spilled = to;
-    }
+    spilled.spill(this, keep);
   }
 
   /** Deletes the spill files: the side is dropped. */
   public void close() {
-    java.util.ArrayList files = spills;
-    spills = new java.util.ArrayList();  // (a read after this fails; it never reads a file gone)
-    for (int s = 0; s < files.size(); s++) {
-      ((SpillFile) files.get(s)).close();
-    }
+    spilled.close();
   }
 
   /** Takes back the rows batch {@code batch} added, the newest. */
@@ -212,37 +229,13 @@ public final class IndexSide {
       forget(i);
       rows[i] = null;
     }
-    if (spilled > end) {  // (its files' slots from end on are free again)
-      spilled = end;
-      while (!spills.isEmpty() && ((SpillFile) spills.get(spills.size() - 1)).first >= end) {
-        ((SpillFile) spills.remove(spills.size() - 1)).close();
-      }
-      if (!spills.isEmpty()) {
-        SpillFile last = (SpillFile) spills.get(spills.size() - 1);
-        last.end = Math.min(last.end, end);
-      }
-    }
+    spilled.undone(end);
   }
 
   /** Row {@code i} (a live one's index, from {@link #first} or {@link #next}). */
   public InternalRow row(int i) {
     InternalRow r = rows[i];
-    return r != null ? r : spilledRow(i);
-  }
-
-  /** Spilled row {@code i}, read back from its file (the files are in slot order). */
-  InternalRow spilledRow(int i) {
-    int lo = 0;
-    int hi = spills.size() - 1;
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (((SpillFile) spills.get(mid)).first <= i) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return ((SpillFile) spills.get(lo)).read(spillAt[i]);
+    return r != null ? r : spilled.read(i);
   }
 
   /** The newest live row of {@code key}; -1: none. */
@@ -255,6 +248,9 @@ public final class IndexSide {
   /** The oldest live row of the run of consecutive slots of row {@code i}'s key that ends at
    * {@code i}: that key's rows from it to {@code i} are every slot between. */
   public int runFrom(int i) {
+    if (runs == null) {
+      return i;
+    }
     int r = runs[i];
     return r >= start ? r : start;
   }
@@ -277,42 +273,43 @@ public final class IndexSide {
     return s;
   }
 
-  /** Room for one more row: the dead rows' slots reclaimed, or the arrays doubled. */
+  /** Room for one more row: the dead rows' slots reclaimed, the arrays doubled, or halved
+   * where a quarter of them would hold the live rows (a burst's arrays do not stay at its
+   * size: after the move, the live rows take at most half of them). */
   void reclaim() {
     int live = end - start;
     int cap = live * 2 > keys.length ? keys.length * 2 : keys.length;
-    if (start == 0) {
+    while (cap > 16 && live * 4 < cap) {
+      cap /= 2;
+    }
+    if (start == 0) {  // (then every slot is live: the arrays double)
       keys = java.util.Arrays.copyOf(keys, cap);
       times = java.util.Arrays.copyOf(times, cap);
       batches = java.util.Arrays.copyOf(batches, cap);
-      buckets = java.util.Arrays.copyOf(buckets, cap);
-      matched = java.util.Arrays.copyOf(matched, cap);
-      decided = java.util.Arrays.copyOf(decided, cap);
-      ids = java.util.Arrays.copyOf(ids, cap);
       rows = (InternalRow[]) java.util.Arrays.copyOf(rows, cap);
       older = java.util.Arrays.copyOf(older, cap);
-      runs = java.util.Arrays.copyOf(runs, cap);
-      spillAt = java.util.Arrays.copyOf(spillAt, cap);
+      if (buckets != null) {
+        buckets = java.util.Arrays.copyOf(buckets, cap);
+      }
+      if (runs != null) {
+        runs = java.util.Arrays.copyOf(runs, cap);
+      }
+      if (outer != null) {
+        outer.resize(cap, 0, live);
+      }
+      spilled.resize(cap, 0, live);
       return;
     }
-    long[] at = new long[cap];
-    System.arraycopy(spillAt, start, at, 0, live);
-    spillAt = at;
-    for (int s = 0; s < spills.size(); s++) {  // (expiry dropped those wholly below start)
-      SpillFile f = (SpillFile) spills.get(s);
-      f.first = Math.max(f.first - start, 0);
-      f.end -= start;
+    spilled.resize(cap, start, live);
+    keys = moved(keys, start, live, cap);
+    times = moved(times, start, live, cap);
+    batches = moved(batches, start, live, cap);
+    if (buckets != null) {
+      buckets = moved(buckets, start, live, cap);
     }
-    spilled = Math.max(spilled - start, 0);
-    keys = moved(keys, live, cap);
-    times = moved(times, live, cap);
-    batches = moved(batches, live, cap);
-    buckets = moved(buckets, live, cap);
-    boolean[] m = new boolean[cap];
-    System.arraycopy(matched, start, m, 0, live);
-    matched = m;
-    decided = moved(decided, live, cap);
-    ids = moved(ids, live, cap);
+    if (outer != null) {
+      outer.resize(cap, start, live);
+    }
     InternalRow[] r = new InternalRow[cap];
     System.arraycopy(rows, start, r, 0, live);
     rows = r;
@@ -320,7 +317,7 @@ public final class IndexSide {
       columns.resize(cap, start, live);
     }
     older = new int[cap];
-    runs = new int[cap];
+    runs = null;  // (made again by the links below where a run is left)
     start = 0;
     end = live;
     slotKeys = new long[tableSize(live)];
@@ -331,12 +328,27 @@ public final class IndexSide {
     }
   }
 
-  /** The {@code live} values of {@code a} from slot {@code start} on, at 0 of an array of
+  /** The {@code live} values of {@code a} from slot {@code from} on, at 0 of an array of
    * {@code cap}. */
-  long[] moved(long[] a, int live, int cap) {
+  static long[] moved(long[] a, int from, int live, int cap) {
     long[] to = new long[cap];
-    System.arraycopy(a, start, to, 0, live);
+    System.arraycopy(a, from, to, 0, live);
     return to;
+  }
+
+  /** The heap its arrays take, about (compressed references): each slot's, the key table's,
+   * and the columns' a probe reads. Spilling a row frees none of it: the slot stays until the
+   * row expires. */
+  public long slotBytes() {
+    long perSlot = 8L * 3 + 4L * 2 + (buckets != null ? 8L : 0L) + (runs != null ? 4L : 0L);
+    long bytes = perSlot * keys.length + 12L * heads.length + spilled.bytes();
+    if (outer != null) {
+      bytes += outer.bytes();
+    }
+    if (columns != null) {
+      bytes += columns.bytes();
+    }
+    return bytes;
   }
 
   /** The table made again for the keys with live rows only ({@link #tableSize}). */

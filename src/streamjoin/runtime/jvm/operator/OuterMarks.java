@@ -29,11 +29,11 @@ final class OuterMarks {
         p.met.add(new long[] {left ? 0 : 1, d.id, d.ts});
       }
     }
-    if (p.marks != null && !other.matched[j]) {
-      p.marks.add(Long.valueOf(other.ids[j]));
+    if (p.marks != null && !other.matched(j)) {
+      p.marks.add(Long.valueOf(other.id(j)));
     }
     d.matched = true;
-    other.matched[j] = true;
+    other.match(j);
   }
 
   /** The rows without a partner that every partition of probe {@code p} decides (the task
@@ -133,19 +133,20 @@ final class OuterMarks {
       IndexSide s, long below, long batch, java.util.Set marks, java.util.ArrayList vetoes) {
     java.util.ArrayList out = new java.util.ArrayList();
     for (int i = s.start; i < s.end; i++) {
-      boolean open = s.decided[i] == IndexSide.NOT_DECIDED || s.decided[i] == batch;
+      long by = s.decided(i);
+      boolean open = by == IndexSide.NOT_DECIDED || by == batch;
       if (s.times[i] < below && open) {
-        s.decided[i] = batch;
-        if (!s.matched[i] && (marks == null || !marks.contains(Long.valueOf(s.ids[i])))) {
+        s.decide(i, batch);
+        if (!s.matched(i) && (marks == null || !marks.contains(Long.valueOf(s.id(i))))) {
           out.add(s.row(i));
           if (vetoes != null) {
-            vetoes.add(Long.valueOf(s.ids[i]));
+            vetoes.add(Long.valueOf(s.id(i)));
           }
         }
-      } else if (vetoes != null && s.times[i] < below && s.decided[i] == IndexSide.COPY
-          && s.matched[i]) {
+      } else if (vetoes != null && s.times[i] < below && by == IndexSide.COPY
+          && s.matched(i)) {
         out.add(null);
-        vetoes.add(Long.valueOf(s.ids[i]));
+        vetoes.add(Long.valueOf(s.id(i)));
       }
     }
     return out;
@@ -155,8 +156,8 @@ final class OuterMarks {
    * rebuild's). */
   static void decidedBefore(IndexSide s, long below) {
     for (int i = s.start; i < s.end; i++) {
-      if (s.times[i] < below && s.decided[i] != IndexSide.COPY) {
-        s.decided[i] = IndexSide.DECIDED_BEFORE;
+      if (s.times[i] < below && s.decided(i) != IndexSide.COPY) {
+        s.decide(i, IndexSide.DECIDED_BEFORE);
       }
     }
   }

@@ -13,9 +13,9 @@ import org.apache.spark.sql.types.ShortType$;
  * beside the side's own (a value and whether it is NULL each): a nested loop reads a stored
  * value from an array instead of through its row's struct. Made from the live rows when a
  * probe first asks for them ({@link #of}), then kept as rows are added and moved
- * as the side's slots are. A spilled row's values stay here, outside the partition's memory
- * budget (`IndexPart#fit`): a few bytes a column a row, against the row's own bytes. Written
- * for janino: no lambdas, no generics.
+ * as the side's slots are. A spilled row's values stay here, counted with its slot in the
+ * partition's memory budget (`IndexPart#fit`): a few bytes a column a row. Written for janino:
+ * no lambdas, no generics.
  */
 final class SideColumns {
   static final int BOOLEAN = 0;
@@ -123,6 +123,30 @@ final class SideColumns {
         case FLOAT: ((float[]) a)[i] = row.getFloat(o); break;
         default: ((double[]) a)[i] = row.getDouble(o); break;
       }
+    }
+  }
+
+  /** The heap its arrays take: each column's values and its NULL flags. */
+  long bytes() {
+    if (ordinals.length == 0) {
+      return 0L;
+    }
+    long perSlot = 0;
+    for (int k = 0; k < kinds.length; k++) {
+      perSlot += 1 + width(kinds[k]);
+    }
+    return perSlot * ((boolean[]) arrays[1]).length;
+  }
+
+  /** The bytes of one value of an array of {@code kind}. */
+  static int width(int kind) {
+    switch (kind) {
+      case BOOLEAN: return 1;
+      case BYTE: return 1;
+      case SHORT: return 2;
+      case INT: return 4;
+      case FLOAT: return 4;
+      default: return 8;
     }
   }
 
