@@ -29,9 +29,12 @@ final class IndexPart {
   }
 
   // (The bytes of state every partition in this JVM may hold in memory together, its rows and
-  // their slots, shared evenly: over its share, a partition's oldest rows spill (`fit`). Below
-  // 0: three tenths of the heap.)
+  // their slots: past it, a partition's oldest rows spill (`fit`). Below 0: three tenths of the
+  // heap.)
   long memory = -1L;
+  // (What this partition held at its last fit: the JVM's partitions' sum is weighed against
+  // the budget. Read by other partitions' tasks without its lock: a figure a batch old at worst.)
+  volatile long footprint;
 
   IndexPart(long version) {
     this.version = version;
@@ -42,38 +45,63 @@ final class IndexPart {
     this.memory = memory;
   }
 
-  /** This partition's share of {@code memory}: the JVM's partitions, every index's, share it
-   * evenly, so that more queries or partitions do not take more of the heap. */
+  /** The bytes of state the JVM's partitions, every index's, may hold in memory together. */
   long budget() {
-    long all = memory < 0 ? Runtime.getRuntime().maxMemory() / 10 * 3 : memory;
-    return Math.max(all / Math.max(JoinIndex.PARTS.size(), 1), 1L);
+    return memory < 0 ? Runtime.getRuntime().maxMemory() / 10 * 3 : memory;
   }
 
-  /** Spills the oldest rows of each side while the partition holds more than its budget: its
-   * rows in memory and its slots' arrays, which a spill does not free (a row's slot stays until
-   * it expires). The rows keep three quarters of the budget less the slots' bytes, each side its
-   * share (so that the next spill waits for a quarter of the budget's new rows, and writes them
-   * in one file). */
-  void fit() {
-    long held = 0;
-    long slots = 0;
-    for (int t = 0; t < tables.length; t++) {
-      for (int side = 0; side < 2; side++) {
-        held += tables[t][side].held;
-        slots += tables[t][side].slotBytes();
-      }
+  /** The state the JVM's partitions held at their last fits: {@link #footprint}'s sum. */
+  static long heldInJvm() {
+    long n = 0;
+    Iterator it = JoinIndex.PARTS.values().iterator();
+    while (it.hasNext()) {
+      n += ((IndexPart) it.next()).footprint;
     }
+    return n;
+  }
+
+  /** Spills the oldest rows of each side while the JVM's partitions together hold more than
+   * the budget: their rows in memory and their slots' arrays, which a spill does not free (a
+   * row's slot stays until it expires). Then this partition keeps its part of three quarters of
+   * the budget, in proportion to what it holds (a partition of a large join keeps more than
+   * one of a small one), its rows that part less its slots, each side its share (so that the
+   * next spill waits for a quarter of the budget's new rows, and writes them in one file). */
+  void fit() {
+    long held = heldNow();
+    long slots = slotsNow();
+    footprint = held + slots;
+    long total = heldInJvm();
     long budget = budget();
-    if (held + slots <= budget || held == 0) {
+    if (total <= budget || held == 0) {
       return;
     }
-    long keep = Math.max(budget / 4 * 3 - slots, 0L);
+    long part = (long) ((double) footprint / total * (budget / 4 * 3));
+    long keep = Math.max(part - slots, 0L);
     for (int t = 0; t < tables.length; t++) {
       for (int side = 0; side < 2; side++) {
         IndexSide s = tables[t][side];
         s.spillTo((long) ((double) s.held / held * keep));
       }
     }
+    footprint = heldNow() + slots;
+  }
+
+  /** Bytes of the sides' slots' arrays. */
+  long slotsNow() {
+    long n = 0;
+    for (int t = 0; t < tables.length; t++) {
+      n += tables[t][0].slotBytes() + tables[t][1].slotBytes();
+    }
+    return n;
+  }
+
+  /** Bytes of the rows held in memory, every side. */
+  long heldNow() {
+    long n = 0;
+    for (int t = 0; t < tables.length; t++) {
+      n += tables[t][0].held + tables[t][1].held;
+    }
+    return n;
   }
 
   /** Live rows spilled, both sides. */
@@ -154,6 +182,7 @@ final class IndexPart {
       tables[t][0].expire(leftLeast, marks);
       tables[t][1].expire(rightLeast, marks);
     }
+    footprint = heldNow() + slotsNow();
     long[] least = new long[] {leftLeast, rightLeast};
     for (int side = 0; side < 2; side++) {
       Iterator it = probedMatches[side].values().iterator();
