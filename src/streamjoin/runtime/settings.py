@@ -78,11 +78,12 @@ SETTINGS: dict[str, Key] = {
             "streamjoin.state.memory",
             "auto",
             "bytes of state (`512m`, `2g`) that the join operator keeps in each executor's "
-            "memory (the driver's in local mode): its rows and each row's slot (keys, times, "
-            "links: 32 bytes a slot, more for a band or an outer join), every query's "
-            "partitions there together; past it, each partition spills its oldest rows to the "
-            "executor's local directory, down to its part of three quarters of it (in "
-            "proportion to what it holds), and reads them back where a probe reaches them. "
+            "memory (the driver's in local mode): its rows and their slots (keys, times, "
+            "links and the key table: 32 bytes a slot and 12 a table entry, more for a band or "
+            "an outer join), every query's partitions there together; past it, each partition "
+            "spills its oldest rows to the executor's local directory, down to its part of it "
+            "(in proportion to what it holds, at least an even share), and reads them back where "
+            "a probe reaches them. "
             "`auto`: three tenths of the JVM's heap",
             size=True,
         ),

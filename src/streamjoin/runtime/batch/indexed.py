@@ -17,9 +17,9 @@ for the skew check on the way.
 The index is a copy: the manifest's units stay the durable state. It is built from them when a
 run starts, and when the placement changes where its old index cannot drain (`drains`:
 Squall's migration). Where the partitions in a JVM hold more than ``streamjoin.state.memory``
-(rows and slots), their oldest rows spill to local disk (``SpilledRows.java``). A batch run again takes back the
-rows its earlier attempt added. In local mode the driver's JVM holds every partition; on a
-cluster each lives on one executor (`placed`). docs/architecture.md.
+(rows and slots), their oldest rows spill to local disk (``SpilledRows.java``). A batch run
+again takes back the rows its earlier attempt added. In local mode the driver's JVM holds
+every partition; on a cluster each lives on one executor (`placed`). docs/architecture.md.
 """
 
 from __future__ import annotations

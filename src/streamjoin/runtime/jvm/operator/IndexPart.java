@@ -32,8 +32,8 @@ final class IndexPart {
   // their slots: past it, a partition's oldest rows spill (`fit`). Below 0: three tenths of the
   // heap.)
   long memory = -1L;
-  // (What this partition held at its last fit: the JVM's partitions' sum is weighed against
-  // the budget. Read by other partitions' tasks without its lock: a figure a batch old at worst.)
+  // (What this partition held at its last fit or expiry: the JVM's partitions' sum is weighed
+  // against the budget. Read by other partitions' tasks without its lock: a batch old at worst.)
   volatile long footprint;
 
   IndexPart(long version) {
@@ -60,12 +60,14 @@ final class IndexPart {
     return n;
   }
 
-  /** Spills the oldest rows of each side while the JVM's partitions together hold more than
+  /** Spills the oldest rows of each side where the JVM's partitions together hold more than
    * the budget: their rows in memory and their slots' arrays, which a spill does not free (a
-   * row's slot stays until it expires). Then this partition keeps its part of three quarters of
-   * the budget, in proportion to what it holds (a partition of a large join keeps more than
-   * one of a small one), its rows that part less its slots, each side its share (so that the
-   * next spill waits for a quarter of the budget's new rows, and writes them in one file). */
+   * row's slot stays until it expires). This partition's part of the budget is in proportion to
+   * what it holds (a large join's partition keeps more than a small one's), and never below an
+   * even share (a partition no batch reaches, which keeps its rows, cannot push the others' to
+   * nothing). Its rows may keep three quarters of that part less its slots; they spill down to
+   * it once they pass it by a quarter of the part, each side its share, so that a spill writes
+   * at least a quarter of the part's rows in one file, even where the slots take the whole part. */
   void fit() {
     long held = heldNow();
     long slots = slotsNow();
@@ -75,15 +77,19 @@ final class IndexPart {
     if (total <= budget || held == 0) {
       return;
     }
-    long part = (long) ((double) footprint / total * (budget / 4 * 3));
-    long keep = Math.max(part - slots, 0L);
+    long even = budget / Math.max(JoinIndex.PARTS.size(), 1);
+    long part = Math.max((long) ((double) footprint / total * budget), even);
+    long keep = Math.max(part / 4 * 3 - slots, 0L);
+    if (held <= keep + part / 4) {
+      return;
+    }
     for (int t = 0; t < tables.length; t++) {
       for (int side = 0; side < 2; side++) {
         IndexSide s = tables[t][side];
         s.spillTo((long) ((double) s.held / held * keep));
       }
     }
-    footprint = heldNow() + slots;
+    footprint = heldNow() + slotsNow();  // (a first spill made the slots' file places)
   }
 
   /** Bytes of the sides' slots' arrays. */

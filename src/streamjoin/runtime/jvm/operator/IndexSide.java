@@ -16,7 +16,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
  * Dead slots are reclaimed when the arrays are full, by moving the live rows down and building
  * the table again.
  *
- * <p>Over its partition's memory budget ({@link IndexPart#fit}), the oldest rows' bytes spill
+ * <p>Over the JVM's memory budget ({@link IndexPart#fit}), the oldest rows' bytes spill
  * to files ({@link #spillTo}, {@link SpilledRows}): their slots stay, {@code rows[i]} is null,
  * and {@link #row} reads them back. Written for janino: no lambdas, no generics.
  */
@@ -34,8 +34,9 @@ public final class IndexSide {
   // Columns only some shapes read, made at their first value that is not the default (null:
   // every slot holds it): an inner equi join's slot keeps the five arrays above. A band row's
   // own bucket, for a probe of a wide range (default 0). The first slot of the run of
-  // consecutive slots of row i's key that ends at i (default i): a band's time bucket arrives in
-  // runs, so a probe takes a run of its rows without walking them. An outer join's marks.
+  // consecutive slots of row i's key that ends at i (default i: made once two consecutive rows
+  // share a key): a band's time bucket arrives in runs, so a probe takes a run of its rows
+  // without walking them. An outer join's marks.
   long[] buckets;
   int[] runs;
   OuterSlots outer;

@@ -78,8 +78,8 @@ public final class JoinIndex {
   }
 
   /** Empty indexes for {@code name} in {@code parts} partitions, at batch {@code version},
-   * sharing with every partition in this JVM {@code memory} bytes of rows in memory ({@link
-   * IndexPart#budget}). */
+   * sharing with every partition in this JVM {@code memory} bytes of state in memory, rows and
+   * slots ({@link IndexPart#budget}). */
   public static void reset(String name, int parts, long version, long memory) {
     drop(name);
     for (int p = 0; p < parts; p++) {

@@ -14,7 +14,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 /**
  * The bytes of a run of an {@link IndexSide}'s rows, slots {@code first} to {@code end}, moved
  * out of the heap into a file of the executor's local directory (Spark's {@code
- * spark.local.dir}) when its partition holds more than its memory budget. The slots keep their
+ * spark.local.dir}) when the JVM's partitions hold more than their memory budget. The slots keep their
  * keys, times and marks in memory; a probe that reaches one reads its row back from the file,
  * mapped into memory (the operating system's page cache holds what is read often, off the
  * heap). Each record: the row's field count, its size, its bytes (Spark's UnsafeRow layout).
