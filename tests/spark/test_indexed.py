@@ -295,6 +295,42 @@ def test_a_state_over_its_memory_budget_spills_and_stays_exact(
     _check(spark, job, batches)
 
 
+def test_the_memory_budget_is_the_jvms_not_each_partitions_even_share(
+    spark: SparkSession, tmp_path: Path, indexed: None
+) -> None:
+    # One join keeps its whole history, seven keep a batch or so: the history's partitions hold
+    # several times an even share of the budget (a sixteenth), yet all together stay below it.
+    # Nothing spills; at a quarter of that budget, the history's rows do, and stay exact.
+    queries = {"history": ("A a JOIN B b", "a.k = b.k AND a.s <> b.s")} | {
+        f"brief{i}": (
+            "A a JOIN B b",
+            f"a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL {i} MILLISECONDS",
+        )
+        for i in range(7)
+    }
+    batches = make_batches(12, n_batches=8, rows_per_batch=80, keys=4, late_per_batch=1)
+    spilled: dict[str, list[dict[str, int]]] = {}
+    for budget in ("760k", "190k"):
+        work = tmp_path / budget
+        job = _job(work, queries)
+        spark.conf.set("streamjoin.state.memory", budget)
+        spark.conf.set("streamjoin.share", "false")  # (each query its own join: 16 partitions)
+        processor = Engine(spark).processor(job, str(work / "ckpt"))
+        try:
+            spilled[budget] = []
+            for i, batch in enumerate(batches):
+                _feed(spark, processor, job, [batch], first=i)
+                spilled[budget].append(processor.indexed.spilled(spark))
+        finally:
+            processor.close()
+            spark.conf.unset("streamjoin.state.memory")
+            spark.conf.unset("streamjoin.share")
+        _check(spark, job, batches)
+    assert not any(n for s in spilled["760k"] for n in s.values()), spilled["760k"]
+    history = next(q.name for q in job.queries if q.sink == "history")
+    assert spilled["190k"][-1][history] > 0, spilled["190k"]
+
+
 def test_two_indexed_joins_written_to_one_sink_keep_each_key_in_its_partition(
     spark: SparkSession, tmp_path: Path, indexed: None, probe_tasks: ProbeTasks
 ) -> None:
